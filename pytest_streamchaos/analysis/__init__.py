@@ -1,0 +1,1 @@
+"""Verdicts: guarantee validation, recovery metrics and SLA checks. Pure: data in, numbers out."""

@@ -1,0 +1,101 @@
+"""The recorded data of one run: what went in, what came out, and what happened in between.
+
+This is the contract between the recording side (``workload`` generator, ``observe`` collector and
+Spark progress capture, ``faults`` timeline) and the pure ``analysis`` code. Columns are NumPy
+arrays so that validation and metrics stay vectorised on millions of records.
+
+All times are float seconds on one clock (``time.time()`` of the pytest process, which runs both the
+generator and the collector).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class SentRecords:
+    """Input records the broker acknowledged (the ground truth's raw material).
+
+    ``ids`` are unique int64 ids; ``keys`` the record keys (int64 key numbers, the JSON key is
+    ``"k<n>"``); ``event_ts`` the event time and ``send_ts`` the broker-acknowledged send time.
+    ``poison`` marks malformed records that a job is expected to reject.
+    """
+
+    ids: np.ndarray
+    keys: np.ndarray
+    event_ts: np.ndarray
+    send_ts: np.ndarray
+    poison: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+@dataclass
+class OutputRecords:
+    """Output records read from the output topic, in arrival order.
+
+    The ids of output ``i`` are ``ids[offsets[i]:offsets[i + 1]]`` (CSR layout: one id for a
+    stateless output, the ``ids`` list of an aggregate -- a list, so double counts stay visible).
+    ``keys``/``window_start``/``window_end`` are filled for keyed / windowed outputs (NaN or None
+    otherwise); ``topic`` tells a side output (e.g. late events) from the main one.
+    """
+
+    arrival_ts: np.ndarray
+    offsets: np.ndarray
+    ids: np.ndarray
+    keys: np.ndarray | None = None
+    window_start: np.ndarray | None = None
+    window_end: np.ndarray | None = None
+    topic: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.arrival_ts.shape[0])
+
+    @classmethod
+    def from_lists(
+        cls,
+        arrival_ts: list[float],
+        ids: list[list[int]],
+        **columns: Any,
+    ) -> OutputRecords:
+        """Build from Python lists (``ids`` is one list of input ids per output)."""
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(offsets[-1]))
+        cols = {k: (None if v is None else np.asarray(v)) for k, v in columns.items()}
+        return cls(np.asarray(arrival_ts, dtype=np.float64), offsets, flat, **cols)
+
+
+@dataclass
+class TimelineEvent:
+    """One thing that happened: a fault planned/injected/healed, an executor lost/added, a driver
+    restart, the first output after a fault, recovery. ``t`` is on the run's clock."""
+
+    t: float
+    kind: str
+    target: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t": self.t, "kind": self.kind, "target": self.target, **({"detail": self.detail} if self.detail else {})}
+
+
+@dataclass
+class Trace:
+    """Everything recorded for one run; the input of every verdict and metric."""
+
+    sent: SentRecords
+    outputs: OutputRecords
+    #: Spark StreamingQueryProgress dicts, one per micro-batch, in order.
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[TimelineEvent] = field(default_factory=list)
+    #: phase boundaries on the run clock: warmup_end, load_end, drain_end.
+    phases: dict[str, float] = field(default_factory=dict)
+    #: the job's trigger interval in seconds (the normal gap between micro-batches).
+    trigger_seconds: float = 1.0

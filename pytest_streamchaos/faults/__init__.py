@@ -1,0 +1,1 @@
+"""What breaks: process faults, network faults, and the timeline that schedules them."""

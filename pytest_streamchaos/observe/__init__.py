@@ -1,0 +1,1 @@
+"""What flows out: the output collector and Spark progress / event capture."""

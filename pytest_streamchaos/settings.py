@@ -1,0 +1,97 @@
+"""Plugin settings: one table of command-line options and ini keys, resolved once per session.
+
+A command-line option wins over the ini key, which wins over the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  #: ini key; the command-line flag is ``--chaos-<name with dashes>``
+    help: str
+    default: Any
+    type: type = str
+    choices: tuple[str, ...] | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("backend", "stack backend: 'local' (processes, the default) or 'docker' (testcontainers)",
+           "local", str, ("local", "docker")),
+    Option("workers", "number of Spark workers in the session's cluster", 2, int),
+    Option("worker_cores", "cores each Spark worker offers", 1, int),
+    Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
+    Option("brokers", "number of Kafka brokers in the session's cluster", 3, int),
+    Option("ha", "run two Spark masters with ZooKeeper recovery (spark.deploy.recoveryMode=ZOOKEEPER)",
+           False, bool),
+    Option("java_home", "JAVA_HOME for Spark's JVMs (default: $JAVA_HOME, else java on PATH)", "", str),
+    Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
+    Option("report", "write every chaos run of the session as JSON to this path", "", str),
+)
+
+
+def _flag(opt: Option) -> str:
+    return "--chaos-" + opt.name.replace("_", "-")
+
+
+def _ini(opt: Option) -> str:
+    return "streamchaos_" + opt.name
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    """Register the options under their own ``streamchaos`` group, and each as an ini key."""
+    group = parser.getgroup("streamchaos", "chaos testing of PySpark Structured Streaming jobs")
+    for opt in OPTIONS:
+        if opt.type is bool:
+            group.addoption(_flag(opt), action="store_true", default=None, dest=_ini(opt),
+                            help=f"{opt.help} (ini: {_ini(opt)})")
+            parser.addini(_ini(opt), opt.help, type="bool", default=opt.default)
+        else:
+            group.addoption(_flag(opt), action="store", default=None, dest=_ini(opt),
+                            choices=opt.choices, metavar=opt.name.upper(),
+                            help=f"{opt.help} (ini: {_ini(opt)}; default: {opt.default!r})")
+            parser.addini(_ini(opt), f"{opt.help} (default: {opt.default!r})", default=str(opt.default))
+
+
+@dataclass(frozen=True)
+class Settings:
+    backend: str
+    workers: int
+    worker_cores: int
+    worker_memory: str
+    brokers: int
+    ha: bool
+    java_home: str
+    start_timeout: float
+    report: str
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        """Resolve every option; a bad value raises ``pytest.UsageError`` naming the flag and ini key."""
+        values: dict[str, Any] = {}
+        by_name = {o.name: o for o in OPTIONS}
+        for f in fields(cls):
+            opt = by_name[f.name]
+            raw = config.getoption(_ini(opt))
+            if raw is None:
+                raw = config.getini(_ini(opt))
+            if opt.type is bool:
+                values[f.name] = bool(raw)
+                continue
+            try:
+                value = opt.type(raw)
+            except (TypeError, ValueError):
+                raise pytest.UsageError(
+                    f"{_flag(opt)} / ini {_ini(opt)}: {raw!r} is not a valid {opt.type.__name__}"
+                ) from None
+            if opt.choices and value not in opt.choices:
+                raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} is not one of {opt.choices}")
+            if opt.type in (int, float) and value < (0 if opt.name != "workers" else 1):
+                raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
+            values[f.name] = value
+        return cls(**values)

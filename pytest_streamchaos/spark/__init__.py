@@ -1,0 +1,1 @@
+"""Job side: launching jobs and the Kafka source/sink helpers a PySpark job uses."""

@@ -1,0 +1,1 @@
+"""What runs: the stack interface and its backends (``local`` processes; ``docker`` later)."""

@@ -1,0 +1,62 @@
+"""Stack fixtures: the session-scoped cluster and broker, handed to each test healed.
+
+The expensive parts (JVMs, the broker process) live for the whole session; the function-scoped
+``spark_cluster`` / ``kafka`` fixtures heal them before each test so that a test which killed a
+worker or took a broker down does not poison the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_streamchaos.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
+    """The session's resolved plugin settings (options > ini > defaults)."""
+    from pytest_streamchaos.plugin import SETTINGS_KEY
+
+    return pytestconfig.stash[SETTINGS_KEY]
+
+
+@pytest.fixture(scope="session")
+def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+    """The session's Spark standalone cluster (started on first use, stopped at session end)."""
+    from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+
+    cluster = LocalSparkCluster.from_settings(streamchaos_settings, tmp_path_factory.mktemp("spark"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def spark_cluster(streamchaos_spark_session, streamchaos_settings: Settings) -> Iterator:
+    """The Spark cluster, healed to its configured shape before the test."""
+    streamchaos_spark_session.heal(timeout=streamchaos_settings.start_timeout)
+    yield streamchaos_spark_session
+
+
+@pytest.fixture(scope="session")
+def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+    """The session's embedded Kafka cluster (started on first use, stopped at session end)."""
+    from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+
+    cluster = LocalKafkaCluster(brokers=streamchaos_settings.brokers, workdir=tmp_path_factory.mktemp("kafka"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def kafka(streamchaos_kafka_session, request: pytest.FixtureRequest):
+    """The Kafka cluster, healed (all brokers up, no delays), with topic names unique to this test."""
+    streamchaos_kafka_session.heal()
+    yield streamchaos_kafka_session.for_test(request.node.nodeid)
