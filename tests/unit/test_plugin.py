@@ -1,0 +1,77 @@
+"""The plugin as pytest sees it: entry point, options group, ini keys, markers, bad option values."""
+
+from __future__ import annotations
+
+import pytest
+
+
+
+def test_registered_through_entry_point(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--trace-config", "--co", "-q")
+    result.stdout.fnmatch_lines(["*streamchaos*pytest_streamchaos*plugin*"])
+
+
+def test_help_shows_options_group_and_ini_keys(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*chaos testing of PySpark Structured Streaming jobs*",
+            "*--chaos-backend=*",
+            "*--chaos-workers=*",
+            "*--chaos-report=*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*streamchaos_workers*", "*streamchaos_brokers*"])
+
+
+def test_chaos_marker_is_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.chaos:*"])
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.chaos
+        def test_a(): pass
+        def test_b(): pass
+        """
+    )
+    result = pytester.runpytest("--strict-markers", "-m", "chaos")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--chaos-workers=two")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--chaos-workers*streamchaos_workers*'two' is not a valid int*"])
+
+
+def test_ini_value_is_used_and_option_wins(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nstreamchaos_workers = 3\nstreamchaos_brokers = 1\n")
+    pytester.makepyfile(
+        """
+        def test_settings(streamchaos_settings, request):
+            expected = int(request.config.getoption("expected"))
+            assert streamchaos_settings.workers == expected
+            assert streamchaos_settings.brokers == 1
+        """
+    )
+    pytester.makeconftest(
+        "def pytest_addoption(parser):\n    parser.addoption('--expected')\n"
+    )
+    pytester.runpytest("--expected=3").assert_outcomes(passed=1)
+    pytester.runpytest("--expected=4", "--chaos-workers=4").assert_outcomes(passed=1)
+
+
+def test_checkpoint_dir_is_fresh_per_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        seen = []
+        def test_one(checkpoint_dir):
+            assert checkpoint_dir.is_dir() and not any(checkpoint_dir.iterdir())
+            (checkpoint_dir / "x").write_text("1")
+            seen.append(checkpoint_dir)
+        def test_two(checkpoint_dir):
+            assert not any(checkpoint_dir.iterdir()) and checkpoint_dir not in seen
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
