@@ -1,0 +1,184 @@
+"""One started command as a fault target: its own process group, a log file, group-wide signals.
+
+Every :class:`ManagedProcess` runs in a new session (``start_new_session=True``), so its pgid equals
+its pid and signals sent to the group reach everything it spawned (a Spark worker's executors, say)
+and nothing else. Each one is registered with the reaper (:mod:`.reaper`) while it may be running, so
+it dies with the pytest process even when pytest is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from pytest_streamchaos.stack.reaper import get_reaper
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs of the live (non-zombie) processes in process group ``pgid``."""
+    members = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                members.append(p.pid)
+        except (ProcessLookupError, psutil.Error, OSError):
+            continue
+    return members
+
+
+class ManagedProcess:
+    """A command started in its own process group with stdout+stderr appended to ``log_path``.
+
+    ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
+    starts in the constructor.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        log_path: str | os.PathLike,
+        cwd: str | os.PathLike | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.argv = [str(a) for a in argv]
+        self.name = name or Path(self.argv[0]).name
+        self.log_path = Path(log_path)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.paused = False
+        self._stopped = False
+        reaper = get_reaper()  # before spawning: a failing watchdog must not leave an orphan behind
+        with open(self.log_path, "ab") as log:
+            log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
+            log.flush()
+            try:
+                self._popen = subprocess.Popen(
+                    self.argv,
+                    env=dict(env),
+                    cwd=None if cwd is None else str(cwd),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise OSError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
+        self.pid: int = self._popen.pid
+        self.pgid: int = self._popen.pid  # new session => pgid == pid
+        self._reaper = reaper
+        reaper.register_pgid(self.pgid)
+
+    def __repr__(self) -> str:
+        state = "paused" if self.paused else ("alive" if self.alive else f"exited {self.returncode}")
+        return f"<ManagedProcess {self.name} pid={self.pid} {state}>"
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        """Whether the group leader is still running (a paused process is alive)."""
+        return self._popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """The leader's exit code (negative: killed by that signal), None while running."""
+        return self._popen.poll()
+
+    def members(self) -> list[int]:
+        """PIDs of all live processes in this process group (the leader and its descendants)."""
+        return group_members(self.pgid)
+
+    # -- signals -------------------------------------------------------------------------------
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the whole process group (no error if it is already gone; nothing once
+        stopped, so a reused pgid is never hit)."""
+        if self._stopped:
+            return
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def pause(self) -> None:
+        """SIGSTOP the whole group (a frozen process: sockets stay open, nothing answers)."""
+        self.signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT the whole group."""
+        self.signal(signal.SIGCONT)
+        self.paused = False
+
+    def kill(self, timeout: float = 10.0) -> None:
+        """SIGKILL the whole group and wait until every member is gone."""
+        self.signal(signal.SIGKILL)
+        self.signal(signal.SIGCONT)  # harmless; makes sure nothing stays stopped on odd kernels
+        self.paused = False
+        self._reap_group(timeout)
+
+    def terminate(self, timeout: float = 10.0) -> None:
+        """SIGTERM the group; SIGKILL whatever is left after ``timeout`` seconds. Idempotent."""
+        if self._stopped:
+            return
+        if self.alive or self.members():
+            self.signal(signal.SIGTERM)
+            self.signal(signal.SIGCONT)  # a stopped process only acts on SIGTERM once continued
+            self.paused = False
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if not self.alive and not self.members():
+                    break
+                time.sleep(0.05)
+            else:
+                self.signal(signal.SIGKILL)
+        self._reap_group(timeout)
+
+    stop = terminate
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the group leader to exit and return its exit code
+        (raises ``subprocess.TimeoutExpired``)."""
+        return self._popen.wait(timeout)
+
+    # -- logs ----------------------------------------------------------------------------------
+    def tail_log(self, n: int = 40) -> str:
+        """The last ``n`` lines of the log (for error messages)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 64 * 1024))
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError as exc:
+            return f"<no log at {self.log_path}: {exc}>"
+        return "\n".join(lines[-n:])
+
+    # -- internals -----------------------------------------------------------------------------
+    def _reap_group(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            self._popen.wait(max(0.1, timeout))
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self._popen.wait(5)
+        while self.members():
+            if time.monotonic() > deadline:
+                self.signal(signal.SIGKILL)
+                raise TimeoutError(
+                    f"{self.name} (pgid {self.pgid}): group members {self.members()} still alive "
+                    f"{timeout:.0f}s after the leader was stopped"
+                )
+            time.sleep(0.05)
+        if not self._stopped:
+            self._stopped = True
+            try:
+                self._reaper.unregister_pgid(self.pgid)
+            except Exception:  # a gone watchdog must not break teardown
+                pass
