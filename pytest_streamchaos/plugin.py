@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos import settings as _settings
+from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
+from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     kafka,
     spark_cluster,
@@ -20,6 +22,9 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
 
 MARKERS = (
     "chaos: a chaos test of a streaming job (select with -m chaos)",
+    "sla(**bounds): SLA bounds checked after the test's chaos run "
+    "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee)",
+    *marker_lines(),
 )
 
 
@@ -35,6 +40,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
+FAULTS_KEY = pytest.StashKey[list]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Validate every fault mark now (collection time), so a typo never starts a stack."""
+    errors = []
+    for item in items:
+        try:
+            item.stash[FAULTS_KEY] = specs_for_item(item)
+        except FaultSpecError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
 
 
 @pytest.fixture

@@ -1,0 +1,218 @@
+"""Fault specifications: what a fault mark says, checked when the test is collected.
+
+A mark such as ``@kill_worker(after=30, restart_after=10)`` becomes a :class:`FaultSpec`. Every
+argument is validated here, so a typo fails at collection time with a message naming the mark, the
+argument and the allowed values -- not half-way through a two-minute chaos run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+#: arguments every fault mark accepts.
+COMMON_ARGS = {
+    "after": "seconds from steady state until the fault is injected (default 0)",
+    "duration": "seconds until the fault is healed (resume, rule removed, broker up)",
+    "every": "repeat the fault every N seconds (with times)",
+    "times": "how many occurrences (default 1; with every)",
+    "index": "which instance: an int position, or a role (see each fault)",
+    "when": "fire at a moment instead of a clock time (see each fault)",
+    "timeout": "seconds to wait for an aimed moment before giving up (default 60)",
+}
+
+KILL_ARGS = {
+    "restart_after": "seconds after the kill to restart the process (None: leave it dead / Spark's own restart)",
+    "signal": "SIGKILL (default) or SIGTERM",
+}
+
+NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """The schema of one fault mark."""
+
+    name: str
+    doc: str
+    args: dict[str, str]
+    required: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()  #: allowed string values of ``index``
+    moments: tuple[str, ...] = ()  #: allowed values of ``when``
+    network: bool = False
+
+
+KINDS: dict[str, FaultKind] = {
+    k.name: k
+    for k in (
+        FaultKind("kill_worker", "kill a Spark worker and its executors (process group)", KILL_ARGS,
+                  roles=("busiest",), moments=("tasks_running",)),
+        FaultKind("kill_executor", "kill one executor JVM (its worker stays)", KILL_ARGS,
+                  roles=("busiest",), moments=("tasks_running",)),
+        FaultKind("kill_driver", "kill the driver (JVM and Python children); restart from the checkpoint",
+                  KILL_ARGS, moments=("uncommitted_output",)),
+        FaultKind("kill_master", "kill a Spark master (the active one by default)", KILL_ARGS,
+                  roles=("active", "standby")),
+        FaultKind("kill_broker", "take a Kafka broker down (and up after restart_after/duration)", KILL_ARGS,
+                  roles=("leader",)),
+        FaultKind("pause", "SIGSTOP a target's process group (container pause), SIGCONT on heal",
+                  {"target": "'worker', 'executor', 'driver', 'master' or 'broker'"}, required=("target",),
+                  roles=("busiest", "active", "leader")),
+        FaultKind("network_delay", "delay packets on a link",
+                  {"ms": "added one-way delay in ms", "jitter_ms": "uniform jitter in ms (default 0)",
+                   "target": NET_TARGETS,
+                   "above_timeout": "True: PD>TO (peer declared dead); False: PD<TO (only slower)"},
+                  required=("ms",), network=True),
+        FaultKind("packet_loss", "drop a percentage of packets on a link",
+                  {"percent": "0 < percent <= 100", "target": NET_TARGETS}, required=("percent",), network=True),
+        FaultKind("network_partition", "cut a link (both directions)", {"target": NET_TARGETS}, network=True),
+        FaultKind("bandwidth_limit", "limit a link's bandwidth",
+                  {"kbit": "kilobits per second", "target": NET_TARGETS}, required=("kbit",), network=True),
+        FaultKind("poison_records", "send malformed records through the generator",
+                  {"count": "how many poison records (default 1)"}),
+    )
+}
+
+
+class FaultSpecError(ValueError):
+    """A fault mark has a wrong argument. The message names the mark, the argument and the fix."""
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault mark, validated. ``params`` holds the kind-specific arguments."""
+
+    kind: str
+    after: float = 0.0
+    duration: float | None = None
+    every: float | None = None
+    times: int = 1
+    index: int | str | None = None
+    when: str | None = None
+    timeout: float = 60.0
+    restart_after: float | None = None
+    target: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Short human label for tables and timelines, e.g. ``kill_worker[0]@30s``."""
+        where = self.target or ("" if self.index is None else str(self.index))
+        at = f"when={self.when}" if self.when else f"@{self.after:g}s"
+        rep = f" x{self.times}/{self.every:g}s" if self.every else ""
+        extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
+        return f"{self.kind}[{where}]{at}{rep}{extra}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if v not in (None, {}) and k != "params"}
+        d.update(self.params)
+        return d
+
+
+def _num(kind: str, name: str, value: Any, *, minimum: float = 0.0, strict: bool = False,
+         integer: bool = False) -> float:
+    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type:
+        what = "an int" if integer else "a number"
+        raise FaultSpecError(f"@{kind}: {name}={value!r} must be {what} ({COMMON_ARGS.get(name, '')})".rstrip(" ()"))
+    if value < minimum or (strict and value == minimum):
+        cmp = ">" if strict else ">="
+        raise FaultSpecError(f"@{kind}: {name}={value!r} must be {cmp} {minimum:g}")
+    return value
+
+
+def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> FaultSpec:
+    """Validate one fault mark's arguments and return its :class:`FaultSpec`.
+
+    Raises :class:`FaultSpecError` with a message that names the mark, the argument and the allowed
+    values (with a did-you-mean for misspelt argument names).
+    """
+    kwargs = dict(kwargs or {})
+    fk = KINDS.get(kind)
+    if fk is None:
+        raise FaultSpecError(f"unknown fault {kind!r}; known faults: {', '.join(sorted(KINDS))}")
+    if args:
+        raise FaultSpecError(f"@{kind} takes keyword arguments only, e.g. @{kind}(after=30); got {args!r}")
+    allowed = {**COMMON_ARGS, **fk.args}
+    for name in kwargs:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise FaultSpecError(f"@{kind}: unknown argument {name!r}{hint}; allowed: {', '.join(sorted(allowed))}")
+    for name in fk.required:
+        if name not in kwargs:
+            raise FaultSpecError(f"@{kind}: missing required argument {name!r} ({allowed[name]})")
+
+    after = _num(kind, "after", kwargs.pop("after", 0.0))
+    duration = kwargs.pop("duration", None)
+    if duration is not None:
+        duration = _num(kind, "duration", duration, strict=True)
+    every = kwargs.pop("every", None)
+    times = kwargs.pop("times", None)
+    if every is not None:
+        every = _num(kind, "every", every, strict=True)
+        times = 2 if times is None else int(_num(kind, "times", times, minimum=1, integer=True))
+    elif times is not None and times != 1:
+        raise FaultSpecError(f"@{kind}: times={times!r} needs every=<seconds between occurrences>")
+    else:
+        times = 1
+    if every is not None and duration is not None and duration >= every:
+        raise FaultSpecError(f"@{kind}: duration={duration:g} must be shorter than every={every:g}")
+    index = kwargs.pop("index", None)
+    if index is not None:
+        if isinstance(index, bool) or not isinstance(index, (int, str)):
+            raise FaultSpecError(f"@{kind}: index={index!r} must be an int position or a role")
+        if isinstance(index, int) and index < 0:
+            raise FaultSpecError(f"@{kind}: index={index!r} must be >= 0")
+        if isinstance(index, str) and index not in fk.roles:
+            roles = ", ".join(repr(r) for r in fk.roles) or "none (use an int position)"
+            raise FaultSpecError(f"@{kind}: index={index!r} is not a role of this fault; roles: {roles}")
+    when = kwargs.pop("when", None)
+    if when is not None:
+        if when not in fk.moments:
+            moments = ", ".join(repr(m) for m in fk.moments) or "none"
+            raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at; moments: {moments}")
+        if every is not None:
+            raise FaultSpecError(f"@{kind}: when= and every= cannot be combined")
+    timeout = _num(kind, "timeout", kwargs.pop("timeout", 60.0), strict=True)
+    restart_after = kwargs.pop("restart_after", None)
+    if restart_after is not None:
+        restart_after = _num(kind, "restart_after", restart_after)
+        if duration is not None:
+            raise FaultSpecError(f"@{kind}: give restart_after or duration, not both (both mean 'heal after')")
+    signal = kwargs.get("signal")
+    if signal is not None and signal not in ("SIGKILL", "SIGTERM"):
+        raise FaultSpecError(f"@{kind}: signal={signal!r} must be 'SIGKILL' or 'SIGTERM'")
+    target = kwargs.pop("target", None)
+    if target is not None and not isinstance(target, str):
+        raise FaultSpecError(f"@{kind}: target={target!r} must be a string ({allowed['target']})")
+    if kind == "pause" and target not in ("worker", "executor", "driver", "master", "broker"):
+        raise FaultSpecError(f"@pause: target={target!r} must be one of 'worker', 'executor', 'driver', "
+                             "'master', 'broker'")
+    if fk.network:
+        target = target or "kafka"
+        _check_net_target(kind, target)
+    if kind == "network_delay":
+        _num(kind, "ms", kwargs["ms"], strict=True)
+        _num(kind, "jitter_ms", kwargs.setdefault("jitter_ms", 0))
+        above = kwargs.get("above_timeout")
+        if above is not None and not isinstance(above, bool):
+            raise FaultSpecError(f"@network_delay: above_timeout={above!r} must be True or False")
+    if kind == "packet_loss":
+        pct = _num(kind, "percent", kwargs["percent"], strict=True)
+        if pct > 100:
+            raise FaultSpecError(f"@packet_loss: percent={pct!r} must be at most 100")
+    if kind == "bandwidth_limit":
+        _num(kind, "kbit", kwargs["kbit"], strict=True)
+    if kind == "poison_records":
+        kwargs["count"] = int(_num(kind, "count", kwargs.get("count", 1), minimum=1, integer=True))
+    return FaultSpec(kind=kind, after=float(after), duration=duration, every=every, times=times, index=index,
+                     when=when, timeout=float(timeout), restart_after=restart_after, target=target,
+                     params=kwargs)
+
+
+def _check_net_target(kind: str, target: str) -> None:
+    base, _, idx = target.partition("-")
+    if base not in ("kafka", "broker", "master", "worker", "driver", "zookeeper") or (idx and not idx.isdigit()):
+        raise FaultSpecError(f"@{kind}: target={target!r} is not a link; use {NET_TARGETS}")
