@@ -1,0 +1,142 @@
+"""Fire planned faults on the run's clock, heal them, and record what happened.
+
+Each planned occurrence gets a small thread: wait until steady state + ``at`` (or until its aimed
+moment is detected), inject, wait ``heal_after``, heal. :meth:`FaultScheduler.stop` heals whatever is
+still injected -- on every exit path, including a failing test -- so nothing outlives the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.faults.timeline import PlannedFault
+
+
+class Recorder:
+    """Thread-safe list of timeline events on the run clock (``time.time``)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._events: list[TimelineEvent] = []
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+        ev = TimelineEvent(self.clock() if t is None else t, kind, target, detail)
+        with self._lock:
+            self._events.append(ev)
+        return ev
+
+    def events(self) -> list[TimelineEvent]:
+        with self._lock:
+            return sorted(self._events, key=lambda e: e.t)
+
+
+class FaultAction(Protocol):
+    """What a fault kind does to the stack. ``inject`` returns a handle that ``heal`` gets back;
+    ``target`` names what was hit (for the timeline). ``wait_moment`` (aimed faults) blocks until
+    the moment or the deadline and returns True if the moment came."""
+
+    def target(self, planned: PlannedFault) -> str: ...
+
+    def inject(self, planned: PlannedFault) -> Any: ...
+
+    def heal(self, planned: PlannedFault, handle: Any) -> None: ...
+
+
+class FaultScheduler:
+    """Runs a list of planned faults against actions (one per fault kind)."""
+
+    def __init__(
+        self,
+        planned: list[PlannedFault],
+        actions: dict[str, FaultAction],
+        recorder: Recorder,
+        moments: dict[str, Callable[[PlannedFault, threading.Event, float], bool]] | None = None,
+    ) -> None:
+        missing = sorted({p.spec.kind for p in planned} - set(actions))
+        if missing:
+            raise ValueError(f"no fault action for {missing}")
+        self.planned = planned
+        self.actions = actions
+        self.recorder = recorder
+        self.moments = moments or {}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._active: dict[int, tuple[PlannedFault, Any]] = {}
+        self._lock = threading.Lock()
+        self.steady_t: float | None = None
+
+    def start(self, steady_t: float) -> None:
+        """Start the clock: ``at`` offsets count from ``steady_t``."""
+        self.steady_t = steady_t
+        for i, p in enumerate(self.planned):
+            at = steady_t + (p.at if p.at is not None else p.spec.after)
+            self.recorder.record("fault_planned", p.label, t=at, fault=p.spec.kind, occurrence=p.occurrence)
+            th = threading.Thread(target=self._run_one, args=(i, p, at), name=f"fault-{p.label}", daemon=True)
+            self._threads.append(th)
+            th.start()
+
+    def _run_one(self, i: int, p: PlannedFault, at: float) -> None:
+        action = self.actions[p.spec.kind]
+        if self._stop.wait(max(0.0, at - time.time())):
+            return
+        if p.at is None:  # aimed: wait for the moment
+            wait = self.moments.get(p.spec.when or "")
+            if wait is None:
+                self._error(p, f"no detector for moment {p.spec.when!r}")
+                return
+            if not wait(p, self._stop, time.time() + p.spec.timeout):
+                if not self._stop.is_set():
+                    self.recorder.record("fault_skipped", p.label, reason=f"moment {p.spec.when!r} not seen "
+                                         f"within {p.spec.timeout:g}s")
+                return
+        try:
+            target = action.target(p)
+            handle = action.inject(p)
+        except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
+            self._error(p, f"inject failed: {exc}")
+            return
+        self.recorder.record("fault_injected", target, fault=p.spec.kind, label=p.label)
+        with self._lock:
+            self._active[i] = (p, handle)
+        if p.heal_after is None:
+            return
+        self._stop.wait(p.heal_after)  # a scheduled delay, not synchronisation; stop() heals early
+        self._heal(i)
+
+    def _heal(self, i: int) -> None:
+        with self._lock:
+            entry = self._active.pop(i, None)
+        if entry is None:
+            return
+        p, handle = entry
+        try:
+            self.actions[p.spec.kind].heal(p, handle)
+            self.recorder.record("fault_healed", self.actions[p.spec.kind].target(p), fault=p.spec.kind,
+                                 label=p.label)
+        except Exception as exc:
+            self._error(p, f"heal failed: {exc}")
+
+    def _error(self, p: PlannedFault, msg: str) -> None:
+        self.errors.append(f"{p.label}: {msg}")
+        self.recorder.record("fault_error", p.label, error=msg)
+
+    def stop(self, heal: bool = True) -> None:
+        """Stop firing; heal every fault still injected (also the ones whose heal time has not come)."""
+        self._stop.set()
+        for th in self._threads:
+            th.join(timeout=30)
+        if heal:
+            for i in list(self._active):
+                self._heal(i)
+
+    def __enter__(self) -> FaultScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,105 @@
+"""The scheduler fires, heals and records faults on time; stop() heals what is still injected."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
+from pytest_streamchaos.faults.spec import parse
+from pytest_streamchaos.faults.timeline import plan
+
+
+class FakeTarget:
+    """A stand-in fault target (the scheduler's own logic is under test, not the stack)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float]] = []
+        self.fail_inject = False
+
+    def target(self, planned):
+        return "thing-0"
+
+    def inject(self, planned):
+        if self.fail_inject:
+            raise RuntimeError("no such thing")
+        self.calls.append(("inject", time.time()))
+        return "handle"
+
+    def heal(self, planned, handle):
+        assert handle == "handle"
+        self.calls.append(("heal", time.time()))
+
+
+def wait_for(pred, timeout=5.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_fires_and_heals_on_schedule() -> None:
+    t = FakeTarget()
+    rec = Recorder()
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.2, "every": 0.5, "times": 2,
+                                                            "restart_after": 0.1})]), {"kill_worker": t}, rec)
+    t0 = time.time()
+    sched.start(t0)
+    wait_for(lambda: len(t.calls) == 4, what="two injections and two heals")
+    sched.stop()
+    kinds = [c[0] for c in t.calls]
+    assert kinds == ["inject", "heal", "inject", "heal"]
+    offsets = [c[1] - t0 for c in t.calls]
+    assert abs(offsets[0] - 0.2) < 0.1 and abs(offsets[2] - 0.7) < 0.1
+    assert 0.08 < offsets[1] - offsets[0] < 0.3
+    evs = [e.kind for e in rec.events()]
+    assert evs.count("fault_injected") == 2 and evs.count("fault_healed") == 2 and evs.count("fault_planned") == 2
+
+
+def test_stop_heals_faults_still_injected() -> None:
+    t = FakeTarget()
+    sched = FaultScheduler(plan([parse("network_partition", kwargs={"duration": 60})]), {"network_partition": t},
+                           Recorder())
+    sched.start(time.time())
+    wait_for(lambda: t.calls, what="injection")
+    sched.stop()
+    assert [c[0] for c in t.calls] == ["inject", "heal"]
+
+
+def test_inject_error_is_recorded_not_raised() -> None:
+    t = FakeTarget()
+    t.fail_inject = True
+    rec = Recorder()
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={})]), {"kill_worker": t}, rec)
+    sched.start(time.time())
+    wait_for(lambda: sched.errors, what="error")
+    sched.stop()
+    assert "no such thing" in sched.errors[0]
+    assert any(e.kind == "fault_error" for e in rec.events())
+
+
+def test_aimed_fault_waits_for_moment_or_is_skipped() -> None:
+    t = FakeTarget()
+    rec = Recorder()
+    seen = threading.Event()
+
+    def moment(planned, stop, deadline):
+        while time.time() < deadline and not stop.is_set():
+            if seen.is_set():
+                return True
+            time.sleep(0.01)
+        return False
+
+    specs = [parse("kill_driver", kwargs={"when": "uncommitted_output", "timeout": 2}),
+             parse("kill_worker", kwargs={"when": "tasks_running", "timeout": 0.2})]
+    sched = FaultScheduler(plan(specs), {"kill_driver": t, "kill_worker": FakeTarget()}, rec,
+                           moments={"uncommitted_output": moment, "tasks_running": moment})
+    sched.start(time.time())
+    wait_for(lambda: any(e.kind == "fault_skipped" for e in rec.events()), what="skip of the unmet moment")
+    assert t.calls == []
+    seen.set()
+    wait_for(lambda: t.calls, what="aimed injection")
+    sched.stop()
+    assert [e.target for e in rec.events() if e.kind == "fault_skipped"][0].startswith("kill_worker")
