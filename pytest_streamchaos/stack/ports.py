@@ -1,0 +1,75 @@
+"""Free TCP ports on 127.0.0.1, never handed out twice in one session.
+
+Ports are picked at random *below* the kernel's ephemeral range (``ip_local_port_range``): a port from
+inside it could be taken by some process's outgoing connection between our check and the server's
+bind, which the kernel never does below the range. Random picks also make a clash between two
+pytest sessions running side by side unlikely. Each candidate is checked by binding it.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+
+HOST = "127.0.0.1"
+_LOW = 15000  #: lowest port we pick (above common service ports)
+_handed_out: set[int] = set()
+_lock = threading.Lock()
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def port_is_free(port: int, host: str = HOST) -> bool:
+    """Whether ``host:port`` can be bound right now (no SO_REUSEADDR: a TIME_WAIT port counts as busy)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = HOST) -> int:
+    """A port free on ``host`` right now and not handed out before in this process."""
+    with _lock:
+        high = _ephemeral_low()
+        rng = random.Random()
+        if high - _LOW > 1000:
+            for _ in range(500):
+                port = rng.randrange(_LOW, high)
+                if port not in _handed_out and port_is_free(port, host):
+                    _handed_out.add(port)
+                    return port
+        # Fallback (tiny or odd port range): let the kernel choose.
+        for _ in range(100):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                port = s.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                return port
+    raise RuntimeError(f"no free TCP port found on {host}")
+
+
+def free_ports(n: int, host: str = HOST) -> list[int]:
+    """``n`` distinct free ports (see :func:`free_port`)."""
+    return [free_port(host) for _ in range(n)]
+
+
+def reserve(port: int) -> None:
+    """Mark a fixed, user-chosen port as taken so :func:`free_port` never returns it."""
+    with _lock:
+        _handed_out.add(port)
+
+
+def handed_out() -> frozenset[int]:
+    """Every port handed out or reserved so far in this process."""
+    with _lock:
+        return frozenset(_handed_out)

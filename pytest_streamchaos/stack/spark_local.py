@@ -1,0 +1,573 @@
+"""The ``local`` Spark backend: a real standalone cluster of JVM processes on 127.0.0.1.
+
+One JVM per master and worker (``$SPARK_HOME/bin/spark-class ...Master`` / ``...Worker`` with
+SPARK_HOME = the pyspark package), executors as the workers' children (same process group, so a
+worker fault hits its executors too). Optional HA: a ZooKeeper server from the jars pyspark ships and
+two masters with ``spark.deploy.recoveryMode=ZOOKEEPER``.
+
+Everything binds 127.0.0.1 and every daemon port is allocated and pinned (see :attr:`endpoints`), so
+network faults can find them. Failure detection is shortened for chaos runs; the values in force are
+in :attr:`LocalSparkCluster.effective_conf`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
+from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
+from pytest_streamchaos.stack.ports import HOST, free_port, reserve
+from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
+
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+ZOOKEEPER_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+
+#: Daemon JVM flags: C1 only and the serial GC start faster and use fewer threads on small machines;
+#: the daemons do little work, so peak JIT performance does not matter.
+DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
+DAEMON_MEMORY = "256m"
+
+#: Seconds without a heartbeat before the master declares a worker dead (Spark default 60). Workers
+#: heartbeat every timeout/4. A killed worker is noticed at once (its connection drops); a paused one
+#: only after this timeout (up to twice it, the check runs every timeout).
+WORKER_TIMEOUT_S = 10
+#: ZooKeeper caps every session at maxSessionTimeout; Spark asks for 60 s (hard-coded), so this is
+#: the time a killed active master keeps its leadership.
+ZK_TICK_MS = 200
+ZK_MAX_SESSION_MS = 4000
+
+
+def _http_json(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - 127.0.0.1 only
+            return json.loads(resp.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+class _Daemon:
+    """A restartable daemon: the current process (or None) plus what it takes to start it again."""
+
+    role = "daemon"
+
+    def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
+        self.index = index
+        self._start = start
+        self.process: ManagedProcess | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}-{self.index}"
+
+    def start(self) -> ManagedProcess:
+        self.process = self._start()
+        return self.process
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self.process.pgid if self.process else None
+
+    @property
+    def alive(self) -> bool:
+        """The JVM is running (paused counts as alive)."""
+        return self.process is not None and self.process.alive
+
+    @property
+    def paused(self) -> bool:
+        return self.process is not None and self.process.paused
+
+    def tail_log(self, n: int = 30) -> str:
+        return self.process.tail_log(n) if self.process else "<never started>"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.process!r}>"
+
+
+class LocalMaster(_Daemon):
+    """A Spark master JVM."""
+
+    role = "master"
+
+    def __init__(self, index: int, rpc_port: int, webui_port: int, rest_port: int, start) -> None:
+        super().__init__(index, start)
+        self.rpc_port, self.webui_port, self.rest_port = rpc_port, webui_port, rest_port
+
+    @property
+    def url(self) -> str:
+        return f"spark://{HOST}:{self.rpc_port}"
+
+    @property
+    def webui_url(self) -> str:
+        return f"http://{HOST}:{self.webui_port}"
+
+    def state(self) -> dict[str, Any] | None:
+        """The master's ``/json/`` document (``status``: ALIVE / STANDBY / RECOVERING ...), or None
+        when it does not answer."""
+        if not self.alive or self.paused:
+            return None
+        return _http_json(self.webui_url + "/json/")
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.name, "master", HOST, {"rpc": self.rpc_port, "webui": self.webui_port,
+                                                    "rest": self.rest_port})
+
+
+class LocalWorker(_Daemon):
+    """A Spark worker JVM; its executors are its child processes (same process group)."""
+
+    role = "worker"
+
+    def __init__(self, index: int, port: int, webui_port: int, workdir: Path, start) -> None:
+        super().__init__(index, start)
+        self.port, self.webui_port, self.workdir = port, webui_port, workdir
+
+    @property
+    def webui_url(self) -> str:
+        return f"http://{HOST}:{self.webui_port}"
+
+    def executor_pids(self) -> list[int]:
+        """PIDs of the executor JVMs (``CoarseGrainedExecutorBackend``) this worker runs."""
+        if not self.alive:
+            return []
+        pids = []
+        try:
+            children = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        for child in children:
+            try:
+                if EXECUTOR_CLASS in child.cmdline() and child.status() != psutil.STATUS_ZOMBIE:
+                    pids.append(child.pid)
+            except psutil.Error:
+                continue
+        return pids
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.name, "worker", HOST, {"rpc": self.port, "webui": self.webui_port})
+
+
+class LocalZooKeeper(_Daemon):
+    """A standalone ZooKeeper server (HA mode only)."""
+
+    role = "zookeeper"
+
+    def __init__(self, port: int, start) -> None:
+        super().__init__(0, start)
+        self.port = port
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.name, "zookeeper", HOST, {"client": self.port})
+
+
+class LocalSparkCluster(SparkCluster):
+    """A Spark standalone cluster of local JVMs: 1 master (2 with ``ha``) and ``workers`` workers."""
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike,
+        *,
+        workers: int = 2,
+        worker_cores: int = 1,
+        worker_memory: str = "1g",
+        ha: bool = False,
+        java_home: str = "",
+        start_timeout: float = 90.0,
+        fixed_ports: dict[str, int] | None = None,
+        worker_timeout_s: int = WORKER_TIMEOUT_S,
+    ) -> None:
+        """``fixed_ports`` pins chosen ports instead of allocated ones; keys ``master-<i>.rpc``,
+        ``master-<i>.webui``, ``master-<i>.rest``, ``worker-<i>.rpc``, ``worker-<i>.webui``,
+        ``zookeeper.client``."""
+        if workers < 1:
+            raise StackError(f"workers={workers}: a Spark cluster needs at least 1 worker; fix: --chaos-workers 1")
+        self.workdir = Path(workdir).absolute()
+        self.n_workers, self.worker_cores, self.worker_memory = workers, worker_cores, worker_memory
+        self.ha, self.java_home, self.start_timeout = ha, java_home, start_timeout
+        self.fixed_ports = dict(fixed_ports or {})
+        self.worker_timeout_s = worker_timeout_s
+        self.env: SparkEnvironment | None = None
+        self._masters: list[LocalMaster] = []
+        self._workers: list[LocalWorker] = []
+        self.zookeeper: LocalZooKeeper | None = None
+        self.master_url = ""
+        self.effective_conf: dict[str, str] = {}
+        self._started = False
+        self._early_restarted: set[int] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Any, workdir: str | os.PathLike) -> LocalSparkCluster:
+        """Build from the plugin's :class:`~pytest_streamchaos.settings.Settings`."""
+        return cls(workdir, workers=settings.workers, worker_cores=settings.worker_cores,
+                   worker_memory=settings.worker_memory, ha=settings.ha, java_home=settings.java_home,
+                   start_timeout=settings.start_timeout)
+
+    # -- shape ---------------------------------------------------------------------------------
+    @property
+    def masters(self) -> list[LocalMaster]:
+        return list(self._masters)
+
+    @property
+    def workers(self) -> list[LocalWorker]:
+        return list(self._workers)
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every daemon with its pinned ports (for network faults)."""
+        daemons: list[Any] = [*self._masters, *self._workers]
+        if self.zookeeper:
+            daemons.append(self.zookeeper)
+        return [d.endpoint() for d in daemons]
+
+    def processes(self) -> list[ManagedProcess]:
+        """The current processes of every daemon (for recording pids/pgids)."""
+        daemons: list[_Daemon] = [*self._masters, *self._workers]
+        if self.zookeeper:
+            daemons.append(self.zookeeper)
+        return [d.process for d in daemons if d.process is not None]
+
+    # -- start / stop --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Preflight, then start ZooKeeper (HA), the master(s) and every worker at once; wait until
+        a master is ALIVE with all workers registered. On failure everything started is stopped."""
+        if self._started:
+            return
+        self.env = check_spark_environment(self.java_home, self.fixed_ports)
+        for port in self.fixed_ports.values():
+            reserve(port)
+        self._plan()
+        self._started = True
+        try:
+            daemons: list[_Daemon] = [*self._masters, *self._workers]
+            if self.zookeeper:
+                daemons.insert(0, self.zookeeper)
+            # Parallel start: the JVMs boot concurrently. Spawning is cheap, so just loop.
+            for d in daemons:
+                d.start()
+            # A daemon that exits during start-up will not come back by waiting: fail at once.
+            self._wait_for_workers(self.n_workers, self.start_timeout, must_live=daemons,
+                                   on_poll=self._restart_early_workers)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """SIGTERM every daemon group at once, SIGKILL what is left after ``timeout``. Idempotent."""
+        terminate_all(self.processes(), timeout=timeout)
+        self._started = False
+
+    # -- planning: ports, dirs, conf -----------------------------------------------------------
+    def _port(self, key: str) -> int:
+        return self.fixed_ports.get(key) or free_port()
+
+    def _plan(self) -> None:
+        assert self.env is not None
+        for sub in ("logs", "conf", "work", "local"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        n_masters = 2 if self.ha else 1
+        masters = [(self._port(f"master-{i}.rpc"), self._port(f"master-{i}.webui"),
+                    self._port(f"master-{i}.rest")) for i in range(n_masters)]
+        self.master_url = "spark://" + ",".join(f"{HOST}:{rpc}" for rpc, _, _ in masters)
+        conf: dict[str, str] = {
+            "spark.worker.timeout": str(self.worker_timeout_s),
+            "spark.master.rest.enabled": "false",  # cluster-mode submit falls back to the RPC gateway
+            "spark.deploy.spreadOut": "true",
+            "spark.deploy.maxExecutorRetries": "-1",  # chaos kills executors: never give up the app
+            "spark.shuffle.service.enabled": "false",
+            "spark.ui.reverseProxy": "false",
+            "spark.worker.cleanup.enabled": "false",
+        }
+        if self.ha:
+            zk_port = self._port("zookeeper.client")
+            conf.update({
+                "spark.deploy.recoveryMode": "ZOOKEEPER",
+                "spark.deploy.zookeeper.url": f"{HOST}:{zk_port}",
+                "spark.deploy.zookeeper.dir": f"/spark-{uuid.uuid4().hex[:8]}",
+                "spark.deploy.recoveryTimeout": str(self.worker_timeout_s),
+            })
+            self.zookeeper = LocalZooKeeper(zk_port, lambda: self._start_zookeeper(zk_port))
+        self.effective_conf = dict(conf)
+        self.effective_conf.update({
+            "spark.worker.heartbeatInterval.s": str(self.worker_timeout_s / 4),
+            "daemon.memory": DAEMON_MEMORY,
+            "daemon.javaOpts": DAEMON_JAVA_OPTS,
+        })
+        if self.ha:
+            self.effective_conf["zookeeper.maxSessionTimeout.ms"] = str(ZK_MAX_SESSION_MS)
+        self._conf = conf
+        self._masters = []
+        for i, (rpc, webui, rest) in enumerate(masters):
+            self._masters.append(LocalMaster(i, rpc, webui, rest, self._master_starter(i, rpc, webui, rest)))
+        self._workers = []
+        for i in range(self.n_workers):
+            port, webui = self._port(f"worker-{i}.rpc"), self._port(f"worker-{i}.webui")
+            wdir = self.workdir / "work" / f"worker-{i}"
+            self._workers.append(LocalWorker(i, port, webui, wdir, self._worker_starter(i, port, webui, wdir)))
+
+    def _base_env(self) -> dict[str, str]:
+        assert self.env is not None
+        env = {
+            "PATH": f"{self.env.java_home}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": os.environ.get("HOME", str(self.workdir)),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "TMPDIR": str(self.workdir / "local"),
+            "JAVA_HOME": str(self.env.java_home),
+            "SPARK_HOME": str(self.env.spark_home),
+            "SPARK_CONF_DIR": str(self.workdir / "conf"),  # an empty conf dir: no user spark-defaults
+            "SPARK_LOG_DIR": str(self.workdir / "logs"),
+            "SPARK_LOCAL_IP": HOST,
+            "SPARK_PUBLIC_DNS": HOST,
+            "SPARK_LOCAL_DIRS": str(self.workdir / "local"),
+            "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+            "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
+            "SPARK_LAUNCHER_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",  # the spark-class helper JVM
+            # Executors spawn Python workers; they must use this interpreter (and its site-packages).
+            "PYSPARK_PYTHON": sys.executable,
+        }
+        return env
+
+    def _opts(self) -> str:
+        return " ".join(f"-D{k}={v}" for k, v in self._conf.items())
+
+    def _spark_class(self, cls: str, args: list[str]) -> list[str]:
+        assert self.env is not None
+        return ["bash", str(self.env.spark_home / "bin" / "spark-class"), cls, *args]
+
+    def _master_starter(self, i: int, rpc: int, webui: int, rest: int) -> Callable[[], ManagedProcess]:
+        def start() -> ManagedProcess:
+            env = self._base_env()
+            env["SPARK_MASTER_OPTS"] = f"{self._opts()} -Dspark.master.rest.port={rest}"
+            argv = self._spark_class(MASTER_CLASS, ["--host", HOST, "--port", str(rpc), "--webui-port", str(webui)])
+            return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"master-{i}.log",
+                                  cwd=self.workdir, name=f"master-{i}")
+
+        return start
+
+    def _worker_starter(self, i: int, port: int, webui: int, wdir: Path) -> Callable[[], ManagedProcess]:
+        def start() -> ManagedProcess:
+            wdir.mkdir(parents=True, exist_ok=True)
+            env = self._base_env()
+            env["SPARK_WORKER_DIR"] = str(wdir)
+            env["SPARK_WORKER_OPTS"] = f"{self._opts()} -Dspark.worker.ui.port={webui}"
+            argv = self._spark_class(WORKER_CLASS, [
+                "--host", HOST, "--port", str(port), "--webui-port", str(webui),
+                "--cores", str(self.worker_cores), "--memory", self.worker_memory,
+                "--work-dir", str(wdir), self.master_url,
+            ])
+            return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"worker-{i}.log",
+                                  cwd=self.workdir, name=f"worker-{i}")
+
+        return start
+
+    def _start_zookeeper(self, port: int) -> ManagedProcess:
+        assert self.env is not None
+        data = self.workdir / "zookeeper"
+        if data.exists():
+            shutil.rmtree(data)  # a restarted ZooKeeper starts empty; masters recreate their nodes
+        data.mkdir(parents=True)
+        cfg = self.workdir / "conf" / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime={ZK_TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\n"
+            f"clientPort={port}\nclientPortAddress={HOST}\nmaxClientCnxns=100\n"
+            f"minSessionTimeout={2 * ZK_TICK_MS}\nmaxSessionTimeout={ZK_MAX_SESSION_MS}\n"
+            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
+        )
+        argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(),
+                "-Dzookeeper.admin.enableServer=false", "-cp", f"{self.env.jars}/*", ZOOKEEPER_CLASS, str(cfg)]
+        env = {k: v for k, v in self._base_env().items() if not k.startswith("SPARK_")}
+        return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / "zookeeper.log",
+                              cwd=self.workdir, name="zookeeper")
+
+    # -- observation ---------------------------------------------------------------------------
+    def active_master(self) -> LocalMaster:
+        """The master whose status is ALIVE (the only one without HA); raises StackError if none."""
+        for m in self._masters:
+            st = m.state()
+            if st and st.get("status") == "ALIVE":
+                return m
+        seen = {m.name: (m.state() or {}).get("status", "no answer") for m in self._masters}
+        raise StackError(f"no ALIVE Spark master; seen {seen}")
+
+    def alive_workers(self) -> list[dict[str, Any]]:
+        """The workers the active master lists as ALIVE (its ``/json/`` entries); [] if no master is
+        ALIVE."""
+        for m in self._masters:
+            st = m.state()
+            if st and st.get("status") == "ALIVE":
+                return [w for w in st.get("workers", []) if w.get("state") == "ALIVE"]
+        return []
+
+    def wait_for_workers(self, k: int, timeout: float = 60.0, *, exactly: bool = False) -> None:
+        """Block until the active master reports at least ``k`` (``exactly`` k) ALIVE workers."""
+        self._wait_for_workers(k, timeout, exactly=exactly)
+
+    def _wait_for_workers(self, k: int, timeout: float, *, exactly: bool = False,
+                          must_live: list[_Daemon] | None = None,
+                          on_poll: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        seen: Any = None
+        while True:
+            _check_alive(must_live or [])
+            alive = self.alive_workers()
+            n = len(alive)
+            if (n == k) if exactly else (n >= k):
+                return
+            if on_poll is not None:
+                on_poll(alive)
+            seen = {"alive_workers": [w.get("id") for w in alive],
+                    "masters": {m.name: (m.state() or {}).get("status", "no answer") for m in self._masters}}
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"waited {timeout:.0f}s for {'exactly' if exactly else 'at least'} {k} ALIVE Spark "
+                    f"worker(s); last seen {seen}; logs in {self.workdir / 'logs'}"
+                )
+            time.sleep(0.2)
+
+    def _restart_early_workers(self, alive: list[dict[str, Any]]) -> None:
+        # Workers boot in parallel with the master. One that tried to register before the master
+        # listened retries only after a hard-coded 5-15 s; restarting it once the master is ALIVE is
+        # faster (about 2-3 s).
+        if not alive and not any((m.state() or {}).get("status") == "ALIVE" for m in self._masters):
+            return
+        registered = {w.get("port") for w in alive}
+        for w in self._workers:
+            if (w.port not in registered and w.index not in self._early_restarted
+                    and "Failed to connect to master" in w.tail_log(200)):
+                self._early_restarted.add(w.index)
+                self._kill(w)
+                w.start()
+
+    # -- faults --------------------------------------------------------------------------------
+    def kill_worker(self, i: int, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to worker ``i``'s process group (its executors included)."""
+        self._signal(self._workers[i], sig)
+
+    def pause_worker(self, i: int) -> None:
+        """SIGSTOP worker ``i`` and its executors."""
+        self._pause(self._workers[i])
+
+    def resume_worker(self, i: int) -> None:
+        """SIGCONT worker ``i`` and its executors."""
+        self._resume(self._workers[i])
+
+    def restart_worker(self, i: int) -> LocalWorker:
+        """Kill worker ``i`` (if running) and start it again on the same ports."""
+        w = self._workers[i]
+        self._kill(w)
+        self._wait_master_forgot(w.port)
+        w.start()
+        return w
+
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL) -> LocalMaster:
+        """Send ``sig`` to master ``i`` (default: the active one); returns it."""
+        m = self._masters[i] if i is not None else self.active_master()
+        self._signal(m, sig)
+        return m
+
+    def pause_master(self, i: int) -> None:
+        self._pause(self._masters[i])
+
+    def resume_master(self, i: int) -> None:
+        self._resume(self._masters[i])
+
+    def restart_master(self, i: int) -> LocalMaster:
+        """Kill master ``i`` (if running) and start it again on the same ports."""
+        m = self._masters[i]
+        self._kill(m)
+        m.start()
+        return m
+
+    def kill_zookeeper(self, sig: int = signal.SIGKILL) -> None:
+        if self.zookeeper is None:
+            raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")
+        self._signal(self.zookeeper, sig)
+
+    def _signal(self, d: _Daemon, sig: int) -> None:
+        if d.process is None:
+            raise StackError(f"{d.name} was never started")
+        d.process.signal(sig)
+        if sig == signal.SIGKILL:
+            d.process.paused = False
+            d.process.kill(timeout=10)  # reap the group so `alive` is false when we return
+
+    def _pause(self, d: _Daemon) -> None:
+        if d.process is None:
+            raise StackError(f"{d.name} was never started")
+        d.process.pause()
+
+    def _resume(self, d: _Daemon) -> None:
+        if d.process is not None:
+            d.process.resume()
+
+    def _kill(self, d: _Daemon) -> None:
+        if d.process is not None:
+            d.process.kill(timeout=10)
+
+    def _wait_master_forgot(self, worker_port: int, timeout: float = 5.0) -> None:
+        # A worker that re-registers at an address the master still lists as ALIVE is refused
+        # ("Duplicate worker ID") and exits. A dead worker's connection drop is usually noticed at
+        # once, so this wait is short; heal() restarts the worker again if it lost the race anyway.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not any(w.get("port") == worker_port for w in self.alive_workers()):
+                return
+            time.sleep(0.1)
+
+    # -- healing -------------------------------------------------------------------------------
+    def heal(self, timeout: float = 60.0) -> None:
+        """Resume paused daemons, restart dead ones, and wait for a master ALIVE with all workers."""
+        if not self._started:
+            raise StackError("heal() before start(): the cluster is not running")
+        deadline = time.monotonic() + timeout
+        daemons: list[_Daemon] = [*([self.zookeeper] if self.zookeeper else []), *self._masters, *self._workers]
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            for d in daemons:
+                if d.paused:
+                    d.process.resume()  # type: ignore[union-attr]
+            for d in daemons:
+                if not d.alive:
+                    self._kill(d)  # reap leftovers of its group (e.g. orphaned executors)
+                    if isinstance(d, LocalWorker):
+                        self._wait_master_forgot(d.port, timeout=2.0)
+                    d.start()
+            try:
+                # Short slices: a restarted worker refused as a duplicate exits; the next round restarts it.
+                self._wait_for_workers(self.n_workers, min(max(deadline - time.monotonic(), 0.1), 15.0))
+                return
+            except TimeoutError as exc:
+                last = exc
+        raise TimeoutError(f"heal: the cluster did not get back to {self.n_workers} ALIVE workers within "
+                           f"{timeout:.0f}s: {last}")
+
+    def __enter__(self) -> LocalSparkCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _check_alive(daemons: list[_Daemon]) -> None:
+    for d in daemons:
+        p = d.process
+        if p is not None and not p.alive:
+            raise StackError(f"Spark {d.name} exited with code {p.returncode} during start-up "
+                             f"(log {p.log_path}):\n{p.tail_log(25)}")
