@@ -1,0 +1,353 @@
+"""Spark progress capture: micro-batch progress and executor/driver events of a running job.
+
+Two sources, both readable from the pytest process while the job runs and across driver restarts:
+
+* the driver's **event log** (``spark.eventLog.dir``, JSON lines, one file per application, i.e. per
+  driver launch). Spark 3.x/4 writes the StreamingQueryListener events into it
+  (``org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent`` with the full
+  StreamingQueryProgress), next to ``SparkListenerExecutorAdded/Removed`` and
+  ``SparkListenerApplicationStart/End``. :class:`EventLogTailer` reads new complete lines of every
+  file incrementally; :class:`SparkProgress` turns them into ``Trace.batches`` dicts and
+  :class:`~pytest_streamchaos.analysis.trace.TimelineEvent` objects.
+  The launcher writes plain files (``spark.eventLog.compress=false``,
+  ``spark.eventLog.rolling.enabled=false``; Spark 4 defaults to zstd-compressed rolling logs, which
+  cannot be tailed while written).
+* the query's **checkpoint directory**: ``offsets/N`` is written before batch N runs, ``commits/N``
+  after its sink finished. :class:`CheckpointWatcher` answers "what is planned / committed now",
+  which is what a fault aimed at "output visible but batch not yet committed" needs.
+
+All times are epoch seconds (the driver runs on this machine, so its clock is the run clock).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.analysis.trace import TimelineEvent
+
+EV_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
+EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
+EV_QUERY_TERMINATED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryTerminatedEvent"
+EV_QUERY_IDLE = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent"
+
+_INPROGRESS = ".inprogress"
+_COMPRESSED = (".zstd", ".lz4", ".lzf", ".snappy", ".gz")
+
+
+class EventLogError(RuntimeError):
+    """The event log cannot be read (e.g. it is compressed). The message names the fix."""
+
+
+def parse_spark_time(value: str | None) -> float | None:
+    """Epoch seconds of a StreamingQueryProgress ``timestamp`` (``2026-11-21T16:34:03.842Z``)."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _app_of(key: str) -> str:
+    return key.split("/")[0].removeprefix("eventlog_v2_")
+
+
+@dataclass
+class _LogFile:
+    key: str  #: the application id (file name without ``.inprogress``), or ``dir/events_N``
+    path: Path
+    offset: int = 0
+
+
+class EventLogTailer:
+    """Incrementally reads the JSON-lines event logs in one directory.
+
+    Every application (driver launch) writes ``<app-id>.inprogress``, renamed to ``<app-id>`` when
+    the driver stops cleanly (a killed driver leaves the ``.inprogress`` file). The tailer follows a
+    file across that rename by its application id, returns only complete lines, and so can be polled
+    at any time. Uncompressed rolling logs (``eventlog_v2_<app-id>/events_<n>_<app-id>``) are
+    followed too.
+    """
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(str(directory).removeprefix("file://").removeprefix("file:"))
+        self._files: dict[str, _LogFile] = {}
+        self._order: list[str] = []  # application keys in discovery order (== launch order)
+
+    @property
+    def app_ids(self) -> list[str]:
+        """Application ids seen so far, in launch order."""
+        return list(dict.fromkeys(_app_of(k) for k in self._order))
+
+    def _discover(self) -> None:
+        if not self.directory.is_dir():
+            return
+        entries = sorted(self.directory.iterdir(), key=lambda p: (p.stat().st_mtime if p.exists() else 0, p.name))
+        for p in entries:
+            name = p.name
+            if name.startswith("."):
+                continue
+            if p.is_dir() and name.startswith("eventlog_v2_"):
+                self._discover_rolling(p)
+                continue
+            if name.endswith(_COMPRESSED) or ".zstd" in name or ".lz4" in name:
+                raise EventLogError(
+                    f"event log {p} is compressed and cannot be tailed while written; "
+                    "set spark.eventLog.compress=false (the JobLauncher does)"
+                )
+            key = name.removesuffix(_INPROGRESS)
+            known = self._files.get(key)
+            if known is None:
+                self._files[key] = _LogFile(key, p)
+                self._order.append(key)
+            elif known.path != p and not known.path.exists():
+                known.path = p  # renamed from .inprogress on a clean stop; keep our offset
+
+    def _discover_rolling(self, d: Path) -> None:
+        parts = []
+        for f in d.iterdir():
+            m = re.match(r"events_(\d+)_(.*)$", f.name)
+            if not m:
+                continue
+            if f.name.endswith(_COMPRESSED):
+                raise EventLogError(
+                    f"event log {f} is compressed and cannot be tailed while written; "
+                    "set spark.eventLog.compress=false (the JobLauncher does)"
+                )
+            parts.append((int(m.group(1)), f))
+        for index, f in sorted(parts):
+            key = f"{d.name}/{index}"
+            if key not in self._files:
+                self._files[key] = _LogFile(key, f)
+                self._order.append(key)
+
+    def poll(self) -> list[tuple[str, dict[str, Any]]]:
+        """New events since the last call, as ``(app_key, event)`` pairs in file order."""
+        self._discover()
+        out: list[tuple[str, dict[str, Any]]] = []
+        for key in self._order:
+            lf = self._files[key]
+            try:
+                with open(lf.path, "rb") as fh:
+                    fh.seek(lf.offset)
+                    chunk = fh.read()
+            except FileNotFoundError:
+                # Renamed between discovery and open: pick the new name up next time.
+                alt = lf.path.with_name(lf.path.name.removesuffix(_INPROGRESS))
+                if alt != lf.path and alt.exists():
+                    lf.path = alt
+                continue
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                continue  # no complete line yet
+            lf.offset += end + 1
+            app = _app_of(key)
+            for line in chunk[: end + 1].splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    out.append((app, json.loads(line)))
+                except ValueError:
+                    continue  # a torn line of a killed driver; Spark's own history server skips them too
+        return out
+
+
+class SparkProgress:
+    """Micro-batch progress and driver/executor events of one job, from its event-log directory.
+
+    Call :meth:`poll` whenever you want fresh data (it is cheap: it reads only new bytes).
+
+    ``batches``: one dict per ``QueryProgressEvent`` in arrival order -- Spark's StreamingQueryProgress
+    JSON (``batchId``, ``timestamp``, ``numInputRows``, ``durationMs``, ``sources`` with
+    ``startOffset``/``endOffset``, ...) plus ``t_start``/``t_end`` (epoch seconds of the trigger and
+    of its end) and ``app_id`` (which driver launch ran it). A batch re-run after a driver restart
+    appears twice, once per launch.
+
+    ``timeline``: :class:`TimelineEvent` of kind ``driver_started`` / ``driver_stopped`` (per
+    application), ``query_started`` / ``query_terminated``, ``executor_added`` / ``executor_removed``
+    (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``).
+    """
+
+    def __init__(self, event_log_dir: str | os.PathLike) -> None:
+        self.tailer = EventLogTailer(event_log_dir)
+        self.batches: list[dict[str, Any]] = []
+        self.timeline: list[TimelineEvent] = []
+        self.app_ids: list[str] = []
+        self._last_t: dict[str, float] = {}  # last event time per app, for events without a timestamp
+        self.live_executors: dict[tuple[str, str], float] = {}
+
+    def poll(self) -> int:
+        """Consume new events; return how many were read."""
+        events = self.tailer.poll()
+        for app, ev in events:
+            self._handle(app, ev)
+        return len(events)
+
+    def _handle(self, app: str, ev: dict[str, Any]) -> None:
+        kind = ev.get("Event", "")
+        ts = ev.get("Timestamp")
+        t = ts / 1000.0 if isinstance(ts, (int, float)) else self._last_t.get(app, time.time())
+        if kind == "SparkListenerApplicationStart":
+            app_id = ev.get("App ID") or app
+            if app_id not in self.app_ids:
+                self.app_ids.append(app_id)
+            self._add(t, app, "driver_started", "driver", {"app_id": app_id, "app_name": ev.get("App Name")})
+        elif kind == "SparkListenerApplicationEnd":
+            self._add(t, app, "driver_stopped", "driver", {"app_id": app, "exit_code": ev.get("ExitCode")})
+        elif kind == "SparkListenerExecutorAdded":
+            exec_id = str(ev.get("Executor ID"))
+            if exec_id == "driver":  # local mode's in-driver executor, not a separate process
+                return
+            info = ev.get("Executor Info") or {}
+            self.live_executors[(app, exec_id)] = t
+            self._add(t, app, "executor_added", f"executor-{exec_id}",
+                      {"app_id": app, "host": info.get("Host"), "cores": info.get("Total Cores")})
+        elif kind == "SparkListenerExecutorRemoved":
+            exec_id = str(ev.get("Executor ID"))
+            self.live_executors.pop((app, exec_id), None)
+            self._add(t, app, "executor_removed", f"executor-{exec_id}",
+                      {"app_id": app, "reason": ev.get("Removed Reason")})
+        elif kind == EV_QUERY_STARTED:
+            t = parse_spark_time(ev.get("timestamp")) or t
+            self._add(t, app, "query_started", "query",
+                      {"app_id": app, "id": ev.get("id"), "run_id": ev.get("runId"), "name": ev.get("name")})
+        elif kind == EV_QUERY_TERMINATED:
+            self._add(t, app, "query_terminated", "query",
+                      {"app_id": app, "id": ev.get("id"), "run_id": ev.get("runId"),
+                       "exception": ev.get("exception")})
+        elif kind == EV_PROGRESS:
+            progress = dict(ev.get("progress") or {})
+            start = parse_spark_time(progress.get("timestamp"))
+            if start is None:
+                return
+            duration = progress.get("batchDuration")
+            if duration is None:
+                duration = (progress.get("durationMs") or {}).get("triggerExecution", 0)
+            progress["t_start"] = start
+            progress["t_end"] = start + duration / 1000.0
+            progress["app_id"] = app
+            self._last_t[app] = progress["t_end"]
+            self.batches.append(progress)
+
+    def _add(self, t: float, app: str, kind: str, target: str, detail: dict[str, Any]) -> None:
+        self._last_t[app] = t
+        self.timeline.append(TimelineEvent(t=t, kind=kind, target=target, detail=detail))
+
+    # -- convenience -------------------------------------------------------------------------------
+
+    def last_batch_id(self) -> int | None:
+        """The highest ``batchId`` reported so far (None before the first progress event)."""
+        return max((b["batchId"] for b in self.batches), default=None)
+
+    def wait_for(self, predicate: Callable[[SparkProgress], bool], timeout: float, what: str,
+                 interval: float = 0.25) -> None:
+        """Poll until ``predicate(self)`` holds; raise ``TimeoutError`` naming ``what`` and the last state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.poll()
+            if predicate(self):
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"timed out after {timeout:.0f}s waiting for {what}; last seen: apps={self.app_ids}, "
+                    f"{len(self.batches)} progress events (last batchId {self.last_batch_id()}), "
+                    f"timeline kinds {[e.kind for e in self.timeline[-5:]]} in {self.tailer.directory}"
+                )
+            time.sleep(interval)
+
+
+class CheckpointWatcher:
+    """Read-only view of a streaming query's checkpoint directory; every call re-reads the disk.
+
+    ``offsets/N`` exists once batch N is planned (its source offsets written ahead), ``commits/N``
+    once batch N's sink finished. Between the two, the output of batch N may be visible while a
+    restart would re-run it -- the window in which at-least-once sinks duplicate.
+    """
+
+    def __init__(self, checkpoint_dir: str | os.PathLike) -> None:
+        self.checkpoint_dir = Path(str(checkpoint_dir).removeprefix("file://").removeprefix("file:"))
+
+    def _ids(self, sub: str) -> list[int]:
+        d = self.checkpoint_dir / sub
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            return []
+        # Only final files: Spark writes ``.N.<uuid>.tmp`` / ``.N.crc`` beside them.
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def offset_batches(self) -> list[int]:
+        """Batch ids with an offsets file (planned)."""
+        return self._ids("offsets")
+
+    def committed_batches(self) -> list[int]:
+        """Batch ids with a commit file (finished)."""
+        return self._ids("commits")
+
+    def latest_offset_batch(self) -> int | None:
+        """The newest planned batch id, or None."""
+        ids = self.offset_batches()
+        return ids[-1] if ids else None
+
+    def latest_committed_batch(self) -> int | None:
+        """The newest committed batch id, or None."""
+        ids = self.committed_batches()
+        return ids[-1] if ids else None
+
+    def uncommitted_batch(self) -> int | None:
+        """The planned batch that is not committed yet (at most one in micro-batch mode), or None."""
+        planned, done = self.latest_offset_batch(), self.latest_committed_batch()
+        if planned is None or (done is not None and done >= planned):
+            return None
+        return planned
+
+    def commit_time(self, batch_id: int) -> float | None:
+        """When ``commits/<batch_id>`` was written (file mtime, epoch seconds), or None."""
+        try:
+            return (self.checkpoint_dir / "commits" / str(batch_id)).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def offsets(self, batch_id: int) -> dict[str, Any] | None:
+        """The offsets log entry of a batch: ``{"metadata": {...}, "sources": [offset per source]}``.
+
+        A source offset is its JSON value when it parses, else the raw string; ``None`` for ``-``
+        (a source without an offset yet). Returns None when the batch has no offsets file.
+        """
+        try:
+            text = (self.checkpoint_dir / "offsets" / str(batch_id)).read_text()
+        except FileNotFoundError:
+            return None
+        lines = text.splitlines()
+        if not lines or not lines[0].startswith("v"):
+            raise ValueError(f"{self.checkpoint_dir}/offsets/{batch_id}: unknown format (first line {lines[:1]})")
+        metadata = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
+        sources: list[Any] = []
+        for raw in lines[2:]:
+            if raw == "-":
+                sources.append(None)
+                continue
+            try:
+                sources.append(json.loads(raw))
+            except ValueError:
+                sources.append(raw)
+        return {"metadata": metadata, "sources": sources}
+
+    def wait_for_commit(self, batch_id: int, timeout: float, interval: float = 0.2) -> None:
+        """Poll until batch ``batch_id`` (or a later one) is committed; ``TimeoutError`` otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = self.latest_committed_batch()
+            if done is not None and done >= batch_id:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"timed out after {timeout:.0f}s waiting for batch {batch_id} to be committed in "
+                    f"{self.checkpoint_dir}; last committed {done}, last planned {self.latest_offset_batch()}"
+                )
+            time.sleep(interval)

@@ -1,0 +1,554 @@
+"""Launch a user's PySpark script on the stack's Spark cluster with ``spark-submit``, kill it whole and
+restart it from the same checkpoint.
+
+    launcher = JobLauncher(spark_cluster.master_url, workdir=tmp_path / "jobs")
+    job = launcher.submit("pipelines/enrich_at_least_once.py", config=JobConfig(...))
+    job.wait_for_query_start(timeout=120)
+    job.kill()            # SIGKILL the driver's process group: spark-submit's JVM and the Python driver
+    job.restart()         # same command and environment -> resumes from the same checkpoint
+    job.stop()            # SIGTERM the group, SIGKILL what is left
+
+Deploy modes: ``client`` (the default) runs the driver here, in its own process group
+(:class:`~pytest_streamchaos.stack.process.ManagedProcess`), so it can be killed and restarted.
+``cluster`` (``--deploy-mode cluster --supervise``, where the master restarts a dead driver) is refused
+for Python applications by spark-submit itself on standalone clusters ("Cluster deploy mode is currently
+not supported for python applications on standalone clusters", SparkSubmit), so :class:`JobLauncher`
+raises :class:`LaunchError` at once naming the alternative: client mode plus :meth:`SparkJob.restart`
+(the plugin's own driver restart).
+
+Every port the driver opens is pinned (allocated by :mod:`pytest_streamchaos.stack.ports`), every
+server binds 127.0.0.1, the Spark UI is off (progress comes from the event log, see
+:mod:`pytest_streamchaos.observe.progress`), and the event log is a plain JSON-lines file per driver
+launch in the job's directory. The conf actually passed is :attr:`SparkJob.effective_conf`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.spark.config import JobConfig
+from pytest_streamchaos.stack import ports
+from pytest_streamchaos.stack.process import ManagedProcess
+
+HOST = "127.0.0.1"
+
+#: Conf every job gets unless the caller overrides it. Small resources for a 2-core machine, quick
+#: failure detection (a lost executor is noticed in seconds, not the default 120 s), and what the
+#: progress capture needs.
+DEFAULT_CONF: dict[str, str] = {
+    "spark.executor.memory": "512m",
+    "spark.executor.cores": "1",
+    "spark.cores.max": "2",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.python.worker.reuse": "true",
+    # Failure detection: the driver declares an executor dead after spark.network.timeout without a
+    # heartbeat (sent every spark.executor.heartbeatInterval, which must stay well below it).
+    "spark.network.timeout": "20s",
+    "spark.executor.heartbeatInterval": "2s",
+    # How often the driver checks for expired heartbeats; Spark requires it <= spark.network.timeout.
+    "spark.network.timeoutInterval": "5s",
+    "spark.ui.enabled": "false",
+    "spark.eventLog.enabled": "true",
+    # Spark 4 defaults to zstd-compressed rolling logs, which cannot be read while written.
+    "spark.eventLog.compress": "false",
+    "spark.eventLog.rolling.enabled": "false",
+    "spark.sql.streaming.metricsEnabled": "false",
+}
+
+_SUBMIT_PYTHON_CLUSTER_MSG = (
+    "Cluster deploy mode is currently not supported for python applications on standalone clusters")
+
+
+class LaunchError(RuntimeError):
+    """The job cannot be launched as asked (missing script, unsupported mode, no Java). The message
+    names the problem and the fix."""
+
+
+class JobFailed(RuntimeError):
+    """The driver exited with an error (or while it was expected to run). Carries the log tail."""
+
+    def __init__(self, message: str, returncode: int | None = None, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.log_tail = log_tail
+
+
+def spark_home() -> Path:
+    """``$SPARK_HOME`` for spark-submit: the installed ``pyspark`` package directory."""
+    import pyspark
+
+    home = Path(pyspark.__file__).resolve().parent
+    if not (home / "bin" / "spark-submit").is_file():
+        raise LaunchError(f"{home}/bin/spark-submit not found; reinstall pyspark "
+                          "(pip install --force-reinstall pyspark)")
+    return home
+
+
+def _java_ok(env: Mapping[str, str]) -> bool:
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        return os.access(os.path.join(java_home, "bin", "java"), os.X_OK)
+    return shutil.which("java", path=env.get("PATH")) is not None
+
+
+def _repo_root() -> Path:
+    """The directory that holds the ``pytest_streamchaos`` package (so jobs can import it)."""
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Launch:
+    """One start of the driver."""
+
+    number: int
+    started_at: float
+    pid: int
+    ended_at: float | None = None
+    returncode: int | None = None
+    app_id: str | None = None
+
+
+class SparkJob:
+    """One user job: a fixed spark-submit command and environment that can be started, killed and
+    restarted any number of times. Created by :meth:`JobLauncher.prepare` / :meth:`JobLauncher.submit`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        script: Path,
+        argv: list[str],
+        env: dict[str, str],
+        workdir: Path,
+        effective_conf: dict[str, str],
+        event_log_dir: Path,
+        deploy_mode: str = "client",
+    ) -> None:
+        self.name = name
+        self.script = script
+        self.argv = argv
+        self.env = env
+        self.workdir = workdir
+        self.effective_conf = effective_conf  #: every ``--conf`` passed to spark-submit
+        self.event_log_dir = event_log_dir
+        self.deploy_mode = deploy_mode
+        self.log_path = workdir / "driver.log"  #: all launches, appended, with a separator line each
+        self.launches: list[Launch] = []
+        self.timeline: list[TimelineEvent] = []  #: driver_launched / driver_killed / driver_stopped
+        self._process: ManagedProcess | None = None
+        self._known_logs: set[str] = set()
+        self._progress: SparkProgress | None = None
+
+    def __repr__(self) -> str:
+        state = "alive" if self.alive else ("not started" if self._process is None else f"exited {self.returncode}")
+        return f"<SparkJob {self.name} launches={len(self.launches)} {state}>"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> SparkJob:
+        """Start the driver (a new launch). Raises :class:`LaunchError` if it is already running."""
+        if self.alive:
+            raise LaunchError(f"job {self.name} is already running (pid {self.pid}); stop() or kill() it first")
+        self._record_end()
+        number = len(self.launches) + 1
+        self._known_logs = self._event_log_names()
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== streamchaos: launch {number} of {self.name} at {time.strftime('%H:%M:%S')} "
+                      f"=====\n".encode())
+        self._process = ManagedProcess(self.argv, env=self.env, log_path=self.log_path, cwd=self.workdir,
+                                       name=f"driver:{self.name}")
+        launch = Launch(number=number, started_at=time.time(), pid=self._process.pid)
+        self.launches.append(launch)
+        self.timeline.append(TimelineEvent(launch.started_at, "driver_launched", "driver",
+                                           {"launch": number, "pid": launch.pid}))
+        return self
+
+    def restart(self, timeout: float = 30.0) -> SparkJob:
+        """Stop the driver if it still runs, then start the same command with the same environment
+        (and so the same checkpoint): the query resumes where the checkpoint says."""
+        if self.alive:
+            self.stop(timeout)
+        return self.start()
+
+    def kill(self, timeout: float = 15.0) -> None:
+        """SIGKILL the driver's whole process group (JVM and Python) and wait until all are gone."""
+        if self._process is None:
+            return
+        was_alive = self.alive
+        self._process.kill(timeout)
+        if was_alive:
+            self.timeline.append(TimelineEvent(time.time(), "driver_killed", "driver",
+                                               {"launch": len(self.launches), "signal": "SIGKILL"}))
+        self._record_end()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM the driver's group (Spark stops cleanly, closing its event log); SIGKILL whatever
+        is left after ``timeout`` seconds. Idempotent."""
+        if self._process is None:
+            return
+        was_alive = self.alive
+        self._process.terminate(timeout)
+        if was_alive:
+            self.timeline.append(TimelineEvent(time.time(), "driver_stopped", "driver",
+                                               {"launch": len(self.launches), "returncode": self.returncode}))
+        self._record_end()
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the driver's whole process group."""
+        if self._process is not None:
+            self._process.signal(sig)
+
+    def pause(self) -> None:
+        """SIGSTOP the driver group (a hung driver: sockets open, nothing answers)."""
+        if self._process is not None:
+            self._process.pause()
+
+    def resume(self) -> None:
+        """SIGCONT the driver group."""
+        if self._process is not None:
+            self._process.resume()
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def process(self) -> ManagedProcess | None:
+        """The current launch's process (None before the first start)."""
+        return self._process
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.alive
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def pgid(self) -> int | None:
+        return None if self._process is None else self._process.pgid
+
+    @property
+    def returncode(self) -> int | None:
+        """The current launch's exit code (negative: killed by that signal), None while running."""
+        return None if self._process is None else self._process.returncode
+
+    def wait_for_exit(self, timeout: float) -> int:
+        """Wait for the driver to exit and return its exit code; ``TimeoutError`` with the log tail."""
+        if self._process is None:
+            raise LaunchError(f"job {self.name} was never started; call start() first")
+        try:
+            code = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(
+                f"job {self.name}: driver (pid {self.pid}) still running after {timeout:.0f}s; "
+                f"last log lines:\n{self.tail_log(20)}"
+            ) from None
+        self._record_end()
+        return code
+
+    def check(self) -> None:
+        """Raise :class:`JobFailed` (with the log tail) if the driver has exited with an error."""
+        code = self.returncode
+        if code not in (None, 0):
+            tail = self.tail_log(40)
+            raise JobFailed(
+                f"job {self.name} ({self.script}): driver exited with code {code} in launch "
+                f"{len(self.launches)}; full log {self.log_path}; last lines:\n{tail}", code, tail)
+
+    def tail_log(self, n: int = 40) -> str:
+        """The last ``n`` lines of the driver log (all launches share it)."""
+        if self._process is not None:
+            return self._process.tail_log(n)
+        return ""
+
+    def driver_pids(self) -> list[int]:
+        """PIDs of every live process of the driver's group (spark-submit JVM, Python driver, ...)."""
+        return [] if self._process is None else self._process.members()
+
+    # -- Spark-side view -----------------------------------------------------------------------
+    def _event_log_names(self) -> set[str]:
+        try:
+            return {n.removesuffix(".inprogress") for n in os.listdir(self.event_log_dir) if not n.startswith(".")}
+        except FileNotFoundError:
+            return set()
+
+    @property
+    def app_id(self) -> str | None:
+        """The Spark application id of the current launch (from its event log file), once it has one."""
+        if not self.launches:
+            return None
+        launch = self.launches[-1]
+        if launch.app_id is None:
+            new = sorted(self._event_log_names() - self._known_logs)
+            if new:
+                launch.app_id = new[-1].removeprefix("eventlog_v2_")
+        return launch.app_id
+
+    def executor_pids(self) -> list[int]:
+        """PIDs of this launch's executors (``CoarseGrainedExecutorBackend --app-id <app_id>`` JVMs,
+        children of the worker JVMs) and of their Python workers. Empty until the app registered."""
+        app = self.app_id
+        if app is None:
+            return []
+        pids: list[int] = []
+        for p in psutil.process_iter(["cmdline"]):
+            cmd = p.info.get("cmdline") or []
+            if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and app in cmd:
+                pids.append(p.pid)
+                try:
+                    pids.extend(c.pid for c in p.children(recursive=True))
+                except psutil.Error:
+                    pass
+        return pids
+
+    @property
+    def progress(self) -> SparkProgress:
+        """The job's :class:`SparkProgress` (event log capture across all launches); call ``poll()``."""
+        if self._progress is None:
+            self._progress = SparkProgress(self.event_log_dir)
+        return self._progress
+
+    def wait_for(self, predicate: Callable[[SparkJob], bool], timeout: float, what: str,
+                 interval: float = 0.25) -> None:
+        """Poll ``predicate(job)`` until it holds. Raises :class:`JobFailed` (with the log tail) as
+        soon as the driver exits, and ``TimeoutError`` naming ``what`` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate(self):
+                return
+            if not self.alive:
+                if predicate(self):  # the exit may have produced what we wait for
+                    return
+                code = self.returncode
+                tail = self.tail_log(40)
+                raise JobFailed(
+                    f"job {self.name} ({self.script}): driver exited with code {code} while waiting for "
+                    f"{what}; full log {self.log_path}; last lines:\n{tail}", code, tail)
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"job {self.name}: timed out after {timeout:.0f}s waiting for {what}; driver alive, "
+                    f"app {self.app_id}; last log lines:\n{self.tail_log(15)}")
+            time.sleep(interval)
+
+    def wait_for_query_start(self, timeout: float = 120.0) -> None:
+        """Wait until the current launch's streaming query has started (QueryStartedEvent)."""
+        def started(job: SparkJob) -> bool:
+            job.progress.poll()
+            app = job.app_id
+            return app is not None and any(
+                e.kind == "query_started" and e.detail.get("app_id") == app for e in job.progress.timeline)
+
+        self.wait_for(started, timeout, f"the streaming query of launch {len(self.launches)} to start")
+
+    def wait_for_batches(self, n: int, timeout: float = 120.0) -> None:
+        """Wait until the current launch has reported ``n`` micro-batch progress events."""
+        def enough(job: SparkJob) -> bool:
+            job.progress.poll()
+            app = job.app_id
+            return app is not None and sum(1 for b in job.progress.batches if b["app_id"] == app) >= n
+
+        self.wait_for(enough, timeout, f"{n} micro-batches of launch {len(self.launches)}")
+
+    # -- internals -----------------------------------------------------------------------------
+    def _record_end(self) -> None:
+        if self.launches and self._process is not None and not self._process.alive:
+            launch = self.launches[-1]
+            if launch.ended_at is None:
+                launch.ended_at = time.time()
+                launch.returncode = self._process.returncode
+                _ = self.app_id
+
+
+class JobLauncher:
+    """Builds and starts :class:`SparkJob` s against one Spark master.
+
+    ``workdir`` holds one directory per job (driver log, event logs, Spark scratch space).
+    ``conf`` is merged over :data:`DEFAULT_CONF` for every job; per-job ``conf`` merges over that.
+    """
+
+    def __init__(
+        self,
+        master_url: str,
+        workdir: str | os.PathLike,
+        *,
+        conf: Mapping[str, Any] | None = None,
+        python: str | None = None,
+        java_home: str | None = None,
+    ) -> None:
+        if not (master_url.startswith("spark://") or master_url.startswith("local")):
+            raise LaunchError(f"master URL {master_url!r} is not spark://host:port (or local[...])")
+        self.master_url = master_url
+        self.workdir = Path(workdir)
+        self.conf = {k: str(v) for k, v in (conf or {}).items()}
+        self.python = python or sys.executable
+        self.java_home = java_home
+        self.jobs: list[SparkJob] = []
+
+    @classmethod
+    def for_cluster(cls, cluster: Any, workdir: str | os.PathLike, **kwargs: Any) -> JobLauncher:
+        """A launcher for a :class:`~pytest_streamchaos.stack.base.SparkCluster` (uses its master URL)."""
+        return cls(cluster.master_url, workdir, **kwargs)
+
+    def prepare(
+        self,
+        script: str | os.PathLike,
+        *,
+        config: JobConfig | Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        conf: Mapping[str, Any] | None = None,
+        deploy_mode: str = "client",
+        name: str | None = None,
+        args: Sequence[str] = (),
+        py_files: Sequence[str | os.PathLike] = (),
+    ) -> SparkJob:
+        """Validate everything and build the job without starting it.
+
+        ``config``: the STREAMCHAOS_* job contract (a :class:`JobConfig` or its env dict).
+        ``env``: extra environment variables for the driver. ``conf``: Spark conf over the defaults.
+        """
+        script_path = Path(script).resolve()
+        if not script_path.is_file():
+            raise LaunchError(f"job script {script_path} does not exist (or is not a file); pass the path of "
+                              "your PySpark script, relative to the current directory or absolute")
+        if script_path.suffix != ".py":
+            raise LaunchError(f"job script {script_path} is not a .py file; JobLauncher runs PySpark scripts only")
+        if deploy_mode not in ("client", "cluster"):
+            raise LaunchError(f"deploy_mode={deploy_mode!r}: use 'client' (default) or 'cluster'")
+        if deploy_mode == "cluster":
+            raise LaunchError(
+                f"deploy_mode='cluster' is not possible for {script_path.name}: spark-submit refuses Python "
+                f"applications in cluster mode on standalone clusters (SparkSubmit: \"{_SUBMIT_PYTHON_CLUSTER_MSG}\"),"
+                " so the master's --supervise driver restart is unavailable. Use deploy_mode='client' (the "
+                "default): the driver runs in its own process group here, and job.restart() restarts a killed "
+                "driver from the same checkpoint")
+        home = spark_home()
+
+        name = name or script_path.stem
+        job_dir = self._job_dir(name)
+        event_dir = job_dir / "eventlog"
+        event_dir.mkdir(parents=True)
+        local_dir = job_dir / "local"
+        local_dir.mkdir()
+        conf_dir = job_dir / "conf"
+        conf_dir.mkdir()
+        (conf_dir / "log4j2.properties").write_text(_LOG4J2)
+
+        repo = str(_repo_root())
+        pythonpath = os.pathsep.join(dict.fromkeys(
+            p for p in [repo, str(script_path.parent), os.environ.get("PYTHONPATH", "")] if p))
+
+        effective = dict(DEFAULT_CONF)
+        effective.update({
+            "spark.app.name": name,
+            "spark.driver.host": HOST,
+            "spark.driver.bindAddress": HOST,
+            "spark.driver.port": str(ports.free_port()),
+            "spark.driver.blockManager.port": str(ports.free_port()),
+            # Executors start at this port and count up (spark.port.maxRetries) when several share a host.
+            "spark.blockManager.port": str(ports.free_port()),
+            "spark.eventLog.dir": event_dir.as_uri(),
+            "spark.local.dir": str(local_dir),
+            "spark.pyspark.python": self.python,
+            "spark.pyspark.driver.python": self.python,
+            "spark.executorEnv.PYTHONPATH": pythonpath,
+            "spark.executorEnv.SPARK_LOCAL_IP": HOST,
+        })
+        effective.update(self.conf)
+        effective.update({k: str(v) for k, v in (conf or {}).items()})
+        if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
+            effective["spark.ui.port"] = str(ports.free_port())
+
+        child_env = {k: v for k, v in os.environ.items()
+                     if k not in ("PYSPARK_SUBMIT_ARGS", "PYSPARK_DRIVER_PYTHON_OPTS", "SPARK_CONF_DIR")}
+        child_env.update({
+            "SPARK_HOME": str(home),
+            "SPARK_CONF_DIR": str(conf_dir),
+            "SPARK_LOCAL_IP": HOST,
+            "PYSPARK_PYTHON": self.python,
+            "PYSPARK_DRIVER_PYTHON": self.python,
+            "PYTHONPATH": pythonpath,
+            "SPARK_LAUNCHER_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",  # spark-class's helper JVM
+            "PYTHONUNBUFFERED": "1",  # so the log shows the job's prints in order with Spark's lines
+        })
+        if self.java_home:
+            child_env["JAVA_HOME"] = self.java_home
+        if not _java_ok(child_env):
+            raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
+                              "on PATH (Spark 4 needs Java 17+)")
+        if isinstance(config, JobConfig):
+            child_env.update(config.to_env())
+        elif config is not None:
+            child_env.update({k: str(v) for k, v in config.items()})
+        child_env.update({k: str(v) for k, v in (env or {}).items()})
+
+        argv = [str(home / "bin" / "spark-submit"), "--master", self.master_url, "--deploy-mode", deploy_mode,
+                "--name", name]
+        if py_files:
+            argv += ["--py-files", ",".join(str(Path(p).resolve()) for p in py_files)]
+        for k, v in effective.items():
+            argv += ["--conf", f"{k}={v}"]
+        argv += [str(script_path), *map(str, args)]
+
+        job = SparkJob(name=name, script=script_path, argv=argv, env=child_env, workdir=job_dir,
+                       effective_conf=effective, event_log_dir=event_dir, deploy_mode=deploy_mode)
+        self.jobs.append(job)
+        return job
+
+    def submit(self, script: str | os.PathLike, **kwargs: Any) -> SparkJob:
+        """:meth:`prepare` and start the job (see there for the arguments)."""
+        return self.prepare(script, **kwargs).start()
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        """Stop every job this launcher started. Errors of one job do not keep the others running."""
+        errors = []
+        for job in self.jobs:
+            try:
+                job.stop(timeout)
+            except Exception as exc:  # keep stopping the rest
+                errors.append(f"{job.name}: {exc}")
+        if errors:
+            raise RuntimeError("could not stop every job: " + "; ".join(errors))
+
+    def _job_dir(self, name: str) -> Path:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for i in range(1, 1000):
+            d = self.workdir / (name if i == 1 else f"{name}-{i}")
+            try:
+                d.mkdir()
+                return d
+            except FileExistsError:
+                continue
+        raise LaunchError(f"too many jobs named {name!r} in {self.workdir}")
+
+
+# Spark's INFO output per micro-batch is large; keep WARN, plus the lines that say what the cluster did
+# with the application (its id, executors added/removed).
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n%ex
+logger.client.name = org.apache.spark.deploy.client.StandaloneAppClient$ClientEndpoint
+logger.client.level = info
+logger.backend.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
+logger.backend.level = info
+logger.sc.name = org.apache.spark.SparkContext
+logger.sc.level = info
+"""
+
+__all__ = ["DEFAULT_CONF", "JobFailed", "JobLauncher", "Launch", "LaunchError", "SparkJob", "spark_home"]
