@@ -1,0 +1,107 @@
+"""Kafka clients cached per Python process.
+
+Creating a librdkafka client costs a connection and a metadata round trip (an idempotent or
+transactional producer ~0.05-0.5 s); Spark runs ``read()`` / ``mapInArrow`` once per task, and with
+``spark.python.worker.reuse=true`` (the default) the same Python worker serves many tasks. So every
+helper here keeps one client per configuration per process instead of one per task.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+_lock = threading.Lock()
+_consumers: dict[tuple, Consumer] = {}
+_producers: dict[tuple, Producer] = {}
+_admins: dict[tuple, AdminClient] = {}
+_pid = os.getpid()
+
+
+def _key(conf: Mapping[str, object]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in conf.items()))
+
+
+def _forget_after_fork() -> None:
+    # librdkafka handles do not survive fork(); a forked worker must build its own.
+    global _pid
+    if os.getpid() != _pid:
+        _consumers.clear()
+        _producers.clear()
+        _admins.clear()
+        _pid = os.getpid()
+
+
+def consumer(conf: Mapping[str, object]) -> Consumer:
+    """A cached assign()-only consumer (no group join, no offset commits)."""
+    full = {
+        "group.id": "streamchaos-unused",  # required by the client; never joined (we only assign())
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": False,
+        "isolation.level": "read_committed",
+        **conf,
+    }
+    with _lock:
+        _forget_after_fork()
+        key = _key(full)
+        c = _consumers.get(key)
+        if c is None:
+            c = _consumers[key] = Consumer(full)
+        return c
+
+
+def producer(conf: Mapping[str, object]) -> Producer:
+    """A cached producer (idempotent unless the config says otherwise)."""
+    full = {"enable.idempotence": True, "linger.ms": 5, **conf}
+    with _lock:
+        _forget_after_fork()
+        key = _key(full)
+        p = _producers.get(key)
+        if p is None:
+            p = _producers[key] = Producer(full)
+        return p
+
+
+def admin(conf: Mapping[str, object]) -> AdminClient:
+    """A cached admin client (metadata and ListOffsets)."""
+    with _lock:
+        _forget_after_fork()
+        key = _key(conf)
+        a = _admins.get(key)
+        if a is None:
+            a = _admins[key] = AdminClient(dict(conf))
+        return a
+
+
+def drop_consumer(conf: Mapping[str, object], c: Consumer) -> None:
+    """Forget a consumer that is in a bad state (closed, errored) so the next call builds a new one."""
+    with _lock:
+        for k, v in list(_consumers.items()):
+            if v is c:
+                del _consumers[k]
+    try:
+        c.close()
+    except Exception:
+        pass
+
+
+@atexit.register
+def _close_all() -> None:
+    if os.getpid() != _pid:
+        return
+    for c in list(_consumers.values()):
+        try:
+            c.close()
+        except Exception:
+            pass
+    for p in list(_producers.values()):
+        try:
+            p.flush(5)
+        except Exception:
+            pass
