@@ -1,0 +1,147 @@
+"""The input record format the generator writes and the example pipelines read.
+
+A good record is one JSON object, padded with a ``pad`` field to a target size::
+
+    {"id":17,"key":"k3","ts":1700000000123,"pad":"xxxxxxxx"}
+
+``id`` is the unique input id, ``key`` the key (``"k<n>"``, also the Kafka message key) and ``ts``
+the event time in epoch milliseconds. A *poison* record is malformed on purpose (see
+``POISON_KINDS``); the generator flags it in the ground truth so a job is expected to reject it.
+
+Encoding uses preformatted ``bytes`` templates (``%``-formatting) rather than ``json.dumps``: it is
+several times faster, and the generator must reach tens of thousands of records per second on one core.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The malformed shapes a poison record takes, in the order ``id % 3`` picks them:
+#: ``not_json`` -- plain text; ``truncated`` -- a JSON object cut short;
+#: ``missing_ts`` -- valid JSON without the ``ts`` field (a job with a schema sees a null event time).
+POISON_KINDS: tuple[str, ...] = ("not_json", "truncated", "missing_ts")
+
+_HEAD = b'{"id":%d,"key":"k%d","ts":%d'
+_PAD_OPEN = b',"pad":"'
+_PAD_CLOSE = b'"}'
+_PAD_OVERHEAD = len(_PAD_OPEN) + len(_PAD_CLOSE)
+_PAD = b"x" * 65536
+
+#: The smallest size a good record can be padded to is what its fields take; ids and times of
+#: realistic magnitude need about this much, smaller ``record_size`` values just mean "no padding".
+MIN_RECORD_SIZE = len(b'{"id":0,"key":"k0","ts":1700000000000}')
+MAX_RECORD_SIZE = len(_PAD)
+
+
+class PoisonRecordError(ValueError):
+    """Raised by :func:`decode_record` for a malformed (poison) record."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One decoded good input record."""
+
+    id: int
+    key: int
+    ts_ms: int
+
+
+def key_bytes(key: int) -> bytes:
+    """The Kafka message key of key number ``key`` (``b"k<n>"``)."""
+    return b"k%d" % key
+
+
+def encode_record(id_: int, key: int, ts_ms: int, size: int = 0) -> bytes:
+    """Encode one good record, padded to ``size`` bytes when its fields take fewer."""
+    head = _HEAD % (id_, key, ts_ms)
+    n = size - len(head) - _PAD_OVERHEAD
+    if n >= 0:
+        return head + _PAD_OPEN + _PAD[:n] + _PAD_CLOSE
+    return head + b"}"
+
+
+def encode_poison(id_: int, key: int, ts_ms: int, kind: str | None = None) -> bytes:
+    """Encode one malformed record of ``kind`` (default: chosen by ``id % 3``).
+
+    Every kind still carries the id in readable form so that a human (or a dead-letter sink)
+    can tell which input it was.
+    """
+    kind = kind or POISON_KINDS[id_ % len(POISON_KINDS)]
+    if kind == "not_json":
+        return b"poison id=%d key=k%d ts=%d" % (id_, key, ts_ms)
+    if kind == "truncated":
+        return b'{"id":%d,"key":"k%d","ts":' % (id_, key)
+    if kind == "missing_ts":
+        return b'{"id":%d,"key":"k%d"}' % (id_, key)
+    raise ValueError(f"unknown poison kind {kind!r}; use one of {POISON_KINDS}")
+
+
+def encode_batch(
+    ids: np.ndarray,
+    keys: np.ndarray,
+    ts_ms: np.ndarray,
+    size: int = 0,
+    poison: np.ndarray | None = None,
+) -> list[bytes]:
+    """Encode many records at once (the generator's hot path).
+
+    ``poison`` is an optional boolean mask; flagged records get :func:`encode_poison`.
+    """
+    head_t, pad, pad_open, pad_close = _HEAD, _PAD, _PAD_OPEN, _PAD_CLOSE
+    room = size - _PAD_OVERHEAD
+    out: list[bytes] = []
+    append = out.append
+    for i, k, t in zip(ids.tolist(), keys.tolist(), ts_ms.tolist(), strict=True):
+        head = head_t % (i, k, t)
+        n = room - len(head)
+        append(head + pad_open + pad[:n] + pad_close if n >= 0 else head + b"}")
+    if poison is not None and poison.any():
+        for j in np.flatnonzero(poison).tolist():
+            out[j] = encode_poison(int(ids[j]), int(keys[j]), int(ts_ms[j]))
+    return out
+
+
+def decode_record(value: bytes) -> Record:
+    """Decode a good record; raise :class:`PoisonRecordError` for anything malformed."""
+    try:
+        obj = json.loads(value)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise PoisonRecordError(f"not JSON: {value[:60]!r}") from e
+    if not isinstance(obj, dict):
+        raise PoisonRecordError(f"not a JSON object: {value[:60]!r}")
+    missing = [f for f in ("id", "key", "ts") if f not in obj]
+    if missing:
+        raise PoisonRecordError(f"missing field(s) {missing}: {value[:60]!r}")
+    key = obj["key"]
+    if not (isinstance(obj["id"], int) and isinstance(obj["ts"], int) and isinstance(key, str)
+            and key.startswith("k") and key[1:].isdigit()):
+        raise PoisonRecordError(f"wrong field types: {value[:60]!r}")
+    return Record(obj["id"], int(key[1:]), obj["ts"])
+
+
+def is_poison(value: bytes) -> bool:
+    """True if ``value`` is not a well-formed input record."""
+    try:
+        decode_record(value)
+    except PoisonRecordError:
+        return True
+    return False
+
+
+def poison_kinds_of(values: Sequence[bytes]) -> list[str | None]:
+    """For tests and reports: which poison kind each value is (None for a good record)."""
+    out: list[str | None] = []
+    for v in values:
+        if not is_poison(v):
+            out.append(None)
+        elif not v.startswith(b"{"):
+            out.append("not_json")
+        elif v.endswith(b'"ts":'):
+            out.append("truncated")
+        else:
+            out.append("missing_ts")
+    return out
