@@ -1,0 +1,395 @@
+"""The local embedded Kafka cluster: librdkafka's mock cluster in a helper process the plugin owns.
+
+The helper (:mod:`.kafka_broker_process`) holds the brokers; this module starts it in its own process
+group, talks to it over its stdin/stdout (one JSON line each way) and exposes the
+:class:`~pytest_streamchaos.stack.base.KafkaCluster` interface plus a few extra fault controls.
+
+Lifetime: the helper is registered with the reaper (killed if pytest dies) and also exits by itself
+when its stdin closes, i.e. when this process is gone, however it went.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
+from pytest_streamchaos.stack.kafka_mock import API_KEYS  # loads no library
+
+_HELPER_MODULE = "pytest_streamchaos.stack.kafka_broker_process"
+_PKG_PARENT = str(Path(__file__).resolve().parents[2])
+
+class _HelperProcess:
+    """The helper: own session/process group, stderr to a log file, a JSON-line pipe on stdin/stdout.
+
+    (Not a :class:`~.process.ManagedProcess`: that one points stdin at /dev/null and stdout at the log,
+    while this helper needs both ends of a pipe - the pipe is its lifeline.)
+    """
+
+    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str]) -> None:
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        self.log_path = log_path
+        self._reaper = get_reaper()  # first: a broken watchdog must not leave an orphan behind
+        with open(log_path, "ab") as log:
+            log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
+            log.flush()
+            self._popen = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                start_new_session=True, close_fds=True,
+            )
+        self.pid = self.pgid = self._popen.pid  # new session => pgid == pid
+        self._reaper.register_pgid(self.pgid)
+        self._buf = b""
+        self._stopped = False
+
+    @property
+    def alive(self) -> bool:
+        return self._popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    def send(self, obj: dict[str, Any]) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.write((json.dumps(obj) + "\n").encode())
+        self._popen.stdin.flush()
+
+    def read_line(self, deadline: float) -> bytes | None:
+        """The next stdout line, or None on EOF; raise ``TimeoutError`` at ``deadline``."""
+        assert self._popen.stdout is not None
+        fd = self._popen.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def tail_log(self, n: int = 30) -> str:
+        try:
+            lines = self.log_path.read_bytes()[-32768:].decode(errors="replace").splitlines()
+        except OSError as exc:
+            return f"<no log at {self.log_path}: {exc}>"
+        return "\n".join(lines[-n:])
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close the pipe (the helper exits on EOF), then SIGTERM/SIGKILL the group. Idempotent."""
+        if self._stopped:
+            return
+        for stream in (self._popen.stdin, self._popen.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._killpg(signal.SIGTERM)
+            try:
+                self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._killpg(signal.SIGKILL)
+                self._popen.wait(timeout)
+        # The helper spawns nothing, but a group-wide kill costs nothing and covers surprises.
+        self._killpg(signal.SIGKILL)
+        self._stopped = True
+        try:
+            self._reaper.unregister_pgid(self.pgid)
+        except Exception:  # a gone watchdog must not break teardown
+            pass
+
+    def _killpg(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class LocalKafkaCluster(KafkaCluster):
+    """N in-memory brokers (ids 1..N) on 127.0.0.1, served by a helper process.
+
+    Topics must be created with :meth:`create_topic` (the mock cluster has no CreateTopics handler;
+    clients may still auto-create topics on first use). Fault controls: :meth:`broker_down`,
+    :meth:`broker_up`, :meth:`set_broker_rtt`, :meth:`set_partition_leader`,
+    :meth:`push_request_errors`; :meth:`heal` undoes the broker-level ones.
+    """
+
+    def __init__(self, brokers: int = 3, workdir: str | os.PathLike | None = None,
+                 command_timeout: float = 15.0, group_rebalance_delay_ms: int | None = None) -> None:
+        if brokers < 1:
+            raise StackError(f"the Kafka cluster needs at least 1 broker, got {brokers} "
+                             "(set --chaos-brokers / ini streamchaos_brokers >= 1)")
+        self.brokers = brokers
+        self.workdir = Path(workdir) if workdir is not None else None
+        self.command_timeout = command_timeout
+        # None keeps Kafka's 3 s group.initial.rebalance.delay.ms. Smaller values form a group sooner,
+        # but then members joining a formed group can hang in the mock's coordinator until
+        # session.timeout.ms (45 s) - seen with 1 and 300 ms in librdkafka 2.16 - so it is opt-in.
+        self.group_rebalance_delay_ms = group_rebalance_delay_ms
+        self.bootstrap_servers = ""
+        self.broker_ids: list[int] = []
+        self.ports: dict[int, int] = {}
+        self._proc: _HelperProcess | None = None
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._topic_seq = itertools.count(1)  # cluster-wide: a re-run test never reuses a name
+        self._admin = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The helper process's pid (also its process group id), None before :meth:`start`."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._proc.log_path if self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.alive
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Spawn the helper and wait (at most ``timeout`` s) for its ready line."""
+        if self.running:
+            return
+        if self._proc is not None:  # a dead helper from an earlier start
+            self._proc.stop()
+            self._proc = None
+        if self.workdir is None:
+            raise StackError("LocalKafkaCluster needs a workdir for the broker log (pass workdir=...)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH", "")) if p)
+        argv = [sys.executable, "-u", "-m", _HELPER_MODULE, "--brokers", str(self.brokers)]
+        if self.group_rebalance_delay_ms is not None:
+            argv += ["--group-rebalance-delay-ms", str(self.group_rebalance_delay_ms)]
+        proc = _HelperProcess(argv, self.workdir / "kafka-broker.log", env)
+        self._proc = proc
+        deadline = time.monotonic() + timeout
+        try:
+            line = proc.read_line(deadline)
+        except TimeoutError:
+            self.stop()
+            raise StackError(self._failure(proc, f"no ready line within {timeout:.0f}s")) from None
+        msg = _parse(line)
+        if msg is None or msg.get("event") != "ready":
+            self.stop()
+            if line is None:
+                why = "the helper exited before it was ready"
+            else:
+                why = (msg or {}).get("error") or f"unexpected first line {line!r}"
+            raise StackError(self._failure(proc, why))
+        self.bootstrap_servers = msg["bootstrap_servers"]
+        self.broker_ids = [int(b) for b in msg["broker_ids"]]
+        self.ports = {int(b): int(p) for b, p in msg["ports"].items()}
+        self._admin = None
+
+    def stop(self) -> None:
+        """Stop the helper (and with it every broker). Idempotent."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            self._admin = None
+        if proc is not None:
+            proc.stop()
+
+    def _failure(self, proc: _HelperProcess, why: str) -> str:
+        return (f"the embedded Kafka cluster ({self.brokers} brokers) did not start: {why}; "
+                f"helper exit code {proc.returncode}; log {proc.log_path}:\n{proc.tail_log()}\n"
+                "Fix: check that confluent-kafka>=2.4 is installed (its wheel bundles librdkafka with "
+                "the mock cluster) and that 127.0.0.1 accepts listeners")
+
+    # -- the command channel -----------------------------------------------------------------
+
+    def _call(self, op: str, **args: Any) -> Any:
+        proc = self._proc
+        if proc is None or not proc.alive:
+            state = "was not started" if proc is None else f"exited with code {proc.returncode}"
+            tail = f"; log tail:\n{proc.tail_log()}" if proc else ""
+            raise StackError(f"the embedded Kafka helper {state}; call start() (or heal()){tail}")
+        with self._lock:
+            req_id = next(self._ids)
+            deadline = time.monotonic() + self.command_timeout
+            try:
+                proc.send({"id": req_id, "op": op, **args})
+                while True:
+                    line = proc.read_line(deadline)
+                    if line is None:
+                        raise StackError(f"the embedded Kafka helper closed its pipe during {op!r} "
+                                         f"(exit code {proc.returncode}); log tail:\n{proc.tail_log()}")
+                    reply = _parse(line)
+                    if reply is not None and reply.get("id") == req_id:
+                        break
+            except TimeoutError:
+                raise StackError(f"the embedded Kafka helper did not answer {op!r} within "
+                                 f"{self.command_timeout:.0f}s; log tail:\n{proc.tail_log()}") from None
+            except (BrokenPipeError, OSError) as exc:
+                raise StackError(f"lost the pipe to the embedded Kafka helper during {op!r}: {exc}; "
+                                 f"log tail:\n{proc.tail_log()}") from None
+        if not reply.get("ok"):
+            raise StackError(f"embedded Kafka: {op} {args} failed: {reply.get('error')}")
+        return reply.get("result")
+
+    # -- KafkaCluster ------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None) -> str:
+        """Create ``name`` with ``partitions`` partitions; ``replication`` defaults to
+        ``min(3, brokers)``. Returns the name."""
+        if replication is None:
+            replication = min(3, len(self.broker_ids) or self.brokers)
+        return self._call("create_topic", name=name, partitions=partitions, replication=replication)
+
+    def broker_down(self, broker_id: int) -> None:
+        """Close the broker's connections and refuse new ones. Leadership does not move."""
+        self._call("broker_down", broker=broker_id)
+
+    def broker_up(self, broker_id: int) -> None:
+        self._call("broker_up", broker=broker_id)
+
+    def set_broker_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        self._call("set_rtt", broker=broker_id, ms=rtt_ms)
+
+    def heal(self) -> None:
+        """All brokers up, no delays, no pending injected errors. A dead helper is restarted (new
+        ports and no topics: ``bootstrap_servers`` changes)."""
+        if not self.running:
+            self.start()
+            return
+        self._call("heal")
+
+    # -- extras ------------------------------------------------------------------------------
+
+    def set_partition_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        """Move the leadership of ``topic``/``partition`` to ``broker_id`` (-1: no leader)."""
+        self._call("set_leader", topic=topic, partition=partition, broker=broker_id)
+
+    def set_coordinator(self, key_type: str, key: str, broker_id: int) -> None:
+        """Pin the ``"group"`` or ``"transaction"`` coordinator of ``key`` to ``broker_id``."""
+        self._call("set_coordinator", key_type=key_type, key=key, broker=broker_id)
+
+    def push_request_errors(self, api: str | int, errors: Sequence[int]) -> None:
+        """Fail the next ``len(errors)`` requests of ``api`` (a name from :data:`API_KEYS` or an
+        ApiKey number) with these Kafka error codes, whichever broker gets them."""
+        if isinstance(api, str):
+            if api not in API_KEYS:
+                raise StackError(f"unknown Kafka API {api!r}; use one of {sorted(API_KEYS)} "
+                                 "or an ApiKey number")
+            api = API_KEYS[api]
+        self._call("push_request_errors", api_key=api, errors=list(errors))
+
+    def status(self) -> dict[str, Any]:
+        """The helper's view: brokers, ports, which are down, per-broker RTT, topics created."""
+        return self._call("status")
+
+    def ping(self) -> None:
+        self._call("ping")
+
+    def endpoints(self) -> list[Endpoint]:
+        """One ``broker-<id>`` endpoint per broker with its listener port as ``{"kafka": port}``."""
+        return [Endpoint(name=f"broker-{b}", role="broker", ports={"kafka": self.ports[b]})
+                for b in self.broker_ids]
+
+    def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
+        """The broker id leading ``topic``/``partition``, as the cluster's metadata reports it."""
+        md = self._metadata(topic, timeout)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None or partition not in t.partitions:
+            raise StackError(f"no metadata for {topic}[{partition}]: "
+                             f"{t.error if t is not None else 'topic unknown'}; create it with create_topic()")
+        return int(t.partitions[partition].leader)
+
+    def _metadata(self, topic: str | None, timeout: float):
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                       "allow.auto.create.topics": "false"})
+        return self._admin.list_topics(topic=topic, timeout=timeout)
+
+    def for_test(self, nodeid: str) -> KafkaTestView:
+        """A view of this cluster whose topic names are unique to the test ``nodeid``."""
+        return KafkaTestView(self, nodeid)
+
+    def __repr__(self) -> str:
+        state = f"pid={self.pid}" if self.running else "stopped"
+        return f"<LocalKafkaCluster {self.brokers} brokers {self.bootstrap_servers or '-'} {state}>"
+
+
+class KafkaTestView(KafkaCluster):
+    """The session cluster as one test sees it: ``create_topic("orders")`` creates
+    ``orders-<hash of the test id>-<n>`` and returns that name. Everything else is the cluster's."""
+
+    def __init__(self, cluster: LocalKafkaCluster, nodeid: str) -> None:
+        self._cluster = cluster
+        self.nodeid = nodeid
+        self._tag = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
+
+    @property
+    def bootstrap_servers(self) -> str:  # type: ignore[override]
+        return self._cluster.bootstrap_servers
+
+    @property
+    def cluster(self) -> LocalKafkaCluster:
+        """The session-wide cluster behind this view."""
+        return self._cluster
+
+    def topic_name(self, name: str) -> str:
+        """The unique name :meth:`create_topic` would give ``name`` now."""
+        # Kafka topic names: [a-zA-Z0-9._-], at most 249 characters.
+        return f"{name}-{self._tag}-{next(self._cluster._topic_seq)}"
+
+    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None) -> str:
+        return self._cluster.create_topic(self.topic_name(name), partitions, replication)
+
+    def broker_down(self, broker_id: int) -> None:
+        self._cluster.broker_down(broker_id)
+
+    def broker_up(self, broker_id: int) -> None:
+        self._cluster.broker_up(broker_id)
+
+    def set_broker_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        self._cluster.set_broker_rtt(broker_id, rtt_ms)
+
+    def heal(self) -> None:
+        self._cluster.heal()
+
+    def stop(self) -> None:
+        self._cluster.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+    def __repr__(self) -> str:
+        return f"<KafkaTestView {self.nodeid} of {self._cluster!r}>"
+
+
+def _parse(line: bytes | None) -> dict[str, Any] | None:
+    if line is None:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
