@@ -1,0 +1,291 @@
+"""What network faults this host can inject, probed once per process and cached.
+
+The probe leaves nothing behind: the iptables checks use a throwaway chain that nothing jumps to
+(so no packet ever sees it), the qdisc checks run on the ``lo`` of a network namespace created for
+the probe and deleted afterwards, and both are registered with the session reaper while they exist
+so that even a SIGKILL in the middle of the probe leaves no trace.
+
+Use::
+
+    caps = get_capabilities()
+    reason = caps.missing("network_delay")
+    if reason:
+        pytest.skip(reason)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+
+#: How to get what is missing (also printed in skip reasons).
+APT_PACKAGES = ("iptables", "iproute2", "libnetfilter-queue-dev")
+PIP_EXTRA = "NetfilterQueue>=1.1"
+NFQ_FIX = "apt-get install -y libnetfilter-queue-dev && pip install NetfilterQueue"
+
+CAP_NET_ADMIN = 12
+
+
+def _run(argv: list[str], timeout: float = 10.0) -> tuple[bool, str]:
+    """Run ``argv``; return (succeeded, stderr-or-stdout text)."""
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    return p.returncode == 0, (p.stderr or p.stdout).strip()
+
+
+def has_net_admin() -> bool:
+    """Whether this process has CAP_NET_ADMIN in its effective set (root normally has)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_NET_ADMIN & 1)
+    except OSError:
+        pass
+    return os.geteuid() == 0
+
+
+@dataclass
+class Capabilities:
+    """The result of the host probe. ``reasons`` holds why each false flag is false."""
+
+    net_admin: bool = False
+    iptables: bool = False  #: can create/delete chains and DROP rules
+    statistic: bool = False  #: ``-m statistic --mode random`` (packet loss)
+    multiport: bool = False  #: ``-m multiport --ports`` (one rule per port set)
+    nfqueue_target: bool = False  #: ``-j NFQUEUE --queue-bypass`` accepted by iptables
+    netfilterqueue: bool = False  #: the NetfilterQueue package imports and can bind a queue
+    tc: bool = False
+    netns: bool = False  #: ``ip netns add`` works (where qdiscs are probed)
+    netem: bool = False
+    tbf: bool = False
+    htb: bool = False
+    u32: bool = False  #: u32 port filters under an htb root (per-port shaping on lo)
+    toxiproxy_server: str | None = None  #: path of ``toxiproxy-server`` if on PATH
+    toxiproxy_client: bool = False  #: ``toxiproxy-python`` importable
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    # -- derived -----------------------------------------------------------------------------
+    @property
+    def nfqueue(self) -> bool:
+        """Delay through NFQUEUE + a user-space delayer is possible."""
+        return self.iptables and self.nfqueue_target and self.netfilterqueue
+
+    @property
+    def delay_backend(self) -> str | None:
+        """``"netem"`` when the kernel has it, else ``"nfqueue"``, else None."""
+        if self.netem and self.htb and self.u32:
+            return "netem"
+        if self.nfqueue:
+            return "nfqueue"
+        return None
+
+    @property
+    def shaping(self) -> bool:
+        """Per-port bandwidth limits on lo: htb root + u32 filters + tbf leaves."""
+        return self.tc and self.htb and self.u32 and self.tbf
+
+    def _why(self, *flags: str) -> str:
+        return "; ".join(self.reasons[f] for f in flags if f in self.reasons) or "unknown reason"
+
+    def missing(self, kind: str) -> str | None:
+        """Why fault ``kind`` cannot run on this host (a skip reason naming the fix), or None.
+
+        Kinds: ``packet_loss``, ``network_partition``, ``network_delay``, ``nfqueue_delay``,
+        ``netem_delay``, ``bandwidth_limit``, ``toxiproxy``, ``tcp_proxy``.
+        """
+        if kind in ("packet_loss", "network_partition", "network_delay", "nfqueue_delay",
+                    "netem_delay", "bandwidth_limit") and not self.net_admin:
+            return (f"{kind} needs root or CAP_NET_ADMIN (run pytest as root, or "
+                    "`setcap cap_net_admin+ep` on the interpreter)")
+        if kind == "network_partition":
+            return None if self.iptables else f"network_partition needs iptables: {self._why('iptables')}"
+        if kind == "packet_loss":
+            if not self.iptables or not self.statistic:
+                return ("packet_loss needs iptables with the statistic match: "
+                        f"{self._why('iptables', 'statistic')}")
+            return None
+        if kind == "network_delay":
+            if self.delay_backend:
+                return None
+            return ("network_delay needs netem or NFQUEUE+NetfilterQueue: "
+                    f"{self._why('netem', 'nfqueue_target', 'netfilterqueue')}; fix: {NFQ_FIX}")
+        if kind == "nfqueue_delay":
+            if self.nfqueue:
+                return None
+            return (f"NFQUEUE delay needs iptables' NFQUEUE target and NetfilterQueue: "
+                    f"{self._why('iptables', 'nfqueue_target', 'netfilterqueue')}; fix: {NFQ_FIX}")
+        if kind == "netem_delay":
+            if self.netem and self.htb and self.u32:
+                return None
+            return f"netem delay needs the netem, htb qdiscs and u32 filter: {self._why('netem', 'htb', 'u32')}"
+        if kind == "bandwidth_limit":
+            if self.shaping:
+                return None
+            return ("bandwidth_limit needs tc with htb, u32 and tbf (per-port shaping on lo): "
+                    f"{self._why('tc', 'htb', 'u32', 'tbf')}")
+        if kind == "toxiproxy":
+            if self.toxiproxy_server and self.toxiproxy_client:
+                return None
+            return ("toxiproxy needs a `toxiproxy-server` binary on PATH and `pip install toxiproxy-python`: "
+                    f"{self._why('toxiproxy_server', 'toxiproxy_client')}")
+        if kind == "tcp_proxy":
+            return None  # pure asyncio, always available
+        raise ValueError(f"unknown fault kind {kind!r} for Capabilities.missing()")
+
+
+def _probe_iptables(caps: Capabilities, reaper) -> None:
+    exe = shutil.which("iptables")
+    if not exe:
+        caps.reasons["iptables"] = "no `iptables` on PATH (apt-get install iptables)"
+        return
+    chain = f"SCPROBE-{os.getpid()}"
+    cleanup = ["sh", "-c", f"iptables -w 5 -F {chain}; iptables -w 5 -X {chain}"]
+    key = f"capprobe-iptables-{chain}"
+    if reaper is not None:
+        reaper.register_command(key, cleanup)
+    try:
+        ok, err = _run([exe, "-w", "5", "-N", chain])
+        if not ok:
+            caps.reasons["iptables"] = f"`iptables -N {chain}` failed: {err}"
+            return
+        ok, err = _run([exe, "-w", "5", "-A", chain, "-p", "tcp", "--dport", "9", "-j", "DROP"])
+        caps.iptables = ok
+        if not ok:
+            caps.reasons["iptables"] = f"iptables cannot add a DROP rule: {err}"
+            return
+        ok, err = _run([exe, "-w", "5", "-A", chain, "-m", "statistic", "--mode", "random",
+                        "--probability", "0.5", "-j", "DROP"])
+        caps.statistic = ok
+        if not ok:
+            caps.reasons["statistic"] = f"iptables statistic match unavailable: {err}"
+        ok, err = _run([exe, "-w", "5", "-A", chain, "-p", "tcp", "-m", "multiport", "--ports", "9,10",
+                        "-m", "comment", "--comment", "probe", "-j", "DROP"])
+        caps.multiport = ok
+        if not ok:
+            caps.reasons["multiport"] = f"iptables multiport/comment match unavailable: {err}"
+        ok, err = _run([exe, "-w", "5", "-A", chain, "-p", "tcp", "--dport", "9", "-j", "NFQUEUE",
+                        "--queue-num", "65000", "--queue-bypass"])
+        caps.nfqueue_target = ok
+        if not ok:
+            caps.reasons["nfqueue_target"] = f"iptables NFQUEUE target unavailable: {err}"
+    finally:
+        _run(["sh", "-c", cleanup[2]])
+        if reaper is not None:
+            reaper.unregister_command(key)
+
+
+def _probe_netfilterqueue(caps: Capabilities) -> None:
+    try:
+        from netfilterqueue import NetfilterQueue
+    except ImportError as exc:
+        caps.reasons["netfilterqueue"] = f"the NetfilterQueue package is not importable ({exc})"
+        return
+    q = NetfilterQueue()
+    try:
+        q.bind(65001, lambda pkt: pkt.accept(), max_len=16)  # no rule points at it: sees no packet
+    except OSError as exc:
+        caps.reasons["netfilterqueue"] = f"cannot bind an NFQUEUE (nfnetlink_queue missing?): {exc}"
+        return
+    finally:
+        q.unbind()
+    caps.netfilterqueue = True
+
+
+def _probe_qdiscs(caps: Capabilities, reaper) -> None:
+    if not shutil.which("tc") or not shutil.which("ip"):
+        caps.reasons["tc"] = "no `tc`/`ip` on PATH (apt-get install iproute2)"
+        return
+    caps.tc = True
+    ns = f"sc-probe-{os.getpid()}"
+    key = f"capprobe-netns-{ns}"
+    if reaper is not None:
+        reaper.register_command(key, ["ip", "netns", "del", ns])
+    try:
+        ok, err = _run(["ip", "netns", "add", ns])
+        if not ok:
+            caps.reasons["netns"] = f"cannot create a network namespace to probe qdiscs: {err}"
+            for f in ("netem", "tbf", "htb", "u32"):
+                caps.reasons[f] = caps.reasons["netns"]
+            return
+        caps.netns = True
+        tc = ["tc", "-n", ns]
+        _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+        def qdisc_ok(flag: str, spec: list[str]) -> bool:
+            ok, err = _run(tc + ["qdisc", "add", "dev", "lo", "root", "handle", "1:"] + spec)
+            _run(tc + ["qdisc", "del", "dev", "lo", "root"])
+            if not ok:
+                caps.reasons[flag] = f"`tc qdisc add ... {spec[0]}` failed: {err}"
+            return ok
+
+        caps.netem = qdisc_ok("netem", ["netem", "delay", "1ms"])
+        caps.tbf = qdisc_ok("tbf", ["tbf", "rate", "1mbit", "burst", "32kbit", "latency", "50ms"])
+        ok, err = _run(tc + ["qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb"])
+        caps.htb = ok
+        if not ok:
+            caps.reasons["htb"] = f"`tc qdisc add ... htb` failed: {err}"
+            caps.reasons["u32"] = "u32 not probed (needs an htb root)"
+        else:
+            ok, err = _run(tc + ["class", "add", "dev", "lo", "parent", "1:", "classid", "1:2", "htb",
+                                 "rate", "1mbit"])
+            if ok:
+                ok, err = _run(tc + ["filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio",
+                                     "1", "u32", "match", "ip", "dport", "9", "0xffff", "flowid", "1:2"])
+            caps.u32 = ok
+            if not ok:
+                caps.reasons["u32"] = f"u32 filter under htb failed: {err}"
+            _run(tc + ["qdisc", "del", "dev", "lo", "root"])
+    finally:
+        _run(["ip", "netns", "del", ns])
+        if reaper is not None:
+            reaper.unregister_command(key)
+
+
+def _probe_toxiproxy(caps: Capabilities) -> None:
+    caps.toxiproxy_server = shutil.which("toxiproxy-server")
+    if not caps.toxiproxy_server:
+        caps.reasons["toxiproxy_server"] = "no `toxiproxy-server` on PATH"
+    try:
+        import toxiproxy  # noqa: F401
+    except ImportError as exc:
+        caps.reasons["toxiproxy_client"] = f"toxiproxy-python not importable ({exc})"
+    else:
+        caps.toxiproxy_client = True
+
+
+def probe() -> Capabilities:
+    """Probe the host now (uncached). Prefer :func:`get_capabilities`."""
+    caps = Capabilities(net_admin=has_net_admin())
+    _probe_toxiproxy(caps)
+    if not caps.net_admin:
+        caps.reasons["iptables"] = "not root / no CAP_NET_ADMIN"
+        return caps
+    try:
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        reaper = get_reaper()
+    except Exception:  # the probe must still work (and clean up itself) without a watchdog
+        reaper = None
+    _probe_iptables(caps, reaper)
+    _probe_netfilterqueue(caps)
+    _probe_qdiscs(caps, reaper)
+    return caps
+
+
+_CACHE: tuple[int, Capabilities] | None = None
+_LOCK = threading.Lock()
+
+
+def get_capabilities() -> Capabilities:
+    """The host's capabilities, probed on first call in this process and cached."""
+    global _CACHE
+    with _LOCK:
+        if _CACHE is None or _CACHE[0] != os.getpid():
+            _CACHE = (os.getpid(), probe())
+        return _CACHE[1]

@@ -1,0 +1,219 @@
+"""iptables rules for network faults, kept in one chain of this process.
+
+All rules live in ``STREAMCHAOS-<pid>``, jumped to from ``INPUT`` for packets arriving on ``lo``.
+Why INPUT only: on the local stack every packet (both directions) is delivered locally, so it passes
+INPUT exactly once; a DROP in OUTPUT instead makes the *sender's* syscall fail with EPERM, which no
+real network does. Cleanup is one jump delete + flush + delete of the chain, and every rule, the jump
+and the chain are registered with the session reaper, so a SIGKILLed pytest leaves no rule behind.
+
+Rule *specs* (argv fragments after ``-A CHAIN``) are built by pure functions so they can be unit-tested.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+#: ``-m multiport`` takes at most 15 ports per rule.
+MULTIPORT_MAX = 15
+DIRECTIONS = ("both", "to", "from")
+PROTOCOLS = ("tcp", "udp")
+IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
+
+
+class NetFaultError(RuntimeError):
+    """A network fault could not be injected or healed. The message names the command and the fix."""
+
+
+def _check_ports(ports: Iterable[int]) -> tuple[int, ...]:
+    out = tuple(sorted({int(p) for p in ports}))
+    if not out:
+        raise ValueError("a network fault needs at least one port (got an empty port set)")
+    bad = [p for p in out if not 0 < p < 65536]
+    if bad:
+        raise ValueError(f"ports {bad} are not valid TCP/UDP ports (1..65535)")
+    return out
+
+
+def port_matches(ports: Iterable[int], direction: str = "both", proto: str = "tcp") -> list[list[str]]:
+    """The match part of the rules that select the target's packets, one per chunk of 15 ports.
+
+    ``direction``: ``to`` = packets to the target (``--dports``), ``from`` = its replies
+    (``--sports``), ``both`` = either (``--ports``: one rule, so a packet is evaluated once).
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction={direction!r} must be one of {DIRECTIONS}")
+    if proto not in PROTOCOLS:
+        raise ValueError(f"proto={proto!r} must be one of {PROTOCOLS}")
+    ports = _check_ports(ports)
+    opt = {"both": "--ports", "to": "--dports", "from": "--sports"}[direction]
+    return [["-p", proto, "-m", "multiport", opt, ",".join(str(p) for p in ports[i:i + MULTIPORT_MAX])]
+            for i in range(0, len(ports), MULTIPORT_MAX)]
+
+
+def _comment(tag: str) -> list[str]:
+    return ["-m", "comment", "--comment", tag]
+
+
+def drop_specs(ports: Iterable[int], *, direction: str = "both", proto: str = "tcp",
+               percent: float = 100.0, tag: str = "streamchaos") -> list[list[str]]:
+    """Rules dropping the target's packets; ``percent`` < 100 drops each packet independently with
+    that probability (``-m statistic --mode random``)."""
+    if not 0 < percent <= 100:
+        raise ValueError(f"percent={percent!r} must be in (0, 100]")
+    stat = [] if percent >= 100 else ["-m", "statistic", "--mode", "random",
+                                      "--probability", f"{percent / 100:.6f}"]
+    return [m + stat + _comment(tag) + ["-j", "DROP"] for m in port_matches(ports, direction, proto)]
+
+
+def nfqueue_specs(ports: Iterable[int], queue_num: int, *, direction: str = "both", proto: str = "tcp",
+                  tag: str = "streamchaos") -> list[list[str]]:
+    """Rules sending the target's packets to NFQUEUE ``queue_num``. ``--queue-bypass``: if no
+    delayer listens (it died), packets pass instead of being dropped."""
+    if not 0 <= queue_num < 65536:
+        raise ValueError(f"queue_num={queue_num!r} must be in 0..65535")
+    return [m + _comment(tag) + ["-j", "NFQUEUE", "--queue-num", str(queue_num), "--queue-bypass"]
+            for m in port_matches(ports, direction, proto)]
+
+
+def chain_name(pid: int | None = None) -> str:
+    """This process's chain (iptables chain names are limited to 28 characters)."""
+    return f"STREAMCHAOS-{os.getpid() if pid is None else pid}"
+
+
+def jump_spec(chain: str) -> list[str]:
+    """The INPUT rule that sends loopback packets through our chain."""
+    return ["-i", "lo", "-j", chain]
+
+
+def chain_cleanup_script(chain: str) -> str:
+    """Shell commands removing the jump, the rules and the chain (each step tolerates absence)."""
+    ipt = " ".join(IPT)
+    jump = " ".join(jump_spec(chain))
+    return (f"while {ipt} -D INPUT {jump} 2>/dev/null; do :; done; "
+            f"{ipt} -F {chain} 2>/dev/null; {ipt} -X {chain} 2>/dev/null; true")
+
+
+def run_ipt(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``iptables -w 5 <args>``; raise :class:`NetFaultError` naming the command on failure."""
+    if shutil.which(IPT[0]) is None:
+        raise NetFaultError("no `iptables` on PATH: apt-get install iptables")
+    p = subprocess.run(IPT + args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    if check and p.returncode != 0:
+        raise NetFaultError(f"`{' '.join(IPT + args)}` failed (exit {p.returncode}): {p.stderr.strip()}"
+                            " - network faults need root/CAP_NET_ADMIN and a working iptables")
+    return p
+
+
+@dataclass(frozen=True)
+class RuleHandle:
+    """Rules added together by one :meth:`RuleManager.add` call."""
+
+    id: int
+    specs: tuple[tuple[str, ...], ...]
+
+
+class RuleManager:
+    """Adds/removes rules in this process's chain; creates the chain on first use and deletes it
+    when its last rule goes. Thread-safe. Get the process-wide one with :func:`get_rule_manager`."""
+
+    def __init__(self, chain: str | None = None) -> None:
+        self.chain = chain or chain_name()
+        self._lock = threading.Lock()
+        self._rules: dict[int, RuleHandle] = {}
+        self._ids = itertools.count(1)
+        self._chain_up = False
+
+    def _reaper(self):
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        return get_reaper()
+
+    def _ensure_chain(self) -> None:
+        if self._chain_up:
+            return
+        # Register first: a SIGKILL between the two steps must not leak the chain.
+        self._reaper().register_command(f"ipt-chain-{self.chain}",
+                                        ["sh", "-c", chain_cleanup_script(self.chain)])
+        if run_ipt(["-N", self.chain], check=False).returncode != 0:
+            run_ipt(["-F", self.chain])  # left from a crashed earlier process with our pid: reuse it
+        if run_ipt(["-C", "INPUT", *jump_spec(self.chain)], check=False).returncode != 0:
+            run_ipt(["-I", "INPUT", "1", *jump_spec(self.chain)])
+        self._chain_up = True
+
+    def _drop_chain(self) -> None:
+        subprocess.run(["sh", "-c", chain_cleanup_script(self.chain)], capture_output=True, timeout=30)
+        self._reaper().unregister_command(f"ipt-chain-{self.chain}")
+        self._chain_up = False
+
+    def add(self, specs: list[list[str]], *, first: bool = False) -> RuleHandle:
+        """Add ``specs`` to the chain (appended, or at the top with ``first``: DROPs go first so a
+        packet dropped by a loss/partition fault never reaches an NFQUEUE rule, whose accept would
+        skip the rest of the chain)."""
+        with self._lock:
+            self._ensure_chain()
+            handle = RuleHandle(next(self._ids), tuple(tuple(s) for s in specs))
+            self._rules[handle.id] = handle
+            reaper = self._reaper()
+            try:
+                for i, spec in enumerate(handle.specs):
+                    reaper.register_command(f"ipt-rule-{self.chain}-{handle.id}-{i}",
+                                            IPT + ["-D", self.chain, *spec])
+                    run_ipt((["-I", self.chain, "1"] if first else ["-A", self.chain]) + list(spec))
+            except Exception:
+                self._remove_locked(handle)
+                raise
+            return handle
+
+    def remove(self, handle: RuleHandle) -> None:
+        """Remove the rules of ``handle`` (idempotent); the chain goes with its last rule."""
+        with self._lock:
+            self._remove_locked(handle)
+
+    def _remove_locked(self, handle: RuleHandle) -> None:
+        if self._rules.pop(handle.id, None) is None:
+            return
+        reaper = self._reaper()
+        for i, spec in enumerate(handle.specs):
+            run_ipt(["-D", self.chain, *spec], check=False)  # absent already: fine
+            reaper.unregister_command(f"ipt-rule-{self.chain}-{handle.id}-{i}")
+        if not self._rules:
+            self._drop_chain()
+
+    def remove_all(self) -> None:
+        """Remove every rule and the chain (used at exit)."""
+        with self._lock:
+            for h in list(self._rules.values()):
+                self._remove_locked(h)
+            if self._chain_up:
+                self._drop_chain()
+
+    def listing(self) -> str:
+        """``iptables -S`` of our chain ('' when it does not exist)."""
+        p = run_ipt(["-S", self.chain], check=False)
+        return p.stdout if p.returncode == 0 else ""
+
+
+_MANAGER: RuleManager | None = None
+_MANAGER_LOCK = threading.Lock()
+
+
+def get_rule_manager() -> RuleManager:
+    """The rule manager of this process (a forked child gets its own chain)."""
+    global _MANAGER
+    with _MANAGER_LOCK:
+        if _MANAGER is None or _MANAGER.chain != chain_name():
+            _MANAGER = RuleManager()
+        return _MANAGER
+
+
+@atexit.register
+def _cleanup_at_exit() -> None:  # normal exit with a fault still injected: no rule outlives us
+    if _MANAGER is not None and _MANAGER.chain == chain_name() and _MANAGER._rules:
+        _MANAGER.remove_all()

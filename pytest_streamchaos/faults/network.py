@@ -1,0 +1,318 @@
+"""Network faults on the local stack: loss, partition, bandwidth limit and delay on a target's ports.
+
+On the local backend every component shares 127.0.0.1, so a *target* is a set of TCP ports (see
+:func:`ports_of`); rules match packets to those ports (traffic to the target) and from them (its
+replies). Every fault is a context manager with idempotent ``inject()``/``heal()``::
+
+    with NetworkDelay(ports_of(broker), ms=200):
+        ...          # every reply of the broker arrives 200 ms later
+    # healed here, also on an exception
+
+Mechanisms (see :mod:`.capabilities` for what the host offers):
+
+- ``PacketLoss`` / ``Partition``: iptables DROP (``-m statistic`` for loss) in this process's chain.
+- ``BandwidthLimit``: tc htb class with a tbf leaf on lo, selected by u32 port filters.
+- ``NetworkDelay``: netem (same htb/u32 scheme) when the kernel has it, else an NFQUEUE rule plus a
+  user-space delayer process (:mod:`.nfq_delayer`). For a proxy-based alternative that needs no
+  privileges, see :mod:`.tcpproxy`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+
+from pytest_streamchaos.faults import iptables as ipt
+from pytest_streamchaos.faults import tcshaper
+from pytest_streamchaos.faults.capabilities import get_capabilities
+from pytest_streamchaos.faults.iptables import NetFaultError
+
+__all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
+           "NetFaultError"]
+
+PROTOS = {"tcp": ("tcp",), "udp": ("udp",), "all": ("tcp", "udp")}
+
+
+def ports_of(*targets, names: Iterable[str] | None = None) -> frozenset[int]:
+    """The port set of ``targets``: :class:`~pytest_streamchaos.stack.base.Endpoint` objects (all their
+    ports, or only those called ``names``), ints, or iterables of either."""
+    wanted = set(names) if names is not None else None
+    out: set[int] = set()
+
+    def add(t) -> None:
+        if isinstance(t, bool):
+            raise TypeError(f"ports_of: {t!r} is not an Endpoint or a port")
+        if isinstance(t, int):
+            out.add(t)
+        elif hasattr(t, "ports") and isinstance(t.ports, dict):
+            for name, port in t.ports.items():
+                if wanted is None or name in wanted:
+                    out.add(int(port))
+        elif isinstance(t, Iterable) and not isinstance(t, (str, bytes)):
+            for x in t:
+                add(x)
+        else:
+            raise TypeError(f"ports_of: {t!r} is not an Endpoint, a port or an iterable of them")
+
+    for t in targets:
+        add(t)
+    if not out:
+        raise ValueError(f"ports_of{targets!r}: no ports (names={names!r}); the target exposes none")
+    return frozenset(out)
+
+
+def _require(kind: str) -> None:
+    reason = get_capabilities().missing(kind)
+    if reason:
+        raise NetFaultError(reason)
+
+
+class NetworkFault:
+    """Base: ``inject()``/``heal()`` are idempotent; ``with fault:`` injects and always heals."""
+
+    kind = "network"
+
+    def __init__(self, ports: Iterable[int], direction: str = "both") -> None:
+        self.ports = ipt._check_ports(ports)
+        if direction not in ipt.DIRECTIONS:
+            raise ValueError(f"direction={direction!r} must be one of {ipt.DIRECTIONS}")
+        self.direction = direction
+        self._lock = threading.Lock()
+        self.active = False
+
+    def inject(self) -> None:
+        with self._lock:
+            if not self.active:
+                self._inject()
+                self.active = True
+
+    def heal(self) -> None:
+        with self._lock:
+            if self.active:
+                self.active = False
+                self._heal()
+
+    def _inject(self) -> None:
+        raise NotImplementedError
+
+    def _heal(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.inject()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.heal()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(ports={list(self.ports)}, direction={self.direction!r})"
+
+
+class _DropFault(NetworkFault):
+    def __init__(self, ports, percent: float, direction: str, proto: str) -> None:
+        super().__init__(ports, direction)
+        if proto not in PROTOS:
+            raise ValueError(f"proto={proto!r} must be one of {tuple(PROTOS)}")
+        if not 0 < percent <= 100:
+            raise ValueError(f"percent={percent!r} must be in (0, 100]")
+        self.proto, self.percent = proto, float(percent)
+        self._handle: ipt.RuleHandle | None = None
+
+    def specs(self) -> list[list[str]]:
+        tag = f"sc-{self.kind}-{id(self):x}"
+        return [s for p in PROTOS[self.proto]
+                for s in ipt.drop_specs(self.ports, direction=self.direction, proto=p, percent=self.percent,
+                                        tag=tag)]
+
+    def _inject(self) -> None:
+        _require(self.kind)
+        # first=True: drops precede NFQUEUE rules, whose accept would skip the rest of the chain.
+        self._handle = ipt.get_rule_manager().add(self.specs(), first=True)
+
+    def _heal(self) -> None:
+        if self._handle is not None:
+            ipt.get_rule_manager().remove(self._handle)
+            self._handle = None
+
+
+class PacketLoss(_DropFault):
+    """Drop each of the target's packets independently with probability ``percent``/100."""
+
+    kind = "packet_loss"
+
+    def __init__(self, ports: Iterable[int], percent: float, *, direction: str = "both",
+                 proto: str = "tcp") -> None:
+        super().__init__(ports, percent, direction, proto)
+
+
+class Partition(_DropFault):
+    """Cut the target off: drop all its packets (``direction="to"``/``"from"``: one way only)."""
+
+    kind = "network_partition"
+
+    def __init__(self, ports: Iterable[int], *, direction: str = "both", proto: str = "all") -> None:
+        super().__init__(ports, 100.0, direction, proto)
+
+
+class BandwidthLimit(NetworkFault):
+    """Limit the target's traffic to ``kbit`` kbit/s per direction (htb class + tbf leaf on lo)."""
+
+    kind = "bandwidth_limit"
+
+    def __init__(self, ports: Iterable[int], kbit: float, *, direction: str = "both", proto: str = "tcp") -> None:
+        super().__init__(ports, direction)
+        if kbit <= 0:
+            raise ValueError(f"kbit={kbit!r} must be > 0")
+        if proto not in ipt.PROTOCOLS:
+            raise ValueError(f"proto={proto!r} must be one of {ipt.PROTOCOLS}")
+        self.kbit, self.proto = float(kbit), proto
+        self._handle: tcshaper.ShapeHandle | None = None
+
+    def _inject(self) -> None:
+        _require(self.kind)
+        self._handle = tcshaper.get_shaper().add(self.ports, tcshaper.tbf_leaf_args(self.kbit),
+                                                 direction=self.direction, proto=self.proto,
+                                                 class_rate_kbit=self.kbit)
+
+    def _heal(self) -> None:
+        if self._handle is not None:
+            tcshaper.get_shaper().remove(self._handle)
+            self._handle = None
+
+
+_QUEUE_NUMS = itertools.count((os.getpid() % 2000) * 32 + 1000)
+
+
+class NetworkDelay(NetworkFault):
+    """Delay the target's packets by ``ms`` ± ``jitter_ms`` (uniform).
+
+    ``direction="from"`` (default) delays what the target sends, like netem on the target's own
+    interface: a round trip to the target grows by ``ms``. ``"both"`` delays each way (RTT + 2·ms).
+    ``backend``: ``"netem"``, ``"nfqueue"`` or None (netem if the kernel has it, else NFQUEUE).
+    With NFQUEUE, packets keep their order unless ``reorder=True``; :attr:`stats` holds the
+    delayer's statistics after heal.
+    """
+
+    kind = "network_delay"
+    READY_TIMEOUT = 15.0
+
+    def __init__(self, ports: Iterable[int], ms: float, jitter_ms: float = 0.0, *, direction: str = "from",
+                 proto: str = "tcp", backend: str | None = None, reorder: bool = False,
+                 seed: int | None = None) -> None:
+        super().__init__(ports, direction)
+        if ms < 0 or jitter_ms < 0:
+            raise ValueError(f"ms={ms!r} and jitter_ms={jitter_ms!r} must be >= 0")
+        if backend not in (None, "netem", "nfqueue"):
+            raise ValueError(f"backend={backend!r} must be 'netem', 'nfqueue' or None")
+        if proto not in ipt.PROTOCOLS:
+            raise ValueError(f"proto={proto!r} must be one of {ipt.PROTOCOLS}")
+        self.ms, self.jitter_ms, self.proto = float(ms), float(jitter_ms), proto
+        self.backend, self.reorder, self.seed = backend, reorder, seed
+        self.queue_num: int | None = None
+        self.stats: dict | None = None
+        self._proc: subprocess.Popen | None = None
+        self._rules: ipt.RuleHandle | None = None
+        self._shape: tcshaper.ShapeHandle | None = None
+
+    def _inject(self) -> None:
+        backend = self.backend or get_capabilities().delay_backend
+        _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend, "network_delay"))
+        self.stats = None
+        if backend == "netem":
+            self._shape = tcshaper.get_shaper().add(
+                self.ports, tcshaper.netem_leaf_args(self.ms, self.jitter_ms), direction=self.direction,
+                proto=self.proto)
+        else:
+            self._start_delayer()
+            try:
+                self._rules = ipt.get_rule_manager().add(ipt.nfqueue_specs(
+                    self.ports, self.queue_num, direction=self.direction, proto=self.proto,
+                    tag=f"sc-delay-{id(self):x}"))
+            except Exception:
+                self._stop_delayer()
+                raise
+
+    def _start_delayer(self) -> None:
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        last_err = ""
+        for _ in range(8):  # a queue number bound by another process fails to bind: take the next
+            q = next(_QUEUE_NUMS) % 65536
+            argv = [sys.executable, "-m", "pytest_streamchaos.faults.nfq_delayer", "--queue", str(q),
+                    "--delay-ms", str(self.ms), "--jitter-ms", str(self.jitter_ms),
+                    "--parent-pid", str(os.getpid())]
+            if self.reorder:
+                argv.append("--reorder")
+            if self.seed is not None:
+                argv += ["--seed", str(self.seed)]
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True, text=True)
+            get_reaper().register_pgid(proc.pid)
+            line = self._await_ready(proc)
+            if line == f"ready {q}":
+                self._proc, self.queue_num = proc, q
+                return
+            proc.kill()
+            err = proc.communicate(timeout=10)[1]
+            get_reaper().unregister_pgid(proc.pid)
+            last_err = (err.strip().splitlines() or [line or "no output"])[-1]
+            if "Failed to create queue" not in err:
+                break
+        raise NetFaultError(f"the NFQUEUE delayer did not start: {last_err}. Check `python -m "
+                            f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
+                            f"{get_capabilities().missing('nfqueue_delay') or 'see its error above'}")
+
+    def _await_ready(self, proc: subprocess.Popen) -> str:
+        deadline = time.monotonic() + self.READY_TIMEOUT
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([proc.stdout], [], [], 0.2)
+            if r:
+                return proc.stdout.readline().strip()
+            if proc.poll() is not None:
+                return ""
+        return f"timed out after {self.READY_TIMEOUT}s waiting for 'ready' (pid {proc.pid} alive)"
+
+    def _stop_delayer(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # flushes (accepts) every held packet, then exits
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        get_reaper().unregister_pgid(proc.pid)
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        self.stats = json.loads(lines[-1]) if lines else {"error": err.strip()[-500:], "rc": proc.returncode}
+
+    @property
+    def delayer_alive(self) -> bool:
+        """False when the NFQUEUE delayer died (packets then bypass it: no delay)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def _heal(self) -> None:
+        if self._rules is not None:  # no new packets to the queue first, then release the held ones
+            ipt.get_rule_manager().remove(self._rules)
+            self._rules = None
+        self._stop_delayer()
+        if self._shape is not None:
+            tcshaper.get_shaper().remove(self._shape)
+            self._shape = None
+
+    def __repr__(self) -> str:
+        return (f"NetworkDelay(ports={list(self.ports)}, ms={self.ms:g}, jitter_ms={self.jitter_ms:g}, "
+                f"direction={self.direction!r})")
