@@ -179,6 +179,30 @@ def test_records_that_time_out_are_counted_not_in_ground_truth(kafka):
     assert any("failed" in e for e in gen.errors)
 
 
+def test_pause_is_not_caught_up_and_set_rate_applies(kafka):
+    topic = kafka.create_topic("gen-pause", partitions=2)
+    gen = Generator(kafka.bootstrap_servers, topic, rate=2000, seed=7)
+    gen.start()
+    try:
+        time.sleep(1.0)  # phase durations, not synchronisation
+        gen.pause()
+        _wait(lambda: gen.in_flight == 0, 10, "in-flight records to be acked after pause()", gen)
+        before = gen.produced
+        time.sleep(0.5)
+        assert gen.produced == before, "produced while paused"
+        gen.set_rate(4000)
+        gen.resume()
+        time.sleep(1.0)
+    finally:
+        gen.stop()
+    sent = gen.sent()
+    after = len(sent) - before
+    assert abs(before - 2000) < 100 and abs(after - 4000) < 150, (before, after)
+    gaps = np.diff(sent.event_ts)
+    assert gaps.max() > 0.45  # the pause shows as a hole in event time, not as a burst afterwards
+    assert gaps[before + 10:].mean() == pytest.approx(1 / 4000, rel=0.05)  # (event times are in ms)
+
+
 def test_missing_topic_is_a_clear_error(kafka):
     gen = Generator(kafka.bootstrap_servers, "no-such-topic-xyz", rate=10)
     with pytest.raises(RuntimeError, match="does not exist.*create_topic"):
