@@ -56,6 +56,7 @@ class ManagedProcess:
         self._stopped = False
         reaper = get_reaper()  # before spawning: a failing watchdog must not leave an orphan behind
         with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
             log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
             log.flush()
             try:
@@ -159,6 +160,17 @@ class ManagedProcess:
         except OSError as exc:
             return f"<no log at {self.log_path}: {exc}>"
         return "\n".join(lines[-n:])
+
+    def log_since_start(self, max_bytes: int = 1 << 20) -> str:
+        """What this process (not an earlier one sharing the log file) has logged so far (the last
+        ``max_bytes`` of it)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(self._log_offset, f.tell() - max_bytes))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     # -- internals -----------------------------------------------------------------------------
     def _reap_group(self, timeout: float) -> None:

@@ -39,7 +39,7 @@ ZOOKEEPER_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 
 #: Daemon JVM flags: C1 only and the serial GC start faster and use fewer threads on small machines;
 #: the daemons do little work, so peak JIT performance does not matter.
-DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
+DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -Djava.net.preferIPv4Stack=true"
 DAEMON_MEMORY = "256m"
 
 #: Seconds without a heartbeat before the master declares a worker dead (Spark default 60). Workers
@@ -211,7 +211,7 @@ class LocalSparkCluster(SparkCluster):
         self.master_url = ""
         self.effective_conf: dict[str, str] = {}
         self._started = False
-        self._early_restarted: set[int] = set()
+        self.nudged_workers = 0  #: workers restarted because they stalled before registering
 
     @classmethod
     def from_settings(cls, settings: Any, workdir: str | os.PathLike) -> LocalSparkCluster:
@@ -263,7 +263,7 @@ class LocalSparkCluster(SparkCluster):
                 d.start()
             # A daemon that exits during start-up will not come back by waiting: fail at once.
             self._wait_for_workers(self.n_workers, self.start_timeout, must_live=daemons,
-                                   on_poll=self._restart_early_workers)
+                                   on_poll=self._stall_nudger())
         except BaseException:
             self.stop()
             raise
@@ -341,6 +341,16 @@ class LocalSparkCluster(SparkCluster):
             # Executors spawn Python workers; they must use this interpreter (and its site-packages).
             "PYSPARK_PYTHON": sys.executable,
         }
+        return env
+
+    def driver_env(self) -> dict[str, str]:
+        """A complete environment for a driver (``spark-submit``) talking to this cluster: same Java,
+        SPARK_HOME and empty conf dir, 127.0.0.1 binding, this Python for the Python workers."""
+        if self.env is None:
+            raise StackError("driver_env() before start(): the cluster is not running")
+        env = {k: v for k, v in self._base_env().items()
+               if not k.startswith("SPARK_DAEMON") and k != "SPARK_LOG_DIR"}
+        env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         return env
 
     def _opts(self) -> str:
@@ -440,19 +450,46 @@ class LocalSparkCluster(SparkCluster):
                 )
             time.sleep(0.2)
 
-    def _restart_early_workers(self, alive: list[dict[str, Any]]) -> None:
-        # Workers boot in parallel with the master. One that tried to register before the master
-        # listened retries only after a hard-coded 5-15 s; restarting it once the master is ALIVE is
-        # faster (about 2-3 s).
-        if not alive and not any((m.state() or {}).get("status") == "ALIVE" for m in self._masters):
-            return
-        registered = {w.get("port") for w in alive}
-        for w in self._workers:
-            if (w.port not in registered and w.index not in self._early_restarted
-                    and "Failed to connect to master" in w.tail_log(200)):
-                self._early_restarted.add(w.index)
-                self._kill(w)
-                w.start()
+    def _stall_nudger(self, grace: float = 1.5) -> Callable[[list[dict[str, Any]]], None]:
+        """A poll callback that restarts (once per worker) a worker stuck before registration.
+
+        Why: workers boot in parallel with the master. A worker whose first attempt came before the
+        master listened ("Failed to connect") or before it was elected leader (the master answers
+        "in standby", which the worker ignores silently) retries only after a hard-coded 5-15 s.
+        Restarting it once the master has been ALIVE for ``grace`` seconds costs about 2-3 s.
+        """
+        alive_since: list[float] = []
+        attempted_at: dict[int, float] = {}  # worker index -> when we first saw its connect attempt
+        nudged: set[int] = set()
+
+        def on_poll(alive: list[dict[str, Any]]) -> None:
+            now = time.monotonic()
+            for w in self._workers:
+                if w.index not in attempted_at and w.process is not None \
+                        and "Connecting to master" in w.process.log_since_start():
+                    attempted_at[w.index] = now
+            if not alive_since:
+                if not any((m.state() or {}).get("status") == "ALIVE" for m in self._masters):
+                    return
+                alive_since.append(now)
+            if now - alive_since[0] < grace:
+                return
+            registered = {w.get("port") for w in alive}
+            for w in self._workers:
+                if w.port in registered or w.index in nudged or not w.alive or w.paused:
+                    continue
+                log = w.process.log_since_start() if w.process else ""
+                # Only an attempt made before the master was ALIVE (or a refused one) is stuck; a
+                # later attempt is merely slow on a loaded machine and will succeed.
+                early = w.index in attempted_at and attempted_at[w.index] < alive_since[0]
+                if early or "Failed to connect to master" in log:
+                    nudged.add(w.index)
+                    attempted_at.pop(w.index, None)
+                    self.nudged_workers += 1
+                    self._kill(w)
+                    w.start()
+
+        return on_poll
 
     # -- faults --------------------------------------------------------------------------------
     def kill_worker(self, i: int, sig: int = signal.SIGKILL) -> None:
@@ -538,6 +575,7 @@ class LocalSparkCluster(SparkCluster):
         deadline = time.monotonic() + timeout
         daemons: list[_Daemon] = [*([self.zookeeper] if self.zookeeper else []), *self._masters, *self._workers]
         last: Exception | None = None
+        nudge = self._stall_nudger(grace=3.0)
         while time.monotonic() < deadline:
             for d in daemons:
                 if d.paused:
@@ -550,7 +588,8 @@ class LocalSparkCluster(SparkCluster):
                     d.start()
             try:
                 # Short slices: a restarted worker refused as a duplicate exits; the next round restarts it.
-                self._wait_for_workers(self.n_workers, min(max(deadline - time.monotonic(), 0.1), 15.0))
+                self._wait_for_workers(self.n_workers, min(max(deadline - time.monotonic(), 0.1), 15.0),
+                                       on_poll=nudge)
                 return
             except TimeoutError as exc:
                 last = exc
