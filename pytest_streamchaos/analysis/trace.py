@@ -15,6 +15,15 @@ from typing import Any
 
 import numpy as np
 
+#: Timeline ``kind`` values shared by the recorder and the analysis. The fault timeline records
+#: ``FAULT_INJECTED`` when a fault takes effect and ``FAULT_HEALED`` when it is removed; the analysis
+#: adds the derived ``FIRST_OUTPUT_AFTER_FAULT``, ``RECOVERED`` and ``NOT_RECOVERED`` events.
+FAULT_INJECTED = "fault_injected"
+FAULT_HEALED = "fault_healed"
+FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
+RECOVERED = "recovered"
+NOT_RECOVERED_EVENT = "not_recovered"
+
 
 @dataclass
 class SentRecords:
@@ -56,6 +65,14 @@ class OutputRecords:
     def __len__(self) -> int:
         return int(self.arrival_ts.shape[0])
 
+    def lengths(self) -> np.ndarray:
+        """Number of ids carried by each output."""
+        return np.diff(self.offsets)
+
+    def output_of_id(self) -> np.ndarray:
+        """Index of the output each entry of the flat ``ids`` column belongs to."""
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths())
+
     @classmethod
     def from_lists(
         cls,
@@ -83,7 +100,8 @@ class TimelineEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"t": self.t, "kind": self.kind, "target": self.target, **({"detail": self.detail} if self.detail else {})}
+        extra = {"detail": self.detail} if self.detail else {}
+        return {"t": self.t, "kind": self.kind, "target": self.target, **extra}
 
 
 @dataclass
@@ -99,3 +117,7 @@ class Trace:
     phases: dict[str, float] = field(default_factory=dict)
     #: the job's trigger interval in seconds (the normal gap between micro-batches).
     trigger_seconds: float = 1.0
+
+    def fault_times(self, kinds: tuple[str, ...] = (FAULT_INJECTED,)) -> np.ndarray:
+        """Sorted times of the timeline events whose ``kind`` is one of ``kinds``."""
+        return np.sort(np.array([e.t for e in self.timeline if e.kind in kinds], dtype=np.float64))

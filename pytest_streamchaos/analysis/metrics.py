@@ -1,0 +1,744 @@
+"""Recovery and performance metrics of one run (DESIGN §6), pure and vectorised.
+
+Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucket_seconds``):
+
+- **series**: per bucket of ``B`` seconds: input rate (sent records), output rate, id appearances,
+  *reliable throughput* (distinct expected ids whose first correct appearance falls in the bucket,
+  PGVal §3.4.3), latency p50/p95/p99/max of the outputs arriving in the bucket, and the *backlog*
+  (consumer lag in records: expected inputs sent but not yet processed at the bucket's end).
+- **latency** of an output: arrival minus the oracle's reference send time (stateless: the latest
+  input it carries; windows: the first input past the window end, PGVal §3.4.2).
+- **baseline**: the load phase before the first fault, from ``phases['warmup_end']`` (else the
+  first output + ``warmup_seconds``) to the first fault (else ``phases['load_end']``). Baseline
+  throughput is its mean reliable throughput, baseline latency the median latency there.
+- **normal gap**: the job's usual time between outputs, ``max(trigger, g)`` where ``g`` is the
+  time-weighted ``gap_time_quantile`` of baseline output gaps (the gap length that covers that
+  share of baseline time -- robust to bursty micro-batch output and to a single odd pause).
+- **downtime** after a fault: the longest gap between consecutive outputs (clipped at the end of
+  input, ``phases['load_end']``) that is longer than ``max(min_gap_seconds, gap_factor * normal
+  gap)``. A gap belongs to the last fault injected at or before its start (a gap straddling the
+  first fault belongs to it).
+- **band**: a bucket is *in band* when (a) the de-bursted, forward-smoothed reliable throughput
+  (each output's new ids spread over the time since the previous output, at most one normal gap;
+  then averaged over ``smooth_seconds``) is within ``±throughput_band`` of the baseline, (b) the
+  ``latency_quantile`` of its outputs' latencies is at most ``baseline latency quantile *
+  latency_factor + slack`` (slack defaults to the trigger interval; buckets without outputs pass
+  (b)), and (c) it does not overlap an abnormal output gap.
+- **recovery** from a fault at ``f``: *detection* ``D`` is the first sign after ``f`` -- output stops
+  (start of an abnormal gap, clipped to ``f``), an output above the latency bound, or an
+  out-of-band bucket. Without a sign before the horizon (the next fault or the end of input) the
+  fault is masked and recovery time is 0. Otherwise the recovery point ``T`` is the first time
+  ``>= D`` from which every bucket stays in band for ``hold_seconds``; ``recovery_time = T - f``,
+  split into ``detection = D - f``, ``output_gap`` (downtime gap after ``f``) and ``catch_up`` (the
+  rest). No such ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`.
+- **failure cost**: the peak latency of outputs arriving in ``[f, T]`` (``[f, f + hold]`` for a
+  masked fault, to the end of the run when not recovered) minus the baseline p99 latency, at least
+  0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
+  p99 rather than its median so that the normal micro-batch sawtooth is not counted as cost).
+  When not recovered, inputs never processed count with their age at the end of the run.
+- **masking verdict** (after Martin et al., seed 004): *masked* (no sign), *degraded* (a sign, no
+  downtime above ``outage_seconds``, recovered, peak latency within ``slo_latency_seconds`` if
+  given) or *outage*.
+- **stability** across repeated faults: the spread of per-fault recovery times (seed 001).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .oracle import IdentityOracle, Oracle
+from .trace import FAULT_INJECTED, TimelineEvent, Trace
+from .validate import GuaranteeReport, validate
+
+
+class NotRecovered:
+    """The result "did not recover": greater than every number, so ``assert t < 30`` fails readably."""
+
+    _instance: NotRecovered | None = None
+
+    def __new__(cls) -> NotRecovered:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "not recovered"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return "not recovered"
+
+    def __reduce__(self) -> str:
+        return "NOT_RECOVERED"
+
+    def __float__(self) -> float:
+        return math.inf
+
+    def __hash__(self) -> int:
+        return hash("NOT_RECOVERED")
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __lt__(self, other: object) -> bool:
+        if other is self or isinstance(other, numbers.Real):
+            return False
+        return NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, numbers.Real):
+            return False
+        return NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        if other is self:
+            return False
+        if isinstance(other, numbers.Real):
+            return True
+        return NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        if other is self or isinstance(other, numbers.Real):
+            return True
+        return NotImplemented
+
+
+#: Sentinel recovery time of a fault the job did not recover from (repr ``not recovered``).
+NOT_RECOVERED = NotRecovered()
+
+RecoveryTime = float | NotRecovered
+
+
+@dataclass
+class MetricParams:
+    """Tunables of the metrics; every one can be set per test."""
+
+    bucket_seconds: float = 1.0
+    #: throughput band: within ± this fraction of the baseline reliable throughput
+    throughput_band: float = 0.3
+    #: latency band: latency quantile <= baseline quantile * latency_factor + latency_slack_seconds
+    latency_factor: float = 1.5
+    #: additive latency slack; None = the trace's trigger interval
+    latency_slack_seconds: float | None = None
+    #: which per-bucket latency quantile is compared against the bound (and baseline quantile used)
+    latency_quantile: float = 0.95
+    #: how long metrics must stay in band to call a fault recovered
+    hold_seconds: float = 5.0
+    #: forward moving window of the throughput used for the band
+    smooth_seconds: float = 5.0
+    #: downtime threshold = max(min_gap_seconds, gap_factor * normal gap)
+    gap_factor: float = 2.0
+    min_gap_seconds: float = 0.0
+    #: time-weighted quantile of baseline output gaps that defines the normal gap
+    gap_time_quantile: float = 0.9
+    #: warm-up after the first output when the trace has no phases['warmup_end']
+    warmup_seconds: float = 0.0
+    #: timeline kinds that are fault injections
+    fault_kinds: tuple[str, ...] = (FAULT_INJECTED,)
+    #: masking verdict: downtime above this is an outage
+    outage_seconds: float = 0.0
+    #: masking verdict: peak latency above this (seconds) is an outage; None = no latency SLO
+    slo_latency_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("bucket_seconds", "hold_seconds", "smooth_seconds", "gap_factor"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"MetricParams.{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0 < self.latency_quantile <= 1 or not 0 < self.gap_time_quantile <= 1:
+            raise ValueError("MetricParams: latency_quantile and gap_time_quantile must be in (0, 1]")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+def _num(x: Any) -> Any:
+    """JSON-friendly number: NaN -> None, inf -> 'inf', NOT_RECOVERED -> None."""
+    if x is None or isinstance(x, NotRecovered):
+        return None
+    if isinstance(x, (float, np.floating)):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def _arr(a: np.ndarray) -> list[Any]:
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        return [None if not math.isfinite(v) else v for v in a.tolist()]
+    return a.tolist()
+
+
+@dataclass
+class LatencySummary:
+    """Latency percentiles (seconds): overall, in the baseline, and the peak."""
+
+    p50: float
+    p95: float
+    p99: float
+    peak: float
+    #: median baseline latency
+    baseline: float
+    baseline_p95: float
+    #: what failure cost is measured against
+    baseline_p99: float
+    #: the band's upper bound on the per-bucket latency quantile
+    bound: float
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _num(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass
+class Series:
+    """Per-bucket series; ``t`` are bucket starts on the run clock, rates are per second."""
+
+    t: np.ndarray
+    input: np.ndarray
+    outputs: np.ndarray
+    output_ids: np.ndarray
+    reliable: np.ndarray
+    reliable_smoothed: np.ndarray
+    latency_p50: np.ndarray
+    latency_p95: np.ndarray
+    latency_p99: np.ndarray
+    latency_max: np.ndarray
+    backlog: np.ndarray
+    in_band: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _arr(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass
+class Baseline:
+    start: float
+    end: float
+    throughput: float
+    latency: float
+    latency_bound: float
+    normal_gap: float
+    downtime_gap: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _num(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass
+class FaultMetrics:
+    """Everything measured about one fault (times absolute on the run clock, durations in s)."""
+
+    t: float
+    kind: str
+    target: str
+    horizon: float
+    downtime: float
+    gap_start: float | None
+    gap_end: float | None
+    detection: float | None
+    output_gap: float
+    catch_up: float | None
+    recovery_time: RecoveryTime
+    recovered_at: float | None
+    first_output_after: float | None
+    peak_latency: float
+    failure_cost: float
+    verdict: str
+
+    @property
+    def recovered(self) -> bool:
+        return not isinstance(self.recovery_time, NotRecovered)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: _num(getattr(self, f.name)) for f in fields(self)}
+        d["recovered"] = self.recovered
+        return d
+
+
+@dataclass
+class MicroBatches:
+    """Spark micro-batches from the progress dicts: id, start time, trigger execution duration."""
+
+    batch_id: np.ndarray
+    start: np.ndarray
+    duration: np.ndarray
+    num_input_rows: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.batch_id.size)
+
+    def summary(self) -> dict[str, Any]:
+        d = self.duration[np.isfinite(self.duration)]
+        if d.size == 0:
+            return {"count": len(self)}
+        p50, p95 = np.quantile(d, [0.5, 0.95])
+        return {"count": len(self), "p50": float(p50), "p95": float(p95), "max": float(d.max())}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_id": _arr(self.batch_id),
+            "start": _arr(self.start),
+            "duration": _arr(self.duration),
+            "num_input_rows": _arr(self.num_input_rows),
+            "summary": self.summary(),
+        }
+
+
+@dataclass
+class Stability:
+    """Spread of recovery times across repeated faults (recovered faults only)."""
+
+    recovery_times: list[RecoveryTime]
+    mean: float
+    std: float
+    cv: float
+    min: float
+    max: float
+    not_recovered: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: _num(getattr(self, f.name)) for f in fields(self) if f.name != "recovery_times"}
+        d["recovery_times"] = [_num(x) for x in self.recovery_times]
+        return d
+
+
+@dataclass
+class RunMetrics:
+    """All metrics of one run; see the module docstring for definitions."""
+
+    params: MetricParams
+    t0: float
+    t_end: float
+    load_start: float
+    load_end: float
+    series: Series
+    latency: LatencySummary
+    baseline: Baseline
+    faults: list[FaultMetrics]
+    downtime: float
+    recovery_time: RecoveryTime
+    failure_cost: float
+    reliable_throughput: float
+    batches: MicroBatches
+    stability: Stability
+    #: latency of every output in arrival order (NaN: no reference input)
+    output_latency: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
+
+    def derived_events(self) -> list[TimelineEvent]:
+        """Timeline events the analysis derives: first output after each fault, recovered / not."""
+        ev: list[TimelineEvent] = []
+        for i, f in enumerate(self.faults):
+            tgt = f.target
+            if f.first_output_after is not None:
+                ev.append(TimelineEvent(f.first_output_after, "first_output_after_fault", tgt, {"fault": i}))
+            if f.recovered_at is not None:
+                detail = {"fault": i, "recovery_time": f.recovery_time}
+                ev.append(TimelineEvent(f.recovered_at, "recovered", tgt, detail))
+            else:
+                ev.append(TimelineEvent(f.horizon, "not_recovered", tgt, {"fault": i}))
+        return ev
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "params": self.params.to_dict(),
+            "t0": self.t0,
+            "t_end": self.t_end,
+            "load_start": self.load_start,
+            "load_end": self.load_end,
+            "downtime": _num(self.downtime),
+            "recovery_time": _num(self.recovery_time),
+            "recovered": not isinstance(self.recovery_time, NotRecovered),
+            "failure_cost": _num(self.failure_cost),
+            "reliable_throughput": _num(self.reliable_throughput),
+            "latency": self.latency.to_dict(),
+            "baseline": self.baseline.to_dict(),
+            "faults": [f.to_dict() for f in self.faults],
+            "stability": self.stability.to_dict(),
+            "batches": self.batches.to_dict(),
+            "series": self.series.to_dict(),
+        }
+
+
+# ------------------------------------------------------------------------------------------------
+# building blocks
+
+
+def micro_batches(batches: list[dict[str, Any]]) -> MicroBatches:
+    """Parse Spark ``StreamingQueryProgress`` dicts (batchId, timestamp, durationMs.triggerExecution)."""
+    bid, start, dur, rows = [], [], [], []
+    for b in batches:
+        ts = b.get("timestamp")
+        if isinstance(ts, str):
+            try:
+                ts = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                ts = math.nan
+        trig = (b.get("durationMs") or {}).get("triggerExecution")
+        bid.append(int(b.get("batchId", -1)))
+        start.append(float(ts) if ts is not None else math.nan)
+        dur.append(float(trig) / 1000.0 if trig is not None else math.nan)
+        rows.append(int(b.get("numInputRows", -1)))
+    return MicroBatches(
+        np.asarray(bid, dtype=np.int64),
+        np.asarray(start, dtype=np.float64),
+        np.asarray(dur, dtype=np.float64),
+        np.asarray(rows, dtype=np.int64),
+    )
+
+
+def normal_gap(arrivals: np.ndarray, trigger: float, quantile: float = 0.9) -> float:
+    """The job's normal time between outputs: ``max(trigger, time-weighted quantile of gaps)``."""
+    a = np.asarray(arrivals, dtype=np.float64)
+    if a.size < 2:
+        return float(trigger)
+    g = np.sort(np.diff(a))
+    total = g.sum()
+    if total <= 0:
+        return float(trigger)
+    share = np.cumsum(g) / total
+    return float(max(trigger, g[min(int(np.searchsorted(share, quantile)), g.size - 1)]))
+
+
+def _hist(ts: np.ndarray, t0: float, B: float, nb: int, weights: np.ndarray | None = None) -> np.ndarray:
+    ts = np.asarray(ts, dtype=np.float64)
+    keep = np.isfinite(ts)
+    idx = np.floor((ts[keep] - t0) / B).astype(np.int64)
+    idx = np.clip(idx, 0, nb - 1)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)[keep]
+    return np.bincount(idx, weights=w, minlength=nb)[:nb].astype(np.float64)
+
+
+def _spread_cumulative(
+    first_ts: np.ndarray, arrivals: np.ndarray, t0: float, B: float, nb: int, gap: float
+) -> np.ndarray:
+    """Cumulative newly-processed ids at bucket edges, each output's mass spread uniformly over the
+    time since the previous output (at most ``gap``): removes micro-batch burstiness."""
+    r = B / 10.0
+    ft = first_ts[np.isfinite(first_ts)] - t0
+    edges = B * np.arange(nb + 1)
+    if ft.size == 0:
+        return np.zeros(nb + 1)
+    fbin = np.floor(ft / r).astype(np.int64)
+    mass = np.bincount(fbin).astype(np.float64)
+    mbins = np.flatnonzero(mass)
+    m = mass[mbins]
+    ob = np.floor((np.sort(arrivals) - t0) / r).astype(np.int64)
+    ob = ob[np.concatenate(([True], ob[1:] != ob[:-1]))] if ob.size else ob
+    prev_pos = np.searchsorted(ob, mbins, side="left") - 1
+    prev = np.where(prev_pos >= 0, ob[np.maximum(prev_pos, 0)], mbins - 1)
+    e = (mbins + 1) * r
+    d = np.clip((mbins - prev) * r, r, max(gap, r))
+    s = e - d
+    rho = m / d
+
+    def ramp_sum(starts: np.ndarray, x: np.ndarray) -> np.ndarray:
+        # sum_i rho_i * max(x - start_i, 0)
+        o = np.argsort(starts)
+        st, rh = starts[o], rho[o]
+        a = np.concatenate(([0.0], np.cumsum(rh)))
+        b = np.concatenate(([0.0], np.cumsum(rh * st)))
+        k = np.searchsorted(st, x, side="right")
+        return x * a[k] - b[k]
+
+    return ramp_sum(s, edges) - ramp_sum(e, edges)
+
+
+def _forward_mean(x: np.ndarray, w: int, stop: int) -> np.ndarray:
+    """Mean of ``x[b : min(b + w, stop)]`` (or ``x[b]`` past ``stop``)."""
+    n = x.size
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    b = np.arange(n)
+    hi = np.where(b < stop, np.minimum(b + w, stop), b + 1)
+    hi = np.minimum(hi, n)
+    return (c[hi] - c[b]) / np.maximum(hi - b, 1)
+
+
+def _bucket_latency(arr: np.ndarray, lat: np.ndarray, t0: float, B: float, nb: int, qs: list[float]) -> np.ndarray:
+    """Per-bucket latency quantiles ``qs`` and max (NaN for buckets without outputs); arr sorted."""
+    out = np.full((len(qs) + 1, nb), np.nan)
+    fin = np.isfinite(lat)
+    a, lv = arr[fin], lat[fin]
+    if a.size == 0:
+        return out
+    cut = np.searchsorted(a, t0 + B * np.arange(nb + 1), side="left")
+    cut[-1] = a.size
+    for b in np.flatnonzero(np.diff(cut) > 0):
+        seg = lv[cut[b] : cut[b + 1]]
+        out[: len(qs), b] = np.quantile(seg, qs)
+        out[-1, b] = seg.max()
+    return out
+
+
+def _stability(rts: list[RecoveryTime]) -> Stability:
+    vals = np.asarray([float(x) for x in rts if not isinstance(x, NotRecovered)])
+    nr = sum(isinstance(x, NotRecovered) for x in rts)
+    if vals.size == 0:
+        return Stability(list(rts), math.nan, math.nan, math.nan, math.nan, math.nan, nr)
+    mean, std = float(vals.mean()), float(vals.std())
+    return Stability(list(rts), mean, std, std / mean if mean > 0 else 0.0, float(vals.min()), float(vals.max()), nr)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def compute_metrics(
+    trace: Trace,
+    report: GuaranteeReport | None = None,
+    oracle: Oracle | None = None,
+    params: MetricParams | None = None,
+) -> RunMetrics:
+    """All metrics of a run. ``report`` defaults to ``validate(trace, oracle)`` (identity oracle)."""
+    p = params or MetricParams()
+    oracle = oracle or IdentityOracle()
+    if report is None:
+        report = validate(trace, oracle)
+    sent, outs = trace.sent, trace.outputs
+    B = float(p.bucket_seconds)
+
+    # outputs in arrival order (the collector records them so; be safe)
+    arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
+    ref = oracle.reference_send_ts(sent, outs, report.appearance_rows)
+    lat_all = arrival - ref
+    if arrival.size > 1 and bool(np.any(np.diff(arrival) < 0)):
+        order = np.argsort(arrival, kind="stable")
+        arr_sorted, lat_sorted = arrival[order], lat_all[order]
+    else:
+        arr_sorted, lat_sorted = arrival, lat_all
+
+    fault_events = sorted((e for e in trace.timeline if e.kind in p.fault_kinds), key=lambda e: e.t)
+    ft = np.asarray([e.t for e in fault_events], dtype=np.float64)
+    send_ts = np.asarray(sent.send_ts, dtype=np.float64)
+
+    # time frame
+    starts = ([float(send_ts.min())] if send_ts.size else []) + ([float(arr_sorted[0])] if arr_sorted.size else [])
+    if not starts:
+        raise ValueError("cannot compute metrics of an empty trace: nothing was sent and nothing came out")
+    t0 = float(min(starts + ([float(ft[0])] if ft.size else [])))
+    ends = [float(send_ts.max()) if send_ts.size else t0, float(arr_sorted[-1]) if arr_sorted.size else t0]
+    ends += [float(v) for v in trace.phases.values()] + ([float(ft[-1])] if ft.size else [])
+    t_end = max(ends)
+    nb = int(math.floor((t_end - t0) / B)) + 1
+    edges = t0 + B * np.arange(nb + 1)
+
+    if "warmup_end" in trace.phases:
+        load_start = float(trace.phases["warmup_end"])
+    else:
+        load_start = (float(arr_sorted[0]) if arr_sorted.size else t0) + p.warmup_seconds
+    load_end = float(trace.phases.get("load_end", send_ts.max() if send_ts.size else t_end))
+    base_end = float(ft[0]) if ft.size else load_end
+    if ft.size and base_end - load_start < max(B, p.hold_seconds):
+        raise ValueError(
+            f"no usable baseline: the first fault at t={base_end - t0:.1f}s comes {base_end - load_start:.1f}s after "
+            f"warm-up ended (t={load_start - t0:.1f}s); recovery needs at least "
+            f"{max(B, p.hold_seconds):.1f}s of steady "
+            "load before the first fault -- inject it later (after=...) or shorten the warm-up"
+        )
+
+    # baseline
+    in_base = (arr_sorted >= load_start) & (arr_sorted < base_end)
+    gap0 = normal_gap(arr_sorted[in_base], trace.trigger_seconds, p.gap_time_quantile)
+    downtime_gap = max(p.min_gap_seconds, p.gap_factor * gap0)
+    first_ts = report.pair_first_ts
+    processed_in_base = np.count_nonzero((first_ts >= load_start) & (first_ts < base_end))
+    base_tp = processed_in_base / max(base_end - load_start, 1e-9)
+    base_lat = lat_sorted[in_base & np.isfinite(lat_sorted)]
+    q = p.latency_quantile
+    if base_lat.size:
+        b50, b95, b99, bq = (float(v) for v in np.quantile(base_lat, [0.5, 0.95, 0.99, q]))
+    else:
+        b50 = b95 = b99 = bq = math.nan
+    slack = trace.trigger_seconds if p.latency_slack_seconds is None else p.latency_slack_seconds
+    bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
+
+    # series
+    inp = _hist(send_ts, t0, B, nb) / B
+    outr = _hist(arr_sorted, t0, B, nb) / B
+    out_ids = _hist(arrival, t0, B, nb, weights=outs.lengths()) / B
+    reliable = _hist(first_ts, t0, B, nb) / B
+    cum = _spread_cumulative(first_ts, arr_sorted, t0, B, nb, gap0)
+    spread = np.diff(cum) / B
+    # the outputs of the last normal gap's input come after the load ends: judge only up to here
+    judge_end = max(load_start, load_end - gap0)
+    judge_end_bucket = min(nb, int(math.ceil((judge_end - t0) / B)))
+    w_b = max(1, int(round(p.smooth_seconds / B)))
+    smooth = _forward_mean(spread, w_b, judge_end_bucket)
+    # trailing mean, for detection only (a forward window would see a gap before it starts)
+    c_sp = np.concatenate(([0.0], np.cumsum(spread)))
+    lo = np.maximum(np.arange(nb) + 1 - w_b, 0)
+    trailing = (c_sp[1:] - c_sp[lo]) / (np.arange(nb) + 1 - lo)
+    qs = [0.5, 0.95, 0.99, q]
+    bl = _bucket_latency(arr_sorted, lat_sorted, t0, B, nb, qs)
+    lat_q = bl[3]
+    sent_exp = np.sort(send_ts[report.pair_rows]) if report.pair_rows.size else np.empty(0)
+    done = np.sort(first_ts[np.isfinite(first_ts)])
+    sent_cum = np.searchsorted(sent_exp, edges[1:], side="right")
+    backlog = (sent_cum - np.searchsorted(done, edges[1:], side="right")).astype(np.float64)
+
+    # gaps between outputs while input arrives
+    uniq = arr_sorted[np.concatenate(([True], np.diff(arr_sorted) > 0))] if arr_sorted.size else arr_sorted
+    g_start = uniq
+    g_end = np.concatenate((uniq[1:], [math.inf])) if uniq.size else uniq
+    g_len = np.minimum(g_end, load_end) - g_start
+    abnormal = (g_len > downtime_gap) & (g_start < load_end)
+    ab_start, ab_end = g_start[abnormal], np.minimum(g_end[abnormal], load_end)
+    ab_len = ab_end - ab_start
+
+    tp_ok = np.abs(smooth - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
+    tp_trailing_ok = np.abs(trailing - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
+    lat_ok = ~(lat_q > bound)  # NaN (no output) passes
+    in_gap = np.zeros(nb + 1, dtype=np.int64)
+    # buckets overlapping an abnormal gap are out of band: difference array over bucket ranges
+    gb0 = np.clip(np.floor((ab_start - t0) / B).astype(np.int64), 0, nb - 1)
+    gb1 = np.clip(np.floor((ab_end - t0) / B).astype(np.int64), 0, nb - 1)
+    np.add.at(in_gap, gb0, 1)
+    np.add.at(in_gap, gb1 + 1, -1)
+    gap_ok = np.cumsum(in_gap[:nb]) == 0
+    ok = tp_ok & lat_ok & gap_ok
+    # run length of in-band buckets starting at each bucket
+    run = np.zeros(nb + 1, dtype=np.int64)
+    for_b = ok.astype(np.int64)
+    # reverse cumulative with resets: vectorised via positions of the next bad bucket
+    bad_pos = np.flatnonzero(~ok)
+    nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
+    next_bad = np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, max(bad_pos.size - 1, 0))], nb)
+    run[:nb] = (next_bad - np.arange(nb)) * for_b
+    hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
+
+    owner = np.searchsorted(ft, ab_start, side="right") - 1 if ft.size else np.full(ab_start.size, -1)
+    if ft.size:
+        owner = np.where((owner < 0) & (ab_end > ft[0]), 0, owner)
+
+    pend_send = np.sort(send_ts[report.pair_rows[~np.isfinite(first_ts)]]) if report.pair_rows.size else np.empty(0)
+    faults: list[FaultMetrics] = []
+    for i, ev in enumerate(fault_events):
+        f = float(ft[i])
+        horizon = max(f, min(float(ft[i + 1]) if i + 1 < ft.size else math.inf, judge_end))
+        mine = np.flatnonzero(owner == i)
+        if mine.size:
+            j = mine[np.argmax(ab_len[mine])]
+            downtime, gs, ge = float(ab_len[j]), float(ab_start[j]), float(ab_end[j])
+            out_gap = max(0.0, ge - max(gs, f))
+        else:
+            downtime, gs, ge, out_gap = 0.0, None, None, 0.0
+        k_after = int(np.searchsorted(arr_sorted, f, side="right"))
+        first_after = float(arr_sorted[k_after]) if k_after < arr_sorted.size else None
+        # detection: first sign after f
+        signs = []
+        if mine.size:
+            signs.append(max(float(ab_start[mine].min()), f))
+        win = (arr_sorted >= f) & (arr_sorted < horizon)
+        high = np.flatnonzero(win & (lat_sorted > bound))
+        if high.size:
+            signs.append(float(arr_sorted[high[0]]))
+        kf = int(math.ceil((f - t0) / B - 1e-9))
+        kh = int(math.floor((horizon - t0) / B + 1e-9))
+        sign_bad = ~(tp_trailing_ok[kf:kh] & lat_ok[kf:kh])
+        bad = np.flatnonzero(sign_bad)
+        if bad.size:
+            signs.append(float(edges[kf + bad[0] + 1]))  # known at the end of that bucket
+        if not signs:
+            detection, rec, rec_at = None, 0.0, f
+        else:
+            d_t = min(signs)
+            detection = d_t - f
+            kb = int(math.floor((d_t - t0) / B))
+            cand = np.flatnonzero(run[kb:nb] >= hold_b) + kb
+            cand = cand[edges[cand] + hold_b * B <= horizon + 1e-9]
+            if cand.size:
+                rec_at = max(float(edges[cand[0]]), d_t)
+                rec = rec_at - f
+            else:
+                rec, rec_at = NOT_RECOVERED, None
+        recovered = not isinstance(rec, NotRecovered)
+        if detection is None:
+            w_end = f + p.hold_seconds
+        elif recovered:
+            w_end = rec_at  # type: ignore[assignment]
+        else:
+            w_end = t_end
+        lw = lat_sorted[(arr_sorted >= f) & (arr_sorted <= w_end) & np.isfinite(lat_sorted)]
+        peak = float(lw.max()) if lw.size else math.nan
+        if not recovered and pend_send.size:
+            # inputs still unprocessed at the end have waited at least this long
+            k0 = int(np.searchsorted(pend_send, f, side="left"))
+            if k0 < pend_send.size and pend_send[k0] <= horizon:
+                peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
+        if math.isnan(peak):
+            cost = 0.0
+        else:
+            cost = max(0.0, peak - b99) if math.isfinite(b99) else math.nan
+        catch_up = None if not recovered or detection is None else max(0.0, float(rec) - detection - out_gap)
+        if detection is None:
+            verdict = "masked"
+        elif (
+            downtime > p.outage_seconds
+            or not recovered
+            or (p.slo_latency_seconds is not None and not peak <= p.slo_latency_seconds)
+        ):
+            verdict = "outage"
+        else:
+            verdict = "degraded"
+        faults.append(
+            FaultMetrics(
+                t=f, kind=ev.kind, target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs, gap_end=ge,
+                detection=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
+                recovered_at=rec_at if recovered else None, first_output_after=first_after,
+                peak_latency=peak, failure_cost=cost, verdict=verdict,
+            )
+        )
+
+    if faults:
+        downtime_run = max(f.downtime for f in faults)
+        rts = [f.recovery_time for f in faults]
+        recovery_run: RecoveryTime = NOT_RECOVERED if any(isinstance(r, NotRecovered) for r in rts) else max(rts)  # type: ignore[type-var]
+        cost_run = max(f.failure_cost for f in faults)
+    else:
+        # no fault: the longest abnormal gap during the load phase still counts as downtime
+        sel = ab_start >= load_start
+        downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
+        recovery_run, cost_run = 0.0, 0.0
+
+    lat_fin = lat_sorted[np.isfinite(lat_sorted)]
+    if lat_fin.size:
+        o50, o95, o99 = (float(v) for v in np.quantile(lat_fin, [0.5, 0.95, 0.99]))
+        peak_all = float(lat_fin.max())
+    else:
+        o50 = o95 = o99 = peak_all = math.nan
+    load_dur = max(load_end - load_start, 1e-9)
+    rt_mean = float(np.count_nonzero((first_ts >= load_start) & (first_ts <= load_end))) / load_dur
+
+    return RunMetrics(
+        params=p,
+        t0=t0,
+        t_end=t_end,
+        load_start=load_start,
+        load_end=load_end,
+        series=Series(
+            t=edges[:-1], input=inp, outputs=outr, output_ids=out_ids, reliable=reliable, reliable_smoothed=smooth,
+            latency_p50=bl[0], latency_p95=bl[1], latency_p99=bl[2], latency_max=bl[4], backlog=backlog, in_band=ok,
+        ),
+        latency=LatencySummary(o50, o95, o99, peak_all, b50, b95, b99, bound, int(lat_fin.size)),
+        baseline=Baseline(load_start, base_end, base_tp, b50, bound, gap0, downtime_gap),
+        faults=faults,
+        downtime=downtime_run,
+        recovery_time=recovery_run,
+        failure_cost=cost_run,
+        reliable_throughput=rt_mean,
+        batches=micro_batches(trace.batches),
+        stability=_stability([f.recovery_time for f in faults]),
+        output_latency=lat_all,
+    )

@@ -1,0 +1,208 @@
+"""``ChaosRun``: the verdict on one run, what a chaos test asserts on.
+
+Stable API for the ``chaos`` fixture::
+
+    run = ChaosRun.from_trace(trace, oracle=IdentityOracle(), guarantee="exactly-once",
+                              params=MetricParams())
+    assert run.lost == 0 and run.downtime < 15
+    run.assert_sla(max_recovery=30)     # also checks the declared guarantee by default
+    run.to_json()                       # complete record: counts, metrics, series, timeline
+
+Run-level choices (documented here because tests assert on them):
+
+- ``downtime``: the largest per-fault downtime; with no fault, the longest abnormal output gap during
+  the load phase (so control runs also catch stalls); 0.0 if none.
+- ``recovery_time``: the largest per-fault recovery time, :data:`NOT_RECOVERED` if any fault did not
+  recover (it compares greater than every number); 0.0 with no fault.
+- ``failure_cost``: the largest per-fault failure cost; 0.0 with no fault.
+- ``reliable_throughput``: mean distinct ids newly processed per second over the load phase
+  (``throughput`` holds the per-second series).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .metrics import (
+    NOT_RECOVERED,
+    FaultMetrics,
+    LatencySummary,
+    MetricParams,
+    RecoveryTime,
+    RunMetrics,
+    Series,
+    compute_metrics,
+)
+from .oracle import IdentityOracle, Oracle
+from .sla import SLA, SLAViolation, Violation, check_sla, render_timeline
+from .trace import TimelineEvent, Trace
+from .validate import GuaranteeReport, _check_guarantee, validate
+
+__all__ = ["ChaosRun", "NOT_RECOVERED"]
+
+
+@dataclass
+class ChaosRun:
+    """Verdict of one run: guarantee validation + recovery metrics + timeline."""
+
+    guarantee: str
+    report: GuaranteeReport
+    metrics: RunMetrics
+    timeline: list[TimelineEvent]
+    sent: int
+    outputs: int
+    trace: Trace | None = field(default=None, repr=False)
+
+    # -- construction --------------------------------------------------------------------------
+    @classmethod
+    def from_trace(
+        cls,
+        trace: Trace,
+        oracle: Oracle | None = None,
+        guarantee: str = "exactly-once",
+        params: MetricParams | None = None,
+        keep_trace: bool = False,
+    ) -> ChaosRun:
+        """Validate ``trace`` against ``oracle`` (default :class:`IdentityOracle`) and compute the
+        metrics with ``params``. ``guarantee`` is the declared one (checked by :meth:`assert_sla`)."""
+        _check_guarantee(guarantee)
+        oracle = oracle or IdentityOracle()
+        report = validate(trace, oracle)
+        metrics = compute_metrics(trace, report, oracle, params)
+        timeline = sorted([*trace.timeline, *metrics.derived_events()], key=lambda e: e.t)
+        return cls(guarantee, report, metrics, timeline, len(trace.sent), len(trace.outputs),
+                   trace if keep_trace else None)
+
+    # -- guarantee -----------------------------------------------------------------------------
+    @property
+    def lost(self) -> int:
+        return self.report.lost
+
+    @property
+    def duplicates(self) -> int:
+        return self.report.duplicates
+
+    @property
+    def incorrect(self) -> int:
+        return self.report.incorrect
+
+    @property
+    def expected(self) -> int:
+        return self.report.expected
+
+    @property
+    def guarantee_delivered(self) -> str:
+        return self.report.guarantee_delivered
+
+    @property
+    def reliability(self) -> float:
+        """Reliability under the declared guarantee (see ``GuaranteeReport.reliability``)."""
+        return self.report.reliability(self.guarantee)
+
+    # -- metrics -------------------------------------------------------------------------------
+    @property
+    def downtime(self) -> float:
+        return self.metrics.downtime
+
+    @property
+    def recovery_time(self) -> RecoveryTime:
+        return self.metrics.recovery_time
+
+    @property
+    def failure_cost(self) -> float:
+        return self.metrics.failure_cost
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self.metrics.latency
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self.metrics.reliable_throughput
+
+    @property
+    def throughput(self) -> Series:
+        return self.metrics.series
+
+    @property
+    def faults(self) -> list[FaultMetrics]:
+        return self.metrics.faults
+
+    # -- SLA -----------------------------------------------------------------------------------
+    def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
+        """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
+        a ``guarantee=`` bound is given."""
+        if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None):
+            bounds["guarantee"] = self.guarantee
+        return check_sla(self, sla, **bounds)
+
+    def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> None:
+        """Raise :class:`SLAViolation` listing every violated bound, with the timeline."""
+        violations = self.check_sla(sla, check_guarantee, **bounds)
+        if violations:
+            raise SLAViolation(violations, self.timeline, self.metrics.t0, context=self.context())
+
+    def context(self) -> str:
+        """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
+        lines = [f"guarantee: declared {self.guarantee}; {self.report.describe()}"]
+        for i, f in enumerate(self.faults):
+            det = "-" if f.detection is None else f"{f.detection:.1f}s"
+            lines.append(
+                f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, downtime "
+                f"{f.downtime:.1f}s, recovery {f.recovery_time:.1f}s (detection {det}, output gap "
+                f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"
+                if f.recovered else
+                f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, downtime "
+                f"{f.downtime:.1f}s, not recovered by +{f.horizon - self.metrics.t0:.1f}s"
+            )
+        return "\n".join(lines)
+
+    def timeline_lines(self) -> list[str]:
+        return render_timeline(self.timeline, self.metrics.t0)
+
+    # -- export --------------------------------------------------------------------------------
+    def summary_row(self) -> dict[str, Any]:
+        """One row of the terminal summary table (short, human values)."""
+        rt = self.recovery_time
+        return {
+            "guarantee": self.guarantee,
+            "delivered": self.guarantee_delivered,
+            "sent": self.sent,
+            "lost": self.lost,
+            "dup": self.duplicates,
+            "incorrect": self.incorrect,
+            "reliability": round(self.reliability, 6),
+            "downtime_s": round(self.downtime, 2),
+            "recovery_s": rt if rt is NOT_RECOVERED else round(float(rt), 2),
+            "failure_cost_s": round(self.failure_cost, 2),
+            "p99_latency_s": round(self.latency.p99, 3),
+            "reliable_tput": round(self.reliable_throughput, 1),
+            "faults": len(self.faults),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Complete JSON-ready record (NaN -> null, NOT_RECOVERED -> null with ``recovered: false``)."""
+        m = self.metrics.to_dict()
+        return {
+            "guarantee": self.guarantee,
+            "guarantee_delivered": self.guarantee_delivered,
+            "reliability": self.reliability,
+            "sent": self.sent,
+            "outputs": self.outputs,
+            "validation": self.report.to_dict(),
+            **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput")},
+            "metrics": m,
+            "timeline": [_event_dict(e) for e in self.timeline],
+        }
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+
+def _event_dict(e: TimelineEvent) -> dict[str, Any]:
+    d = e.to_dict()
+    if "detail" in d:
+        d["detail"] = {k: (None if v is NOT_RECOVERED else v) for k, v in d["detail"].items()}
+    return d

@@ -1,0 +1,131 @@
+"""Recovery SLAs: bounds on a run's metrics, checked all at once so a failure lists every violation.
+
+``check_sla(run, max_downtime=15, guarantee="exactly-once")`` returns the violated bounds;
+``SLAViolation`` (an ``AssertionError``) renders them with the measured values and the fault
+timeline. ``run`` is anything with the :class:`~pytest_streamchaos.analysis.result.ChaosRun`
+attributes (``downtime``, ``recovery_time``, ``failure_cost``, ``reliability``, ``lost``,
+``duplicates``, ``incorrect``, ``guarantee_delivered``, ``timeline``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .trace import TimelineEvent
+from .validate import GUARANTEES, SATISFIES
+
+
+@dataclass(frozen=True)
+class SLA:
+    """Bounds on a run; ``None`` = not checked. Times in seconds."""
+
+    max_downtime: float | None = None
+    max_recovery: float | None = None
+    max_failure_cost: float | None = None
+    min_reliability: float | None = None
+    max_lost: int | None = None
+    max_duplicates: int | None = None
+    max_incorrect: int | None = None
+    #: the guarantee the run must deliver (a stronger delivered guarantee satisfies it)
+    guarantee: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.guarantee is not None and self.guarantee not in GUARANTEES:
+            raise ValueError(f"SLA guarantee {self.guarantee!r} unknown; use one of {', '.join(GUARANTEES)}")
+
+    def merged(self, **bounds: Any) -> SLA:
+        """A copy with ``bounds`` overriding (unknown names raise TypeError listing the valid ones)."""
+        names = {f.name for f in fields(self)}
+        unknown = set(bounds) - names
+        if unknown:
+            raise TypeError(f"unknown SLA bound(s) {sorted(unknown)}; valid: {sorted(names)}")
+        return SLA(**{**{n: getattr(self, n) for n in names}, **bounds})
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violated bound: the metric, what was measured, the bound and how they compare."""
+
+    metric: str
+    measured: Any
+    bound: Any
+    op: str
+
+    def __str__(self) -> str:
+        if self.op == "delivers":
+            return f"guarantee: delivered {self.measured}, declared {self.bound}"
+        return f"{self.metric} = {_fmt(self.measured)}, bound {self.metric} {self.op} {_fmt(self.bound)}"
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return str(x)
+        return f"{x:.3f}".rstrip("0").rstrip(".") if x != int(x) else f"{x:.1f}"
+    return str(x)
+
+
+def _le(measured: Any, bound: float) -> bool:
+    try:
+        return bool(measured <= bound) and not (isinstance(measured, float) and math.isnan(measured))
+    except TypeError:
+        return False
+
+
+def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violation]:
+    """Every bound of ``sla`` (plus keyword ``bounds``) that ``result`` violates, in a fixed order."""
+    s = (sla or SLA()).merged(**bounds)
+    out: list[Violation] = []
+    uppers = [
+        ("downtime", s.max_downtime),
+        ("recovery_time", s.max_recovery),
+        ("failure_cost", s.max_failure_cost),
+        ("lost", s.max_lost),
+        ("duplicates", s.max_duplicates),
+        ("incorrect", s.max_incorrect),
+    ]
+    for name, bound in uppers:
+        if bound is not None and not _le(getattr(result, name), bound):
+            out.append(Violation(name, getattr(result, name), bound, "<="))
+    if s.min_reliability is not None:
+        rel = result.reliability
+        if not (rel >= s.min_reliability):
+            out.append(Violation("reliability", rel, s.min_reliability, ">="))
+    if s.guarantee is not None:
+        delivered = result.guarantee_delivered
+        if s.guarantee not in SATISFIES.get(delivered, set()):
+            out.append(Violation("guarantee", delivered, s.guarantee, "delivers"))
+    return out
+
+
+def render_timeline(events: Iterable[TimelineEvent], t0: float | None = None) -> list[str]:
+    """One line per event: ``+12.300s  fault_injected  worker-1  {detail}``, relative to ``t0``."""
+    evs = sorted(events, key=lambda e: e.t)
+    if not evs:
+        return ["  (no events)"]
+    base = evs[0].t if t0 is None else t0
+    lines = []
+    for e in evs:
+        detail = " ".join(f"{k}={_fmt(v) if isinstance(v, float) else v}" for k, v in e.detail.items())
+        when = f"+{e.t - base:.3f}s"
+        lines.append(f"  {when:>11}  {e.kind:<26} {e.target}  {detail}".rstrip())
+    return lines
+
+
+class SLAViolation(AssertionError):
+    """Raised by ``ChaosRun.assert_sla``: lists every violated bound and the fault timeline."""
+
+    def __init__(self, violations: list[Violation], timeline: Iterable[TimelineEvent] = (), t0: float | None = None,
+                 context: str = "") -> None:
+        self.violations = list(violations)
+        self.timeline = list(timeline)
+        lines = [f"{len(self.violations)} SLA bound(s) violated:"]
+        lines += [f"  - {v}" for v in self.violations]
+        if context:
+            lines.append(context)
+        lines.append("timeline (seconds from run start):")
+        lines += render_timeline(self.timeline, t0)
+        super().__init__("\n".join(lines))

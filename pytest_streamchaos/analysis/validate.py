@@ -1,0 +1,292 @@
+"""End-to-end processing-guarantee validation (PGVal, Tahir et al., Algorithms 1-3), vectorised.
+
+For every id appearance in the outputs: if the oracle expects that id in that output it is
+*processed* (the first time) or a *duplicate* (every further time); otherwise it is *incorrect*.
+Appearances on a side output count toward the id's own expected output (Algorithm 2). Expected
+ids never processed are *lost* (Algorithm 3).
+
+Counting units (all per appearance or per expected id, never per output):
+
+- ``expected``: expected (output, id) memberships -- the number of expected ids for the identity and
+  window oracles, where each id belongs to one output.
+- ``processed_ok``: expected memberships seen at least once in the right output.
+- ``lost``: expected memberships never seen in the right output (a misplaced id is lost *and*
+  incorrect).
+- ``duplicates``: appearances in the right output beyond the first, summed.
+- ``incorrect``: appearances in an output the id does not belong to (wrong window, an id the job
+  should have dropped, an id never sent).
+- ``ignored``: appearances in outputs that do not count (windows not finalized, other topics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .oracle import IGNORE, SIDE, Expected, Oracle
+from .trace import OutputRecords, SentRecords, Trace
+
+GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
+#: what each delivered guarantee also satisfies when a stronger/weaker one was declared
+SATISFIES = {
+    "exactly-once": {"exactly-once", "at-least-once", "at-most-once", "none"},
+    "at-least-once": {"at-least-once", "none"},
+    "at-most-once": {"at-most-once", "none"},
+    "none": {"none"},
+}
+
+
+class IdIndex:
+    """Maps input ids to their row in the sent records (-1: never sent). Ids must be unique."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        ids = np.asarray(ids, dtype=np.int64)
+        self.n = int(ids.size)
+        self._base: int | None = None
+        # fast path: the generator's ids are usually a contiguous increasing range
+        if self.n and ids[-1] - ids[0] == self.n - 1 and (self.n == 1 or bool(np.all(np.diff(ids) == 1))):
+            self._base = int(ids[0])
+            return
+        self._order = np.argsort(ids, kind="stable")
+        self._sorted = ids[self._order]
+        if self.n > 1 and bool(np.any(self._sorted[1:] == self._sorted[:-1])):
+            dup = self._sorted[1:][self._sorted[1:] == self._sorted[:-1]][:5].tolist()
+            raise ValueError(f"sent records contain duplicate ids {dup}: every input record needs a unique id")
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """Row of each id, -1 for ids never sent."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._base is not None:
+            r = ids - self._base
+            r[(r < 0) | (r >= self.n)] = -1
+            return r
+        if self.n == 0:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        pos = np.searchsorted(self._sorted, ids)
+        pos_c = np.minimum(pos, self.n - 1)
+        hit = self._sorted[pos_c] == ids
+        return np.where(hit, self._order[pos_c], -1).astype(np.int64)
+
+
+@dataclass
+class GuaranteeReport:
+    """Result of :func:`validate`. Counts are ints; ``*_ids`` arrays hold the offending ids."""
+
+    expected: int
+    processed_ok: int
+    lost: int
+    duplicates: int
+    incorrect: int
+    ignored: int
+    #: appearances accepted through the side output (late events, Algorithm 2)
+    side_output: int
+    #: expected memberships whose input was late (sent after its window was finalized)
+    late: int
+    lost_ids: np.ndarray
+    duplicate_ids: np.ndarray
+    #: how many extra appearances each of ``duplicate_ids`` had
+    duplicate_extra: np.ndarray
+    incorrect_ids: np.ndarray
+    #: up to 20 misplaced appearances: (id, found in, expected in)
+    misplaced: list[tuple[int, str, str]] = field(default_factory=list)
+    # --- per expected membership, for metrics (not part of the JSON) ---
+    pair_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+    pair_count: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+    pair_wrong: np.ndarray = field(default_factory=lambda: np.empty(0, bool), repr=False)
+    #: arrival time of the first correct appearance (NaN: lost)
+    pair_first_ts: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    #: sent row of every flat output id (-1: never sent)
+    appearance_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+
+    @property
+    def guarantee_delivered(self) -> str:
+        """The strongest guarantee the counts support (PGVal §3.4.1)."""
+        if self.lost == 0 and self.duplicates == 0 and self.incorrect == 0:
+            return "exactly-once"
+        if self.lost == 0 and self.incorrect == 0:
+            return "at-least-once"
+        if self.duplicates == 0 and self.incorrect == 0:
+            return "at-most-once"
+        return "none"
+
+    def delivers(self, declared: str) -> bool:
+        """True if the delivered guarantee satisfies ``declared``."""
+        _check_guarantee(declared)
+        return declared in SATISFIES[self.guarantee_delivered]
+
+    def reliability(self, declared: str = "exactly-once") -> float:
+        """Fraction of expected ids processed correctly under the ``declared`` guarantee.
+
+        An expected id (membership) counts as correct when it appeared in no wrong output and
+
+        - exactly-once: exactly once in its right output (a duplicate makes it incorrect);
+        - at-least-once: at least once (duplicates are allowed);
+        - at-most-once: exactly once as well. The guarantee *permits* loss, so a lost id does not
+          stop ``guarantee_delivered`` from being at-most-once, but it was not processed: PGVal's
+          reliability is "the percentage of input events reliably processed", so loss lowers it
+          under every guarantee. A duplicate violates at-most-once.
+
+        Side-output appearances count as processed (PGVal: no data lost). With no expected id the
+        reliability is 1.0.
+        """
+        _check_guarantee(declared)
+        if self.expected == 0:
+            return 1.0
+        c = self.pair_count
+        ok = (c >= 1) if declared == "at-least-once" else (c == 1)
+        return float(np.count_nonzero(ok & ~self.pair_wrong)) / self.expected
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "expected": self.expected,
+            "processed_ok": self.processed_ok,
+            "lost": self.lost,
+            "duplicates": self.duplicates,
+            "incorrect": self.incorrect,
+            "ignored": self.ignored,
+            "side_output": self.side_output,
+            "late": self.late,
+        }
+
+    def to_dict(self, sample: int = 20) -> dict[str, Any]:
+        """JSON-ready summary; id arrays are capped at ``sample`` entries (full sizes given)."""
+        return {
+            **self.counts(),
+            "guarantee_delivered": self.guarantee_delivered,
+            "reliability": {g: self.reliability(g) for g in GUARANTEES},
+            "lost_ids": self.lost_ids[:sample].tolist(),
+            "duplicate_ids": self.duplicate_ids[:sample].tolist(),
+            "duplicate_extra": self.duplicate_extra[:sample].tolist(),
+            "incorrect_ids": self.incorrect_ids[:sample].tolist(),
+            "misplaced": [list(m) for m in self.misplaced[:sample]],
+        }
+
+    def describe(self, sample: int = 5) -> str:
+        """One readable paragraph: counts plus a few offending ids."""
+        parts = [
+            f"{self.expected} expected, {self.processed_ok} processed, lost={self.lost}, "
+            f"duplicates={self.duplicates}, incorrect={self.incorrect} -> {self.guarantee_delivered}"
+        ]
+        if self.lost:
+            parts.append(f"lost ids e.g. {self.lost_ids[:sample].tolist()}")
+        if self.duplicates:
+            parts.append(f"duplicated ids e.g. {self.duplicate_ids[:sample].tolist()}")
+        if self.misplaced:
+            shown = (f"id {i} in {a}, expected {b}" for i, a, b in self.misplaced[:sample])
+            parts.append("misplaced e.g. " + "; ".join(shown))
+        elif self.incorrect:
+            parts.append(f"incorrect ids e.g. {self.incorrect_ids[:sample].tolist()}")
+        return "; ".join(parts)
+
+
+def _check_guarantee(g: str) -> None:
+    if g not in GUARANTEES:
+        raise ValueError(f"unknown guarantee {g!r}; use one of {', '.join(GUARANTEES)}")
+
+
+def _unpack(data: Any, outputs: OutputRecords | None) -> tuple[SentRecords, OutputRecords]:
+    if isinstance(data, Trace):
+        return data.sent, data.outputs
+    if isinstance(data, SentRecords) and outputs is not None:
+        return data, outputs
+    if isinstance(data, tuple) and len(data) == 2:
+        return data[0], data[1]
+    raise TypeError("validate() takes a Trace, a (SentRecords, OutputRecords) tuple, or SentRecords + outputs=")
+
+
+def validate(
+    data: Trace | tuple[SentRecords, OutputRecords] | SentRecords,
+    oracle: Oracle,
+    outputs: OutputRecords | None = None,
+) -> GuaranteeReport:
+    """Validate the outputs against the oracle; see the module docstring for what is counted.
+
+    ``data`` is a :class:`Trace`, a ``(sent, outputs)`` tuple, or the sent records with
+    ``outputs=``. Pure and vectorised: O(ids) except one sort when ids are not a contiguous range.
+    """
+    sent, outs = _unpack(data, outputs)
+    index = IdIndex(np.asarray(sent.ids))
+    exp: Expected = oracle.expected(sent)
+    n_pairs = len(exp)
+    g_out = np.asarray(oracle.assign(outs, sent, exp), dtype=np.int64)
+    app_out = outs.output_of_id()
+    app_rows = index.rows(outs.ids)
+    app_g = g_out[app_out] if app_out.size else np.empty(0, dtype=np.int64)
+
+    counted = app_g != IGNORE
+    ignored = int(app_out.size - np.count_nonzero(counted))
+    single = exp.single_membership()
+    pair = np.full(app_rows.shape, -1, dtype=np.int64)
+    known = counted & (app_rows >= 0)
+    if single:
+        pair_of_row = np.full(exp.n_sent, -1, dtype=np.int64)
+        pair_of_row[exp.rows] = np.arange(n_pairs, dtype=np.int64)
+        p = pair_of_row[app_rows[known]]
+        g = app_g[known]
+        hit = (p >= 0) & ((g == SIDE) | (exp.groups[np.maximum(p, 0)] == g))
+        pair[np.flatnonzero(known)[hit]] = p[hit]
+    else:
+        # general path: (group, row) keys; a side appearance counts toward the row's first membership
+        key = exp.groups * exp.n_sent + exp.rows
+        order = np.argsort(key, kind="stable")
+        skey = key[order]
+        kidx = np.flatnonzero(known & (app_g >= 0))
+        q = app_g[kidx] * exp.n_sent + app_rows[kidx]
+        pos = np.minimum(np.searchsorted(skey, q), max(n_pairs - 1, 0))
+        hit = (skey[pos] == q) if n_pairs else np.zeros(q.shape, bool)
+        pair[kidx[hit]] = order[pos[hit]]
+        sidx = np.flatnonzero(known & (app_g == SIDE))
+        if sidx.size:
+            first = np.full(exp.n_sent, -1, dtype=np.int64)
+            first[exp.rows[::-1]] = np.arange(n_pairs - 1, -1, -1, dtype=np.int64)  # any membership will do
+            pair[sidx] = first[app_rows[sidx]]
+
+    ok = pair >= 0
+    wrong = counted & ~ok
+    pair_count = np.bincount(pair[ok], minlength=n_pairs).astype(np.int64)
+    wrong_rows = app_rows[wrong]
+    wrong_per_row = np.bincount(wrong_rows[wrong_rows >= 0], minlength=exp.n_sent)
+    pair_wrong = wrong_per_row[exp.rows] > 0 if n_pairs else np.zeros(0, bool)
+
+    arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
+    first_ts = np.full(n_pairs, np.inf)
+    np.minimum.at(first_ts, pair[ok], arrival[app_out[ok]])
+    first_ts[np.isinf(first_ts)] = np.nan
+
+    ids = np.asarray(sent.ids, dtype=np.int64)
+    lost_mask = pair_count == 0
+    dup_mask = pair_count > 1
+    misplaced: list[tuple[int, str, str]] = []
+    wrong_idx = np.flatnonzero(wrong)
+    for a in wrong_idx[:20]:
+        r, g = int(app_rows[a]), int(app_g[a])
+        found = exp.label(g) if g >= 0 else ("side output" if g == SIDE else "an unexpected output")
+        if r < 0:
+            misplaced.append((int(outs.ids[a]), found, "nowhere (never sent)"))
+            continue
+        where = exp.groups[exp.rows == r]
+        should = exp.label(int(where[0])) if where.size else "nowhere (dropped by the job)"
+        misplaced.append((int(ids[r]), found, should))
+
+    return GuaranteeReport(
+        expected=n_pairs,
+        processed_ok=int(np.count_nonzero(~lost_mask)),
+        lost=int(np.count_nonzero(lost_mask)),
+        duplicates=int((pair_count[dup_mask] - 1).sum()),
+        incorrect=int(wrong_idx.size),
+        ignored=ignored,
+        side_output=int(np.count_nonzero(ok & (app_g == SIDE))),
+        late=int(np.count_nonzero(exp.late)) if exp.late is not None else 0,
+        lost_ids=ids[exp.rows[lost_mask]],
+        duplicate_ids=ids[exp.rows[dup_mask]],
+        duplicate_extra=pair_count[dup_mask] - 1,
+        incorrect_ids=np.unique(np.asarray(outs.ids, dtype=np.int64)[wrong_idx]),
+        misplaced=misplaced,
+        pair_rows=exp.rows,
+        pair_count=pair_count,
+        pair_wrong=pair_wrong,
+        pair_first_ts=first_ts,
+        appearance_rows=app_rows,
+    )
