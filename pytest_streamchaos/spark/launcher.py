@@ -434,6 +434,10 @@ class JobLauncher:
                 "default): the driver runs in its own process group here, and job.restart() restarts a killed "
                 "driver from the same checkpoint")
         home = spark_home()
+        java_env = dict(os.environ, **({"JAVA_HOME": self.java_home} if self.java_home else {}))
+        if not _java_ok(java_env):
+            raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
+                              "on PATH (Spark 4 needs Java 17+)")
 
         name = name or script_path.stem
         job_dir = self._job_dir(name)
@@ -484,9 +488,6 @@ class JobLauncher:
         })
         if self.java_home:
             child_env["JAVA_HOME"] = self.java_home
-        if not _java_ok(child_env):
-            raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
-                              "on PATH (Spark 4 needs Java 17+)")
         if isinstance(config, JobConfig):
             child_env.update(config.to_env())
         elif config is not None:
