@@ -50,7 +50,8 @@ KINDS: dict[str, FaultKind] = {
                   roles=("busiest",), moments=("tasks_running",)),
         FaultKind("kill_executor", "kill one executor JVM (its worker stays)", KILL_ARGS,
                   roles=("busiest",), moments=("tasks_running",)),
-        FaultKind("kill_driver", "kill the driver (JVM and Python children); restart from the checkpoint",
+        FaultKind("kill_driver", "kill the driver (JVM and Python children); restart it from the checkpoint "
+                  "after restart_after (default 0)",
                   KILL_ARGS, moments=("uncommitted_output",)),
         FaultKind("kill_master", "kill a Spark master (the active one by default)", KILL_ARGS,
                   roles=("active", "standby")),
@@ -181,6 +182,8 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         restart_after = _num(kind, "restart_after", restart_after)
         if duration is not None:
             raise FaultSpecError(f"@{kind}: give restart_after or duration, not both (both mean 'heal after')")
+    if kind == "kill_driver" and restart_after is None and duration is None:
+        restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
     signal = kwargs.get("signal")
     if signal is not None and signal not in ("SIGKILL", "SIGTERM"):
         raise FaultSpecError(f"@{kind}: signal={signal!r} must be 'SIGKILL' or 'SIGTERM'")

@@ -1,0 +1,394 @@
+"""What each fault mark does to the running stack, and how aimed faults find their moment.
+
+The actions only use the stack interface (cluster / broker / job handles), so a container backend
+can provide the same operations. Each action's ``inject`` returns a handle its ``heal`` gets back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pytest_streamchaos.faults import network as net
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.stack.base import Endpoint
+
+_SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
+
+
+@dataclass
+class FaultContext:
+    """Handles of everything a fault may hit during one run."""
+
+    cluster: Any  #: SparkCluster
+    kafka: Any  #: KafkaCluster (the session cluster, not the per-test view)
+    job: Any  #: SparkJob
+    input_topic: str
+    checkpoint: Any = None  #: observe.progress.CheckpointWatcher
+    collector: Any = None  #: observe.collector.Collector
+    poison: PoisonSchedule | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+class PoisonSchedule:
+    """A generator ``poison`` predicate that poisons the next ``n`` records whenever a
+    ``poison_records`` fault fires (ids are assigned as records are produced, so the fault cannot
+    name them in advance)."""
+
+    def __init__(self) -> None:
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.poisoned: list[int] = []
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self._pending += n
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        mask = np.zeros(len(ids), dtype=np.bool_)
+        with self._lock:
+            if self._pending and len(ids):
+                k = min(self._pending, len(ids))
+                mask[:k] = True
+                self._pending -= k
+                self.poisoned.extend(int(i) for i in ids[:k])
+        return mask
+
+
+def _sig(planned: PlannedFault) -> int:
+    return _SIGNALS[planned.spec.params.get("signal", "SIGKILL")]
+
+
+def busiest_worker(cluster: Any) -> int:
+    """The worker running the most executors (ties: the lowest index)."""
+    counts = [len(w.executor_pids()) if w.alive else -1 for w in cluster.workers]
+    return int(np.argmax(counts)) if counts else 0
+
+
+def _worker_index(ctx: FaultContext, planned: PlannedFault) -> int:
+    idx = planned.spec.index
+    if isinstance(idx, int):
+        if idx >= len(ctx.cluster.workers):
+            raise IndexError(f"index={idx}: the cluster has {len(ctx.cluster.workers)} workers")
+        return idx
+    return busiest_worker(ctx.cluster)
+
+
+class KillWorker:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"worker-{planned.spec.params.get('_resolved', _worker_index(self.ctx, planned))}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        i = _worker_index(self.ctx, planned)
+        planned.spec.params["_resolved"] = i
+        self.ctx.cluster.kill_worker(i, _sig(planned))
+        return i
+
+    def heal(self, planned: PlannedFault, i: int) -> None:
+        self.ctx.cluster.restart_worker(i)
+
+
+class KillExecutor:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"executor@worker-{_worker_index(self.ctx, planned)}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        w = self.ctx.cluster.workers[_worker_index(self.ctx, planned)]
+        pids = w.executor_pids()
+        if not pids:
+            raise RuntimeError(f"{w.name} runs no executor to kill")
+        os.kill(pids[0], _sig(planned))
+        return pids[0]
+
+    def heal(self, planned: PlannedFault, pid: int) -> None:
+        """Nothing: the master relaunches a lost executor by itself."""
+
+
+class KillDriver:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return "driver"
+
+    def inject(self, planned: PlannedFault) -> int | None:
+        pid = self.ctx.job.pid
+        self.ctx.job.kill()  # the whole group: JVM and its Python children (also when SIGSTOPped)
+        return pid
+
+    def heal(self, planned: PlannedFault, pid: int | None) -> None:
+        self.ctx.job.restart()
+
+
+class KillMaster:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def _index(self, planned: PlannedFault) -> int:
+        masters = self.ctx.cluster.masters
+        idx = planned.spec.index
+        if isinstance(idx, int):
+            return idx
+        active = self.ctx.cluster.active_master()
+        ai = masters.index(active)
+        if idx == "standby":
+            others = [i for i in range(len(masters)) if i != ai]
+            if not others:
+                raise RuntimeError("index='standby' needs HA (--chaos-ha): there is one master")
+            return others[0]
+        return ai
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"master-{planned.spec.params.get('_resolved', '?')}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        i = self._index(planned)
+        planned.spec.params["_resolved"] = i
+        self.ctx.cluster.kill_master(i, _sig(planned))
+        return i
+
+    def heal(self, planned: PlannedFault, i: int) -> None:
+        self.ctx.cluster.restart_master(i)
+
+
+class KillBroker:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def _broker(self, planned: PlannedFault) -> int:
+        idx = planned.spec.index
+        if isinstance(idx, int):
+            if idx not in self.ctx.kafka.broker_ids:
+                raise ValueError(f"index={idx}: broker ids are {self.ctx.kafka.broker_ids}")
+            return idx
+        return self.ctx.kafka.leader_of(self.ctx.input_topic, 0)
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"broker-{planned.spec.params.get('_resolved', '?')}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        b = self._broker(planned)
+        planned.spec.params["_resolved"] = b
+        self.ctx.kafka.broker_down(b)
+        return b
+
+    def heal(self, planned: PlannedFault, b: int) -> None:
+        self.ctx.kafka.broker_up(b)
+
+
+class Pause:
+    """SIGSTOP of a target's process group; SIGCONT on heal."""
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return str(planned.spec.target)
+
+    def inject(self, planned: PlannedFault) -> tuple[str, Any]:
+        t = planned.spec.target
+        c = self.ctx.cluster
+        if t == "worker":
+            i = _worker_index(self.ctx, planned)
+            c.pause_worker(i)
+            return ("worker", i)
+        if t == "executor":
+            pids = c.workers[_worker_index(self.ctx, planned)].executor_pids()
+            if not pids:
+                raise RuntimeError("no executor to pause")
+            os.kill(pids[0], signal.SIGSTOP)
+            return ("executor", pids[0])
+        if t == "driver":
+            self.ctx.job.pause()
+            return ("driver", None)
+        if t == "master":
+            i = planned.spec.index if isinstance(planned.spec.index, int) else c.masters.index(c.active_master())
+            c.pause_master(i)
+            return ("master", i)
+        if t == "broker":  # the embedded cluster is one process: every broker hangs (connections stay open)
+            os.kill(self.ctx.kafka.pid, signal.SIGSTOP)
+            return ("broker", self.ctx.kafka.pid)
+        raise ValueError(f"pause: unknown target {t!r}")
+
+    def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
+        kind, h = handle
+        c = self.ctx.cluster
+        if kind == "worker":
+            c.resume_worker(h)
+        elif kind in ("executor", "broker"):
+            try:
+                os.kill(h, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        elif kind == "driver":
+            self.ctx.job.resume()
+        elif kind == "master":
+            c.resume_master(h)
+
+
+def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
+    """The endpoints (and so the ports) a network fault on ``target`` acts on."""
+    base, _, idx = target.partition("-")
+    if base == "kafka":
+        return list(ctx.kafka.endpoints())
+    if base == "broker":
+        eps = [e for e in ctx.kafka.endpoints() if e.name == target]
+        if not eps:
+            raise ValueError(f"target {target!r}: brokers are {[e.name for e in ctx.kafka.endpoints()]}")
+        return eps
+    if base == "master":
+        return [ctx.cluster.active_master().endpoint()]
+    if base == "worker":
+        i = int(idx or 0)
+        return [ctx.cluster.workers[i].endpoint()]
+    if base == "zookeeper":
+        return [e for e in ctx.cluster.endpoints() if e.role == "zookeeper"]
+    if base == "driver":
+        conf = ctx.job.effective_conf
+        return [Endpoint("driver", "driver", ports={
+            "rpc": int(conf["spark.driver.port"]), "blockmanager": int(conf["spark.driver.blockManager.port"])})]
+    raise ValueError(f"unknown network target {target!r}")
+
+
+class NetworkAction:
+    """network_delay / packet_loss / network_partition / bandwidth_limit on a link's ports."""
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return str(planned.spec.target)
+
+    def build(self, planned: PlannedFault) -> net.NetworkFault:
+        s = planned.spec
+        eps = link_endpoints(self.ctx, str(s.target))
+        names = None if s.target in ("kafka",) or str(s.target).startswith("broker") else None
+        ports = net.ports_of(*eps, names=names)
+        if s.kind == "network_delay":
+            return net.NetworkDelay(ports, s.params["ms"], s.params.get("jitter_ms", 0))
+        if s.kind == "packet_loss":
+            return net.PacketLoss(ports, s.params["percent"])
+        if s.kind == "network_partition":
+            return net.Partition(ports)
+        if s.kind == "bandwidth_limit":
+            return net.BandwidthLimit(ports, s.params["kbit"])
+        raise ValueError(s.kind)
+
+    def inject(self, planned: PlannedFault) -> net.NetworkFault:
+        fault = self.build(planned)
+        fault.inject()
+        return fault
+
+    def heal(self, planned: PlannedFault, fault: net.NetworkFault) -> None:
+        fault.heal()
+
+
+class PoisonRecords:
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def target(self, planned: PlannedFault) -> str:
+        return "generator"
+
+    def inject(self, planned: PlannedFault) -> None:
+        if self.ctx.poison is None:
+            raise RuntimeError("the generator has no poison schedule")
+        self.ctx.poison.add(int(planned.spec.params.get("count", 1)))
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        """Nothing to heal."""
+
+
+def actions_for(ctx: FaultContext) -> dict[str, Any]:
+    """One action object per fault kind, bound to this run's stack."""
+    netw = NetworkAction(ctx)
+    return {
+        "kill_worker": KillWorker(ctx),
+        "kill_executor": KillExecutor(ctx),
+        "kill_driver": KillDriver(ctx),
+        "kill_master": KillMaster(ctx),
+        "kill_broker": KillBroker(ctx),
+        "pause": Pause(ctx),
+        "network_delay": netw,
+        "packet_loss": netw,
+        "network_partition": netw,
+        "bandwidth_limit": netw,
+        "poison_records": PoisonRecords(ctx),
+    }
+
+
+# -- aimed moments -------------------------------------------------------------------------------
+
+POLL_S = 0.005
+
+
+def wait_uncommitted_output(ctx: FaultContext):
+    """Moment detector: micro-batch N's output is visible in the output topic, but N is not yet in
+    the checkpoint's ``commits/``. When it sees the output it freezes the driver (SIGSTOP of its
+    group) and re-checks the commit log: a frozen driver cannot commit, so the kill that follows
+    lands exactly in the window where at-least-once sinks duplicate. If the commit won the race it
+    resumes the driver and waits for the next batch."""
+
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> bool:
+        cp, col, job = ctx.checkpoint, ctx.collector, ctx.job
+        attempts = 0
+        while time.time() < deadline and not stop.is_set():
+            n = cp.uncommitted_batch()
+            if n is None:
+                time.sleep(POLL_S)
+                continue
+            started = _mtime(cp.checkpoint_dir / "offsets" / str(n))
+            last = col.last_arrival
+            # output that arrived after batch N was planned belongs to batch N (the previous batch's
+            # output was flushed before its commit, which precedes N's offsets entry)
+            if last is None or started is None or last <= started + 0.06:
+                time.sleep(POLL_S)
+                continue
+            job.pause()
+            attempts += 1
+            if cp.uncommitted_batch() == n:
+                ctx.notes["uncommitted_output"] = {"batch": n, "attempts": attempts}
+                return True
+            job.resume()
+        return False
+
+    return wait
+
+
+def _mtime(path: Any) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def wait_tasks_running(ctx: FaultContext):
+    """Moment detector: a micro-batch is executing (planned in ``offsets/``, not committed) and the
+    chosen worker runs an executor, so its tasks are in flight."""
+
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> bool:
+        while time.time() < deadline and not stop.is_set():
+            if ctx.checkpoint.uncommitted_batch() is not None:
+                w = ctx.cluster.workers[_worker_index(ctx, planned)]
+                if w.executor_pids():
+                    return True
+            time.sleep(POLL_S)
+        return False
+
+    return wait
+
+
+def moments_for(ctx: FaultContext) -> dict[str, Any]:
+    return {"uncommitted_output": wait_uncommitted_output(ctx), "tasks_running": wait_tasks_running(ctx)}
