@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ class _HelperProcess:
         self._reaper.register_pgid(self.pgid)
         self._buf = b""
         self._stopped = False
+        _LIVE_HELPERS.add(self)
 
     @property
     def alive(self) -> bool:
@@ -124,6 +126,34 @@ class _HelperProcess:
             os.killpg(self.pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+_LIVE_HELPERS: weakref.WeakSet[_HelperProcess] = weakref.WeakSet()
+
+
+def _close_pipes_in_forked_child() -> None:
+    # A fork()ed child (multiprocessing, a forking server) inherits the write end of each helper's
+    # stdin; while it lives the helper would never see EOF after our death. The child never talks
+    # to the helper, so it drops both ends - by pointing the fd numbers at /dev/null rather than
+    # closing them, so the file objects' finalizers cannot close an unrelated, reused fd later.
+    helpers = list(_LIVE_HELPERS)
+    if not helpers:
+        return
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for helper in helpers:
+            for stream in (helper._popen.stdin, helper._popen.stdout):
+                try:
+                    if stream is not None:
+                        os.dup2(devnull, stream.fileno())
+                except (OSError, ValueError):
+                    pass
+            helper._stopped = True  # the child must never signal the parent's helper either
+    finally:
+        os.close(devnull)
+
+
+os.register_at_fork(after_in_child=_close_pipes_in_forked_child)
 
 
 class LocalKafkaCluster(KafkaCluster):

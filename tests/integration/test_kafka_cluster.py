@@ -284,6 +284,35 @@ def test_helper_exits_when_its_stdin_closes():
             proc.wait()
 
 
+def test_forked_children_do_not_keep_the_helper_alive(tmp_path):
+    """A fork()ed child inherits the pipe to the helper; it must not hold the helper's stdin open."""
+    from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+
+    cluster = LocalKafkaCluster(brokers=1, workdir=tmp_path)
+    cluster.start()
+    release_r, release_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: wait until told, touch nothing
+        try:
+            os.read(release_r, 1)
+        finally:
+            os._exit(0)
+    try:
+        os.close(release_r)
+        helper = cluster._proc
+        helper._popen.stdin.close()  # what our death would do to the pipe
+        try:
+            code = helper._popen.wait(10)
+        except subprocess.TimeoutExpired:
+            code = None
+        assert code == 0, "the helper did not exit on EOF while a forked child was alive"
+    finally:
+        os.write(release_w, b"x")
+        os.close(release_w)
+        os.waitpid(child, 0)
+        cluster.stop()
+
+
 def test_helper_dies_with_a_sigkilled_pytest(pytester):
     """A pytest process that is SIGKILLed mid-test leaves no broker helper behind."""
     pidfile = pytester.path / "helper.json"
