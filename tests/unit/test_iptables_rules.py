@@ -80,7 +80,7 @@ def test_u32_filter_and_leaf_args():
     assert f[f.index("prio") + 1] == "3"
     m = f.index("u32")
     assert f[m + 1:m + 5] == ["match", "ip", "protocol", "6"]  # TCP only, not UDP on the same port
-    assert f[-6:] == ["dport", "9092", "0xffff", "flowid", "1a2b:4"]
+    assert f[-5:] == ["dport", "9092", "0xffff", "flowid", "1a2b:4"]
     tbf = tcshaper.tbf_leaf_args(800)
     assert tbf[:3] == ["tbf", "rate", "800kbit"]
     assert int(tbf[tbf.index("burst") + 1]) >= 65536  # at least one lo-MTU packet
