@@ -1,17 +1,20 @@
-"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fixtures, terminal summary.
+"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fixtures, SLA checks, summary.
 
 Registered through the ``pytest11`` entry point ``streamchaos``.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
-from pytest_streamchaos.faults.spec import FaultSpecError
+from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     kafka,
     spark_cluster,
@@ -27,6 +30,11 @@ MARKERS = (
     *marker_lines(),
 )
 
+SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
+FAULTS_KEY = pytest.StashKey[list]()
+RUNS_KEY = pytest.StashKey[list]()
+ALL_RUNS_KEY = pytest.StashKey[list]()
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     _settings.addoptions(parser)
@@ -37,20 +45,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     # Fail on a bad option value now, not at the first fixture.
     config.stash[SETTINGS_KEY] = _settings.Settings.from_config(config)
-
-
-SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
-FAULTS_KEY = pytest.StashKey[list]()
+    config.stash[ALL_RUNS_KEY] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Validate every fault mark now (collection time), so a typo never starts a stack."""
+    """Validate every fault and SLA mark now (collection time), so a typo never starts a stack."""
+    from pytest_streamchaos.analysis.sla import SLA
+
     errors = []
     for item in items:
         try:
             item.stash[FAULTS_KEY] = specs_for_item(item)
         except FaultSpecError as exc:
             errors.append(str(exc))
+        for mark in item.iter_markers("sla"):
+            try:
+                SLA().merged(**mark.kwargs)
+            except (TypeError, ValueError) as exc:
+                errors.append(f"{item.nodeid}: @sla: {exc}")
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
 
@@ -61,3 +73,77 @@ def checkpoint_dir(tmp_path: Path) -> Path:
     path = tmp_path / "checkpoint"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def chaos(request: pytest.FixtureRequest, spark_cluster: Any, kafka: Any, tmp_path: Path,  # noqa: F811
+          streamchaos_settings: _settings.Settings) -> Iterator[Any]:  # noqa: F811
+    """Runs your streaming job on the stack under load with this test's fault marks:
+    ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
+    from pytest_streamchaos.faults.capabilities import get_capabilities
+    from pytest_streamchaos.runner import Chaos
+
+    item = request.node
+    specs = item.stash.get(FAULTS_KEY, None)
+    if specs is None:
+        specs = specs_for_item(item)
+    caps = None
+    for spec in specs:
+        if KINDS[spec.kind].network:
+            caps = caps or get_capabilities()
+            reason = caps.missing(spec.kind)
+            if reason:
+                pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
+    test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
+    harness = Chaos(cluster=spark_cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
+                    test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
+                    java_home=streamchaos_settings.java_home)
+    item.stash[RUNS_KEY] = harness.runs
+    yield harness
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a passing test body, check its runs against ``@pytest.mark.sla`` and the declared
+    guarantee: every violated bound is reported at once, with the fault timeline."""
+    result = yield
+    runs = item.stash.get(RUNS_KEY, [])
+    if not runs:
+        return result
+    bounds: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers("sla"))):
+        bounds.update(mark.kwargs)
+    for run in runs:
+        run.assert_sla(**bounds)
+    return result
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    if call.when != "teardown":
+        return
+    runs = item.stash.get(RUNS_KEY, [])
+    if runs:
+        item.config.stash[ALL_RUNS_KEY].extend((item.nodeid, item.stash[FAULTS_KEY], r) for r in runs)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    from pytest_streamchaos.report.terminal import format_table
+
+    runs = config.stash.get(ALL_RUNS_KEY, [])
+    if not runs:
+        return
+    rows = []
+    for nodeid, specs, run in runs:
+        row = run.summary_row()
+        row["test"] = nodeid.split("::")[-1]
+        row["faults"] = ", ".join(s.label for s in specs) or "-"
+        rows.append(row)
+    terminalreporter.section("streamchaos: chaos runs")
+    for line in format_table(rows):
+        terminalreporter.write_line(line)
+    path = config.stash[SETTINGS_KEY].report
+    if path:
+        out = [{"test": nodeid, "faults": [s.to_dict() for s in specs], **run.to_dict()}
+               for nodeid, specs, run in runs]
+        Path(path).write_text(json.dumps(out, indent=1, default=str))
+        terminalreporter.write_line(f"streamchaos: wrote {len(out)} run(s) to {path}")

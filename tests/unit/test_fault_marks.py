@@ -69,7 +69,7 @@ def test_plan_expands_recurrent_faults_and_orders_them() -> None:
     ]
     p = plan(specs)
     assert [(x.spec.kind, x.at, x.heal_after) for x in p] == [
-        ("kill_driver", None, None),
+        ("kill_driver", None, 0.0),
         ("kill_worker", 10.0, 5),
         ("network_delay", 15.0, 10),
         ("kill_worker", 30.0, 5),
