@@ -130,6 +130,11 @@ def serve(queue_num: int, delayer: Delayer, max_len: int = 20000) -> dict:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    # Self-pipe: a signal makes the pipe readable, so select() returns at once instead of
+    # sleeping out its timeout (PEP 475 retries select after the handler).
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
     q = NetfilterQueue()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "socket rcvbuf limit" - harmless here
@@ -141,10 +146,10 @@ def serve(queue_num: int, delayer: Delayer, max_len: int = 20000) -> dict:
             due = delayer.next_due()
             timeout = 0.2 if due is None else max(0.0, min(0.2, due - delayer.clock()))
             try:
-                readable, _, _ = select.select([fd], [], [], timeout)
+                readable, _, _ = select.select([fd, wake_r], [], [], timeout)
             except InterruptedError:
                 continue
-            if readable:
+            if fd in readable:
                 q.run(block=False)
             delayer.release_due()
     finally:
