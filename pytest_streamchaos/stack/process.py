@@ -107,15 +107,34 @@ class ManagedProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def pause(self) -> None:
-        """SIGSTOP the whole group (a frozen process: sockets stay open, nothing answers)."""
+    def pause(self, timeout: float = 5.0) -> None:
+        """SIGSTOP the whole group (a frozen process: sockets stay open, nothing answers) and wait
+        until every member is stopped (signal delivery is asynchronous)."""
         self.signal(signal.SIGSTOP)
         self.paused = True
+        self._await_states(lambda st: st == psutil.STATUS_STOPPED, "stopped", timeout)
 
-    def resume(self) -> None:
-        """SIGCONT the whole group."""
+    def resume(self, timeout: float = 5.0) -> None:
+        """SIGCONT the whole group and wait until no member is stopped any more."""
         self.signal(signal.SIGCONT)
         self.paused = False
+        self._await_states(lambda st: st != psutil.STATUS_STOPPED, "running", timeout)
+
+    def _await_states(self, ok, what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            states = {}
+            for pid in self.members():
+                try:
+                    states[pid] = psutil.Process(pid).status()
+                except psutil.Error:
+                    continue
+            if all(ok(st) for st in states.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} (pgid {self.pgid}): members not all {what} after "
+                                   f"{timeout}s; states {states}")
+            time.sleep(0.02)
 
     def kill(self, timeout: float = 10.0) -> None:
         """SIGKILL the whole group and wait until every member is gone."""
