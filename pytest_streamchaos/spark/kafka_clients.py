@@ -45,6 +45,9 @@ def consumer(conf: Mapping[str, object]) -> Consumer:
         "enable.auto.offset.store": False,
         "enable.partition.eof": False,
         "isolation.level": "read_committed",
+        # A range ends exactly at the end offset; a trailing transaction marker is only "seen" through
+        # the next fetch response, so do not let the broker park empty fetches for the 500 ms default.
+        "fetch.wait.max.ms": 10,
         **conf,
     }
     with _lock:
@@ -79,6 +82,12 @@ def admin(conf: Mapping[str, object]) -> AdminClient:
         return a
 
 
+def forget_admin(conf: Mapping[str, object]) -> None:
+    """Drop the cached admin client for ``conf`` (it closes when garbage-collected)."""
+    with _lock:
+        _admins.pop(_key(conf), None)
+
+
 def drop_consumer(conf: Mapping[str, object], c: Consumer) -> None:
     """Forget a consumer that is in a bad state (closed, errored) so the next call builds a new one."""
     with _lock:
@@ -105,3 +114,13 @@ def _close_all() -> None:
             p.flush(5)
         except Exception:
             pass
+
+
+def consume_some(c: Consumer, max_messages: int, timeout: float) -> list:
+    """Wait up to ``timeout`` for the first message, then take what is already buffered (up to
+    ``max_messages``) without waiting. ``Consumer.consume(n, timeout)`` alone waits the full timeout
+    unless ``n`` messages arrive, which adds its timeout to every read of a short range."""
+    first = c.poll(timeout)
+    if first is None:
+        return []
+    return [first, *c.consume(max_messages - 1, timeout=0)] if max_messages > 1 else [first]

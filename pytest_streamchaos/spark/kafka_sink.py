@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from pytest_streamchaos.spark import kafka_clients
 from pytest_streamchaos.spark.eos import (
@@ -117,26 +118,26 @@ def write_kafka_batch(df: Any, bootstrap_servers: str, topic: str, *, flush_time
 # -- exactly-once ---------------------------------------------------------------------------------
 
 
-def _check_topic(admin_conf: dict[str, Any], topic: str, partitions: int | None = None) -> None:
-    md = kafka_clients.admin(admin_conf).list_topics(timeout=30)  # all topics: never auto-creates
+def _check_topic(admin: AdminClient, servers: str, topic: str, partitions: int | None = None) -> list[int]:
+    md = admin.list_topics(timeout=30)  # all topics: a metadata request for one could auto-create it
     t = md.topics.get(topic)
     if t is None or t.error is not None:
         raise KafkaSinkError(
-            f"topic {topic!r} does not exist on {admin_conf['bootstrap.servers']}; create it before the "
+            f"topic {topic!r} does not exist on {servers}; create it before the "
             f"query starts (embedded broker: kafka.create_topic({topic!r}, "
             f"{partitions or 1}))")
     if partitions is not None and len(t.partitions) != partitions:
         raise KafkaSinkError(f"topic {topic!r} has {len(t.partitions)} partitions; the exactly-once sink "
                              f"needs exactly {partitions} (its records must be totally ordered)")
+    return sorted(t.partitions)
 
 
-def _last_stable_offset(bootstrap_servers: str, tp: TopicPartition, timeout_s: float) -> int:
+def _last_stable_offset(admin: AdminClient, tp: TopicPartition, timeout_s: float) -> int:
     # read_committed consumers cannot pass the LSO; waiting for the high watermark could hang on an
     # open transaction.
     from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec
 
-    admin = kafka_clients.admin({"bootstrap.servers": bootstrap_servers})
     futures = admin.list_offsets({TopicPartition(tp.topic, tp.partition): OffsetSpec.latest()},
                                  isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout_s)
     return int(next(iter(futures.values())).result().offset)
@@ -176,6 +177,8 @@ class ExactlyOnceKafkaSink:
         self.skipped_batches: list[int] = []
         self._producer: Producer | None = None
         self._control: Consumer | None = None
+        self._control_pos = 0  #: next control-topic offset to apply
+        self._admin: AdminClient | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -184,15 +187,17 @@ class ExactlyOnceKafkaSink:
         if self._producer is not None:
             return
         base = {"bootstrap.servers": self.bootstrap_servers}
-        _check_topic(base, self.topic)
-        _check_topic(base, self.control_topic, partitions=1)
+        # Own clients, not the per-process cache: they must go away with the sink.
+        self._admin = AdminClient(base)
+        _check_topic(self._admin, self.bootstrap_servers, self.topic)
+        _check_topic(self._admin, self.bootstrap_servers, self.control_topic, partitions=1)
         producer = Producer({**base, "transactional.id": self.transactional_id,
                              "transaction.timeout.ms": int(self.timeout_s * 1000), "linger.ms": 5,
                              **self.producer_conf})
         try:
             producer.init_transactions(self.timeout_s)  # fences the previous holder of this id
             self._control = Consumer({**base, "group.id": "streamchaos-unused", "enable.auto.commit": False,
-                                      "isolation.level": "read_committed"})
+                                      "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
             self._control.assign([TopicPartition(self.control_topic, 0, 0)])
             self._catch_up()
             self.gen = max(self.log.gen.get(self.transactional_id, 0) + 1, time.time_ns() // 1000)
@@ -223,6 +228,7 @@ class ExactlyOnceKafkaSink:
         if self._producer is not None:
             self._producer.flush(1)
             self._producer = None
+        self._admin = None
 
     # -- per batch ---------------------------------------------------------------------------
 
@@ -231,21 +237,22 @@ class ExactlyOnceKafkaSink:
         assert self._control is not None
         tp = TopicPartition(self.control_topic, 0)
         if until is None:
-            until = _last_stable_offset(self.bootstrap_servers, tp, self.timeout_s)
+            until = _last_stable_offset(self._admin, tp, self.timeout_s)
         deadline = time.monotonic() + self.timeout_s
-        pos = self._control.position([tp])[0].offset
+        pos = self._control_pos
         while pos < until:
-            msgs = self._control.consume(1000, timeout=0.2)
+            msgs = kafka_clients.consume_some(self._control, 1000, 0.05)
             for m in msgs:
                 if m.error() is not None:
                     raise KafkaException(m.error())
                 self.log.apply(m.value())
                 pos = m.offset() + 1
             if not msgs:
-                pos = max(pos, self._control.position([tp])[0].offset)
+                pos = max(pos, self._control.position([tp])[0].offset)  # past trailing txn markers
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"reading control topic {self.control_topic!r}: at offset {pos}, "
                                        f"wanted {until} within {self.timeout_s}s")
+        self._control_pos = pos
 
     def __call__(self, df: Any, batch_id: int) -> None:
         self.start()
@@ -325,9 +332,10 @@ class CommittedOutputReader:
         self.topic = topic
         self.control_topic = control_topic or control_topic_for(topic)
         base = {"bootstrap.servers": bootstrap_servers}
-        _check_topic(base, topic)
-        _check_topic(base, self.control_topic, partitions=1)
-        parts = kafka_clients.admin(base).list_topics(timeout=30).topics[topic].partitions
+        admin = AdminClient(base)
+        parts = _check_topic(admin, bootstrap_servers, topic)
+        _check_topic(admin, bootstrap_servers, self.control_topic, partitions=1)
+        del admin
         self._consumer = Consumer({**base, "group.id": "streamchaos-unused", "enable.auto.commit": False,
                                    "isolation.level": "read_committed", **(consumer_conf or {})})
         self._consumer.assign([TopicPartition(topic, p, 0) for p in sorted(parts)]
@@ -344,7 +352,7 @@ class CommittedOutputReader:
     def poll(self, timeout: float = 1.0, max_records: int = 10_000) -> list[Any]:
         """Records (confluent_kafka ``Message``) that count, in the order they became visible."""
         out: list[Any] = []
-        for m in self._consumer.consume(max_records, timeout=timeout):
+        for m in kafka_clients.consume_some(self._consumer, max_records, timeout):
             if m.error() is not None:
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     continue

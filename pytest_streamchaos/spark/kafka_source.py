@@ -212,6 +212,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: Offsets) -> None:
         pass  # the checkpoint is the only record of progress; nothing to commit to Kafka
 
+    def stop(self) -> None:
+        kafka_clients.forget_admin(self.opts["client"])
+
     # -- task side ----------------------------------------------------------------------------
 
     def read(self, partition: KafkaOffsetRange) -> Iterator[Any]:
@@ -259,7 +262,7 @@ def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: Struc
         pos = rng.start
         cols: list[list] = [[] for _ in range(7)]
         while pos < rng.end:
-            msgs = c.consume(num_messages=_CHUNK, timeout=0.2)
+            msgs = kafka_clients.consume_some(c, _CHUNK, 0.05)
             if not msgs:
                 # Trailing transaction markers occupy offsets but are never delivered: ask the
                 # client where it is.
