@@ -11,9 +11,15 @@ or an int; else the Kafka message key); the window from ``window_start``/``windo
 ``window: {start, end}``, as epoch milliseconds/seconds or ISO-8601 strings. An output that cannot
 be read is a *finding*, not a crash: it is counted and a few raw samples are kept.
 
-Note: librdkafka's mock cluster (the embedded ``local`` broker) does not implement transaction
-isolation: with it, records of aborted transactions are delivered even to read_committed
-consumers. A real Kafka broker (docker backend) filters them.
+Outputs the broker deleted before they were read (retention) are not silently skipped: partitions
+start at offset 0 with ``auto.offset.reset=error``, and an out-of-range offset is recorded in
+:attr:`Collector.retention_gaps` (and :attr:`Collector.lost_to_retention`) before reading resumes at
+the log start.
+
+Two limits of librdkafka's mock cluster (the embedded ``local`` broker) matter here: it keeps at
+most ~5 MB or 100,000 produce batches per partition (older data is deleted), and it does not
+implement transaction isolation (records of aborted transactions reach read_committed consumers).
+A real Kafka broker (docker backend) has neither limit.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.analysis.trace import OutputRecords
 
@@ -146,7 +152,7 @@ class Collector:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": "error",  # deleted outputs are a finding, see retention_gaps
             "fetch.wait.max.ms": 50,  # arrival times should not wait on fetch batching
             "logger": logging.getLogger("pytest_streamchaos.observe.librdkafka"),
             "error_cb": self._on_error,
@@ -167,6 +173,7 @@ class Collector:
         self._malformed = 0
         self._samples: list[MalformedOutput] = []
         self._errors: list[str] = []
+        self._gaps: list[dict[str, Any]] = []
         self._thread_error: BaseException | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -248,6 +255,16 @@ class Collector:
         return list(self._samples)
 
     @property
+    def lost_to_retention(self) -> int:
+        """Offsets (outputs) the broker deleted before the collector read them."""
+        return sum(g["skipped"] for g in self._gaps)
+
+    @property
+    def retention_gaps(self) -> list[dict[str, Any]]:
+        """One dict per skipped range: topic, partition, from/to offset, skipped count, time."""
+        return list(self._gaps)
+
+    @property
     def errors(self) -> list[str]:
         """Consumer errors seen while running (broker down...)."""
         return list(self._errors)
@@ -273,7 +290,8 @@ class Collector:
             if time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"collector on {self.topics}: waited {timeout:.1f}s for {what}; seen {self.count} outputs, "
-                    f"{self.ids_seen} distinct ids, {self.malformed} malformed, last arrival "
+                    f"{self.ids_seen} distinct ids, {self.malformed} malformed, {self.lost_to_retention} deleted "
+                    f"before read, last arrival "
                     f"{_ago(self._last_arrival)}; recent errors: {self._errors[-3:]}")
             time.sleep(0.01)
 
@@ -307,7 +325,7 @@ class Collector:
                 missing = [t for t in self.topics if t not in md.topics or md.topics[t].error is not None
                            or not md.topics[t].partitions]
                 if not missing:
-                    return [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics
+                    return [TopicPartition(t, p, 0) for t in self.topics
                             for p in sorted(md.topics[t].partitions)]
             except KafkaException as e:
                 last = str(e)
@@ -377,7 +395,7 @@ class Collector:
             md = consumer.list_topics(timeout=1.0)
         except KafkaException:
             return  # broker down; try again later
-        new = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics if t in md.topics
+        new = [TopicPartition(t, p, 0) for t in self.topics if t in md.topics
                for p in md.topics[t].partitions if (t, p) not in self._assigned]
         if new:
             consumer.incremental_assign(new)
@@ -398,7 +416,9 @@ class Collector:
         for m in msgs:
             err = m.error()
             if err is not None:
-                if err.code() != KafkaError._PARTITION_EOF:
+                if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    self._skip_deleted(consumer, m.topic(), m.partition(), m.offset())
+                elif err.code() != KafkaError._PARTITION_EOF:
                     self._errors.append(str(err))
                     if len(self._errors) > 1000:
                         del self._errors[:500]
@@ -424,6 +444,21 @@ class Collector:
             self._cols.append(now, keys, ws, we, lengths, flat, tix)
         self._mark_seen(flat)
         self._last_arrival = now
+
+    def _skip_deleted(self, consumer: Consumer, topic: str, partition: int, wanted: int) -> None:
+        """The offset we need is gone (retention): record the gap and go on from the log start."""
+        tp = TopicPartition(topic, partition)
+        low = consumer.get_watermark_offsets(tp, timeout=5.0)[0]
+        wanted = max(wanted, 0)
+        gap = {"topic": topic, "partition": partition, "from": wanted, "to": low,
+               "skipped": max(low - wanted, 0), "t": time.time()}
+        self._gaps.append(gap)
+        log.warning("collector: outputs %s[%d] offsets %d..%d were deleted by the broker before they were "
+                    "read (retention); %d outputs are missing from the record", topic, partition, wanted,
+                    low - 1, gap["skipped"])
+        # A partition in the reset-error state cannot be seek()ed; re-assign it at the log start.
+        consumer.incremental_unassign([tp])
+        consumer.incremental_assign([TopicPartition(topic, partition, low)])
 
     def _mark_seen(self, flat: list[int]) -> None:
         if not flat:

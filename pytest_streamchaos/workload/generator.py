@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 PoisonSpec = float | Collection[int] | Callable[[np.ndarray], np.ndarray]
 
 _IN_FLIGHT, _ACKED, _FAILED = 0, 1, 2
+_MAX_BATCH = 10_000
 
 
 class _Buffers:
@@ -166,6 +167,7 @@ class Generator:
         self._thread_error: BaseException | None = None
         self._t_start: float | None = None  # wall clock
         self._t_end: float | None = None  # wall clock when producing stopped
+        self._thread_cpu_s: float | None = None  # CPU time of the producing thread (benchmarks)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator:
@@ -269,7 +271,8 @@ class Generator:
 
     @property
     def rate_achieved(self) -> float:
-        """Acknowledged records per second over the producing span (start to stop)."""
+        """Acknowledged records per second over the producing span (start to the last tick that
+        produced, pauses included)."""
         if self._t_start is None:
             return 0.0
         end = self._t_end if self._t_end is not None else time.time()
@@ -300,7 +303,8 @@ class Generator:
         return {"rate_target": self.rate, "rate_achieved": self.rate_achieved, "produced": self._produced,
                 "acked": self._acked, "failed": self._failed, "in_flight": self.in_flight,
                 "skipped": self._skipped, "queue_full_events": self._queue_full,
-                "errors": len(self._errors), "fatal": str(self._fatal) if self._fatal else None}
+                "errors": len(self._errors), "fatal": str(self._fatal) if self._fatal else None,
+                "thread_cpu_s": self._thread_cpu_s}
 
     # ------------------------------------------------------------------ internals
     def _on_error(self, err: KafkaError) -> None:
@@ -339,7 +343,9 @@ class Generator:
         mono = time.monotonic
         wall_offset = time.time() - mono()  # monotonic -> wall clock for event times
         t0, base, rate = mono(), 0, self._rate
+        covered = t0
         self._t_start = t0 + wall_offset  # the schedule's origin: rate_achieved is measured from here
+        cpu0 = time.thread_time()
         while not self._stop.is_set():
             if self._fatal is not None:
                 log.error("producer hit a fatal error, generator stops: %s", self._fatal)
@@ -348,21 +354,22 @@ class Generator:
             if self._pending_rate is not None:
                 rate, self._rate, self._pending_rate = self._pending_rate, self._pending_rate, None
                 t0, base = now, self._produced
+            covered = now  # the schedule is produced up to here (rate_achieved's end point)
             if self._paused:
                 t0, base = now, self._produced
             else:
                 due = base + int((now - t0) * rate) - self._produced
                 max_backlog = int(rate * self.max_lag_s) + 1
-                if due > max_backlog:  # too far behind: forget the oldest due records
-                    self._skipped += due - max_backlog
-                    base += due - max_backlog
+                if due > max_backlog:  # too far behind: forget the oldest due records (their slots
+                    self._skipped += due - max_backlog  # in event time stay empty)
+                    base -= due - max_backlog
                     due = max_backlog
                 if self.max_records is not None:
                     due = min(due, self.max_records - self._produced)
                     if due <= 0 and self._produced >= self.max_records:
                         break
-                if due > 0:
-                    self._produce(p, due, t0, base, rate, wall_offset)
+                if due > 0:  # bounded batches, so delivery reports get served in between
+                    self._produce(p, min(due, _MAX_BATCH), t0, base, rate, wall_offset)
             next_tick = now + self.tick_s
             # Serve delivery callbacks while waiting for the next tick.
             while True:
@@ -370,7 +377,8 @@ class Generator:
                 if left <= 0:
                     break
                 p.poll(left)
-        self._t_end = time.time()
+        self._t_end = covered + wall_offset
+        self._thread_cpu_s = time.thread_time() - cpu0
 
     def _produce(self, p: Producer, n: int, t0: float, base: int, rate: float, wall_offset: float) -> None:
         start = self._produced

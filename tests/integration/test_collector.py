@@ -158,3 +158,21 @@ def test_aborted_transactions_are_not_collected(kafka):
     with Collector(kafka.bootstrap_servers, topic) as c:
         c.wait_until(lambda col: col.has_seen(999), timeout=20, what="the last committed output")
     assert sorted(c.outputs().ids.tolist()) == [*range(0, 5), *range(10, 15), 999]
+
+
+def test_outputs_deleted_by_retention_are_reported_not_skipped_silently(kafka):
+    topic = kafka.create_topic("col-retention", partitions=1)
+    n = 70_000  # ~7 MB: more than the embedded broker keeps per partition
+    produce(kafka.bootstrap_servers, topic, [b'{"id":%d,"pad":"%s"}' % (i, b"x" * 80) for i in range(n)])
+    probe = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "probe"})
+    try:
+        low, high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        probe.close()
+    if low == 0:
+        pytest.skip("this broker kept all 7 MB of the partition (no retention to observe)")
+    with Collector(kafka.bootstrap_servers, topic) as c:
+        c.wait_until(lambda col: col.count + col.lost_to_retention >= n, timeout=60, what="all offsets accounted")
+    assert c.retention_gaps[0]["from"] == 0 and c.retention_gaps[0]["to"] >= low
+    assert c.lost_to_retention + c.count == n == high
+    assert c.outputs().ids.min() == c.lost_to_retention  # ids equal offsets here

@@ -203,6 +203,20 @@ def test_pause_is_not_caught_up_and_set_rate_applies(kafka):
     assert gaps[before + 10:].mean() == pytest.approx(1 / 4000, rel=0.05)  # (event times are in ms)
 
 
+def test_falling_behind_skips_old_slots_instead_of_bursting(kafka):
+    topic = kafka.create_topic("gen-behind", partitions=2)
+    gen = Generator(kafka.bootstrap_servers, topic, rate=1_000_000, max_lag_s=0.1, seed=8)  # unreachable rate
+    t0 = time.time()
+    run_for(gen, 1.5)
+    st = gen.stats()
+    assert st["skipped"] > 0 and st["failed"] == 0, st
+    sent = gen.sent()
+    assert np.array_equal(sent.ids, np.arange(len(sent)))
+    assert (np.diff(sent.event_ts) >= 0).all()
+    # event times span the run (slots of skipped records stay empty) instead of being compressed
+    assert sent.event_ts[0] - t0 < 0.5 and sent.event_ts[-1] - sent.event_ts[0] > 1.0
+
+
 def test_missing_topic_is_a_clear_error(kafka):
     gen = Generator(kafka.bootstrap_servers, "no-such-topic-xyz", rate=10)
     with pytest.raises(RuntimeError, match="does not exist.*create_topic"):
