@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.analysis.trace import OutputRecords
 
@@ -296,7 +296,10 @@ class Collector:
             time.sleep(0.01)
 
     def outputs(self) -> OutputRecords:
-        """The outputs collected so far, in arrival order (a snapshot)."""
+        """The outputs collected so far, in arrival order (a snapshot).
+
+        ``keys`` are key numbers as floats (NaN: no key); windows are epoch seconds (NaN: none);
+        ``topic`` names the topic each output came from."""
         with self._lock:
             c = self._cols
             n = c.n
@@ -448,8 +451,18 @@ class Collector:
     def _skip_deleted(self, consumer: Consumer, topic: str, partition: int, wanted: int) -> None:
         """The offset we need is gone (retention): record the gap and go on from the log start."""
         tp = TopicPartition(topic, partition)
-        low = consumer.get_watermark_offsets(tp, timeout=5.0)[0]
         wanted = max(wanted, 0)
+        try:
+            low = consumer.get_watermark_offsets(tp, timeout=5.0)[0]
+        except KafkaException as e:  # broker unreachable right now: resume at the log start anyway
+            self._gaps.append({"topic": topic, "partition": partition, "from": wanted, "to": None,
+                               "skipped": 0, "t": time.time()})
+            log.warning("collector: %s[%d] offset %d was deleted before it was read; the log start is "
+                        "unknown (%s), so the number of missing outputs is not known", topic, partition,
+                        wanted, e)
+            consumer.incremental_unassign([tp])
+            consumer.incremental_assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+            return
         gap = {"topic": topic, "partition": partition, "from": wanted, "to": low,
                "skipped": max(low - wanted, 0), "t": time.time()}
         self._gaps.append(gap)

@@ -74,6 +74,27 @@ def test_stop_drains_everything_produced_before_stop(kafka):
     assert c.ids_seen == n
 
 
+def test_broker_down_while_collecting_loses_nothing(kafka):
+    topic = kafka.create_topic("col-fault", partitions=3, replication=3)
+    leader = kafka.leader_of(topic, 0)
+    c = Collector(kafka.bootstrap_servers, topic).start()
+    try:
+        produce(kafka.bootstrap_servers, topic, [b'{"id":%d}' % i for i in range(3000)])
+        kafka.broker_down(leader)
+        p = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5})
+        for i in range(3000, 6000):
+            p.produce(topic, b'{"id":%d}' % i, partition=i % 3)
+        time.sleep(2.0)  # the fault's duration
+        kafka.broker_up(leader)
+        assert p.flush(30) == 0
+        c.wait_until(6000, timeout=30)
+    finally:
+        kafka.broker_up(leader)
+        c.stop()
+    assert np.array_equal(np.sort(c.outputs().ids), np.arange(6000))
+    assert c.malformed == 0 and c.lost_to_retention == 0
+
+
 def test_custom_id_readers(kafka):
     topic = kafka.create_topic("col-custom", partitions=1)
     produce(kafka.bootstrap_servers, topic, [b"7|8|9", b"10"])
