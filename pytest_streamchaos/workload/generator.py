@@ -3,7 +3,7 @@
 It runs in a background thread of the pytest process and records the ground truth's raw material
 (:class:`~pytest_streamchaos.analysis.trace.SentRecords`) for every record the broker acknowledged.
 
-Pacing is a token bucket on ``time.monotonic``: every tick (5 ms by default) the thread produces
+Pacing is a token bucket on ``time.monotonic``: every tick (10 ms by default) the thread produces
 the records that are due since the start, so the rate does not drift over long runs. A generator
 that falls behind (queue full while a broker is down) catches up, but by at most ``max_lag_s`` of
 records; older due records are *skipped* (never created, so never in the ground truth).
@@ -99,7 +99,7 @@ class Generator:
         id_start: int = 0,
         max_records: int | None = None,
         message_timeout_s: float = 60.0,
-        tick_s: float = 0.005,
+        tick_s: float = 0.01,
         max_lag_s: float = 1.0,
         producer_config: dict[str, Any] | None = None,
     ) -> None:
