@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
 RESULTS = Path(__file__).parent / "results" / "stack.json"
@@ -31,11 +33,13 @@ def spark_run(workers: int) -> dict:
         try:
             cluster.start()
             t_start = time.perf_counter() - t0
+            # CPU the daemons burnt to get there: the load-independent part of the start-up cost
+            cpu = sum(sum(psutil.Process(p.pid).cpu_times()[:2]) for p in cluster.processes())
         finally:
             t1 = time.perf_counter()
             cluster.stop()
             t_stop = time.perf_counter() - t1
-        return {"start_s": round(t_start, 2), "teardown_s": round(t_stop, 2),
+        return {"start_s": round(t_start, 2), "teardown_s": round(t_stop, 2), "daemon_cpu_s": round(cpu, 2),
                 "nudged_workers": cluster.nudged_workers, "load_avg_1m": round(load, 2)}
 
 
@@ -70,7 +74,8 @@ def main() -> None:
         r = spark_run(args.workers)
         runs.append(r)
         print(f"spark run {i + 1}: alive after {r['start_s']:.2f}s, teardown {r['teardown_s']:.2f}s "
-              f"(nudged {r['nudged_workers']}, load {r['load_avg_1m']})", flush=True)
+              f"(daemon CPU {r['daemon_cpu_s']:.1f}s, nudged {r['nudged_workers']}, load {r['load_avg_1m']})",
+              flush=True)
     starts = [r["start_s"] for r in runs]
     stops = [r["teardown_s"] for r in runs]
     summary = {
