@@ -205,6 +205,11 @@ class _Run:
                            input_topic=in_topic, checkpoint=watcher, collector=collector, poison=poison)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
         self.topics = {"input": in_topic, "output": out_topic, "side": side_topic}
+        # the run names the topics, so the oracle learns them here unless the test set its own
+        if self.oracle.topic is None:
+            self.oracle.topic = out_topic
+        if self.oracle.side_topic is None:
+            self.oracle.side_topic = side_topic
         started = []
         try:
             collector.start()

@@ -54,6 +54,9 @@ class ChaosRun:
     sent: int
     outputs: int
     trace: Trace | None = field(default=None, repr=False)
+    #: what the harness knows about the run: parameters, effective settings, generator/collector
+    #: statistics, warnings (JSON-ready; empty for a run built from a bare trace)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
@@ -195,6 +198,7 @@ class ChaosRun:
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput")},
             "metrics": m,
             "timeline": [_event_dict(e) for e in self.timeline],
+            "meta": self.meta,
         }
 
     def to_json(self, **kw: Any) -> str:
