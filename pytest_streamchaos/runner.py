@@ -195,7 +195,8 @@ class _Run:
         self._check_delay_classes(job)
 
         poison = PoisonSchedule()
-        collector = Collector(kafka.bootstrap_servers, [out_topic, side_topic], id_reader=self.id_reader)
+        collector = Collector(kafka.bootstrap_servers, [out_topic, side_topic], id_reader=self.id_reader,
+                              commit_log=control_topic_for(out_topic))
         generator = Generator(kafka.bootstrap_servers, in_topic, s.rate, key_space=s.key_space, skew=s.skew,
                               record_size=s.record_size, late_fraction=s.late_fraction, poison=poison,
                               seed=hash(self.c.nodeid) & 0xFFFF)

@@ -61,6 +61,17 @@ class PoisonSchedule:
         return mask
 
 
+class _Resolving:
+    """Remembers which instance each occurrence hit (e.g. 'busiest' -> worker 1) for the timeline."""
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+        self.resolved: dict[int, Any] = {}
+
+    def _name(self, planned: PlannedFault, prefix: str) -> str:
+        return f"{prefix}-{self.resolved.get(id(planned), '?')}"
+
+
 def _sig(planned: PlannedFault) -> int:
     return _SIGNALS[planned.spec.params.get("signal", "SIGKILL")]
 
@@ -80,16 +91,14 @@ def _worker_index(ctx: FaultContext, planned: PlannedFault) -> int:
     return busiest_worker(ctx.cluster)
 
 
-class KillWorker:
-    def __init__(self, ctx: FaultContext) -> None:
-        self.ctx = ctx
+class KillWorker(_Resolving):
 
     def target(self, planned: PlannedFault) -> str:
-        return f"worker-{planned.spec.params.get('_resolved', _worker_index(self.ctx, planned))}"
+        return self._name(planned, "worker")
 
     def inject(self, planned: PlannedFault) -> int:
         i = _worker_index(self.ctx, planned)
-        planned.spec.params["_resolved"] = i
+        self.resolved[id(planned)] = i
         self.ctx.cluster.kill_worker(i, _sig(planned))
         return i
 
@@ -132,9 +141,7 @@ class KillDriver:
         self.ctx.job.restart()
 
 
-class KillMaster:
-    def __init__(self, ctx: FaultContext) -> None:
-        self.ctx = ctx
+class KillMaster(_Resolving):
 
     def _index(self, planned: PlannedFault) -> int:
         masters = self.ctx.cluster.masters
@@ -151,11 +158,11 @@ class KillMaster:
         return ai
 
     def target(self, planned: PlannedFault) -> str:
-        return f"master-{planned.spec.params.get('_resolved', '?')}"
+        return self._name(planned, "master")
 
     def inject(self, planned: PlannedFault) -> int:
         i = self._index(planned)
-        planned.spec.params["_resolved"] = i
+        self.resolved[id(planned)] = i
         self.ctx.cluster.kill_master(i, _sig(planned))
         return i
 
@@ -163,9 +170,7 @@ class KillMaster:
         self.ctx.cluster.restart_master(i)
 
 
-class KillBroker:
-    def __init__(self, ctx: FaultContext) -> None:
-        self.ctx = ctx
+class KillBroker(_Resolving):
 
     def _broker(self, planned: PlannedFault) -> int:
         idx = planned.spec.index
@@ -176,11 +181,11 @@ class KillBroker:
         return self.ctx.kafka.leader_of(self.ctx.input_topic, 0)
 
     def target(self, planned: PlannedFault) -> str:
-        return f"broker-{planned.spec.params.get('_resolved', '?')}"
+        return self._name(planned, "broker")
 
     def inject(self, planned: PlannedFault) -> int:
         b = self._broker(planned)
-        planned.spec.params["_resolved"] = b
+        self.resolved[id(planned)] = b
         self.ctx.kafka.broker_down(b)
         return b
 

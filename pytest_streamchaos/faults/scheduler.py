@@ -96,8 +96,8 @@ class FaultScheduler:
                                          f"within {p.spec.timeout:g}s")
                 return
         try:
-            target = action.target(p)
             handle = action.inject(p)
+            target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
             self._error(p, f"inject failed: {exc}")
             return

@@ -20,6 +20,12 @@ Two limits of librdkafka's mock cluster (the embedded ``local`` broker) matter h
 most ~5 MB or 100,000 produce batches per partition (older data is deleted), and it does not
 implement transaction isolation (records of aborted transactions reach read_committed consumers).
 A real Kafka broker (docker backend) has neither limit.
+
+For the exactly-once sink (:class:`~pytest_streamchaos.spark.kafka_sink.ExactlyOnceKafkaSink`),
+pass ``commit_log=<its control topic>``: the collector then applies the sink's commit rule itself
+(:class:`~pytest_streamchaos.spark.eos.CommitLog`), so an output counts only once its transaction's
+commit marker is seen, *arrives* at that moment (as under read_committed), and outputs of aborted,
+fenced or replayed attempts are dropped -- on any broker, the mock included.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.analysis.trace import OutputRecords
+from pytest_streamchaos.spark.eos import CommitLog, attempt_of
 
 try:  # orjson is several times faster; optional ("fast" extra)
     import orjson
@@ -80,14 +87,15 @@ class _Columns:
         self.wstart = np.empty(capacity, np.float64)
         self.wend = np.empty(capacity, np.float64)
         self.topic = np.empty(capacity, np.int16)
+        self.attempt = np.empty(capacity, np.int32)  #: exactly-once attempt code, -1 = none
         self.ids = np.empty(capacity, np.int64)
 
     def append(self, arrival: float, keys: list[int], ws: list[float], we: list[float],
-               lengths: list[int], flat: list[int], topic: list[int]) -> None:
+               lengths: list[int], flat: list[int], topic: list[int], attempt: list[int]) -> None:
         k, f = len(lengths), len(flat)
         if self.n + k > self.arrival.shape[0]:
             cap = max(self.n + k, 2 * self.arrival.shape[0])
-            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic"):
+            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic", "attempt"):
                 old = getattr(self, name)
                 new = np.empty(cap, old.dtype)
                 new[: self.n] = old[: self.n]
@@ -102,6 +110,7 @@ class _Columns:
         self.keys[s] = keys
         self.wstart[s] = ws
         self.wend[s] = we
+        self.attempt[s] = attempt
         self.topic[s] = topic
         self.ids[self.m:self.m + f] = flat
         self.n += k
@@ -121,6 +130,9 @@ class Collector:
         max_samples: malformed outputs kept as raw samples.
         topic_timeout_s: how long :meth:`start` waits for the topics to exist.
         consumer_config: extra librdkafka settings.
+        commit_log: the exactly-once sink's control topic (``<output>.streamchaos-commits``): outputs
+            written by that sink count only once their attempt's commit marker is seen (see the module
+            docstring).
     """
 
     def __init__(
@@ -132,6 +144,7 @@ class Collector:
         max_samples: int = 100,
         topic_timeout_s: float = 30.0,
         consumer_config: dict[str, Any] | None = None,
+        commit_log: str | None = None,
     ) -> None:
         if not bootstrap_servers:
             raise ValueError("bootstrap_servers is empty; pass kafka.bootstrap_servers")
@@ -159,6 +172,11 @@ class Collector:
             **(consumer_config or {}),
         }
         self._cols = _Columns()
+        self.commit_log_topic = commit_log
+        self._commit_log = CommitLog()
+        self._attempt_codes: dict[str, int] = {}
+        self._commit_t: dict[int, float] = {}  #: attempt code -> when its commit marker was read
+        self._pending_ids: dict[int, list[int]] = {}  #: attempt code -> ids not yet visible
         self._lock = threading.Lock()
         self._consumer: Consumer | None = None
         self._thread: threading.Thread | None = None
@@ -307,7 +325,7 @@ class Collector:
             np.cumsum(c.lengths[:n], out=offsets[1:])
             keys = c.keys[:n].astype(np.float64)
             keys[keys == _NO_KEY] = np.nan
-            return OutputRecords(
+            out = OutputRecords(
                 arrival_ts=c.arrival[:n].copy(),
                 offsets=offsets,
                 ids=c.ids[: c.m].copy(),
@@ -316,6 +334,18 @@ class Collector:
                 window_end=c.wend[:n].copy(),
                 topic=np.asarray(self.topics, dtype=object)[c.topic[:n]],
             )
+            if self.commit_log_topic is None:
+                return out
+            attempt = c.attempt[:n].copy()
+            commit_t = dict(self._commit_t)
+        return _committed_view(out, attempt, commit_t)
+
+    @property
+    def dropped_uncommitted(self) -> int:
+        """Outputs of exactly-once attempts that never counted (aborted, fenced, replayed, or still open)."""
+        with self._lock:
+            a = self._cols.attempt[: self._cols.n]
+            return int(((a >= 0) & ~np.isin(a, list(self._commit_t))).sum())
 
     # ------------------------------------------------------------------ internals
     def _wait_for_partitions(self, consumer: Consumer) -> list[TopicPartition]:
@@ -325,11 +355,11 @@ class Collector:
         while True:
             try:
                 md = consumer.list_topics(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
-                missing = [t for t in self.topics if t not in md.topics or md.topics[t].error is not None
+                wanted = self.topics + ([self.commit_log_topic] if self.commit_log_topic else [])
+                missing = [t for t in wanted if t not in md.topics or md.topics[t].error is not None
                            or not md.topics[t].partitions]
                 if not missing:
-                    return [TopicPartition(t, p, 0) for t in self.topics
-                            for p in sorted(md.topics[t].partitions)]
+                    return [TopicPartition(t, p, 0) for t in wanted for p in sorted(md.topics[t].partitions)]
             except KafkaException as e:
                 last = str(e)
             if time.monotonic() >= deadline:
@@ -416,6 +446,7 @@ class Collector:
         ws: list[float] = []
         we: list[float] = []
         tix: list[int] = []
+        att: list[int] = []
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -427,6 +458,9 @@ class Collector:
                         del self._errors[:500]
                 continue
             value, mkey = m.value(), m.key()
+            if m.topic() == self.commit_log_topic:
+                self._apply_commit(value, now)
+                continue
             try:
                 ids, key, w0, w1 = self._read(value, mkey)
             except Exception as e:  # an unreadable output is a finding
@@ -441,11 +475,40 @@ class Collector:
             ws.append(w0)
             we.append(w1)
             tix.append(topic_index[m.topic()])
+            code = -1
+            if self.commit_log_topic is not None:
+                attempt = attempt_of(m.headers())
+                if attempt is not None:
+                    code = self._attempt_codes.setdefault(attempt, len(self._attempt_codes))
+                    if code not in self._commit_t:  # not visible until its transaction counts
+                        self._pending_ids.setdefault(code, []).extend(ids)
+            att.append(code)
         if not lengths:
             return
         with self._lock:
-            self._cols.append(now, keys, ws, we, lengths, flat, tix)
-        self._mark_seen(flat)
+            self._cols.append(now, keys, ws, we, lengths, flat, tix, att)
+        visible = flat
+        if self.commit_log_topic is not None:
+            visible = [i for c, n0, n1 in _spans(att, lengths) if c == -1 or c in self._commit_t
+                       for i in flat[n0:n1]]
+        if visible:
+            self._mark_seen(visible)
+            self._last_arrival = now
+
+    def _apply_commit(self, value: bytes | None, now: float) -> None:
+        """One record of the exactly-once sink's control topic: an attempt may become visible."""
+        try:
+            counted = self._commit_log.apply(value or b"")
+        except (ValueError, KeyError, TypeError) as e:
+            self._errors.append(f"unreadable commit-log record: {e}")
+            return
+        if counted is None:
+            return
+        code = self._attempt_codes.setdefault(counted, len(self._attempt_codes))
+        self._commit_t[code] = now
+        ids = self._pending_ids.pop(code, [])
+        if ids:
+            self._mark_seen(ids)
         self._last_arrival = now
 
     def _skip_deleted(self, consumer: Consumer, topic: str, partition: int, wanted: int) -> None:
@@ -601,3 +664,40 @@ def _time_s(v: Any) -> float:
 
 def _ago(t: float | None) -> str:
     return "never" if t is None else f"{time.time() - t:.1f}s ago"
+
+
+def _spans(codes: list[int], lengths: list[int]):
+    """(code, start, end) of each output's slice of the flat id list."""
+    pos = 0
+    for code, n in zip(codes, lengths, strict=True):
+        yield code, pos, pos + n
+        pos += n
+
+
+def _committed_view(out: OutputRecords, attempt: np.ndarray, commit_t: dict[int, float]) -> OutputRecords:
+    """Keep outputs with no attempt or a counted one; a counted output arrives when its commit marker
+    was read (as under read_committed); re-sort by arrival, keeping CSR ids aligned."""
+    ct = np.full(max(len(commit_t), int(attempt.max(initial=-1)) + 1, 1), np.nan)
+    for code, t in commit_t.items():
+        ct[code] = t
+    has = attempt >= 0
+    visible_t = np.where(has, ct[np.where(has, attempt, 0)], out.arrival_ts)
+    keep = ~np.isnan(visible_t)
+    arrival = np.maximum(out.arrival_ts, np.nan_to_num(visible_t, nan=-np.inf))
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(arrival[rows], kind="stable")]
+    lengths = np.diff(out.offsets)[rows]
+    offsets = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if rows.shape[0]:
+        starts = out.offsets[:-1][rows]
+        flat_idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+        ids = out.ids[flat_idx]
+    else:
+        ids = out.ids[:0]
+    def pick(col: np.ndarray | None) -> np.ndarray | None:
+        return None if col is None else col[rows]
+
+    return OutputRecords(arrival_ts=arrival[rows], offsets=offsets, ids=ids, keys=pick(out.keys),
+                         window_start=pick(out.window_start), window_end=pick(out.window_end),
+                         topic=pick(out.topic))
