@@ -64,6 +64,27 @@ class _LogFile:
     offset: int = 0
 
 
+def _normalise(progress: dict[str, Any]) -> None:
+    """Make an event-log progress dict look like ``StreamingQueryProgress.json``.
+
+    The event log serialises the progress object field by field: the derived totals
+    (``numInputRows``, ``inputRowsPerSecond``, ``processedRowsPerSecond`` -- sums over the sources)
+    are missing and source offsets are JSON *strings*. Add the totals and parse the offsets.
+    """
+    sources = progress.get("sources") or []
+    for key in ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"):
+        if key not in progress:
+            progress[key] = sum((src.get(key) or 0) for src in sources)
+    for src in sources:
+        for key in ("startOffset", "endOffset", "latestOffset"):
+            value = src.get(key)
+            if isinstance(value, str):
+                try:
+                    src[key] = json.loads(value)
+                except ValueError:
+                    pass  # a source-specific non-JSON offset: keep the text
+
+
 class EventLogTailer:
     """Incrementally reads the JSON-lines event logs in one directory.
 
@@ -228,6 +249,7 @@ class SparkProgress:
             duration = progress.get("batchDuration")
             if duration is None:
                 duration = (progress.get("durationMs") or {}).get("triggerExecution", 0)
+            _normalise(progress)
             progress["t_start"] = start
             progress["t_end"] = start + duration / 1000.0
             progress["app_id"] = app

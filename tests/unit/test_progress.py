@@ -20,9 +20,11 @@ from pytest_streamchaos.observe.progress import (
 
 def _progress(batch_id: int, ts: str, rows: int, start: dict | None, end: dict) -> dict:
     return {"Event": EV_PROGRESS, "progress": {
-        "id": "q", "runId": "r", "timestamp": ts, "batchId": batch_id, "numInputRows": rows,
+        "id": "q", "runId": "r", "timestamp": ts, "batchId": batch_id,
         "batchDuration": 500, "durationMs": {"triggerExecution": 500, "addBatch": 300},
-        "sources": [{"description": "kafka", "startOffset": start, "endOffset": end, "numInputRows": rows}]}}
+        # As in the event log: offsets are JSON strings, and there is no top-level numInputRows.
+        "sources": [{"description": "kafka", "startOffset": None if start is None else json.dumps(start),
+                     "endOffset": json.dumps(end), "numInputRows": rows}]}}
 
 
 def _write(path: Path, events: list[dict], *, partial: str = "") -> None:
@@ -77,6 +79,7 @@ def test_progress_and_timeline_incremental_across_restart(tmp_path: Path):
     assert sp.app_ids == ["app-1", "app-2"]
     assert [(b["app_id"], b["batchId"]) for b in sp.batches] == [("app-1", 0), ("app-2", 1)]
     assert sp.batches[1]["sources"][0]["endOffset"] == {"t": {"0": 15}}
+    assert sp.batches[1]["numInputRows"] == 5  # the total the event log leaves out
     assert sp.last_batch_id() == 1
     assert sp.poll() == 0  # nothing new: nothing re-read
 
