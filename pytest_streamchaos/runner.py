@@ -229,7 +229,7 @@ class _Run:
             self.phases["load_end"] = time.time()
             self.recorder.record("load_end")
             scheduler.stop()
-            self._drain(job, collector, progress, generator)
+            self._drain(job, collector, progress, generator, watcher)
             self.phases["drain_end"] = time.time()
             self.recorder.record("drain_end")
         finally:
@@ -302,20 +302,30 @@ class _Run:
                 exited_seen = False
             time.sleep(POLL_S)
 
-    def _drain(self, job: Any, collector: Collector, progress: SparkProgress, generator: Generator) -> None:
-        """Until every acknowledged id came out, or nothing new came for ``settle_seconds``."""
+    def _drain(self, job: Any, collector: Collector, progress: SparkProgress, generator: Generator,
+               watcher: CheckpointWatcher) -> None:
+        """Until the job has committed every input offset (it caught up), then until the outputs
+        settle (no new output for ``settle_seconds``, or every acknowledged id came out)."""
         s = self.spec
         deadline = time.time() + s.drain_timeout
-        acked = generator.acked
+        ends = input_end_offsets(self.c.kafka.bootstrap_servers, self.topics["input"])
+        caught_up_at = None
         while time.time() < deadline:
             progress.poll()
-            if isinstance(self.oracle, IdentityOracle) and self.oracle.filter is None and collector.ids_seen >= acked:
-                return
-            last = max(collector.last_arrival or 0.0, self.phases["load_end"])
-            if time.time() - last > s.settle_seconds:
-                return
+            if caught_up_at is None and committed_past(watcher, self.topics["input"], ends):
+                caught_up_at = time.time()
+                self.recorder.record("caught_up", "", t=caught_up_at)
+            if caught_up_at is not None:
+                if (isinstance(self.oracle, IdentityOracle) and self.oracle.filter is None
+                        and collector.ids_seen >= generator.acked):
+                    return
+                last = max(collector.last_arrival or 0.0, caught_up_at)
+                if time.time() - last > s.settle_seconds:
+                    return
             time.sleep(POLL_S)
-        self.warnings.append(f"outputs still arriving after drain_timeout={s.drain_timeout:g}s")
+        what = "the outputs to settle" if caught_up_at else f"the job to commit the input's end offsets {ends}"
+        self.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
+                             "inputs still in flight then are reported as lost")
 
     # -- verdict -------------------------------------------------------------------------------
     def _verdict(self, job: Any, generator: Generator, collector: Collector, progress: SparkProgress,
@@ -343,3 +353,34 @@ class _Run:
             "warnings": self.warnings,
         })
         return run
+
+
+def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """The end offset (high watermark) of every partition of ``topic`` now."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "streamchaos-drain",
+                  "enable.auto.commit": False})
+    try:
+        parts = c.list_topics(topic, timeout=timeout).topics[topic].partitions
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in parts}
+    finally:
+        c.close()
+
+
+def committed_past(watcher: CheckpointWatcher, topic: str, ends: dict[int, int]) -> bool:
+    """True when the latest committed micro-batch read ``topic`` up to ``ends`` (every partition).
+
+    Reads the checkpoint's offsets log entry of the newest committed batch; the Kafka source offset
+    (Spark's connector and ours alike) is ``{topic: {partition: next_offset}}``."""
+    n = watcher.latest_committed_batch()
+    if n is None:
+        return not any(ends.values())
+    entry = watcher.offsets(n)
+    if entry is None:
+        return False
+    for src in entry["sources"]:
+        if isinstance(src, dict) and topic in src:
+            got = {int(p): int(o) for p, o in src[topic].items()}
+            return all(got.get(p, 0) >= end for p, end in ends.items())
+    return False

@@ -725,7 +725,10 @@ def compute_metrics(
         downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
         recovery_run, cost_run = 0.0, 0.0
 
-    lat_fin = lat_sorted[np.isfinite(lat_sorted)]
+    # Overall percentiles describe the measured part of the run (load + drain), not the startup
+    # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
+    measured = lat_sorted[int(np.searchsorted(arr_sorted, load_start, side="left")):]
+    lat_fin = measured[np.isfinite(measured)]
     if lat_fin.size:
         o50, o95, o99 = (float(v) for v in np.quantile(lat_fin, [0.5, 0.95, 0.99]))
         peak_all = float(lat_fin.max())
