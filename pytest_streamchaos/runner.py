@@ -218,6 +218,9 @@ class _Run:
             self.phases["start"] = time.time()
             job.start()
             self.recorder.record("job_submitted", "driver", script=self.script.name)
+            # Load starts when the query runs: a backlog built up during the JVMs' start-up is
+            # excluded from the baseline anyway and only makes the warm-up longer.
+            self._wait_query_started(job, progress)
             generator.start()
             started.append(generator)
             steady = self._warm_up(job, collector, progress)
@@ -255,6 +258,18 @@ class _Run:
 
     def _fail(self, job: Any, what: str) -> RunError:
         return RunError(f"{what}\n--- job log ({job.name}) tail ---\n{job.tail_log(40)}")
+
+    def _wait_query_started(self, job: Any, progress: SparkProgress) -> None:
+        deadline = time.time() + self.spec.warmup_timeout
+        while time.time() < deadline:
+            progress.poll()
+            if any(e.kind == "query_started" for e in progress.timeline):
+                return
+            if not job.alive:
+                raise self._fail(job, f"the job exited (code {job.returncode}) before its streaming query started")
+            time.sleep(POLL_S)
+        raise self._fail(job, f"the streaming query did not start within warmup_timeout={self.spec.warmup_timeout:g}s "
+                              "(awaited a QueryStartedEvent in the job's event log)")
 
     def _warm_up(self, job: Any, collector: Collector, progress: SparkProgress) -> float:
         """Wait for output, then for three stable micro-batches without backlog; return that time."""

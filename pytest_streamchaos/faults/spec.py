@@ -103,7 +103,7 @@ class FaultSpec:
         at = f"when={self.when}" if self.when else f"@{self.after:g}s"
         rep = f" x{self.times}/{self.every:g}s" if self.every else ""
         extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
-        return f"{self.kind}[{where}]{at}{rep}{extra}"
+        return f"{self.kind}{f'[{where}]' if where else ''}{at}{rep}{extra}"
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if v not in (None, {}) and k != "params"}

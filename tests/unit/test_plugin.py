@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 
-
 def test_registered_through_entry_point(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--trace-config", "--co", "-q")
     result.stdout.fnmatch_lines(["*streamchaos*pytest_streamchaos*plugin*"])
