@@ -63,9 +63,15 @@ def one_run(spark: LocalSparkCluster, kafka: LocalKafkaCluster, workdir: Path, r
         job = launcher.submit(PIPELINE, config=cfg)
         try:
             job.wait_for(lambda _j: collector.count > 0, TIMEOUT, "the first output record")
-            t_first = collector.outputs().arrival_ts.min()
+            t_first = float(collector.outputs().arrival_ts.min())
             job.wait_for(lambda _j: collector.has_seen(ids), TIMEOUT, f"all {n} records in the output")
             t_all = collector.last_arrival
+
+            def batch_reported(j) -> bool:  # progress comes after the batch's commit, so a moment later
+                j.progress.poll()
+                return any(b.get("numInputRows", 0) > 0 for b in j.progress.batches)
+
+            job.wait_for(batch_reported, 120, "the progress event of the first batch with input")
         finally:
             launcher.stop_all()
     p = job.progress
