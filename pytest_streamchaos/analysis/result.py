@@ -162,6 +162,26 @@ class ChaosRun:
             )
         return "\n".join(lines)
 
+    def describe(self) -> str:
+        """The human report of the run: headline numbers, per-fault recovery, and the timeline."""
+        lat, rt = self.latency, self.recovery_time
+        rec = "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
+        lines = [
+            f"sent {self.sent} records, read {self.outputs} outputs; lost {self.lost}, duplicates "
+            f"{self.duplicates}, incorrect {self.incorrect}",
+            f"guarantee declared {self.guarantee}, delivered {self.guarantee_delivered}; reliability "
+            f"{self.reliability:.6f}; reliable throughput {self.reliable_throughput:.1f} ids/s",
+            f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
+            f"(baseline {lat.baseline:.2f}s)",
+            f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {self.failure_cost:.2f}s",
+            *self.context().splitlines()[1:],
+            "timeline:",
+            *("  " + line for line in self.timeline_lines()),
+        ]
+        for w in self.meta.get("warnings", []):
+            lines.append(f"warning: {w}")
+        return "\n".join(lines)
+
     def timeline_lines(self) -> list[str]:
         return render_timeline(self.timeline, self.metrics.t0)
 

@@ -110,3 +110,18 @@ def test_unknown_guarantee_is_rejected():
 
 def test_not_recovered_sentinel_pickles_as_singleton():
     assert pickle.loads(pickle.dumps(NOT_RECOVERED)) is NOT_RECOVERED
+
+
+def test_report_has_headline_numbers_faults_and_timeline() -> None:
+    from pytest_streamchaos.analysis.result import ChaosRun
+    from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace
+
+    trace = stateless_trace(rate=100, duration=60, faults=[20.0], outages=[Outage(20.0, 6.0, catch_up_rate=400)])
+    run = ChaosRun.from_trace(trace, guarantee="at-least-once")
+    run.meta["warnings"] = ["drain timed out"]
+    text = run.describe()
+    assert "sent 6000 records" in text and "lost 0" in text
+    assert "guarantee declared at-least-once, delivered exactly-once" in text
+    assert "fault 0 (fault_injected worker-1 at +20.0s)" in text
+    assert "timeline:" in text and "fault_injected" in text
+    assert text.endswith("warning: drain timed out")

@@ -1,0 +1,29 @@
+"""``python -m pytest_streamchaos.demo``: the main job of the README.
+
+Runs the demo chaos test (``tests/chaos/test_demo.py``: the stateless enrichment pipeline on the
+embedded stack, a worker killed under load and restarted) and prints its report: the verdict, the
+recovery metrics, the fault timeline, and the session's chaos table. Extra arguments go to pytest.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = Path(__file__).resolve().parent.parent
+    demo = root / "tests" / "chaos" / "test_demo.py"
+    if not demo.is_file():
+        print(f"streamchaos demo: {demo} not found; run the demo from a checkout of pytest-streamchaos "
+              "(pip install -e .), e.g. ./dev demo", file=sys.stderr)
+        return 2
+    args = [str(demo), "-m", "chaos", "-s", "-p", "no:cacheprovider", f"--rootdir={root}",
+            f"--chaos-report={root / 'chaos-report.json'}", *(argv if argv is not None else sys.argv[1:])]
+    return int(pytest.main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
