@@ -18,13 +18,16 @@ from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     kafka,
     spark_cluster,
+    spark_cluster_ha,
     streamchaos_kafka_session,
     streamchaos_settings,
+    streamchaos_spark_ha_session,
     streamchaos_spark_session,
 )
 
 MARKERS = (
-    "chaos: a chaos test of a streaming job (select with -m chaos)",
+    "chaos(ha=False): a chaos test of a streaming job (select with -m chaos); ha=True runs it on a "
+    "highly available cluster (two masters + ZooKeeper)",
     "sla(**bounds): SLA bounds checked after the test's chaos run "
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee)",
     *marker_lines(),
@@ -76,7 +79,7 @@ def checkpoint_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def chaos(request: pytest.FixtureRequest, spark_cluster: Any, kafka: Any, tmp_path: Path,  # noqa: F811
+def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F811
           streamchaos_settings: _settings.Settings) -> Iterator[Any]:  # noqa: F811
     """Runs your streaming job on the stack under load with this test's fault marks:
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
@@ -84,6 +87,9 @@ def chaos(request: pytest.FixtureRequest, spark_cluster: Any, kafka: Any, tmp_pa
     from pytest_streamchaos.runner import Chaos
 
     item = request.node
+    mark = item.get_closest_marker("chaos")
+    ha = bool(mark.kwargs.get("ha", False)) if mark is not None else False
+    # Faults are checked before any JVM starts: a host that cannot run them skips the test at once.
     specs = item.stash.get(FAULTS_KEY, None)
     if specs is None:
         specs = specs_for_item(item)
@@ -94,8 +100,9 @@ def chaos(request: pytest.FixtureRequest, spark_cluster: Any, kafka: Any, tmp_pa
             reason = caps.missing(spec.kind)
             if reason:
                 pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
+    cluster = request.getfixturevalue("spark_cluster_ha" if ha else "spark_cluster")
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
-    harness = Chaos(cluster=spark_cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
+    harness = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                     test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
                     java_home=streamchaos_settings.java_home)
     item.stash[RUNS_KEY] = harness.runs
@@ -111,8 +118,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     if not runs:
         return result
     bounds: dict[str, Any] = {}
-    for mark in reversed(list(item.iter_markers("sla"))):
-        bounds.update(mark.kwargs)
+    for sla in reversed(list(item.iter_markers("sla"))):
+        bounds.update(sla.kwargs)
     for run in runs:
         run.assert_sla(**bounds)
     return result

@@ -43,6 +43,30 @@ def spark_cluster(streamchaos_spark_session, streamchaos_settings: Settings) -> 
 
 
 @pytest.fixture(scope="session")
+def streamchaos_spark_ha_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+    """A second, highly available cluster (two masters + ZooKeeper), started only when a test asks
+    for it (``@pytest.mark.chaos(ha=True)`` or the ``spark_cluster_ha`` fixture)."""
+    from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+
+    s = streamchaos_settings
+    cluster = LocalSparkCluster(tmp_path_factory.mktemp("spark-ha"), workers=s.workers, worker_cores=s.worker_cores,
+                                worker_memory=s.worker_memory, ha=True, java_home=s.java_home,
+                                start_timeout=s.start_timeout)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def spark_cluster_ha(streamchaos_spark_ha_session, streamchaos_settings: Settings) -> Iterator:
+    """The HA cluster (two masters, ZooKeeper recovery), healed before the test."""
+    streamchaos_spark_ha_session.heal(timeout=streamchaos_settings.start_timeout)
+    yield streamchaos_spark_ha_session
+
+
+@pytest.fixture(scope="session")
 def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
     """The session's embedded Kafka cluster (started on first use, stopped at session end)."""
     from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
