@@ -279,10 +279,12 @@ class NetworkAction:
     def build(self, planned: PlannedFault) -> net.NetworkFault:
         s = planned.spec
         eps = link_endpoints(self.ctx, str(s.target))
-        names = None if s.target in ("kafka",) or str(s.target).startswith("broker") else None
-        ports = net.ports_of(*eps, names=names)
+        # only the ports peers connect to (not web UIs): that is the link the fault is about
+        ports = net.ports_of(*eps, names=[n for e in eps for n in e.ports if n != "webui"])
         if s.kind == "network_delay":
-            return net.NetworkDelay(ports, s.params["ms"], s.params.get("jitter_ms", 0))
+            # every packet of the link, either way, is held ``ms``: a heartbeat and its reply are
+            # both late, as with netem on both hosts of a link (PGVal's packet delay)
+            return net.NetworkDelay(ports, s.params["ms"], s.params.get("jitter_ms", 0), direction="both")
         if s.kind == "packet_loss":
             return net.PacketLoss(ports, s.params["percent"])
         if s.kind == "network_partition":

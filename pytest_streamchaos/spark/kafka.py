@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pytest_streamchaos.spark.kafka_source import SOURCE_NAME, KafkaDataSource
@@ -30,6 +31,10 @@ def register_kafka_source(spark: Any) -> None:
     spark.dataSource.register(KafkaDataSource)
 
 
+#: set by the harness: how long a read may stall on the broker before the task fails (ms)
+ENV_KAFKA_TIMEOUT_MS = "STREAMCHAOS_KAFKA_TIMEOUT_MS"
+
+
 def read_kafka(spark: Any, bootstrap_servers: str, topic: str, *, use_connector: bool | None = None,
                **options: Any):
     """A streaming DataFrame of ``topic`` (comma-separated for several) with Spark's Kafka columns:
@@ -48,6 +53,10 @@ def read_kafka(spark: Any, bootstrap_servers: str, topic: str, *, use_connector:
         register_kafka_source(spark)
         reader = spark.readStream.format(SOURCE_NAME)
     reader = reader.option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
+    timeout_ms = os.environ.get(ENV_KAFKA_TIMEOUT_MS)
+    if timeout_ms and not use_connector and "pollTimeoutMs" not in options:
+        # the harness's failure-detection timeout for the Kafka link (PD<TO / PD>TO is checked against it)
+        options = {"pollTimeoutMs": timeout_ms, **options}
     for k, v in options.items():
         reader = reader.option(k, str(v))
     return reader.load()

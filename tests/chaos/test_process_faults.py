@@ -1,0 +1,81 @@
+"""Process faults on Structured Streaming, with what the seed papers lead us to expect.
+
+- Worker / executor loss (000_*, §VI): tasks are rescheduled, nothing is lost.
+- Driver loss (000_*, §V-C): the job restarts from its checkpoint; no loss, but a driver killed
+  while a batch's output is visible and not yet committed makes an at-least-once sink duplicate
+  that batch -- the moment random kills rarely hit, so the fault is aimed at it. The exactly-once
+  sink skips the replayed batch: no duplicates.
+- Master loss (000_*, §V-A/B): running applications keep running (their executors stay); with a
+  ZooKeeper standby the failover is invisible to the job.
+- Recurrent worker kills (001_*): every occurrence recovers; stability across them is reported.
+"""
+
+import pytest
+
+from pytest_streamchaos import kill_driver, kill_executor, kill_master, kill_worker
+
+ALO = "pipelines/enrich_at_least_once.py"
+EOS = "pipelines/enrich_exactly_once.py"
+
+
+@pytest.mark.chaos
+@kill_executor(when="tasks_running", after=5)
+def test_executor_killed_while_running_tasks_loses_nothing(chaos):
+    run = chaos.run(EOS, rate=200, duration=30, guarantee="exactly-once")
+    print(run.describe())
+    assert any(e.kind == "fault_injected" for e in run.timeline)
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+    assert run.guarantee_delivered == "exactly-once"
+
+
+@pytest.mark.chaos
+@kill_driver(when="uncommitted_output", after=5, restart_after=0)
+def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
+    run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once")
+    print(run.describe())
+    aimed = run.meta["aimed"]["uncommitted_output"]
+    print(f"aimed at batch {aimed['batch']} after {aimed['attempts']} attempt(s)")
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.duplicates > 0, "a replayed batch whose output was visible must duplicate with this sink"
+    assert run.guarantee_delivered == "at-least-once"
+    assert run.meta["driver_launches"] == 2
+
+
+@pytest.mark.chaos
+@kill_driver(when="uncommitted_output", after=5, restart_after=0)
+def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates(chaos):
+    run = chaos.run(EOS, rate=200, duration=40, guarantee="exactly-once")
+    print(run.describe())
+    assert "uncommitted_output" in run.meta["aimed"]
+    assert run.meta["driver_launches"] == 2
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+    assert run.reliability == 1.0
+
+
+@pytest.mark.chaos
+@kill_master(after=8, restart_after=10)
+def test_master_killed_without_ha_running_job_keeps_going(chaos):
+    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.meta["driver_launches"] == 1  # the application was not restarted
+
+
+@pytest.mark.chaos(ha=True)
+@kill_master(after=8)
+def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
+    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    spark_cluster_ha.wait_for_workers(2, timeout=60)  # the workers re-registered with the new leader
+    assert sum(m.alive for m in spark_cluster_ha.masters) == 1
+
+
+@pytest.mark.chaos
+@kill_worker(after=8, every=22, times=2, restart_after=5)
+def test_recurrent_worker_kills_each_recover(chaos):
+    run = chaos.run(ALO, rate=200, duration=50, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    assert len(run.faults) == 2
+    print("stability:", run.metrics.stability.to_dict())
