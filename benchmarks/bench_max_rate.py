@@ -1,0 +1,75 @@
+"""Highest steady rate of the stateless example pipeline with p99 latency under a bound.
+
+Runs ``pipelines/enrich_at_least_once.py`` on the embedded stack (master + 2 workers, 3 brokers)
+through the real harness (``Chaos.run``, no faults) at increasing rates. A rate is *sustained* when
+the job keeps up (reliable throughput >= 95 % of the rate), nothing is lost, and the p99 latency of
+the load phase is below ``--p99`` seconds (default 5). Prints one line per rate and writes
+``benchmarks/results/max_rate.json``.
+
+Run: ``python benchmarks/bench_max_rate.py [--rates 500,1000,2000,3000,4000] [--duration 40]``.
+The machine has 2 cores: the job, the stack and the generator/collector share them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from pytest_streamchaos.runner import Chaos
+from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "max_rate.json"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rates", default="500,1000,2000,3000,4000")
+    ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--p99", type=float, default=5.0)
+    ap.add_argument("--partitions", type=int, default=4)
+    args = ap.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-max-rate-") as wd:
+        spark = LocalSparkCluster(Path(wd) / "spark", workers=2)
+        kafka = LocalKafkaCluster(brokers=3, workdir=Path(wd) / "kafka")
+        try:
+            spark.start()
+            kafka.start()
+            for rate in rates:
+                chaos = Chaos(cluster=spark, kafka=kafka.for_test(f"bench-{rate}"), workdir=Path(wd) / f"r{rate:g}",
+                              rootdir=ROOT, nodeid=f"bench_max_rate[{rate:g}]")
+                t0 = time.time()
+                run = chaos.run("pipelines/enrich_at_least_once.py", rate=rate, duration=args.duration,
+                                guarantee="at-least-once", partitions=args.partitions, warmup_timeout=180)
+                ok = (run.lost == 0 and run.reliable_throughput >= 0.95 * rate and run.latency.p99 < args.p99)
+                row = {"rate": rate, "sustained": ok, "p50_s": run.latency.p50, "p99_s": run.latency.p99,
+                       "reliable_throughput": run.reliable_throughput, "lost": run.lost,
+                       "batch_p50_s": run.metrics.batches.summary().get("p50"), "wall_s": time.time() - t0,
+                       "load_avg": os.getloadavg()[0], "warnings": run.meta.get("warnings", [])}
+                rows.append(row)
+                print(f"rate {rate:>6.0f}/s  {'sustained' if ok else 'NOT sustained':<13}  p50 {row['p50_s']:.2f}s  "
+                      f"p99 {row['p99_s']:.2f}s  reliable {row['reliable_throughput']:.0f}/s  lost {run.lost}  "
+                      f"batch p50 {row['batch_p50_s']}s", flush=True)
+                spark.heal()
+                if not ok:
+                    break
+        finally:
+            kafka.stop()
+            spark.stop()
+    best = max((r["rate"] for r in rows if r["sustained"]), default=None)
+    print(f"highest sustained rate with p99 < {args.p99:g}s: {best}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"p99_bound_s": args.p99, "duration_s": args.duration, "runs": rows,
+                                   "highest_sustained_rate": best}, indent=1, default=str))
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
