@@ -151,18 +151,46 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out[topic] = sorted(t.partitions)
         return out
 
-    def _list_offsets(self, parts: dict[str, list[int]], spec: str) -> Offsets:
-        from confluent_kafka import IsolationLevel, TopicPartition
+    def _list_offsets(self, parts: dict[str, list[int]], spec: str, fallback: Offsets | None = None) -> Offsets:
+        """Offsets of every partition. A partition whose leader is unavailable (a broker down) is
+        retried until ``pollTimeoutMs``; with ``fallback`` (the previous end), it keeps that offset
+        meanwhile, so the query goes on with the partitions that are available instead of failing
+        -- what Spark's connector achieves by blocking in the consumer for a while."""
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        want = {TopicPartition(t, p): (OffsetSpec.earliest() if spec == "earliest" else OffsetSpec.latest())
-                for t, ps in parts.items() for p in ps}
-        futures = self._admin().list_offsets(
-            want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
-        out: Offsets = {t: {} for t in parts}
-        for tp, fut in futures.items():
-            out[tp.topic][str(tp.partition)] = int(fut.result().offset)
-        return out
+        deadline = time.monotonic() + self.opts["poll_timeout_s"]
+        since = getattr(self, "_unavailable_since", None)
+        while True:
+            want = {TopicPartition(t, p): (OffsetSpec.earliest() if spec == "earliest" else OffsetSpec.latest())
+                    for t, ps in parts.items() for p in ps}
+            futures = self._admin().list_offsets(
+                want, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=10)
+            out: Offsets = {t: {} for t in parts}
+            failed: dict[tuple[str, str], str] = {}
+            for tp, fut in futures.items():
+                try:
+                    out[tp.topic][str(tp.partition)] = int(fut.result().offset)
+                except KafkaException as e:
+                    failed[(tp.topic, str(tp.partition))] = str(e.args[0] if e.args else e)
+            if not failed:
+                self._unavailable_since = None
+                return out
+            now = time.monotonic()
+            since = since if since is not None else now
+            self._unavailable_since = since
+            gone_for = now - since
+            if gone_for >= self.opts["poll_timeout_s"]:
+                raise KafkaSourceError(
+                    f"offsets of {sorted(failed)} unavailable for {gone_for:.0f}s (pollTimeoutMs): "
+                    f"{next(iter(failed.values()))}")
+            if fallback is not None and all(p in fallback.get(t, {}) for t, p in failed):
+                for t, p in failed:
+                    out[t][p] = int(fallback[t][p])
+                return out
+            if now >= deadline:
+                raise KafkaSourceError(f"offsets of {sorted(failed)} unavailable: {next(iter(failed.values()))}")
+            time.sleep(0.5)
 
     def initialOffset(self) -> Offsets:
         parts = self._partitions()
@@ -180,8 +208,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 out[t][str(p)] = earliest[t][str(p)] if v == -2 else latest[t][str(p)] if v == -1 else v
         return out
 
-    def _latest(self) -> Offsets:
-        return self._list_offsets(self._partitions(), "latest")
+    def _latest(self, fallback: Offsets | None = None) -> Offsets:
+        return self._list_offsets(self._partitions(), "latest", fallback)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.opts["max_rows"]) if self.opts["max_rows"] else ReadAllAvailable()
@@ -190,7 +218,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = self._latest()
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        latest = self._available_now or self._latest()
+        latest = self._available_now or self._latest(fallback=start)
         # Partitions that appeared after the query started are read from their beginning.
         begin = {t: {p: start.get(t, {}).get(p, 0) for p in ps} for t, ps in latest.items()}
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
