@@ -12,6 +12,8 @@ A test marks the faults it wants and asks the ``chaos`` fixture to run a job::
         assert run.lost == 0 and run.duplicates == 0
 """
 
+from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams
+from pytest_streamchaos.analysis.oracle import CustomOracle, IdentityOracle, TumblingWindowOracle
 from pytest_streamchaos.faults.marks import (
     bandwidth_limit,
     kill_broker,
@@ -28,6 +30,11 @@ from pytest_streamchaos.faults.marks import (
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
 __all__ = [
+    "NOT_RECOVERED",
+    "CustomOracle",
+    "IdentityOracle",
+    "MetricParams",
+    "TumblingWindowOracle",
     "FaultSpec",
     "FaultSpecError",
     "bandwidth_limit",

@@ -121,6 +121,10 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     for sla in reversed(list(item.iter_markers("sla"))):
         bounds.update(sla.kwargs)
     for run in runs:
+        errors = run.meta.get("fault_errors") or []
+        if errors:  # a fault that never happened makes the run's verdict meaningless
+            raise AssertionError("faults of this run did not happen as planned:\n  " + "\n  ".join(errors)
+                                 + "\n" + "\n".join(run.timeline_lines()))
         run.assert_sla(**bounds)
     return result
 

@@ -91,9 +91,10 @@ class FaultScheduler:
                 self._error(p, f"no detector for moment {p.spec.when!r}")
                 return
             if not wait(p, self._stop, time.time() + p.spec.timeout):
-                if not self._stop.is_set():
-                    self.recorder.record("fault_skipped", p.label, reason=f"moment {p.spec.when!r} not seen "
-                                         f"within {p.spec.timeout:g}s")
+                why = (f"the load phase ended before moment {p.spec.when!r} came" if self._stop.is_set()
+                       else f"moment {p.spec.when!r} not seen within timeout={p.spec.timeout:g}s")
+                self.recorder.record("fault_skipped", p.label, reason=why)
+                self.errors.append(f"{p.label}: skipped: {why}")
                 return
         try:
             handle = action.inject(p)

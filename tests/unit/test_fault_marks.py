@@ -77,6 +77,7 @@ def test_plan_expands_recurrent_faults_and_orders_them() -> None:
     ]
     assert p[4].label.endswith("#3")
     assert horizon(p) == 55.0
+    assert horizon(plan([parse("kill_driver", kwargs={"when": "uncommitted_output", "after": 5})])) == 5.0
 
 
 def test_raw_marks_are_validated_at_collection(pytester: pytest.Pytester) -> None:
