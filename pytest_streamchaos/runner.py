@@ -203,7 +203,8 @@ class _Run:
         progress = SparkProgress(job.event_log_dir)
         watcher = CheckpointWatcher(checkpoint)
         ctx = FaultContext(cluster=self.c.cluster, kafka=self._session_kafka, job=job,
-                           input_topic=in_topic, checkpoint=watcher, collector=collector, poison=poison)
+                           input_topic=in_topic, checkpoint=watcher, collector=collector, poison=poison,
+                           recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
         self.topics = {"input": in_topic, "output": out_topic, "side": side_topic}
         # the run names the topics, so the oracle learns them here unless the test set its own

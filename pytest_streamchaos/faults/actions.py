@@ -33,7 +33,28 @@ class FaultContext:
     checkpoint: Any = None  #: observe.progress.CheckpointWatcher
     collector: Any = None  #: observe.collector.Collector
     poison: PoisonSchedule | None = None
+    recorder: Any = None  #: faults.scheduler.Recorder, for what the system did in reaction
     notes: dict[str, Any] = field(default_factory=dict)
+
+    def watch(self, kind: str, target: str, predicate: Any, timeout: float = 90.0) -> None:
+        """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
+        background, given up silently after ``timeout``: the metrics show what did not happen)."""
+        if self.recorder is None:
+            return
+
+        def run() -> None:
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                try:
+                    got = predicate()
+                    if got:  # a string result names the target more precisely
+                        self.recorder.record(kind, got if isinstance(got, str) else target)
+                        return
+                except Exception:  # a master between lives answers nothing; keep polling
+                    pass
+                time.sleep(0.2)
+
+        threading.Thread(target=run, name=f"watch-{kind}", daemon=True).start()
 
 
 class PoisonSchedule:
@@ -103,7 +124,10 @@ class KillWorker(_Resolving):
         return i
 
     def heal(self, planned: PlannedFault, i: int) -> None:
-        self.ctx.cluster.restart_worker(i)
+        w = self.ctx.cluster.restart_worker(i)
+        port = getattr(w, "port", None)
+        self.ctx.watch("worker_registered", f"worker-{i}",
+                       lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
 class KillExecutor:
@@ -164,6 +188,15 @@ class KillMaster(_Resolving):
         i = self._index(planned)
         self.resolved[id(planned)] = i
         self.ctx.cluster.kill_master(i, _sig(planned))
+        masters = self.ctx.cluster.masters
+        if len(masters) > 1:  # HA: record when a standby has taken over
+            killed = masters[i]
+
+            def failed_over() -> str | None:
+                new = self.ctx.cluster.active_master()
+                return new.name if new is not killed else None
+
+            self.ctx.watch("master_failover", "master", failed_over)
         return i
 
     def heal(self, planned: PlannedFault, i: int) -> None:
