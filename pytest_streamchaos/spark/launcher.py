@@ -41,6 +41,7 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.process import ManagedProcess
+from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
 
 HOST = "127.0.0.1"
 
@@ -471,6 +472,9 @@ class JobLauncher:
         })
         effective.update(self.conf)
         effective.update({k: str(v) for k, v in (conf or {}).items()})
+        # Keep the JVMs' scratch files in the job's directory (see stack.spark_local.jvm_tmp_opts).
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(local_dir)}".strip()
         if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
             effective["spark.ui.port"] = str(ports.free_port())
 

@@ -46,6 +46,13 @@ DAEMON_JAVA_OPTS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -Djav
                     "-XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote")
 DAEMON_MEMORY = "256m"
 
+
+def jvm_tmp_opts(tmp: os.PathLike | str) -> str:
+    """JVM flags that keep its scratch files (unpacked native libraries) in ``tmp`` -- a directory
+    the plugin removes -- and write no hsperfdata file that a SIGKILLed JVM would leave behind."""
+    Path(tmp).mkdir(parents=True, exist_ok=True)
+    return f"-Djava.io.tmpdir={tmp} -XX:-UsePerfData"
+
 #: Seconds without a heartbeat before the master declares a worker dead (Spark default 60). Workers
 #: heartbeat every timeout/4. A killed worker is noticed at once (its connection drops); a paused one
 #: only after this timeout (up to twice it, the check runs every timeout).
@@ -362,7 +369,9 @@ class LocalSparkCluster(SparkCluster):
             "SPARK_PUBLIC_DNS": HOST,
             "SPARK_LOCAL_DIRS": str(self.workdir / "local"),
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
-            "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
+            # java ignores TMPDIR: native libraries it unpacks (lz4, snappy) and perf data would
+            # otherwise stay in /tmp after a SIGKILL
+            "SPARK_DAEMON_JAVA_OPTS": f"{DAEMON_JAVA_OPTS} {jvm_tmp_opts(self.workdir / 'local')}",
             "SPARK_LAUNCHER_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",  # the spark-class helper JVM
             # Executors spawn Python workers; they must use this interpreter (and its site-packages).
             "PYSPARK_PYTHON": sys.executable,
@@ -425,7 +434,8 @@ class LocalSparkCluster(SparkCluster):
             f"minSessionTimeout={2 * ZK_TICK_MS}\nmaxSessionTimeout={ZK_MAX_SESSION_MS}\n"
             "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
         )
-        argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(),
+        tmp_opts = jvm_tmp_opts(self.workdir / "local").split()
+        argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(), *tmp_opts,
                 "-Dzookeeper.admin.enableServer=false", "-cp", f"{self.env.jars}/*", ZOOKEEPER_CLASS, str(cfg)]
         env = {k: v for k, v in self._base_env().items() if not k.startswith("SPARK_")}
         return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / "zookeeper.log",
