@@ -44,14 +44,18 @@ def enrich(records):
     return enriched.select(F.col("key"), F.to_json(F.struct(*enriched.columns)).alias("value"))
 
 
-def main() -> None:
-    cfg = job_config()
-    spark = SparkSession.builder.appName("enrich_at_least_once").getOrCreate()
+def read_input(spark, cfg):
+    """The input topic as a stream, from the beginning, with the optional rows-per-trigger limit."""
     options = {"startingOffsets": "earliest"}
     if cfg.max_rows_per_trigger:
         options["maxOffsetsPerTrigger"] = cfg.max_rows_per_trigger
-    raw = read_kafka(spark, cfg.bootstrap_servers, cfg.input_topic, **options)
-    out = enrich(parse(raw))
+    return read_kafka(spark, cfg.bootstrap_servers, cfg.input_topic, **options)
+
+
+def main() -> None:
+    cfg = job_config()
+    spark = SparkSession.builder.appName("enrich_at_least_once").getOrCreate()
+    out = enrich(parse(read_input(spark, cfg)))
     servers, topic = cfg.bootstrap_servers, cfg.output_topic
     query = (out.writeStream
              .foreachBatch(lambda batch, _batch_id: write_kafka_batch(batch, servers, topic))

@@ -10,42 +10,18 @@ STREAMCHAOS_TRANSACTIONAL_ID, if set, is the sink's transactional id (keep it st
 of one query; the default is derived from the output topic).
 """
 
+# the same parsing and enrichment; only the sink differs (the pipelines folder is on the job's path)
+from enrich_at_least_once import enrich, parse, read_input
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka import read_kafka
 from pytest_streamchaos.spark.kafka_sink import ExactlyOnceKafkaSink
-
-SCHEMA = "id long, key string, ts long"
-
-
-def parse(raw):
-    """Good input records as columns id, key, ts; poison records filtered out."""
-    r = F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")
-    return (raw.select(r).select("r.id", "r.key", "r.ts")
-            .where(F.col("id").isNotNull() & F.col("key").isNotNull() & F.col("ts").isNotNull()))
-
-
-def enrich(records):
-    """Add the key number, a bucket and the processing time; serialise as JSON."""
-    key_num = F.regexp_extract("key", r"^k(\d+)$", 1).cast("int")
-    enriched = records.select(
-        "id", "key", "ts",
-        key_num.alias("key_num"),
-        (key_num % 10).alias("bucket"),
-        F.unix_millis(F.current_timestamp()).alias("processed_ms"),
-    )
-    return enriched.select(F.col("key"), F.to_json(F.struct(*enriched.columns)).alias("value"))
 
 
 def main() -> None:
     cfg = job_config()
     spark = SparkSession.builder.appName("enrich_exactly_once").getOrCreate()
-    options = {"startingOffsets": "earliest"}
-    if cfg.max_rows_per_trigger:
-        options["maxOffsetsPerTrigger"] = cfg.max_rows_per_trigger
-    raw = read_kafka(spark, cfg.bootstrap_servers, cfg.input_topic, **options)
+    raw = read_input(spark, cfg)
     sink = ExactlyOnceKafkaSink(cfg.bootstrap_servers, cfg.output_topic, transactional_id=cfg.transactional_id)
     query = (enrich(parse(raw)).writeStream
              .foreachBatch(sink)

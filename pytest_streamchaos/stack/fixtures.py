@@ -22,17 +22,23 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
     return pytestconfig.stash[SETTINGS_KEY]
 
 
-@pytest.fixture(scope="session")
-def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
-    """The session's Spark standalone cluster (started on first use, stopped at session end)."""
+def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactory, *, ha: bool) -> Iterator:
     from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
-    cluster = LocalSparkCluster.from_settings(streamchaos_settings, tmp_path_factory.mktemp("spark"))
+    cluster = LocalSparkCluster(tmp_path_factory.mktemp("spark-ha" if ha else "spark"), workers=settings.workers,
+                                worker_cores=settings.worker_cores, worker_memory=settings.worker_memory, ha=ha,
+                                java_home=settings.java_home, start_timeout=settings.start_timeout)
     try:
         cluster.start()
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+    """The session's Spark standalone cluster (started on first use, stopped at session end)."""
+    yield from _session_cluster(streamchaos_settings, tmp_path_factory, ha=streamchaos_settings.ha)
 
 
 @pytest.fixture
@@ -46,17 +52,7 @@ def spark_cluster(streamchaos_spark_session, streamchaos_settings: Settings) -> 
 def streamchaos_spark_ha_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
     """A second, highly available cluster (two masters + ZooKeeper), started only when a test asks
     for it (``@pytest.mark.chaos(ha=True)`` or the ``spark_cluster_ha`` fixture)."""
-    from pytest_streamchaos.stack.spark_local import LocalSparkCluster
-
-    s = streamchaos_settings
-    cluster = LocalSparkCluster(tmp_path_factory.mktemp("spark-ha"), workers=s.workers, worker_cores=s.worker_cores,
-                                worker_memory=s.worker_memory, ha=True, java_home=s.java_home,
-                                start_timeout=s.start_timeout)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from _session_cluster(streamchaos_settings, tmp_path_factory, ha=True)
 
 
 @pytest.fixture
