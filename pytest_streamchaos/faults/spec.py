@@ -100,7 +100,7 @@ class FaultSpec:
     def label(self) -> str:
         """Short human label for tables and timelines, e.g. ``kill_worker[0]@30s``."""
         where = self.target or ("" if self.index is None else str(self.index))
-        at = f"when={self.when}" if self.when else f"@{self.after:g}s"
+        at = f" when={self.when}" if self.when else f"@{self.after:g}s"
         rep = f" x{self.times}/{self.every:g}s" if self.every else ""
         extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
         return f"{self.kind}{f'[{where}]' if where else ''}{at}{rep}{extra}"

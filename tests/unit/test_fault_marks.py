@@ -118,3 +118,10 @@ def test_fault_markers_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.sla(**bounds):*"])
     result.stdout.fnmatch_lines(["@pytest.mark.kill_worker(**kwargs): fault:*"])
+
+
+def test_labels_read_well() -> None:
+    assert parse("kill_worker", kwargs={"after": 10}).label == "kill_worker@10s"
+    assert parse("kill_executor", kwargs={"when": "tasks_running"}).label == "kill_executor when=tasks_running"
+    assert parse("network_partition", kwargs={"after": 8}).label == "network_partition[kafka]@8s"
+    assert parse("kill_worker", kwargs={"index": 1, "every": 20, "times": 2}).label == "kill_worker[1]@0s x2/20s"
