@@ -351,6 +351,11 @@ class _Run:
         events: list[TimelineEvent] = [*self.recorder.events(), *job.timeline, *progress.timeline]
         trace = Trace(sent=sent, outputs=outputs, batches=list(progress.batches), timeline=events,
                       phases=dict(self.phases), trigger_seconds=self.spec.trigger_seconds)
+        if collector.lost_to_retention:
+            self.warnings.append(
+                f"{collector.lost_to_retention} outputs were deleted by the broker before the collector read them "
+                "(retention; the embedded broker keeps ~5 MB per partition): their ids count as lost. Lower the "
+                "rate or the record size, or use more partitions")
         run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params)
         run.meta.update({
             "test": self.c.nodeid,
@@ -361,7 +366,9 @@ class _Run:
             "spark_conf": job.effective_conf,
             "cluster_conf": dict(getattr(self.c.cluster, "effective_conf", {})),
             "generator": generator.stats(),
-            "collector": {"count": collector.count, "malformed": collector.malformed, "errors": collector.errors},
+            "collector": {"count": collector.count, "malformed": collector.malformed,
+                          "lost_to_retention": collector.lost_to_retention,
+                          "retention_gaps": collector.retention_gaps, "errors": collector.errors[-20:]},
             "aimed": ctx.notes,
             "poisoned_ids": ctx.poison.poisoned if ctx.poison else [],
             "driver_launches": len(getattr(job, "launches", [])),

@@ -48,6 +48,9 @@ def consumer(conf: Mapping[str, object]) -> Consumer:
         # A range ends exactly at the end offset; a trailing transaction marker is only "seen" through
         # the next fetch response, so do not let the broker park empty fetches for the 500 ms default.
         "fetch.wait.max.ms": 10,
+        # A start offset the broker already deleted must not silently jump to the log end: the
+        # reader decides (failOnDataLoss), like Spark's Kafka source.
+        "auto.offset.reset": "error",
         **conf,
     }
     with _lock:

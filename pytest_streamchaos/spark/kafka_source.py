@@ -108,6 +108,7 @@ def parse_options(options: dict[str, str]) -> dict[str, Any]:
         "starting": starting,
         "max_rows": max_rows,
         "poll_timeout_s": float(opts.get("pollTimeoutMs".lower(), 120_000)) / 1000.0,
+        "fail_on_data_loss": str(opts.get("failOnDataLoss".lower(), "true")).lower() != "false",
     }
 
 
@@ -246,7 +247,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- task side ----------------------------------------------------------------------------
 
     def read(self, partition: KafkaOffsetRange) -> Iterator[Any]:
-        yield from read_range(self.opts["client"], partition, self.schema, self.opts["poll_timeout_s"])
+        yield from read_range(self.opts["client"], partition, self.schema, self.opts["poll_timeout_s"],
+                              self.opts.get("fail_on_data_loss", True))
 
 
 def cap_offsets(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
@@ -275,8 +277,12 @@ _CHUNK = 5000
 
 
 def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: StructType,
-               timeout_s: float) -> Iterator[Any]:
-    """Yield the records of ``rng`` as Arrow record batches (fast path to the JVM)."""
+               timeout_s: float, fail_on_data_loss: bool = True) -> Iterator[Any]:
+    """Yield the records of ``rng`` as Arrow record batches (fast path to the JVM).
+
+    Offsets of the range that the broker deleted before they were read (retention) fail the task
+    with :class:`KafkaSourceError` (``failOnDataLoss``, default true, as in Spark's source); with
+    ``failOnDataLoss=false`` the read goes on from the log start."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -305,6 +311,16 @@ def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: Struc
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                        low = c.get_watermark_offsets(TopicPartition(rng.topic, rng.partition), timeout=10)[0]
+                        if fail_on_data_loss:
+                            raise KafkaSourceError(
+                                f"data loss reading {rng}: offsets {pos}..{low - 1} were deleted by the broker "
+                                "before they were read (retention); lower the input rate or raise the broker's "
+                                "retention, or set option failOnDataLoss=false to skip them")
+                        pos = max(pos, low)
+                        c.assign([TopicPartition(rng.topic, rng.partition, pos)])
                         continue
                     raise KafkaException(err)
                 off = m.offset()
