@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_streamchaos.runner import Chaos
+from pytest_streamchaos.runner import Chaos, RunError
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
@@ -46,8 +46,14 @@ def main() -> None:
                 chaos = Chaos(cluster=spark, kafka=kafka.for_test(f"bench-{rate}"), workdir=Path(wd) / f"r{rate:g}",
                               rootdir=ROOT, nodeid=f"bench_max_rate[{rate:g}]")
                 t0 = time.time()
-                run = chaos.run("pipelines/enrich_at_least_once.py", rate=rate, duration=args.duration,
-                                guarantee="at-least-once", partitions=args.partitions, warmup_timeout=180)
+                try:
+                    run = chaos.run("pipelines/enrich_at_least_once.py", rate=rate, duration=args.duration,
+                                    guarantee="at-least-once", partitions=args.partitions, warmup_timeout=180)
+                except RunError as e:  # e.g. the source's data-loss check: input deleted before it was read
+                    first = str(e).splitlines()[0]
+                    rows.append({"rate": rate, "sustained": False, "error": first, "wall_s": time.time() - t0})
+                    print(f"rate {rate:>6.0f}/s  NOT sustained  the run failed: {first}", flush=True)
+                    break
                 ok = (run.lost == 0 and run.reliable_throughput >= 0.95 * rate and run.latency.p99 < args.p99)
                 row = {"rate": rate, "sustained": ok, "p50_s": run.latency.p50, "p99_s": run.latency.p99,
                        "reliable_throughput": run.reliable_throughput, "lost": run.lost,
