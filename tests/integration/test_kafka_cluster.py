@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -25,15 +26,6 @@ pytestmark = pytest.mark.integration
 FAST = {"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500, "socket.connection.setup.timeout.ms": 3000}
 
 
-def wait_for(cond, timeout: float, what: str, last=lambda: None):
-    """Poll ``cond`` until truthy; on timeout raise naming what was awaited and what was seen."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(f"waited {timeout}s for {what}; last seen: {last()!r}")
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], partition: int | None = None, **conf) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_streamchaos.observe.progress import CheckpointWatcher
 from pytest_streamchaos.spark.launcher import JobFailed, JobLauncher, LaunchError
+from pytest_streamchaos.testing import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -24,11 +25,6 @@ def launcher(spark_cluster, tmp_path: Path):
     launcher.stop_all()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_batch_job_runs_on_the_cluster_with_logs_and_events(launcher: JobLauncher):
@@ -78,7 +74,7 @@ def test_kill_driver_group_then_restart_resumes_from_checkpoint(launcher: JobLau
 
     job.kill()
     assert not job.alive and job.returncode is not None and job.returncode < 0
-    assert [p for p in driver if _alive(p)] == []
+    assert [p for p in driver if pid_alive(p)] == []
     assert job.driver_pids() == []
     # The master removes the app when its driver disconnects; the workers then kill its executors.
     _wait_gone(executors, 60)
@@ -102,7 +98,7 @@ def test_kill_driver_group_then_restart_resumes_from_checkpoint(launcher: JobLau
 
 def _wait_gone(pids: list[int], timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while [p for p in pids if _alive(p)]:
+    while [p for p in pids if pid_alive(p)]:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"processes {[p for p in pids if _alive(p)]} still alive after {timeout}s")
+            raise TimeoutError(f"processes {[p for p in pids if pid_alive(p)]} still alive after {timeout}s")
         time.sleep(0.2)

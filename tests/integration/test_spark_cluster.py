@@ -17,6 +17,7 @@ import pytest
 
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.testing import pid_alive, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -31,22 +32,8 @@ JOB = textwrap.dedent("""
 """)
 
 
-def _wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise TimeoutError(f"waited {timeout}s for {what}; last seen {last!r}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_master_and_workers_alive_on_loopback(spark_cluster: LocalSparkCluster):
@@ -82,7 +69,7 @@ def test_batch_job_runs_on_the_workers(spark_cluster: LocalSparkCluster, tmp_pat
             "--driver-memory", "512m", str(script)]
     driver = ManagedProcess(argv, env=env, log_path=tmp_path / "driver.log", name="driver")
     try:
-        executors = _wait_for(lambda: [p for w in spark_cluster.workers for p in w.executor_pids()]
+        executors = wait_for(lambda: [p for w in spark_cluster.workers for p in w.executor_pids()]
                               or (not driver.alive and ["driver exited"]), 120, "executors on the workers")
         assert executors != ["driver exited"], driver.tail_log()
         code = driver.wait(240)
@@ -99,7 +86,7 @@ def test_kill_worker_then_heal(spark_cluster: LocalSparkCluster):
     victim = spark_cluster.workers[1]
     old_pid = victim.pid
     spark_cluster.kill_worker(1)
-    assert not victim.alive and not _alive(old_pid)
+    assert not victim.alive and not pid_alive(old_pid)
     spark_cluster.wait_for_workers(1, timeout=30, exactly=True)  # a dropped connection is noticed at once
     spark_cluster.heal(timeout=90)
     assert len(spark_cluster.alive_workers()) == 2
@@ -160,17 +147,17 @@ def test_sigkilled_pytest_leaves_no_jvm(pytester: pytest.Pytester, tmp_path: Pat
         return record.exists() and record.read_text()
 
     try:
-        info = json.loads(_wait_for(recorded, 150, "the inner pytest to start its cluster"))
-        assert len(info["pids"]) == 2 and all(_alive(p) for p in info["pids"])
+        info = json.loads(wait_for(recorded, 150, "the inner pytest to start its cluster"))
+        assert len(info["pids"]) == 2 and all(pid_alive(p) for p in info["pids"])
         os.kill(info["pytest"], signal.SIGKILL)
         inner.wait(10)
 
         def leftovers():
             pids = [p.pid for p in psutil.process_iter()
                     if p.pid in info["pids"] or _pgid(p.pid) in info["pgids"]]
-            return [p for p in pids if _alive(p)]
+            return [p for p in pids if pid_alive(p)]
 
-        _wait_for(lambda: not leftovers(), 15, "every JVM of the killed pytest to be gone")
+        wait_for(lambda: not leftovers(), 15, "every JVM of the killed pytest to be gone")
     finally:
         if inner.poll() is None:
             os.killpg(inner.pid, signal.SIGKILL)
@@ -200,12 +187,12 @@ def test_ha_failover(tmp_path: Path):
         t0 = time.monotonic()
         cluster.kill_master()
         assert not first.alive
-        _wait_for(lambda: (standby.state() or {}).get("status") == "ALIVE", 90,
+        wait_for(lambda: (standby.state() or {}).get("status") == "ALIVE", 90,
                   "the standby master to become ALIVE")
         cluster.wait_for_workers(2, timeout=60)
         assert cluster.active_master() is standby
         failover_s = time.monotonic() - t0
         print(f"HA failover: standby ALIVE with 2 workers after {failover_s:.1f}s")
         cluster.heal(timeout=90)  # the killed master comes back as the new standby
-        _wait_for(lambda: (first.state() or {}).get("status") == "STANDBY", 60, "the old master as STANDBY")
-    assert not any(_alive(p.pid) for p in cluster.processes())
+        wait_for(lambda: (first.state() or {}).get("status") == "STANDBY", 60, "the old master as STANDBY")
+    assert not any(pid_alive(p.pid) for p in cluster.processes())

@@ -5,8 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -20,6 +19,7 @@ from pytest_streamchaos.spark import (
     write_kafka_batch,
 )
 from pytest_streamchaos.spark.eos import control_topic_for
+from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -51,14 +51,6 @@ def checkpoint() -> Iterator[str]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def wait_for(cond: Callable[[], object], timeout: float, what: str, last: Callable[[], object] = lambda: None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise TimeoutError(f"waited {timeout}s for {what}; last seen: {last()!r}")
 
 
 def produce(servers: str, topic: str, ids: range, partitions: int) -> None:

@@ -8,6 +8,7 @@ import time
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.testing import wait_for
 
 
 class FakeTarget:
@@ -31,13 +32,6 @@ class FakeTarget:
         self.calls.append(("heal", time.time()))
 
 
-def wait_for(pred, timeout=5.0, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_fires_and_heals_on_schedule() -> None:
@@ -47,7 +41,7 @@ def test_fires_and_heals_on_schedule() -> None:
                                                             "restart_after": 0.1})]), {"kill_worker": t}, rec)
     t0 = time.time()
     sched.start(t0)
-    wait_for(lambda: len(t.calls) == 4, what="two injections and two heals")
+    wait_for(lambda: len(t.calls) == 4, 5.0, interval=0.01, what="two injections and two heals")
     sched.stop()
     kinds = [c[0] for c in t.calls]
     assert kinds == ["inject", "heal", "inject", "heal"]
@@ -63,7 +57,7 @@ def test_stop_heals_faults_still_injected() -> None:
     sched = FaultScheduler(plan([parse("network_partition", kwargs={"duration": 60})]), {"network_partition": t},
                            Recorder())
     sched.start(time.time())
-    wait_for(lambda: t.calls, what="injection")
+    wait_for(lambda: t.calls, 5.0, interval=0.01, what="injection")
     sched.stop()
     assert [c[0] for c in t.calls] == ["inject", "heal"]
 
@@ -74,7 +68,7 @@ def test_inject_error_is_recorded_not_raised() -> None:
     rec = Recorder()
     sched = FaultScheduler(plan([parse("kill_worker", kwargs={})]), {"kill_worker": t}, rec)
     sched.start(time.time())
-    wait_for(lambda: sched.errors, what="error")
+    wait_for(lambda: sched.errors, 5.0, interval=0.01, what="error")
     sched.stop()
     assert "no such thing" in sched.errors[0]
     assert any(e.kind == "fault_error" for e in rec.events())
@@ -97,9 +91,10 @@ def test_aimed_fault_waits_for_moment_or_is_skipped() -> None:
     sched = FaultScheduler(plan(specs), {"kill_driver": t, "kill_worker": FakeTarget()}, rec,
                            moments={"uncommitted_output": moment, "tasks_running": moment})
     sched.start(time.time())
-    wait_for(lambda: any(e.kind == "fault_skipped" for e in rec.events()), what="skip of the unmet moment")
+    wait_for(lambda: any(e.kind == "fault_skipped" for e in rec.events()), 5.0, interval=0.01,
+             what="skip of the unmet moment")
     assert t.calls == []
     seen.set()
-    wait_for(lambda: t.calls, what="aimed injection")
+    wait_for(lambda: t.calls, 5.0, interval=0.01, what="aimed injection")
     sched.stop()
     assert [e.target for e in rec.events() if e.kind == "fault_skipped"][0].startswith("kill_worker")

@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from pytest_streamchaos.stack.process import ManagedProcess, group_members
+from pytest_streamchaos.testing import wait_for
 
 # A parent that spawns a grandchild (same group), prints both pids, and sleeps.
 PARENT_WITH_CHILD = (
@@ -26,19 +27,10 @@ def _env() -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
 
-def _wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise TimeoutError(f"waited {timeout}s for {what}; last seen {last!r}")
 
 
 def _child_pid(proc: ManagedProcess) -> int:
-    line = _wait_for(lambda: [ln for ln in proc.tail_log().splitlines() if ln.startswith("pids ")],
+    line = wait_for(lambda: [ln for ln in proc.tail_log().splitlines() if ln.startswith("pids ")],
                      10, "the child pid line in the log")
     return int(line[0].split()[1])
 
@@ -93,7 +85,7 @@ def test_terminate_escalates_to_sigkill(started):
     stubborn = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                 "print('ready', flush=True)\ntime.sleep(600)\n")
     p = started([sys.executable, "-c", stubborn])
-    _wait_for(lambda: "ready" in p.tail_log().splitlines(), 10, "the child to ignore SIGTERM")
+    wait_for(lambda: "ready" in p.tail_log().splitlines(), 10, "the child to ignore SIGTERM")
     t0 = time.monotonic()
     p.terminate(timeout=0.5)
     assert not p.alive and p.returncode == -signal.SIGKILL
@@ -111,11 +103,11 @@ def test_pause_and_resume_whole_group(started):
     p = started([sys.executable, "-c", PARENT_WITH_CHILD])
     child = _child_pid(p)
     p.pause()
-    _wait_for(lambda: all(psutil.Process(x).status() == psutil.STATUS_STOPPED for x in (p.pid, child)),
+    wait_for(lambda: all(psutil.Process(x).status() == psutil.STATUS_STOPPED for x in (p.pid, child)),
               5, "both group members stopped")
     assert p.alive and p.paused
     p.resume()
-    _wait_for(lambda: all(psutil.Process(x).status() != psutil.STATUS_STOPPED for x in (p.pid, child)),
+    wait_for(lambda: all(psutil.Process(x).status() != psutil.STATUS_STOPPED for x in (p.pid, child)),
               5, "both group members running again")
     assert not p.paused
 

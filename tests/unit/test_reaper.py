@@ -7,11 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
-
-import psutil
 
 from pytest_streamchaos.stack.reaper import get_reaper
+from pytest_streamchaos.testing import pid_alive, wait_for
 
 # The "parent": starts process groups through ManagedProcess (which registers them), one paused,
 # one unregistered-then-stopped, registers a cleanup command and a path, prints what it did, hangs.
@@ -44,22 +42,8 @@ time.sleep(600)
 """
 
 
-def _wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise TimeoutError(f"waited {timeout}s for {what}; last seen {last!r}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_sigkilled_parent_leaves_nothing(tmp_path):
@@ -69,14 +53,14 @@ def test_sigkilled_parent_leaves_nothing(tmp_path):
         info = json.loads(parent.stdout.readline())
         members = [pid for group in info["members"] for pid in group]
         assert len(members) == 6, info
-        assert all(_alive(pid) for pid in members)
+        assert all(pid_alive(pid) for pid in members)
         assert (tmp_path / "scratch").exists()
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
-        _wait_for(lambda: not any(_alive(pid) for pid in members), 5, "every registered group to die")
-        _wait_for(lambda: (tmp_path / "cleanup-ran").exists(), 10, "the registered cleanup command")
-        _wait_for(lambda: not (tmp_path / "scratch").exists(), 5, "the registered path to be removed")
-        _wait_for(lambda: not _alive(info["reaper"]), 5, "the watchdog to exit")
+        wait_for(lambda: not any(pid_alive(pid) for pid in members), 5, "every registered group to die")
+        wait_for(lambda: (tmp_path / "cleanup-ran").exists(), 10, "the registered cleanup command")
+        wait_for(lambda: not (tmp_path / "scratch").exists(), 5, "the registered path to be removed")
+        wait_for(lambda: not pid_alive(info["reaper"]), 5, "the watchdog to exit")
         assert not (tmp_path / "dropped-ran").exists()
         assert (tmp_path / "keep").exists()
     finally:
@@ -93,7 +77,7 @@ def test_close_runs_nothing(tmp_path):
     r.register_path(tmp_path / "d")
     pid = r.pid
     r.close()
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     assert not marker.exists() and (tmp_path / "d").exists()
     r2 = get_reaper()  # a fresh one after close
     assert r2 is not r and r2.alive
