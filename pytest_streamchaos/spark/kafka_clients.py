@@ -12,6 +12,7 @@ import atexit
 import os
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -53,36 +54,29 @@ def consumer(conf: Mapping[str, object]) -> Consumer:
         "auto.offset.reset": "error",
         **conf,
     }
-    with _lock:
-        _forget_after_fork()
-        key = _key(full)
-        c = _consumers.get(key)
-        if c is None:
-            c = _consumers[key] = Consumer(full)
-        return c
+    return _cached(_consumers, full, Consumer)
 
 
 def producer(conf: Mapping[str, object]) -> Producer:
     """A cached producer (idempotent unless the config says otherwise)."""
     full = {"enable.idempotence": True, "linger.ms": 5, **conf}
-    with _lock:
-        _forget_after_fork()
-        key = _key(full)
-        p = _producers.get(key)
-        if p is None:
-            p = _producers[key] = Producer(full)
-        return p
+    return _cached(_producers, full, Producer)
 
 
 def admin(conf: Mapping[str, object]) -> AdminClient:
     """A cached admin client (metadata and ListOffsets)."""
+    return _cached(_admins, dict(conf), AdminClient)
+
+
+def _cached(cache: dict, conf: dict, factory: Any) -> Any:
+    """The client for ``conf`` from ``cache``, built with ``factory(conf)`` on first use."""
     with _lock:
         _forget_after_fork()
         key = _key(conf)
-        a = _admins.get(key)
-        if a is None:
-            a = _admins[key] = AdminClient(dict(conf))
-        return a
+        client = cache.get(key)
+        if client is None:
+            client = cache[key] = factory(conf)
+        return client
 
 
 def forget_admin(conf: Mapping[str, object]) -> None:
