@@ -228,26 +228,25 @@ class _Run:
             self.phases["warmup_end"] = steady
             self.recorder.record("steady_state", "", t=steady)
             scheduler.start(steady)
-            self._load(job, progress, generator, steady + s.duration)
+            self._load(job, progress, steady + s.duration)
             generator.stop()
             self.phases["load_end"] = time.time()
             self.recorder.record("load_end")
             scheduler.stop()
-            self._drain(job, collector, progress, generator, watcher)
+            self._drain(collector, progress, generator, watcher)
             self.phases["drain_end"] = time.time()
             self.recorder.record("drain_end")
         finally:
             scheduler.stop()
             if generator in started and generator.running:
                 generator.stop()
-            job_log = job.tail_log(60) if job.process is not None else ""
             try:
                 job.stop()
             finally:
                 if collector in started:
                     collector.stop(drain_timeout=10.0)
         progress.poll()
-        return self._verdict(job, generator, collector, progress, scheduler, ctx, job_log)
+        return self._verdict(job, generator, collector, progress, scheduler, ctx)
 
     def _check_delay_classes(self, job: Any) -> None:
         for p in self.planned:
@@ -307,7 +306,7 @@ class _Run:
         interval = max(recent[-1]["t_start"] - recent[-2]["t_start"], self.spec.trigger_seconds)
         return recent[-1]["numInputRows"] <= 2.0 * self.spec.rate * interval + 10
 
-    def _load(self, job: Any, progress: SparkProgress, generator: Generator, until: float) -> None:
+    def _load(self, job: Any, progress: SparkProgress, until: float) -> None:
         exited_seen = False
         while time.time() < until:
             progress.poll()
@@ -318,7 +317,7 @@ class _Run:
                 exited_seen = False
             time.sleep(POLL_S)
 
-    def _drain(self, job: Any, collector: Collector, progress: SparkProgress, generator: Generator,
+    def _drain(self, collector: Collector, progress: SparkProgress, generator: Generator,
                watcher: CheckpointWatcher) -> None:
         """Until the job has committed every input offset (it caught up), then until the outputs
         settle (no new output for ``settle_seconds``, or every acknowledged id came out)."""
@@ -345,7 +344,7 @@ class _Run:
 
     # -- verdict -------------------------------------------------------------------------------
     def _verdict(self, job: Any, generator: Generator, collector: Collector, progress: SparkProgress,
-                 scheduler: FaultScheduler, ctx: FaultContext, job_log: str) -> ChaosRun:
+                 scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
         sent = generator.sent()
         outputs = collector.outputs()
         events: list[TimelineEvent] = [*self.recorder.events(), *job.timeline, *progress.timeline]

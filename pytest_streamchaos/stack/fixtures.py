@@ -25,9 +25,7 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
 def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactory, *, ha: bool) -> Iterator:
     from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
-    cluster = LocalSparkCluster(tmp_path_factory.mktemp("spark-ha" if ha else "spark"), workers=settings.workers,
-                                worker_cores=settings.worker_cores, worker_memory=settings.worker_memory, ha=ha,
-                                java_home=settings.java_home, start_timeout=settings.start_timeout)
+    cluster = LocalSparkCluster.from_settings(settings, tmp_path_factory.mktemp("spark-ha" if ha else "spark"), ha=ha)
     try:
         cluster.start()
         yield cluster

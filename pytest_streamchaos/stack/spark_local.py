@@ -225,11 +225,12 @@ class LocalSparkCluster(SparkCluster):
         self.nudged_workers = 0  #: workers restarted because they stalled before registering
 
     @classmethod
-    def from_settings(cls, settings: Any, workdir: str | os.PathLike) -> LocalSparkCluster:
-        """Build from the plugin's :class:`~pytest_streamchaos.settings.Settings`."""
+    def from_settings(cls, settings: Any, workdir: str | os.PathLike, *, ha: bool | None = None) -> LocalSparkCluster:
+        """Build from the plugin's :class:`~pytest_streamchaos.settings.Settings` (``ha`` overrides
+        ``settings.ha``)."""
         return cls(workdir, workers=settings.workers, worker_cores=settings.worker_cores,
-                   worker_memory=settings.worker_memory, ha=settings.ha, java_home=settings.java_home,
-                   start_timeout=settings.start_timeout)
+                   worker_memory=settings.worker_memory, ha=settings.ha if ha is None else ha,
+                   java_home=settings.java_home, start_timeout=settings.start_timeout)
 
     # -- shape ---------------------------------------------------------------------------------
     @property
