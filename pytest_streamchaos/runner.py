@@ -9,10 +9,12 @@ outputs settle). Everything it starts is stopped on every exit path.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +30,15 @@ from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import horizon, plan
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout
+from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import CheckpointWatcher, SparkProgress
 from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.spark.eos import control_topic_for
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.workload.generator import Generator
+from pytest_streamchaos.workload.joined import JoinedGenerators
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,32 @@ class RunSpec:
     kafka_timeout_ms: float
     conf: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    inputs: list[str] | None = None  #: fixed input topic names (None: one per-run topic)
+    outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
+
+
+#: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
+CLUSTER_FAULTS = ("kill_worker", "kill_executor", "kill_master")
+#: placeholders a job's ``args`` may use
+PLACEHOLDERS = ("bootstrap_servers", "input_topic", "output_topic", "checkpoint_dir", "workdir")
+
+
+def stable_seed(text: str) -> int:
+    """A seed derived from ``text`` that is the same in every process (``hash`` is salted)."""
+    return zlib.crc32(text.encode()) & 0xFFFF
+
+
+def check_args(args: Sequence[Any] | None) -> None:
+    """Fail now, naming the placeholder, when ``args`` uses one the run does not substitute."""
+    import string
+
+    for a in args or []:
+        for _, name, _, _ in string.Formatter().parse(str(a)):
+            if name is not None and name not in PLACEHOLDERS:
+                names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                raise ValueError(f"args: {{{name}}} in {a!r} is not a placeholder the run fills; use {names} "
+                                 "(write {{ }} for a literal brace)")
 
 
 def resolve_job(job: str | Path, test_dir: Path | None, rootdir: Path | None) -> Path:
@@ -92,7 +123,7 @@ class Chaos:
 
     def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
-                 java_home: str | None = None) -> None:
+                 java_home: str | None = None, seed: int | None = None) -> None:
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
         self.workdir = Path(workdir)
@@ -101,6 +132,9 @@ class Chaos:
         self.rootdir = rootdir
         self.nodeid = nodeid
         self.java_home = java_home or None
+        #: the workload seed: stable per test id (not Python's salted ``hash``), so a rerun sends the
+        #: same ids, keys, event times and poison records
+        self.seed = stable_seed(nodeid) if seed is None else int(seed)
         self.runs: list[ChaosRun] = []
 
     def run(
@@ -125,6 +159,9 @@ class Chaos:
         env: dict[str, Any] | None = None,
         id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None,
         params: MetricParams | None = None,
+        args: Sequence[Any] | None = None,
+        inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
+        outputs: Mapping[str, IdSpec] | None = None,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -134,6 +171,15 @@ class Chaos:
         ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
         identity, for stateless jobs). ``conf`` is Spark conf for the job, ``env`` extra environment
         for its driver. ``params`` sets the metric parameters (band, hold, bucket).
+
+        Wiring for a job written without this plugin in mind (see the README, "Chaos-test your own job"):
+        ``args`` is the job's argv, with ``{bootstrap_servers}``, ``{input_topic}``, ``{output_topic}``,
+        ``{checkpoint_dir}`` and ``{workdir}`` substituted. ``inputs`` maps each topic the job reads to
+        its record factory (None: the built-in records); several topics get the same ids (a join).
+        ``outputs`` maps each place the job writes (a Kafka topic, or ``"file:<path>"`` for a file-sink
+        directory, relative to the driver's working directory) to how input ids are read there
+        (``"key"``, a JSON field path, or a callable); ``{}`` when nothing is readable (console, noop):
+        the run then reports recovery from Spark's query progress only. Named topics start empty.
         """
         if guarantee not in GUARANTEES:
             raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
@@ -145,12 +191,19 @@ class Chaos:
         if need > duration:
             raise ValueError(f"the fault timeline needs {need:g}s after steady state (last fault fired and healed) "
                              f"but duration={duration:g}; raise duration or move the faults earlier")
+        check_args(args)
+        if inputs is not None and not inputs:
+            raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
         spec = RunSpec(str(script), rate, duration, guarantee, partitions, key_space, skew, record_size,
                        late_fraction, trigger_seconds, warmup_timeout, drain_timeout,
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
                        kafka_timeout_ms, {k: str(v) for k, v in (conf or {}).items()},
-                       {k: str(v) for k, v in (env or {}).items()})
-        result = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params).execute()
+                       {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
+                       None if inputs is None else list(inputs), None if outputs is None else list(outputs))
+        run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
+        run.factories = dict(inputs or {})
+        run.output_ids = dict(outputs or {})
+        result = run.execute()
         self.runs.append(result)
         return result
 
@@ -171,6 +224,10 @@ class _Run:
         self.phases: dict[str, float] = {}
         self.warnings: list[str] = []
         n = len(chaos.runs)
+        self.factories: dict[str, Any] = {}
+        self.output_ids: dict[str, Any] = {}
+        self.checkpoint_found = False
+        self.local_master: str | None = None
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
         # exact topic names and broker controls live on the session cluster behind the per-test view
@@ -178,40 +235,47 @@ class _Run:
 
     # -- the life cycle ------------------------------------------------------------------------
     def execute(self) -> ChaosRun:
-        s, kafka = self.spec, self.c.kafka
-        in_topic = kafka.create_topic("in", partitions=s.partitions)
-        out_topic = kafka.create_topic("out", partitions=s.partitions)
-        side_topic = kafka.create_topic("late", partitions=1)
-        # The exactly-once sink's commit log: exact name, one partition (DESIGN.md: no CreateTopics).
-        self._session_kafka.create_topic(control_topic_for(out_topic), partitions=1)
+        s = self.spec
+        self._make_topics()
         checkpoint = self.dir / "checkpoint"
-        cfg = JobConfig(bootstrap_servers=kafka.bootstrap_servers, input_topic=in_topic, output_topic=out_topic,
-                        checkpoint_dir=str(checkpoint), trigger_seconds=s.trigger_seconds, side_topic=side_topic,
-                        transactional_id=f"streamchaos-{uuid.uuid4().hex[:12]}")
+        job_dir = self.dir / "jobs" / self.script.stem  # the driver's working directory (see prepare)
+        self.state_dir = self.dir / "source-state"
+        self.state_dir.mkdir(exist_ok=True)
+        cfg = JobConfig(bootstrap_servers=self.bootstrap, input_topic=self.inputs[0],
+                        input_topics=tuple(self.inputs), output_topic=self.out_topic or "",
+                        checkpoint_dir=str(checkpoint), trigger_seconds=s.trigger_seconds,
+                        side_topic=self.side_topic, transactional_id=f"streamchaos-{uuid.uuid4().hex[:12]}")
+        subst = {"bootstrap_servers": self.bootstrap, "input_topic": self.inputs[0],
+                 "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
+        argv = [a.format(**subst) for a in s.args]
         launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home)
-        env = {"STREAMCHAOS_KAFKA_TIMEOUT_MS": str(int(s.kafka_timeout_ms)), **s.env}
-        job = launcher.prepare(self.script, config=cfg, conf=s.conf, env=env)
+        env = {"STREAMCHAOS_KAFKA_TIMEOUT_MS": str(int(s.kafka_timeout_ms)),
+               "STREAMCHAOS_SOURCE_STATE_DIR": str(self.state_dir), **s.env}
+        job = launcher.prepare(self.script, config=cfg, conf=s.conf, env=env, args=argv)
         self.job = job
         self._check_delay_classes(job)
+        self.checkpoint_roots = [job.workdir, checkpoint, *paths_in([*argv, *s.conf.values()], job.workdir)]
 
         poison = PoisonSchedule()
-        collector = Collector(kafka.bootstrap_servers, [out_topic, side_topic], id_reader=self.id_reader,
-                              commit_log=control_topic_for(out_topic))
-        generator = Generator(kafka.bootstrap_servers, in_topic, s.rate, key_space=s.key_space, skew=s.skew,
-                              record_size=s.record_size, late_fraction=s.late_fraction, poison=poison,
-                              seed=hash(self.c.nodeid) & 0xFFFF)
+        collector = self._collector(job.workdir)
+        generator = self._generator(poison)
         progress = SparkProgress(job.event_log_dir)
         watcher = CheckpointWatcher(checkpoint)
+        self.watcher = watcher
         ctx = FaultContext(cluster=self.c.cluster, kafka=self._session_kafka, job=job,
-                           input_topic=in_topic, checkpoint=watcher, collector=collector, poison=poison,
+                           input_topic=self.inputs[0], checkpoint=watcher, collector=collector, poison=poison,
                            recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
-        self.topics = {"input": in_topic, "output": out_topic, "side": side_topic}
+        self.topics = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
+        if len(self.inputs) > 1 or s.inputs is not None:
+            self.topics["inputs"] = list(self.inputs)
+        if s.outputs is not None:
+            self.topics["outputs"] = list(s.outputs)
         # the run names the topics, so the oracle learns them here unless the test set its own
-        if self.oracle.topic is None:
-            self.oracle.topic = out_topic
-        if self.oracle.side_topic is None:
-            self.oracle.side_topic = side_topic
+        if self.oracle.topic is None and s.outputs is None:
+            self.oracle.topic = self.out_topic
+        if self.oracle.side_topic is None and self.side_topic is not None:
+            self.oracle.side_topic = self.side_topic
         started = []
         try:
             collector.start()
@@ -222,6 +286,8 @@ class _Run:
             # Load starts when the query runs: a backlog built up during the JVMs' start-up is
             # excluded from the baseline anyway and only makes the warm-up longer.
             self._wait_query_started(job, progress)
+            self._check_reach(progress)
+            self._wait_starting_offsets(job, progress)
             generator.start()
             started.append(generator)
             steady = self._warm_up(job, collector, progress)
@@ -248,6 +314,53 @@ class _Run:
         progress.poll()
         return self._verdict(job, generator, collector, progress, scheduler, ctx)
 
+    # -- wiring --------------------------------------------------------------------------------
+    def _make_topics(self) -> None:
+        """The run's topics: per-run unique names by default; the exact names a job hard-codes when
+        the test names them (on a fresh, empty cluster: nothing of an earlier run is read)."""
+        s, kafka, session = self.spec, self.c.kafka, self._session_kafka
+        fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
+        if s.inputs is not None or fixed_out:
+            session.reset()
+        self.bootstrap = kafka.bootstrap_servers
+        if s.inputs is None:
+            self.inputs = [kafka.create_topic("in", partitions=s.partitions)]
+        else:
+            self.inputs = [session.create_topic(t, partitions=s.partitions) for t in s.inputs]
+        self.side_topic: str | None = None
+        self.out_topic: str | None = None
+        if s.outputs is None:
+            self.out_topic = kafka.create_topic("out", partitions=s.partitions)
+            self.side_topic = kafka.create_topic("late", partitions=1)
+            # The exactly-once sink's commit log: exact name, one partition (DESIGN.md: no CreateTopics).
+            session.create_topic(control_topic_for(self.out_topic), partitions=1)
+        else:
+            for t in fixed_out:
+                session.create_topic(t, partitions=s.partitions)
+            self.out_topic = fixed_out[0] if fixed_out else None
+
+    def _collector(self, workdir: Path) -> Any:
+        if self.spec.outputs is None:
+            return Collector(self.bootstrap, [self.out_topic, self.side_topic], id_reader=self.id_reader,
+                             commit_log=control_topic_for(self.out_topic))
+        return Outputs([collector_for(name, ids, self.bootstrap, workdir) for name, ids in self.output_ids.items()])
+
+    def _generator(self, poison: PoisonSchedule) -> Any:
+        s = self.spec
+        parts = []
+        for i, topic in enumerate(self.inputs):
+            factory = self.factories.get(topic) if s.inputs is not None else None
+            extra = {"record_factory": factory} if factory is not None else {}
+            parts.append(Generator(self.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
+                                   record_size=s.record_size, late_fraction=s.late_fraction,
+                                   poison=poison if i == 0 else 0, seed=self.c.seed, **extra))
+        return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
+
+    @property
+    def progress_only(self) -> bool:
+        """True when no output of the job is readable: recovery comes from Spark's progress alone."""
+        return self.spec.outputs is not None and not self.spec.outputs
+
     def _check_delay_classes(self, job: Any) -> None:
         for p in self.planned:
             if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
@@ -271,29 +384,106 @@ class _Run:
         raise self._fail(job, f"the streaming query did not start within warmup_timeout={self.spec.warmup_timeout:g}s "
                               "(awaited a QueryStartedEvent in the job's event log)")
 
-    def _warm_up(self, job: Any, collector: Collector, progress: SparkProgress) -> float:
+    def _check_reach(self, progress: SparkProgress) -> None:
+        """A job that sets ``.master("local[...]")`` in its code runs no executors on the plugin's
+        cluster: a fault aimed at the cluster's JVMs cannot reach it. Fail now, saying so."""
+        local = sorted({m for m in progress.masters.values() if m.startswith("local")})
+        if not local:
+            return
+        self.local_master = local[0]
+        cluster_faults = [p.label for p in self.planned if p.spec.kind in CLUSTER_FAULTS
+                          or (p.spec.kind == "pause" and str(p.spec.target or "") in ("worker", "executor", "master"))
+                          or str(p.spec.target or "").startswith(("worker", "master"))]
+        if cluster_faults:
+            raise self._fail(self.job, f"the job runs in local mode (its code sets spark.master={local[0]}, "
+                                       f"which overrides the plugin's cluster), so {', '.join(cluster_faults)} "
+                                       "cannot reach it: remove .master(...) from the job (spark-submit passes the "
+                                       "cluster's master) or use driver faults (kill_driver, pause of the driver), "
+                                       "which work in local mode")
+        self.warnings.append(f"the job runs in local mode (spark.master={local[0]} in its code): its executors are "
+                             "threads of the driver, not the plugin's cluster")
+
+    def _wait_starting_offsets(self, job: Any, progress: SparkProgress) -> None:
+        """Start the load only once the query has fixed its starting offsets: with Spark's default
+        ``startingOffsets=latest`` everything sent before that moment is (correctly) never read, and
+        would otherwise be reported as lost. The Kafka source served for ``format("kafka")`` reports
+        them in the run's source-state directory; Spark's own connector writes them to the
+        checkpoint's ``sources/``. Also finds the query's checkpoint."""
+        deadline = time.time() + min(30.0, self.spec.warmup_timeout)
+        while time.time() < deadline:
+            progress.poll()
+            self._find_checkpoint(progress)
+            if self._offsets_fixed():
+                self.recorder.record("starting_offsets_fixed", "query")
+                return
+            if not job.alive:
+                raise self._fail(job, f"the job exited (code {job.returncode}) before its query read any offsets")
+            time.sleep(POLL_S)
+        self.warnings.append("the query did not report its starting offsets within 30 s after it started; the load "
+                             "began anyway (with startingOffsets=latest, records sent before the query fixed its "
+                             "offsets would count as lost)")
+
+    def _offsets_fixed(self) -> bool:
+        reported: set[str] = set()
+        for f in self.state_dir.glob("initial-*.json"):
+            try:
+                reported.update(json.loads(f.read_text()).get("offsets", {}))
+            except (OSError, ValueError):
+                continue  # being written
+        if set(self.inputs) <= reported:
+            return True
+        cp = self.watcher.checkpoint_dir
+        return cp.is_dir() and any((cp / "sources").glob("*/0")) or bool(self.watcher.offset_batches())
+
+    def _find_checkpoint(self, progress: SparkProgress) -> None:
+        """Point the watcher at the started query's checkpoint, wherever the job put it."""
+        if self.checkpoint_found:
+            return
+        ids = [e.detail.get("id") for e in progress.timeline if e.kind == "query_started"]
+        found = find_checkpoints(self.checkpoint_roots)
+        for qid in ids:
+            if qid in found:
+                self.watcher.checkpoint_dir = found[qid]
+                self.checkpoint_found = True
+                return
+
+    def _first_output(self, collector: Any, progress: SparkProgress) -> float | None:
+        """When output first showed: the first collected output, or (progress only) the end of the
+        first micro-batch that processed input."""
+        if self.progress_only:
+            ends = [b["t_end"] for b in progress.batches if (b.get("numInputRows") or 0) > 0]
+            return ends[0] if ends else None
+        return (collector.last_arrival or time.time()) if collector.count > 0 else None
+
+    def _warm_up(self, job: Any, collector: Any, progress: SparkProgress) -> float:
         """Wait for output, then for three stable micro-batches without backlog; return that time."""
         s = self.spec
         deadline = time.time() + s.warmup_timeout
         first_output = None
         while time.time() < deadline:
             progress.poll()
+            self._find_checkpoint(progress)
             if not job.alive:
                 raise self._fail(job, f"the job exited (code {job.returncode}) before reaching steady state")
-            if collector.errors and collector.count == 0:
+            if collector.errors and collector.count == 0 and not self.progress_only:
                 raise self._fail(job, f"the collector failed: {collector.errors[-1]}")
-            if first_output is None and collector.count > 0:
-                first_output = time.time()
-                self.recorder.record("first_output", "", t=collector.last_arrival or first_output)
+            if first_output is None:
+                first_output = self._first_output(collector, progress)
+                if first_output is not None:
+                    self.recorder.record("first_output", "", t=first_output)
             if first_output is not None and self._stable(progress.batches):
                 return time.time()
             time.sleep(POLL_S)
         if first_output is None:
+            where = "in Spark's progress" if self.progress_only else f"in {self._output_names()}"
             raise self._fail(job, f"no output within warmup_timeout={s.warmup_timeout:g}s (awaited the first "
-                                  f"record in the output topic; Spark reported {len(progress.batches)} micro-batches)")
+                                  f"output {where}; Spark reported {len(progress.batches)} micro-batches)")
         self.warnings.append(f"micro-batches were not stable within warmup_timeout={s.warmup_timeout:g}s; "
                              "the baseline may include startup backlog")
         return time.time()
+
+    def _output_names(self) -> str:
+        return ", ".join(self.spec.outputs) if self.spec.outputs else f"the output topic {self.out_topic}"
 
     def _stable(self, batches: list[dict[str, Any]]) -> bool:
         """Three recent batches with input, similar durations, and no more input than the rate brings."""
@@ -317,33 +507,42 @@ class _Run:
                 exited_seen = False
             time.sleep(POLL_S)
 
-    def _drain(self, collector: Collector, progress: SparkProgress, generator: Generator,
+    def _drain(self, collector: Any, progress: SparkProgress, generator: Any,
                watcher: CheckpointWatcher) -> None:
         """Until the job has committed every input offset (it caught up), then until the outputs
         settle (no new output for ``settle_seconds``, or every acknowledged id came out)."""
         s = self.spec
         deadline = time.time() + s.drain_timeout
-        ends = input_end_offsets(self.c.kafka.bootstrap_servers, self.topics["input"])
+        ends = {t: input_end_offsets(self.bootstrap, t) for t in self.inputs}
         caught_up_at = None
         while time.time() < deadline:
             progress.poll()
-            if caught_up_at is None and committed_past(watcher, self.topics["input"], ends):
+            self._find_checkpoint(progress)
+            if caught_up_at is None and all(committed_past(watcher, t, e) for t, e in ends.items()):
                 caught_up_at = time.time()
                 self.recorder.record("caught_up", "", t=caught_up_at)
             if caught_up_at is not None:
-                if (isinstance(self.oracle, IdentityOracle) and self.oracle.filter is None
-                        and collector.ids_seen >= generator.acked):
+                if (isinstance(collector, Collector) and isinstance(self.oracle, IdentityOracle)
+                        and self.oracle.filter is None and collector.ids_seen >= generator.acked):
                     return
-                last = max(collector.last_arrival or 0.0, caught_up_at)
+                last = max(self._last_output(collector, progress) or 0.0, caught_up_at)
                 if time.time() - last > s.settle_seconds:
                     return
             time.sleep(POLL_S)
         what = "the outputs to settle" if caught_up_at else f"the job to commit the input's end offsets {ends}"
+        if not self.checkpoint_found:
+            what += " (the query's checkpoint was not found: pass its path in args or conf)"
         self.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
                              "inputs still in flight then are reported as lost")
 
+    def _last_output(self, collector: Any, progress: SparkProgress) -> float | None:
+        if self.progress_only:
+            ends = [b["t_end"] for b in progress.batches if (b.get("numInputRows") or 0) > 0]
+            return ends[-1] if ends else None
+        return collector.last_arrival
+
     # -- verdict -------------------------------------------------------------------------------
-    def _verdict(self, job: Any, generator: Generator, collector: Collector, progress: SparkProgress,
+    def _verdict(self, job: Any, generator: Any, collector: Any, progress: SparkProgress,
                  scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
         sent = generator.sent()
         outputs = collector.outputs()
@@ -373,6 +572,11 @@ class _Run:
             "driver_launches": len(getattr(job, "launches", [])),
             "job_log": str(getattr(job, "log_path", "")),
             "warnings": self.warnings,
+            "seed": self.c.seed,
+            "checkpoint": str(self.watcher.checkpoint_dir) if self.checkpoint_found else None,
+            "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
+            "job_workdir": str(self.job.workdir),
+            "spark_master_used": self.local_master or self.c.cluster.master_url,
         })
         return run
 

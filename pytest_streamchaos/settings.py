@@ -32,6 +32,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("java_home", "JAVA_HOME for Spark's JVMs (default: $JAVA_HOME, else java on PATH)", "", str),
     Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
+    Option("kafka_port", "a fixed port on 127.0.0.1 where the embedded Kafka cluster also answers as a bootstrap "
+           "server, for jobs that hard-code e.g. localhost:9092 (0: none)", 0, int),
 )
 
 
@@ -69,6 +71,7 @@ class Settings:
     java_home: str
     start_timeout: float
     report: str
+    kafka_port: int
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

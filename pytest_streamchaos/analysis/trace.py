@@ -121,3 +121,46 @@ class Trace:
     def fault_times(self, kinds: tuple[str, ...] = (FAULT_INJECTED,)) -> np.ndarray:
         """Sorted times of the timeline events whose ``kind`` is one of ``kinds``."""
         return np.sort(np.array([e.t for e in self.timeline if e.kind in kinds], dtype=np.float64))
+
+
+def concat_outputs(parts: list[OutputRecords]) -> OutputRecords:
+    """Outputs of several sinks as one stream, in arrival order (CSR ids kept aligned)."""
+    parts = [p for p in parts if p is not None]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return OutputRecords(np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    arrival = np.concatenate([p.arrival_ts for p in parts])
+    ids_per = [[p.ids[p.offsets[i]:p.offsets[i + 1]].tolist() for i in range(len(p))] for p in parts]
+    flat_rows = [row for rows in ids_per for row in rows]
+
+    def col(name: str, fill: Any) -> np.ndarray:
+        return np.concatenate([getattr(p, name) if getattr(p, name) is not None
+                               else np.full(len(p), fill, dtype=object if fill is None else np.float64)
+                               for p in parts])
+
+    order = np.argsort(arrival, kind="stable")
+    cols = {"keys": col("keys", np.nan), "window_start": col("window_start", np.nan),
+            "window_end": col("window_end", np.nan), "topic": col("topic", None)}
+    return OutputRecords.from_lists(arrival[order].tolist(), [flat_rows[i] for i in order],
+                                    **{k: v[order] for k, v in cols.items()})
+
+
+def join_sent(parts: list[SentRecords]) -> SentRecords:
+    """The ground truth of a job fed the same ids on several topics (a stream-stream join): an id
+    counts once it was acknowledged on every topic, and its send time is the latest of them (the
+    record that completes the join)."""
+    if len(parts) == 1:
+        return parts[0]
+    common = parts[0].ids
+    for p in parts[1:]:
+        common = np.intersect1d(common, p.ids, assume_unique=True)
+    first = parts[0]
+    idx0 = np.searchsorted(first.ids, common)
+    send = np.max(np.stack([p.send_ts[np.searchsorted(p.ids, common)] for p in parts]), axis=0)
+    poison = np.zeros(common.shape[0], np.bool_)
+    for p in parts:
+        if p.poison is not None:
+            poison |= p.poison[np.searchsorted(p.ids, common)]
+    return SentRecords(ids=common, keys=first.keys[idx0], event_ts=first.event_ts[idx0], send_ts=send,
+                       poison=poison)

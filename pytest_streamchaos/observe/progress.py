@@ -201,6 +201,9 @@ class SparkProgress:
         self.app_ids: list[str] = []
         self._last_t: dict[str, float] = {}  # last event time per app, for events without a timestamp
         self.live_executors: dict[tuple[str, str], float] = {}
+        #: ``spark.master`` of each application as the driver actually ran it (a job may set its own
+        #: ``.master("local[3]")`` in code, which overrides the one the plugin passed)
+        self.masters: dict[str, str] = {}
 
     def poll(self) -> int:
         """Consume new events; return how many were read."""
@@ -218,6 +221,12 @@ class SparkProgress:
             if app_id not in self.app_ids:
                 self.app_ids.append(app_id)
             self._add(t, app, "driver_started", "driver", {"app_id": app_id, "app_name": ev.get("App Name")})
+        elif kind == "SparkListenerEnvironmentUpdate":
+            props = ev.get("Spark Properties") or {}
+            if isinstance(props, list):  # older event logs: [[key, value], ...]
+                props = {p[0]: p[1] for p in props if isinstance(p, list) and len(p) == 2}
+            if "spark.master" in props:
+                self.masters[app] = str(props["spark.master"])
         elif kind == "SparkListenerApplicationEnd":
             self._add(t, app, "driver_stopped", "driver", {"app_id": app, "exit_code": ev.get("ExitCode")})
         elif kind == "SparkListenerExecutorAdded":

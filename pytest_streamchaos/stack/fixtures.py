@@ -65,7 +65,8 @@ def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: 
     """The session's embedded Kafka cluster (started on first use, stopped at session end)."""
     from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 
-    cluster = LocalKafkaCluster(brokers=streamchaos_settings.brokers, workdir=tmp_path_factory.mktemp("kafka"))
+    cluster = LocalKafkaCluster(brokers=streamchaos_settings.brokers, workdir=tmp_path_factory.mktemp("kafka"),
+                                bootstrap_port=streamchaos_settings.kafka_port or None)
     try:
         cluster.start()
         yield cluster

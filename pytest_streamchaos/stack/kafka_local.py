@@ -166,7 +166,8 @@ class LocalKafkaCluster(KafkaCluster):
     """
 
     def __init__(self, brokers: int = 3, workdir: str | os.PathLike | None = None,
-                 command_timeout: float = 15.0, group_rebalance_delay_ms: int | None = None) -> None:
+                 command_timeout: float = 15.0, group_rebalance_delay_ms: int | None = None,
+                 bootstrap_port: int | None = None) -> None:
         if brokers < 1:
             raise StackError(f"the Kafka cluster needs at least 1 broker, got {brokers} "
                              "(set --chaos-brokers / ini streamchaos_brokers >= 1)")
@@ -177,6 +178,10 @@ class LocalKafkaCluster(KafkaCluster):
         # but then members joining a formed group can hang in the mock's coordinator until
         # session.timeout.ms (45 s) - seen with 1 and 300 ms in librdkafka 2.16 - so it is opt-in.
         self.group_rebalance_delay_ms = group_rebalance_delay_ms
+        #: a fixed port on 127.0.0.1 that also answers as a bootstrap server (``--chaos-kafka-port``),
+        #: for jobs that hard-code ``localhost:9092``; a forwarder to a live broker.
+        self.bootstrap_port = bootstrap_port or None
+        self._forwarder: Any = None
         self.bootstrap_servers = ""
         self.broker_ids: list[int] = []
         self.ports: dict[int, int] = {}
@@ -210,6 +215,7 @@ class LocalKafkaCluster(KafkaCluster):
             self._proc = None
         if self.workdir is None:
             raise StackError("LocalKafkaCluster needs a workdir for the broker log (pass workdir=...)")
+        self._check_bootstrap_port()
         self.workdir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH", "")) if p)
@@ -236,14 +242,51 @@ class LocalKafkaCluster(KafkaCluster):
         self.broker_ids = [int(b) for b in msg["broker_ids"]]
         self.ports = {int(b): int(p) for b, p in msg["ports"].items()}
         self._admin = None
+        self._start_forwarder()
 
     def stop(self) -> None:
         """Stop the helper (and with it every broker). Idempotent."""
         with self._lock:
             proc, self._proc = self._proc, None
             self._admin = None
+            fwd, self._forwarder = self._forwarder, None
+        if fwd is not None:
+            fwd.stop()
         if proc is not None:
             proc.stop()
+
+    def reset(self) -> None:
+        """A fresh, empty cluster (new broker ports, no topics): what a run with fixed topic names
+        needs so that nothing of an earlier run is read. The mock cluster cannot delete topics, and a
+        restart takes about 0.3 s. The bootstrap port, if any, keeps answering (for the new brokers)."""
+        self.stop()
+        self.start()
+
+    def _check_bootstrap_port(self) -> None:
+        from pytest_streamchaos.stack import ports
+
+        if self.bootstrap_port and not ports.port_is_free(self.bootstrap_port):
+            raise StackError(
+                f"--chaos-kafka-port {self.bootstrap_port}: 127.0.0.1:{self.bootstrap_port} is already in use by "
+                f"{ports.port_holder(self.bootstrap_port)}; stop that process or choose another port "
+                "(ini streamchaos_kafka_port)")
+
+    def _start_forwarder(self) -> None:
+        """Forward ``bootstrap_port`` to the first broker: a client bootstraps there and then talks to
+        the brokers at the addresses the metadata advertises, like with a real cluster's seed list."""
+        if not self.bootstrap_port:
+            return
+        from pytest_streamchaos.faults.tcpproxy import TcpProxy
+        from pytest_streamchaos.stack import ports
+
+        ports.reserve(self.bootstrap_port)
+        try:
+            self._forwarder = TcpProxy(upstream_port=self.ports[self.broker_ids[0]], listen_port=self.bootstrap_port)
+        except Exception as exc:
+            self.stop()
+            raise StackError(f"--chaos-kafka-port {self.bootstrap_port}: cannot listen on 127.0.0.1:"
+                             f"{self.bootstrap_port} ({exc}; held by {ports.port_holder(self.bootstrap_port)}); "
+                             "choose another port (ini streamchaos_kafka_port)") from None
 
     def _failure(self, proc: _HelperProcess, why: str) -> str:
         return (f"the embedded Kafka cluster ({self.brokers} brokers) did not start: {why}; "
@@ -404,6 +447,9 @@ class KafkaTestView(KafkaCluster):
 
     def heal(self) -> None:
         self._cluster.heal()
+
+    def reset(self) -> None:
+        self._cluster.reset()
 
     def stop(self) -> None:
         self._cluster.stop()

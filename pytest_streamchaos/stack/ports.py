@@ -69,6 +69,27 @@ def reserve(port: int) -> None:
         _handed_out.add(port)
 
 
+def port_holder(port: int, host: str = HOST) -> str:
+    """Who listens on ``host:port``: ``"pid 123 (java)"``, or ``"an unknown process"`` when the
+    kernel does not tell us (another user's process, no permission)."""
+    import psutil
+
+    try:
+        conns = psutil.net_connections("tcp")
+    except (psutil.Error, OSError):
+        return "an unknown process"
+    for c in conns:
+        listening = c.status == psutil.CONN_LISTEN and c.laddr
+        if listening and c.laddr.port == port and c.laddr.ip in (host, "0.0.0.0", "::"):
+            if c.pid is None:
+                return "an unknown process"
+            try:
+                return f"pid {c.pid} ({psutil.Process(c.pid).name()})"
+            except psutil.Error:
+                return f"pid {c.pid}"
+    return "an unknown process"
+
+
 def handed_out() -> frozenset[int]:
     """Every port handed out or reserved so far in this process."""
     with _lock:

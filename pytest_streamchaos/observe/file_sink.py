@@ -1,0 +1,208 @@
+"""Collect the output of Spark's file sink (``writeStream.format("json" | "csv" | "parquet")``).
+
+The file sink's exactly-once contract is its metadata log: ``<path>/_spark_metadata/<batch>`` (and
+every ``compactInterval`` batches ``<batch>.compact``, which repeats all earlier entries) lists the
+files a committed batch added. Files in the directory that no committed batch lists -- written by a
+task attempt that failed or by a batch the driver did not commit before it died -- are not output:
+Spark's own readers of that directory ignore them too. So this collector reads only listed files, and
+an output *arrives* when its batch's log file was written (its mtime: when the commit happened, not
+when we happened to look).
+
+Rows are read as dicts (JSON lines, CSV with a header, Parquet through pyarrow); the input ids of a
+row come from ``ids``: a field path (``"InvoiceNumber"``, ``"value.ids"``) or a callable
+``(row: dict, None) -> ids``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_streamchaos.analysis.trace import OutputRecords
+
+IdSpec = str | Callable[[Any, Any], Sequence[int]]
+
+
+class FileSinkCollector:
+    """Poll a file-sink directory's metadata log and read the files of every committed batch.
+
+    Has the query interface of :class:`~pytest_streamchaos.observe.collector.Collector` that a run
+    uses (``start``, ``stop``, ``count``, ``ids_seen``, ``last_arrival``, ``outputs()``, ...)."""
+
+    def __init__(self, path: str | os.PathLike, ids: IdSpec, name: str | None = None, poll_s: float = 0.2) -> None:
+        self.path = Path(path)
+        self.name = name or f"file:{path}"
+        self._ids = ids
+        self._poll_s = poll_s
+        self._done: set[str] = set()  #: data files already read
+        self._batches: set[int] = set()
+        self._arrival: list[float] = []
+        self._rows_ids: list[list[int]] = []
+        self._seen: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.malformed = 0
+        self.malformed_samples: list[str] = []
+        self.errors: list[str] = []
+        self.lost_to_retention = 0
+        self.retention_gaps: list[dict[str, Any]] = []
+        self.last_arrival: float | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> FileSinkCollector:
+        self._thread = threading.Thread(target=self._run, name=f"streamchaos-files-{self.path.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, drain_timeout: float = 10.0) -> bool:
+        """Stop polling after one last full read of the log."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(drain_timeout)
+        self.poll()
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._poll_s):
+            try:
+                self.poll()
+            except Exception as e:  # a broken file is a finding, not a crash of the run
+                self._note_error(f"{type(e).__name__}: {e}")
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        return len(self._arrival)
+
+    @property
+    def ids_seen(self) -> int:
+        return len(self._seen)
+
+    def has_seen(self, ids: Any) -> bool:
+        return all(int(i) in self._seen for i in np.atleast_1d(ids))
+
+    def outputs(self) -> OutputRecords:
+        with self._lock:
+            arrival, ids = list(self._arrival), [list(x) for x in self._rows_ids]
+        order = np.argsort(np.asarray(arrival, dtype=np.float64), kind="stable")
+        return OutputRecords.from_lists([arrival[i] for i in order], [ids[i] for i in order],
+                                        topic=np.asarray([self.name] * len(arrival), dtype=object))
+
+    # -- reading -------------------------------------------------------------------------------
+    def poll(self) -> None:
+        """Read the data files of every batch committed since the last poll."""
+        for batch, log_file in self._new_log_files():
+            t = log_file.stat().st_mtime
+            for data in _listed_files(log_file):
+                if data not in self._done:
+                    self._done.add(data)
+                    self._read_data(Path(data), t)
+            self._batches.add(batch)
+
+    def _new_log_files(self) -> list[tuple[int, Path]]:
+        meta = self.path / "_spark_metadata"
+        try:
+            names = os.listdir(meta)
+        except FileNotFoundError:
+            return []
+        out = []
+        for n in names:
+            base = n.removesuffix(".compact")
+            if base.isdigit() and int(base) not in self._batches:
+                out.append((int(base), meta / n))
+        return sorted(out)
+
+    def _read_data(self, path: Path, t: float) -> None:
+        try:
+            rows = read_rows(path)
+        except Exception as e:
+            self._note_error(f"cannot read {path.name}: {e}")
+            return
+        got: list[list[int]] = []
+        for row in rows:
+            try:
+                got.append(row_ids(row, self._ids))
+            except (ValueError, KeyError, TypeError) as e:
+                self.malformed += 1
+                if len(self.malformed_samples) < 20:
+                    self.malformed_samples.append(f"{row!r}: {e}")
+        with self._lock:
+            self._arrival.extend([t] * len(got))
+            self._rows_ids.extend(got)
+        for ids in got:
+            self._seen.update(ids)
+        if got:
+            self.last_arrival = max(self.last_arrival or 0.0, t)
+
+    def _note_error(self, msg: str) -> None:
+        if len(self.errors) < 100:
+            self.errors.append(msg)
+
+
+def _listed_files(log_file: Path) -> list[str]:
+    """The data files a metadata log file adds (``action: add``), as local paths."""
+    out = []
+    lines = log_file.read_text().splitlines()
+    for line in lines[1:]:  # the first line is the log format version, "v1"
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        if entry.get("action", "add") == "add" and not entry.get("isDir"):
+            out.append(str(entry["path"]).removeprefix("file://").removeprefix("file:"))
+    return out
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of one data file of the sink, by its extension (``.json``, ``.csv``, ``.parquet``;
+    compressed variants such as ``.json.gz`` are read too)."""
+    name = path.name
+    if ".parquet" in name:
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    raw = path.read_bytes()
+    if name.endswith(".gz"):
+        import gzip
+
+        raw = gzip.decompress(raw)
+    text = raw.decode()
+    if ".csv" in name:
+        return list(csv.DictReader(io.StringIO(text)))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def row_ids(row: Any, spec: IdSpec) -> list[int]:
+    """The input ids of one output row (see the module docstring)."""
+    if callable(spec):
+        return [int(i) for i in spec(row, None)]
+    v = row
+    for part in spec.split("."):
+        if isinstance(v, str):
+            v = json.loads(v)
+        if not isinstance(v, dict) or part not in v:
+            raise KeyError(f"no field {spec!r}")
+        v = v[part]
+    values = v if isinstance(v, list) else [v]
+    return [_as_int(x) for x in values]
+
+
+def _as_int(v: Any) -> int:
+    if isinstance(v, bool):
+        raise ValueError(f"id is a boolean: {v!r}")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    raise ValueError(f"id is not an integer: {v!r}")
+

@@ -1,0 +1,93 @@
+"""Several output sinks read as one: the Kafka topics and file-sink directories a job writes.
+
+:func:`collector_for` turns one entry of ``chaos.run(outputs={name: ids})`` into its collector;
+:class:`Outputs` gives the run one view of them all (counts, last arrival, the merged outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.analysis.trace import OutputRecords, concat_outputs
+from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.file_sink import FileSinkCollector
+
+#: how input ids are read from an output: "key" (the Kafka message key), a JSON field path, or a
+#: callable ``(value, key) -> ids``; None: the built-in ``id`` / ``ids`` fields
+IdSpec = str | Callable[[Any, Any], Sequence[int]] | None
+
+
+def key_ids(_value: bytes, key: bytes | None) -> list[int]:
+    """Ids from the Kafka message key (``b"17"``, or a JSON list ``b"[1, 2]"``)."""
+    if key is None:
+        raise ValueError("output has no key")
+    text = key.decode().strip()
+    if text.startswith("["):
+        import json
+
+        return [int(i) for i in json.loads(text)]
+    return [int(text)]
+
+
+def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, workdir: Path) -> Any:
+    """The collector of one output: ``file:<path>`` (relative to the job's working directory) or a
+    Kafka topic."""
+    if name.startswith("file:"):
+        if ids is None:
+            raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from the files (a field path "
+                             "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
+        path = Path(name[len("file:"):])
+        return FileSinkCollector(path if path.is_absolute() else workdir / path, ids, name=name)
+    reader = key_ids if ids == "key" else ids
+    return Collector(bootstrap_servers, [name], id_reader=reader)
+
+
+class Outputs:
+    """Several collectors seen as one (the interface a run and the aimed faults use)."""
+
+    def __init__(self, parts: list[Any]) -> None:
+        self.parts = parts
+
+    def start(self) -> Outputs:
+        for p in self.parts:
+            p.start()
+        return self
+
+    def stop(self, drain_timeout: float = 10.0) -> None:
+        for p in self.parts:
+            p.stop(drain_timeout=drain_timeout)
+
+    @property
+    def count(self) -> int:
+        return sum(p.count for p in self.parts)
+
+    @property
+    def ids_seen(self) -> int:
+        """Distinct ids seen (exact with one output; with several, an upper bound)."""
+        return sum(p.ids_seen for p in self.parts)
+
+    @property
+    def last_arrival(self) -> float | None:
+        times = [p.last_arrival for p in self.parts if p.last_arrival is not None]
+        return max(times) if times else None
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for p in self.parts for e in p.errors]
+
+    @property
+    def malformed(self) -> int:
+        return sum(p.malformed for p in self.parts)
+
+    @property
+    def lost_to_retention(self) -> int:
+        return sum(p.lost_to_retention for p in self.parts)
+
+    @property
+    def retention_gaps(self) -> list[dict[str, Any]]:
+        return [g for p in self.parts for g in p.retention_gaps]
+
+    def outputs(self) -> OutputRecords:
+        return concat_outputs([p.outputs() for p in self.parts])
