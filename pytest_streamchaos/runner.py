@@ -227,6 +227,7 @@ class _Run:
         self.factories: dict[str, Any] = {}
         self.output_ids: dict[str, Any] = {}
         self.checkpoint_found = False
+        self._checkpoint_qid: str | None = None
         self.local_master: str | None = None
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -436,16 +437,16 @@ class _Run:
         return cp.is_dir() and any((cp / "sources").glob("*/0")) or bool(self.watcher.offset_batches())
 
     def _find_checkpoint(self, progress: SparkProgress) -> None:
-        """Point the watcher at the started query's checkpoint, wherever the job put it."""
-        if self.checkpoint_found:
-            return
+        """Point the watcher at the latest started query's checkpoint, wherever the job put it (a
+        restarted driver of a job without a checkpoint location starts a new query elsewhere)."""
         ids = [e.detail.get("id") for e in progress.timeline if e.kind == "query_started"]
+        if not ids or ids[-1] == self._checkpoint_qid:
+            return
         found = find_checkpoints(self.checkpoint_roots)
-        for qid in ids:
-            if qid in found:
-                self.watcher.checkpoint_dir = found[qid]
-                self.checkpoint_found = True
-                return
+        if ids[-1] in found:
+            self.watcher.checkpoint_dir = found[ids[-1]]
+            self._checkpoint_qid = ids[-1]
+            self.checkpoint_found = True
 
     def _first_output(self, collector: Any, progress: SparkProgress) -> float | None:
         """When output first showed: the first collected output, or (progress only) the end of the

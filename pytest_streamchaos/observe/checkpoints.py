@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 #: directories never worth descending into while looking for checkpoints
-_SKIP = {"eventlog", "local", "conf", "__pycache__", "_spark_metadata", "offsets", "commits", "sources",
-         "state", ".git"}
+_SKIP = {"eventlog", "conf", "__pycache__", "_spark_metadata", "offsets", "commits", "sources", "state", ".git"}
+#: prefixes of Spark's scratch directories under ``java.io.tmpdir`` (a query without a checkpoint
+#: location gets ``temporary-<uuid>`` there, which must still be found)
+_SKIP_PREFIXES = ("blockmgr-", "spark-", "liblz4", "snappy", "hsperf")
 
 
 def checkpoint_query_id(path: Path) -> str | None:
@@ -57,7 +59,8 @@ def _walk(d: Path, depth: int, found: dict[str, Path], seen: set[Path]) -> None:
     except OSError:
         return
     for e in entries:
-        if e.is_dir(follow_symlinks=False) and e.name not in _SKIP and not e.name.startswith("."):
+        if (e.is_dir(follow_symlinks=False) and e.name not in _SKIP and not e.name.startswith(".")
+                and not e.name.startswith(_SKIP_PREFIXES)):
             _walk(Path(e.path), depth - 1, found, seen)
 
 
