@@ -74,6 +74,7 @@ class RunSpec:
     args: list[str] = field(default_factory=list)
     inputs: list[str] | None = None  #: fixed input topic names (None: one per-run topic)
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
+    kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
 
 
 #: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
@@ -162,6 +163,7 @@ class Chaos:
         args: Sequence[Any] | None = None,
         inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
         outputs: Mapping[str, IdSpec] | None = None,
+        kafka_port: int | None = None,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -180,6 +182,8 @@ class Chaos:
         directory, relative to the driver's working directory) to how input ids are read there
         (``"key"``, a JSON field path, or a callable); ``{}`` when nothing is readable (console, noop):
         the run then reports recovery from Spark's query progress only. Named topics start empty.
+        ``kafka_port``: the embedded cluster also answers on ``127.0.0.1:<port>`` during the run, for a
+        job that hard-codes ``localhost:9092`` (``--chaos-kafka-port`` does it for the whole session).
         """
         if guarantee not in GUARANTEES:
             raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
@@ -199,7 +203,8 @@ class Chaos:
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
                        kafka_timeout_ms, {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
-                       None if inputs is None else list(inputs), None if outputs is None else list(outputs))
+                       None if inputs is None else list(inputs), None if outputs is None else list(outputs),
+                       kafka_port)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
@@ -238,6 +243,17 @@ class _Run:
     def execute(self) -> ChaosRun:
         s = self.spec
         self._make_topics()
+        listening = s.kafka_port and s.kafka_port != getattr(self._session_kafka, "bootstrap_port", None)
+        if listening:
+            self._session_kafka.listen(s.kafka_port)
+        try:
+            return self._execute()
+        finally:
+            if listening:
+                self._session_kafka.unlisten(s.kafka_port)
+
+    def _execute(self) -> ChaosRun:
+        s = self.spec
         checkpoint = self.dir / "checkpoint"
         job_dir = self.dir / "jobs" / self.script.stem  # the driver's working directory (see prepare)
         self.state_dir = self.dir / "source-state"

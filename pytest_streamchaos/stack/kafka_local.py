@@ -181,7 +181,7 @@ class LocalKafkaCluster(KafkaCluster):
         #: a fixed port on 127.0.0.1 that also answers as a bootstrap server (``--chaos-kafka-port``),
         #: for jobs that hard-code ``localhost:9092``; a forwarder to a live broker.
         self.bootstrap_port = bootstrap_port or None
-        self._forwarder: Any = None
+        self._forwarders: dict[int, Any] = {}
         self.bootstrap_servers = ""
         self.broker_ids: list[int] = []
         self.ports: dict[int, int] = {}
@@ -249,8 +249,8 @@ class LocalKafkaCluster(KafkaCluster):
         with self._lock:
             proc, self._proc = self._proc, None
             self._admin = None
-            fwd, self._forwarder = self._forwarder, None
-        if fwd is not None:
+            fwds = list(self._forwarders.values())
+        for fwd in fwds:
             fwd.stop()
         if proc is not None:
             proc.stop()
@@ -263,30 +263,43 @@ class LocalKafkaCluster(KafkaCluster):
         self.start()
 
     def _check_bootstrap_port(self) -> None:
-        from pytest_streamchaos.stack import ports
+        if self.bootstrap_port:
+            _check_port_free(self.bootstrap_port)
 
-        if self.bootstrap_port and not ports.port_is_free(self.bootstrap_port):
-            raise StackError(
-                f"--chaos-kafka-port {self.bootstrap_port}: 127.0.0.1:{self.bootstrap_port} is already in use by "
-                f"{ports.port_holder(self.bootstrap_port)}; stop that process or choose another port "
-                "(ini streamchaos_kafka_port)")
-
-    def _start_forwarder(self) -> None:
-        """Forward ``bootstrap_port`` to the first broker: a client bootstraps there and then talks to
-        the brokers at the addresses the metadata advertises, like with a real cluster's seed list."""
-        if not self.bootstrap_port:
-            return
+    def listen(self, port: int) -> None:
+        """Also answer as a bootstrap server on ``127.0.0.1:port`` (e.g. 9092 for a job that hard-codes
+        ``localhost:9092``): a forwarder to the first broker. A client bootstraps there and then talks
+        to the brokers at the addresses the metadata advertises, as with a real cluster's seed list.
+        Kept across :meth:`reset`; removed by :meth:`unlisten` and :meth:`stop`."""
         from pytest_streamchaos.faults.tcpproxy import TcpProxy
         from pytest_streamchaos.stack import ports
 
-        ports.reserve(self.bootstrap_port)
+        if port in self._forwarders:
+            return
+        _check_port_free(port)
+        ports.reserve(port)
         try:
-            self._forwarder = TcpProxy(upstream_port=self.ports[self.broker_ids[0]], listen_port=self.bootstrap_port)
+            self._forwarders[port] = TcpProxy(upstream_port=self.ports[self.broker_ids[0]], listen_port=port)
         except Exception as exc:
-            self.stop()
-            raise StackError(f"--chaos-kafka-port {self.bootstrap_port}: cannot listen on 127.0.0.1:"
-                             f"{self.bootstrap_port} ({exc}; held by {ports.port_holder(self.bootstrap_port)}); "
-                             "choose another port (ini streamchaos_kafka_port)") from None
+            raise StackError(f"kafka port {port}: cannot listen on 127.0.0.1:{port} ({exc}; held by "
+                             f"{ports.port_holder(port) or 'an unknown process'}); stop that process or choose "
+                             "another port") from None
+
+    def unlisten(self, port: int) -> None:
+        """Stop answering on ``port`` (see :meth:`listen`)."""
+        fwd = self._forwarders.pop(port, None)
+        if fwd is not None:
+            fwd.stop()
+
+    def _start_forwarder(self) -> None:
+        wanted = sorted(set(self._forwarders) | ({self.bootstrap_port} if self.bootstrap_port else set()))
+        for port in wanted:  # after a reset the brokers have new ports: forward to the new ones
+            self.unlisten(port)
+            try:
+                self.listen(port)
+            except StackError:
+                self.stop()
+                raise
 
     def _failure(self, proc: _HelperProcess, why: str) -> str:
         return (f"the embedded Kafka cluster ({self.brokers} brokers) did not start: {why}; "
@@ -459,6 +472,16 @@ class KafkaTestView(KafkaCluster):
 
     def __repr__(self) -> str:
         return f"<KafkaTestView {self.nodeid} of {self._cluster!r}>"
+
+
+def _check_port_free(port: int) -> None:
+    from pytest_streamchaos.stack import ports
+
+    holder = ports.port_holder(port)
+    if holder is not None:
+        raise StackError(f"kafka port {port}: 127.0.0.1:{port} is already in use by {holder}; stop "
+                         "that process or choose another port (--chaos-kafka-port / ini streamchaos_kafka_port, "
+                         "or chaos.run(kafka_port=...))")
 
 
 def _parse(line: bytes | None) -> dict[str, Any] | None:

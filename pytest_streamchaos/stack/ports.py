@@ -69,15 +69,16 @@ def reserve(port: int) -> None:
         _handed_out.add(port)
 
 
-def port_holder(port: int, host: str = HOST) -> str:
-    """Who listens on ``host:port``: ``"pid 123 (java)"``, or ``"an unknown process"`` when the
-    kernel does not tell us (another user's process, no permission)."""
+def port_holder(port: int, host: str = HOST) -> str | None:
+    """Who listens on ``host:port``: ``"pid 123 (java)"``, ``"an unknown process"`` when the kernel
+    does not tell us (another user's process), or None when nothing listens there (a port in
+    TIME_WAIT only is not held: servers bind it with SO_REUSEADDR)."""
     import psutil
 
     try:
         conns = psutil.net_connections("tcp")
     except (psutil.Error, OSError):
-        return "an unknown process"
+        return None if port_is_free(port, host) else "an unknown process"
     for c in conns:
         listening = c.status == psutil.CONN_LISTEN and c.laddr
         if listening and c.laddr.port == port and c.laddr.ip in (host, "0.0.0.0", "::"):
@@ -87,7 +88,7 @@ def port_holder(port: int, host: str = HOST) -> str:
                 return f"pid {c.pid} ({psutil.Process(c.pid).name()})"
             except psutil.Error:
                 return f"pid {c.pid}"
-    return "an unknown process"
+    return None
 
 
 def handed_out() -> frozenset[int]:
