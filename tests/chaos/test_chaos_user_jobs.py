@@ -1,0 +1,132 @@
+"""Chaos tests of jobs written the way people write them, run unchanged.
+
+The jobs in ``pipelines/notifications.py``, ``invoice_items.py``, ``ad_clicks_join.py`` and
+``store_sales_window.py`` import nothing of this plugin: ``format("kafka")`` with Spark's defaults
+(``startingOffsets`` latest), hard-coded topics (and in one, a hard-coded ``localhost:9092``), relative
+checkpoints and output paths, the file sink, ``explode``, a stream-stream join, a count per window
+without input ids. Spark's own ``structured_kafka_wordcount.py`` example, from the installed pyspark,
+writes to the console. The tests give each its records (a record factory), say where its output is and
+how to read the input ids there, and assert a verdict under a fault.
+"""
+
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from pytest_streamchaos import (
+    AggregateOracle,
+    IdentityOracle,
+    RecordSpec,
+    kill_driver,
+    kill_executor,
+    kill_worker,
+)
+from pytest_streamchaos.runner import RunError
+
+WORDCOUNT = Path(pyspark.__file__).parent / "examples/src/main/python/sql/streaming/structured_kafka_wordcount.py"
+
+
+def line_items(invoice_id) -> int:
+    """How many line items invoice ``invoice_id`` has (1 to 3): what ``explode`` fans it out into."""
+    return 1 + invoice_id % 3
+
+
+def invoice(rec: RecordSpec) -> dict:
+    """An invoice as a point-of-sale system might send it; the input id is the invoice number."""
+    items = [{"ItemCode": f"{rec.rng.randrange(100, 999)}", "ItemDescription": "item", "ItemPrice": 9.5,
+              "ItemQty": 1 + i, "TotalValue": 9.5 * (1 + i)} for i in range(line_items(rec.id))]
+    return {"InvoiceNumber": str(rec.id), "CreatedTime": rec.ts, "StoreID": rec.key,
+            "CustomerCardNo": str(rec.rng.randrange(10**8, 10**9)),
+            "TotalAmount": sum(i["TotalValue"] for i in items), "InvoiceLineItems": items}
+
+
+@pytest.mark.chaos
+@kill_worker(after=10, restart_after=5)
+def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chaos):
+    """Default startingOffsets=latest: nothing sent before the query fixed its offsets counts as lost."""
+    run = chaos.run("pipelines/notifications.py", rate=100, duration=30, guarantee="at-least-once",
+                    inputs={"invoices": invoice}, outputs={"notifications": "key"}, kafka_port=9092)
+    print(run.describe())
+    assert run.expected > 2000
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.guarantee_delivered in ("exactly-once", "at-least-once")
+    assert any(e.kind == "executor_removed" for e in run.timeline), "the worker kill must cost the job an executor"
+    assert run.meta["checkpoint"].endswith("chk-point-dir"), "the relative checkpoint is found in the driver's dir"
+
+
+@pytest.mark.chaos
+@kill_driver(after=10, restart_after=1)
+def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
+    """The file sink's metadata log makes it exactly-once; every invoice yields its line items."""
+    run = chaos.run("pipelines/invoice_items.py", rate=100, duration=30, guarantee="exactly-once",
+                    args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
+                    outputs={"file:output": "InvoiceNumber"},
+                    oracle=IdentityOracle(copies=lambda sent: line_items(sent.ids)))
+    print(run.describe())
+    assert run.meta["driver_launches"] == 2
+    assert run.outputs > run.expected, "explode: more line items than invoices"
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+
+
+def impression(rec: RecordSpec) -> dict:
+    return {"adId": str(rec.id), "impressionTime": rec.ts}
+
+
+def click(rec: RecordSpec) -> dict:
+    return {"adId": str(rec.id), "clickTime": rec.ts}
+
+
+@pytest.mark.chaos
+@kill_executor(after=10)
+def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
+    run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=30, guarantee="at-least-once",
+                    args=["{bootstrap_servers}"], inputs={"impressions": impression, "clicks": click},
+                    outputs={"ad-clicks": "key"})
+    print(run.describe())
+    assert run.expected > 1000
+    assert run.lost == 0 and run.incorrect == 0
+    assert any(e.kind == "executor_removed" for e in run.timeline)
+
+
+def sale(rec: RecordSpec) -> dict:
+    return {"StoreID": rec.key, "CreatedTime": rec.ts}
+
+
+@pytest.mark.chaos
+@kill_worker(after=10, restart_after=5)
+def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
+    oracle = AggregateOracle(size_seconds=10, watermark_seconds=5, agg="count", output_mode="update",
+                             key_field="StoreID", window_field="window", value_field="count")
+    run = chaos.run("pipelines/store_sales_window.py", rate=100, duration=30, guarantee="at-least-once",
+                    args=["{bootstrap_servers}"], inputs={"sales": sale}, key_space=5,
+                    outputs={"store-sales": None}, oracle=oracle)
+    print(run.describe())
+    assert run.report.resolution == "aggregate"
+    assert "per aggregate" in run.describe()
+    assert run.expected > 1000, "finalized windows must cover most of the load"
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+
+
+@pytest.mark.chaos
+@pytest.mark.sla(guarantee=None)  # a console sink: nothing to verify per record
+@kill_driver(after=10, restart_after=1)
+def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
+    """Spark's example, unchanged: argv, format("kafka"), console output. No per-record verdict; the
+    recovery comes from Spark's query progress."""
+    run = chaos.run(WORDCOUNT, rate=50, duration=30, args=["{bootstrap_servers}", "subscribe", "{input_topic}"],
+                    outputs={})
+    print(run.describe())
+    assert run.resolution == "none" and run.lost is None
+    assert "no per-record verdict" in run.describe()
+    assert run.meta["driver_launches"] == 2
+    assert run.faults[0].recovered, "progress resumed after the driver restart"
+    assert run.downtime > 0
+
+
+@pytest.mark.chaos
+@kill_worker(after=10)
+def test_a_job_that_sets_local_master_in_code_cannot_be_hit_by_a_worker_kill(chaos):
+    with pytest.raises(RunError, match=r"runs in local mode .*spark.master=local\[2\].*kill_worker"):
+        chaos.run("tests/chaos/jobs/local_master.py", rate=50, duration=30,
+                  args=["{bootstrap_servers}", "{input_topic}"], outputs={})
