@@ -448,22 +448,11 @@ class Generator:
     def _build(self, start: int, ids: np.ndarray, keys: np.ndarray, ts_ms: np.ndarray,
                poison: np.ndarray | None) -> tuple[list[bytes], list[bytes | None]]:
         """Values and message keys from the record factory; annotations go to the buffers."""
-        factory, seed, make, norm = self._factory, self.seed, records.make_spec, records.normalise_record
-        assert factory is not None
-        ann = [(fn, self._buf.extra[name]) for name, fn in self._annotate.items()]
-        values: list[bytes] = []
-        msg_keys: list[bytes | None] = []
-        for j, (i, k, t) in enumerate(zip(ids.tolist(), keys.tolist(), ts_ms.tolist(), strict=True)):
-            spec = make(seed, i, k, t)
-            out = factory(spec)
-            mk, v = norm(out, spec)
-            for fn, col in ann:
-                col[start + j] = fn(spec, out)
-            values.append(v)
-            msg_keys.append(mk)
-        if poison is not None and poison.any():
-            for j in np.flatnonzero(poison).tolist():
-                values[j] = records.encode_poison(int(ids[j]), int(keys[j]), int(ts_ms[j]))
+        assert self._factory is not None
+        values, msg_keys, ann = records.build_batch(self._factory, self.seed, ids, keys, ts_ms, poison,
+                                                    self._annotate)
+        for name, col in ann.items():
+            self._buf.extra[name][start:start + ids.shape[0]] = col
         return values, msg_keys
 
     def _send(self, p: Producer, start: int, values: list[bytes], msg_keys: list[bytes | None],

@@ -189,6 +189,38 @@ def make_spec(seed: int, id_: int, key_index: int, ts_ms: int) -> RecordSpec:
     return RecordSpec(id_, f"k{key_index}", key_index, ts_ms, record_rng(seed, id_))
 
 
+def build_batch(
+    factory: RecordFactory,
+    seed: int,
+    ids: np.ndarray,
+    keys: np.ndarray,
+    ts_ms: np.ndarray,
+    poison: np.ndarray | None = None,
+    annotate: dict[str, Callable[[RecordSpec, Any], float]] | None = None,
+) -> tuple[list[bytes], list[bytes | None], dict[str, np.ndarray]]:
+    """Call ``factory`` once per record: (values, message keys, annotation columns).
+
+    Poison records (``poison`` mask) still go through the factory (so annotations are defined) but
+    their value is replaced by :func:`encode_poison`'s malformed bytes; the key is kept.
+    """
+    ann = {name: np.empty(ids.shape[0]) for name in annotate or {}}
+    fns = [(fn, ann[name]) for name, fn in (annotate or {}).items()]
+    values: list[bytes] = []
+    msg_keys: list[bytes | None] = []
+    for j, (i, k, t) in enumerate(zip(ids.tolist(), keys.tolist(), ts_ms.tolist(), strict=True)):
+        spec = make_spec(seed, i, k, t)
+        out = factory(spec)
+        mk, v = normalise_record(out, spec)
+        for fn, col in fns:
+            col[j] = fn(spec, out)
+        values.append(v)
+        msg_keys.append(mk)
+    if poison is not None and poison.any():
+        for j in np.flatnonzero(poison).tolist():
+            values[j] = encode_poison(int(ids[j]), int(keys[j]), int(ts_ms[j]))
+    return values, msg_keys, ann
+
+
 def _value_bytes(value: Any, id_: int) -> bytes:
     if isinstance(value, bytes):
         return value
