@@ -12,6 +12,7 @@ A test marks the faults it wants and asks the ``chaos`` fixture to run a job::
         assert run.lost == 0 and run.duplicates == 0
 """
 
+from pytest_streamchaos.analysis.aggregate import AggregateOracle
 from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams
 from pytest_streamchaos.analysis.oracle import CustomOracle, IdentityOracle, TumblingWindowOracle
 from pytest_streamchaos.faults.marks import (
@@ -28,9 +29,11 @@ from pytest_streamchaos.faults.marks import (
     poison_records,
 )
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
+from pytest_streamchaos.workload.records import RecordSpec
 
 __all__ = [
     "NOT_RECOVERED",
+    "AggregateOracle",
     "CustomOracle",
     "IdentityOracle",
     "MetricParams",
@@ -48,5 +51,6 @@ __all__ = [
     "packet_loss",
     "pause",
     "poison_records",
+    "RecordSpec",
 ]
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 Entry point: :meth:`ChaosRun.from_trace` (validation + metrics of one recorded :class:`Trace`).
 """
 
+from .aggregate import AggregateOracle
 from .metrics import NOT_RECOVERED, MetricParams, RunMetrics, compute_metrics
 from .oracle import CustomOracle, IdentityOracle, Oracle, TumblingWindowOracle
 from .result import ChaosRun
@@ -13,6 +14,7 @@ from .validate import GuaranteeReport, validate
 __all__ = [
     "NOT_RECOVERED",
     "SLA",
+    "AggregateOracle",
     "ChaosRun",
     "CustomOracle",
     "GuaranteeReport",

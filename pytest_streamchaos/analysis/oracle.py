@@ -7,11 +7,15 @@ int64 codes so the validator stays vectorised; :meth:`Expected.label` renders on
 
 Three oracles cover the usual jobs:
 
-- :class:`IdentityOracle` -- stateless jobs: every kept input appears exactly once in the main output.
+- :class:`IdentityOracle` -- stateless jobs: every kept input appears exactly once in the main output
+  (or ``copies`` times, for jobs that fan an input out into several outputs).
 - :class:`TumblingWindowOracle` -- event-time tumbling windows (per key or global) with a watermark;
   only finalized windows count, late events may go to a side output.
 - :class:`CustomOracle` -- anything else: a function computes ``expected key -> ids`` and another maps
   each output to its expected key.
+
+Jobs whose outputs carry no ids (counts / sums per key and window) are validated per aggregate by
+:class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`.
 
 Every oracle takes ``filter`` (a vectorised predicate on the sent records selecting ids the job
 drops on purpose: they are expected *not* to appear) and ``drop_poison`` (poison records are
@@ -22,11 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .trace import OutputRecords, SentRecords
+
+if TYPE_CHECKING:
+    from .validate import GuaranteeReport
 
 #: :meth:`Oracle.assign` codes for outputs that are not an expected output's group.
 IGNORE = -1  #: output does not count (e.g. a window not finalized at the end of the run, another topic)
@@ -34,6 +41,29 @@ UNKNOWN = -2  #: output matches no expected output: every id in it is incorrect
 SIDE = -3  #: side output (e.g. late events): each id counts toward its own expected output
 
 Predicate = Callable[[SentRecords], np.ndarray]
+#: A per-record number from the ground truth: a constant, the name of a ``SentRecords.annotations``
+#: column, or a vectorised function ``SentRecords -> array`` (one value per sent record).
+PerRecord = float | str | Callable[[SentRecords], Any]
+
+
+def per_record(spec: PerRecord, sent: SentRecords, what: str) -> np.ndarray:
+    """Evaluate a :data:`PerRecord` spec to one finite float64 per sent record."""
+    n = len(sent)
+    if isinstance(spec, str):
+        if spec not in sent.annotations:
+            raise ValueError(f"{what}={spec!r}: the sent records have no annotation {spec!r} (have "
+                             f"{sorted(sent.annotations)}); pass Generator(annotate={{{spec!r}: fn}})")
+        v = np.asarray(sent.annotations[spec], dtype=np.float64)
+    elif callable(spec):
+        v = np.asarray(spec(sent), dtype=np.float64)
+    else:
+        v = np.full(n, float(spec))
+    if v.shape != (n,):
+        raise ValueError(f"{what} gave shape {v.shape}, expected one value per sent record ({n},)")
+    if not np.isfinite(v).all():
+        bad = np.asarray(sent.ids)[~np.isfinite(v)][:5].tolist()
+        raise ValueError(f"{what} is not a finite number for ids {bad}")
+    return v
 
 
 @dataclass
@@ -41,7 +71,8 @@ class Expected:
     """The oracle's answer: expected ``(group, row)`` pairs, row = index into the sent records.
 
     ``late`` marks pairs whose input arrived after its output was finalized (window oracles);
-    ``label`` renders a group code for humans.
+    ``label`` renders a group code for humans; ``copies`` (None: 1 each) is how many times each pair
+    is expected to appear (fan-out jobs, ``IdentityOracle(copies=...)``).
     """
 
     rows: np.ndarray
@@ -49,6 +80,7 @@ class Expected:
     n_sent: int
     late: np.ndarray | None = None
     label: Callable[[int], str] = field(default=lambda g: f"output#{g}", repr=False)
+    copies: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -103,6 +135,11 @@ class Oracle:
     def assign(self, outputs: OutputRecords, sent: SentRecords, expected: Expected) -> np.ndarray:
         """Group code per output (or ``IGNORE`` / ``UNKNOWN`` / ``SIDE``)."""
         raise NotImplementedError
+
+    def custom_report(self, sent: SentRecords, outputs: OutputRecords) -> GuaranteeReport | None:
+        """An oracle that does not work per id appearance (aggregates) validates here; None (the
+        default) means :func:`~pytest_streamchaos.analysis.validate.validate`'s per-record path."""
+        return None
 
     def reference_send_ts(self, sent: SentRecords, outputs: OutputRecords, rows: np.ndarray) -> np.ndarray:
         """Send time each output's latency is measured from (NaN: none).
@@ -169,11 +206,33 @@ class IdentityOracle(Oracle):
 
     Ids selected by ``filter`` (and poison records when ``drop_poison``) are expected *not* to
     appear; seeing one is an incorrect output.
+
+    ``copies``: jobs that legitimately emit several outputs per input (``explode`` of an invoice
+    into its line items, fan-out). The number of appearances expected per input: a constant, the
+    name of a ground-truth annotation (``Generator(annotate={"lines": lambda rec, v: len(v["Items"])})``
+    then ``copies="lines"``: computed from the record factory's output at send time, so the
+    analysis stays pure), or a vectorised ``SentRecords -> int array`` (e.g. derived from the ids).
+    Fewer appearances than ``copies`` make the id *lost* (``GuaranteeReport.missing_copies`` counts
+    the missing appearances); more are *duplicates* (the extra appearances). An input with 0
+    copies is expected not to appear (like ``filter``).
     """
 
+    def __init__(self, filter: Predicate | None = None, drop_poison: bool = True, topic: str | None = None,
+                 side_topic: str | None = None, *, copies: PerRecord | None = None) -> None:
+        super().__init__(filter=filter, drop_poison=drop_poison, topic=topic, side_topic=side_topic)
+        self.copies = copies
+
     def _expected(self, sent: SentRecords, keep: np.ndarray) -> Expected:
+        copies = None
+        if self.copies is not None:
+            c = per_record(self.copies, sent, "IdentityOracle copies")
+            if (c < 0).any() or not np.array_equal(c, np.round(c)):
+                raise ValueError("IdentityOracle copies must be non-negative integers")
+            keep = keep & (c > 0)
+            copies = c.astype(np.int64)
         rows = np.flatnonzero(keep).astype(np.int64)
-        return Expected(rows, np.zeros(rows.shape, dtype=np.int64), len(sent), label=lambda g: "main output")
+        return Expected(rows, np.zeros(rows.shape, dtype=np.int64), len(sent), label=lambda g: "main output",
+                        copies=None if copies is None else copies[rows])
 
     def assign(self, outputs: OutputRecords, sent: SentRecords, expected: Expected) -> np.ndarray:
         side, other = self._topic_codes(outputs)

@@ -100,6 +100,12 @@ class ChaosRun:
         return self.report.guarantee_delivered
 
     @property
+    def resolution(self) -> str:
+        """``"record"`` (every input id tracked) or ``"aggregate"`` (lost / duplicates inferred from
+        per-(key, window) aggregate values, :class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`)."""
+        return self.report.resolution
+
+    @property
     def reliability(self) -> float:
         """Reliability under the declared guarantee (see ``GuaranteeReport.reliability``)."""
         return self.report.reliability(self.guarantee)
@@ -174,6 +180,10 @@ class ChaosRun:
             f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
             f"(baseline {lat.baseline:.2f}s)",
             f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {self.failure_cost:.2f}s",
+            *([] if self.resolution == "record" else
+              [f"resolution: per {self.resolution}, not per record (lost / duplicates are input records "
+               "inferred from aggregate values; no ids known)",
+               *(f"  {line}" for line in self.report.wrong_group_lines())]),
             *self.context().splitlines()[1:],
             "timeline:",
             *("  " + line for line in self.timeline_lines()),

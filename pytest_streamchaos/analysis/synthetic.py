@@ -157,3 +157,86 @@ def windowed_trace(
     phases = {"warmup_end": t0 + warmup, "load_end": t0 + duration, "drain_end": t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=1.0)
+
+
+def fanout_trace(
+    copies: np.ndarray,
+    rate: float = 1000.0,
+    latency: float = 0.2,
+    drop: np.ndarray | None = None,
+    duplicate: np.ndarray | None = None,
+    t0: float = T0,
+) -> Trace:
+    """A fan-out run: id ``i`` (sent at ``t0 + i / rate``) yields ``copies[i]`` outputs, one id each,
+    ``latency`` (+ 1 ms per copy) later; ``SentRecords.annotations["copies"]`` holds ``copies``.
+
+    ``drop``: ids whose last copy never comes out; ``duplicate``: ids whose first copy comes out twice.
+    """
+    copies = np.asarray(copies, dtype=np.int64)
+    n = copies.size
+    i = np.arange(n, dtype=np.int64)
+    send = t0 + i / rate
+    ids = np.repeat(i, copies)
+    k = np.arange(ids.size) - np.repeat(np.cumsum(copies) - copies, copies)  # copy number
+    arr = send[ids] + latency + 0.001 * k
+    keep = np.ones(ids.size, dtype=bool)
+    if drop is not None:
+        d = np.asarray(drop, dtype=np.int64)
+        keep[(np.cumsum(copies) - 1)[d[copies[d] > 0]]] = False
+    extra_ids, extra_arr = np.empty(0, np.int64), np.empty(0)
+    if duplicate is not None:
+        d = np.asarray(duplicate, dtype=np.int64)
+        d = d[copies[d] > 0]
+        extra_ids, extra_arr = d, send[d] + 1.5 * latency
+    ids = np.concatenate((ids[keep], extra_ids))
+    arr = np.concatenate((arr[keep], extra_arr))
+    o = np.argsort(arr, kind="stable")
+    sent = SentRecords(i, np.zeros(n, dtype=np.int64), send.copy(), send,
+                       annotations={"copies": copies.astype(np.float64)})
+    phases = {"warmup_end": t0 + 1.0, "load_end": t0 + n / rate, "drain_end": t0 + n / rate + 2.0}
+    return Trace(sent, _csr(arr[o], ids[o]), phases=phases, trigger_seconds=1.0)
+
+
+def aggregate_trace(
+    rate: float = 1000.0,
+    duration: float = 60.0,
+    keys: int = 4,
+    size: float = 5.0,
+    amounts: np.ndarray | None = None,
+    drop: np.ndarray | None = None,
+    duplicate: np.ndarray | None = None,
+    output_mode: str = "update",
+    t0: float = T0,
+) -> Trace:
+    """The outputs of :func:`windowed_trace` as a job without ids reports them: per (key, window)
+    the count of its inputs (or, with ``amounts``, their sum; ``annotations["amount"]``), with
+    ``drop`` ids missing from it and ``duplicate`` ids counted twice.
+
+    ``output_mode="update"``: every group is first emitted early with half its value (a partial
+    update), then with its final value; ``"append"``: once, with the final value.
+    """
+    base = windowed_trace(rate=rate, duration=duration, keys=keys, size=size, t0=t0)
+    n = len(base.sent)
+    w = np.ones(n) if amounts is None else np.asarray(amounts, dtype=np.float64)
+    wt = w.copy()
+    if drop is not None:
+        wt[np.asarray(drop, dtype=np.int64)] = 0.0
+    if duplicate is not None:
+        wt[np.asarray(duplicate, dtype=np.int64)] += w[np.asarray(duplicate, dtype=np.int64)]
+    out = base.outputs
+    flat_w = wt[out.ids]
+    nonempty = out.lengths() > 0
+    vals = np.zeros(len(out))
+    vals[nonempty] = np.add.reduceat(flat_w, out.offsets[:-1][nonempty])
+    arrival, ks, ws, we = out.arrival_ts, out.keys, out.window_start, out.window_end
+    if output_mode != "append":  # an earlier partial update per group: only the last value counts
+        arrival = np.concatenate((arrival - 0.5 * size, arrival))
+        vals = np.concatenate((np.floor(vals / 2), vals))
+        ks, ws, we = (np.concatenate((c, c)) for c in (ks, ws, we))
+    o = np.argsort(arrival, kind="stable")
+    outputs = OutputRecords(arrival[o], np.zeros(o.size + 1, np.int64), np.empty(0, np.int64), keys=ks[o],
+                            window_start=ws[o], window_end=we[o], values=vals[o])
+    sent = base.sent
+    if amounts is not None:
+        sent.annotations["amount"] = w
+    return Trace(sent, outputs, timeline=base.timeline, phases=base.phases, trigger_seconds=1.0)

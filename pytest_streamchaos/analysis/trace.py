@@ -31,7 +31,10 @@ class SentRecords:
 
     ``ids`` are unique int64 ids; ``keys`` the record keys (int64 key numbers, the JSON key is
     ``"k<n>"``); ``event_ts`` the event time and ``send_ts`` the broker-acknowledged send time.
-    ``poison`` marks malformed records that a job is expected to reject.
+    ``poison`` marks malformed records that a job is expected to reject. ``annotations`` holds
+    per-record numbers computed at send time from a record factory's output
+    (``Generator(annotate={name: fn})``, float64 columns aligned with ``ids``), e.g. how many outputs
+    an input fans out to, or the amount it adds to an aggregate.
     """
 
     ids: np.ndarray
@@ -39,6 +42,7 @@ class SentRecords:
     event_ts: np.ndarray
     send_ts: np.ndarray
     poison: np.ndarray | None = None
+    annotations: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -51,7 +55,9 @@ class OutputRecords:
     The ids of output ``i`` are ``ids[offsets[i]:offsets[i + 1]]`` (CSR layout: one id for a
     stateless output, the ``ids`` list of an aggregate -- a list, so double counts stay visible).
     ``keys``/``window_start``/``window_end`` are filled for keyed / windowed outputs (NaN or None
-    otherwise); ``topic`` tells a side output (e.g. late events) from the main one.
+    otherwise); ``topic`` tells a side output (e.g. late events) from the main one. ``values`` is the
+    numeric result an aggregate output reports (a count or a sum; NaN: none), for
+    :class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`; such outputs usually carry no ids.
     """
 
     arrival_ts: np.ndarray
@@ -61,6 +67,7 @@ class OutputRecords:
     window_start: np.ndarray | None = None
     window_end: np.ndarray | None = None
     topic: np.ndarray | None = None
+    values: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.arrival_ts.shape[0])

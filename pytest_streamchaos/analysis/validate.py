@@ -16,6 +16,11 @@ Counting units (all per appearance or per expected id, never per output):
 - ``incorrect``: appearances in an output the id does not belong to (wrong window, an id the job
   should have dropped, an id never sent).
 - ``ignored``: appearances in outputs that do not count (windows not finalized, other topics).
+
+With ``IdentityOracle(copies=...)`` an expected id must appear ``copies`` times: fewer is *lost*
+(``missing_copies`` sums the missing appearances), more are *duplicates* (the extra appearances).
+Oracles that cannot work per id (:class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`)
+produce the report themselves (:meth:`Oracle.custom_report`); its ``resolution`` is ``"aggregate"``.
 """
 
 from __future__ import annotations
@@ -91,6 +96,14 @@ class GuaranteeReport:
     incorrect_ids: np.ndarray
     #: up to 20 misplaced appearances: (id, found in, expected in)
     misplaced: list[tuple[int, str, str]] = field(default_factory=list)
+    #: appearances missing from ids seen fewer times than their expected ``copies`` (None: the
+    #: oracle expects one appearance per id)
+    missing_copies: int | None = None
+    #: ``"record"`` (every id tracked) or ``"aggregate"`` (counts inferred from aggregate values:
+    #: no offending ids are known, see ``wrong_groups``)
+    resolution: str = "record"
+    #: aggregate resolution: up to 20 wrong (key, window) groups, JSON-ready dicts
+    wrong_groups: list[dict[str, Any]] = field(default_factory=list)
     # --- per expected membership, for metrics (not part of the JSON) ---
     pair_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
     pair_count: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
@@ -99,6 +112,8 @@ class GuaranteeReport:
     pair_first_ts: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     #: sent row of every flat output id (-1: never sent)
     appearance_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+    #: expected appearances per membership (empty: 1 each)
+    pair_need: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
 
     @property
     def guarantee_delivered(self) -> str:
@@ -135,11 +150,13 @@ class GuaranteeReport:
         if self.expected == 0:
             return 1.0
         c = self.pair_count
-        ok = (c >= 1) if declared == "at-least-once" else (c == 1)
+        need = self.pair_need if self.pair_need.size else 1
+        ok = (c >= need) if declared == "at-least-once" else (c == need)
         return float(np.count_nonzero(ok & ~self.pair_wrong)) / self.expected
 
     def counts(self) -> dict[str, int]:
-        return {
+        """The counts as a dict (``missing_copies`` only when the oracle expects copies)."""
+        c = {
             "expected": self.expected,
             "processed_ok": self.processed_ok,
             "lost": self.lost,
@@ -149,6 +166,9 @@ class GuaranteeReport:
             "side_output": self.side_output,
             "late": self.late,
         }
+        if self.missing_copies is not None:
+            c["missing_copies"] = self.missing_copies
+        return c
 
     def to_dict(self, sample: int = 20) -> dict[str, Any]:
         """JSON-ready summary; id arrays are capped at ``sample`` entries (full sizes given)."""
@@ -161,14 +181,23 @@ class GuaranteeReport:
             "duplicate_extra": self.duplicate_extra[:sample].tolist(),
             "incorrect_ids": self.incorrect_ids[:sample].tolist(),
             "misplaced": [list(m) for m in self.misplaced[:sample]],
+            **({} if self.resolution == "record" else
+               {"resolution": self.resolution, "wrong_groups": self.wrong_groups[:sample]}),
         }
 
     def describe(self, sample: int = 5) -> str:
-        """One readable paragraph: counts plus a few offending ids."""
+        """One readable paragraph: counts plus a few offending ids (or groups, per aggregate)."""
         parts = [
             f"{self.expected} expected, {self.processed_ok} processed, lost={self.lost}, "
             f"duplicates={self.duplicates}, incorrect={self.incorrect} -> {self.guarantee_delivered}"
         ]
+        if self.resolution != "record":
+            parts.insert(0, f"resolution per {self.resolution}, not per record (counts in input records "
+                            "inferred from aggregate values; no ids)")
+            parts.extend(self.wrong_group_lines(sample))
+            return "; ".join(parts)
+        if self.missing_copies:
+            parts.append(f"{self.missing_copies} expected copies missing")
         if self.lost:
             parts.append(f"lost ids e.g. {self.lost_ids[:sample].tolist()}")
         if self.duplicates:
@@ -179,6 +208,17 @@ class GuaranteeReport:
         elif self.incorrect:
             parts.append(f"incorrect ids e.g. {self.incorrect_ids[:sample].tolist()}")
         return "; ".join(parts)
+
+
+    def wrong_group_lines(self, sample: int = 5) -> list[str]:
+        """Aggregate resolution: one line per wrong (key, window) group, the first ``sample``."""
+        return [f"{g['group']}: {g['kind']} {g['records']} record(s) (expected {_range(g)}, got "
+                f"{g['observed']:g} in {g['emissions']} output(s))" for g in self.wrong_groups[:sample]]
+
+
+def _range(g: dict[str, Any]) -> str:
+    lo, hi = g["expected_min"], g["expected"]
+    return f"{hi:g}" if lo == hi else f"{lo:g}..{hi:g}"
 
 
 def _check_guarantee(g: str) -> None:
@@ -207,6 +247,9 @@ def validate(
     ``outputs=``. Pure and vectorised: O(ids) except one sort when ids are not a contiguous range.
     """
     sent, outs = _unpack(data, outputs)
+    custom = oracle.custom_report(sent, outs)
+    if custom is not None:
+        return custom
     index = IdIndex(np.asarray(sent.ids))
     exp: Expected = oracle.expected(sent)
     n_pairs = len(exp)
@@ -267,8 +310,19 @@ def validate(
         first_ts[seen] = multi[seen]
 
     ids = np.asarray(sent.ids, dtype=np.int64)
-    lost_mask = pair_count == 0
-    dup_mask = pair_count > 1
+    need = exp.copies
+    if need is None:
+        lost_mask = pair_count == 0
+        dup_mask = pair_count > 1
+        extra = pair_count[dup_mask] - 1
+        missing = None
+    else:
+        need = np.asarray(need, dtype=np.int64)
+        lost_mask = pair_count < need
+        dup_mask = pair_count > need
+        extra = pair_count[dup_mask] - need[dup_mask]
+        missing = int((need[lost_mask] - pair_count[lost_mask]).sum())
+        first_ts = _completion_ts(ok_pairs, ok_ts, pair_count, need, bool(np.all(np.diff(arrival) >= 0)))
     misplaced: list[tuple[int, str, str]] = []
     wrong_idx = np.flatnonzero(wrong)
     for a in wrong_idx[:20]:
@@ -285,19 +339,35 @@ def validate(
         expected=n_pairs,
         processed_ok=int(np.count_nonzero(~lost_mask)),
         lost=int(np.count_nonzero(lost_mask)),
-        duplicates=int((pair_count[dup_mask] - 1).sum()),
+        duplicates=int(extra.sum()),
         incorrect=int(wrong_idx.size),
         ignored=ignored,
         side_output=int(np.count_nonzero(ok & (app_g == SIDE))),
         late=int(np.count_nonzero(exp.late)) if exp.late is not None else 0,
         lost_ids=ids[exp.rows[lost_mask]],
         duplicate_ids=ids[exp.rows[dup_mask]],
-        duplicate_extra=pair_count[dup_mask] - 1,
+        duplicate_extra=extra,
         incorrect_ids=np.unique(np.asarray(outs.ids, dtype=np.int64)[wrong_idx]),
         misplaced=misplaced,
+        missing_copies=missing,
         pair_rows=exp.rows,
         pair_count=pair_count,
         pair_wrong=pair_wrong,
         pair_first_ts=first_ts,
         appearance_rows=app_rows,
+        pair_need=np.empty(0, np.int64) if need is None else need,
     )
+
+
+def _completion_ts(ok_pairs: np.ndarray, ok_ts: np.ndarray, pair_count: np.ndarray, need: np.ndarray,
+                   time_sorted: bool) -> np.ndarray:
+    """Per pair: arrival of its ``need``-th correct appearance (when all its copies were out); NaN
+    while fewer appeared. ``time_sorted``: appearances are already in arrival order."""
+    ts = np.full(pair_count.shape, np.nan)
+    done = pair_count >= need
+    if not done.any():
+        return ts
+    order = np.argsort(ok_pairs, kind="stable") if time_sorted else np.lexsort((ok_ts, ok_pairs))
+    starts = np.cumsum(pair_count) - pair_count
+    ts[done] = ok_ts[order][starts[done] + need[done] - 1]
+    return ts

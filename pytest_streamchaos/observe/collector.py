@@ -11,6 +11,10 @@ or an int; else the Kafka message key); the window from ``window_start``/``windo
 ``window: {start, end}``, as epoch milliseconds/seconds or ISO-8601 strings. An output that cannot
 be read is a *finding*, not a crash: it is counted and a few raw samples are kept.
 
+Aggregate outputs (counts / sums per key and window, no ids): pass ``amount_field`` (and where
+needed ``key_field`` / ``window_field``, e.g. ``AggregateOracle.collector_options()``); each
+output's value then fills ``OutputRecords.values`` and an output need not carry ids.
+
 Outputs the broker deleted before they were read (retention) are not silently skipped: partitions
 start at offset 0 with ``auto.offset.reset=error``, and an out-of-range offset is recorded in
 :attr:`Collector.retention_gaps` (and :attr:`Collector.lost_to_retention`) before reading resumes at
@@ -60,6 +64,8 @@ log = logging.getLogger(__name__)
 
 #: A custom id reader: ``(value_bytes, key_bytes) -> list of input ids``.
 IdReader = Callable[[bytes, "bytes | None"], Sequence[int]]
+#: A custom amount reader: ``(decoded JSON output) -> number``.
+AmountReader = Callable[[Any], float]
 
 _NO_KEY = -1
 
@@ -88,14 +94,16 @@ class _Columns:
         self.wend = np.empty(capacity, np.float64)
         self.topic = np.empty(capacity, np.int16)
         self.attempt = np.empty(capacity, np.int32)  #: exactly-once attempt code, -1 = none
+        self.values = np.empty(capacity, np.float64)  #: aggregate value (NaN: none)
         self.ids = np.empty(capacity, np.int64)
 
     def append(self, arrival: float, keys: list[int], ws: list[float], we: list[float],
-               lengths: list[int], flat: list[int], topic: list[int], attempt: list[int]) -> None:
+               lengths: list[int], flat: list[int], topic: list[int], attempt: list[int],
+               values: list[float]) -> None:
         k, f = len(lengths), len(flat)
         if self.n + k > self.arrival.shape[0]:
             cap = max(self.n + k, 2 * self.arrival.shape[0])
-            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic", "attempt"):
+            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic", "attempt", "values"):
                 old = getattr(self, name)
                 new = np.empty(cap, old.dtype)
                 new[: self.n] = old[: self.n]
@@ -111,6 +119,7 @@ class _Columns:
         self.wstart[s] = ws
         self.wend[s] = we
         self.attempt[s] = attempt
+        self.values[s] = values
         self.topic[s] = topic
         self.ids[self.m:self.m + f] = flat
         self.n += k
@@ -133,6 +142,13 @@ class Collector:
         commit_log: the exactly-once sink's control topic (``<output>.streamchaos-commits``): outputs
             written by that sink count only once their attempt's commit marker is seen (see the module
             docstring).
+        key_field: JSON path (dots for nesting) of the output's key (``"k<n>"`` or ``n``); default
+            ``key``, else the Kafka message key.
+        window_field: JSON path of a ``{start, end}`` window object; default ``window``, else
+            ``window_start`` / ``window_end``.
+        amount_field: aggregate outputs: JSON path of the value (a count or a sum), or a callable
+            ``(decoded JSON) -> number``; fills ``OutputRecords.values`` (None there otherwise).
+            With it, outputs without ``id`` / ``ids`` are read as carrying no ids.
     """
 
     def __init__(
@@ -145,6 +161,9 @@ class Collector:
         topic_timeout_s: float = 30.0,
         consumer_config: dict[str, Any] | None = None,
         commit_log: str | None = None,
+        key_field: str | None = None,
+        window_field: str | None = None,
+        amount_field: str | AmountReader | None = None,
     ) -> None:
         if not bootstrap_servers:
             raise ValueError("bootstrap_servers is empty; pass kafka.bootstrap_servers")
@@ -159,6 +178,10 @@ class Collector:
         self.topic_timeout_s = topic_timeout_s
         self._id_reader = id_reader
         self._id_path = id_reader.split(".") if isinstance(id_reader, str) else None
+        self._key_path = key_field.split(".") if key_field else None
+        self._window_path = window_field.split(".") if window_field else None
+        self._amount: list[str] | AmountReader | None = (
+            amount_field.split(".") if isinstance(amount_field, str) else amount_field)
         self._conf = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": f"streamchaos-collector-{uuid.uuid4().hex[:12]}",  # never committed
@@ -333,6 +356,7 @@ class Collector:
                 window_start=c.wstart[:n].copy(),
                 window_end=c.wend[:n].copy(),
                 topic=np.asarray(self.topics, dtype=object)[c.topic[:n]],
+                values=c.values[:n].copy() if self._amount is not None else None,
             )
             if self.commit_log_topic is None:
                 return out
@@ -447,6 +471,7 @@ class Collector:
         we: list[float] = []
         tix: list[int] = []
         att: list[int] = []
+        vals: list[float] = []
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -462,7 +487,7 @@ class Collector:
                 self._apply_commit(value, now)
                 continue
             try:
-                ids, key, w0, w1 = self._read(value, mkey)
+                ids, key, w0, w1, amount = self._read(value, mkey)
             except Exception as e:  # an unreadable output is a finding
                 self._malformed += 1
                 if len(self._samples) < self.max_samples:
@@ -474,6 +499,7 @@ class Collector:
             keys.append(key)
             ws.append(w0)
             we.append(w1)
+            vals.append(amount)
             tix.append(topic_index[m.topic()])
             code = -1
             if self.commit_log_topic is not None:
@@ -486,7 +512,7 @@ class Collector:
         if not lengths:
             return
         with self._lock:
-            self._cols.append(now, keys, ws, we, lengths, flat, tix, att)
+            self._cols.append(now, keys, ws, we, lengths, flat, tix, att, vals)
         visible = flat
         if self.commit_log_topic is not None:
             visible = [i for c, n0, n1 in _spans(att, lengths) if c == -1 or c in self._commit_t
@@ -558,7 +584,8 @@ class Collector:
                 n_new += 1
         self._ids_seen += n_new
 
-    def _read(self, value: bytes | None, mkey: bytes | None) -> tuple[list[int], int, float, float]:
+    def _read(self, value: bytes | None, mkey: bytes | None) -> tuple[list[int], int, float, float, float]:
+        """(ids, key number, window start, window end, aggregate value) of one output."""
         if value is None:
             raise ValueError("tombstone (null value)")
         reader = self._id_reader
@@ -573,14 +600,47 @@ class Collector:
             obj = _loads(value)
             if not isinstance(obj, dict):
                 raise ValueError(f"output is JSON but not an object: {type(obj).__name__}")
-            ids = _ids_from(obj, self._id_path)
+            aggregate_only = self._amount is not None and self._id_path is None and not ("id" in obj or "ids" in obj)
+            ids = [] if aggregate_only else _ids_from(obj, self._id_path)
         if not isinstance(obj, dict):
-            return ids, _key_number(mkey), np.nan, np.nan
+            if self._amount is not None:
+                raise ValueError("aggregate output is not a JSON object")
+            return ids, _key_number(mkey), np.nan, np.nan, np.nan
+        return (ids, self._read_key(obj, mkey), *self._read_window(obj), self._read_amount(obj))
+
+    def _read_key(self, obj: dict, mkey: bytes | None) -> int:
+        if self._key_path is not None:
+            return _key_number(_field(obj, self._key_path, None))
         key = _key_number(obj.get("key", mkey))
         if key == _NO_KEY and "key" in obj:
             key = _key_number(mkey)
-        w0, w1 = _window(obj)
-        return ids, key, w0, w1
+        return key
+
+    def _read_window(self, obj: dict) -> tuple[float, float]:
+        if self._window_path is None:
+            return _window(obj)
+        w = _field(obj, self._window_path, None)
+        return (_time_s(w.get("start")), _time_s(w.get("end"))) if isinstance(w, dict) else (np.nan, np.nan)
+
+    def _read_amount(self, obj: dict) -> float:
+        amount = self._amount
+        if amount is None:
+            return np.nan
+        v = amount(obj) if callable(amount) else _field(obj, amount, KeyError)
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ValueError(f"aggregate value is not a number: {v!r}")
+        return float(v)
+
+
+def _field(obj: Any, path: list[str], missing: Any) -> Any:
+    """``obj[path[0]][path[1]]...``; a missing step returns ``missing`` (or raises it, if an exception type)."""
+    for part in path:
+        if not isinstance(obj, dict) or part not in obj:
+            if isinstance(missing, type) and issubclass(missing, Exception):
+                raise ValueError(f"no field {'.'.join(path)!r}")
+            return missing
+        obj = obj[part]
+    return obj
 
 
 def _ids_from(obj: dict, path: list[str] | None) -> list[int]:
@@ -700,4 +760,4 @@ def _committed_view(out: OutputRecords, attempt: np.ndarray, commit_t: dict[int,
 
     return OutputRecords(arrival_ts=arrival[rows], offsets=offsets, ids=ids, keys=pick(out.keys),
                          window_start=pick(out.window_start), window_end=pick(out.window_end),
-                         topic=pick(out.topic))
+                         topic=pick(out.topic), values=pick(out.values))

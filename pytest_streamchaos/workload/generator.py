@@ -15,7 +15,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: ``poison`` may be a fraction, a collection of ids, or a vectorised predicate over ids.
 PoisonSpec = float | Collection[int] | Callable[[np.ndarray], np.ndarray]
+#: ``annotate`` callables: ``(spec, factory output) -> number``, recorded per record in the ground truth.
+Annotation = Callable[[records.RecordSpec, Any], float]
 
 _IN_FLIGHT, _ACKED, _FAILED = 0, 1, 2
 _MAX_BATCH = 10_000
@@ -36,8 +38,10 @@ _MAX_BATCH = 10_000
 class _Buffers:
     """Preallocated, growable per-record columns (index = sequence number = id - id_start)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, extra: Collection[str] = ()) -> None:
         self.capacity = capacity
+        #: ground-truth annotation columns (``Generator(annotate=...)``), NaN until set
+        self.extra = {name: np.full(capacity, np.nan) for name in extra}
         self.keys = np.empty(capacity, np.int64)
         self.event_ts = np.empty(capacity, np.float64)
         self.send_ts = np.full(capacity, np.nan)
@@ -55,6 +59,10 @@ class _Buffers:
             new = np.empty(cap, old.dtype) if fill is None else np.full(cap, fill, old.dtype)
             new[: self.capacity] = old
             setattr(self, name, new)
+        for name, old in self.extra.items():
+            new = np.full(cap, np.nan)
+            new[: self.capacity] = old
+            self.extra[name] = new
         self.capacity = cap
 
 
@@ -81,6 +89,18 @@ class Generator:
         tick_s: pacing granularity.
         max_lag_s: the most backlog (in seconds of records) the generator catches up on.
         producer_config: extra librdkafka settings (override the defaults).
+        record_factory: build each record's value yourself: a callable given a
+            :class:`~pytest_streamchaos.workload.records.RecordSpec` (``id``, ``key``, ``key_index``,
+            ``ts``, ``rng``) returning a dict (sent as JSON), str, bytes, or a ``(key, value)`` pair
+            (key str / bytes / None). ``None`` (default): the built-in JSON template (fastest path).
+            Ids, keys, event times (lateness included) and poison are chosen as without a factory;
+            a poison record's factory output is replaced by malformed bytes (the key is kept).
+            ``record_size`` does not apply. Costs a few microseconds per record.
+        annotate: ground truth computed from the factory's output at send time:
+            ``{name: fn(spec, output) -> number}``, recorded per record in
+            ``SentRecords.annotations[name]`` (float64) for the oracles, e.g. the number of outputs
+            an input fans out to (``IdentityOracle(copies=name)``) or the amount it adds to an
+            aggregate (``AggregateOracle(amount=name)``). Needs ``record_factory``.
     """
 
     def __init__(
@@ -102,6 +122,8 @@ class Generator:
         tick_s: float = 0.01,
         max_lag_s: float = 1.0,
         producer_config: dict[str, Any] | None = None,
+        record_factory: records.RecordFactory | None = None,
+        annotate: Mapping[str, Annotation] | None = None,
     ) -> None:
         _check(bool(bootstrap_servers), "bootstrap_servers is empty; pass kafka.bootstrap_servers")
         _check(bool(topic), "topic is empty; pass the name returned by kafka.create_topic(...)")
@@ -117,6 +139,12 @@ class Generator:
         _check(max_records is None or max_records >= 0, f"max_records must be >= 0, got {max_records!r}")
         _check(message_timeout_s > 0 and tick_s > 0 and max_lag_s > 0,
                "message_timeout_s, tick_s and max_lag_s must be > 0")
+        _check(record_factory is None or callable(record_factory),
+               f"record_factory must be a callable (RecordSpec -> value), got {record_factory!r}")
+        _check(not annotate or record_factory is not None,
+               "annotate= needs a record_factory (annotations are computed from its output)")
+        _check(all(callable(f) for f in (annotate or {}).values()),
+               "annotate must map names to callables (spec, output) -> number")
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.key_space = key_space
@@ -132,6 +160,8 @@ class Generator:
         self.tick_s = tick_s
         self.max_lag_s = max_lag_s
         self._poison_fn = _poison_predicate(poison, seed)
+        self._factory = record_factory
+        self._annotate = dict(annotate or {})
         self._rate = float(rate)
         self._rng = np.random.default_rng(seed)
         self._key_cdf = _zipf_cdf(key_space, skew) if skew > 0 else None
@@ -150,7 +180,7 @@ class Generator:
             "logger": logging.getLogger("pytest_streamchaos.workload.librdkafka"),
             **(producer_config or {}),
         }
-        self._buf = _Buffers(max(4096, int(rate * 30)))
+        self._buf = _Buffers(max(4096, int(rate * 30)), self._annotate)
         self._lock = threading.Lock()  # guards buffer growth against concurrent snapshots
         self._producer: Producer | None = None
         self._thread: threading.Thread | None = None
@@ -290,6 +320,7 @@ class Generator:
                 event_ts=b.event_ts[ok].copy(),
                 send_ts=b.send_ts[ok].copy(),
                 poison=b.poison[ok].copy(),
+                annotations={name: col[ok].copy() for name, col in b.extra.items()},
             )
 
     def failed_ids(self) -> np.ndarray:
@@ -399,37 +430,53 @@ class Generator:
         else:
             keys = np.searchsorted(self._key_cdf, self._rng.random(n), side="right").astype(np.int64)
         poison = self._poison_fn(ids) if self._poison_fn is not None else None
-        values = records.encode_batch(ids, keys, ts_ms, self.record_size, poison)
+        if self._factory is None:
+            values = records.encode_batch(ids, keys, ts_ms, self.record_size, poison)
+            kb = self._key_bytes
+            msg_keys = ([kb[k] for k in keys.tolist()] if kb is not None
+                        else [records.key_bytes(k) for k in keys.tolist()])
+        else:
+            values, msg_keys = self._build(start, ids, keys, ts_ms, poison)
         b.keys[start:start + n] = keys
         b.event_ts[start:start + n] = ts_ms / 1000.0
         b.poison[start:start + n] = False if poison is None else poison
         b.send_ts[start:start + n] = np.nan
         b.state[start:start + n] = _IN_FLIGHT
+        self._produced = start + self._send(p, start, values, msg_keys, keys)
+        p.poll(0)
 
+    def _build(self, start: int, ids: np.ndarray, keys: np.ndarray, ts_ms: np.ndarray,
+               poison: np.ndarray | None) -> tuple[list[bytes], list[bytes | None]]:
+        """Values and message keys from the record factory; annotations go to the buffers."""
+        assert self._factory is not None
+        values, msg_keys, ann = records.build_batch(self._factory, self.seed, ids, keys, ts_ms, poison,
+                                                    self._annotate)
+        for name, col in ann.items():
+            self._buf.extra[name][start:start + ids.shape[0]] = col
+        return values, msg_keys
+
+    def _send(self, p: Producer, start: int, values: list[bytes], msg_keys: list[bytes | None],
+              keys: np.ndarray) -> int:
+        """Hand the records to the producer; returns how many it took (it stops when its queue is full)."""
         produce, topic, cb = p.produce, self.topic, self._on_delivery
         partial = functools.partial
-        kb = self._key_bytes
-        klist = keys.tolist()
         done = 0
         try:
             if self.partitions is None:
-                for j in range(n):
-                    k = klist[j]
-                    produce(topic, values[j], kb[k] if kb is not None else records.key_bytes(k),
-                            on_delivery=partial(cb, start + j))
+                for j in range(len(values)):
+                    produce(topic, values[j], msg_keys[j], on_delivery=partial(cb, start + j))
                     done += 1
             else:
                 parts = self.partitions
-                for j in range(n):
-                    k = klist[j]
-                    produce(topic, values[j], kb[k] if kb is not None else records.key_bytes(k),
-                            partition=k % parts, on_delivery=partial(cb, start + j))
+                klist = keys.tolist()
+                for j in range(len(values)):
+                    produce(topic, values[j], msg_keys[j], partition=klist[j] % parts,
+                            on_delivery=partial(cb, start + j))
                     done += 1
         except BufferError:
             # Producer queue full (brokers unreachable): the rest stays due for the next tick.
             self._queue_full += 1
-        self._produced = start + done
-        p.poll(0)
+        return done
 
     def _drain(self) -> None:
         p = self._producer
