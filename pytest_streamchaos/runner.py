@@ -164,6 +164,7 @@ class Chaos:
         inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
         outputs: Mapping[str, IdSpec] | None = None,
         kafka_port: int | None = None,
+        annotate: Mapping[str, Callable[[Any, Any], float]] | None = None,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -182,6 +183,8 @@ class Chaos:
         directory, relative to the driver's working directory) to how input ids are read there
         (``"key"``, a JSON field path, or a callable); ``{}`` when nothing is readable (console, noop):
         the run then reports recovery from Spark's query progress only. Named topics start empty.
+        ``annotate``: per-record numbers computed from each factory's output when it is sent (e.g. the
+        amount an aggregate oracle sums, or the copies an ``explode`` makes), kept in the ground truth.
         ``kafka_port``: the embedded cluster also answers on ``127.0.0.1:<port>`` during the run, for a
         job that hard-codes ``localhost:9092`` (``--chaos-kafka-port`` does it for the whole session).
         """
@@ -208,6 +211,7 @@ class Chaos:
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
+        run.annotate = dict(annotate or {})
         result = run.execute()
         self.runs.append(result)
         return result
@@ -231,6 +235,7 @@ class _Run:
         n = len(chaos.runs)
         self.factories: dict[str, Any] = {}
         self.output_ids: dict[str, Any] = {}
+        self.annotate: dict[str, Any] = {}
         self.checkpoint_found = False
         self._checkpoint_qid: str | None = None
         self.local_master: str | None = None
@@ -357,20 +362,23 @@ class _Run:
             self.out_topic = fixed_out[0] if fixed_out else None
 
     def _collector(self, workdir: Path) -> Any:
+        # an aggregate oracle reads each output's key, window and value (it carries no ids)
+        opts = self.oracle.collector_options() if hasattr(self.oracle, "collector_options") else {}
         if self.spec.outputs is None:
             return Collector(self.bootstrap, [self.out_topic, self.side_topic], id_reader=self.id_reader,
-                             commit_log=control_topic_for(self.out_topic))
-        return Outputs([collector_for(name, ids, self.bootstrap, workdir) for name, ids in self.output_ids.items()])
+                             commit_log=control_topic_for(self.out_topic), **opts)
+        return Outputs([collector_for(name, ids, self.bootstrap, workdir, **opts)
+                        for name, ids in self.output_ids.items()])
 
     def _generator(self, poison: PoisonSchedule) -> Any:
         s = self.spec
         parts = []
         for i, topic in enumerate(self.inputs):
             factory = self.factories.get(topic) if s.inputs is not None else None
-            extra = {"record_factory": factory} if factory is not None else {}
             parts.append(Generator(self.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
                                    record_size=s.record_size, late_fraction=s.late_fraction,
-                                   poison=poison if i == 0 else 0, seed=self.c.seed, **extra))
+                                   poison=poison if i == 0 else 0, seed=self.c.seed, record_factory=factory,
+                                   annotate=self.annotate or None))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
 
     @property

@@ -31,9 +31,9 @@ def key_ids(_value: bytes, key: bytes | None) -> list[int]:
     return [int(text)]
 
 
-def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, workdir: Path) -> Any:
+def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, workdir: Path, **options: Any) -> Any:
     """The collector of one output: ``file:<path>`` (relative to the job's working directory) or a
-    Kafka topic."""
+    Kafka topic. ``options`` go to the Kafka collector (e.g. an aggregate oracle's fields)."""
     if name.startswith("file:"):
         if ids is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from the files (a field path "
@@ -41,7 +41,7 @@ def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, workdir: Path)
         path = Path(name[len("file:"):])
         return FileSinkCollector(path if path.is_absolute() else workdir / path, ids, name=name)
     reader = key_ids if ids == "key" else ids
-    return Collector(bootstrap_servers, [name], id_reader=reader)
+    return Collector(bootstrap_servers, [name], id_reader=reader, **options)
 
 
 class Outputs:
