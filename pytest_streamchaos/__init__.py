@@ -12,24 +12,39 @@ A test marks the faults it wants and asks the ``chaos`` fixture to run a job::
         assert run.lost == 0 and run.duplicates == 0
 """
 
-from pytest_streamchaos.analysis.aggregate import AggregateOracle
-from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams
-from pytest_streamchaos.analysis.oracle import CustomOracle, IdentityOracle, TumblingWindowOracle
-from pytest_streamchaos.faults.marks import (
-    bandwidth_limit,
-    kill_broker,
-    kill_driver,
-    kill_executor,
-    kill_master,
-    kill_worker,
-    network_delay,
-    network_partition,
-    packet_loss,
-    pause,
-    poison_records,
-)
-from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
-from pytest_streamchaos.workload.records import RecordSpec
+from typing import Any
+
+# Imported on first use (PEP 562), not here: job-side code (a Spark driver or executor, or the
+# pyspark_streamchaos data source that PySpark imports in every session's lookup worker) imports
+# pytest_streamchaos.spark.*, which must not drag in pytest and the harness with this package.
+_LAZY = {
+    "AggregateOracle": "pytest_streamchaos.analysis.aggregate",
+    "RecordSpec": "pytest_streamchaos.workload.records",
+    "NOT_RECOVERED": "pytest_streamchaos.analysis.metrics",
+    "MetricParams": "pytest_streamchaos.analysis.metrics",
+    "CustomOracle": "pytest_streamchaos.analysis.oracle",
+    "IdentityOracle": "pytest_streamchaos.analysis.oracle",
+    "TumblingWindowOracle": "pytest_streamchaos.analysis.oracle",
+    "FaultSpec": "pytest_streamchaos.faults.spec",
+    "FaultSpecError": "pytest_streamchaos.faults.spec",
+    **dict.fromkeys(
+        ["bandwidth_limit", "kill_broker", "kill_driver", "kill_executor", "kill_master", "kill_worker",
+         "network_delay", "network_partition", "packet_loss", "pause", "poison_records"],
+        "pytest_streamchaos.faults.marks"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "NOT_RECOVERED",

@@ -49,6 +49,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from pytest_streamchaos.spark import kafka_clients
+from pytest_streamchaos.spark.kafka_options import KafkaOptionError, parse_source_options
 
 SOURCE_NAME = "streamchaos_kafka"
 SCHEMA = (
@@ -74,42 +75,22 @@ class KafkaOffsetRange(InputPartition):
 
 
 def parse_options(options: dict[str, str]) -> dict[str, Any]:
-    """Validate the source options; raise :class:`KafkaSourceError` naming the bad one."""
-    opts = {k.lower(): v for k, v in options.items()}
-    servers = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
-    if not servers:
-        raise KafkaSourceError("option 'kafka.bootstrap.servers' is required (e.g. '127.0.0.1:9092')")
-    topics = [t.strip() for t in (opts.get("subscribe") or "").split(",") if t.strip()]
-    if not topics:
-        raise KafkaSourceError("option 'subscribe' is required: a topic name or comma-separated names")
-    starting = (opts.get("startingoffsets") or "latest").strip()
-    if starting not in ("earliest", "latest"):
-        try:
-            parsed = json.loads(starting)
-            assert isinstance(parsed, dict)
-        except (ValueError, AssertionError):
-            raise KafkaSourceError(
-                f"startingOffsets={starting!r}: use 'earliest', 'latest' or JSON like "
-                '{"topic": {"0": 42}} (-2 = earliest, -1 = latest)') from None
-    max_rows = opts.get("maxoffsetspertrigger") or opts.get("maxrowspertrigger")
-    if max_rows is not None:
-        try:
-            max_rows = int(max_rows)
-            assert max_rows > 0
-        except (ValueError, AssertionError):
-            raise KafkaSourceError(f"maxOffsetsPerTrigger={max_rows!r} must be a positive integer") from None
-    # Any other "kafka.*" option is passed to the clients, like Spark's source does.
-    client = {k[len("kafka."):]: v for k, v in options.items()
-              if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"}
-    client["bootstrap.servers"] = servers
-    return {
-        "client": client,
-        "topics": topics,
-        "starting": starting,
-        "max_rows": max_rows,
-        "poll_timeout_s": float(opts.get("pollTimeoutMs".lower(), 120_000)) / 1000.0,
-        "fail_on_data_loss": str(opts.get("failOnDataLoss".lower(), "true")).lower() != "false",
-    }
+    """Validate the ``streamchaos_kafka`` options; raise :class:`KafkaSourceError` naming the bad one.
+
+    Lenient about unknown options (as this source always was); ``format("kafka")`` is strict
+    (:func:`pytest_streamchaos.spark.kafka_options.parse_source_options`)."""
+    try:
+        return parse_source_options(options, streaming=True, strict=False)
+    except KafkaOptionError as e:
+        raise KafkaSourceError(str(e)) from None
+
+
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
+
+def source_schema(include_headers: bool) -> str:
+    """The columns of Spark's Kafka source, plus ``headers`` with ``includeHeaders=true``."""
+    return f"{SCHEMA}, headers {HEADERS_TYPE}" if include_headers else SCHEMA
 
 
 class KafkaDataSource(DataSource):
@@ -140,17 +121,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return kafka_clients.admin(self.opts["client"])
 
     def _partitions(self) -> dict[str, list[int]]:
-        md = self._admin().list_topics(timeout=30)
-        out: dict[str, list[int]] = {}
-        for topic in self.opts["topics"]:
-            t = md.topics.get(topic)
-            if t is None or t.error is not None or not t.partitions:
-                raise KafkaSourceError(
-                    f"topic {topic!r} does not exist on {self.opts['client']['bootstrap.servers']} "
-                    f"({t.error if t is not None else 'not in metadata'}); create it before starting the "
-                    "query (with the embedded broker: kafka.create_topic(name, partitions))")
-            out[topic] = sorted(t.partitions)
-        return out
+        return resolve_partitions(self._admin(), self.opts)
 
     def _list_offsets(self, parts: dict[str, list[int]], spec: str, fallback: Offsets | None = None) -> Offsets:
         """Offsets of every partition. A partition whose leader is unavailable (a broker down) is
@@ -160,6 +131,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        if not any(parts.values()):
+            return {t: {} for t in parts}  # a pattern that matches no topic yet
         deadline = time.monotonic() + self.opts["poll_timeout_s"]
         since = getattr(self, "_unavailable_since", None)
         while True:
@@ -248,7 +221,40 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: KafkaOffsetRange) -> Iterator[Any]:
         yield from read_range(self.opts["client"], partition, self.schema, self.opts["poll_timeout_s"],
-                              self.opts.get("fail_on_data_loss", True))
+                              self.opts.get("fail_on_data_loss", True), self.opts.get("include_headers", False))
+
+
+def resolve_partitions(admin: Any, opts: dict[str, Any]) -> dict[str, list[int]]:
+    """``{topic: [partitions]}`` of the subscription (``subscribe``, ``subscribePattern`` or ``assign``)
+    from the broker's current metadata. A pattern matches whole topic names (as Java's
+    ``Pattern.matches``) and never internal topics; it may match none yet (the query waits)."""
+    import re
+
+    md = admin.list_topics(timeout=30)
+    kind, spec = opts.get("subscription") or ("subscribe", opts["topics"])
+    if kind == "pattern":
+        rx = re.compile(spec)
+        return {t: sorted(m.partitions) for t, m in sorted(md.topics.items())
+                if rx.fullmatch(t) and not t.startswith("__") and m.error is None and m.partitions}
+    wanted = spec if kind == "assign" else dict.fromkeys(spec)
+    out: dict[str, list[int]] = {}
+    for topic in wanted:
+        t = md.topics.get(topic)
+        if t is None or t.error is not None or not t.partitions:
+            raise KafkaSourceError(
+                f"topic {topic!r} does not exist on {opts['client']['bootstrap.servers']} "
+                f"({t.error if t is not None else 'not in metadata'}); create it before starting the "
+                "query (with the embedded broker: kafka.create_topic(name, partitions))")
+        out[topic] = sorted(t.partitions) if kind == "subscribe" else _assigned(topic, wanted[topic], t)
+    return out
+
+
+def _assigned(topic: str, parts: list[int], meta: Any) -> list[int]:
+    missing = sorted(set(parts) - set(meta.partitions))
+    if missing:
+        raise KafkaSourceError(f"assign: partitions {missing} of topic {topic!r} do not exist "
+                               f"(it has {sorted(meta.partitions)})")
+    return list(parts)
 
 
 def cap_offsets(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
@@ -277,12 +283,13 @@ _CHUNK = 5000
 
 
 def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: StructType,
-               timeout_s: float, fail_on_data_loss: bool = True) -> Iterator[Any]:
+               timeout_s: float, fail_on_data_loss: bool = True, include_headers: bool = False) -> Iterator[Any]:
     """Yield the records of ``rng`` as Arrow record batches (fast path to the JVM).
 
     Offsets of the range that the broker deleted before they were read (retention) fail the task
     with :class:`KafkaSourceError` (``failOnDataLoss``, default true, as in Spark's source); with
-    ``failOnDataLoss=false`` the read goes on from the log start."""
+    ``failOnDataLoss=false`` the read goes on from the log start. ``include_headers`` adds the
+    ``headers`` column (null for a record without headers, as in Spark)."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -294,7 +301,8 @@ def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: Struc
     try:
         deadline = time.monotonic() + timeout_s
         pos = rng.start
-        cols: list[list] = [[] for _ in range(7)]
+        ncols = 8 if include_headers else 7
+        cols: list[list] = [[] for _ in range(ncols)]
         while pos < rng.end:
             msgs = kafka_clients.consume_some(c, _CHUNK, 0.05)
             if not msgs:
@@ -336,10 +344,13 @@ def read_range(client_conf: dict[str, str], rng: KafkaOffsetRange, schema: Struc
                 cols[4].append(off)
                 cols[5].append(ts * 1000 if ts >= 0 else None)
                 cols[6].append(ts_type - 1 if ts_type > 0 else -1)  # Spark: 0 = create, 1 = log append
+                if include_headers:
+                    hs = m.headers()
+                    cols[7].append([{"key": k, "value": v} for k, v in hs] if hs else None)
             if len(cols[0]) >= _CHUNK:
                 yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in
                                                   zip(cols, arrow_schema, strict=True)], schema=arrow_schema)
-                cols = [[] for _ in range(7)]
+                cols = [[] for _ in range(ncols)]
         if cols[0]:
             yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in
                                               zip(cols, arrow_schema, strict=True)], schema=arrow_schema)

@@ -39,6 +39,7 @@ import psutil
 from pytest_streamchaos.analysis.trace import TimelineEvent
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark.config import JobConfig
+from pytest_streamchaos.spark.kafka_shim import KafkaShimError, kafka_shim_jar
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
@@ -435,6 +436,10 @@ class JobLauncher:
                 "default): the driver runs in its own process group here, and job.restart() restarts a killed "
                 "driver from the same checkpoint")
         home = spark_home()
+        try:
+            shim_jar = kafka_shim_jar()  # before any directory is made: no JDK fails here, cleanly
+        except KafkaShimError as e:
+            raise LaunchError(str(e)) from None
         java_env = dict(os.environ, **({"JAVA_HOME": self.java_home} if self.java_home else {}))
         if not _java_ok(java_env):
             raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
@@ -472,6 +477,10 @@ class JobLauncher:
         })
         effective.update(self.conf)
         effective.update({k: str(v) for k, v in (conf or {}).items()})
+        # format("kafka") without Spark's connector: the shim routes it to the Python source (a
+        # user's own class path comes first, so a real connector there still wins).
+        effective["spark.driver.extraClassPath"] = os.pathsep.join(
+            p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
         # Keep the JVMs' scratch files in the job's directory (see stack.spark_local.jvm_tmp_opts).
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
             effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(local_dir)}".strip()
