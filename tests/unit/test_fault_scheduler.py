@@ -86,8 +86,9 @@ def test_aimed_fault_waits_for_moment_or_is_skipped() -> None:
             time.sleep(0.01)
         return False
 
-    specs = [parse("kill_driver", kwargs={"when": "uncommitted_output", "timeout": 2}),
-             parse("kill_worker", kwargs={"when": "tasks_running", "timeout": 0.2})]
+    # after=0: arm at once (aimed faults otherwise wait for 5 s of baseline)
+    specs = [parse("kill_driver", kwargs={"when": "uncommitted_output", "timeout": 2, "after": 0}),
+             parse("kill_worker", kwargs={"when": "tasks_running", "timeout": 0.2, "after": 0})]
     sched = FaultScheduler(plan(specs), {"kill_driver": t, "kill_worker": FakeTarget()}, rec,
                            moments={"uncommitted_output": moment, "tasks_running": moment})
     sched.start(time.time())
