@@ -34,6 +34,7 @@ from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.spark.eos import control_topic_for
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.workload.generator import Generator
+from pytest_streamchaos.workload.seed import resolve_seed
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class Chaos:
 
     def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
-                 java_home: str | None = None) -> None:
+                 java_home: str | None = None, seed: int | None = None) -> None:
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
         self.workdir = Path(workdir)
@@ -101,6 +102,7 @@ class Chaos:
         self.rootdir = rootdir
         self.nodeid = nodeid
         self.java_home = java_home or None
+        self.seed = resolve_seed(nodeid, seed)  # the workload seed: stable per test id unless given
         self.runs: list[ChaosRun] = []
 
     def run(
@@ -199,7 +201,7 @@ class _Run:
                               commit_log=control_topic_for(out_topic))
         generator = Generator(kafka.bootstrap_servers, in_topic, s.rate, key_space=s.key_space, skew=s.skew,
                               record_size=s.record_size, late_fraction=s.late_fraction, poison=poison,
-                              seed=hash(self.c.nodeid) & 0xFFFF)
+                              seed=self.c.seed)
         progress = SparkProgress(job.event_log_dir)
         watcher = CheckpointWatcher(checkpoint)
         ctx = FaultContext(cluster=self.c.cluster, kafka=self._session_kafka, job=job,
@@ -358,6 +360,7 @@ class _Run:
         run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params)
         run.meta.update({
             "test": self.c.nodeid,
+            "seed": self.c.seed,
             "run": self.spec.__dict__,
             "faults": [p.label for p in self.planned],
             "fault_errors": scheduler.errors,
