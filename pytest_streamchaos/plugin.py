@@ -85,6 +85,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
     from pytest_streamchaos.faults.capabilities import get_capabilities
     from pytest_streamchaos.runner import Chaos
+    from pytest_streamchaos.workload.seed import resolve_seed
 
     item = request.node
     mark = item.get_closest_marker("chaos")
@@ -104,7 +105,8 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
     harness = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                     test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
-                    java_home=streamchaos_settings.java_home)
+                    java_home=streamchaos_settings.java_home,
+                    seed=resolve_seed(item.nodeid, streamchaos_settings.seed))
     item.stash[RUNS_KEY] = harness.runs
     yield harness
 

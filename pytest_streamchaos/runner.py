@@ -13,7 +13,6 @@ import json
 import logging
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from pytest_streamchaos.spark.eos import control_topic_for
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
+from pytest_streamchaos.workload.seed import resolve_seed
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +81,6 @@ class RunSpec:
 CLUSTER_FAULTS = ("kill_worker", "kill_executor", "kill_master")
 #: placeholders a job's ``args`` may use
 PLACEHOLDERS = ("bootstrap_servers", "input_topic", "output_topic", "checkpoint_dir", "workdir")
-
-
-def stable_seed(text: str) -> int:
-    """A seed derived from ``text`` that is the same in every process (``hash`` is salted)."""
-    return zlib.crc32(text.encode()) & 0xFFFF
 
 
 def check_args(args: Sequence[Any] | None) -> None:
@@ -133,9 +128,7 @@ class Chaos:
         self.rootdir = rootdir
         self.nodeid = nodeid
         self.java_home = java_home or None
-        #: the workload seed: stable per test id (not Python's salted ``hash``), so a rerun sends the
-        #: same ids, keys, event times and poison records
-        self.seed = stable_seed(nodeid) if seed is None else int(seed)
+        self.seed = resolve_seed(nodeid, seed)  # the workload seed: stable per test id unless given
         self.runs: list[ChaosRun] = []
 
     def run(
@@ -582,6 +575,7 @@ class _Run:
         run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params)
         run.meta.update({
             "test": self.c.nodeid,
+            "seed": self.c.seed,
             "run": self.spec.__dict__,
             "faults": [p.label for p in self.planned],
             "fault_errors": scheduler.errors,
@@ -597,7 +591,6 @@ class _Run:
             "driver_launches": len(getattr(job, "launches", [])),
             "job_log": str(getattr(job, "log_path", "")),
             "warnings": self.warnings,
-            "seed": self.c.seed,
             "checkpoint": str(self.watcher.checkpoint_dir) if self.checkpoint_found else None,
             "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
             "job_workdir": str(self.job.workdir),

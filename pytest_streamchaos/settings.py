@@ -34,6 +34,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
     Option("kafka_port", "a fixed port on 127.0.0.1 where the embedded Kafka cluster also answers as a bootstrap "
            "server, for jobs that hard-code e.g. localhost:9092 (0: none)", 0, int),
+    Option("seed", "workload seed of every chaos run (default: a stable hash of the test id, so a run "
+           "replays the same records; each run's JSON records the seed it used)", "", str),
 )
 
 
@@ -72,6 +74,8 @@ class Settings:
     start_timeout: float
     report: str
     kafka_port: int
+    #: the ``--chaos-seed`` override; None = each test's own stable seed
+    seed: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -86,6 +90,9 @@ class Settings:
             if opt.type is bool:
                 values[f.name] = bool(raw)
                 continue
+            if opt.name == "seed":  # optional int: "" (the default) means "not set"
+                values[f.name] = _optional_seed(opt, raw)
+                continue
             try:
                 value = opt.type(raw)
             except (TypeError, ValueError):
@@ -98,3 +105,17 @@ class Settings:
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
             values[f.name] = value
         return cls(**values)
+
+
+def _optional_seed(opt: Option, raw: Any) -> int | None:
+    """The seed option's value: None when unset, else a non-negative int (a UsageError names the
+    flag and the ini key otherwise)."""
+    if raw is None or str(raw).strip() in ("", "None"):
+        return None
+    try:
+        value = int(str(raw).strip(), 0)  # base 0: 0x1F works too
+    except ValueError:
+        raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {raw!r} is not a valid int") from None
+    if value < 0:
+        raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be >= 0")
+    return value

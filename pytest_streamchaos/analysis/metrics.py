@@ -24,13 +24,23 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   ``latency_quantile`` of its outputs' latencies is at most ``baseline latency quantile *
   latency_factor + slack`` (slack defaults to the trigger interval; buckets without outputs pass
   (b)), and (c) it does not overlap an abnormal output gap.
-- **recovery** from a fault at ``f``: *detection* ``D`` is the first sign after ``f`` -- output stops
-  (start of an abnormal gap, clipped to ``f``), an output above the latency bound, or an
-  out-of-band bucket. Without a sign before the horizon (the next fault or the end of input) the
-  fault is masked and recovery time is 0. Otherwise the recovery point ``T`` is the first time
-  ``>= D`` from which every bucket stays in band for ``hold_seconds``; ``recovery_time = T - f``,
-  split into ``detection = D - f``, ``output_gap`` (downtime gap after ``f``) and ``catch_up`` (the
-  rest). No such ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`.
+- **system detection** of a fault at ``f``: the first event after ``f`` (before the horizon) in
+  which Spark, Kafka or the harness's supervisor reacted to it -- a kind in
+  ``MetricParams.system_detection_kinds`` (executor removed, master fail-over, driver relaunch,
+  ...); ``system_detection`` is its time minus ``f`` (None: the system never said so).
+- **recovery** from a fault at ``f``: the *output symptom* ``D`` is the first sign in the output
+  after ``f`` -- output stops (start of an abnormal gap, clipped to ``f``), an output above the
+  latency bound, or an out-of-band bucket. Without a sign before the horizon (the next fault or
+  the end of input) the fault is masked and recovery time is 0. Otherwise the recovery point ``T``
+  is the first time ``>= D`` from which every bucket stays in band for ``hold_seconds``;
+  ``recovery_time = T - f``, split into ``output_symptom = D - f`` (``detection`` is an alias kept
+  for old tests), ``output_gap`` (downtime gap after ``f``) and ``catch_up`` (the rest). No such
+  ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`.
+- **no baseline**: when the first fault comes less than ``max(bucket, hold_seconds)`` after the
+  load started there is no baseline to compare against. Lost / duplicates / incorrect and the
+  guarantee are still reported (they do not need one), so are downtime and the output gaps; the
+  metrics that compare against the baseline (recovery time, catch-up, failure cost, the masking
+  verdict) are ``None`` and ``RunMetrics.unavailable`` names the reason for each.
 - **failure cost**: the peak latency of outputs arriving in ``[f, T]`` (``[f, f + hold]`` for a
   masked fault, to the end of the run when not recovered) minus the baseline p99 latency, at least
   0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
@@ -117,6 +127,15 @@ NOT_RECOVERED = NotRecovered()
 
 RecoveryTime = float | NotRecovered
 
+#: Default :attr:`MetricParams.system_detection_kinds`: Spark's event log (executor lost, query
+#: terminated), the harness's watchers (master fail-over, worker registered again is *not* one:
+#: that is healing) and the driver supervisor (driver exited / relaunched), and Kafka-side source
+#: timeouts when a job's source reports them.
+SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
+    "executor_removed", "worker_lost", "master_failover", "driver_exited", "driver_launched",
+    "query_terminated", "source_timeout",
+)
+
 
 @dataclass
 class MetricParams:
@@ -148,6 +167,10 @@ class MetricParams:
     outage_seconds: float = 0.0
     #: masking verdict: peak latency above this (seconds) is an outage; None = no latency SLO
     slo_latency_seconds: float | None = None
+    #: timeline kinds in which the system (Spark, Kafka, the driver supervisor) shows it noticed a
+    #: fault; the first one after a fault is its ``system_detection``. ``driver_launched`` counts
+    #: only as a relaunch (launch > 1): the first launch is the job's start.
+    system_detection_kinds: tuple[str, ...] = SYSTEM_DETECTION_KINDS
 
     def __post_init__(self) -> None:
         for name in ("bucket_seconds", "hold_seconds", "smooth_seconds", "gap_factor"):
@@ -249,18 +272,35 @@ class FaultMetrics:
     downtime: float
     gap_start: float | None
     gap_end: float | None
-    detection: float | None
+    #: seconds from the fault to the first sign in the output (None: masked, or no baseline to see it)
+    output_symptom: float | None
     output_gap: float
     catch_up: float | None
-    recovery_time: RecoveryTime
+    #: None: not measurable (no baseline; see ``RunMetrics.unavailable``)
+    recovery_time: RecoveryTime | None
     recovered_at: float | None
     first_output_after: float | None
     peak_latency: float
-    failure_cost: float
+    #: None: not measurable (no baseline)
+    failure_cost: float | None
+    #: masked / degraded / outage, or ``unknown`` without a baseline and without downtime
     verdict: str
+    #: seconds from the fault to the system's own first reaction in the timeline (None: none seen)
+    system_detection: float | None = None
+    #: the timeline kind of that reaction, e.g. ``executor_removed``
+    system_detection_event: str | None = None
 
     @property
-    def recovered(self) -> bool:
+    def detection(self) -> float | None:
+        """Old name of :attr:`output_symptom` (the first sign in the output, not when the system
+        detected the fault: that is :attr:`system_detection`)."""
+        return self.output_symptom
+
+    @property
+    def recovered(self) -> bool | None:
+        """True / False, or None when recovery could not be measured."""
+        if self.recovery_time is None:
+            return None
         return not isinstance(self.recovery_time, NotRecovered)
 
     def to_dict(self) -> dict[str, Any]:
@@ -302,7 +342,7 @@ class MicroBatches:
 class Stability:
     """Spread of recovery times across repeated faults (recovered faults only)."""
 
-    recovery_times: list[RecoveryTime]
+    recovery_times: list[RecoveryTime | None]
     mean: float
     std: float
     cv: float
@@ -330,13 +370,24 @@ class RunMetrics:
     baseline: Baseline
     faults: list[FaultMetrics]
     downtime: float
-    recovery_time: RecoveryTime
-    failure_cost: float
+    #: None: not measurable (the reason is in :attr:`unavailable`)
+    recovery_time: RecoveryTime | None
+    #: None: not measurable (the reason is in :attr:`unavailable`)
+    failure_cost: float | None
     reliable_throughput: float
     batches: MicroBatches
     stability: Stability
     #: latency of every output in arrival order (NaN: no reference input)
     output_latency: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
+    #: metric name -> why it could not be computed (empty when every metric was)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def recovered(self) -> bool | None:
+        """True / False, or None when recovery could not be measured."""
+        if self.recovery_time is None:
+            return None
+        return not isinstance(self.recovery_time, NotRecovered)
 
     def derived_events(self) -> list[TimelineEvent]:
         """Timeline events the analysis derives: first output after each fault, recovered / not."""
@@ -348,7 +399,7 @@ class RunMetrics:
             if f.recovered_at is not None:
                 detail = {"fault": i, "recovery_time": f.recovery_time}
                 ev.append(TimelineEvent(f.recovered_at, "recovered", tgt, detail))
-            else:
+            elif f.recovered is False:  # None: not measurable, which is not "not recovered"
                 ev.append(TimelineEvent(f.horizon, "not_recovered", tgt, {"fault": i}))
         return ev
 
@@ -361,8 +412,9 @@ class RunMetrics:
             "load_end": self.load_end,
             "downtime": _num(self.downtime),
             "recovery_time": _num(self.recovery_time),
-            "recovered": not isinstance(self.recovery_time, NotRecovered),
+            "recovered": self.recovered,
             "failure_cost": _num(self.failure_cost),
+            "unavailable": dict(self.unavailable),
             "reliable_throughput": _num(self.reliable_throughput),
             "latency": self.latency.to_dict(),
             "baseline": self.baseline.to_dict(),
@@ -486,8 +538,8 @@ def _bucket_latency(arr: np.ndarray, lat: np.ndarray, t0: float, B: float, nb: i
     return out
 
 
-def _stability(rts: list[RecoveryTime]) -> Stability:
-    vals = np.asarray([float(x) for x in rts if not isinstance(x, NotRecovered)])
+def _stability(rts: list[RecoveryTime | None]) -> Stability:
+    vals = np.asarray([float(x) for x in rts if x is not None and not isinstance(x, NotRecovered)])
     nr = sum(isinstance(x, NotRecovered) for x in rts)
     if vals.size == 0:
         return Stability(list(rts), math.nan, math.nan, math.nan, math.nan, math.nan, nr)
@@ -543,13 +595,18 @@ def compute_metrics(
         load_start = (float(arr_sorted[0]) if arr_sorted.size else t0) + p.warmup_seconds
     load_end = float(trace.phases.get("load_end", send_ts.max() if send_ts.size else t_end))
     base_end = float(ft[0]) if ft.size else load_end
+    unavailable: dict[str, str] = {}
     if ft.size and base_end - load_start < max(B, p.hold_seconds):
-        raise ValueError(
+        # Degrade, do not vanish: the counts and the guarantee need no baseline, so they are still
+        # reported; only what compares against the baseline becomes None, with this reason.
+        why = (
             f"no usable baseline: the first fault at t={base_end - t0:.1f}s comes {base_end - load_start:.1f}s after "
             f"warm-up ended (t={load_start - t0:.1f}s); recovery needs at least "
             f"{max(B, p.hold_seconds):.1f}s of steady "
             "load before the first fault -- inject it later (after=...) or shorten the warm-up"
         )
+        unavailable = {"recovery_time": why, "failure_cost": why}
+    has_baseline = not unavailable
 
     # baseline
     # arrivals are sorted: time windows are slices (no full-length masks on millions of outputs)
@@ -653,15 +710,32 @@ def compute_metrics(
         if mine.size:
             signs.append(max(float(ab_start[mine].min()), f))
         j0, j1 = np.searchsorted(arr_sorted, [f, horizon], side="left")
-        high = np.flatnonzero(lat_sorted[j0:j1] > bound)
-        if high.size:
-            signs.append(float(arr_sorted[j0 + high[0]]))
-        kf = int(math.ceil((f - t0) / B - 1e-9))
-        kh = int(math.floor((horizon - t0) / B + 1e-9))
-        sign_bad = ~(tp_trailing_ok[kf:kh] & lat_ok[kf:kh])
-        bad = np.flatnonzero(sign_bad)
-        if bad.size:
-            signs.append(float(edges[kf + bad[0] + 1]))  # known at the end of that bucket
+        if has_baseline:  # the latency bound and the throughput band are relative to the baseline
+            high = np.flatnonzero(lat_sorted[j0:j1] > bound)
+            if high.size:
+                signs.append(float(arr_sorted[j0 + high[0]]))
+            kf = int(math.ceil((f - t0) / B - 1e-9))
+            kh = int(math.floor((horizon - t0) / B + 1e-9))
+            sign_bad = ~(tp_trailing_ok[kf:kh] & lat_ok[kf:kh])
+            bad = np.flatnonzero(sign_bad)
+            if bad.size:
+                signs.append(float(edges[kf + bad[0] + 1]))  # known at the end of that bucket
+        sys_ev = _first_system_event(trace.timeline, p.system_detection_kinds, f, horizon)
+        sys_det = None if sys_ev is None else sys_ev.t - f
+        detection: float | None
+        rec: RecoveryTime | None
+        if not has_baseline:
+            detection = (min(signs) - f) if signs else None
+            faults.append(
+                FaultMetrics(
+                    t=f, kind=ev.kind, target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
+                    gap_end=ge, output_symptom=detection, output_gap=out_gap, catch_up=None, recovery_time=None,
+                    recovered_at=None, first_output_after=first_after, peak_latency=math.nan, failure_cost=None,
+                    verdict="outage" if downtime > p.outage_seconds else "unknown",
+                    system_detection=sys_det, system_detection_event=None if sys_ev is None else sys_ev.kind,
+                )
+            )
+            continue
         if not signs:
             detection, rec, rec_at = None, 0.0, f
         else:
@@ -708,17 +782,26 @@ def compute_metrics(
         faults.append(
             FaultMetrics(
                 t=f, kind=ev.kind, target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs, gap_end=ge,
-                detection=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
+                output_symptom=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
                 recovered_at=rec_at if recovered else None, first_output_after=first_after,
                 peak_latency=peak, failure_cost=cost, verdict=verdict,
+                system_detection=sys_det, system_detection_event=None if sys_ev is None else sys_ev.kind,
             )
         )
 
+    recovery_run: RecoveryTime | None
+    cost_run: float | None
     if faults:
         downtime_run = max(f.downtime for f in faults)
         rts = [f.recovery_time for f in faults]
-        recovery_run: RecoveryTime = NOT_RECOVERED if any(isinstance(r, NotRecovered) for r in rts) else max(rts)  # type: ignore[type-var]
-        cost_run = max(f.failure_cost for f in faults)
+        costs = [f.failure_cost for f in faults]
+        if any(isinstance(r, NotRecovered) for r in rts):
+            recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
+        elif any(r is None for r in rts):
+            recovery_run = None
+        else:
+            recovery_run = max(rts)  # type: ignore[type-var]
+        cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
     else:
         # no fault: the longest abnormal gap during the load phase still counts as downtime
         sel = ab_start >= load_start
@@ -757,4 +840,20 @@ def compute_metrics(
         batches=micro_batches(trace.batches),
         stability=_stability([f.recovery_time for f in faults]),
         output_latency=lat_all,
+        unavailable=unavailable,
     )
+
+
+def _first_system_event(timeline: list[TimelineEvent], kinds: tuple[str, ...], f: float,
+                        horizon: float) -> TimelineEvent | None:
+    """The first event of ``kinds`` in ``[f, horizon]``; a ``driver_launched`` counts only as a
+    relaunch (its first launch is the job's start, not a reaction)."""
+    best: TimelineEvent | None = None
+    for e in timeline:
+        if e.kind not in kinds or not f <= e.t <= horizon:
+            continue
+        if e.kind == "driver_launched" and int(e.detail.get("launch", 2)) <= 1:
+            continue
+        if best is None or e.t < best.t:
+            best = e
+    return best

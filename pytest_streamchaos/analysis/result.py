@@ -15,6 +15,10 @@ Run-level choices (documented here because tests assert on them):
 - ``recovery_time``: the largest per-fault recovery time, :data:`NOT_RECOVERED` if any fault did not
   recover (it compares greater than every number); 0.0 with no fault.
 - ``failure_cost``: the largest per-fault failure cost; 0.0 with no fault.
+- Degraded verdicts: a metric that cannot be computed (e.g. the first fault came before there was
+  a baseline) is ``None``; :attr:`ChaosRun.unavailable` maps its name to the reason, which
+  ``describe()``, ``to_json()`` and a violated SLA bound on it all show. ``lost``, ``duplicates``,
+  ``incorrect`` and the guarantee never depend on a baseline and are always reported.
 - ``reliable_throughput``: mean distinct ids newly processed per second over the load phase
   (``throughput`` holds the per-second series).
 """
@@ -116,12 +120,19 @@ class ChaosRun:
         return self.metrics.downtime
 
     @property
-    def recovery_time(self) -> RecoveryTime:
+    def recovery_time(self) -> RecoveryTime | None:
+        """None when it could not be measured (see :attr:`unavailable`)."""
         return self.metrics.recovery_time
 
     @property
-    def failure_cost(self) -> float:
+    def failure_cost(self) -> float | None:
+        """None when it could not be measured (see :attr:`unavailable`)."""
         return self.metrics.failure_cost
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Metric name -> why it could not be computed (empty when every metric was)."""
+        return self.metrics.unavailable
 
     @property
     def latency(self) -> LatencySummary:
@@ -157,21 +168,26 @@ class ChaosRun:
         """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
         lines = [f"guarantee: declared {self.guarantee}; {self.report.describe()}"]
         for i, f in enumerate(self.faults):
-            det = "-" if f.detection is None else f"{f.detection:.1f}s"
-            lines.append(
-                f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, downtime "
-                f"{f.downtime:.1f}s, recovery {f.recovery_time:.1f}s (detection {det}, output gap "
-                f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"
-                if f.recovered else
-                f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, downtime "
-                f"{f.downtime:.1f}s, not recovered by +{f.horizon - self.metrics.t0:.1f}s"
-            )
+            head = (f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, "
+                    f"downtime {f.downtime:.1f}s")
+            sysd = ("system detection -" if f.system_detection is None
+                    else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
+            sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
+            if f.recovered is None:
+                lines.append(f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap "
+                             f"{f.output_gap:.1f}s)")
+            elif f.recovered:
+                lines.append(f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
+                             f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s")
+            else:
+                lines.append(f"{head}, not recovered by +{f.horizon - self.metrics.t0:.1f}s ({sysd})")
         return "\n".join(lines)
 
     def describe(self) -> str:
         """The human report of the run: headline numbers, per-fault recovery, and the timeline."""
-        lat, rt = self.latency, self.recovery_time
-        rec = "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
+        lat, rt, fc = self.latency, self.recovery_time, self.failure_cost
+        rec = "not measured" if rt is None else "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
+        cost = "not measured" if fc is None else f"{fc:.2f}s"
         lines = [
             f"sent {self.sent} records, read {self.outputs} outputs; lost {self.lost}, duplicates "
             f"{self.duplicates}, incorrect {self.incorrect}",
@@ -179,7 +195,8 @@ class ChaosRun:
             f"{self.reliability:.6f}; reliable throughput {self.reliable_throughput:.1f} ids/s",
             f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
             f"(baseline {lat.baseline:.2f}s)",
-            f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {self.failure_cost:.2f}s",
+            f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {cost}",
+            *(f"{name} not measured: {why}" for name, why in self.unavailable.items()),
             *([] if self.resolution == "record" else
               [f"resolution: per {self.resolution}, not per record (lost / duplicates are input records "
                "inferred from aggregate values; no ids known)",
@@ -208,8 +225,8 @@ class ChaosRun:
             "incorrect": self.incorrect,
             "reliability": round(self.reliability, 6),
             "downtime_s": round(self.downtime, 2),
-            "recovery_s": rt if rt is NOT_RECOVERED else round(float(rt), 2),
-            "failure_cost_s": round(self.failure_cost, 2),
+            "recovery_s": rt if rt is NOT_RECOVERED or rt is None else round(float(rt), 2),
+            "failure_cost_s": None if self.failure_cost is None else round(self.failure_cost, 2),
             "p99_latency_s": round(self.latency.p99, 3),
             "reliable_tput": round(self.reliable_throughput, 1),
             "faults": len(self.faults),
@@ -225,7 +242,8 @@ class ChaosRun:
             "sent": self.sent,
             "outputs": self.outputs,
             "validation": self.report.to_dict(),
-            **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput")},
+            **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
+                                 "unavailable")},
             "metrics": m,
             "timeline": [_event_dict(e) for e in self.timeline],
             "meta": self.meta,

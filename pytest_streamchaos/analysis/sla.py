@@ -53,10 +53,15 @@ class Violation:
     measured: Any
     bound: Any
     op: str
+    #: why the metric could not be measured (``measured`` is then None)
+    reason: str = ""
 
     def __str__(self) -> str:
         if self.op == "delivers":
             return f"guarantee: delivered {self.measured}, declared {self.bound}"
+        if self.measured is None:
+            return (f"{self.metric} not measured, bound {self.metric} {self.op} {_fmt(self.bound)} cannot hold: "
+                    f"{self.reason or 'no value'}")
         return f"{self.metric} = {_fmt(self.measured)}, bound {self.metric} {self.op} {_fmt(self.bound)}"
 
 
@@ -87,9 +92,13 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
         ("duplicates", s.max_duplicates),
         ("incorrect", s.max_incorrect),
     ]
+    # a metric that could not be measured fails its bound, naming why (an unknown is not a pass)
+    reasons = getattr(result, "unavailable", None) or {}
     for name, bound in uppers:
         if bound is not None and not _le(getattr(result, name), bound):
-            out.append(Violation(name, getattr(result, name), bound, "<="))
+            measured = getattr(result, name)
+            why = reasons.get(name, "") if measured is None else ""
+            out.append(Violation(name, measured, bound, "<=", why))
     if s.min_reliability is not None:
         rel = result.reliability
         if not (rel >= s.min_reliability):

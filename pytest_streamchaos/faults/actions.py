@@ -2,6 +2,12 @@
 
 The actions only use the stack interface (cluster / broker / job handles), so a container backend
 can provide the same operations. Each action's ``inject`` returns a handle its ``heal`` gets back.
+
+``inject`` returns as soon as the fault has taken effect -- the signal sent, the rule installed, the
+broker taken down -- and waits for nothing more: the scheduler stamps the injection time when it
+returns. An action whose effect is confirmed later (a killed group reaped, a paused group all
+stopped) has ``confirm(planned, handle)``, which waits for that; the scheduler records the wait
+apart, as ``confirmed`` seconds in the ``fault_injected`` event's detail.
 """
 
 from __future__ import annotations
@@ -20,6 +26,11 @@ from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import Endpoint
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
+
+#: How long ``confirm`` waits for a killed group to be gone / a paused group to be stopped.
+CONFIRM_KILL_S = 10.0
+CONFIRM_DRIVER_KILL_S = 15.0
+CONFIRM_PAUSE_S = 5.0
 
 
 @dataclass
@@ -120,8 +131,12 @@ class KillWorker(_Resolving):
     def inject(self, planned: PlannedFault) -> int:
         i = _worker_index(self.ctx, planned)
         self.resolved[id(planned)] = i
-        self.ctx.cluster.kill_worker(i, _sig(planned))
+        self.ctx.cluster.kill_worker(i, _sig(planned), wait=False)
         return i
+
+    def confirm(self, planned: PlannedFault, i: int) -> None:
+        """The worker's whole group (its executors too) is gone."""
+        self.ctx.cluster.wait_gone(self.ctx.cluster.workers[i], CONFIRM_KILL_S)
 
     def heal(self, planned: PlannedFault, i: int) -> None:
         w = self.ctx.cluster.restart_worker(i)
@@ -145,6 +160,14 @@ class KillExecutor:
         os.kill(pids[0], _sig(planned))
         return pids[0]
 
+    def confirm(self, planned: PlannedFault, pid: int) -> None:
+        """The executor JVM is gone (the worker reaps it: poll, it is not our child)."""
+        deadline = time.time() + CONFIRM_KILL_S
+        while _pid_running(pid):
+            if time.time() > deadline:
+                raise TimeoutError(f"executor pid {pid} still running {CONFIRM_KILL_S:g}s after the signal")
+            time.sleep(0.02)
+
     def heal(self, planned: PlannedFault, pid: int) -> None:
         """Nothing: the master relaunches a lost executor by itself."""
 
@@ -158,8 +181,13 @@ class KillDriver:
 
     def inject(self, planned: PlannedFault) -> int | None:
         pid = self.ctx.job.pid
-        self.ctx.job.kill()  # the whole group: JVM and its Python children (also when SIGSTOPped)
+        # the whole group: JVM and its Python children (also when SIGSTOPped); reaped in confirm
+        self.ctx.job.kill(wait=False)
         return pid
+
+    def confirm(self, planned: PlannedFault, pid: int | None) -> None:
+        """Every process of the driver's group is gone."""
+        self.ctx.job.wait_gone(CONFIRM_DRIVER_KILL_S)
 
     def heal(self, planned: PlannedFault, pid: int | None) -> None:
         self.ctx.job.restart()
@@ -187,7 +215,7 @@ class KillMaster(_Resolving):
     def inject(self, planned: PlannedFault) -> int:
         i = self._index(planned)
         self.resolved[id(planned)] = i
-        self.ctx.cluster.kill_master(i, _sig(planned))
+        self.ctx.cluster.kill_master(i, _sig(planned), wait=False)
         masters = self.ctx.cluster.masters
         if len(masters) > 1:  # HA: record when a standby has taken over
             killed = masters[i]
@@ -198,6 +226,10 @@ class KillMaster(_Resolving):
 
             self.ctx.watch("master_failover", "master", failed_over)
         return i
+
+    def confirm(self, planned: PlannedFault, i: int) -> None:
+        """The master's group is gone."""
+        self.ctx.cluster.wait_gone(self.ctx.cluster.masters[i], CONFIRM_KILL_S)
 
     def heal(self, planned: PlannedFault, i: int) -> None:
         self.ctx.cluster.restart_master(i)
@@ -240,7 +272,7 @@ class Pause:
         c = self.ctx.cluster
         if t == "worker":
             i = _worker_index(self.ctx, planned)
-            c.pause_worker(i)
+            c.pause_worker(i, wait=False)
             return ("worker", i)
         if t == "executor":
             pids = c.workers[_worker_index(self.ctx, planned)].executor_pids()
@@ -249,16 +281,33 @@ class Pause:
             os.kill(pids[0], signal.SIGSTOP)
             return ("executor", pids[0])
         if t == "driver":
-            self.ctx.job.pause()
+            self.ctx.job.pause(wait=False)
             return ("driver", None)
         if t == "master":
             i = planned.spec.index if isinstance(planned.spec.index, int) else c.masters.index(c.active_master())
-            c.pause_master(i)
+            c.pause_master(i, wait=False)
             return ("master", i)
         if t == "broker":  # the embedded cluster is one process: every broker hangs (connections stay open)
             os.kill(self.ctx.kafka.pid, signal.SIGSTOP)
             return ("broker", self.ctx.kafka.pid)
         raise ValueError(f"pause: unknown target {t!r}")
+
+    def confirm(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
+        """Every process of the paused group is stopped (SIGSTOP delivery is asynchronous)."""
+        kind, h = handle
+        c = self.ctx.cluster
+        if kind == "worker":
+            c.wait_paused(c.workers[h], CONFIRM_PAUSE_S)
+        elif kind == "master":
+            c.wait_paused(c.masters[h], CONFIRM_PAUSE_S)
+        elif kind == "driver":
+            self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
+        else:  # one process (executor, the broker helper)
+            deadline = time.time() + CONFIRM_PAUSE_S
+            while _pid_state(h) not in ("stopped", None):
+                if time.time() > deadline:
+                    raise TimeoutError(f"pid {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP")
+                time.sleep(0.02)
 
     def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
         kind, h = handle
@@ -274,6 +323,21 @@ class Pause:
             self.ctx.job.resume()
         elif kind == "master":
             c.resume_master(h)
+
+
+def _pid_state(pid: int) -> str | None:
+    """psutil's status of ``pid`` (``stopped``, ``running`` ...), None when it is gone."""
+    import psutil
+
+    try:
+        st = psutil.Process(pid).status()
+    except psutil.Error:
+        return None
+    return None if st == psutil.STATUS_ZOMBIE else st
+
+
+def _pid_running(pid: int) -> bool:
+    return _pid_state(pid) is not None
 
 
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:

@@ -36,9 +36,11 @@ class Recorder:
 
 
 class FaultAction(Protocol):
-    """What a fault kind does to the stack. ``inject`` returns a handle that ``heal`` gets back;
-    ``target`` names what was hit (for the timeline). ``wait_moment`` (aimed faults) blocks until
-    the moment or the deadline and returns True if the moment came."""
+    """What a fault kind does to the stack. ``inject`` returns a handle that ``heal`` gets back, as
+    soon as the fault has taken effect (signal sent, rule installed, broker down) and without
+    waiting for more; ``target`` names what was hit (for the timeline). An action may also have
+    ``confirm(planned, handle)``: it blocks until the effect is confirmed (process gone, group
+    stopped) and raises if it is not within its own timeout."""
 
     def target(self, planned: PlannedFault) -> str: ...
 
@@ -98,16 +100,37 @@ class FaultScheduler:
                 return
         try:
             handle = action.inject(p)
-            target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
             self._error(p, f"inject failed: {exc}")
             return
-        self.recorder.record("fault_injected", target, fault=p.spec.kind, label=p.label)
+        # The fault's time is when it took effect: inject returns right after the signal / rule /
+        # broker-down, before any wait for confirmation (a reap can take seconds, which would put
+        # the fault after the system's own reaction to it and shorten every measured delay).
+        t_injected = time.time()
         with self._lock:
             self._active[i] = (p, handle)
+        unconfirmed = None
+        confirmed: float | None = 0.0
+        confirm = getattr(action, "confirm", None)
+        if confirm is not None:
+            try:
+                confirm(p, handle)
+                confirmed = time.time() - t_injected
+            except Exception as exc:
+                confirmed, unconfirmed = None, f"not confirmed: {exc}"
+        try:
+            target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
+        except Exception as exc:
+            target = p.label
+            unconfirmed = unconfirmed or f"target unknown: {exc}"
+        self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
+                             confirmed=None if confirmed is None else round(confirmed, 3))
+        if unconfirmed:
+            self._error(p, unconfirmed)
         if p.heal_after is None:
             return
-        self._stop.wait(p.heal_after)  # a scheduled delay, not synchronisation; stop() heals early
+        # heal_after counts from the injection, not from its confirmation
+        self._stop.wait(max(0.0, p.heal_after - (time.time() - t_injected)))  # a scheduled delay; stop() heals early
         self._heal(i)
 
     def _heal(self, i: int) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 #: arguments every fault mark accepts.
 COMMON_ARGS = {
-    "after": "seconds from steady state until the fault is injected (default 0)",
+    "after": "seconds from steady state until the fault is injected (default 0; an aimed fault, when=, "
+             "arms after AIMED_ARM_AFTER = 5 s of baseline unless after= is given)",
     "duration": "seconds until the fault is healed (resume, rule removed, broker up)",
     "every": "repeat the fault every N seconds (with times)",
     "times": "how many occurrences (default 1; with every)",
@@ -26,6 +27,12 @@ KILL_ARGS = {
     "restart_after": "seconds after the kill to restart the process (None: leave it dead / Spark's own restart)",
     "signal": "SIGKILL (default) or SIGTERM",
 }
+
+#: Default ``after`` of an aimed fault (``when=`` without ``after=``): it arms only once the load
+#: phase has run this long, so the metrics have a baseline to measure recovery against (their
+#: minimum is ``max(bucket_seconds, hold_seconds)`` = 5 s with the default MetricParams). An aimed
+#: fault that fired right after warm-up would leave recovery time and failure cost unmeasurable.
+AIMED_ARM_AFTER = 5.0
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
 
@@ -145,6 +152,7 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         if name not in kwargs:
             raise FaultSpecError(f"@{kind}: missing required argument {name!r} ({allowed[name]})")
 
+    after_given = "after" in kwargs
     after = _num(kind, "after", kwargs.pop("after", 0.0))
     duration = kwargs.pop("duration", None)
     if duration is not None:
@@ -176,6 +184,8 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
             raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at; moments: {moments}")
         if every is not None:
             raise FaultSpecError(f"@{kind}: when= and every= cannot be combined")
+        if not after_given:
+            after = AIMED_ARM_AFTER
     timeout = _num(kind, "timeout", kwargs.pop("timeout", 60.0), strict=True)
     restart_after = kwargs.pop("restart_after", None)
     if restart_after is not None:

@@ -23,6 +23,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def _cell(v: Any) -> str:
+    if v is None:  # a metric that could not be measured (the run's JSON says why)
+        return "-"
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)

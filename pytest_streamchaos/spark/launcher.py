@@ -185,16 +185,26 @@ class SparkJob:
             self.stop(timeout)
         return self.start()
 
-    def kill(self, timeout: float = 15.0) -> None:
-        """SIGKILL the driver's whole process group (JVM and Python) and wait until all are gone."""
+    def kill(self, timeout: float = 15.0, wait: bool = True) -> None:
+        """SIGKILL the driver's whole process group (JVM and Python) and, unless ``wait=False``,
+        wait until all are gone (else call :meth:`wait_gone`). ``driver_killed`` is stamped when
+        the signal was sent, not after the wait."""
         if self._process is None:
             return
         was_alive = self.alive
-        self._process.kill(timeout)
+        sent = time.time()
+        self._process.kill(timeout, wait=wait)
         if was_alive:
-            self.timeline.append(TimelineEvent(time.time(), "driver_killed", "driver",
+            self.timeline.append(TimelineEvent(sent, "driver_killed", "driver",
                                                {"launch": len(self.launches), "signal": "SIGKILL"}))
-        self._record_end()
+        if wait:
+            self._record_end()
+
+    def wait_gone(self, timeout: float = 15.0) -> None:
+        """After ``kill(wait=False)``: wait until the driver's group is gone (``TimeoutError``)."""
+        if self._process is not None:
+            self._process.wait_gone(timeout)
+            self._record_end()
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM the driver's group (Spark stops cleanly, closing its event log); SIGKILL whatever
@@ -213,10 +223,16 @@ class SparkJob:
         if self._process is not None:
             self._process.signal(sig)
 
-    def pause(self) -> None:
-        """SIGSTOP the driver group (a hung driver: sockets open, nothing answers)."""
+    def pause(self, wait: bool = True) -> None:
+        """SIGSTOP the driver group (a hung driver: sockets open, nothing answers); ``wait``: until
+        every member is stopped (else :meth:`wait_paused`)."""
         if self._process is not None:
-            self._process.pause()
+            self._process.pause(wait=wait)
+
+    def wait_paused(self, timeout: float = 5.0) -> None:
+        """After ``pause(wait=False)``: wait until every member of the driver's group is stopped."""
+        if self._process is not None:
+            self._process.wait_paused(timeout)
 
     def resume(self) -> None:
         """SIGCONT the driver group."""

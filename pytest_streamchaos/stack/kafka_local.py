@@ -340,12 +340,71 @@ class LocalKafkaCluster(KafkaCluster):
 
     # -- KafkaCluster ------------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None) -> str:
+    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
+                     timeout: float = 10.0) -> str:
         """Create ``name`` with ``partitions`` partitions; ``replication`` defaults to
-        ``min(3, brokers)``. Returns the name."""
+        ``min(3, brokers)``. Returns the name once a fresh client's metadata shows the topic with
+        exactly that many partitions, each with a leader and ``replication`` replicas.
+
+        The mock cluster also creates topics by itself -- with its default of 4 partitions -- when
+        a client that allows auto-creation (librdkafka producers and admin clients do by default)
+        asks for the metadata of a topic that does not exist yet. A topic that got there first is
+        not the one the test asked for: that is a :class:`StackError` naming both partition counts,
+        never a silently different topic."""
         if replication is None:
             replication = min(3, len(self.broker_ids) or self.brokers)
-        return self._call("create_topic", name=name, partitions=partitions, replication=replication)
+        try:
+            self._call("create_topic", name=name, partitions=partitions, replication=replication)
+        except StackError as exc:
+            if "already exists" not in str(exc).lower() and "ALREADY_EXISTS" not in str(exc):
+                raise
+            got = self._topic_shape(name, timeout)
+            raise StackError(
+                f"topic {name!r}: asked for {partitions} partitions (replication {replication}) but it already exists "
+                f"with {got[0] if got else '?'} partitions (replication {got[1] if got else '?'}): a client asked for "
+                "its metadata before create_topic and the broker auto-created it with its default; create topics "
+                "before any client uses them, or set allow.auto.create.topics=false on that client") from exc
+        self._await_topic(name, partitions, replication, timeout)
+        return name
+
+    def _topic_shape(self, name: str, timeout: float) -> tuple[int, int] | None:
+        """(partitions, replication of partition 0) as a fresh client sees ``name``; None if unknown."""
+        md = self._fresh_metadata(timeout)
+        t = md.topics.get(name)
+        if t is None or t.error is not None or not t.partitions:
+            return None
+        return len(t.partitions), len(t.partitions[min(t.partitions)].replicas)
+
+    def _await_topic(self, name: str, partitions: int, replication: int, timeout: float) -> None:
+        """Poll a fresh client's metadata until ``name`` has exactly ``partitions`` partitions, each
+        with a leader and ``replication`` replicas; a different partition count fails at once."""
+        deadline = time.monotonic() + timeout
+        last = "not listed"
+        while True:
+            t = self._fresh_metadata(max(0.5, deadline - time.monotonic())).topics.get(name)
+            if t is not None and t.error is None and t.partitions:
+                if len(t.partitions) != partitions:
+                    raise StackError(f"topic {name!r}: asked for {partitions} partitions, the cluster reports "
+                                     f"{len(t.partitions)} (partitions {sorted(t.partitions)})")
+                leaderless = sorted(p for p, pm in t.partitions.items() if pm.leader < 0)
+                short = sorted(p for p, pm in t.partitions.items() if len(pm.replicas) != replication)
+                if not leaderless and not short:
+                    return
+                last = f"partitions without a leader {leaderless}, with other than {replication} replicas {short}"
+            elif t is not None and t.error is not None:
+                last = f"error {t.error}"
+            if time.monotonic() > deadline:
+                raise StackError(f"topic {name!r} ({partitions} partitions, replication {replication}) not ready "
+                                 f"within {timeout:g}s as a fresh client sees it: {last}")
+            time.sleep(0.05)
+
+    def _fresh_metadata(self, timeout: float):
+        """All topics' metadata from a new client (nothing cached; it never auto-creates a topic: the
+        request names no topic, and auto-creation is off)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "allow.auto.create.topics": "false"})
+        return admin.list_topics(timeout=timeout)
 
     def broker_down(self, broker_id: int) -> None:
         """Close the broker's connections and refuse new ones. Leadership does not move."""
@@ -447,6 +506,7 @@ class KafkaTestView(KafkaCluster):
         return f"{name}-{self._tag}-{next(self._cluster._topic_seq)}"
 
     def create_topic(self, name: str, partitions: int = 1, replication: int | None = None) -> str:
+        """Create ``<name>-<test tag>-<n>`` (see :meth:`LocalKafkaCluster.create_topic`)."""
         return self._cluster.create_topic(self.topic_name(name), partitions, replication)
 
     def broker_down(self, broker_id: int) -> None:

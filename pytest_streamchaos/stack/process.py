@@ -107,11 +107,17 @@ class ManagedProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def pause(self, timeout: float = 5.0) -> None:
-        """SIGSTOP the whole group (a frozen process: sockets stay open, nothing answers) and wait
-        until every member is stopped (signal delivery is asynchronous)."""
+    def pause(self, timeout: float = 5.0, wait: bool = True) -> None:
+        """SIGSTOP the whole group (a frozen process: sockets stay open, nothing answers) and, unless
+        ``wait=False``, wait until every member is stopped (signal delivery is asynchronous; a fault
+        stamps its time between the two: see :meth:`wait_paused`)."""
         self.signal(signal.SIGSTOP)
         self.paused = True
+        if wait:
+            self.wait_paused(timeout)
+
+    def wait_paused(self, timeout: float = 5.0) -> None:
+        """Wait until every member of the group is stopped (``TimeoutError`` naming their states)."""
         self._await_states(lambda st: st == psutil.STATUS_STOPPED, "stopped", timeout)
 
     def resume(self, timeout: float = 5.0) -> None:
@@ -136,11 +142,19 @@ class ManagedProcess:
                                    f"{timeout}s; states {states}")
             time.sleep(0.02)
 
-    def kill(self, timeout: float = 10.0) -> None:
-        """SIGKILL the whole group and wait until every member is gone."""
+    def kill(self, timeout: float = 10.0, wait: bool = True) -> None:
+        """SIGKILL the whole group and, unless ``wait=False``, wait until every member is gone
+        (:meth:`wait_gone`; a fault stamps its time between the signal and that wait)."""
         self.signal(signal.SIGKILL)
         self.signal(signal.SIGCONT)  # harmless; makes sure nothing stays stopped on odd kernels
         self.paused = False
+        if wait:
+            self._reap_group(timeout)
+
+    def wait_gone(self, timeout: float = 10.0) -> None:
+        """Wait until the leader has exited and no group member is left (after a signal sent by
+        :meth:`signal` or ``kill(wait=False)``); SIGKILL what is left at the deadline and raise
+        ``TimeoutError``."""
         self._reap_group(timeout)
 
     def terminate(self, timeout: float = 10.0) -> None:

@@ -529,13 +529,25 @@ class LocalSparkCluster(SparkCluster):
         return on_poll
 
     # -- faults --------------------------------------------------------------------------------
-    def kill_worker(self, i: int, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` to worker ``i``'s process group (its executors included)."""
-        self._signal(self._workers[i], sig)
+    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        """Send ``sig`` to worker ``i``'s process group (its executors included); a SIGKILL waits
+        until the group is gone unless ``wait=False`` (then :meth:`wait_gone`)."""
+        self._signal(self._workers[i], sig, wait)
 
-    def pause_worker(self, i: int) -> None:
-        """SIGSTOP worker ``i`` and its executors."""
-        self._pause(self._workers[i])
+    def pause_worker(self, i: int, wait: bool = True) -> None:
+        """SIGSTOP worker ``i`` and its executors (``wait``: until all are stopped)."""
+        self._pause(self._workers[i], wait)
+
+    def wait_gone(self, daemon: _Daemon, timeout: float = 10.0) -> None:
+        """Wait until ``daemon`` (a worker or master of this cluster) and its group are gone after a
+        kill sent with ``wait=False``; ``TimeoutError`` otherwise."""
+        if daemon.process is not None:
+            daemon.process.wait_gone(timeout)
+
+    def wait_paused(self, daemon: _Daemon, timeout: float = 5.0) -> None:
+        """Wait until every process of ``daemon``'s group is stopped after ``pause_*(wait=False)``."""
+        if daemon.process is not None:
+            daemon.process.wait_paused(timeout)
 
     def resume_worker(self, i: int) -> None:
         """SIGCONT worker ``i`` and its executors."""
@@ -549,14 +561,14 @@ class LocalSparkCluster(SparkCluster):
         w.start()
         return w
 
-    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL) -> LocalMaster:
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> LocalMaster:
         """Send ``sig`` to master ``i`` (default: the active one); returns it."""
         m = self._masters[i] if i is not None else self.active_master()
-        self._signal(m, sig)
+        self._signal(m, sig, wait)
         return m
 
-    def pause_master(self, i: int) -> None:
-        self._pause(self._masters[i])
+    def pause_master(self, i: int, wait: bool = True) -> None:
+        self._pause(self._masters[i], wait)
 
     def resume_master(self, i: int) -> None:
         self._resume(self._masters[i])
@@ -573,18 +585,19 @@ class LocalSparkCluster(SparkCluster):
             raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")
         self._signal(self.zookeeper, sig)
 
-    def _signal(self, d: _Daemon, sig: int) -> None:
+    def _signal(self, d: _Daemon, sig: int, wait: bool = True) -> None:
         if d.process is None:
             raise StackError(f"{d.name} was never started")
         d.process.signal(sig)
         if sig == signal.SIGKILL:
             d.process.paused = False
-            d.process.kill(timeout=10)  # reap the group so `alive` is false when we return
+            # reap the group so `alive` is false when we return (or later, in wait_gone)
+            d.process.kill(timeout=10, wait=wait)
 
-    def _pause(self, d: _Daemon) -> None:
+    def _pause(self, d: _Daemon, wait: bool = True) -> None:
         if d.process is None:
             raise StackError(f"{d.name} was never started")
-        d.process.pause()
+        d.process.pause(wait=wait)
 
     def _resume(self, d: _Daemon) -> None:
         if d.process is not None:

@@ -125,3 +125,13 @@ def test_labels_read_well() -> None:
     assert parse("kill_executor", kwargs={"when": "tasks_running"}).label == "kill_executor when=tasks_running"
     assert parse("network_partition", kwargs={"after": 8}).label == "network_partition[kafka]@8s"
     assert parse("kill_worker", kwargs={"index": 1, "every": 20, "times": 2}).label == "kill_worker[1]@0s x2/20s"
+
+
+def test_aimed_fault_arms_after_a_baseline_by_default():
+    from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER
+
+    s = parse("kill_driver", kwargs={"when": "uncommitted_output"})
+    assert s.after == AIMED_ARM_AFTER == 5.0
+    # an explicit after= wins (also 0: the test asked for it)
+    assert parse("kill_driver", kwargs={"when": "uncommitted_output", "after": 0}).after == 0.0
+    assert parse("kill_worker", kwargs={}).after == 0.0  # clock-timed faults keep their default

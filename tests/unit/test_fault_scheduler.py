@@ -86,8 +86,9 @@ def test_aimed_fault_waits_for_moment_or_is_skipped() -> None:
             time.sleep(0.01)
         return False
 
-    specs = [parse("kill_driver", kwargs={"when": "uncommitted_output", "timeout": 2}),
-             parse("kill_worker", kwargs={"when": "tasks_running", "timeout": 0.2})]
+    # after=0: arm at once (aimed faults otherwise wait for 5 s of baseline)
+    specs = [parse("kill_driver", kwargs={"when": "uncommitted_output", "timeout": 2, "after": 0}),
+             parse("kill_worker", kwargs={"when": "tasks_running", "timeout": 0.2, "after": 0})]
     sched = FaultScheduler(plan(specs), {"kill_driver": t, "kill_worker": FakeTarget()}, rec,
                            moments={"uncommitted_output": moment, "tasks_running": moment})
     sched.start(time.time())
@@ -98,3 +99,49 @@ def test_aimed_fault_waits_for_moment_or_is_skipped() -> None:
     wait_for(lambda: t.calls, 5.0, interval=0.01, what="aimed injection")
     sched.stop()
     assert [e.target for e in rec.events() if e.kind == "fault_skipped"][0].startswith("kill_worker")
+
+
+class SlowConfirmTarget(FakeTarget):
+    """Takes effect at once, is confirmed ``delay`` seconds later (like a reaped process group)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def confirm(self, planned, handle):
+        done = threading.Event()
+        done.wait(self.delay)  # stands for the reap the confirmation waits for
+        self.calls.append(("confirmed", time.time()))
+
+
+def test_injection_is_stamped_when_the_fault_took_effect_and_confirmation_apart() -> None:
+    t = SlowConfirmTarget(0.4)
+    rec = Recorder()
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.1, "restart_after": 0.6})]),
+                           {"kill_worker": t}, rec)
+    sched.start(time.time())
+    wait_for(lambda: [c for c in t.calls if c[0] == "heal"], 5.0, interval=0.01, what="the heal")
+    sched.stop()
+    calls = dict(t.calls)
+    ev = next(e for e in rec.events() if e.kind == "fault_injected")
+    # the event's time is the inject call, not the end of the 0.4 s confirmation
+    assert abs(ev.t - calls["inject"]) < 0.05, (ev.t, calls)
+    assert 0.35 <= ev.detail["confirmed"] <= 1.0
+    # restart_after counts from the injection
+    assert abs(calls["heal"] - calls["inject"] - 0.6) < 0.15
+
+
+def test_unconfirmed_fault_is_recorded_at_its_time_with_an_error() -> None:
+    class NeverConfirmed(FakeTarget):
+        def confirm(self, planned, handle):
+            raise TimeoutError("group still alive after 10s")
+
+    t = NeverConfirmed()
+    rec = Recorder()
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.0})]), {"kill_worker": t}, rec)
+    sched.start(time.time())
+    wait_for(lambda: any(e.kind == "fault_error" for e in rec.events()), 5.0, interval=0.01, what="the error")
+    sched.stop()
+    ev = next(e for e in rec.events() if e.kind == "fault_injected")
+    assert ev.detail["confirmed"] is None
+    assert "not confirmed: group still alive" in sched.errors[0]

@@ -14,6 +14,7 @@ from pytest_streamchaos.analysis.metrics import (
 )
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 from pytest_streamchaos.analysis.synthetic import T0, Outage, Spike, stateless_trace, windowed_trace
+from pytest_streamchaos.analysis.trace import TimelineEvent
 
 B = 1.0  # default bucket
 
@@ -171,10 +172,48 @@ def test_bucket_size_is_a_parameter():
     assert m.series.t.size > 4 * 60
 
 
-def test_fault_before_steady_state_is_a_clear_error():
-    tr = stateless_trace(faults=[6])
-    with pytest.raises(ValueError, match="no usable baseline.*inject it later"):
-        compute_metrics(tr)
+def test_fault_before_steady_state_degrades_recovery_metrics_to_none_with_the_reason():
+    # an aimed fault that fired 1 s after warm-up: no baseline to compare recovery against
+    tr = stateless_trace(faults=[6], outages=[Outage(7, 6, catch_up_rate=3000)])
+    m = compute_metrics(tr)
+    f = m.faults[0]
+    assert m.recovery_time is None and m.failure_cost is None and m.recovered is None
+    assert f.recovery_time is None and f.failure_cost is None and f.catch_up is None and f.recovered is None
+    assert set(m.unavailable) == {"recovery_time", "failure_cost"}
+    assert "no usable baseline" in m.unavailable["recovery_time"]
+    assert "inject it later" in m.unavailable["recovery_time"]
+    # what needs no baseline is still measured: the output gap and the first symptom
+    assert m.downtime == pytest.approx(6.0, abs=0.01)
+    assert f.output_symptom == pytest.approx(1.0, abs=0.01) and f.verdict == "outage"
+    # "not measured" is not "not recovered": no such event is derived
+    assert not [e for e in m.derived_events() if e.kind == "not_recovered"]
+    d = m.to_dict()
+    assert d["recovery_time"] is None and d["recovered"] is None and d["failure_cost"] is None
+    assert d["unavailable"]["failure_cost"].startswith("no usable baseline")
+
+
+def test_system_detection_and_output_symptom_are_reported_apart():
+    # worker killed at 30 s; Spark declares its executor lost 2.5 s later (its own event); the
+    # output shows it at 31 s (the gap starts). A driver's first launch is no reaction to a fault.
+    tr = stateless_trace(faults=[30], outages=[Outage(31, 12, catch_up_rate=3000)])
+    tr.timeline += [TimelineEvent(T0 + 1.0, "driver_launched", "driver", {"launch": 1}),
+                    TimelineEvent(T0 + 32.5, "executor_removed", "executor-0", {}),
+                    TimelineEvent(T0 + 35.0, "executor_added", "executor-2", {})]
+    f = compute_metrics(tr).faults[0]
+    assert f.system_detection == pytest.approx(2.5) and f.system_detection_event == "executor_removed"
+    assert f.output_symptom == pytest.approx(1.0, abs=0.01)
+    assert f.detection == f.output_symptom  # the old name, kept as an alias
+    d = f.to_dict()
+    assert d["system_detection"] == pytest.approx(2.5) and d["output_symptom"] == pytest.approx(1.0, abs=0.01)
+    assert d["system_detection_event"] == "executor_removed"
+
+
+def test_driver_relaunch_is_a_system_detection_and_none_without_events():
+    tr = stateless_trace(faults=[30], outages=[Outage(31, 5)])
+    assert compute_metrics(tr).faults[0].system_detection is None
+    tr.timeline.append(TimelineEvent(T0 + 30.4, "driver_launched", "driver", {"launch": 2}))
+    f = compute_metrics(tr).faults[0]
+    assert f.system_detection == pytest.approx(0.4) and f.system_detection_event == "driver_launched"
 
 
 def test_micro_batches_from_progress():

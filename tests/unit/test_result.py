@@ -125,3 +125,33 @@ def test_report_has_headline_numbers_faults_and_timeline() -> None:
     assert "fault 0 (fault_injected worker-1 at +20.0s)" in text
     assert "timeline:" in text and "fault_injected" in text
     assert text.endswith("warning: drain timed out")
+
+
+def test_no_baseline_run_still_reports_counts_and_guarantee_and_names_the_reason():
+    tr = stateless_trace(faults=[6], outages=[Outage(7, 6, catch_up_rate=3000)], drop=np.array([5]),
+                         duplicate=np.array([10]))
+    run = ChaosRun.from_trace(tr, guarantee="at-least-once")
+    assert (run.lost, run.duplicates, run.incorrect) == (1, 1, 0)
+    assert run.guarantee_delivered == "none"
+    assert run.recovery_time is None and run.failure_cost is None
+    text = run.describe()
+    assert "recovery time not measured" in text and "failure cost not measured" in text
+    assert "recovery_time not measured: no usable baseline" in text
+    d = json.loads(run.to_json())
+    assert d["recovery_time"] is None and d["failure_cost"] is None and d["recovered"] is None
+    assert "no usable baseline" in d["unavailable"]["recovery_time"]
+    assert d["metrics"]["faults"][0]["recovered"] is None
+    assert run.summary_row()["recovery_s"] is None
+
+
+def test_sla_bound_on_an_unmeasured_metric_fails_naming_the_reason():
+    tr = stateless_trace(faults=[6], outages=[Outage(7, 6, catch_up_rate=3000)])
+    run = ChaosRun.from_trace(tr, guarantee="exactly-once")
+    with pytest.raises(SLAViolation) as exc:
+        run.assert_sla(max_recovery=60, max_failure_cost=10, max_lost=0)
+    msg = str(exc.value)
+    assert "2 SLA bound(s) violated" in msg
+    assert "recovery_time not measured, bound recovery_time <= 60 cannot hold: no usable baseline" in msg
+    assert "failure_cost not measured" in msg
+    # bounds that need no baseline are checked as usual
+    assert not run.check_sla(max_lost=0, max_duplicates=0)

@@ -2,8 +2,6 @@
 reading the file sink's committed output, merging several outputs / inputs, progress estimates."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,20 +12,13 @@ from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords, concat
 from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.file_sink import FileSinkCollector, row_ids
 from pytest_streamchaos.observe.outputs import key_ids
-from pytest_streamchaos.runner import check_args, stable_seed
+from pytest_streamchaos.runner import check_args
 
 
 def test_args_placeholders_are_checked_before_anything_starts() -> None:
     check_args(["{bootstrap_servers}", "subscribe", "{input_topic}", "--out={workdir}/x", "{{literal}}"])
     with pytest.raises(ValueError, match=r"\{bootstrap\} in .* is not a placeholder.*\{bootstrap_servers\}"):
         check_args(["{bootstrap}"])
-
-
-def test_seed_is_stable_across_processes() -> None:
-    code = "from pytest_streamchaos.runner import stable_seed; print(stable_seed('tests/t.py::test_x'))"
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert int(other) == stable_seed("tests/t.py::test_x")
-    assert stable_seed("tests/t.py::test_x") != stable_seed("tests/t.py::test_y")
 
 
 def _checkpoint(d: Path, qid: str) -> Path:
