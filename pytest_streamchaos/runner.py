@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -563,7 +564,9 @@ class _Run:
     def _verdict(self, job: Any, generator: Any, collector: Any, progress: SparkProgress,
                  scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
         sent = generator.sent()
-        outputs = collector.outputs()
+        # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
+        outputs = (outputs_from_progress(sent, progress.batches, len(self.inputs)) if self.progress_only
+                   else collector.outputs())
         events: list[TimelineEvent] = [*self.recorder.events(), *job.timeline, *progress.timeline]
         trace = Trace(sent=sent, outputs=outputs, batches=list(progress.batches), timeline=events,
                       phases=dict(self.phases), trigger_seconds=self.spec.trigger_seconds)
@@ -572,7 +575,8 @@ class _Run:
                 f"{collector.lost_to_retention} outputs were deleted by the broker before the collector read them "
                 "(retention; the embedded broker keeps ~5 MB per partition): their ids count as lost. Lower the "
                 "rate or the record size, or use more partitions")
-        run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params)
+        run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params,
+                                  per_record=not self.progress_only)
         run.meta.update({
             "test": self.c.nodeid,
             "seed": self.c.seed,

@@ -71,12 +71,17 @@ class ChaosRun:
         guarantee: str = "exactly-once",
         params: MetricParams | None = None,
         keep_trace: bool = False,
+        per_record: bool = True,
     ) -> ChaosRun:
         """Validate ``trace`` against ``oracle`` (default :class:`IdentityOracle`) and compute the
-        metrics with ``params``. ``guarantee`` is the declared one (checked by :meth:`assert_sla`)."""
+        metrics with ``params``. ``guarantee`` is the declared one (checked by :meth:`assert_sla`).
+        ``per_record=False``: the outputs are estimates (:mod:`.from_progress`), so the run reports
+        recovery metrics but no per-record verdict (``resolution == "none"``)."""
         _check_guarantee(guarantee)
         oracle = oracle or IdentityOracle()
         report = validate(trace, oracle)
+        if not per_record:
+            report.resolution = "none"
         metrics = compute_metrics(trace, report, oracle, params)
         timeline = sorted([*trace.timeline, *metrics.derived_events()], key=lambda e: e.t)
         return cls(guarantee, report, metrics, timeline, len(trace.sent), len(trace.outputs),
@@ -84,16 +89,17 @@ class ChaosRun:
 
     # -- guarantee -----------------------------------------------------------------------------
     @property
-    def lost(self) -> int:
-        return self.report.lost
+    def lost(self) -> int | None:
+        """Lost input records; None when the run has no per-record verdict (``resolution == "none"``)."""
+        return None if self.resolution == "none" else self.report.lost
 
     @property
-    def duplicates(self) -> int:
-        return self.report.duplicates
+    def duplicates(self) -> int | None:
+        return None if self.resolution == "none" else self.report.duplicates
 
     @property
-    def incorrect(self) -> int:
-        return self.report.incorrect
+    def incorrect(self) -> int | None:
+        return None if self.resolution == "none" else self.report.incorrect
 
     @property
     def expected(self) -> int:
@@ -101,18 +107,19 @@ class ChaosRun:
 
     @property
     def guarantee_delivered(self) -> str:
-        return self.report.guarantee_delivered
+        return "unknown" if self.resolution == "none" else self.report.guarantee_delivered
 
     @property
     def resolution(self) -> str:
-        """``"record"`` (every input id tracked) or ``"aggregate"`` (lost / duplicates inferred from
-        per-(key, window) aggregate values, :class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`)."""
+        """``"record"`` (every input id tracked), ``"aggregate"`` (lost / duplicates inferred from
+        per-(key, window) aggregate values, :class:`~pytest_streamchaos.analysis.aggregate.AggregateOracle`)
+        or ``"none"`` (the job's output is not readable: recovery metrics from Spark's progress only)."""
         return self.report.resolution
 
     @property
-    def reliability(self) -> float:
+    def reliability(self) -> float | None:
         """Reliability under the declared guarantee (see ``GuaranteeReport.reliability``)."""
-        return self.report.reliability(self.guarantee)
+        return None if self.resolution == "none" else self.report.reliability(self.guarantee)
 
     # -- metrics -------------------------------------------------------------------------------
     @property
@@ -132,7 +139,10 @@ class ChaosRun:
     @property
     def unavailable(self) -> dict[str, str]:
         """Metric name -> why it could not be computed (empty when every metric was)."""
-        return self.metrics.unavailable
+        if self.resolution != "none":
+            return self.metrics.unavailable
+        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
+                **self.metrics.unavailable}
 
     @property
     def latency(self) -> LatencySummary:
@@ -154,7 +164,10 @@ class ChaosRun:
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
         a ``guarantee=`` bound is given."""
-        if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None):
+        # a run without a per-record verdict cannot check the declared guarantee: unless the test asks
+        # for it explicitly (then the bound fails, saying why), it is not part of the SLA
+        if (check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None)
+                and self.resolution != "none"):
             bounds["guarantee"] = self.guarantee
         return check_sla(self, sla, **bounds)
 
@@ -192,12 +205,13 @@ class ChaosRun:
             f"sent {self.sent} records, read {self.outputs} outputs; lost {self.lost}, duplicates "
             f"{self.duplicates}, incorrect {self.incorrect}",
             f"guarantee declared {self.guarantee}, delivered {self.guarantee_delivered}; reliability "
-            f"{self.reliability:.6f}; reliable throughput {self.reliable_throughput:.1f} ids/s",
+            f"{_num(self.reliability, '.6f')}; reliable throughput {self.reliable_throughput:.1f} ids/s",
             f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
             f"(baseline {lat.baseline:.2f}s)",
             f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {cost}",
-            *(f"{name} not measured: {why}" for name, why in self.unavailable.items()),
-            *([] if self.resolution == "record" else
+            *(f"{name} not measured: {why}" for name, why in self.metrics.unavailable.items()),
+            *([f"no per-record verdict: {NO_VERDICT}"] if self.resolution == "none" else
+              [] if self.resolution == "record" else
               [f"resolution: per {self.resolution}, not per record (lost / duplicates are input records "
                "inferred from aggregate values; no ids known)",
                *(f"  {line}" for line in self.report.wrong_group_lines())]),
@@ -223,7 +237,7 @@ class ChaosRun:
             "lost": self.lost,
             "dup": self.duplicates,
             "incorrect": self.incorrect,
-            "reliability": round(self.reliability, 6),
+            "reliability": None if self.reliability is None else round(self.reliability, 6),
             "downtime_s": round(self.downtime, 2),
             "recovery_s": rt if rt is NOT_RECOVERED or rt is None else round(float(rt), 2),
             "failure_cost_s": None if self.failure_cost is None else round(self.failure_cost, 2),
@@ -251,6 +265,16 @@ class ChaosRun:
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), **kw)
+
+
+#: why a run built from Spark's progress alone has no per-record verdict
+NO_VERDICT = ("the job's output is not readable (outputs={}: console, noop, an external system), so no input "
+              "record is tracked to an output; downtime, recovery and throughput come from Spark's query progress "
+              "(latency is estimated from micro-batch end times)")
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "unknown" if v is None else format(v, fmt)
 
 
 def _event_dict(e: TimelineEvent) -> dict[str, Any]:

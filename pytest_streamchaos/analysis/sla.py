@@ -58,7 +58,8 @@ class Violation:
 
     def __str__(self) -> str:
         if self.op == "delivers":
-            return f"guarantee: delivered {self.measured}, declared {self.bound}"
+            why = f" ({self.reason})" if self.reason else ""
+            return f"guarantee: delivered {self.measured}, declared {self.bound}{why}"
         if self.measured is None:
             return (f"{self.metric} not measured, bound {self.metric} {self.op} {_fmt(self.bound)} cannot hold: "
                     f"{self.reason or 'no value'}")
@@ -101,12 +102,12 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
             out.append(Violation(name, measured, bound, "<=", why))
     if s.min_reliability is not None:
         rel = result.reliability
-        if not (rel >= s.min_reliability):
-            out.append(Violation("reliability", rel, s.min_reliability, ">="))
+        if rel is None or not (rel >= s.min_reliability):
+            out.append(Violation("reliability", rel, s.min_reliability, ">=", reasons.get("reliability", "")))
     if s.guarantee is not None:
         delivered = result.guarantee_delivered
         if s.guarantee not in SATISFIES.get(delivered, set()):
-            out.append(Violation("guarantee", delivered, s.guarantee, "delivers"))
+            out.append(Violation("guarantee", delivered, s.guarantee, "delivers", reasons.get("guarantee", "")))
     return out
 
 

@@ -109,7 +109,6 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
 
 
 @pytest.mark.chaos
-@pytest.mark.sla(guarantee=None)  # a console sink: nothing to verify per record
 @kill_driver(after=10, restart_after=1)
 def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
     """Spark's example, unchanged: argv, format("kafka"), console output. No per-record verdict; the

@@ -155,3 +155,18 @@ def test_sla_bound_on_an_unmeasured_metric_fails_naming_the_reason():
     assert "failure_cost not measured" in msg
     # bounds that need no baseline are checked as usual
     assert not run.check_sla(max_lost=0, max_duplicates=0)
+
+
+def test_a_run_without_readable_output_reports_recovery_but_no_per_record_verdict():
+    tr = stateless_trace(faults=[30], outages=[Outage(31, 12, catch_up_rate=3000)], drop=np.array([5, 6]))
+    run = ChaosRun.from_trace(tr, guarantee="exactly-once", per_record=False)
+    assert run.resolution == "none"
+    assert (run.lost, run.duplicates, run.incorrect, run.reliability) == (None, None, None, None)
+    assert run.guarantee_delivered == "unknown"
+    assert run.downtime == pytest.approx(12.0, abs=0.01), "recovery metrics are still measured"
+    assert "no per-record verdict" in run.describe()
+    assert run.check_sla() == [], "the declared guarantee cannot be checked, and is not by default"
+    bad = run.check_sla(max_lost=0, guarantee="at-least-once")
+    assert [v.metric for v in bad] == ["lost", "guarantee"]
+    assert all("not readable" in str(v) for v in bad)
+    assert json.loads(run.to_json())["meta"] == {} and run.summary_row()["lost"] is None
