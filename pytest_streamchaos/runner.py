@@ -1,7 +1,7 @@
 """One chaos run: topics, collector, the user's job, load, faults, drain, verdict.
 
 :class:`Chaos` is what the ``chaos`` fixture hands a test. ``chaos.run(job, ...)`` goes through the
-phases of DESIGN.md §6: **warm-up** (until output flows and micro-batches are stable; the startup
+phases of docs/job-contract.md#run-phases: **warm-up** (until output flows and micro-batches are stable; the startup
 backlog is not part of the baseline), **load** for ``duration`` seconds from steady state with the
 test's faults on their timeline, then **drain** (the generator stops, the run continues until the
 outputs settle). Everything it starts is stopped on every exit path.
@@ -348,7 +348,7 @@ class _Run:
         if s.outputs is None:
             self.out_topic = kafka.create_topic("out", partitions=s.partitions)
             self.side_topic = kafka.create_topic("late", partitions=1)
-            # The exactly-once sink's commit log: exact name, one partition (DESIGN.md: no CreateTopics).
+            # The exactly-once sink's commit log: exact name, one partition (the mock cluster has no CreateTopics).
             session.create_topic(control_topic_for(self.out_topic), partitions=1)
         else:
             for t in fixed_out:

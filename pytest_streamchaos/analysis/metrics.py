@@ -1,4 +1,4 @@
-"""Recovery and performance metrics of one run (DESIGN §6), pure and vectorised.
+"""Recovery and performance metrics of one run (docs/metrics.md), pure and vectorised.
 
 Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucket_seconds``):
 
@@ -46,10 +46,10 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
   p99 rather than its median so that the normal micro-batch sawtooth is not counted as cost).
   When not recovered, inputs never processed count with their age at the end of the run.
-- **masking verdict** (after Martin et al., seed 004): *masked* (no sign), *degraded* (a sign, no
+- **masking verdict** (docs/metrics.md#masking-verdict): *masked* (no sign), *degraded* (a sign, no
   downtime above ``outage_seconds``, recovered, peak latency within ``slo_latency_seconds`` if
   given) or *outage*.
-- **stability** across repeated faults: the spread of per-fault recovery times (seed 001).
+- **stability** across repeated faults: the spread of per-fault recovery times (docs/metrics.md#stability).
 """
 
 from __future__ import annotations

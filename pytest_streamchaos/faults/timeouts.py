@@ -36,7 +36,8 @@ def spark_seconds(value: str | float | int) -> float:
 
 def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Mapping[str, str],
                       kafka_timeout_ms: float) -> GoverningTimeout:
-    """The timeout that decides when the peer behind ``target`` is declared dead (DESIGN.md §5).
+    """The timeout that decides when the peer behind ``target`` is declared dead
+    (docs/architecture.md#network-delay-classes).
 
     - ``worker-<i>`` / ``master``: the master drops a worker after ``spark.worker.timeout`` without
       a heartbeat (cluster setting).

@@ -1,4 +1,4 @@
-"""Network faults (PGVal, 002_*): a packet delay below the failure-detection timeout (PD<TO) only
+"""Network faults ("How Reliable Are Streams?", PGVal): a packet delay below the failure-detection timeout (PD<TO) only
 slows the job; above it (PD>TO) peers are declared dead and the job recovers after the heal; a
 partition from Kafka stops the flow until it heals. None of them loses records."""
 

@@ -1,15 +1,17 @@
-"""Process faults on Structured Streaming, with what the seed papers lead us to expect.
+"""Process faults on Structured Streaming, with what the papers lead us to expect ([Perf] = "A Performance
+Analysis of Fault Recovery in Stream Processing Frameworks", [Bench] = "A Comprehensive Benchmarking
+Analysis of Fault Recovery in Stream Processing Frameworks"; see docs/metrics.md#papers).
 
-- Worker / executor loss (000_*, §VI): tasks are rescheduled, nothing is lost.
-- Driver loss (000_*, §V-C): the job restarts from its checkpoint; no loss, but a driver killed
+- Worker / executor loss ([Perf] §VI): tasks are rescheduled, nothing is lost.
+- Driver loss ([Perf] §V-C): the job restarts from its checkpoint; no loss, but a driver killed
   while a batch's output is visible and not yet committed makes an at-least-once sink duplicate
   that batch -- the moment random kills rarely hit, so the fault is aimed at it. The exactly-once
   sink skips the replayed batch: no duplicates.
-- Master loss (000_*, §V-A/B): without high availability the application does not survive -- the
+- Master loss ([Perf] §V-A/B): without high availability the application does not survive -- the
   restarted master knows nothing of it, kills its executors when the workers re-register, and the
   job never gets new ones ("the application fails"); with a ZooKeeper standby the failover is
   invisible to the job.
-- Recurrent worker kills (001_*): every occurrence recovers; stability across them is reported.
+- Recurrent worker kills ([Bench] §7): every occurrence recovers; stability across them is reported.
 """
 
 import pytest

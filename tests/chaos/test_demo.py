@@ -1,8 +1,9 @@
 """The demo chaos test (``./dev demo``): a worker dies under load and comes back.
 
-Expectation from the seed papers (000_*, worker failure): Structured Streaming loses nothing when a
-worker dies -- its tasks are rescheduled and the lost executor is replaced -- at the cost of a
-latency bump and possibly an output gap while the new executor starts.
+Expectation from "A Performance Analysis of Fault Recovery in Stream Processing Frameworks" (§VI, worker
+failure): Structured Streaming loses nothing when a worker dies -- its tasks are rescheduled and the
+lost executor is replaced -- at the cost of a latency bump and possibly an output gap while the new
+executor starts.
 """
 
 import pytest
