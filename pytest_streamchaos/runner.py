@@ -565,7 +565,7 @@ class _Run:
                  scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
         sent = generator.sent()
         # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
-        outputs = (outputs_from_progress(sent, progress.batches, len(self.inputs)) if self.progress_only
+        outputs = (outputs_from_progress(sent, progress.batches, len(self.inputs), self.inputs[0]) if self.progress_only
                    else collector.outputs())
         events: list[TimelineEvent] = [*self.recorder.events(), *job.timeline, *progress.timeline]
         trace = Trace(sent=sent, outputs=outputs, batches=list(progress.batches), timeline=events,

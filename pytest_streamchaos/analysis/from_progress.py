@@ -1,13 +1,18 @@
 """Outputs estimated from Spark's query progress, for jobs whose output cannot be read.
 
 A job that writes to the console, to ``noop`` or to an external system gives the collector nothing
-to read. Spark's own progress still says, per micro-batch, how many input rows it processed and when
-the batch ended. Assuming the rows of each topic are consumed in the order they were sent (true per
-partition, approximately across partitions), batch ``k`` processed the sent records with ranks
-``C[k-1] .. C[k]-1`` (``C``: cumulative ``numInputRows``), and their "outputs" became visible when the
-batch ended. That gives throughput per second exactly and latency approximately -- enough for
-downtime, recovery time and failure cost -- but says nothing about which records were lost or
-duplicated: a run built this way has no per-record verdict (``ChaosRun.resolution == "none"``).
+to read. Spark's own progress still says, per micro-batch, which input offsets it processed
+(``sources[].startOffset`` / ``endOffset``: ``{topic: {partition: offset}}``) and when the batch
+ended. With the broker's acknowledgement of every sent record (its partition and offset), that
+gives the moment each record was processed: its "output" became visible when its batch ended (a
+replayed batch processes it again). Throughput and latency per second follow exactly -- enough for
+downtime, recovery time and failure cost -- but nothing says which records the job lost or
+duplicated in its own output: a run built this way has no per-record verdict
+(``ChaosRun.resolution == "none"``).
+
+Sources whose offsets are not Kafka's (or records without an acknowledged offset) fall back to
+ranks: batch ``k`` processed the sent records ``C[k-1] .. C[k]-1`` in send order (``C``: the
+cumulative ``numInputRows``), which is right until a restart skips or replays records.
 """
 
 from __future__ import annotations
@@ -19,15 +24,54 @@ import numpy as np
 from .trace import OutputRecords, SentRecords
 
 
-def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inputs: int = 1) -> OutputRecords:
-    """Estimated outputs (see the module docstring). ``inputs``: how many topics carry each id (a
-    join reads every id once per topic, so it processes ``inputs`` rows per id)."""
-    order = np.argsort(sent.send_ts, kind="stable")
-    ids = sent.ids[order]
-    arrival: list[float] = []
+def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inputs: int = 1,
+                          topic: str | None = None) -> OutputRecords:
+    """Estimated outputs (see the module docstring). ``topic``: the input topic whose offsets
+    identify ``sent`` (the first input of a join); ``inputs``: how many topics carry each id (a join
+    reads every id once per topic) -- used by the rank fallback only."""
+    ordered = sorted(batches, key=lambda b: b.get("t_end", 0.0))
+    if topic is not None and sent.offset is not None and sent.partition is not None:
+        ranges = [(b, _ranges(b, topic)) for b in ordered]
+        if any(r for _, r in ranges):
+            return _by_offsets(sent, ranges)
+    return _by_rank(sent, ordered, inputs)
+
+
+def _ranges(batch: dict[str, Any], topic: str) -> dict[int, tuple[int, int]]:
+    """``{partition: (start, end)}`` of ``topic`` in one batch's progress (empty if not Kafka-like)."""
+    out: dict[int, tuple[int, int]] = {}
+    for src in batch.get("sources") or []:
+        end, start = src.get("endOffset"), src.get("startOffset")
+        if not isinstance(end, dict) or not isinstance(end.get(topic), dict):
+            continue
+        begin = start.get(topic, {}) if isinstance(start, dict) and isinstance(start.get(topic), dict) else {}
+        for p, e in end[topic].items():
+            try:
+                out[int(p)] = (int(begin.get(p, 0)), int(e))
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def _by_offsets(sent: SentRecords, ranges: list[tuple[dict[str, Any], dict[int, tuple[int, int]]]]) -> OutputRecords:
+    part, off = np.asarray(sent.partition), np.asarray(sent.offset)
+    arrival: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    for b, r in ranges:
+        for p, (lo, hi) in r.items():
+            hit = np.flatnonzero((part == p) & (off >= lo) & (off < hi))
+            if hit.size:
+                rows.append(sent.ids[hit])
+                arrival.append(np.full(hit.size, float(b["t_end"])))
+    return _records(rows, arrival)
+
+
+def _by_rank(sent: SentRecords, ordered: list[dict[str, Any]], inputs: int) -> OutputRecords:
+    ids = sent.ids[np.argsort(sent.send_ts, kind="stable")]
+    arrival: list[np.ndarray] = []
     rows: list[np.ndarray] = []
     done = 0.0
-    for b in sorted(batches, key=lambda b: b.get("t_end", 0.0)):
+    for b in ordered:
         n = (b.get("numInputRows") or 0) / max(inputs, 1)
         if n <= 0:
             continue
@@ -35,7 +79,13 @@ def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inpu
         done += n
         if hi > lo:
             rows.append(ids[lo:hi])
-            arrival.extend([float(b["t_end"])] * (hi - lo))
-    flat = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    return OutputRecords(arrival_ts=np.asarray(arrival, np.float64),
-                         offsets=np.arange(flat.shape[0] + 1, dtype=np.int64), ids=flat.astype(np.int64))
+            arrival.append(np.full(hi - lo, float(b["t_end"])))
+    return _records(rows, arrival)
+
+
+def _records(rows: list[np.ndarray], arrival: list[np.ndarray]) -> OutputRecords:
+    flat = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    t = np.concatenate(arrival) if arrival else np.zeros(0)
+    order = np.argsort(t, kind="stable")
+    return OutputRecords(arrival_ts=t[order], offsets=np.arange(flat.shape[0] + 1, dtype=np.int64),
+                         ids=flat[order])

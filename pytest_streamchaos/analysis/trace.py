@@ -34,7 +34,9 @@ class SentRecords:
     ``poison`` marks malformed records that a job is expected to reject. ``annotations`` holds
     per-record numbers computed at send time from a record factory's output
     (``Generator(annotate={name: fn})``, float64 columns aligned with ``ids``), e.g. how many outputs
-    an input fans out to, or the amount it adds to an aggregate.
+    an input fans out to, or the amount it adds to an aggregate. ``partition`` / ``offset``: where
+    the broker stored each record (from its acknowledgement), which lets Spark's own progress
+    (offset ranges per micro-batch) say when a record was processed.
     """
 
     ids: np.ndarray
@@ -43,6 +45,8 @@ class SentRecords:
     send_ts: np.ndarray
     poison: np.ndarray | None = None
     annotations: dict[str, np.ndarray] = field(default_factory=dict)
+    partition: np.ndarray | None = None
+    offset: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -170,4 +174,5 @@ def join_sent(parts: list[SentRecords]) -> SentRecords:
         if p.poison is not None:
             poison |= p.poison[np.searchsorted(p.ids, common)]
     return SentRecords(ids=common, keys=first.keys[idx0], event_ts=first.event_ts[idx0], send_ts=send,
-                       poison=poison)
+                       poison=poison, partition=None if first.partition is None else first.partition[idx0],
+                       offset=None if first.offset is None else first.offset[idx0])

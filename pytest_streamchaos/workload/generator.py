@@ -47,6 +47,8 @@ class _Buffers:
         self.send_ts = np.full(capacity, np.nan)
         self.state = np.zeros(capacity, np.int8)
         self.poison = np.zeros(capacity, np.bool_)
+        self.partition = np.full(capacity, -1, np.int32)  #: where the broker stored it (from the ack)
+        self.offset = np.full(capacity, -1, np.int64)
 
     def ensure(self, n: int) -> None:
         """Grow (double) so that ``n`` records fit."""
@@ -54,7 +56,7 @@ class _Buffers:
             return
         cap = max(n, 2 * self.capacity)
         for name, fill in (("keys", None), ("event_ts", None), ("send_ts", np.nan), ("state", 0),
-                           ("poison", False)):
+                           ("poison", False), ("partition", -1), ("offset", -1)):
             old = getattr(self, name)
             new = np.empty(cap, old.dtype) if fill is None else np.full(cap, fill, old.dtype)
             new[: self.capacity] = old
@@ -321,6 +323,8 @@ class Generator:
                 send_ts=b.send_ts[ok].copy(),
                 poison=b.poison[ok].copy(),
                 annotations={name: col[ok].copy() for name, col in b.extra.items()},
+                partition=b.partition[ok].astype(np.int64),
+                offset=b.offset[ok].copy(),
             )
 
     def failed_ids(self) -> np.ndarray:
@@ -346,10 +350,12 @@ class Generator:
         if err.fatal():
             self._fatal = err
 
-    def _on_delivery(self, seq: int, err: KafkaError | None, _msg: Any) -> None:
+    def _on_delivery(self, seq: int, err: KafkaError | None, msg: Any) -> None:
         b = self._buf
         if err is None:
             b.send_ts[seq] = time.time()
+            b.partition[seq] = msg.partition()
+            b.offset[seq] = msg.offset()
             b.state[seq] = _ACKED
             self._acked += 1
         else:

@@ -117,3 +117,15 @@ def test_outputs_from_progress_maps_processed_rows_to_batch_ends() -> None:
     assert out.arrival_ts.tolist() == [1.0] * 4 + [3.0] * 6
     joined = outputs_from_progress(sent, [{"numInputRows": 8, "t_end": 1.0}], inputs=2)
     assert joined.ids.tolist() == [0, 1, 2, 3]
+
+
+def test_outputs_from_progress_follow_the_offsets_each_batch_read() -> None:
+    """After a restart that skipped offsets 4..5 and replayed 6..7 (a new checkpoint, then a replay),
+    the offset ranges say exactly which records each batch processed; ranks would not."""
+    sent = _sent(range(10), np.arange(10) * 0.1)
+    sent.partition, sent.offset = np.zeros(10, np.int64), np.arange(10, dtype=np.int64) + 100
+    src = lambda lo, hi: {"sources": [{"startOffset": {"in": {"0": lo}}, "endOffset": {"in": {"0": hi}}}]}  # noqa: E731
+    batches = [{"t_end": 1.0, **src(100, 104)}, {"t_end": 2.0, **src(106, 108)}, {"t_end": 3.0, **src(106, 110)}]
+    out = outputs_from_progress(sent, batches, topic="in")
+    assert out.ids.tolist() == [0, 1, 2, 3, 6, 7, 6, 7, 8, 9]
+    assert out.arrival_ts.tolist() == [1.0] * 4 + [2.0] * 2 + [3.0] * 4
