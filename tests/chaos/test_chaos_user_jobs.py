@@ -109,11 +109,12 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
 
 
 @pytest.mark.chaos
-@kill_driver(after=10, restart_after=1)
+@kill_driver(after=5, restart_after=1)
 def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
     """Spark's example, unchanged: argv, format("kafka"), console output. No per-record verdict; the
-    recovery comes from Spark's query progress."""
-    run = chaos.run(WORDCOUNT, rate=50, duration=30, args=["{bootstrap_servers}", "subscribe", "{input_topic}"],
+    recovery comes from Spark's query progress. The example sets no checkpoint location, so the
+    restarted driver starts a new query (at the latest offsets): the load lasts long enough to see it."""
+    run = chaos.run(WORDCOUNT, rate=50, duration=75, args=["{bootstrap_servers}", "subscribe", "{input_topic}"],
                     outputs={})
     print(run.describe())
     assert run.resolution == "none" and run.lost is None
