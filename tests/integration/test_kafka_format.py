@@ -133,6 +133,25 @@ def test_batch_read_subscribe_pattern_matches_whole_names(spark, kafka):
     assert {r.topic for r in rows} == {a, b} and len(rows) == 10
 
 
+def test_stream_subscribe_pattern_picks_up_new_topics(spark, kafka, checkpoint):
+    a, out = kafka.create_topic("sp-a", 1), kafka.create_topic("out", 1)
+    tag = re.escape(a.split("-")[2])
+    produce(kafka.bootstrap_servers, a, range(5), 1)
+    df = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+          .option("subscribePattern", rf"sp-[ab]-{tag}-\d+").option("startingOffsets", "earliest").load())
+    q = (df.select("value").writeStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+         .option("topic", out).option("checkpointLocation", checkpoint)
+         .trigger(processingTime="500 milliseconds").start())
+    try:
+        assert len(read_values(kafka.bootstrap_servers, out, 1, 5)) == 5
+        b = kafka.create_topic("sp-b", 1)  # appears while the query runs: read from its beginning
+        produce(kafka.bootstrap_servers, b, range(5, 10), 1)
+        got = read_values(kafka.bootstrap_servers, out, 1, 10)
+        assert sorted(int(v) for v, *_ in got) == list(range(10))
+    finally:
+        q.stop()
+
+
 def test_include_headers_adds_spark_headers_column(spark, kafka):
     t = kafka.create_topic("in", 1)
     produce(kafka.bootstrap_servers, t, range(3), 1, headers=True)
