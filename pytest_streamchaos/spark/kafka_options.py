@@ -69,11 +69,10 @@ def client_options(options: dict[str, str]) -> dict[str, str]:
     for key, value in options.items():
         if not key.lower().startswith("kafka."):
             continue
-        name = key[len("kafka."):]
-        lname = name.lower()
-        if lname in REFUSED_CLIENT_OPTIONS:
-            raise KafkaOptionError(f"Kafka option '{key}' is not supported: {REFUSED_CLIENT_OPTIONS[lname]}")
-        conf[JAVA_TO_LIBRDKAFKA.get(lname, name)] = value
+        name = key[len("kafka."):].lower()  # client property names are lower case in both clients
+        if name in REFUSED_CLIENT_OPTIONS:
+            raise KafkaOptionError(f"Kafka option '{key}' is not supported: {REFUSED_CLIENT_OPTIONS[name]}")
+        conf[JAVA_TO_LIBRDKAFKA.get(name, name)] = value
     servers = conf.pop("bootstrap.servers", None)
     if not servers:
         raise KafkaOptionError("option 'kafka.bootstrap.servers' is required (e.g. '127.0.0.1:9092')")

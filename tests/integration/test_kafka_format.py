@@ -133,6 +133,25 @@ def test_batch_read_subscribe_pattern_matches_whole_names(spark, kafka):
     assert {r.topic for r in rows} == {a, b} and len(rows) == 10
 
 
+def test_stream_subscribe_pattern_picks_up_new_topics(spark, kafka, checkpoint):
+    a, out = kafka.create_topic("sp-a", 1), kafka.create_topic("out", 1)
+    tag = re.escape(a.split("-")[2])
+    produce(kafka.bootstrap_servers, a, range(5), 1)
+    df = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+          .option("subscribePattern", rf"sp-[ab]-{tag}-\d+").option("startingOffsets", "earliest").load())
+    q = (df.select("value").writeStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+         .option("topic", out).option("checkpointLocation", checkpoint)
+         .trigger(processingTime="500 milliseconds").start())
+    try:
+        assert len(read_values(kafka.bootstrap_servers, out, 1, 5)) == 5
+        b = kafka.create_topic("sp-b", 1)  # appears while the query runs: read from its beginning
+        produce(kafka.bootstrap_servers, b, range(5, 10), 1)
+        got = read_values(kafka.bootstrap_servers, out, 1, 10)
+        assert sorted(int(v) for v, *_ in got) == list(range(10))
+    finally:
+        q.stop()
+
+
 def test_include_headers_adds_spark_headers_column(spark, kafka):
     t = kafka.create_topic("in", 1)
     produce(kafka.bootstrap_servers, t, range(3), 1, headers=True)
@@ -168,3 +187,50 @@ def test_unsupported_option_fails_naming_it(spark, kafka):
     t = kafka.create_topic("in", 1)
     with pytest.raises(Exception, match=r"unsupported Kafka source option\(s\) \['startingtimestamp'\].*subscribe"):
         reader(spark, kafka.bootstrap_servers, subscribe=t, startingTimestamp="0").collect()
+
+
+def test_unchanged_job_on_the_cluster_reads_and_writes_format_kafka(spark_cluster, kafka, tmp_path: Path):
+    """The job starts at latest: every record produced after its initial offsets are fixed arrives once."""
+    from pytest_streamchaos.spark.launcher import JobLauncher
+    from pytest_streamchaos.spark.source_state import ENV_SOURCE_STATE_DIR, read_initial_offsets
+
+    src, dst = kafka.create_topic("in", 2), kafka.create_topic("out", 2)
+    state = tmp_path / "source-state"
+    launcher = JobLauncher.for_cluster(spark_cluster, tmp_path / "jobs")
+    try:
+        job = launcher.submit(REPO / "tests/integration/jobs/kafka_format_passthrough.py", env={
+            "STREAMCHAOS_BOOTSTRAP_SERVERS": kafka.bootstrap_servers, "STREAMCHAOS_INPUT_TOPIC": src,
+            "STREAMCHAOS_OUTPUT_TOPIC": dst, "STREAMCHAOS_CHECKPOINT_DIR": str(tmp_path / "ck"),
+            ENV_SOURCE_STATE_DIR: str(state)})
+        assert str(kafka_shim_jar()) in job.effective_conf["spark.driver.extraClassPath"]
+        job.wait_for(lambda _: read_initial_offsets(state), 180, "the query's initial offsets")
+        [initial] = read_initial_offsets(state)
+        assert initial["topics"] == [src] and set(initial["offsets"][src]) == {"0", "1"}
+        produce(kafka.bootstrap_servers, src, range(200), 2)
+        got = read_values(kafka.bootstrap_servers, dst, 2, 200, timeout=180)
+        assert sorted(int(v) for v, *_ in got) == list(range(200))
+        # Once a finished batch ends at the input's end, the output holds each record exactly once.
+        base = sum(initial["offsets"][src].values())
+        job.wait_for(lambda j: j.progress.poll() or read_to(j, src) - base >= 200, 60, "a batch ending at 200")
+        assert record_count(kafka.bootstrap_servers, dst, 2) == 200
+    finally:
+        launcher.stop_all()
+
+
+def read_to(job, topic: str) -> int:
+    """Sum of the end offsets of ``topic`` in the current launch's last finished micro-batch."""
+    ends = [b["sources"][0]["endOffset"] for b in job.progress.batches if b["app_id"] == job.app_id]
+    if not ends:
+        return 0
+    end = json.loads(ends[-1]) if isinstance(ends[-1], str) else ends[-1]
+    return sum(int(v) for v in end.get(topic, {}).values())
+
+
+def record_count(servers: str, topic: str, partitions: int) -> int:
+    """How many records ``topic`` holds (sum of its partitions' end offsets; nothing is deleted)."""
+    c = Consumer({"bootstrap.servers": servers, "group.id": "t", "enable.auto.commit": False})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                   for p in range(partitions))
+    finally:
+        c.close()
