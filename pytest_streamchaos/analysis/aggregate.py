@@ -124,6 +124,32 @@ class AggregateOracle(TumblingWindowOracle):
         grp, eg = self._groups(exp, amt, outputs, g_out)
         return self._report(sent, outputs, exp, eg, grp, g_out)
 
+    def reference_send_ts(self, sent: SentRecords, outputs: OutputRecords, rows: np.ndarray) -> np.ndarray:
+        """Latency reference per output. Append mode: the input that lets the window close (as for
+        :class:`TumblingWindowOracle`). Update / complete mode: an emission reports the group's value
+        *so far*, usually long before the watermark closes the window, so its reference is the send
+        time of the last input it reflects -- the input (in send order) at which the group's running
+        count / sum reaches the emitted value. Outputs of groups that are not expected get NaN."""
+        if self.output_mode == "append" or outputs.values is None or len(outputs) == 0:
+            return super().reference_send_ts(sent, outputs, rows)
+        exp = self.expected(sent)
+        g_out = np.asarray(self.assign(outputs, sent, exp), dtype=np.int64)
+        send = np.asarray(sent.send_ts, dtype=np.float64)[exp.rows]
+        amt = self._amounts(sent)[exp.rows]
+        order = np.lexsort((send, exp.groups))
+        groups, send, amt = exp.groups[order], send[order], amt[order]
+        cum = np.cumsum(amt)
+        starts = np.searchsorted(groups, groups, side="left")
+        cum = cum - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0.0)  # running amount within each group
+        ref = np.full(len(outputs), np.nan)
+        values = np.asarray(outputs.values, dtype=np.float64)
+        for i in np.flatnonzero((g_out >= 0) & np.isfinite(values)):
+            lo, hi = np.searchsorted(groups, g_out[i], "left"), np.searchsorted(groups, g_out[i], "right")
+            if hi > lo:
+                k = lo + int(np.searchsorted(cum[lo:hi], values[i] - self.tolerance * max(1.0, abs(values[i]))))
+                ref[i] = send[min(k, hi - 1)]
+        return ref
+
     def _amounts(self, sent: SentRecords) -> np.ndarray:
         if self.amount is None:
             return np.ones(len(sent))

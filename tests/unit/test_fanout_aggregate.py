@@ -211,3 +211,21 @@ def test_collector_reads_key_window_and_amount_fields_without_ids():
     assert np.isnan(plain._read(b'{"id": 1}', None)[4])
     with pytest.raises(ValueError, match="no `id`"):
         plain._read(b'{"count": 1}', None)
+
+
+def test_update_mode_latency_is_measured_from_the_last_input_an_emission_reflects():
+    """An update-mode emission reports a group's running count long before its window closes: its
+    latency reference is the input at which the count reached the emitted value (never negative)."""
+    from pytest_streamchaos.analysis.aggregate import AggregateOracle
+    from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords
+
+    sent = SentRecords(ids=np.arange(5), keys=np.array([0, 0, 0, 0, 1]),
+                       event_ts=np.array([1.0, 2.0, 3.0, 4.0, 30.0]), send_ts=np.array([1.0, 2.0, 3.0, 4.0, 30.0]))
+    outputs = OutputRecords(arrival_ts=np.array([2.5, 4.5]), offsets=np.zeros(3, np.int64), ids=np.empty(0, np.int64),
+                            keys=np.array([0.0, 0.0]), window_start=np.array([0.0, 0.0]),
+                            window_end=np.array([10.0, 10.0]), values=np.array([2.0, 4.0]))
+    oracle = AggregateOracle(10, watermark_seconds=5)
+    ref = oracle.reference_send_ts(sent, outputs, np.empty(0, np.int64))
+    assert ref.tolist() == [2.0, 4.0]
+    append = AggregateOracle(10, watermark_seconds=5, output_mode="append", closer="any")
+    assert append.reference_send_ts(sent, outputs, np.empty(0, np.int64)).tolist() == [30.0, 30.0]
