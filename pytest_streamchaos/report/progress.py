@@ -65,13 +65,17 @@ def status_for(config: pytest.Config, nodeid: str) -> StatusLine | None:
         return None
     capman = config.pluginmanager.get_plugin("capturemanager")
 
+    live = bool(tr.isatty)
+
     def write(text: str) -> None:
         # The run loop executes inside the test, where pytest captures stdout: step around the capture,
         # as pytest's own live logging does.
         with _uncaptured(capman):
+            if not live:
+                tr.ensure_newline()  # not after the file name pytest has written on this line
             tr.write(text, flush=True)
 
-    return StatusLine(write, nodeid.split("::")[-1], live=bool(tr.isatty))
+    return StatusLine(write, nodeid.split("::")[-1], live=live)
 
 
 @contextlib.contextmanager
