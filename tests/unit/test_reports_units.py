@@ -241,3 +241,33 @@ def test_pictures_are_written(runs: dict[str, ChaosRun], tmp_path: Path) -> None
     q = plots.comparison_png(runs["calm"].to_dict(), runs["spike"].to_dict(), tmp_path / "cmp.png")
     for f in (p, q):
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 20_000
+
+
+def test_runner_status_hook_fields_and_rate() -> None:
+    """The runner's hook (``_Run._status``), without a stack: fields, at most one call a second."""
+    from types import SimpleNamespace
+
+    from pytest_streamchaos.faults.scheduler import Recorder
+    from pytest_streamchaos.runner import _Run
+
+    got: list[dict] = []
+    run = object.__new__(_Run)
+    run.c = SimpleNamespace(status=got.append)
+    run.recorder = Recorder()
+    run.recorder.record("fault_injected", "worker-1")
+    run._gen, run._col = SimpleNamespace(acked=500), SimpleNamespace(count=420, ids_seen=450)
+    run._last_status, run._phase = 0.0, ("start", 0.0, 0.0)
+    run._status("load", 30.0)
+    run._status("load", 30.0)  # within the second: not reported
+    assert len(got) == 1
+    assert {k: got[0][k] for k in ("phase", "planned", "sent", "outputs", "backlog", "faults")} == {
+        "phase": "load", "planned": 30.0, "sent": 500, "outputs": 420, "backlog": 50, "faults": 1}
+    assert 0 <= got[0]["elapsed"] < 1
+
+
+def test_report_dir_without_matplotlib_writes_json(runs: dict[str, ChaosRun], tmp_path: Path) -> None:
+    from pytest_streamchaos.report.session import write_artifacts
+
+    arts, pics = write_artifacts(tmp_path, [("t.py::a", 0, [], runs["out4"])], [], draw=False)
+    assert arts[0].json.is_file() and arts[0].pictures == [] and pics == []
+    assert plots.MISSING.endswith("pip install 'pytest-streamchaos[plots]'")
