@@ -120,7 +120,8 @@ class Chaos:
 
     def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
-                 java_home: str | None = None, seed: int | None = None) -> None:
+                 java_home: str | None = None, seed: int | None = None,
+                 status: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
         self.workdir = Path(workdir)
@@ -131,6 +132,9 @@ class Chaos:
         self.java_home = java_home or None
         self.seed = resolve_seed(nodeid, seed)  # the workload seed: stable per test id unless given
         self.runs: list[ChaosRun] = []
+        #: called about once a second while a run goes on, with the fields of :meth:`_Run._status`
+        #: (the plugin's live progress line); None: nobody listens
+        self.status = status
 
     def run(
         self,
@@ -232,6 +236,10 @@ class _Run:
         self.annotate: dict[str, Any] = {}
         self.checkpoint_found = False
         self._checkpoint_qid: str | None = None
+        self._last_status = 0.0
+        self._gen: Any = None
+        self._col: Any = None
+        self._phase: tuple[str, float, float] = ("start", time.time(), 0.0)  # name, since, planned s
         self.local_master: str | None = None
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -283,6 +291,7 @@ class _Run:
                            recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
         self.topics = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
+        self._gen, self._col = generator, collector  # read by _status
         if len(self.inputs) > 1 or s.inputs is not None:
             self.topics["inputs"] = list(self.inputs)
         if s.outputs is not None:
@@ -492,6 +501,7 @@ class _Run:
                     self.recorder.record("first_output", "", t=first_output)
             if first_output is not None and self._stable(progress.batches):
                 return time.time()
+            self._status("warm-up", s.warmup_timeout)
             time.sleep(POLL_S)
         if first_output is None:
             where = "in Spark's progress" if self.progress_only else f"in {self._output_names()}"
@@ -524,6 +534,7 @@ class _Run:
                 self.recorder.record("driver_exited", "driver", code=job.returncode)
             if job.alive:
                 exited_seen = False
+            self._status("load", self.spec.duration)
             time.sleep(POLL_S)
 
     def _drain(self, collector: Any, progress: SparkProgress, generator: Any,
@@ -547,12 +558,32 @@ class _Run:
                 last = max(self._last_output(collector, progress) or 0.0, caught_up_at)
                 if time.time() - last > s.settle_seconds:
                     return
+            self._status("drain", s.drain_timeout)
             time.sleep(POLL_S)
         what = "the outputs to settle" if caught_up_at else f"the job to commit the input's end offsets {ends}"
         if not self.checkpoint_found:
             what += " (the query's checkpoint was not found: pass its path in args or conf)"
         self.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
                              "inputs still in flight then are reported as lost")
+
+    def _status(self, phase: str, planned: float) -> None:
+        """Tell ``Chaos.status`` (at most once a second) how the run goes: ``phase``, ``elapsed`` in
+        it and its ``planned`` length (a timeout for warm-up and drain), records ``sent`` (acked),
+        ``outputs`` read, ``backlog`` (sent ids not yet seen in the output) and ``faults`` injected."""
+        now = time.time()
+        if self._phase[0] != phase:
+            self._phase = (phase, now, planned)
+        if self.c.status is None or now - self._last_status < 1.0:
+            return
+        self._last_status = now
+        sent, col = getattr(self._gen, "acked", 0), self._col
+        fields = {"phase": phase, "elapsed": now - self._phase[1], "planned": planned, "sent": sent,
+                  "outputs": getattr(col, "count", 0), "backlog": max(0, sent - getattr(col, "ids_seen", 0)),
+                  "faults": sum(e.kind == "fault_injected" for e in self.recorder.events())}
+        try:
+            self.c.status(fields)
+        except Exception:  # a display problem must never fail the run
+            log.exception("status callback failed")
 
     def _last_output(self, collector: Any, progress: SparkProgress) -> float | None:
         if self.progress_only:

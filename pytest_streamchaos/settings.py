@@ -5,10 +5,15 @@ A command-line option wins over the ini key, which wins over the default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import pytest
+
+#: ``--chaos-save`` without a name: name the baseline after the commit and the time
+AUTO = "auto"
+#: ``--chaos-compare`` without a name: the latest saved baseline
+LATEST = "latest"
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,8 @@ class Option:
     default: Any
     type: type = str
     choices: tuple[str, ...] | None = None
+    #: the value of the flag given without one (``--chaos-save``); None: the flag needs a value
+    const: Any = None
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -36,6 +43,19 @@ OPTIONS: tuple[Option, ...] = (
            "server, for jobs that hard-code e.g. localhost:9092 (0: none)", 0, int),
     Option("seed", "workload seed of every chaos run (default: a stable hash of the test id, so a run "
            "replays the same records; each run's JSON records the seed it used)", "", str),
+    # regression gates (report/baseline.py), modelled on pytest-benchmark's save / compare
+    Option("storage", "directory where --chaos-save keeps baselines", ".chaos", str),
+    Option("save", "save every chaos run of the session as a baseline under --chaos-storage, named NAME "
+           "(without a value: the git commit and the time)", "", str, const=AUTO),
+    Option("compare", "compare every chaos run with a saved baseline: NAME, number (0003) or path; without a "
+           "value: the latest saved", "", str, const=LATEST),
+    Option("compare_fail", "fail the session when a metric got worse than the baseline beyond a threshold: "
+           "METRIC:N% (relative) or METRIC:N (absolute, in the metric's unit), comma-separated; e.g. "
+           "downtime:20%,lost:0,latency.p99:0.5 (implies --chaos-compare)", "", str),
+    Option("repeat", "run every chaos scenario N times and report medians with their spread "
+           "(@pytest.mark.chaos(repeat=N) per test)", 1, int),
+    Option("report_dir", "write each run's JSON and timeline picture (PNG, needs matplotlib) to this directory",
+           "", str),
 )
 
 
@@ -51,10 +71,16 @@ def addoptions(parser: pytest.Parser) -> None:
     """Register the options under their own ``streamchaos`` group, and each as an ini key."""
     group = parser.getgroup("streamchaos", "chaos testing of PySpark Structured Streaming jobs")
     for opt in OPTIONS:
+        # argparse %-formats option help: a literal "N%" must be written "N%%" there
+        opt = replace(opt, help=opt.help.replace("%", "%%"))
         if opt.type is bool:
             group.addoption(_flag(opt), action="store_true", default=None, dest=_ini(opt),
                             help=f"{opt.help} (ini: {_ini(opt)})")
             parser.addini(_ini(opt), opt.help, type="bool", default=opt.default)
+        elif opt.const is not None:  # the value is optional: --chaos-save or --chaos-save=NAME
+            group.addoption(_flag(opt), action="store", nargs="?", const=opt.const, default=None, dest=_ini(opt),
+                            metavar=opt.name.upper(), help=f"{opt.help} (ini: {_ini(opt)})")
+            parser.addini(_ini(opt), opt.help.replace("%%", "%"), default=str(opt.default))
         else:
             group.addoption(_flag(opt), action="store", default=None, dest=_ini(opt),
                             choices=opt.choices, metavar=opt.name.upper(),
@@ -74,6 +100,12 @@ class Settings:
     start_timeout: float
     report: str
     kafka_port: int
+    storage: str
+    save: str
+    compare: str
+    compare_fail: str
+    repeat: int
+    report_dir: str
     #: the ``--chaos-seed`` override; None = each test's own stable seed
     seed: int | None = None
 
@@ -101,7 +133,7 @@ class Settings:
                 ) from None
             if opt.choices and value not in opt.choices:
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} is not one of {opt.choices}")
-            if opt.type in (int, float) and value < (0 if opt.name != "workers" else 1):
+            if opt.type in (int, float) and value < (1 if opt.name in ("workers", "repeat") else 0):
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
             values[f.name] = value
         return cls(**values)

@@ -44,7 +44,11 @@ from .sla import SLA, SLAViolation, Violation, check_sla, render_timeline
 from .trace import TimelineEvent, Trace
 from .validate import GuaranteeReport, _check_guarantee, validate
 
-__all__ = ["ChaosRun", "NOT_RECOVERED"]
+__all__ = ["ChaosRun", "NOT_RECOVERED", "SCHEMA_VERSION"]
+
+#: version of the JSON of :meth:`ChaosRun.to_dict` (docs/report-schema.md); bumped when a key changes
+#: meaning or goes away, not when one is added
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -250,11 +254,18 @@ class ChaosRun:
         """Complete JSON-ready record (NaN -> null, NOT_RECOVERED -> null with ``recovered: false``)."""
         m = self.metrics.to_dict()
         return {
+            "schema_version": SCHEMA_VERSION,
             "guarantee": self.guarantee,
             "guarantee_delivered": self.guarantee_delivered,
             "reliability": self.reliability,
             "sent": self.sent,
             "outputs": self.outputs,
+            # top-level copies of the headline counts and percentiles, so that a regression gate
+            # names them as ``lost`` or ``latency.p99`` (docs/report-schema.md)
+            "lost": self.lost,
+            "duplicates": self.duplicates,
+            "incorrect": self.incorrect,
+            "latency": m["latency"],
             "validation": self.report.to_dict(),
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
                                  "unavailable")},
@@ -265,6 +276,15 @@ class ChaosRun:
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), **kw)
+
+    # -- A/B -----------------------------------------------------------------------------------
+    def versus(self, baseline: Any, slo_latency: float | None = None) -> Any:
+        """This run against ``baseline`` (the same scenario under another configuration, or without
+        its faults): per-metric deltas and, per fault of this run, a masking verdict. See
+        :func:`pytest_streamchaos.analysis.versus.versus`."""
+        from .versus import versus
+
+        return versus(self, baseline, slo_latency=slo_latency)
 
 
 #: why a run built from Spark's progress alone has no per-record verdict

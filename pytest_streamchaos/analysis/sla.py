@@ -112,7 +112,8 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
 
 
 def render_timeline(events: Iterable[TimelineEvent], t0: float | None = None) -> list[str]:
-    """One line per event: ``+12.300s  fault_injected  worker-1  {detail}``, relative to ``t0``."""
+    """One line per event: ``+12.3s  fault_injected  worker-1  {detail}``, relative to ``t0``; events
+    before ``t0`` (the warm-up, before steady state) read ``-18.1s``."""
     evs = sorted(events, key=lambda e: e.t)
     if not evs:
         return ["  (no events)"]
@@ -120,8 +121,8 @@ def render_timeline(events: Iterable[TimelineEvent], t0: float | None = None) ->
     lines = []
     for e in evs:
         detail = " ".join(f"{k}={_fmt(v) if isinstance(v, float) else v}" for k, v in e.detail.items())
-        when = f"+{e.t - base:.3f}s"
-        lines.append(f"  {when:>11}  {e.kind:<26} {e.target}  {detail}".rstrip())
+        when = f"{e.t - base:+.1f}s"  # a sign, not "+-18.126s": tenths are what a reader compares
+        lines.append(f"  {when:>8}  {e.kind:<26} {e.target}  {detail}".rstrip())
     return lines
 
 

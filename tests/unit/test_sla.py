@@ -72,8 +72,8 @@ def test_violation_message_has_bounds_and_timeline():
     assert isinstance(err, AssertionError)
     assert msg.splitlines()[0] == "2 SLA bound(s) violated:"
     assert "downtime = 20.0, bound downtime <= 15" in msg and "lost = 4, bound lost <= 0" in msg
-    assert "+12.500s  fault_injected" in msg and "signal=KILL" in msg
-    assert "+30.000s  recovered" in msg
+    assert "+12.5s  fault_injected" in msg and "signal=KILL" in msg
+    assert "+30.0s  recovered" in msg
 
 
 def test_render_empty_timeline():

@@ -1,0 +1,219 @@
+"""``RepeatedRun``: one scenario run N times, so a metric is a median with a spread, not one sample.
+
+``@pytest.mark.chaos(repeat=5)`` (or ``--chaos-repeat=5``) makes ``chaos.run(...)`` run the scenario
+five times and return a ``RepeatedRun``::
+
+    runs = chaos.run("pipelines/enrich.py", rate=200, duration=40)
+    runs.downtime                   # median over the runs
+    runs.spread("downtime")         # (min, max)
+    runs.worst("recovery_time")     # the worst value (highest; lowest for reliability / throughput)
+    runs.runs[2].timeline_lines()   # every single ChaosRun
+    runs.assert_sla(max_downtime=15)            # against the worst run (default)
+    runs.assert_sla(max_downtime=15, over="median")
+
+Why the worst run by default for SLAs: an SLA is a promise about every run, and the repeats are
+there to show the noise, not to average a bad run away. Attributes that are not metrics
+(``timeline``, ``faults``, ``meta``, ``describe`` of one run...) come from :attr:`worst_run`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from . import keys
+from .metrics import NOT_RECOVERED, LatencySummary
+from .result import SCHEMA_VERSION, ChaosRun
+from .sla import SLA, SLAViolation, Violation, check_sla
+from .validate import GUARANTEES, SATISFIES
+
+#: metrics a RepeatedRun aggregates (attribute names of ChaosRun); latency is aggregated per field
+METRICS: tuple[str, ...] = ("lost", "duplicates", "incorrect", "reliability", "downtime", "recovery_time",
+                            "failure_cost", "reliable_throughput", "sent", "outputs")
+OVER = ("worst", "median")
+
+
+def weakest_guarantee(delivered: Sequence[str]) -> str:
+    """The strongest guarantee every one of ``delivered`` satisfies (what all runs delivered)."""
+    common = set.intersection(*(SATISFIES[g] for g in delivered)) if delivered else {"none"}
+    for g in GUARANTEES:
+        if SATISFIES[g] == common:
+            return g
+    return "none"
+
+
+class RepeatedRun:
+    """N runs of one scenario; metric attributes are medians (see the module docstring)."""
+
+    def __init__(self, runs: Sequence[ChaosRun]) -> None:
+        if not runs:
+            raise ValueError("RepeatedRun needs at least one run")
+        self.runs: list[ChaosRun] = list(runs)
+
+    # -- per metric ----------------------------------------------------------------------------
+    def values(self, metric: str) -> list[float]:
+        """The metric (dotted for nested: ``latency.p99``) of every run, in run order."""
+        return [keys.from_run(r, metric) for r in self.runs]
+
+    def median(self, metric: str) -> float:
+        """Median over the runs (NaN values, e.g. no latency measured, are left out)."""
+        v = [x for x in self.values(metric) if not math.isnan(x)]
+        return float(np.median(v)) if v else math.nan
+
+    def spread(self, metric: str) -> tuple[float, float]:
+        """(min, max) over the runs: the noise a comparison must see through."""
+        v = [x for x in self.values(metric) if not math.isnan(x)]
+        return (min(v), max(v)) if v else (math.nan, math.nan)
+
+    def worst(self, metric: str) -> float:
+        """The worst value over the runs: the highest, or the lowest for reliability / throughput."""
+        lo, hi = self.spread(metric)
+        return lo if keys.higher_is_better(metric) else hi
+
+    @property
+    def worst_run(self) -> ChaosRun:
+        """The run that recovered last (then: longest downtime, highest failure cost, most records
+        wrong): the one whose timeline explains a violated bound."""
+        return max(self.runs, key=lambda r: (float(r.recovery_time), r.downtime, r.failure_cost,
+                                             r.lost + r.duplicates + r.incorrect))
+
+    # -- attribute access: medians ------------------------------------------------------------
+    def _agg(self, metric: str, over: str) -> Any:
+        value = self.median(metric) if over == "median" else self.worst(metric)
+        if metric == "recovery_time" and math.isinf(value):
+            return NOT_RECOVERED
+        if metric in ("lost", "duplicates", "incorrect", "sent", "outputs") and over == "worst":
+            return int(value)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for names not found normally; "runs" missing means a half-built object
+        if name == "runs":
+            raise AttributeError(name)
+        if name in METRICS:
+            return self._agg(name, "median")
+        if name == "latency":
+            return self._latency("median")
+        if name == "guarantee_delivered":
+            return weakest_guarantee([r.guarantee_delivered for r in self.runs])
+        return getattr(self.worst_run, name)
+
+    def _latency(self, over: str) -> LatencySummary:
+        vals = {}
+        for f in fields(LatencySummary):
+            agg = self.median(f"latency.{f.name}") if over == "median" else self.worst(f"latency.{f.name}")
+            vals[f.name] = int(agg) if f.name == "count" else agg
+        return LatencySummary(**vals)
+
+    def view(self, over: str = "worst") -> _View:
+        """An object with the run attributes SLAs read, each the worst (or median) over the runs."""
+        if over not in OVER:
+            raise ValueError(f"over={over!r}: use one of {OVER}")
+        return _View(self, over)
+
+    # -- SLA -----------------------------------------------------------------------------------
+    def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
+                  **bounds: Any) -> list[Violation]:
+        """Violated bounds, judged on the worst value of each metric over the runs (``over="median"``:
+        on the medians). The guarantee: what every run delivered."""
+        if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None):
+            bounds["guarantee"] = self.guarantee
+        return check_sla(self.view(over), sla, **bounds)
+
+    def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
+                   **bounds: Any) -> None:
+        """Raise :class:`SLAViolation` listing every violated bound; the timeline is the worst run's."""
+        violations = self.check_sla(sla, check_guarantee, over, **bounds)
+        if violations:
+            w = self.worst_run
+            head = f"judged on the {over} of {len(self.runs)} runs; timeline of the worst run"
+            raise SLAViolation(violations, w.timeline, w.metrics.t0, context=head + "\n" + self.spread_text())
+
+    def versus(self, baseline: Any, slo_latency: float | None = None) -> Any:
+        """These runs (medians; fault verdicts of the worst run) against ``baseline``
+        (:func:`pytest_streamchaos.analysis.versus.versus`)."""
+        from .versus import versus
+
+        return versus(self, baseline, slo_latency=slo_latency)
+
+    # -- reporting -----------------------------------------------------------------------------
+    def spread_text(self) -> str:
+        """One line per headline metric: median (min-max) over the runs."""
+        lines = []
+        for m in keys.HEADLINE:
+            lo, hi = self.spread(m)
+            lines.append(f"  {m}: median {_f(self.median(m))} (spread {_f(lo)} .. {_f(hi)})")
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        """Median and spread of each headline metric, then the worst run's own report."""
+        return (f"{len(self.runs)} runs of the same scenario; median (spread):\n{self.spread_text()}\n"
+                f"worst run:\n{self.worst_run.describe()}")
+
+    def summary_row(self) -> dict[str, Any]:
+        """The terminal table's row: each number as ``median (min-max)``."""
+        row = self.worst_run.summary_row()
+        cols = {"lost": "lost", "dup": "duplicates", "incorrect": "incorrect", "reliability": "reliability",
+                "downtime_s": "downtime", "recovery_s": "recovery_time", "failure_cost_s": "failure_cost",
+                "p99_latency_s": "latency.p99", "reliable_tput": "reliable_throughput", "sent": "sent"}
+        for col, m in cols.items():
+            lo, hi = self.spread(m)
+            med = self.median(m)
+            row[col] = _f(med) if lo == hi else f"{_f(med)} ({_f(lo)}-{_f(hi)})"
+        row["delivered"] = self.guarantee_delivered
+        row["repeat"] = len(self.runs)
+        return row
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON: the medians at the top level (the same keys as one run's JSON, so a gate reads
+        ``latency.p99`` either way), ``spread`` per headline metric, and every run in ``runs``."""
+        lat = self._latency("median").to_dict()
+        med = {m: _json(self.median(m)) for m in METRICS}
+        rt = self.median("recovery_time")
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "repeat": len(self.runs),
+            "guarantee": self.guarantee,
+            "guarantee_delivered": self.guarantee_delivered,
+            **med,
+            "recovery_time": None if math.isinf(rt) else _json(rt),
+            "recovered": not math.isinf(rt),
+            "latency": lat,
+            "spread": {m: [_json(v) for v in self.spread(m)] for m in keys.HEADLINE},
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+    def __repr__(self) -> str:
+        return f"RepeatedRun({len(self.runs)} runs, median downtime {_f(self.median('downtime'))}s)"
+
+
+class _View:
+    """The attributes ``check_sla`` reads, each aggregated over a RepeatedRun's runs."""
+
+    def __init__(self, rr: RepeatedRun, over: str) -> None:
+        self._rr, self._over = rr, over
+
+    def __getattr__(self, name: str) -> Any:
+        if name in METRICS:
+            return self._rr._agg(name, self._over)
+        if name == "latency":
+            return self._rr._latency(self._over)
+        return getattr(self._rr, name)
+
+
+def _f(x: float) -> str:
+    if math.isinf(x):
+        return "not recovered" if x > 0 else "-inf"
+    return f"{x:.4g}"
+
+
+def _json(x: float) -> Any:
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x

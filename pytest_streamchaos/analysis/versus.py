@@ -1,0 +1,194 @@
+"""One run against another of the same scenario: configuration A/B, or fault-tolerance overhead.
+
+``run_b.versus(run_a)`` (or ``chaos.compare(...)``, which makes both runs) gives per headline metric
+the value in A, in B and the change, and -- when B has faults -- a masking verdict per fault, after
+Martin et al. (seed papers 003/004), judged against A as the fault-free reference:
+
+- **masked**: during the fault's window (injection to the next fault or the end of the load) B's
+  per-second p99 latency never rose above A's *band* -- the highest per-second p99 latency A showed
+  during its load phase -- and B's output never stopped;
+- **degraded**: latency rose above the band, but output never stopped (no downtime), the fault
+  recovered, and -- if ``slo_latency`` is given -- the peak latency stayed within it;
+- **outage**: output stopped (downtime > 0), the fault did not recover, or latency broke the SLO.
+
+Why A's highest per-second p99 as the band: it is what the unfaulted job does at its worst on the
+same machine, so only an effect the job never shows on its own is attributed to the fault.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import keys
+
+#: the metrics a comparison reports (dotted: attributes of the runs)
+COMPARED: tuple[str, ...] = ("latency.p50", "latency.p99", "reliable_throughput", "downtime", "recovery_time",
+                             "failure_cost", "lost", "duplicates", "reliability")
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One metric in A and B; ``change = b - a``; ``worse`` > 0 when B is worse (direction-aware)."""
+
+    metric: str
+    a: float
+    b: float
+
+    @property
+    def change(self) -> float:
+        return self.b - self.a
+
+    @property
+    def relative(self) -> float:
+        """``change / |a|`` (NaN when A is 0 and nothing changed, inf when it did)."""
+        c = self.change
+        if self.a == 0 or not math.isfinite(self.a):
+            if c == 0:
+                return 0.0
+            return math.nan if math.isnan(c) else math.copysign(math.inf, c)
+        return c / abs(self.a)
+
+    @property
+    def worse(self) -> float:
+        return keys.worse(self.metric, self.a, self.b)
+
+    def __str__(self) -> str:
+        rel = self.relative
+        pct = "" if not math.isfinite(rel) or self.a == 0 else f" ({rel:+.0%})"
+        return f"{self.metric}: {_f(self.a)} -> {_f(self.b)} ({_signed(self.change)}){pct}"
+
+
+@dataclass(frozen=True)
+class FaultVerdict:
+    """The masking verdict on one fault of run B, against run A's latency band."""
+
+    index: int
+    kind: str
+    target: str
+    at: float  #: seconds from the start of B (as its timeline lines count)
+    verdict: str  #: masked / degraded / outage
+    peak_latency: float  #: highest per-second p99 latency of B in the fault's window
+    band: float  #: A's highest per-second p99 latency during load
+    downtime: float
+    reason: str
+
+    def __str__(self) -> str:
+        return (f"fault {self.index} ({self.kind} {self.target} at {self.at:+.1f}s): {self.verdict} -- "
+                f"{self.reason}")
+
+
+@dataclass
+class Versus:
+    """Run B against run A (see the module docstring); ``labels`` name them in reports."""
+
+    a: Any
+    b: Any
+    deltas: dict[str, Delta]
+    faults: list[FaultVerdict] = field(default_factory=list)
+    labels: tuple[str, str] = ("A", "B")
+    slo_latency: float | None = None
+
+    def __getitem__(self, metric: str) -> Delta:
+        return self.deltas[metric]
+
+    @property
+    def verdicts(self) -> list[str]:
+        """The masking verdict of each fault of B, in order."""
+        return [f.verdict for f in self.faults]
+
+    def describe(self) -> str:
+        """Per-metric lines ``metric: a -> b (change)`` then one line per fault verdict."""
+        a, b = self.labels
+        lines = [f"{b} versus {a}:"] + [f"  {d}" for d in self.deltas.values()]
+        lines += [f"  {v}" for v in self.faults]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "labels": list(self.labels),
+            "slo_latency": self.slo_latency,
+            "deltas": {m: {"a": _j(d.a), "b": _j(d.b), "change": _j(d.change)} for m, d in self.deltas.items()},
+            "faults": [{"index": v.index, "kind": v.kind, "target": v.target, "at": v.at, "verdict": v.verdict,
+                        "peak_latency": _j(v.peak_latency), "band": _j(v.band), "downtime": v.downtime,
+                        "reason": v.reason} for v in self.faults],
+        }
+
+
+def latency_band(run: Any) -> float:
+    """The highest per-second p99 latency of ``run`` during its load phase (NaN if none measured);
+    for repeated runs, the highest over all of them."""
+    if hasattr(run, "runs") and not hasattr(run, "metrics"):
+        return max((latency_band(r) for r in run.runs), default=math.nan)
+    m = run.metrics
+    s = m.series
+    sel = (s.t >= m.load_start) & (s.t < m.load_end) & np.isfinite(s.latency_p99)
+    return float(s.latency_p99[sel].max()) if sel.any() else math.nan
+
+
+def fault_verdicts(run: Any, band: float, slo_latency: float | None = None) -> list[FaultVerdict]:
+    """A masking verdict per fault of ``run`` (one ChaosRun) against the latency ``band``."""
+    m = run.metrics
+    s = m.series
+    out = []
+    for i, f in enumerate(m.faults):
+        # the buckets the fault's window touches: [injection, horizon]
+        sel = (s.t + m.params.bucket_seconds > f.t) & (s.t <= f.horizon) & np.isfinite(s.latency_p99)
+        peak = float(s.latency_p99[sel].max()) if sel.any() else math.nan
+        rose = math.isfinite(band) and peak > band
+        if f.downtime > 0 or not f.recovered:
+            verdict = "outage"
+            reason = (f"output stopped for {f.downtime:.1f}s" if f.downtime > 0 else "did not recover")
+        elif slo_latency is not None and peak > slo_latency:
+            verdict, reason = "outage", f"p99 latency peaked at {peak:.2f}s, above the SLO {slo_latency:g}s"
+        elif rose:
+            slo = f", within the SLO {slo_latency:g}s" if slo_latency is not None else ""
+            verdict, reason = "degraded", f"p99 latency rose to {peak:.2f}s (baseline band {band:.2f}s){slo}"
+        else:
+            verdict, reason = "masked", f"p99 latency stayed within the baseline band ({_f(peak)}s <= {band:.2f}s)"
+        out.append(FaultVerdict(i, fault_kind(run, f.t, f.kind), f.target, f.t - m.t0, verdict, peak,
+                                band, f.downtime, reason))
+    return out
+
+
+def fault_kind(run: Any, t: float, default: str) -> str:
+    """The fault's own kind (``kill_worker``...) from the injection event's detail, if recorded."""
+    for e in run.timeline:
+        if e.t == t and e.kind == "fault_injected" and e.detail.get("fault"):
+            return str(e.detail["fault"])
+    return default
+
+
+def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B")) -> Versus:
+    """Run ``b`` against run ``a`` (ChaosRun or RepeatedRun; medians for repeated runs). The fault
+    verdicts are those of ``b``'s faults (its worst run's, when repeated) against ``a``'s band."""
+    deltas = {m: Delta(m, keys.from_run(a, m), keys.from_run(b, m)) for m in COMPARED}
+    one = b.worst_run if hasattr(b, "worst_run") else b
+    return Versus(a, b, deltas, fault_verdicts(one, latency_band(a), slo_latency), labels, slo_latency)
+
+
+def _f(x: float) -> str:
+    if math.isinf(x):
+        return "not recovered" if x > 0 else "-inf"
+    if math.isnan(x):
+        return "n/a"
+    return f"{x:.4g}"
+
+
+def _signed(x: float) -> str:
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:+.4g}"
+
+
+def _j(x: float) -> Any:
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
