@@ -728,7 +728,7 @@ def compute_metrics(
             detection = (min(signs) - f) if signs else None
             faults.append(
                 FaultMetrics(
-                    t=f, kind=ev.kind, target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
+                    t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
                     gap_end=ge, output_symptom=detection, output_gap=out_gap, catch_up=None, recovery_time=None,
                     recovered_at=None, first_output_after=first_after, peak_latency=math.nan, failure_cost=None,
                     verdict="outage" if downtime > p.outage_seconds else "unknown",
@@ -781,8 +781,8 @@ def compute_metrics(
             verdict = "degraded"
         faults.append(
             FaultMetrics(
-                t=f, kind=ev.kind, target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs, gap_end=ge,
-                output_symptom=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
+                t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
+                gap_end=ge, output_symptom=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
                 recovered_at=rec_at if recovered else None, first_output_after=first_after,
                 peak_latency=peak, failure_cost=cost, verdict=verdict,
                 system_detection=sys_det, system_detection_event=None if sys_ev is None else sys_ev.kind,
@@ -857,3 +857,8 @@ def _first_system_event(timeline: list[TimelineEvent], kinds: tuple[str, ...], f
         if best is None or e.t < best.t:
             best = e
     return best
+
+
+def _fault_kind(ev: TimelineEvent) -> str:
+    """The fault's own kind (``kill_worker``) from its injection event, for reports."""
+    return str(ev.detail.get("fault") or ev.kind)

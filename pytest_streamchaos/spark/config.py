@@ -1,8 +1,10 @@
 """The contract between the launcher and a user's job: a handful of environment variables.
 
-pytest-streamchaos starts the job with these set; the job calls :func:`job_config` and never
-hard-codes a broker address, topic or checkpoint path. :meth:`JobConfig.to_env` is the inverse,
-used by the launcher (and by anyone running a job by hand).
+pytest-streamchaos starts every job with these set. A job written for the plugin calls
+:func:`job_config` instead of hard-coding a broker address, topic or checkpoint path; a job written
+without it (hard-coded names, argv) ignores them -- ``chaos.run(args=, inputs=, outputs=)`` wires it
+instead (docs/job-contract.md). :meth:`JobConfig.to_env` is the inverse, used by the launcher (and by
+anyone running a job by hand).
 """
 
 from __future__ import annotations
