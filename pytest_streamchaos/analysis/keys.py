@@ -74,3 +74,33 @@ def from_run(run: Any, metric: str) -> float:
     for part in metric.split("."):
         cur = getattr(cur, part)
     return float(cur)  # NOT_RECOVERED -> inf
+
+
+def fmt(x: float, infinite: str = "not recovered") -> str:
+    """A metric value for a report: 4 significant digits, ``n/a`` for NaN, ``infinite`` for +inf
+    (a recovery time that never came)."""
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return infinite if x > 0 else "-inf"
+    return f"{x:.4g}"
+
+
+def fmt_signed(x: float) -> str:
+    """A change for a report: ``+1.5``, ``-0.2``, ``±0``, ``n/a``, ``+inf``."""
+    if math.isnan(x):
+        return "n/a"
+    if x == 0:
+        return "±0"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:+.4g}"
+
+
+def json_number(x: float) -> Any:
+    """A float for JSON: NaN -> None, +-inf -> "inf" / "-inf" (JSON has neither)."""
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x

@@ -146,7 +146,7 @@ class RepeatedRun:
         lines = []
         for m in keys.HEADLINE:
             lo, hi = self.spread(m)
-            lines.append(f"  {m}: median {_f(self.median(m))} (spread {_f(lo)} .. {_f(hi)})")
+            lines.append(f"  {m}: median {keys.fmt(self.median(m))} (spread {keys.fmt(lo)} .. {keys.fmt(hi)})")
         return "\n".join(lines)
 
     def describe(self) -> str:
@@ -163,7 +163,7 @@ class RepeatedRun:
         for col, m in cols.items():
             lo, hi = self.spread(m)
             med = self.median(m)
-            row[col] = _f(med) if lo == hi else f"{_f(med)} ({_f(lo)}-{_f(hi)})"
+            row[col] = keys.fmt(med) if lo == hi else f"{keys.fmt(med)} ({keys.fmt(lo)}-{keys.fmt(hi)})"
         row["delivered"] = self.guarantee_delivered
         row["repeat"] = len(self.runs)
         return row
@@ -172,7 +172,7 @@ class RepeatedRun:
         """JSON: the medians at the top level (the same keys as one run's JSON, so a gate reads
         ``latency.p99`` either way), ``spread`` per headline metric, and every run in ``runs``."""
         lat = self._latency("median").to_dict()
-        med = {m: _json(self.median(m)) for m in METRICS}
+        med = {m: keys.json_number(self.median(m)) for m in METRICS}
         rt = self.median("recovery_time")
         return {
             "schema_version": SCHEMA_VERSION,
@@ -180,15 +180,15 @@ class RepeatedRun:
             "guarantee": self.guarantee,
             "guarantee_delivered": self.guarantee_delivered,
             **med,
-            "recovery_time": None if math.isinf(rt) else _json(rt),
+            "recovery_time": None if math.isinf(rt) else keys.json_number(rt),
             "recovered": not math.isinf(rt),
             "latency": lat,
-            "spread": {m: [_json(v) for v in self.spread(m)] for m in keys.HEADLINE},
+            "spread": {m: [keys.json_number(v) for v in self.spread(m)] for m in keys.HEADLINE},
             "runs": [r.to_dict() for r in self.runs],
         }
 
     def __repr__(self) -> str:
-        return f"RepeatedRun({len(self.runs)} runs, median downtime {_f(self.median('downtime'))}s)"
+        return f"RepeatedRun({len(self.runs)} runs, median downtime {keys.fmt(self.median('downtime'))}s)"
 
 
 class _View:
@@ -205,15 +205,3 @@ class _View:
         return getattr(self._rr, name)
 
 
-def _f(x: float) -> str:
-    if math.isinf(x):
-        return "not recovered" if x > 0 else "-inf"
-    return f"{x:.4g}"
-
-
-def _json(x: float) -> Any:
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x

@@ -59,7 +59,7 @@ class Delta:
     def __str__(self) -> str:
         rel = self.relative
         pct = "" if not math.isfinite(rel) or self.a == 0 else f" ({rel:+.0%})"
-        return f"{self.metric}: {_f(self.a)} -> {_f(self.b)} ({_signed(self.change)}){pct}"
+        return f"{self.metric}: {keys.fmt(self.a)} -> {keys.fmt(self.b)} ({keys.fmt_signed(self.change)}){pct}"
 
 
 @dataclass(frozen=True)
@@ -108,12 +108,13 @@ class Versus:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        num = keys.json_number
         return {
             "labels": list(self.labels),
             "slo_latency": self.slo_latency,
-            "deltas": {m: {"a": _j(d.a), "b": _j(d.b), "change": _j(d.change)} for m, d in self.deltas.items()},
+            "deltas": {m: {"a": num(d.a), "b": num(d.b), "change": num(d.change)} for m, d in self.deltas.items()},
             "faults": [{"index": v.index, "kind": v.kind, "target": v.target, "at": v.at, "verdict": v.verdict,
-                        "peak_latency": _j(v.peak_latency), "band": _j(v.band), "downtime": v.downtime,
+                        "peak_latency": num(v.peak_latency), "band": num(v.band), "downtime": v.downtime,
                         "reason": v.reason} for v in self.faults],
         }
 
@@ -148,7 +149,8 @@ def fault_verdicts(run: Any, band: float, slo_latency: float | None = None) -> l
             slo = f", within the SLO {slo_latency:g}s" if slo_latency is not None else ""
             verdict, reason = "degraded", f"p99 latency rose to {peak:.2f}s (baseline band {band:.2f}s){slo}"
         else:
-            verdict, reason = "masked", f"p99 latency stayed within the baseline band ({_f(peak)}s <= {band:.2f}s)"
+            within = f"({keys.fmt(peak)}s <= {band:.2f}s)"
+            verdict, reason = "masked", f"p99 latency stayed within the baseline band {within}"
         out.append(FaultVerdict(i, fault_kind(run, f.t, f.kind), f.target, f.t - m.t0, verdict, peak,
                                 band, f.downtime, reason))
     return out
@@ -170,25 +172,4 @@ def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, 
     return Versus(a, b, deltas, fault_verdicts(one, latency_band(a), slo_latency), labels, slo_latency)
 
 
-def _f(x: float) -> str:
-    if math.isinf(x):
-        return "not recovered" if x > 0 else "-inf"
-    if math.isnan(x):
-        return "n/a"
-    return f"{x:.4g}"
 
-
-def _signed(x: float) -> str:
-    if math.isnan(x):
-        return "n/a"
-    if math.isinf(x):
-        return "+inf" if x > 0 else "-inf"
-    return f"{x:+.4g}"
-
-
-def _j(x: float) -> Any:
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x

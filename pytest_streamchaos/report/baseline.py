@@ -177,7 +177,8 @@ def _judge(c: MetricChange, gate: Gate | None, repeated: bool) -> None:
     lo, hi = c.before_spread
     if repeated and lo <= c.after <= hi:
         c.status = "noise"
-        c.note = f"within the baseline's own spread {_f(lo)}..{_f(hi)}: not a regression (gate {gate})"
+        spread = f"{_f(lo)}..{_f(hi)}"
+        c.note = f"within the baseline's own spread {spread}: not a regression (gate {gate})"
         return
     c.status = "regression"
     c.note = f"REGRESSION: gate {gate} allows {_f(allowed)} worse"
@@ -253,7 +254,8 @@ def render(comparisons: Sequence[TestComparison], baseline_file: str, env_lines:
         for c in tc.changes:
             rel = f" ({c.change / abs(c.before):+.0%})" if c.before and math.isfinite(c.before) \
                 and math.isfinite(c.change) and c.change else ""
-            text = f"  {c.metric:<{width}}  {_f(c.before):>9} -> {_f(c.after):<9} {_signed(c.change)}{rel}"
+            before, after = _f(c.before), _f(c.after)
+            text = f"  {c.metric:<{width}}  {before:>9} -> {after:<9} {keys.fmt_signed(c.change)}{rel}"
             tag = {"regression": "", "noise": "", "worse": "  worse", "better": "  better"}.get(c.status, "")
             lines.append((text + tag + (f"  {c.note}" if c.note else "")).rstrip())
         lines += [f"  setting changed: {e}" for e in tc.explain]
@@ -261,16 +263,4 @@ def render(comparisons: Sequence[TestComparison], baseline_file: str, env_lines:
 
 
 def _f(x: float) -> str:
-    if math.isnan(x):
-        return "n/a"
-    if math.isinf(x):
-        return "not-recov" if x > 0 else "-inf"
-    return f"{x:.4g}"
-
-
-def _signed(x: float) -> str:
-    if math.isnan(x):
-        return "n/a"
-    if math.isinf(x) or x == 0:
-        return "±0" if x == 0 else ("+inf" if x > 0 else "-inf")
-    return f"{x:+.4g}"
+    return keys.fmt(x, "not-recov")  # short: a table column
