@@ -28,15 +28,15 @@ from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
-from pytest_streamchaos.faults.timeline import horizon, plan
-from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout
+from pytest_streamchaos.faults.timeline import load_seconds, plan
+from pytest_streamchaos.faults.timeouts import KAFKA_TIMEOUT, check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import CheckpointWatcher, SparkProgress
 from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.spark.eos import control_topic_for
-from pytest_streamchaos.spark.launcher import JobLauncher
+from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 from pytest_streamchaos.workload.seed import resolve_seed
@@ -44,6 +44,8 @@ from pytest_streamchaos.workload.seed import resolve_seed
 log = logging.getLogger(__name__)
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
+#: the job's Kafka read timeout (``STREAMCHAOS_KAFKA_TIMEOUT_MS``) unless the test or a delay class sets it
+DEFAULT_KAFKA_TIMEOUT_MS = 30_000
 POLL_S = 0.25
 
 
@@ -140,7 +142,7 @@ class Chaos:
         self,
         job: str | Path,
         rate: float = 200.0,
-        duration: float = 30.0,
+        duration: float | None = None,
         guarantee: str = "at-least-once",
         oracle: Oracle | None = None,
         *,
@@ -153,7 +155,7 @@ class Chaos:
         warmup_timeout: float = 120.0,
         drain_timeout: float = 60.0,
         settle_seconds: float | None = None,
-        kafka_timeout_ms: float = 30_000,
+        kafka_timeout_ms: float | None = None,
         conf: dict[str, Any] | None = None,
         env: dict[str, Any] | None = None,
         id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None,
@@ -188,25 +190,25 @@ class Chaos:
         """
         if guarantee not in GUARANTEES:
             raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
-        if rate <= 0 or duration <= 0:
+        if rate <= 0 or (duration is not None and duration <= 0):
             raise ValueError(f"rate={rate!r} and duration={duration!r} must be > 0")
         script = resolve_job(job, self.test_dir, self.rootdir)
         planned = plan(self.faults)
-        need = horizon(planned)
-        if need > duration:
-            raise ValueError(f"the fault timeline needs {need:g}s after steady state (last fault fired and healed) "
-                             f"but duration={duration:g}; raise duration or move the faults earlier")
+        load_s, load_why = load_seconds(planned, duration, trigger_seconds)
         check_args(args)
         if inputs is not None and not inputs:
             raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
-        spec = RunSpec(str(script), rate, duration, guarantee, partitions, key_space, skew, record_size,
+        spec = RunSpec(str(script), rate, load_s, guarantee, partitions, key_space, skew, record_size,
                        late_fraction, trigger_seconds, warmup_timeout, drain_timeout,
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
-                       kafka_timeout_ms, {k: str(v) for k, v in (conf or {}).items()},
+                       DEFAULT_KAFKA_TIMEOUT_MS if kafka_timeout_ms is None else kafka_timeout_ms,
+                       {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
                        kafka_port)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
+        run.load_why = load_why
+        run.kafka_timeout_pinned = kafka_timeout_ms is not None
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
         run.annotate = dict(annotate or {})
@@ -230,6 +232,9 @@ class _Run:
         self.recorder = Recorder()
         self.phases: dict[str, float] = {}
         self.warnings: list[str] = []
+        self.load_why = ""
+        self.kafka_timeout_pinned = False
+        self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
         n = len(chaos.runs)
         self.factories: dict[str, Any] = {}
         self.output_ids: dict[str, Any] = {}
@@ -273,9 +278,11 @@ class _Run:
                  "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
         argv = [a.format(**subst) for a in s.args]
         launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home)
+        # the timeouts a stated delay class needs, on the conf the launcher will pass
+        conf_add = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf})
         env = {"STREAMCHAOS_KAFKA_TIMEOUT_MS": str(int(s.kafka_timeout_ms)),
                "STREAMCHAOS_SOURCE_STATE_DIR": str(self.state_dir), **s.env}
-        job = launcher.prepare(self.script, config=cfg, conf=s.conf, env=env, args=argv)
+        job = launcher.prepare(self.script, config=cfg, conf={**s.conf, **conf_add}, env=env, args=argv)
         self.job = job
         self._check_delay_classes(job)
         self.checkpoint_roots = [job.workdir, checkpoint, *paths_in([*argv, *s.conf.values()], job.workdir)]
@@ -389,7 +396,32 @@ class _Run:
         """True when no output of the job is readable: recovery comes from Spark's progress alone."""
         return self.spec.outputs is not None and not self.spec.outputs
 
+    def _resolve_delay_classes(self, job_conf: Mapping[str, str]) -> dict[str, str]:
+        """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
+        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add. The Kafka
+        read timeout goes into ``spec.kafka_timeout_ms``. What the test pins itself is not changed."""
+        pinned = frozenset(self.spec.conf) | ({KAFKA_TIMEOUT} if self.kafka_timeout_pinned
+                                              or "STREAMCHAOS_KAFKA_TIMEOUT_MS" in self.spec.env else frozenset())
+        conf: dict[str, str] = {}
+        for p in self.planned:
+            if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
+                continue
+            choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
+                                         p.spec.params["above_timeout"], getattr(self.c.cluster, "effective_conf", {}),
+                                         {**job_conf, **conf}, self.spec.kafka_timeout_ms, pinned)
+            if choice is None:
+                continue
+            conf.update(choice.conf)
+            if choice.kafka_timeout_ms is not None:
+                self.spec.kafka_timeout_ms = choice.kafka_timeout_ms
+            self.delay_choices.append(choice)
+            self.recorder.record("timeout_set", choice.target, setting=choice.setting, value=choice.after,
+                                 was=choice.before, reason=choice.describe())
+        return conf
+
     def _check_delay_classes(self, job: Any) -> None:
+        """Every stated class holds on the conf finally passed (two delays on one link that want
+        opposite sides fail here, naming the setting)."""
         for p in self.planned:
             if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
                 to = governing_timeout(str(p.spec.target), getattr(self.c.cluster, "effective_conf", {}),
@@ -630,6 +662,9 @@ class _Run:
             "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
             "job_workdir": str(self.job.workdir),
             "spark_master_used": self.local_master or self.c.cluster.master_url,
+            "load": {"planned_s": self.spec.duration, "why": self.load_why,
+                     "ran_s": round(self.phases.get("load_end", 0.0) - self.phases.get("warmup_end", 0.0), 3)},
+            "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
         })
         return run
 

@@ -220,12 +220,21 @@ class ChaosRun:
                "inferred from aggregate values; no ids known)",
                *(f"  {line}" for line in self.report.wrong_group_lines())]),
             *self.context().splitlines()[1:],
+            *self.setup_lines(),
             "timeline:",
             *("  " + line for line in self.timeline_lines()),
         ]
         for w in self.meta.get("warnings", []):
             lines.append(f"warning: {w}")
         return "\n".join(lines)
+
+    def setup_lines(self) -> list[str]:
+        """How long the load ran and why, and the timeouts the run set for a delay class (from
+        :attr:`meta`; empty for a run built from a bare trace)."""
+        load = self.meta.get("load") or {}
+        lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')})"
+                 ] if load else []
+        return lines + [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
 
     def timeline_lines(self) -> list[str]:
         return render_timeline(self.timeline, self.metrics.t0)

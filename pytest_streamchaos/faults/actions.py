@@ -395,6 +395,15 @@ class NetworkAction:
         fault.inject()
         return fault
 
+    def confirm(self, planned: PlannedFault, fault: net.NetworkFault) -> dict[str, float]:
+        """Probe the link under the fault: what it measured (``measured_delay_ms``,
+        ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises."""
+        return fault.measure()
+
+    def check(self, planned: PlannedFault, fault: net.NetworkFault) -> str | None:
+        """While active: why the fault stopped acting (delayer died, rule gone), or None."""
+        return fault.stopped_acting()
+
     def heal(self, planned: PlannedFault, fault: net.NetworkFault) -> None:
         fault.heal()
 

@@ -194,6 +194,16 @@ class RuleManager:
             if self._chain_up:
                 self._drop_chain()
 
+    def missing(self, handle: RuleHandle) -> str | None:
+        """Why the rules of ``handle`` are not all in force (the chain's jump from INPUT or a rule
+        gone, e.g. flushed by another tool), or None when they are."""
+        if run_ipt(["-C", "INPUT", *jump_spec(self.chain)], check=False).returncode != 0:
+            return f"the jump from INPUT to chain {self.chain} is gone"
+        for spec in handle.specs:
+            if run_ipt(["-C", self.chain, *spec], check=False).returncode != 0:
+                return f"the iptables rule `-A {self.chain} {' '.join(spec)}` is gone"
+        return None
+
     def listing(self) -> str:
         """``iptables -S`` of our chain ('' when it does not exist)."""
         p = run_ipt(["-S", self.chain], check=False)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable
 
 from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import nfq_delayer, tcshaper
+from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
 
@@ -106,6 +106,24 @@ class NetworkFault:
     def _heal(self) -> None:
         raise NotImplementedError
 
+    def stopped_acting(self) -> str | None:
+        """Why the injected fault no longer acts (its rule, qdisc or process gone), or None. Cheap
+        enough to call every second while the fault is active."""
+        return None
+
+    def measure(self) -> dict[str, float]:
+        """Probe the faulted link now and return what it measured (keys ``measured_*``); raises
+        :class:`NetFaultError` when the fault is not in effect, saying what was measured."""
+        why = self.stopped_acting()
+        if why:
+            raise NetFaultError(f"{self!r} is not in effect: {why}")
+        return {}
+
+    @property
+    def probe_port(self) -> int:
+        """The port the probes aim at: one the fault's rules match."""
+        return min(self.ports)
+
     def __enter__(self):
         self.inject()
         return self
@@ -142,6 +160,28 @@ class _DropFault(NetworkFault):
         if self._handle is not None:
             ipt.get_rule_manager().remove(self._handle)
             self._handle = None
+
+    def stopped_acting(self) -> str | None:
+        handle = self._handle
+        if not self.active or handle is None:
+            return None
+        return ipt.get_rule_manager().missing(handle)
+
+    def measure(self) -> dict[str, float]:
+        super().measure()
+        if "tcp" not in PROTOS[self.proto]:
+            return {}
+        # enough connects that a stated loss shows (each is 2 packets), few enough to take < 1 s
+        n = 8 if self.percent >= 100 else 40
+        unanswered = probe.unanswered_fraction(self.probe_port, n=n)
+        loss = probe.loss_from_unanswered(unanswered)
+        # judged only when no connect was lost although that was all but impossible (< 1e-4) at the
+        # stated loss: a low loss can miss every probe by chance, and a false failure would be worse
+        if unanswered == 0 and (1 - self.percent / 100.0) ** (2 * n) < 1e-4:
+            raise NetFaultError(f"{self!r} is not in effect: {unanswered:.0%} of {n} connects to port "
+                                f"{self.probe_port} went unanswered (measured loss {loss:.0%}, stated "
+                                f"{self.percent:g}%)")
+        return {"measured_loss": round(loss, 3), "probe_connects": n}
 
 
 class PacketLoss(_DropFault):
@@ -188,6 +228,12 @@ class BandwidthLimit(NetworkFault):
             tcshaper.get_shaper().remove(self._handle)
             self._handle = None
 
+    def stopped_acting(self) -> str | None:
+        handle = self._handle
+        if not self.active or handle is None:
+            return None
+        return tcshaper.get_shaper().missing(handle)
+
 
 _QUEUE_NUMS = itertools.count((os.getpid() % 2000) * 32 + 1000)
 
@@ -222,11 +268,14 @@ class NetworkDelay(NetworkFault):
         self._proc: subprocess.Popen | None = None
         self._rules: ipt.RuleHandle | None = None
         self._shape: tcshaper.ShapeHandle | None = None
+        self.base_rtt_ms = 0.0
 
     def _inject(self) -> None:
         backend = self.backend or get_capabilities().delay_backend
         _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend, "network_delay"))
         self.stats = None
+        # the link's round trip before the delay, subtracted from what the probe measures under it
+        self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5) or 0.0
         if backend == "netem":
             self._shape = tcshaper.get_shaper().add(
                 self.ports, tcshaper.netem_leaf_args(self.ms, self.jitter_ms), direction=self.direction,
@@ -304,6 +353,34 @@ class NetworkDelay(NetworkFault):
     def delayer_alive(self) -> bool:
         """False when the NFQUEUE delayer died (packets then bypass it: no delay)."""
         return self._proc is not None and self._proc.poll() is None
+
+    def stopped_acting(self) -> str | None:
+        if not self.active:
+            return None
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            return (f"the NFQUEUE delayer (pid {proc.pid}) exited with code {proc.returncode}: its rule's "
+                    "--queue-bypass lets every packet through undelayed")
+        if self._rules is not None:
+            return ipt.get_rule_manager().missing(self._rules)
+        return tcshaper.get_shaper().missing(self._shape) if self._shape is not None else None
+
+    def measure(self) -> dict[str, float]:
+        super().measure()
+        if self.proto != "tcp":
+            return {}
+        legs = 2 if self.direction == "both" else 1  # a SYN and its answer: delayed once or twice
+        timeout = legs * (self.ms + self.jitter_ms) / 1000.0 * 2 + 2.0
+        rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout)
+        if rtt is None:
+            raise NetFaultError(f"{self!r}: no connect to port {self.probe_port} was answered within {timeout:g}s")
+        added = max(0.0, rtt - self.base_rtt_ms) / legs
+        # below ~5 ms the loopback's own noise is of the same size: report, do not judge
+        if self.ms >= 5 and added < self.ms / 2:
+            raise NetFaultError(f"{self!r} is not in effect: a connect to port {self.probe_port} took {rtt:.1f} ms "
+                                f"(before the fault {self.base_rtt_ms:.1f} ms), {added:.1f} ms added per packet "
+                                f"of the {self.ms:g} ms stated")
+        return {"measured_delay_ms": round(added, 1), "probe_rtt_ms": round(rtt, 1)}
 
     def _heal(self) -> None:
         if self._rules is not None:  # no new packets to the queue first, then release the held ones

@@ -15,6 +15,9 @@ from typing import Any, Protocol
 from pytest_streamchaos.analysis.trace import TimelineEvent
 from pytest_streamchaos.faults.timeline import PlannedFault
 
+#: how often an active fault's ``check`` runs (a delayer that died shows within this)
+CHECK_EVERY_S = 1.0
+
 
 class Recorder:
     """Thread-safe list of timeline events on the run clock (``time.time``)."""
@@ -40,7 +43,10 @@ class FaultAction(Protocol):
     soon as the fault has taken effect (signal sent, rule installed, broker down) and without
     waiting for more; ``target`` names what was hit (for the timeline). An action may also have
     ``confirm(planned, handle)``: it blocks until the effect is confirmed (process gone, group
-    stopped) and raises if it is not within its own timeout."""
+    stopped) and raises if it is not within its own timeout; a dict it returns (what a probe
+    measured) goes into the ``fault_injected`` event. An action may also have ``check(planned,
+    handle)``, called every :data:`CHECK_EVERY_S` while the fault is active: a string it returns says
+    why the fault stopped acting, which is recorded as a ``fault_error`` (a fault that did not happen)."""
 
     def target(self, planned: PlannedFault) -> str: ...
 
@@ -111,10 +117,11 @@ class FaultScheduler:
             self._active[i] = (p, handle)
         unconfirmed = None
         confirmed: float | None = 0.0
+        measured: dict[str, Any] = {}
         confirm = getattr(action, "confirm", None)
         if confirm is not None:
             try:
-                confirm(p, handle)
+                measured = confirm(p, handle) or {}
                 confirmed = time.time() - t_injected
             except Exception as exc:
                 confirmed, unconfirmed = None, f"not confirmed: {exc}"
@@ -124,14 +131,38 @@ class FaultScheduler:
             target = p.label
             unconfirmed = unconfirmed or f"target unknown: {exc}"
         self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
-                             confirmed=None if confirmed is None else round(confirmed, 3))
+                             confirmed=None if confirmed is None else round(confirmed, 3), **measured)
         if unconfirmed:
             self._error(p, unconfirmed)
-        if p.heal_after is None:
-            return
         # heal_after counts from the injection, not from its confirmation
-        self._stop.wait(max(0.0, p.heal_after - (time.time() - t_injected)))  # a scheduled delay; stop() heals early
-        self._heal(i)
+        self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
+        if p.heal_after is not None:
+            self._heal(i)
+
+    def _watch(self, i: int, p: PlannedFault, handle: Any, heal_at: float | None) -> None:
+        """Wait until ``heal_at`` (None: until stop), asking the action's ``check`` meanwhile
+        whether the fault still acts; the first time it does not is a fault error."""
+        check = getattr(self.actions[p.spec.kind], "check", None)
+        if check is None:
+            if heal_at is not None:
+                self._stop.wait(max(0.0, heal_at - time.time()))  # a scheduled delay; stop() heals early
+            return
+        while not self._stop.is_set() and (heal_at is None or time.time() < heal_at):
+            with self._lock:
+                if i not in self._active:
+                    return  # healed by stop()
+            try:
+                why = check(p, handle)
+            except Exception as exc:  # a probe that breaks must not stop the heal
+                why = f"check failed: {exc}"
+            if why:
+                self._error(p, f"stopped acting while active: {why}")
+                self.recorder.record("fault_stopped_acting", self.actions[p.spec.kind].target(p), reason=why)
+                break
+            wait = CHECK_EVERY_S if heal_at is None else min(CHECK_EVERY_S, max(0.0, heal_at - time.time()))
+            self._stop.wait(wait)
+        if heal_at is not None:
+            self._stop.wait(max(0.0, heal_at - time.time()))
 
     def _heal(self, i: int) -> None:
         with self._lock:

@@ -157,6 +157,15 @@ class LoShaper:
                 raise
             return handle
 
+    def missing(self, handle: ShapeHandle) -> str | None:
+        """Why the shaping of ``handle`` is not in force (a class gone, e.g. lo's root qdisc
+        replaced), or None when it is."""
+        shown = run_tc(["class", "show", "dev", DEV], check=False).stdout
+        for cid in handle.classids:
+            if f"class htb {cid} " not in shown:
+                return f"the tc class {cid} on {DEV} is gone"
+        return None
+
     def remove(self, handle: ShapeHandle) -> None:
         """Remove the classes/filters of ``handle`` (idempotent); the root goes with the last one."""
         with self._lock:

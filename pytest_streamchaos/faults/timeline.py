@@ -49,3 +49,32 @@ def horizon(planned: list[PlannedFault]) -> float:
         start = p.at if p.at is not None else p.spec.after
         end = max(end, start + (p.heal_after or 0.0))
     return end
+
+
+#: load without faults when the test gives no ``duration``
+DEFAULT_LOAD_S = 30.0
+#: the least load after the last fault healed when the test gives no ``duration``: Spark's recovery
+#: from a lost worker or driver (relaunch, reschedule, catch-up) takes 10-20 s on the embedded stack,
+#: and the recovery metric needs a 5 s hold in band after it
+RECOVERY_WINDOW_S = 30.0
+
+
+def load_seconds(planned: list[PlannedFault], duration: float | None,
+                 trigger_seconds: float = 1.0) -> tuple[float, str]:
+    """How long the load lasts, and why (for the report).
+
+    ``duration`` given: that, provided the fault timeline fits (else :class:`ValueError` naming both
+    numbers). Not given: the timeline's :func:`horizon` plus a recovery window of
+    ``max(RECOVERY_WINDOW_S, 10 triggers)`` (a slow trigger makes every phase of recovery slower);
+    without faults :data:`DEFAULT_LOAD_S`."""
+    need = horizon(planned)
+    if duration is not None:
+        if need > duration:
+            raise ValueError(f"the fault timeline needs {need:g}s after steady state (last fault fired and healed) "
+                             f"but duration={duration:g}; raise duration or move the faults earlier")
+        return float(duration), f"duration={duration:g}s given by the test"
+    if not planned:
+        return DEFAULT_LOAD_S, f"no duration given and no faults: the default {DEFAULT_LOAD_S:g}s"
+    window = max(RECOVERY_WINDOW_S, 10 * trigger_seconds)
+    return need + window, (f"no duration given: the fault timeline ({need:g}s until the last fault fired and healed) "
+                           f"+ a recovery window of {window:g}s")

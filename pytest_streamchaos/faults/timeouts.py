@@ -71,3 +71,100 @@ def check_delay_class(ms: float, above_timeout: bool | None, timeout: GoverningT
             f"network_delay(ms={ms:g}, target={target!r}, above_timeout=False) is not PD<TO: the link's "
             f"failure-detection timeout {timeout.setting} is {to_ms:g} ms (set by {timeout.where}); "
             f"use ms < {to_ms:g} or raise {timeout.setting}")
+
+
+#: job settings the plugin may change for one run to make a stated delay class hold; ``kafka_timeout_ms``
+#: is ``chaos.run``'s argument (the job's source reads it as ``STREAMCHAOS_KAFKA_TIMEOUT_MS``)
+KAFKA_TIMEOUT = "kafka_timeout_ms"
+NETWORK_TIMEOUT = "spark.network.timeout"
+HEARTBEAT = "spark.executor.heartbeatInterval"
+TIMEOUT_INTERVAL = "spark.network.timeoutInterval"
+
+
+@dataclass(frozen=True)
+class DelayClassChoice:
+    """What the plugin set for one run so that a ``network_delay``'s stated class holds."""
+
+    target: str
+    ms: float
+    above_timeout: bool
+    setting: str  #: the governing timeout it changed
+    before: str  #: its effective value before
+    after: str  #: the value chosen for this run
+    conf: dict[str, str]  #: Spark conf of the job to apply (``spark.*``)
+    kafka_timeout_ms: int | None  #: the run's Kafka read timeout to apply (None: unchanged)
+
+    def describe(self) -> str:
+        """One line for the report: which setting, from what, to what, and why."""
+        side = "above" if self.above_timeout else "below"
+        extra = ", ".join(f"{k}={v}" for k, v in self.conf.items() if k != self.setting)
+        return (f"network_delay(ms={self.ms:g}, target={self.target!r}) is meant {side} its link's timeout: "
+                f"{self.setting} set to {self.after} for this run (was {self.before})"
+                + (f", with {extra}" if extra else ""))
+
+    def to_dict(self) -> dict[str, object]:
+        return {"target": self.target, "ms": self.ms, "above_timeout": self.above_timeout, "setting": self.setting,
+                "before": self.before, "after": self.after, "conf": dict(self.conf),
+                "kafka_timeout_ms": self.kafka_timeout_ms}
+
+
+def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, cluster_conf: Mapping[str, str],
+                        job_conf: Mapping[str, str], kafka_timeout_ms: float,
+                        pinned: frozenset[str] = frozenset()) -> DelayClassChoice | None:
+    """The settings that make ``network_delay(ms=ms, target=target, above_timeout=...)`` hold, or
+    None when it holds already (or no class is stated).
+
+    PD>TO sets the governing timeout to about half the delay, PD<TO to twice the delay: far enough
+    from it that jitter and the heartbeat period do not blur the class. ``pinned`` names settings the
+    test fixed itself (``conf=`` keys, ``kafka_timeout_ms``): the plugin does not override a test, so
+    a contradiction with one raises :class:`DelayClassError` naming it, as does a cluster-wide
+    setting (``spark.worker.timeout``), which one run cannot change."""
+    to = governing_timeout(target, cluster_conf, job_conf, kafka_timeout_ms)
+    try:
+        check_delay_class(ms, above_timeout, to, target)
+        return None
+    except DelayClassError as exc:
+        reason = str(exc)
+    if above_timeout is None:  # pragma: no cover - check_delay_class never raises then
+        return None
+    base = target.split("-")[0]
+    if base == "driver":
+        return _resolve_driver(target, ms, above_timeout, job_conf, pinned, reason)
+    if base in ("kafka", "broker"):
+        return _resolve_kafka(target, ms, above_timeout, kafka_timeout_ms, pinned, reason)
+    raise DelayClassError(f"{reason}. {to.setting} is a cluster-wide setting that one run cannot change: start the "
+                          "cluster with another spark.worker.timeout or change the delay")
+
+
+def _resolve_kafka(target: str, ms: float, above: bool, current_ms: float, pinned: frozenset[str],
+                   reason: str) -> DelayClassChoice:
+    if KAFKA_TIMEOUT in pinned:
+        raise DelayClassError(f"{reason}. The test pins it (chaos.run(kafka_timeout_ms={current_ms:g})): "
+                              "drop that argument to let the plugin choose, or change it")
+    new = max(1, int(ms // 2)) if above else int(max(current_ms, 2 * ms))
+    return DelayClassChoice(target, ms, above, "pollTimeoutMs", f"{current_ms:g} ms", f"{new} ms", {}, new)
+
+
+def _resolve_driver(target: str, ms: float, above: bool, job_conf: Mapping[str, str], pinned: frozenset[str],
+                    reason: str) -> DelayClassChoice:
+    if NETWORK_TIMEOUT in pinned:
+        raise DelayClassError(f"{reason}. The test pins it (chaos.run(conf={{{NETWORK_TIMEOUT!r}: "
+                              f"{job_conf.get(NETWORK_TIMEOUT)!r}}})): drop it to let the plugin choose, or change it")
+    before = job_conf.get(NETWORK_TIMEOUT, "120s")
+    # Spark reads spark.network.timeout in whole seconds: "0.5s" would be 0, i.e. no timeout at all
+    secs = int(ms // 2000) if above else int(max(spark_seconds(before), -(-2 * ms // 1000)))
+    if secs < 1 or (above and secs * 1000 >= ms):
+        raise DelayClassError(f"{reason}. {NETWORK_TIMEOUT} is read in whole seconds (at least 1 s), so no value "
+                              f"lies below {ms:g} ms with room for a heartbeat: use ms >= 2000")
+    conf = {NETWORK_TIMEOUT: f"{secs}s"}
+    # Spark refuses a heartbeat interval >= the timeout, and checks for expired heartbeats only every
+    # spark.network.timeoutInterval: both follow the timeout so the class shows within the fault
+    beat_ms = secs * 1000 // 4
+    if spark_seconds(job_conf.get(HEARTBEAT, "10s")) * 1000 >= secs * 1000:
+        if HEARTBEAT in pinned:
+            raise DelayClassError(f"{reason}; {NETWORK_TIMEOUT}={secs}s would need {HEARTBEAT} below it, but the "
+                                  f"test pins {HEARTBEAT}={job_conf.get(HEARTBEAT)}")
+        conf[HEARTBEAT] = f"{beat_ms}ms"
+    if above and spark_seconds(job_conf.get(TIMEOUT_INTERVAL, "60s")) > secs and TIMEOUT_INTERVAL not in pinned:
+        conf[TIMEOUT_INTERVAL] = f"{secs}s"
+    return DelayClassChoice(target, ms, above, NETWORK_TIMEOUT, before, f"{secs}s", conf, None)

@@ -19,11 +19,16 @@ import time
 
 import pytest
 
+from pytest_streamchaos.faults.actions import FaultContext, actions_for
 from pytest_streamchaos.faults.capabilities import get_capabilities
-from pytest_streamchaos.faults.iptables import chain_name
+from pytest_streamchaos.faults.iptables import NetFaultError, chain_name
 from pytest_streamchaos.faults.network import BandwidthLimit, NetworkDelay, PacketLoss, Partition, ports_of
+from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
+from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.faults.tcpproxy import TcpProxy
+from pytest_streamchaos.faults.timeline import plan
 from pytest_streamchaos.stack.base import Endpoint
+from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -404,3 +409,72 @@ def test_tcp_proxy_bandwidth(echo):
                 got += len(c.recv(65536))
         took = time.perf_counter() - t
     assert took >= 0.7, f"50 kB at 400 kbit/s should take ~1 s, took {took:.2f}"
+
+
+# -- in effect while active: probes across the faulted link ------------------------------------------
+# A probe measures the added delay / loss (recorded in the ``fault_injected`` event), and a fault that
+# stops acting (its NFQUEUE delayer killed, a rule flushed) is a ``fault_error``.
+
+
+def test_delay_probe_measures_about_the_delay(echo, clean_host):
+    need("nfqueue_delay")
+    with NetworkDelay([echo.port], ms=150, direction="both", backend="nfqueue") as fault:
+        m = fault.measure()
+        assert fault.stopped_acting() is None
+    assert 110 <= m["measured_delay_ms"] <= 450, m
+    assert m["probe_rtt_ms"] >= 2 * 110
+
+
+def test_killed_delayer_is_not_in_effect(echo, clean_host):
+    need("nfqueue_delay")
+    with NetworkDelay([echo.port], ms=150, direction="both", backend="nfqueue") as fault:
+        proc = fault._proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        wait_for(lambda: proc.poll() is not None, 10, "the delayer to die")
+        assert "exited with code -9" in (fault.stopped_acting() or "")
+        with pytest.raises(NetFaultError, match="not in effect: the NFQUEUE delayer"):
+            fault.measure()
+
+
+def test_partition_probe_measures_total_loss_and_a_flushed_rule_shows(echo, clean_host):
+    need("network_partition")
+    from pytest_streamchaos.faults import iptables as ipt
+
+    with Partition([echo.port]) as fault:
+        assert fault.measure()["measured_loss"] == 1.0
+        handle = fault._handle
+        assert handle is not None
+        ipt.run_ipt(["-D", ipt.chain_name(), *handle.specs[0]])  # someone else removes a rule
+        assert "is gone" in (fault.stopped_acting() or "")
+
+
+def test_loss_probe_measures_about_the_loss(echo, clean_host):
+    need("packet_loss")
+    with PacketLoss([echo.port], percent=50) as fault:
+        m = fault.measure()
+    assert 0.15 <= m["measured_loss"] <= 0.85, m
+
+
+def test_scheduler_records_measured_delay_and_a_delayer_killed_mid_fault(streamchaos_kafka_session, clean_host):
+    need("nfqueue_delay")
+    kafka = streamchaos_kafka_session
+    broker = kafka.endpoints()[0].name
+    planned = plan([parse("network_delay", (), {"ms": 100, "target": broker, "after": 0, "duration": 20})])
+    recorder = Recorder()
+    ctx = FaultContext(cluster=None, kafka=kafka, job=None, input_topic="unused", recorder=recorder)
+    actions = actions_for(ctx)
+    sched = FaultScheduler(planned, actions, recorder)
+    try:
+        sched.start(time.time())
+        injected = wait_for(lambda: [e for e in recorder.events() if e.kind == "fault_injected"], 15,
+                            "the delay to be injected and probed", last=recorder.events)[0]
+        assert 70 <= injected.detail["measured_delay_ms"] <= 400, injected.detail
+        fault = wait_for(lambda: next(iter(sched._active.values()), (None, None))[1], 5, "the active fault")
+        os.kill(fault._proc.pid, signal.SIGKILL)
+        err = wait_for(lambda: [e for e in recorder.events() if e.kind == "fault_error"], 10,
+                       "the dead delayer to be noticed", last=recorder.events)[0]
+        assert "stopped acting while active" in err.detail["error"] and "delayer" in err.detail["error"]
+        assert any("stopped acting" in e for e in sched.errors)
+    finally:
+        sched.stop()

@@ -1,0 +1,66 @@
+"""Probes across a faulted link: is a network fault acting, and how much?
+
+A rule that is installed is not a fault in effect: the NFQUEUE delayer may die (its rule's
+``--queue-bypass`` then lets packets through undelayed), a rule may be flushed by someone else. The
+probes here time TCP connects to the target's port on 127.0.0.1, which cross exactly the path the
+fault's rules match (packets to and from that port): a SYN and its SYN-ACK (or RST, when nothing
+listens) are one round trip of the link.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import statistics
+import threading
+import time
+
+
+def connect_ms(port: int, timeout: float) -> float | None:
+    """Milliseconds until 127.0.0.1:``port`` answered a TCP connect (accepted or refused), or None
+    when nothing came back within ``timeout`` seconds (the SYN or its answer was dropped)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    t = time.perf_counter()
+    try:
+        s.connect(("127.0.0.1", port))
+    except ConnectionRefusedError:
+        pass  # a RST is an answer: it crossed the link as well
+    except OSError as exc:
+        if isinstance(exc, TimeoutError) or exc.errno in (errno.ETIMEDOUT, errno.EAGAIN):
+            return None
+        raise
+    finally:
+        s.close()
+    return (time.perf_counter() - t) * 1000.0
+
+
+def round_trip_ms(port: int, n: int = 3, timeout: float = 10.0) -> float | None:
+    """Median connect time over ``n`` sequential probes (None if none was answered)."""
+    got = [m for m in (connect_ms(port, timeout) for _ in range(n)) if m is not None]
+    return statistics.median(got) if got else None
+
+
+def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8) -> float:
+    """Fraction of ``n`` concurrent connects without an answer within ``timeout`` s (the first SYN
+    or its answer lost: the kernel's first retransmission comes only after 1 s)."""
+    results: list[float | None] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        r = connect_ms(port, timeout)
+        with lock:
+            results.append(r)
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout + 5)
+    return sum(r is None for r in results) / max(1, len(results))
+
+
+def loss_from_unanswered(unanswered: float) -> float:
+    """Per-packet loss from the fraction of unanswered connects: a connect needs two packets (SYN,
+    SYN-ACK) through a link that drops each with probability p, so unanswered = 1 - (1 - p)^2."""
+    return 1.0 - (1.0 - min(max(unanswered, 0.0), 1.0)) ** 0.5
