@@ -536,7 +536,8 @@ class Collector:
         prev = self._last_offset.get((topic, partition))
         if prev is not None and offset > prev + 1:
             where = f"{topic}[{partition}]"
-            self._markers[where] = self._markers.get(where, 0) + offset - prev - 1
+            with self._lock:  # read from other threads; rare (once per transaction)
+                self._markers[where] = self._markers.get(where, 0) + offset - prev - 1
         self._last_offset[(topic, partition)] = offset
 
     @property
@@ -549,7 +550,8 @@ class Collector:
     def transaction_markers(self) -> dict[str, int]:
         """Per output partition (``"topic[p]"``), the transaction markers seen between the records
         read; empty when the output was not written transactionally."""
-        return dict(self._markers)
+        with self._lock:
+            return dict(self._markers)
 
     def _apply_commit(self, value: bytes | None, now: float) -> None:
         """One record of the exactly-once sink's control topic: an attempt may become visible."""
