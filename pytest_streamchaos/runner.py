@@ -25,6 +25,7 @@ from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
+from pytest_streamchaos.analysis.validate import exactly_once_check
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
@@ -665,6 +666,9 @@ class _Run:
             "load": {"planned_s": self.spec.duration, "why": self.load_why,
                      "ran_s": round(self.phases.get("load_end", 0.0) - self.phases.get("warmup_end", 0.0), 3)},
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
+            "exactly_once": None if self.progress_only else exactly_once_check(
+                getattr(collector, "transaction_markers", {}), getattr(collector, "commit_log_applied", False),
+                getattr(self._session_kafka, "isolates_transactions", False)),
         })
         return run
 

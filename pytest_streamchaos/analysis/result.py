@@ -106,6 +106,20 @@ class ChaosRun:
         return None if self.resolution == "none" else self.report.incorrect
 
     @property
+    def exactly_once_check(self) -> dict[str, Any] | None:
+        """How the duplicate / exactly-once verdict was reached: ``method`` (``"collector:
+        read_committed"``, ``"sink commit log (trusts the sink)"``, ``"unverified: broker ignores
+        read_committed"``), ``status``, ``reason``, ``verify_with`` (None for a bare trace)."""
+        return self.meta.get("exactly_once")
+
+    @property
+    def exactly_once_verified(self) -> bool | None:
+        """False when the broker could not show whether outputs were committed (the exactly-once
+        verdict is unverified on it); None when unknown (a bare trace)."""
+        check = self.exactly_once_check
+        return None if check is None else check["status"] != "unverified"
+
+    @property
     def expected(self) -> int:
         return self.report.expected
 
@@ -234,7 +248,12 @@ class ChaosRun:
         load = self.meta.get("load") or {}
         lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')})"
                  ] if load else []
-        return lines + [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
+        lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
+        check = self.exactly_once_check
+        if check:
+            lines.append(f"exactly-once check: {check['method']} ({check['status']}): {check['reason']}"
+                         + (f"; to verify: {check['verify_with']}" if check.get("verify_with") else ""))
+        return lines
 
     def timeline_lines(self) -> list[str]:
         return render_timeline(self.timeline, self.metrics.t0)
@@ -276,6 +295,7 @@ class ChaosRun:
             "incorrect": self.incorrect,
             "latency": m["latency"],
             "validation": self.report.to_dict(),
+            "exactly_once_check": self.exactly_once_check,
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
                                  "unavailable")},
             "metrics": m,

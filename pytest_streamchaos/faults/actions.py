@@ -395,10 +395,11 @@ class NetworkAction:
         fault.inject()
         return fault
 
-    def confirm(self, planned: PlannedFault, fault: net.NetworkFault) -> dict[str, float]:
+    def confirm(self, planned: PlannedFault, fault: net.NetworkFault) -> dict[str, Any]:
         """Probe the link under the fault: what it measured (``measured_delay_ms``,
-        ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises."""
-        return fault.measure()
+        ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises. The probe
+        gets half the fault's duration, so that it never holds the fault past its heal."""
+        return fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
 
     def check(self, planned: PlannedFault, fault: net.NetworkFault) -> str | None:
         """While active: why the fault stopped acting (delayer died, rule gone), or None."""

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from pytest_streamchaos.faults import iptables as ipt
 from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
@@ -111,9 +112,10 @@ class NetworkFault:
         enough to call every second while the fault is active."""
         return None
 
-    def measure(self) -> dict[str, float]:
+    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
         """Probe the faulted link now and return what it measured (keys ``measured_*``); raises
-        :class:`NetFaultError` when the fault is not in effect, saying what was measured."""
+        :class:`NetFaultError` when the fault is not in effect, saying what was measured. A probe
+        that would take longer than ``budget_s`` (the fault's duration) is skipped, saying so."""
         why = self.stopped_acting()
         if why:
             raise NetFaultError(f"{self!r} is not in effect: {why}")
@@ -167,7 +169,7 @@ class _DropFault(NetworkFault):
             return None
         return ipt.get_rule_manager().missing(handle)
 
-    def measure(self) -> dict[str, float]:
+    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
         super().measure()
         if "tcp" not in PROTOS[self.proto]:
             return {}
@@ -365,12 +367,16 @@ class NetworkDelay(NetworkFault):
             return ipt.get_rule_manager().missing(self._rules)
         return tcshaper.get_shaper().missing(self._shape) if self._shape is not None else None
 
-    def measure(self) -> dict[str, float]:
+    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
         super().measure()
         if self.proto != "tcp":
             return {}
         legs = 2 if self.direction == "both" else 1  # a SYN and its answer: delayed once or twice
-        timeout = legs * (self.ms + self.jitter_ms) / 1000.0 * 2 + 2.0
+        rtt_s = legs * (self.ms + self.jitter_ms) / 1000.0
+        if budget_s is not None and 1.5 * rtt_s > budget_s:
+            # waiting would hold the fault past its heal; liveness and rules were checked above
+            return {"probe_skipped": f"a probe round trip (~{rtt_s:g}s) does not fit in the fault's {budget_s:g}s"}
+        timeout = rtt_s * 2 + 2.0
         rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout)
         if rtt is None:
             raise NetFaultError(f"{self!r}: no connect to port {self.probe_port} was answered within {timeout:g}s")

@@ -36,19 +36,19 @@ def connect_ms(port: int, timeout: float) -> float | None:
 
 
 def round_trip_ms(port: int, n: int = 3, timeout: float = 10.0) -> float | None:
-    """Median connect time over ``n`` sequential probes (None if none was answered)."""
-    got = [m for m in (connect_ms(port, timeout) for _ in range(n)) if m is not None]
+    """Median connect time over ``n`` concurrent probes (None if none was answered): concurrent, so
+    that probing a long delay takes one round trip, not ``n``."""
+    got = [m for m in _concurrently(lambda: connect_ms(port, timeout), n, timeout) if m is not None]
     return statistics.median(got) if got else None
 
 
-def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8) -> float:
-    """Fraction of ``n`` concurrent connects without an answer within ``timeout`` s (the first SYN
-    or its answer lost: the kernel's first retransmission comes only after 1 s)."""
+def _concurrently(fn, n: int, timeout: float) -> list[float | None]:
+    """``fn()`` in ``n`` threads at once; the results that came back within ``timeout`` + 5 s."""
     results: list[float | None] = []
     lock = threading.Lock()
 
     def one() -> None:
-        r = connect_ms(port, timeout)
+        r = fn()
         with lock:
             results.append(r)
 
@@ -57,6 +57,14 @@ def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8) -> float:
         th.start()
     for th in threads:
         th.join(timeout + 5)
+    with lock:
+        return list(results)
+
+
+def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8) -> float:
+    """Fraction of ``n`` concurrent connects without an answer within ``timeout`` s (the first SYN
+    or its answer lost: the kernel's first retransmission comes only after 1 s)."""
+    results = _concurrently(lambda: connect_ms(port, timeout), n, timeout)
     return sum(r is None for r in results) / max(1, len(results))
 
 

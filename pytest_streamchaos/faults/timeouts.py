@@ -142,6 +142,8 @@ def _resolve_kafka(target: str, ms: float, above: bool, current_ms: float, pinne
         raise DelayClassError(f"{reason}. The test pins it (chaos.run(kafka_timeout_ms={current_ms:g})): "
                               "drop that argument to let the plugin choose, or change it")
     new = max(1, int(ms // 2)) if above else int(max(current_ms, 2 * ms))
+    # the job's Kafka source takes it from STREAMCHAOS_KAFKA_TIMEOUT_MS unless its code sets
+    # kafkaConsumer.pollTimeoutMs itself, which the plugin cannot see
     return DelayClassChoice(target, ms, above, "pollTimeoutMs", f"{current_ms:g} ms", f"{new} ms", {}, new)
 
 

@@ -30,6 +30,12 @@ pass ``commit_log=<its control topic>``: the collector then applies the sink's c
 (:class:`~pytest_streamchaos.spark.eos.CommitLog`), so an output counts only once its transaction's
 commit marker is seen, *arrives* at that moment (as under read_committed), and outputs of aborted,
 fenced or replayed attempts are dropped -- on any broker, the mock included.
+
+Transactional output is detected without the job's help: a transaction's commit or abort marker is a
+control record that takes an offset in the partition but is never handed to a consumer, so a jump
+in the offsets read from a partition (not explained by retention) is a marker
+(:attr:`Collector.transaction_markers`). On a broker that ignores ``read_committed`` the records of
+aborted transactions are then read as output, and the run says its exactly-once verdict is unverified.
 """
 
 from __future__ import annotations
@@ -216,6 +222,8 @@ class Collector:
         self._errors: list[str] = []
         self._gaps: list[dict[str, Any]] = []
         self._thread_error: BaseException | None = None
+        self._last_offset: dict[tuple[str, int], int] = {}  #: last offset read per output partition
+        self._markers: dict[str, int] = {}  #: "topic[partition]" -> control records (offset jumps) seen
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Collector:
@@ -486,6 +494,7 @@ class Collector:
             if m.topic() == self.commit_log_topic:
                 self._apply_commit(value, now)
                 continue
+            self._note_offset(m.topic(), m.partition(), m.offset())
             try:
                 ids, key, w0, w1, amount = self._read(value, mkey)
             except Exception as e:  # an unreadable output is a finding
@@ -521,6 +530,29 @@ class Collector:
             self._mark_seen(visible)
             self._last_arrival = now
 
+    def _note_offset(self, topic: str, partition: int, offset: int) -> None:
+        """An offset jump between two records read from a partition is control records: the markers
+        of transactions (consumers never receive them)."""
+        prev = self._last_offset.get((topic, partition))
+        if prev is not None and offset > prev + 1:
+            where = f"{topic}[{partition}]"
+            with self._lock:  # read from other threads; rare (once per transaction)
+                self._markers[where] = self._markers.get(where, 0) + offset - prev - 1
+        self._last_offset[(topic, partition)] = offset
+
+    @property
+    def commit_log_applied(self) -> bool:
+        """True when the exactly-once sink's commit log decided which outputs count (its records
+        were read), i.e. the verdict rests on the sink's own bookkeeping."""
+        return bool(self._attempt_codes)
+
+    @property
+    def transaction_markers(self) -> dict[str, int]:
+        """Per output partition (``"topic[p]"``), the transaction markers seen between the records
+        read; empty when the output was not written transactionally."""
+        with self._lock:
+            return dict(self._markers)
+
     def _apply_commit(self, value: bytes | None, now: float) -> None:
         """One record of the exactly-once sink's control topic: an attempt may become visible."""
         try:
@@ -549,6 +581,7 @@ class Collector:
             log.warning("collector: %s[%d] offset %d was deleted before it was read; the log start is "
                         "unknown (%s), so the number of missing outputs is not known", topic, partition,
                         wanted, e)
+            self._last_offset.pop((topic, partition), None)
             consumer.incremental_unassign([tp])
             consumer.incremental_assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
             return
@@ -559,6 +592,7 @@ class Collector:
                     "read (retention); %d outputs are missing from the record", topic, partition, wanted,
                     low - 1, gap["skipped"])
         # A partition in the reset-error state cannot be seek()ed; re-assign it at the log start.
+        self._last_offset.pop((topic, partition), None)  # the skip is retention, not transaction markers
         consumer.incremental_unassign([tp])
         consumer.incremental_assign([TopicPartition(topic, partition, low)])
 

@@ -89,5 +89,10 @@ class Outputs:
     def retention_gaps(self) -> list[dict[str, Any]]:
         return [g for p in self.parts for g in p.retention_gaps]
 
+    @property
+    def transaction_markers(self) -> dict[str, int]:
+        """Transaction markers seen per Kafka output partition (file sinks have none)."""
+        return {k: v for p in self.parts for k, v in getattr(p, "transaction_markers", {}).items()}
+
     def outputs(self) -> OutputRecords:
         return concat_outputs([p.outputs() for p in self.parts])

@@ -165,6 +165,10 @@ class LocalKafkaCluster(KafkaCluster):
     :meth:`push_request_errors`; :meth:`heal` undoes the broker-level ones.
     """
 
+    #: librdkafka's mock cluster hands records of aborted transactions to read_committed consumers
+    #: (a real Kafka backend sets True): a transactional job's exactly-once verdict is unverified here
+    isolates_transactions = False
+
     def __init__(self, brokers: int = 3, workdir: str | os.PathLike | None = None,
                  command_timeout: float = 15.0, group_rebalance_delay_ms: int | None = None,
                  bootstrap_port: int | None = None) -> None:

@@ -197,3 +197,25 @@ def test_outputs_deleted_by_retention_are_reported_not_skipped_silently(kafka):
     assert c.retention_gaps[0]["from"] == 0 and c.retention_gaps[0]["to"] >= low
     assert c.lost_to_retention + c.count == n == high
     assert c.outputs().ids.min() == c.lost_to_retention  # ids equal offsets here
+
+
+def test_transactional_output_is_detected_by_its_markers(kafka):
+    """Commit / abort markers take offsets the consumer never receives: the collector counts them, so a
+    run can say that aborted writes may be in its output. Plain output has none."""
+    txn = kafka.create_topic("col-txn-markers", partitions=1)
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": f"txn-{txn}"})
+    p.init_transactions(20)
+    for ids, commit in ((range(0, 3), True), (range(0, 3), False), (range(3, 6), True)):  # the abort rewrites 0-2
+        p.begin_transaction()
+        for i in ids:
+            p.produce(txn, b'{"id": %d}' % i)
+        p.flush(20)
+        (p.commit_transaction if commit else p.abort_transaction)(20)
+    plain = kafka.create_topic("col-plain", partitions=1)
+    produce(kafka.bootstrap_servers, plain, [b'{"id": %d}' % i for i in range(6)])
+    isolates = getattr(kafka, "cluster", kafka).isolates_transactions
+    expected = 6 + 6 if isolates else 9 + 6  # the mock hands the aborted rewrite of 0-2 out as output
+    with Collector(kafka.bootstrap_servers, [txn, plain]) as c:
+        c.wait_until(expected, timeout=20)
+    assert c.transaction_markers == {f"{txn}[0]": 2}  # the third marker follows the last record read
+    assert c.count == expected and not c.commit_log_applied

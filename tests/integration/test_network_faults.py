@@ -425,6 +425,13 @@ def test_delay_probe_measures_about_the_delay(echo, clean_host):
     assert m["probe_rtt_ms"] >= 2 * 110
 
 
+def test_delay_probe_longer_than_the_fault_is_skipped_saying_so(echo, clean_host):
+    need("nfqueue_delay")
+    with NetworkDelay([echo.port], ms=150, direction="both", backend="nfqueue") as fault:
+        m = fault.measure(budget_s=0.2)
+    assert "does not fit in the fault's 0.2s" in m["probe_skipped"]
+
+
 def test_killed_delayer_is_not_in_effect(echo, clean_host):
     need("nfqueue_delay")
     with NetworkDelay([echo.port], ms=150, direction="both", backend="nfqueue") as fault:

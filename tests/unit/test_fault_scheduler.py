@@ -145,3 +145,37 @@ def test_unconfirmed_fault_is_recorded_at_its_time_with_an_error() -> None:
     ev = next(e for e in rec.events() if e.kind == "fault_injected")
     assert ev.detail["confirmed"] is None
     assert "not confirmed: group still alive" in sched.errors[0]
+
+
+class ProbedTarget(FakeTarget):
+    """A fault whose probe measures a delay and which stops acting after ``acting_checks`` checks."""
+
+    def __init__(self, acting_checks: int) -> None:
+        super().__init__()
+        self.checks = 0
+        self.acting_checks = acting_checks
+
+    def confirm(self, planned, handle):
+        return {"measured_delay_ms": 101.5}
+
+    def check(self, planned, handle):
+        self.checks += 1
+        return None if self.checks <= self.acting_checks else "the delayer exited"
+
+
+def test_measured_values_go_into_the_injection_event_and_a_fault_that_stops_acting_is_an_error(monkeypatch) -> None:
+    import pytest_streamchaos.faults.scheduler as sch
+
+    monkeypatch.setattr(sch, "CHECK_EVERY_S", 0.02)  # the check period, not the behaviour under test
+    t = ProbedTarget(acting_checks=2)
+    rec = Recorder()
+    sched = FaultScheduler(plan([parse("network_delay", kwargs={"ms": 100, "duration": 0.5})]),
+                           {"network_delay": t}, rec)
+    sched.start(time.time())
+    wait_for(lambda: [e for e in rec.events() if e.kind == "fault_healed"], 5.0, what="the heal")
+    sched.stop()
+    inj = next(e for e in rec.events() if e.kind == "fault_injected")
+    assert inj.detail["measured_delay_ms"] == 101.5
+    assert len(sched.errors) == 1 and sched.errors[0].endswith("stopped acting while active: the delayer exited")
+    assert t.checks == 3  # no further checks once it was reported
+    assert [c[0] for c in t.calls] == ["inject", "heal"]
