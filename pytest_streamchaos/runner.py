@@ -26,6 +26,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
 from pytest_streamchaos.analysis.validate import exactly_once_check
+from pytest_streamchaos.client_stats import observer_report
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
@@ -625,6 +626,19 @@ class _Run:
         return collector.last_arrival
 
     # -- verdict -------------------------------------------------------------------------------
+    def _observer(self, generator: Any, collector: Any, trace: Trace) -> dict[str, Any]:
+        """Whether the network faults spared the harness: their scope and the harness clients' round
+        trips during them against the baseline (a disturbed client becomes a warning)."""
+        injected = [e.detail for e in trace.timeline if e.kind == "fault_injected" and "scope" in e.detail]
+        unscoped = [d.get("scope_reason") for d in injected if d["scope"] != "job"]
+        report = observer_report(_client_samples(generator, collector), trace.timeline,
+                                 self.phases.get("warmup_end"), self.phases.get("load_end", time.time()),
+                                 scope="all" if unscoped else "job", scope_reason=unscoped[0] if unscoped else None)
+        for name, why in report["disturbed"].items():
+            self.warnings.append(f"the harness's {name} was disturbed during the network faults ({why}): "
+                                 "latency and downtime may include the observer's own delay")
+        return report
+
     def _verdict(self, job: Any, generator: Any, collector: Any, progress: SparkProgress,
                  scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
         sent = generator.sent()
@@ -666,11 +680,24 @@ class _Run:
             "load": {"planned_s": self.spec.duration, "why": self.load_why,
                      "ran_s": round(self.phases.get("load_end", 0.0) - self.phases.get("warmup_end", 0.0), 3)},
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
+            "observer": self._observer(generator, collector, trace),
             "exactly_once": None if self.progress_only else exactly_once_check(
                 getattr(collector, "transaction_markers", {}), getattr(collector, "commit_log_applied", False),
                 getattr(self._session_kafka, "isolates_transactions", False)),
         })
         return run
+
+
+def _client_samples(generator: Any, collector: Any) -> dict[str, list]:
+    """The harness clients' statistics samples by client name (several inputs: one per generator)."""
+    gens = getattr(generator, "parts", [generator])
+    out = {}
+    for i, g in enumerate(gens):
+        if getattr(g, "client_stats", None) is not None:
+            out["generator" if len(gens) == 1 else f"generator-{i}"] = g.client_stats.samples()
+    if getattr(collector, "client_stats", None) is not None:
+        out["collector"] = collector.client_stats.samples()
+    return out
 
 
 def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:

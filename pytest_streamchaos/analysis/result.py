@@ -249,11 +249,32 @@ class ChaosRun:
         lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')})"
                  ] if load else []
         lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
+        lines += self.observer_lines()
         check = self.exactly_once_check
         if check:
             lines.append(f"exactly-once check: {check['method']} ({check['status']}): {check['reason']}"
                          + (f"; to verify: {check['verify_with']}" if check.get("verify_with") else ""))
         return lines
+
+    @property
+    def observer(self) -> dict[str, Any] | None:
+        """Whether the network faults spared the harness (``scope``: ``job`` = only the job's
+        connections were faulted) and the harness clients' broker round trips before and during the
+        network faults (``generator``, ``collector``; ``disturbed`` names a client that was hit)."""
+        return self.meta.get("observer")
+
+    def observer_lines(self) -> list[str]:
+        """One line on the observer when the run had network faults."""
+        obs = self.observer
+        if not obs or not obs.get("network_fault_windows"):
+            return []
+        scope = ("network faults hit the job's connections only" if obs["scope"] == "job" else
+                 f"network faults hit every connection on the faulted ports ({obs.get('scope_reason')})")
+        parts = []
+        for name in sorted(k for k, v in obs.items() if isinstance(v, dict) and "during_faults" in v):
+            b, d = obs[name]["baseline"]["rtt_p50_ms"], obs[name]["during_faults"]["rtt_p50_ms"]
+            parts.append(f"{name} round trip {_num(b, '.1f')} ms before, {_num(d, '.1f')} ms during")
+        return [f"observer: {scope}; " + "; ".join(parts)]
 
     def timeline_lines(self) -> list[str]:
         return render_timeline(self.timeline, self.metrics.t0)

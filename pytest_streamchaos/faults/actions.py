@@ -23,6 +23,7 @@ import numpy as np
 
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.stack import jobgroup
 from pytest_streamchaos.stack.base import Endpoint
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
@@ -378,17 +379,26 @@ class NetworkAction:
         eps = link_endpoints(self.ctx, str(s.target))
         # only the ports peers connect to (not web UIs): that is the link the fault is about
         ports = net.ports_of(*eps, names=[n for e in eps for n in e.ports if n != "webui"])
-        if s.kind == "network_delay":
+        fault = self._fault(s.kind, s.params, ports)
+        # the job's connections only: the generator and the collector use the same broker ports and
+        # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
+        if jobgroup.current() is None or fault.scope_limit():
+            return fault
+        return fault.only_marked(jobgroup.MARK, jobgroup.MASK)
+
+    @staticmethod
+    def _fault(kind: str, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        if kind == "network_delay":
             # every packet of the link, either way, is held ``ms``: a heartbeat and its reply are
             # both late, as with netem on both hosts of a link (PGVal's packet delay)
-            return net.NetworkDelay(ports, s.params["ms"], s.params.get("jitter_ms", 0), direction="both")
-        if s.kind == "packet_loss":
-            return net.PacketLoss(ports, s.params["percent"])
-        if s.kind == "network_partition":
+            return net.NetworkDelay(ports, params["ms"], params.get("jitter_ms", 0), direction="both")
+        if kind == "packet_loss":
+            return net.PacketLoss(ports, params["percent"])
+        if kind == "network_partition":
             return net.Partition(ports)
-        if s.kind == "bandwidth_limit":
-            return net.BandwidthLimit(ports, s.params["kbit"])
-        raise ValueError(s.kind)
+        if kind == "bandwidth_limit":
+            return net.BandwidthLimit(ports, params["kbit"])
+        raise ValueError(kind)
 
     def inject(self, planned: PlannedFault) -> net.NetworkFault:
         fault = self.build(planned)
@@ -398,8 +408,14 @@ class NetworkAction:
     def confirm(self, planned: PlannedFault, fault: net.NetworkFault) -> dict[str, Any]:
         """Probe the link under the fault: what it measured (``measured_delay_ms``,
         ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises. The probe
-        gets half the fault's duration, so that it never holds the fault past its heal."""
-        return fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
+        gets half the fault's duration, so that it never holds the fault past its heal. ``scope``
+        says whose connections the fault acts on: ``job`` (the harness's own clients are spared) or
+        ``all`` (the observer shares the fault: no job group on this host, with the reason)."""
+        measured = fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
+        if fault.conn_mark is not None:
+            return {**measured, "scope": "job"}
+        why = fault.scope_limit() if jobgroup.current() is not None else jobgroup.unavailable_reason()
+        return {**measured, "scope": "all", "scope_reason": why}
 
     def check(self, planned: PlannedFault, fault: net.NetworkFault) -> str | None:
         """While active: why the fault stopped acting (delayer died, rule gone), or None."""

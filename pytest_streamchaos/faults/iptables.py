@@ -61,24 +61,31 @@ def _comment(tag: str) -> list[str]:
     return ["-m", "comment", "--comment", tag]
 
 
+def connmark_match(mark: int | None, mask: int = 0xFFFFFFFF) -> list[str]:
+    """The match selecting packets of connections marked ``mark`` (the job's, see
+    :mod:`pytest_streamchaos.stack.jobgroup`); nothing when ``mark`` is None (every connection)."""
+    return [] if mark is None else ["-m", "connmark", "--mark", f"{mark:#x}/{mask:#x}"]
+
+
 def drop_specs(ports: Iterable[int], *, direction: str = "both", proto: str = "tcp",
-               percent: float = 100.0, tag: str = "streamchaos") -> list[list[str]]:
+               percent: float = 100.0, tag: str = "streamchaos", owner: Iterable[str] = ()) -> list[list[str]]:
     """Rules dropping the target's packets; ``percent`` < 100 drops each packet independently with
-    that probability (``-m statistic --mode random``)."""
+    that probability (``-m statistic --mode random``). ``owner``: a further match (e.g.
+    :func:`connmark_match`) limiting the rules to some connections."""
     if not 0 < percent <= 100:
         raise ValueError(f"percent={percent!r} must be in (0, 100]")
     stat = [] if percent >= 100 else ["-m", "statistic", "--mode", "random",
                                       "--probability", f"{percent / 100:.6f}"]
-    return [m + stat + _comment(tag) + ["-j", "DROP"] for m in port_matches(ports, direction, proto)]
+    return [m + list(owner) + stat + _comment(tag) + ["-j", "DROP"] for m in port_matches(ports, direction, proto)]
 
 
 def nfqueue_specs(ports: Iterable[int], queue_num: int, *, direction: str = "both", proto: str = "tcp",
-                  tag: str = "streamchaos") -> list[list[str]]:
+                  tag: str = "streamchaos", owner: Iterable[str] = ()) -> list[list[str]]:
     """Rules sending the target's packets to NFQUEUE ``queue_num``. ``--queue-bypass``: if no
     delayer listens (it died), packets pass instead of being dropped."""
     if not 0 <= queue_num < 65536:
         raise ValueError(f"queue_num={queue_num!r} must be in 0..65535")
-    return [m + _comment(tag) + ["-j", "NFQUEUE", "--queue-num", str(queue_num), "--queue-bypass"]
+    return [m + list(owner) + _comment(tag) + ["-j", "NFQUEUE", "--queue-num", str(queue_num), "--queue-bypass"]
             for m in port_matches(ports, direction, proto)]
 
 

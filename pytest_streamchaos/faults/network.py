@@ -70,6 +70,12 @@ def ports_of(*targets, names: Iterable[str] | None = None) -> frozenset[int]:
     return frozenset(out)
 
 
+#: why tc-shaped faults act on every connection of the port: the classifiers that read packet marks
+#: (u32's ``match mark`` needs CONFIG_CLS_U32_MARK, else it is silently ignored; ``fw``, ``basic``)
+#: are missing from kernels like this one, so tc cannot tell the job's packets from the harness's
+TC_UNSCOPED = "it is shaped by tc, which cannot tell the job's packets from the harness's on this kernel"
+
+
 def _require(kind: str) -> None:
     reason = get_capabilities().missing(kind)
     if reason:
@@ -88,6 +94,33 @@ class NetworkFault:
         self.direction = direction
         self._lock = threading.Lock()
         self.active = False
+        self.conn_mark: tuple[int, int] | None = None
+
+    def scope_limit(self) -> str | None:
+        """Why this fault cannot be limited to some connections (:meth:`only_marked`), or None."""
+        return None
+
+    def only_marked(self, mark: int, mask: int) -> NetworkFault:
+        """Act only on connections whose conntrack mark matches (the job's connections, see
+        :mod:`pytest_streamchaos.stack.jobgroup`): the harness's own clients on the same ports are
+        left alone. Call before :meth:`inject`. Returns ``self``."""
+        if self.active:
+            raise RuntimeError(f"{self!r}: only_marked() after inject()")
+        why = self.scope_limit()
+        if why:
+            raise NetFaultError(f"{self!r} cannot act on some connections only: {why}")
+        self.conn_mark = (int(mark), int(mask))
+        return self
+
+    @property
+    def owner_match(self) -> list[str]:
+        """The iptables match limiting the fault's rules to its connections ([] = all)."""
+        return [] if self.conn_mark is None else ipt.connmark_match(*self.conn_mark)
+
+    @property
+    def probe_mark(self) -> int | None:
+        """``SO_MARK`` for probes, so they cross the path the fault acts on."""
+        return None if self.conn_mark is None else self.conn_mark[0]
 
     def inject(self) -> None:
         with self._lock:
@@ -151,7 +184,7 @@ class _DropFault(NetworkFault):
         tag = f"sc-{self.kind}-{id(self):x}"
         return [s for p in PROTOS[self.proto]
                 for s in ipt.drop_specs(self.ports, direction=self.direction, proto=p, percent=self.percent,
-                                        tag=tag)]
+                                        tag=tag, owner=self.owner_match)]
 
     def _inject(self) -> None:
         _require(self.kind)
@@ -175,7 +208,7 @@ class _DropFault(NetworkFault):
             return {}
         # enough connects that a stated loss shows (each is 2 packets), few enough to take < 1 s
         n = 8 if self.percent >= 100 else 40
-        unanswered = probe.unanswered_fraction(self.probe_port, n=n)
+        unanswered = probe.unanswered_fraction(self.probe_port, n=n, mark=self.probe_mark)
         loss = probe.loss_from_unanswered(unanswered)
         # judged only when no connect was lost although that was all but impossible (< 1e-4) at the
         # stated loss: a low loss can miss every probe by chance, and a false failure would be worse
@@ -219,11 +252,14 @@ class BandwidthLimit(NetworkFault):
         self.kbit, self.proto = float(kbit), proto
         self._handle: tcshaper.ShapeHandle | None = None
 
+    def scope_limit(self) -> str | None:
+        return TC_UNSCOPED
+
     def _inject(self) -> None:
         _require(self.kind)
         self._handle = tcshaper.get_shaper().add(self.ports, tcshaper.tbf_leaf_args(self.kbit),
                                                  direction=self.direction, proto=self.proto,
-                                                 class_rate_kbit=self.kbit)
+                                                 class_rate_kbit=self.kbit, mark=self.conn_mark)
 
     def _heal(self) -> None:
         if self._handle is not None:
@@ -272,12 +308,15 @@ class NetworkDelay(NetworkFault):
         self._shape: tcshaper.ShapeHandle | None = None
         self.base_rtt_ms = 0.0
 
+    def scope_limit(self) -> str | None:
+        return TC_UNSCOPED if (self.backend or get_capabilities().delay_backend) == "netem" else None
+
     def _inject(self) -> None:
         backend = self.backend or get_capabilities().delay_backend
         _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend, "network_delay"))
         self.stats = None
         # the link's round trip before the delay, subtracted from what the probe measures under it
-        self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5) or 0.0
+        self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5, mark=self.probe_mark) or 0.0
         if backend == "netem":
             self._shape = tcshaper.get_shaper().add(
                 self.ports, tcshaper.netem_leaf_args(self.ms, self.jitter_ms), direction=self.direction,
@@ -287,7 +326,7 @@ class NetworkDelay(NetworkFault):
             try:
                 self._rules = ipt.get_rule_manager().add(ipt.nfqueue_specs(
                     self.ports, self.queue_num, direction=self.direction, proto=self.proto,
-                    tag=f"sc-delay-{id(self):x}"))
+                    tag=f"sc-delay-{id(self):x}", owner=self.owner_match))
             except Exception:
                 self._stop_delayer()
                 raise
@@ -377,7 +416,7 @@ class NetworkDelay(NetworkFault):
             # waiting would hold the fault past its heal; liveness and rules were checked above
             return {"probe_skipped": f"a probe round trip (~{rtt_s:g}s) does not fit in the fault's {budget_s:g}s"}
         timeout = rtt_s * 2 + 2.0
-        rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout)
+        rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout, mark=self.probe_mark)
         if rtt is None:
             raise NetFaultError(f"{self!r}: no connect to port {self.probe_port} was answered within {timeout:g}s")
         added = max(0.0, rtt - self.base_rtt_ms) / legs

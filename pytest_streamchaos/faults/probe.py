@@ -16,10 +16,14 @@ import threading
 import time
 
 
-def connect_ms(port: int, timeout: float) -> float | None:
+def connect_ms(port: int, timeout: float, mark: int | None = None) -> float | None:
     """Milliseconds until 127.0.0.1:``port`` answered a TCP connect (accepted or refused), or None
-    when nothing came back within ``timeout`` seconds (the SYN or its answer was dropped)."""
+    when nothing came back within ``timeout`` seconds (the SYN or its answer was dropped). ``mark``:
+    the socket's ``SO_MARK``, so the probe's connection counts as the job's (a fault scoped to the
+    job's connections then acts on it)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if mark is not None:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
     s.settimeout(timeout)
     t = time.perf_counter()
     try:
@@ -35,10 +39,10 @@ def connect_ms(port: int, timeout: float) -> float | None:
     return (time.perf_counter() - t) * 1000.0
 
 
-def round_trip_ms(port: int, n: int = 3, timeout: float = 10.0) -> float | None:
+def round_trip_ms(port: int, n: int = 3, timeout: float = 10.0, mark: int | None = None) -> float | None:
     """Median connect time over ``n`` concurrent probes (None if none was answered): concurrent, so
     that probing a long delay takes one round trip, not ``n``."""
-    got = [m for m in _concurrently(lambda: connect_ms(port, timeout), n, timeout) if m is not None]
+    got = [m for m in _concurrently(lambda: connect_ms(port, timeout, mark), n, timeout) if m is not None]
     return statistics.median(got) if got else None
 
 
@@ -61,10 +65,10 @@ def _concurrently(fn, n: int, timeout: float) -> list[float | None]:
         return list(results)
 
 
-def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8) -> float:
+def unanswered_fraction(port: int, n: int = 40, timeout: float = 0.8, mark: int | None = None) -> float:
     """Fraction of ``n`` concurrent connects without an answer within ``timeout`` s (the first SYN
     or its answer lost: the kernel's first retransmission comes only after 1 s)."""
-    results = _concurrently(lambda: connect_ms(port, timeout), n, timeout)
+    results = _concurrently(lambda: connect_ms(port, timeout, mark), n, timeout)
     return sum(r is None for r in results) / max(1, len(results))
 
 

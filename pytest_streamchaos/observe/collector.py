@@ -53,6 +53,7 @@ import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.analysis.trace import OutputRecords
+from pytest_streamchaos.client_stats import ClientStats
 from pytest_streamchaos.spark.eos import CommitLog, attempt_of
 
 try:  # orjson is several times faster; optional ("fast" extra)
@@ -188,6 +189,7 @@ class Collector:
         self._window_path = window_field.split(".") if window_field else None
         self._amount: list[str] | AmountReader | None = (
             amount_field.split(".") if isinstance(amount_field, str) else amount_field)
+        self.client_stats = ClientStats("collector")
         self._conf = {
             "bootstrap.servers": bootstrap_servers,
             "group.id": f"streamchaos-collector-{uuid.uuid4().hex[:12]}",  # never committed
@@ -198,6 +200,7 @@ class Collector:
             "fetch.wait.max.ms": 50,  # arrival times should not wait on fetch batching
             "logger": logging.getLogger("pytest_streamchaos.observe.librdkafka"),
             "error_cb": self._on_error,
+            **self.client_stats.conf(),  # the observer checks it is not disturbed by the faults
             **(consumer_config or {}),
         }
         self._cols = _Columns()

@@ -171,7 +171,7 @@ class SparkJob:
             log.write(f"\n===== streamchaos: launch {number} of {self.name} at {time.strftime('%H:%M:%S')} "
                       f"=====\n".encode())
         self._process = ManagedProcess(self.argv, env=self.env, log_path=self.log_path, cwd=self.workdir,
-                                       name=f"driver:{self.name}")
+                                       name=f"driver:{self.name}", job=True)
         launch = Launch(number=number, started_at=time.time(), pid=self._process.pid)
         self.launches.append(launch)
         self.timeline.append(TimelineEvent(launch.started_at, "driver_launched", "driver",

@@ -36,7 +36,8 @@ class ManagedProcess:
     """A command started in its own process group with stdout+stderr appended to ``log_path``.
 
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
-    starts in the constructor.
+    starts in the constructor. ``job=True``: a process of the system under test (Spark, the user's
+    driver), started in the job's group (:mod:`.jobgroup`) so network faults hit it and not the harness.
     """
 
     def __init__(
@@ -47,9 +48,14 @@ class ManagedProcess:
         log_path: str | os.PathLike,
         cwd: str | os.PathLike | None = None,
         name: str | None = None,
+        job: bool = False,
     ) -> None:
         self.argv = [str(a) for a in argv]
         self.name = name or Path(self.argv[0]).name
+        if job:  # a process of the job under test: in the job's group, so faults can tell it from the harness
+            from pytest_streamchaos.stack.jobgroup import get_job_group
+
+            self.argv = get_job_group().wrap(self.argv)
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.paused = False

@@ -402,7 +402,7 @@ class LocalSparkCluster(SparkCluster):
             env["SPARK_MASTER_OPTS"] = f"{self._opts()} -Dspark.master.rest.port={rest}"
             argv = self._spark_class(MASTER_CLASS, ["--host", HOST, "--port", str(rpc), "--webui-port", str(webui)])
             return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"master-{i}.log",
-                                  cwd=self.workdir, name=f"master-{i}")
+                                  cwd=self.workdir, name=f"master-{i}", job=True)
 
         return start
 
@@ -418,7 +418,7 @@ class LocalSparkCluster(SparkCluster):
                 "--work-dir", str(wdir), self.master_url,
             ])
             return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"worker-{i}.log",
-                                  cwd=self.workdir, name=f"worker-{i}")
+                                  cwd=self.workdir, name=f"worker-{i}", job=True)
 
         return start
 

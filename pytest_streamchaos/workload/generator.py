@@ -22,6 +22,7 @@ import numpy as np
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from pytest_streamchaos.analysis.trace import SentRecords
+from pytest_streamchaos.client_stats import ClientStats
 from pytest_streamchaos.workload import records
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,7 @@ class Generator:
         self._rng = np.random.default_rng(seed)
         self._key_cdf = _zipf_cdf(key_space, skew) if skew > 0 else None
         self._key_bytes = [records.key_bytes(k) for k in range(key_space)] if key_space <= 200_000 else None
+        self.client_stats = ClientStats("generator")
         self._conf = {
             "bootstrap.servers": bootstrap_servers,
             "acks": "all",
@@ -180,6 +182,7 @@ class Generator:
             "queue.buffering.max.kbytes": 2_097_151,
             "error_cb": self._on_error,
             "logger": logging.getLogger("pytest_streamchaos.workload.librdkafka"),
+            **self.client_stats.conf(),  # the observer checks it is not disturbed by the faults
             **(producer_config or {}),
         }
         self._buf = _Buffers(max(4096, int(rate * 30)), self._annotate)

@@ -2,6 +2,7 @@
 slows the job; above it (PD>TO) peers are declared dead and the job recovers after the heal; a
 partition from Kafka stops the flow until it heals. None of them loses records."""
 
+import numpy as np
 import pytest
 
 from pytest_streamchaos import network_delay, network_partition
@@ -20,6 +21,15 @@ def test_kafka_delay_below_timeout_only_slows_the_job(chaos):
     assert run.lost == 0 and run.incorrect == 0
     assert run.meta["driver_launches"] == 1
     assert not any(e.kind == "executor_removed" for e in run.timeline)
+    injected, healed = fault_window(run)
+    # the delay acted on the job's link: the probe saw it, and the job's latency rose by at least it
+    assert injected.detail["measured_delay_ms"] >= 0.8 * 300, injected.detail
+    # (each micro-batch opens new Kafka connections, and every packet of them waits 300 ms: the
+    # batches during the delay take several seconds, so the rise is many times the delay)
+    rise = run.latency.peak - run.latency.baseline
+    assert rise >= 0.3, f"latency rose by {rise:.2f}s under a 300 ms delay on the Kafka link"
+    assert any(f.downtime > 0 or f.output_gap > 1.0 for f in run.faults), "the delay did not slow the output"
+    assert_observer_spared(run)
 
 
 @pytest.mark.chaos
@@ -40,3 +50,45 @@ def test_partition_from_kafka_stops_the_flow_until_healed(chaos):
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
     assert run.downtime > 3.0
+    injected, healed = fault_window(run)
+    # the job's output stopped (after the batch in flight), while the generator kept sending at its
+    # rate with acknowledgements at baseline and the collector kept reading
+    assert window_sum(run, "outputs", injected.t + 3, healed.t) == 0
+    assert window_median(run, "input", injected.t, healed.t) >= 0.8 * 200
+    assert_observer_spared(run)
+
+
+def fault_window(run):
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    healed = next(e for e in run.timeline if e.kind == "fault_healed")
+    return injected, healed
+
+
+def _buckets(run, start, end):
+    s = run.throughput
+    width = float(np.min(np.diff(s.t))) if len(s.t) > 1 else 1.0
+    inside = (s.t >= start) & (s.t + width <= end)
+    assert inside.any(), f"no whole bucket in [{start}, {end}]"
+    return s, inside
+
+
+def window_median(run, series, start, end):
+    s, inside = _buckets(run, start, end)
+    return float(np.nanmedian(getattr(s, series)[inside]))
+
+
+def window_sum(run, series, start, end):
+    s, inside = _buckets(run, start, end)
+    return float(np.nansum(getattr(s, series)[inside]))
+
+
+def assert_observer_spared(run):
+    """The network fault hit the job's connections only: the generator's and the collector's round
+    trips to the broker stayed at baseline and neither went a second without a response."""
+    obs = run.observer
+    assert obs["scope"] == "job", obs
+    assert obs["disturbed"] == {}, obs["disturbed"]
+    for client in ("generator", "collector"):
+        base, during = obs[client]["baseline"], obs[client]["during_faults"]
+        assert during["seconds"] >= 3 and during["silent_seconds"] == 0, (client, during)
+        assert during["rtt_p50_ms"] <= 3 * base["rtt_p50_ms"] + 50, (client, base, during)

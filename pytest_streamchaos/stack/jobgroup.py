@@ -1,0 +1,221 @@
+"""The job's own network identity on the local stack, so network faults hit the job and not the observer.
+
+On the local backend the user's job and the harness (generator, collector, progress poller) share
+127.0.0.1 and the broker's ports: a rule that matches ports alone also cuts the collector's reads and
+delays the generator's acknowledgements, and the harness then measures its own blindness as the job's
+downtime. Here every process of the Spark cluster and of the user's job starts in one cgroup v2 group
+(the kernel tags each socket with the group of the process that opened it). One iptables rule in
+``mangle OUTPUT`` sets a conntrack mark on each connection a member of the group *opens*; network faults
+in job scope match that mark (:func:`pytest_streamchaos.faults.iptables.connmark_match`, and the same
+mark copied to the packet for tc filters). A connection the harness opens is never marked, whichever
+ports it uses, and a connection the harness opens *to* a job process (the progress poller to the
+driver's UI) is not marked either: only the side that opened it counts. Probes of a job-scoped fault set
+``SO_MARK`` to the mark, so they cross exactly the faulted path. See docs/architecture.md ("The observer
+is outside the blast radius").
+
+Everything is registered with the session reaper (the rules, the group directory), so a SIGKILLed pytest
+leaves nothing behind. When cgroup v2 or iptables is unavailable, :func:`get_job_group` returns a group
+that is not :attr:`~JobGroup.available` with the reason; faults then match ports only, and the run
+says that the observer was not isolated.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+#: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).
+MARK = 0x5C0000
+MASK = 0xFF0000
+_IPT = ["iptables", "-w", "5", "-t", "mangle"]
+
+
+def cgroup2_mount(mounts: str | None = None) -> str | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or, on hybrid hosts,
+    ``/sys/fs/cgroup/unified``), or None."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/self/mounts").read_text()
+        except OSError:
+            return None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "cgroup2":
+            return parts[1]
+    return None
+
+
+def own_cgroup(text: str | None = None) -> str:
+    """This process's cgroup v2 path (``0::/<path>`` in ``/proc/self/cgroup``), "/" when unknown."""
+    if text is None:
+        try:
+            text = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            return "/"
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            return line[3:] or "/"
+    return "/"
+
+
+def marking_specs(rel_path: str, mark: int = MARK, mask: int = MASK) -> list[list[str]]:
+    """The rules of the marking chain: a connection opened by a group member, or by a socket carrying
+    the mark (a probe), gets the conntrack mark; every packet of a marked connection carries it too
+    (tc filters match packet marks)."""
+    m = f"{mark:#x}/{mask:#x}"
+    new = ["-m", "conntrack", "--ctstate", "NEW"]
+    return [
+        new + ["-m", "cgroup", "--path", rel_path, "-j", "CONNMARK", "--set-xmark", m],
+        new + ["-m", "mark", "--mark", m, "-j", "CONNMARK", "--set-xmark", m],
+        ["-m", "connmark", "--mark", m, "-j", "CONNMARK", "--restore-mark",
+         "--nfmask", f"{mask:#x}", "--ctmask", f"{mask:#x}"],
+    ]
+
+
+def wrap_argv(procs_file: str, argv: list[str]) -> list[str]:
+    """``argv`` run by a shell that first moves itself into the group: ``exec`` keeps the pid, so the
+    process (and all it spawns: a worker's executors, their Python workers) is in the group from its
+    first socket on."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs_file, *argv]
+
+
+class JobGroup:
+    """The cgroup of the job's processes and the marking rules of their connections."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or f"streamchaos-{os.getpid()}"
+        self.chain = f"SC-JOB-{os.getpid()}"
+        self.reason: str | None = None
+        self.path: Path | None = None
+        self.rel_path = ""
+        self._lock = threading.Lock()
+        self._rules_up = False
+
+    @property
+    def available(self) -> bool:
+        """Whether job processes are isolated (their connections marked)."""
+        return self.reason is None and self._rules_up
+
+    def setup(self) -> JobGroup:
+        """Create the group and install the marking rules; on failure :attr:`reason` says why and
+        nothing is left behind."""
+        mount = cgroup2_mount()
+        if mount is None:
+            self.reason = "no cgroup v2 hierarchy is mounted"
+            return self
+        if shutil.which("iptables") is None:
+            self.reason = "no `iptables` on PATH"
+            return self
+        rel = f"{own_cgroup().strip('/')}/{self.name}".strip("/")
+        path = Path(mount) / rel
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as exc:
+            self.reason = f"cannot create the cgroup {path}: {exc}"
+            return self
+        self.path, self.rel_path = path, rel
+        self._reaper().register_command(f"jobgroup-{self.name}", ["sh", "-c", self._cleanup_script()])
+        try:
+            self._install_rules()
+        except RuntimeError as exc:
+            self.reason = str(exc)
+            self.close()
+        return self
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside the group (unchanged when the group is not available)."""
+        if not self.available or self.path is None:
+            return list(argv)
+        return wrap_argv(str(self.path / "cgroup.procs"), list(argv))
+
+    def members(self) -> list[int]:
+        """PIDs in the group now."""
+        if self.path is None:
+            return []
+        try:
+            return [int(x) for x in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def close(self) -> None:
+        """Remove the rules and the group (the group only once its processes are gone; the reaper
+        entry stays until then)."""
+        with self._lock:
+            subprocess.run(["sh", "-c", self._rules_cleanup()], capture_output=True, timeout=30)
+            self._rules_up = False
+            if self.path is not None:
+                try:
+                    self.path.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    return  # still has processes: the reaper's entry removes it after they die
+            self._reaper().unregister_command(f"jobgroup-{self.name}")
+
+    # -- internals --------------------------------------------------------------------------------
+    def _reaper(self):
+        from pytest_streamchaos.stack.reaper import get_reaper
+
+        return get_reaper()
+
+    def _ipt(self, args: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(_IPT + args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+
+    def _install_rules(self) -> None:
+        with self._lock:
+            if self._ipt(["-N", self.chain]).returncode != 0:
+                self._ipt(["-F", self.chain])
+            for spec in marking_specs(self.rel_path):
+                p = self._ipt(["-A", self.chain, *spec])
+                if p.returncode != 0:
+                    raise RuntimeError(f"the job's connections cannot be marked (`iptables -t mangle -A "
+                                       f"{' '.join(spec)}` failed: {p.stderr.strip()})")
+            p = self._ipt(["-I", "OUTPUT", "1", "-o", "lo", "-j", self.chain])
+            if p.returncode != 0:
+                raise RuntimeError(f"cannot hook the marking chain into mangle OUTPUT: {p.stderr.strip()}")
+            self._rules_up = True
+
+    def _rules_cleanup(self) -> str:
+        ipt = " ".join(_IPT)
+        return (f"while {ipt} -D OUTPUT -o lo -j {self.chain} 2>/dev/null; do :; done; "
+                f"{ipt} -F {self.chain} 2>/dev/null; {ipt} -X {self.chain} 2>/dev/null; true")
+
+    def _cleanup_script(self) -> str:
+        # run by the reaper after it killed the registered process groups: the group empties as the
+        # killed processes are reaped, so the rmdir is retried for a while (bounded)
+        rm = "" if self.path is None else (
+            f"i=0; while [ -d {self.path} ] && ! rmdir {self.path} 2>/dev/null && [ $i -lt 100 ]; "
+            "do i=$((i+1)); sleep 0.1; done; ")
+        return self._rules_cleanup() + "; " + rm + "true"
+
+
+_group: JobGroup | None = None
+_group_lock = threading.Lock()
+
+
+def get_job_group() -> JobGroup:
+    """This process's job group, set up on first use (check :attr:`JobGroup.available`)."""
+    global _group
+    with _group_lock:
+        if _group is None:
+            _group = JobGroup().setup()
+            atexit.register(_group.close)
+        return _group
+
+
+def current() -> JobGroup | None:
+    """The job group if one was set up in this process and isolates the job, else None."""
+    g = _group
+    return g if g is not None and g.available else None
+
+
+def unavailable_reason() -> str:
+    """Why job processes are not isolated (without setting a group up)."""
+    g = _group
+    if g is None:
+        return "no process of the job was started in a job group"
+    return g.reason or "the job group's marking rules are not installed"
