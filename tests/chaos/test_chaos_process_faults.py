@@ -82,10 +82,15 @@ def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
 
 
 @pytest.mark.chaos
-@kill_worker(after=8, every=22, times=2, restart_after=5)
+@kill_worker(after=8, every=32, times=2, restart_after=5)
 def test_recurrent_worker_kills_each_recover(chaos):
-    run = chaos.run(ALO, rate=200, duration=50, guarantee="at-least-once")
+    run = chaos.run(ALO, rate=100, duration=80, guarantee="at-least-once")  # 40 s to recover from the last
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
     assert len(run.faults) == 2
+    # each occurrence took an executor and was recovered from before the next one
+    for f in run.faults:
+        assert f.recovered, f"the kill at +{f.t - run.metrics.t0:.1f}s was not recovered from: {f.verdict}"
+    kills = [e.t for e in run.timeline if e.kind == "fault_injected"]
+    assert all(any(e.kind == "executor_removed" and e.t >= t for e in run.timeline) for t in kills)
     print("stability:", run.metrics.stability.to_dict())
