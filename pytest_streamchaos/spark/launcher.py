@@ -40,7 +40,7 @@ from pytest_streamchaos.analysis.trace import TimelineEvent
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.spark.kafka_shim import KafkaShimError, kafka_shim_jar
-from pytest_streamchaos.stack import ports
+from pytest_streamchaos.stack import cds, ports
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
 
@@ -104,6 +104,14 @@ def _java_ok(env: Mapping[str, str]) -> bool:
     if java_home:
         return os.access(os.path.join(java_home, "bin", "java"), os.X_OK)
     return shutil.which("java", path=env.get("PATH")) is not None
+
+
+def _java_path(env: Mapping[str, str]) -> str | None:
+    """The java binary spark-submit will run (what the CDS archives are keyed by)."""
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        return os.path.join(java_home, "bin", "java")
+    return shutil.which("java", path=env.get("PATH"))
 
 
 def _repo_root() -> Path:
@@ -467,9 +475,8 @@ class JobLauncher:
         event_dir.mkdir(parents=True)
         local_dir = job_dir / "local"
         local_dir.mkdir()
-        conf_dir = job_dir / "conf"
-        conf_dir.mkdir()
-        (conf_dir / "log4j2.properties").write_text(_LOG4J2)
+        log4j = job_dir / "log4j2.properties"  # by -D, not on the class path: see stack.cds.conf_dir
+        log4j.write_text(_LOG4J2)
 
         repo = str(_repo_root())
         pythonpath = os.pathsep.join(dict.fromkeys(
@@ -497,9 +504,17 @@ class JobLauncher:
         # user's own class path comes first, so a real connector there still wins).
         effective["spark.driver.extraClassPath"] = os.pathsep.join(
             p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
-        # Keep the JVMs' scratch files in the job's directory (see stack.spark_local.jvm_tmp_opts).
+        # Keep the JVMs' scratch files in the job's directory (see stack.spark_local.jvm_tmp_opts);
+        # map Spark's classes from the machine's CDS archives when they match (stack.cds).
+        java = _java_path(java_env)
+        cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
+                        "driver", java, home, effective["spark.driver.extraClassPath"]) if java else "",
+                    "spark.executor.extraJavaOptions": cds.java_opts(
+                        "executor", java, home, effective.get("spark.executor.extraClassPath", "")) if java else ""}
+        effective["spark.driver.extraJavaOptions"] = (f"{effective.get('spark.driver.extraJavaOptions', '')} "
+                                                      f"-Dlog4j2.configurationFile={log4j.as_uri()}")
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(local_dir)}".strip()
+            effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(local_dir)} {cds_opts[key]}".strip()
         if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
             effective["spark.ui.port"] = str(ports.free_port())
 
@@ -507,7 +522,7 @@ class JobLauncher:
                      if k not in ("PYSPARK_SUBMIT_ARGS", "PYSPARK_DRIVER_PYTHON_OPTS", "SPARK_CONF_DIR")}
         child_env.update({
             "SPARK_HOME": str(home),
-            "SPARK_CONF_DIR": str(conf_dir),
+            "SPARK_CONF_DIR": str(cds.conf_dir()),
             "SPARK_LOCAL_IP": HOST,
             "PYSPARK_PYTHON": self.python,
             "PYSPARK_DRIVER_PYTHON": self.python,

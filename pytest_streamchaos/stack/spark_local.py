@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
 from pytest_streamchaos.stack.ports import HOST, free_port, reserve
@@ -364,7 +365,9 @@ class LocalSparkCluster(SparkCluster):
             "TMPDIR": str(self.workdir / "local"),
             "JAVA_HOME": str(self.env.java_home),
             "SPARK_HOME": str(self.env.spark_home),
-            "SPARK_CONF_DIR": str(self.workdir / "conf"),  # an empty conf dir: no user spark-defaults
+            # an empty conf dir (no user spark-defaults), the same on every run: Spark puts it on the
+            # class path of every JVM, and a class-data sharing archive needs that path fixed (cds.py)
+            "SPARK_CONF_DIR": str(cds.conf_dir()),
             "SPARK_LOG_DIR": str(self.workdir / "logs"),
             "SPARK_LOCAL_IP": HOST,
             "SPARK_PUBLIC_DNS": HOST,
