@@ -139,6 +139,11 @@ class Settings:
         return cls(**values)
 
 
+#: where ``pytest_configure`` keeps the session's :class:`Settings` (``config.stash[SETTINGS_KEY]``);
+#: here, not in the plugin, so that the stack fixtures read it without importing the plugin
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
 def _optional_seed(opt: Option, raw: Any) -> int | None:
     """The seed option's value: None when unset, else a non-negative int (a UsageError names the
     flag and the ini key otherwise)."""

@@ -62,8 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
-from .trace import FAULT_INJECTED, TimelineEvent, Trace
 from .validate import GuaranteeReport, validate
 
 

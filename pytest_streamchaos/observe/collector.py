@@ -4,7 +4,7 @@ A background thread consumes every partition of the output topic(s) from the beg
 ``isolation.level=read_committed`` (no consumer group offsets: partitions are assigned, never
 committed) and records, per output record, its arrival time (``time.time()``, the generator's clock),
 the input id(s) it carries, and its key / event-time window when present. The result is an
-:class:`~pytest_streamchaos.analysis.trace.OutputRecords` in CSR layout.
+:class:`~pytest_streamchaos.records.OutputRecords` in CSR layout.
 
 Output JSON is read leniently: ids from ``id`` (int) or ``ids`` (list); the key from ``key`` (``"k<n>"``
 or an int; else the Kafka message key); the window from ``window_start``/``window_end`` or
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from pytest_streamchaos.analysis.trace import OutputRecords
+from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.spark.eos import CommitLog, attempt_of
 
 try:  # orjson is several times faster; optional ("fast" extra)

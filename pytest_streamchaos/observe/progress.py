@@ -8,7 +8,7 @@ Two sources, both readable from the pytest process while the job runs and across
   StreamingQueryProgress), next to ``SparkListenerExecutorAdded/Removed`` and
   ``SparkListenerApplicationStart/End``. :class:`EventLogTailer` reads new complete lines of every
   file incrementally; :class:`SparkProgress` turns them into ``Trace.batches`` dicts and
-  :class:`~pytest_streamchaos.analysis.trace.TimelineEvent` objects.
+  :class:`~pytest_streamchaos.records.TimelineEvent` objects.
   The launcher writes plain files (``spark.eventLog.compress=false``,
   ``spark.eventLog.rolling.enabled=false``; Spark 4 defaults to zstd-compressed rolling logs, which
   cannot be tailed while written).
@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.records import TimelineEvent
 
 EV_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"

@@ -1,7 +1,7 @@
 """The load generator: paced, keyed, optionally skewed/late/poisoned input into a Kafka topic.
 
 It runs in a background thread of the pytest process and records the ground truth's raw material
-(:class:`~pytest_streamchaos.analysis.trace.SentRecords`) for every record the broker acknowledged.
+(:class:`~pytest_streamchaos.records.SentRecords`) for every record the broker acknowledged.
 
 Pacing is a token bucket on ``time.monotonic``: every tick (10 ms by default) the thread produces
 the records that are due since the start, so the rate does not drift over long runs. A generator
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from pytest_streamchaos.analysis.trace import SentRecords
+from pytest_streamchaos.records import SentRecords
 from pytest_streamchaos.workload import records
 
 log = logging.getLogger(__name__)
