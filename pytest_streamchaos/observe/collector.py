@@ -25,9 +25,9 @@ most ~5 MB or 100,000 produce batches per partition (older data is deleted), and
 implement transaction isolation (records of aborted transactions reach read_committed consumers).
 A real Kafka broker (docker backend) has neither limit.
 
-For the exactly-once sink (:class:`~pytest_streamchaos.spark.kafka_sink.ExactlyOnceKafkaSink`),
+For the exactly-once sink (:class:`~pytest_streamchaos.job.kafka_sink.ExactlyOnceKafkaSink`),
 pass ``commit_log=<its control topic>``: the collector then applies the sink's commit rule itself
-(:class:`~pytest_streamchaos.spark.eos.CommitLog`), so an output counts only once its transaction's
+(:class:`~pytest_streamchaos.job.eos.CommitLog`), so an output counts only once its transaction's
 commit marker is seen, *arrives* at that moment (as under read_committed), and outputs of aborted,
 fenced or replayed attempts are dropped -- on any broker, the mock included.
 
@@ -52,8 +52,8 @@ from typing import Any
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from pytest_streamchaos.job.eos import CommitLog, attempt_of
 from pytest_streamchaos.records import OutputRecords
-from pytest_streamchaos.spark.eos import CommitLog, attempt_of
 
 try:  # orjson is several times faster; optional ("fast" extra)
     import orjson

@@ -36,9 +36,9 @@ from typing import Any
 
 import psutil
 
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.spark.config import JobConfig
+from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.spark.kafka_shim import KafkaShimError, kafka_shim_jar
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.process import ManagedProcess
