@@ -70,34 +70,10 @@ def validate(
 
     counted = app_g != IGNORE
     ignored = int(app_out.size - np.count_nonzero(counted))
-    single = exp.single_membership()
-    if single:
-        # full-length gathers with sentinels instead of boolean compress/scatter (2-3x faster)
-        pair_of_row = np.full(exp.n_sent + 1, -1, dtype=np.int64)
-        pair_of_row[exp.rows] = np.arange(n_pairs, dtype=np.int64)
-        p = pair_of_row[np.where(app_rows >= 0, app_rows, exp.n_sent)]
-        if ignored:
-            p[~counted] = -1
-        groups_ext = np.append(exp.groups, np.int64(-99))  # p == -1 hits the sentinel
-        hit = (p >= 0) & ((groups_ext[p] == app_g) | (app_g == SIDE))
-        pair = np.where(hit, p, -1)
+    if exp.single_membership():
+        pair = _pairs_single(exp, app_rows, app_g, counted, ignored)
     else:
-        # general path: (group, row) keys; a side appearance counts toward the row's first membership
-        pair = np.full(app_rows.shape, -1, dtype=np.int64)
-        known = counted & (app_rows >= 0)
-        key = exp.groups * exp.n_sent + exp.rows
-        order = np.argsort(key, kind="stable")
-        skey = key[order]
-        kidx = np.flatnonzero(known & (app_g >= 0))
-        q = app_g[kidx] * exp.n_sent + app_rows[kidx]
-        pos = np.minimum(np.searchsorted(skey, q), max(n_pairs - 1, 0))
-        hit = (skey[pos] == q) if n_pairs else np.zeros(q.shape, bool)
-        pair[kidx[hit]] = order[pos[hit]]
-        sidx = np.flatnonzero(known & (app_g == SIDE))
-        if sidx.size:
-            first = np.full(exp.n_sent, -1, dtype=np.int64)
-            first[exp.rows[::-1]] = np.arange(n_pairs - 1, -1, -1, dtype=np.int64)  # any membership will do
-            pair[sidx] = first[app_rows[sidx]]
+        pair = _pairs_general(exp, app_rows, app_g, counted)
 
     ok = pair >= 0
     wrong = counted & ~ok
@@ -107,17 +83,9 @@ def validate(
     pair_wrong = wrong_per_row[exp.rows] > 0 if n_pairs else np.zeros(0, bool)
 
     arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
-    first_ts = np.full(n_pairs, np.nan)
-    # first correct appearance: a plain scatter for pairs seen once, ufunc.at only for the rest
     ok_pairs = pair[ok]
     ok_ts = arrival[app_out[ok]]
-    once = pair_count[ok_pairs] == 1
-    first_ts[ok_pairs[once]] = ok_ts[once]
-    if not once.all():
-        multi = np.full(n_pairs, np.inf)
-        np.minimum.at(multi, ok_pairs[~once], ok_ts[~once])
-        seen = np.isfinite(multi)
-        first_ts[seen] = multi[seen]
+    first_ts = _first_ts(ok_pairs, ok_ts, pair_count, n_pairs)
 
     ids = np.asarray(sent.ids, dtype=np.int64)
     need = exp.copies
@@ -133,17 +101,7 @@ def validate(
         extra = pair_count[dup_mask] - need[dup_mask]
         missing = int((need[lost_mask] - pair_count[lost_mask]).sum())
         first_ts = _completion_ts(ok_pairs, ok_ts, pair_count, need, bool(np.all(np.diff(arrival) >= 0)))
-    misplaced: list[tuple[int, str, str]] = []
     wrong_idx = np.flatnonzero(wrong)
-    for a in wrong_idx[:20]:
-        r, g = int(app_rows[a]), int(app_g[a])
-        found = exp.label(g) if g >= 0 else ("side output" if g == SIDE else "an unexpected output")
-        if r < 0:
-            misplaced.append((int(outs.ids[a]), found, "nowhere (never sent)"))
-            continue
-        where = exp.groups[exp.rows == r]
-        should = exp.label(int(where[0])) if where.size else "nowhere (dropped by the job)"
-        misplaced.append((int(ids[r]), found, should))
 
     return GuaranteeReport(
         expected=n_pairs,
@@ -158,7 +116,7 @@ def validate(
         duplicate_ids=ids[exp.rows[dup_mask]],
         duplicate_extra=extra,
         incorrect_ids=np.unique(np.asarray(outs.ids, dtype=np.int64)[wrong_idx]),
-        misplaced=misplaced,
+        misplaced=_misplaced(wrong_idx[:20], app_rows, app_g, exp, outs, ids),
         missing_copies=missing,
         pair_rows=exp.rows,
         pair_count=pair_count,
@@ -167,6 +125,72 @@ def validate(
         appearance_rows=app_rows,
         pair_need=np.empty(0, np.int64) if need is None else need,
     )
+
+
+def _pairs_single(exp: Expected, app_rows: np.ndarray, app_g: np.ndarray, counted: np.ndarray,
+                  ignored: int) -> np.ndarray:
+    """The expected membership each appearance hits (-1: none), when every id has one membership."""
+    # full-length gathers with sentinels instead of boolean compress/scatter (2-3x faster)
+    pair_of_row = np.full(exp.n_sent + 1, -1, dtype=np.int64)
+    pair_of_row[exp.rows] = np.arange(len(exp), dtype=np.int64)
+    p = pair_of_row[np.where(app_rows >= 0, app_rows, exp.n_sent)]
+    if ignored:
+        p[~counted] = -1
+    groups_ext = np.append(exp.groups, np.int64(-99))  # p == -1 hits the sentinel
+    hit = (p >= 0) & ((groups_ext[p] == app_g) | (app_g == SIDE))
+    return np.where(hit, p, -1)
+
+
+def _pairs_general(exp: Expected, app_rows: np.ndarray, app_g: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """The expected membership each appearance hits (-1: none): (group, row) keys; a side
+    appearance counts toward the row's first membership."""
+    n_pairs = len(exp)
+    pair = np.full(app_rows.shape, -1, dtype=np.int64)
+    known = counted & (app_rows >= 0)
+    key = exp.groups * exp.n_sent + exp.rows
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    kidx = np.flatnonzero(known & (app_g >= 0))
+    q = app_g[kidx] * exp.n_sent + app_rows[kidx]
+    pos = np.minimum(np.searchsorted(skey, q), max(n_pairs - 1, 0))
+    hit = (skey[pos] == q) if n_pairs else np.zeros(q.shape, bool)
+    pair[kidx[hit]] = order[pos[hit]]
+    sidx = np.flatnonzero(known & (app_g == SIDE))
+    if sidx.size:
+        first = np.full(exp.n_sent, -1, dtype=np.int64)
+        first[exp.rows[::-1]] = np.arange(n_pairs - 1, -1, -1, dtype=np.int64)  # any membership will do
+        pair[sidx] = first[app_rows[sidx]]
+    return pair
+
+
+def _first_ts(ok_pairs: np.ndarray, ok_ts: np.ndarray, pair_count: np.ndarray, n_pairs: int) -> np.ndarray:
+    """Arrival time of each membership's first correct appearance (NaN: never)."""
+    first_ts = np.full(n_pairs, np.nan)
+    # first correct appearance: a plain scatter for pairs seen once, ufunc.at only for the rest
+    once = pair_count[ok_pairs] == 1
+    first_ts[ok_pairs[once]] = ok_ts[once]
+    if not once.all():
+        multi = np.full(n_pairs, np.inf)
+        np.minimum.at(multi, ok_pairs[~once], ok_ts[~once])
+        seen = np.isfinite(multi)
+        first_ts[seen] = multi[seen]
+    return first_ts
+
+
+def _misplaced(wrong_idx: np.ndarray, app_rows: np.ndarray, app_g: np.ndarray, exp: Expected,
+               outs: OutputRecords, ids: np.ndarray) -> list[tuple[int, str, str]]:
+    """(id, found in, expected in) of these wrong appearances."""
+    misplaced: list[tuple[int, str, str]] = []
+    for a in wrong_idx:
+        r, g = int(app_rows[a]), int(app_g[a])
+        found = exp.label(g) if g >= 0 else ("side output" if g == SIDE else "an unexpected output")
+        if r < 0:
+            misplaced.append((int(outs.ids[a]), found, "nowhere (never sent)"))
+            continue
+        where = exp.groups[exp.rows == r]
+        should = exp.label(int(where[0])) if where.size else "nowhere (dropped by the job)"
+        misplaced.append((int(ids[r]), found, should))
+    return misplaced
 
 
 def _completion_ts(ok_pairs: np.ndarray, ok_ts: np.ndarray, pair_count: np.ndarray, need: np.ndarray,
