@@ -53,6 +53,7 @@ import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.job.eos import CommitLog, attempt_of
+from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import OutputRecords
 
 try:  # orjson is several times faster; optional ("fast" extra)
@@ -330,19 +331,22 @@ class Collector:
         pred = (lambda c: c.count >= condition) if isinstance(condition, int) else condition
         what = what or (f"at least {condition} outputs" if isinstance(condition, int) else
                         getattr(condition, "__name__", "the condition"))
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def holds() -> bool:
             if pred(self):
-                return
+                return True
             if self._thread_error is not None or (self._thread is not None and not self.running):
                 raise RuntimeError(f"collector stopped while waiting for {what}: {self._thread_error!r}")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"collector on {self.topics}: waited {timeout:.1f}s for {what}; seen {self.count} outputs, "
-                    f"{self.ids_seen} distinct ids, {self.malformed} malformed, {self.lost_to_retention} deleted "
-                    f"before read, last arrival "
-                    f"{_ago(self._last_arrival)}; recent errors: {self._errors[-3:]}")
-            time.sleep(0.01)
+            return False
+
+        def timed_out(_: bool) -> TimeoutError:
+            return TimeoutError(
+                f"collector on {self.topics}: waited {timeout:.1f}s for {what}; seen {self.count} outputs, "
+                f"{self.ids_seen} distinct ids, {self.malformed} malformed, {self.lost_to_retention} deleted "
+                f"before read, last arrival "
+                f"{_ago(self._last_arrival)}; recent errors: {self._errors[-3:]}")
+
+        poll(holds, timeout, timed_out, interval=0.01)
 
     def outputs(self) -> OutputRecords:
         """The outputs collected so far, in arrival order (a snapshot).

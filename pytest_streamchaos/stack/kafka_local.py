@@ -35,7 +35,9 @@ class _HelperProcess:
     """The helper: own session/process group, stderr to a log file, a JSON-line pipe on stdin/stdout.
 
     (Not a :class:`~.process.ManagedProcess`: that one points stdin at /dev/null and stdout at the log,
-    while this helper needs both ends of a pipe - the pipe is its lifeline.)
+    while this helper needs both ends of a pipe - the pipe is its lifeline. To have one process
+    supervisor, ManagedProcess needs a pipe mode - stdin and stdout as pipes, stderr to the log -
+    after which this class keeps only ``send`` / ``read_line`` and the pipe-closing ``stop``.)
     """
 
     def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str]) -> None:
