@@ -4,9 +4,9 @@ Each run is a correct job under one fault; a correct job must get 0 lost, 0 inco
 exactly-once job) 0 duplicates. Any other verdict is a false alarm. After the session, the machine
 is checked for leaks: processes of the session, iptables rules of ours, qdiscs on ``lo``, job groups.
 
-Scenarios (cycled until ``--runs``): worker / executor / driver kill, broker kill (it takes the broker from everyone), a partition of the
-job from Kafka, a delay on the Kafka link; on the at-least-once (Kafka sink, replays allowed) and the
-exactly-once job. Run::
+Scenarios (cycled until ``--runs``): worker / executor / driver kill, broker kill (it takes the broker
+from everyone), a partition of the job from Kafka, a delay on the Kafka link; on the at-least-once
+(Kafka sink, replays allowed) and the exactly-once job. Run::
 
     python benchmarks/soak_false_verdicts.py [--runs 20]
 

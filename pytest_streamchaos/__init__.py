@@ -16,7 +16,7 @@ from typing import Any
 
 # Imported on first use (PEP 562), not here: job-side code (a Spark driver or executor, or the
 # pyspark_streamchaos data source that PySpark imports in every session's lookup worker) imports
-# pytest_streamchaos.spark.*, which must not drag in pytest and the harness with this package.
+# pytest_streamchaos.job (also as pytest_streamchaos.spark), which must not drag in pytest and the harness.
 _LAZY = {
     "AggregateOracle": "pytest_streamchaos.analysis.aggregate",
     "RecordSpec": "pytest_streamchaos.workload.records",

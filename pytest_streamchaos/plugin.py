@@ -34,7 +34,7 @@ MARKERS = (
     *marker_lines(),
 )
 
-SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
+SETTINGS_KEY = _settings.SETTINGS_KEY
 FAULTS_KEY = pytest.StashKey[list]()
 #: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun). Test seam: a
 #: test (or a fake ``chaos`` fixture) may append runs it built itself, e.g. from analysis.synthetic

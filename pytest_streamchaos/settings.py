@@ -10,6 +10,12 @@ from typing import Any
 
 import pytest
 
+#: the stack backends by name: None when usable, else why not (a known name fails with that reason)
+BACKENDS: dict[str, str | None] = {
+    "local": None,
+    "docker": "the docker backend is not implemented yet",
+}
+
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
 AUTO = "auto"
 #: ``--chaos-compare`` without a name: the latest saved baseline
@@ -28,8 +34,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("backend", "stack backend: 'local' (processes, the default) or 'docker' (testcontainers)",
-           "local", str, ("local", "docker")),
+    Option("backend", "stack backend: 'local' (processes on this machine, the only one so far)", "local", str),
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
@@ -131,12 +136,27 @@ class Settings:
                 raise pytest.UsageError(
                     f"{_flag(opt)} / ini {_ini(opt)}: {raw!r} is not a valid {opt.type.__name__}"
                 ) from None
+            if opt.name == "backend":
+                _check_backend(opt, value)
             if opt.choices and value not in opt.choices:
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} is not one of {opt.choices}")
             if opt.type in (int, float) and value < (1 if opt.name in ("workers", "repeat") else 0):
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
             values[f.name] = value
         return cls(**values)
+
+
+#: where ``pytest_configure`` keeps the session's :class:`Settings` (``config.stash[SETTINGS_KEY]``);
+#: here, not in the plugin, so that the stack fixtures read it without importing the plugin
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def _check_backend(opt: Option, value: str) -> None:
+    """A ``UsageError`` (one line, naming the valid backends) unless ``value`` is a usable backend."""
+    valid = ", ".join(repr(name) for name, why in BACKENDS.items() if why is None)
+    why = BACKENDS.get(value, f"unknown backend {value!r}")
+    if value not in BACKENDS or BACKENDS[value] is not None:
+        raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {why}; valid backends: {valid}")
 
 
 def _optional_seed(opt: Option, raw: Any) -> int | None:

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from ..records import OutputRecords, SentRecords
+from .guarantee import GuaranteeReport
 from .oracle import IGNORE, UNKNOWN, Expected, PerRecord, Predicate, TumblingWindowOracle, per_record
-from .trace import OutputRecords, SentRecords
-from .validate import GuaranteeReport
 
 AGGS = ("count", "sum")
 OUTPUT_MODES = ("update", "complete", "append")

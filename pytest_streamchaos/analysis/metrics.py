@@ -62,8 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
-from .trace import FAULT_INJECTED, TimelineEvent, Trace
 from .validate import GuaranteeReport, validate
 
 
@@ -561,142 +561,183 @@ def compute_metrics(
     oracle = oracle or IdentityOracle()
     if report is None:
         report = validate(trace, oracle)
-    sent, outs = trace.sent, trace.outputs
-    B = float(p.bucket_seconds)
+    m = _Measure(trace, report, oracle, p)
+    m.time_frame()
+    m.baseline()
+    m.series()
+    m.abnormal_gaps()
+    m.bands()
+    faults = [m.fault(i, ev) for i, ev in enumerate(m.fault_events)]
+    return m.result(faults)
 
-    # outputs in arrival order (the collector records them so; be safe)
-    arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
-    ref = oracle.reference_send_ts(sent, outs, report.appearance_rows)
-    lat_all = arrival - ref
-    if arrival.size > 1 and bool(np.any(np.diff(arrival) < 0)):
-        order = np.argsort(arrival, kind="stable")
-        arr_sorted, lat_sorted = arrival[order], lat_all[order]
-    else:
-        arr_sorted, lat_sorted = arrival, lat_all
 
-    fault_events = sorted((e for e in trace.timeline if e.kind in p.fault_kinds), key=lambda e: e.t)
-    ft = np.asarray([e.t for e in fault_events], dtype=np.float64)
-    send_ts = np.asarray(sent.send_ts, dtype=np.float64)
+class _Measure:
+    """The working state of :func:`compute_metrics`: one method per step of the definitions in the
+    module docstring, each leaving its results as attributes for the next."""
 
-    # time frame
-    starts = ([float(send_ts.min())] if send_ts.size else []) + ([float(arr_sorted[0])] if arr_sorted.size else [])
-    if not starts:
-        raise ValueError("cannot compute metrics of an empty trace: nothing was sent and nothing came out")
-    t0 = float(min(starts + ([float(ft[0])] if ft.size else [])))
-    ends = [float(send_ts.max()) if send_ts.size else t0, float(arr_sorted[-1]) if arr_sorted.size else t0]
-    ends += [float(v) for v in trace.phases.values()] + ([float(ft[-1])] if ft.size else [])
-    t_end = max(ends)
-    nb = int(math.floor((t_end - t0) / B)) + 1
-    edges = t0 + B * np.arange(nb + 1)
+    def __init__(self, trace: Trace, report: GuaranteeReport, oracle: Oracle, p: MetricParams) -> None:
+        self.trace, self.report, self.p = trace, report, p
+        sent, outs = trace.sent, trace.outputs
+        self.B = float(p.bucket_seconds)
 
-    if "warmup_end" in trace.phases:
-        load_start = float(trace.phases["warmup_end"])
-    else:
-        load_start = (float(arr_sorted[0]) if arr_sorted.size else t0) + p.warmup_seconds
-    load_end = float(trace.phases.get("load_end", send_ts.max() if send_ts.size else t_end))
-    base_end = float(ft[0]) if ft.size else load_end
-    unavailable: dict[str, str] = {}
-    if ft.size and base_end - load_start < max(B, p.hold_seconds):
-        # Degrade, do not vanish: the counts and the guarantee need no baseline, so they are still
-        # reported; only what compares against the baseline becomes None, with this reason.
-        why = (
-            f"no usable baseline: the first fault at t={base_end - t0:.1f}s comes {base_end - load_start:.1f}s after "
-            f"warm-up ended (t={load_start - t0:.1f}s); recovery needs at least "
-            f"{max(B, p.hold_seconds):.1f}s of steady "
-            "load before the first fault -- inject it later (after=...) or shorten the warm-up"
-        )
-        unavailable = {"recovery_time": why, "failure_cost": why}
-    has_baseline = not unavailable
+        # outputs in arrival order (the collector records them so; be safe)
+        arrival = np.asarray(outs.arrival_ts, dtype=np.float64)
+        ref = oracle.reference_send_ts(sent, outs, report.appearance_rows)
+        lat_all = arrival - ref
+        if arrival.size > 1 and bool(np.any(np.diff(arrival) < 0)):
+            order = np.argsort(arrival, kind="stable")
+            arr_sorted, lat_sorted = arrival[order], lat_all[order]
+        else:
+            arr_sorted, lat_sorted = arrival, lat_all
+        self.arrival, self.lat_all, self.arr_sorted, self.lat_sorted = arrival, lat_all, arr_sorted, lat_sorted
 
-    # baseline
-    # arrivals are sorted: time windows are slices (no full-length masks on millions of outputs)
-    i0, i1 = np.searchsorted(arr_sorted, [load_start, base_end], side="left")
-    gap0 = normal_gap(arr_sorted[i0:i1], trace.trigger_seconds, p.gap_time_quantile)
-    downtime_gap = max(p.min_gap_seconds, p.gap_factor * gap0)
-    first_ts = report.pair_first_ts
-    processed_in_base = np.count_nonzero((first_ts >= load_start) & (first_ts < base_end))
-    base_tp = processed_in_base / max(base_end - load_start, 1e-9)
-    base_lat = lat_sorted[i0:i1]
-    base_lat = base_lat[np.isfinite(base_lat)]
-    q = p.latency_quantile
-    if base_lat.size:
-        b50, b95, b99, bq = (float(v) for v in np.quantile(base_lat, [0.5, 0.95, 0.99, q]))
-    else:
-        b50 = b95 = b99 = bq = math.nan
-    slack = trace.trigger_seconds if p.latency_slack_seconds is None else p.latency_slack_seconds
-    bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
+        self.fault_events = sorted((e for e in trace.timeline if e.kind in p.fault_kinds), key=lambda e: e.t)
+        self.ft = np.asarray([e.t for e in self.fault_events], dtype=np.float64)
+        self.send_ts = np.asarray(sent.send_ts, dtype=np.float64)
+        self.first_ts = report.pair_first_ts
 
-    # series
-    inp = _hist(send_ts, t0, B, nb) / B
-    arr_b = _bucket_index(arr_sorted, t0, B, nb)
-    outr = np.bincount(arr_b, minlength=nb)[:nb] / B
-    lengths = outs.lengths()
-    if lengths.size and bool((lengths == 1).all()):
-        out_ids = outr.copy()
-    else:
-        out_ids = _hist(arrival, t0, B, nb, weights=lengths) / B
-    reliable = _hist(first_ts, t0, B, nb) / B
-    cum = _spread_cumulative(first_ts, t0, B, nb, gap0)
-    spread = np.diff(cum) / B
-    # the outputs of the last normal gap's input come after the load ends: judge only up to here
-    judge_end = max(load_start, load_end - gap0)
-    judge_end_bucket = min(nb, int(math.ceil((judge_end - t0) / B)))
-    w_b = max(1, int(round(p.smooth_seconds / B)))
-    smooth = _forward_mean(spread, w_b, judge_end_bucket)
-    # trailing mean, for detection only (a forward window would see a gap before it starts)
-    c_sp = np.concatenate(([0.0], np.cumsum(spread)))
-    lo = np.maximum(np.arange(nb) + 1 - w_b, 0)
-    trailing = (c_sp[1:] - c_sp[lo]) / (np.arange(nb) + 1 - lo)
-    qs = [0.5, 0.95, 0.99, q]
-    bl = _bucket_latency(arr_sorted, lat_sorted, t0, B, nb, qs)
-    lat_q = bl[3]
-    sent_exp = _sorted(send_ts[report.pair_rows]) if report.pair_rows.size else np.empty(0)
-    done = _sorted(first_ts[np.isfinite(first_ts)])
-    sent_cum = np.searchsorted(sent_exp, edges[1:], side="right")
-    backlog = (sent_cum - np.searchsorted(done, edges[1:], side="right")).astype(np.float64)
+    def time_frame(self) -> None:
+        """``t0``, ``t_end``, the buckets, the load phase and the baseline's end (or why there is none)."""
+        trace, p, B = self.trace, self.p, self.B
+        send_ts, arr_sorted, ft = self.send_ts, self.arr_sorted, self.ft
+        starts = ([float(send_ts.min())] if send_ts.size else []) + ([float(arr_sorted[0])] if arr_sorted.size else [])
+        if not starts:
+            raise ValueError("cannot compute metrics of an empty trace: nothing was sent and nothing came out")
+        t0 = float(min(starts + ([float(ft[0])] if ft.size else [])))
+        ends = [float(send_ts.max()) if send_ts.size else t0, float(arr_sorted[-1]) if arr_sorted.size else t0]
+        ends += [float(v) for v in trace.phases.values()] + ([float(ft[-1])] if ft.size else [])
+        t_end = max(ends)
+        nb = int(math.floor((t_end - t0) / B)) + 1
+        self.t0, self.t_end, self.nb = t0, t_end, nb
+        self.edges = t0 + B * np.arange(nb + 1)
 
-    # gaps between outputs while input arrives
-    uniq = arr_sorted[np.concatenate(([True], np.diff(arr_sorted) > 0))] if arr_sorted.size else arr_sorted
-    if uniq.size == 0:
-        uniq = np.array([load_start])  # nothing ever came out: one gap from the end of warm-up
-    g_start = uniq
-    g_end = np.concatenate((uniq[1:], [math.inf]))
-    g_len = np.minimum(g_end, load_end) - g_start
-    abnormal = (g_len > downtime_gap) & (g_start < load_end)
-    ab_start, ab_end = g_start[abnormal], np.minimum(g_end[abnormal], load_end)
-    ab_len = ab_end - ab_start
+        if "warmup_end" in trace.phases:
+            load_start = float(trace.phases["warmup_end"])
+        else:
+            load_start = (float(arr_sorted[0]) if arr_sorted.size else t0) + p.warmup_seconds
+        load_end = float(trace.phases.get("load_end", send_ts.max() if send_ts.size else t_end))
+        base_end = float(ft[0]) if ft.size else load_end
+        unavailable: dict[str, str] = {}
+        if ft.size and base_end - load_start < max(B, p.hold_seconds):
+            # Degrade, do not vanish: the counts and the guarantee need no baseline, so they are still
+            # reported; only what compares against the baseline becomes None, with this reason.
+            why = (
+                f"no usable baseline: the first fault at t={base_end - t0:.1f}s comes {base_end - load_start:.1f}s "
+                f"after warm-up ended (t={load_start - t0:.1f}s); recovery needs at least "
+                f"{max(B, p.hold_seconds):.1f}s of steady "
+                "load before the first fault -- inject it later (after=...) or shorten the warm-up"
+            )
+            unavailable = {"recovery_time": why, "failure_cost": why}
+        self.load_start, self.load_end, self.base_end = load_start, load_end, base_end
+        self.unavailable, self.has_baseline = unavailable, not unavailable
 
-    tp_ok = np.abs(smooth - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
-    tp_trailing_ok = np.abs(trailing - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
-    lat_ok = ~(lat_q > bound)  # NaN (no output) passes
-    in_gap = np.zeros(nb + 1, dtype=np.int64)
-    # buckets overlapping an abnormal gap are out of band: difference array over bucket ranges
-    gb0 = np.clip(np.floor((ab_start - t0) / B).astype(np.int64), 0, nb - 1)
-    gb1 = np.clip(np.floor((ab_end - t0) / B).astype(np.int64), 0, nb - 1)
-    np.add.at(in_gap, gb0, 1)
-    np.add.at(in_gap, gb1 + 1, -1)
-    gap_ok = np.cumsum(in_gap[:nb]) == 0
-    ok = tp_ok & lat_ok & gap_ok
-    # run length of in-band buckets starting at each bucket
-    run = np.zeros(nb + 1, dtype=np.int64)
-    for_b = ok.astype(np.int64)
-    # reverse cumulative with resets: vectorised via positions of the next bad bucket
-    bad_pos = np.flatnonzero(~ok)
-    nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
-    next_bad = np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, max(bad_pos.size - 1, 0))], nb)
-    run[:nb] = (next_bad - np.arange(nb)) * for_b
-    hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
+    def baseline(self) -> None:
+        """Normal gap, downtime threshold, baseline throughput and latency, the latency bound."""
+        p, arr_sorted, first_ts = self.p, self.arr_sorted, self.first_ts
+        load_start, base_end = self.load_start, self.base_end
+        # arrivals are sorted: time windows are slices (no full-length masks on millions of outputs)
+        i0, i1 = np.searchsorted(arr_sorted, [load_start, base_end], side="left")
+        gap0 = normal_gap(arr_sorted[i0:i1], self.trace.trigger_seconds, p.gap_time_quantile)
+        self.gap0, self.downtime_gap = gap0, max(p.min_gap_seconds, p.gap_factor * gap0)
+        processed_in_base = np.count_nonzero((first_ts >= load_start) & (first_ts < base_end))
+        self.base_tp = processed_in_base / max(base_end - load_start, 1e-9)
+        base_lat = self.lat_sorted[i0:i1]
+        base_lat = base_lat[np.isfinite(base_lat)]
+        q = p.latency_quantile
+        if base_lat.size:
+            b50, b95, b99, bq = (float(v) for v in np.quantile(base_lat, [0.5, 0.95, 0.99, q]))
+        else:
+            b50 = b95 = b99 = bq = math.nan
+        self.b50, self.b95, self.b99, self.bq = b50, b95, b99, bq
+        slack = self.trace.trigger_seconds if p.latency_slack_seconds is None else p.latency_slack_seconds
+        self.bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
 
-    owner = np.searchsorted(ft, ab_start, side="right") - 1 if ft.size else np.full(ab_start.size, -1)
-    if ft.size:
-        owner = np.where((owner < 0) & (ab_end > ft[0]), 0, owner)
+    def series(self) -> None:
+        """The per-bucket series: rates, reliable throughput (raw, spread, smoothed), latency, backlog."""
+        p, B, nb, t0 = self.p, self.B, self.nb, self.t0
+        arr_sorted, first_ts, report = self.arr_sorted, self.first_ts, self.report
+        self.inp = _hist(self.send_ts, t0, B, nb) / B
+        arr_b = _bucket_index(arr_sorted, t0, B, nb)
+        self.outr = np.bincount(arr_b, minlength=nb)[:nb] / B
+        lengths = self.trace.outputs.lengths()
+        if lengths.size and bool((lengths == 1).all()):
+            self.out_ids = self.outr.copy()
+        else:
+            self.out_ids = _hist(self.arrival, t0, B, nb, weights=lengths) / B
+        self.reliable = _hist(first_ts, t0, B, nb) / B
+        cum = _spread_cumulative(first_ts, t0, B, nb, self.gap0)
+        spread = np.diff(cum) / B
+        # the outputs of the last normal gap's input come after the load ends: judge only up to here
+        self.judge_end = max(self.load_start, self.load_end - self.gap0)
+        judge_end_bucket = min(nb, int(math.ceil((self.judge_end - t0) / B)))
+        w_b = max(1, int(round(p.smooth_seconds / B)))
+        self.smooth = _forward_mean(spread, w_b, judge_end_bucket)
+        # trailing mean, for detection only (a forward window would see a gap before it starts)
+        c_sp = np.concatenate(([0.0], np.cumsum(spread)))
+        lo = np.maximum(np.arange(nb) + 1 - w_b, 0)
+        self.trailing = (c_sp[1:] - c_sp[lo]) / (np.arange(nb) + 1 - lo)
+        qs = [0.5, 0.95, 0.99, p.latency_quantile]
+        self.bl = _bucket_latency(arr_sorted, self.lat_sorted, t0, B, nb, qs)
+        self.lat_q = self.bl[3]
+        sent_exp = _sorted(self.send_ts[report.pair_rows]) if report.pair_rows.size else np.empty(0)
+        done = _sorted(first_ts[np.isfinite(first_ts)])
+        sent_cum = np.searchsorted(sent_exp, self.edges[1:], side="right")
+        self.backlog = (sent_cum - np.searchsorted(done, self.edges[1:], side="right")).astype(np.float64)
 
-    pend_send = np.sort(send_ts[report.pair_rows[~np.isfinite(first_ts)]]) if report.pair_rows.size else np.empty(0)
-    faults: list[FaultMetrics] = []
-    for i, ev in enumerate(fault_events):
+    def abnormal_gaps(self) -> None:
+        """Gaps between outputs while input arrives, longer than the downtime threshold."""
+        arr_sorted, load_end = self.arr_sorted, self.load_end
+        uniq = arr_sorted[np.concatenate(([True], np.diff(arr_sorted) > 0))] if arr_sorted.size else arr_sorted
+        if uniq.size == 0:
+            uniq = np.array([self.load_start])  # nothing ever came out: one gap from the end of warm-up
+        g_start = uniq
+        g_end = np.concatenate((uniq[1:], [math.inf]))
+        g_len = np.minimum(g_end, load_end) - g_start
+        abnormal = (g_len > self.downtime_gap) & (g_start < load_end)
+        self.ab_start, self.ab_end = g_start[abnormal], np.minimum(g_end[abnormal], load_end)
+        self.ab_len = self.ab_end - self.ab_start
+
+    def bands(self) -> None:
+        """Which buckets are in band, the run of in-band buckets from each, the owner fault of each
+        abnormal gap, and the send times of expected inputs never processed."""
+        p, B, nb, t0, ft = self.p, self.B, self.nb, self.t0, self.ft
+        ab_start, ab_end, base_tp = self.ab_start, self.ab_end, self.base_tp
+        tp_ok = np.abs(self.smooth - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
+        self.tp_trailing_ok = (np.abs(self.trailing - base_tp) <= p.throughput_band * base_tp if base_tp > 0
+                               else np.ones(nb, bool))
+        self.lat_ok = ~(self.lat_q > self.bound)  # NaN (no output) passes
+        in_gap = np.zeros(nb + 1, dtype=np.int64)
+        # buckets overlapping an abnormal gap are out of band: difference array over bucket ranges
+        gb0 = np.clip(np.floor((ab_start - t0) / B).astype(np.int64), 0, nb - 1)
+        gb1 = np.clip(np.floor((ab_end - t0) / B).astype(np.int64), 0, nb - 1)
+        np.add.at(in_gap, gb0, 1)
+        np.add.at(in_gap, gb1 + 1, -1)
+        gap_ok = np.cumsum(in_gap[:nb]) == 0
+        ok = self.ok = tp_ok & self.lat_ok & gap_ok
+        # run length of in-band buckets starting at each bucket
+        run = self.run = np.zeros(nb + 1, dtype=np.int64)
+        for_b = ok.astype(np.int64)
+        # reverse cumulative with resets: vectorised via positions of the next bad bucket
+        bad_pos = np.flatnonzero(~ok)
+        nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
+        next_bad = np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, max(bad_pos.size - 1, 0))], nb)
+        run[:nb] = (next_bad - np.arange(nb)) * for_b
+        self.hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
+
+        owner = np.searchsorted(ft, ab_start, side="right") - 1 if ft.size else np.full(ab_start.size, -1)
+        if ft.size:
+            owner = np.where((owner < 0) & (ab_end > ft[0]), 0, owner)
+        self.owner = owner
+        rows = self.report.pair_rows
+        self.pend_send = np.sort(self.send_ts[rows[~np.isfinite(self.first_ts)]]) if rows.size else np.empty(0)
+
+    def fault(self, i: int, ev: TimelineEvent) -> FaultMetrics:
+        """The metrics of the ``i``-th fault (injected by ``ev``)."""
+        p, ft, arr_sorted = self.p, self.ft, self.arr_sorted
+        ab_start, ab_end, ab_len = self.ab_start, self.ab_end, self.ab_len
         f = float(ft[i])
-        horizon = max(f, min(float(ft[i + 1]) if i + 1 < ft.size else math.inf, judge_end))
-        mine = np.flatnonzero(owner == i)
+        horizon = max(f, min(float(ft[i + 1]) if i + 1 < ft.size else math.inf, self.judge_end))
+        mine = np.flatnonzero(self.owner == i)
         if mine.size:
             j = mine[np.argmax(ab_len[mine])]
             downtime, gs, ge = float(ab_len[j]), float(ab_start[j]), float(ab_end[j])
@@ -705,69 +746,24 @@ def compute_metrics(
             downtime, gs, ge, out_gap = 0.0, None, None, 0.0
         k_after = int(np.searchsorted(arr_sorted, f, side="right"))
         first_after = float(arr_sorted[k_after]) if k_after < arr_sorted.size else None
-        # detection: first sign after f
-        signs = []
-        if mine.size:
-            signs.append(max(float(ab_start[mine].min()), f))
-        j0, j1 = np.searchsorted(arr_sorted, [f, horizon], side="left")
-        if has_baseline:  # the latency bound and the throughput band are relative to the baseline
-            high = np.flatnonzero(lat_sorted[j0:j1] > bound)
-            if high.size:
-                signs.append(float(arr_sorted[j0 + high[0]]))
-            kf = int(math.ceil((f - t0) / B - 1e-9))
-            kh = int(math.floor((horizon - t0) / B + 1e-9))
-            sign_bad = ~(tp_trailing_ok[kf:kh] & lat_ok[kf:kh])
-            bad = np.flatnonzero(sign_bad)
-            if bad.size:
-                signs.append(float(edges[kf + bad[0] + 1]))  # known at the end of that bucket
-        sys_ev = _first_system_event(trace.timeline, p.system_detection_kinds, f, horizon)
+        signs, j0 = self._signs(f, horizon, mine)
+        sys_ev = _first_system_event(self.trace.timeline, p.system_detection_kinds, f, horizon)
         sys_det = None if sys_ev is None else sys_ev.t - f
-        detection: float | None
-        rec: RecoveryTime | None
-        if not has_baseline:
+        common = dict(t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
+                      gap_end=ge, output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
+                      system_detection_event=None if sys_ev is None else sys_ev.kind)
+        if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
-            faults.append(
-                FaultMetrics(
-                    t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
-                    gap_end=ge, output_symptom=detection, output_gap=out_gap, catch_up=None, recovery_time=None,
-                    recovered_at=None, first_output_after=first_after, peak_latency=math.nan, failure_cost=None,
-                    verdict="outage" if downtime > p.outage_seconds else "unknown",
-                    system_detection=sys_det, system_detection_event=None if sys_ev is None else sys_ev.kind,
-                )
-            )
-            continue
-        if not signs:
-            detection, rec, rec_at = None, 0.0, f
-        else:
-            d_t = min(signs)
-            detection = d_t - f
-            kb = int(math.floor((d_t - t0) / B))
-            cand = np.flatnonzero(run[kb:nb] >= hold_b) + kb
-            cand = cand[edges[cand] + hold_b * B <= horizon + 1e-9]
-            if cand.size:
-                rec_at = max(float(edges[cand[0]]), d_t)
-                rec = rec_at - f
-            else:
-                rec, rec_at = NOT_RECOVERED, None
+            return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,
+                                recovered_at=None, peak_latency=math.nan, failure_cost=None,
+                                verdict="outage" if downtime > p.outage_seconds else "unknown")
+        detection, rec, rec_at = self._recovery(f, horizon, signs)
         recovered = not isinstance(rec, NotRecovered)
-        if detection is None:
-            w_end = f + p.hold_seconds
-        elif recovered:
-            w_end = rec_at  # type: ignore[assignment]
-        else:
-            w_end = t_end
-        lw = lat_sorted[j0 : int(np.searchsorted(arr_sorted, w_end, side="right"))]
-        lw = lw[np.isfinite(lw)]
-        peak = float(lw.max()) if lw.size else math.nan
-        if not recovered and pend_send.size:
-            # inputs still unprocessed at the end have waited at least this long
-            k0 = int(np.searchsorted(pend_send, f, side="left"))
-            if k0 < pend_send.size and pend_send[k0] <= horizon:
-                peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
+        peak = self._peak_latency(f, horizon, j0, detection, recovered, rec_at)
         if math.isnan(peak):
             cost = 0.0
         else:
-            cost = max(0.0, peak - b99) if math.isfinite(b99) else math.nan
+            cost = max(0.0, peak - self.b99) if math.isfinite(self.b99) else math.nan
         catch_up = None if not recovered or detection is None else max(0.0, float(rec) - detection - out_gap)
         if detection is None:
             verdict = "masked"
@@ -779,69 +775,128 @@ def compute_metrics(
             verdict = "outage"
         else:
             verdict = "degraded"
-        faults.append(
-            FaultMetrics(
-                t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
-                gap_end=ge, output_symptom=detection, output_gap=out_gap, catch_up=catch_up, recovery_time=rec,
-                recovered_at=rec_at if recovered else None, first_output_after=first_after,
-                peak_latency=peak, failure_cost=cost, verdict=verdict,
-                system_detection=sys_det, system_detection_event=None if sys_ev is None else sys_ev.kind,
-            )
-        )
+        return FaultMetrics(**common, output_symptom=detection, catch_up=catch_up, recovery_time=rec,
+                            recovered_at=rec_at if recovered else None, peak_latency=peak, failure_cost=cost,
+                            verdict=verdict)
 
-    recovery_run: RecoveryTime | None
-    cost_run: float | None
-    if faults:
-        downtime_run = max(f.downtime for f in faults)
-        rts = [f.recovery_time for f in faults]
-        costs = [f.failure_cost for f in faults]
-        if any(isinstance(r, NotRecovered) for r in rts):
-            recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
-        elif any(r is None for r in rts):
-            recovery_run = None
+    def _signs(self, f: float, horizon: float, mine: np.ndarray) -> tuple[list[float], int]:
+        """The times of the output's first signs of a fault at ``f`` (detection), and the index of
+        the first output at or after ``f``."""
+        t0, B, arr_sorted = self.t0, self.B, self.arr_sorted
+        signs = []
+        if mine.size:
+            signs.append(max(float(self.ab_start[mine].min()), f))
+        j0, j1 = np.searchsorted(arr_sorted, [f, horizon], side="left")
+        if self.has_baseline:  # the latency bound and the throughput band are relative to the baseline
+            high = np.flatnonzero(self.lat_sorted[j0:j1] > self.bound)
+            if high.size:
+                signs.append(float(arr_sorted[j0 + high[0]]))
+            kf = int(math.ceil((f - t0) / B - 1e-9))
+            kh = int(math.floor((horizon - t0) / B + 1e-9))
+            sign_bad = ~(self.tp_trailing_ok[kf:kh] & self.lat_ok[kf:kh])
+            bad = np.flatnonzero(sign_bad)
+            if bad.size:
+                signs.append(float(self.edges[kf + bad[0] + 1]))  # known at the end of that bucket
+        return signs, j0
+
+    def _recovery(self, f: float, horizon: float,
+                  signs: list[float]) -> tuple[float | None, RecoveryTime, float | None]:
+        """(detection, recovery time, recovered at) of a fault at ``f`` with these signs."""
+        if not signs:
+            return None, 0.0, f
+        t0, B, nb, hold_b, edges = self.t0, self.B, self.nb, self.hold_b, self.edges
+        d_t = min(signs)
+        kb = int(math.floor((d_t - t0) / B))
+        cand = np.flatnonzero(self.run[kb:nb] >= hold_b) + kb
+        cand = cand[edges[cand] + hold_b * B <= horizon + 1e-9]
+        if cand.size:
+            rec_at = max(float(edges[cand[0]]), d_t)
+            return d_t - f, rec_at - f, rec_at
+        return d_t - f, NOT_RECOVERED, None
+
+    def _peak_latency(self, f: float, horizon: float, j0: int, detection: float | None, recovered: bool,
+                      rec_at: float | None) -> float:
+        """The peak latency of outputs in ``[f, T]`` (see *failure cost*); NaN without outputs."""
+        t_end, pend_send = self.t_end, self.pend_send
+        if detection is None:
+            w_end = f + self.p.hold_seconds
+        elif recovered:
+            w_end = rec_at  # type: ignore[assignment]
         else:
-            recovery_run = max(rts)  # type: ignore[type-var]
-        cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
-    else:
-        # no fault: the longest abnormal gap during the load phase still counts as downtime
-        sel = ab_start >= load_start
-        downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
-        recovery_run, cost_run = 0.0, 0.0
+            w_end = t_end
+        lw = self.lat_sorted[j0 : int(np.searchsorted(self.arr_sorted, w_end, side="right"))]
+        lw = lw[np.isfinite(lw)]
+        peak = float(lw.max()) if lw.size else math.nan
+        if not recovered and pend_send.size:
+            # inputs still unprocessed at the end have waited at least this long
+            k0 = int(np.searchsorted(pend_send, f, side="left"))
+            if k0 < pend_send.size and pend_send[k0] <= horizon:
+                peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
+        return peak
 
-    # Overall percentiles describe the measured part of the run (load + drain), not the startup
-    # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
-    measured = lat_sorted[int(np.searchsorted(arr_sorted, load_start, side="left")):]
-    lat_fin = measured[np.isfinite(measured)]
-    if lat_fin.size:
-        o50, o95, o99 = (float(v) for v in np.quantile(lat_fin, [0.5, 0.95, 0.99]))
-        peak_all = float(lat_fin.max())
-    else:
-        o50 = o95 = o99 = peak_all = math.nan
-    load_dur = max(load_end - load_start, 1e-9)
-    rt_mean = float(np.count_nonzero((first_ts >= load_start) & (first_ts <= load_end))) / load_dur
+    def _run_totals(self, faults: list[FaultMetrics]) -> tuple[float, RecoveryTime | None, float | None]:
+        """The run's downtime, recovery time and failure cost: the worst over its faults."""
+        recovery_run: RecoveryTime | None
+        cost_run: float | None
+        if faults:
+            downtime_run = max(f.downtime for f in faults)
+            rts = [f.recovery_time for f in faults]
+            costs = [f.failure_cost for f in faults]
+            if any(isinstance(r, NotRecovered) for r in rts):
+                recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
+            elif any(r is None for r in rts):
+                recovery_run = None
+            else:
+                recovery_run = max(rts)  # type: ignore[type-var]
+            cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
+        else:
+            # no fault: the longest abnormal gap during the load phase still counts as downtime
+            sel = self.ab_start >= self.load_start
+            downtime_run = float(self.ab_len[sel].max()) if sel.any() else 0.0
+            recovery_run, cost_run = 0.0, 0.0
+        return downtime_run, recovery_run, cost_run
 
-    return RunMetrics(
-        params=p,
-        t0=t0,
-        t_end=t_end,
-        load_start=load_start,
-        load_end=load_end,
-        series=Series(
-            t=edges[:-1], input=inp, outputs=outr, output_ids=out_ids, reliable=reliable, reliable_smoothed=smooth,
-            latency_p50=bl[0], latency_p95=bl[1], latency_p99=bl[2], latency_max=bl[4], backlog=backlog, in_band=ok,
-        ),
-        latency=LatencySummary(o50, o95, o99, peak_all, b50, b95, b99, bound, int(lat_fin.size)),
-        baseline=Baseline(load_start, base_end, base_tp, b50, bound, gap0, downtime_gap),
-        faults=faults,
-        downtime=downtime_run,
-        recovery_time=recovery_run,
-        failure_cost=cost_run,
-        reliable_throughput=rt_mean,
-        batches=micro_batches(trace.batches),
-        stability=_stability([f.recovery_time for f in faults]),
-        output_latency=lat_all,
-        unavailable=unavailable,
-    )
+    def result(self, faults: list[FaultMetrics]) -> RunMetrics:
+        """The :class:`RunMetrics` of the run with these per-fault metrics."""
+        load_start, load_end, first_ts, bl = self.load_start, self.load_end, self.first_ts, self.bl
+        downtime_run, recovery_run, cost_run = self._run_totals(faults)
+        # Overall percentiles describe the measured part of the run (load + drain), not the startup
+        # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
+        measured = self.lat_sorted[int(np.searchsorted(self.arr_sorted, load_start, side="left")):]
+        lat_fin = measured[np.isfinite(measured)]
+        if lat_fin.size:
+            o50, o95, o99 = (float(v) for v in np.quantile(lat_fin, [0.5, 0.95, 0.99]))
+            peak_all = float(lat_fin.max())
+        else:
+            o50 = o95 = o99 = peak_all = math.nan
+        load_dur = max(load_end - load_start, 1e-9)
+        rt_mean = float(np.count_nonzero((first_ts >= load_start) & (first_ts <= load_end))) / load_dur
+
+        return RunMetrics(
+            params=self.p,
+            t0=self.t0,
+            t_end=self.t_end,
+            load_start=load_start,
+            load_end=load_end,
+            series=Series(
+                t=self.edges[:-1], input=self.inp, outputs=self.outr, output_ids=self.out_ids, reliable=self.reliable,
+                reliable_smoothed=self.smooth, latency_p50=bl[0], latency_p95=bl[1], latency_p99=bl[2],
+                latency_max=bl[4], backlog=self.backlog, in_band=self.ok,
+            ),
+            latency=LatencySummary(o50, o95, o99, peak_all, self.b50, self.b95, self.b99, self.bound,
+                                   int(lat_fin.size)),
+            baseline=Baseline(load_start, self.base_end, self.base_tp, self.b50, self.bound, self.gap0,
+                              self.downtime_gap),
+            faults=faults,
+            downtime=downtime_run,
+            recovery_time=recovery_run,
+            failure_cost=cost_run,
+            reliable_throughput=rt_mean,
+            batches=micro_batches(self.trace.batches),
+            stability=_stability([f.recovery_time for f in faults]),
+            output_latency=self.lat_all,
+            unavailable=self.unavailable,
+        )
 
 
 def _first_system_event(timeline: list[TimelineEvent], kinds: tuple[str, ...], f: float,

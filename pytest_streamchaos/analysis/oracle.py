@@ -1,7 +1,7 @@
 """Oracles: which input ids each expected output should contain (PGVal's ground truth).
 
 An oracle turns the sent records into *expected pairs* ``(group, sent row)``: "the input in row
-``r`` of :class:`~pytest_streamchaos.analysis.trace.SentRecords` must appear in the output of group
+``r`` of :class:`~pytest_streamchaos.records.SentRecords` must appear in the output of group
 ``g``" -- and tells, for every recorded output, which group it is (:meth:`Oracle.assign`). Groups are
 int64 codes so the validator stays vectorised; :meth:`Expected.label` renders one for messages.
 
@@ -26,14 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .trace import OutputRecords, SentRecords
-
-if TYPE_CHECKING:
-    from .validate import GuaranteeReport
+from ..records import OutputRecords, SentRecords
+from .guarantee import GuaranteeReport, IdIndex
 
 #: :meth:`Oracle.assign` codes for outputs that are not an expected output's group.
 IGNORE = -1  #: output does not count (e.g. a window not finalized at the end of the run, another topic)
@@ -448,8 +446,6 @@ class CustomOracle(Oracle):
         self._codes: dict[Hashable, int] = {}
 
     def _expected(self, sent: SentRecords, keep: np.ndarray) -> Expected:
-        from .validate import IdIndex  # late import: validate imports this module
-
         mapping = self.fn(sent)
         index = IdIndex(np.asarray(sent.ids))
         self._codes = {}

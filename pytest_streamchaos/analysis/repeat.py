@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from . import keys
+from .guarantee import GUARANTEES, SATISFIES
 from .metrics import NOT_RECOVERED, LatencySummary
 from .result import SCHEMA_VERSION, ChaosRun
 from .sla import SLA, SLAViolation, Violation, check_sla
-from .validate import GUARANTEES, SATISFIES
 
 #: metrics a RepeatedRun aggregates (attribute names of ChaosRun); latency is aggregated per field
 METRICS: tuple[str, ...] = ("lost", "duplicates", "incorrect", "reliability", "downtime", "recovery_time",

@@ -29,6 +29,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import TimelineEvent, Trace
+from .guarantee import GuaranteeReport, _check_guarantee
 from .metrics import (
     NOT_RECOVERED,
     FaultMetrics,
@@ -41,8 +43,7 @@ from .metrics import (
 )
 from .oracle import IdentityOracle, Oracle
 from .sla import SLA, SLAViolation, Violation, check_sla, render_timeline
-from .trace import TimelineEvent, Trace
-from .validate import GuaranteeReport, _check_guarantee, validate
+from .validate import validate
 
 __all__ = ["ChaosRun", "NOT_RECOVERED", "SCHEMA_VERSION"]
 

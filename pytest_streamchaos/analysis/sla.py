@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .trace import TimelineEvent
-from .validate import GUARANTEES, SATISFIES
+from ..records import TimelineEvent
+from .guarantee import GUARANTEES, SATISFIES
 
 
 @dataclass(frozen=True)

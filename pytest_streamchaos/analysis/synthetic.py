@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
+from ..records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
 T0 = 1_700_000_000.0
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import jobgroup
 from pytest_streamchaos.stack.base import Endpoint
 
@@ -54,17 +55,19 @@ class FaultContext:
         if self.recorder is None:
             return
 
+        def probe() -> Any:
+            try:
+                return predicate()
+            except Exception:  # a master between lives answers nothing; keep polling
+                return None
+
         def run() -> None:
-            deadline = time.time() + timeout
-            while time.time() < deadline:
-                try:
-                    got = predicate()
-                    if got:  # a string result names the target more precisely
-                        self.recorder.record(kind, got if isinstance(got, str) else target)
-                        return
-                except Exception:  # a master between lives answers nothing; keep polling
-                    pass
-                time.sleep(0.2)
+            try:
+                got = poll(probe, timeout, lambda _: TimeoutError(kind), interval=0.2, clock=time.time)
+            except TimeoutError:
+                return
+            # a string result names the target more precisely
+            self.recorder.record(kind, got if isinstance(got, str) else target)
 
         threading.Thread(target=run, name=f"watch-{kind}", daemon=True).start()
 
@@ -163,11 +166,8 @@ class KillExecutor:
 
     def confirm(self, planned: PlannedFault, pid: int) -> None:
         """The executor JVM is gone (the worker reaps it: poll, it is not our child)."""
-        deadline = time.time() + CONFIRM_KILL_S
-        while _pid_running(pid):
-            if time.time() > deadline:
-                raise TimeoutError(f"executor pid {pid} still running {CONFIRM_KILL_S:g}s after the signal")
-            time.sleep(0.02)
+        poll(lambda: not _pid_running(pid), CONFIRM_KILL_S, interval=0.02, clock=time.time, on_timeout=lambda _:
+             TimeoutError(f"executor pid {pid} still running {CONFIRM_KILL_S:g}s after the signal"))
 
     def heal(self, planned: PlannedFault, pid: int) -> None:
         """Nothing: the master relaunches a lost executor by itself."""
@@ -304,11 +304,8 @@ class Pause:
         elif kind == "driver":
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
         else:  # one process (executor, the broker helper)
-            deadline = time.time() + CONFIRM_PAUSE_S
-            while _pid_state(h) not in ("stopped", None):
-                if time.time() > deadline:
-                    raise TimeoutError(f"pid {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP")
-                time.sleep(0.02)
+            poll(lambda: _pid_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
+                 on_timeout=lambda _: TimeoutError(f"pid {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
 
     def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
         kind, h = handle

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pytest_streamchaos.analysis.trace import TimelineEvent
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.records import TimelineEvent
 
 #: how often an active fault's ``check`` runs (a delayer that died shows within this)
 CHECK_EVERY_S = 1.0

@@ -142,6 +142,32 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         raise FaultSpecError(f"unknown fault {kind!r}; known faults: {', '.join(sorted(KINDS))}")
     if args:
         raise FaultSpecError(f"@{kind} takes keyword arguments only, e.g. @{kind}(after=30); got {args!r}")
+    allowed = _check_names(kind, fk, kwargs)
+    after_given = "after" in kwargs
+    after, duration, every, times = _schedule(kind, kwargs)
+    index = _index(kind, fk, kwargs.pop("index", None))
+    when = kwargs.pop("when", None)
+    if when is not None:
+        _check_when(kind, fk, when, every)
+        if not after_given:
+            after = AIMED_ARM_AFTER
+    timeout = _num(kind, "timeout", kwargs.pop("timeout", 60.0), strict=True)
+    restart_after = kwargs.pop("restart_after", None)
+    if restart_after is not None:
+        restart_after = _num(kind, "restart_after", restart_after)
+        if duration is not None:
+            raise FaultSpecError(f"@{kind}: give restart_after or duration, not both (both mean 'heal after')")
+    if kind == "kill_driver" and restart_after is None and duration is None:
+        restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
+    target = _target(kind, fk, kwargs, allowed)
+    _check_kind_params(kind, kwargs)
+    return FaultSpec(kind=kind, after=float(after), duration=duration, every=every, times=times, index=index,
+                     when=when, timeout=float(timeout), restart_after=restart_after, target=target,
+                     params=kwargs)
+
+
+def _check_names(kind: str, fk: FaultKind, kwargs: dict[str, Any]) -> dict[str, str]:
+    """Every argument known (did-you-mean otherwise), every required one given; the allowed ones."""
     allowed = {**COMMON_ARGS, **fk.args}
     for name in kwargs:
         if name not in allowed:
@@ -151,8 +177,11 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
     for name in fk.required:
         if name not in kwargs:
             raise FaultSpecError(f"@{kind}: missing required argument {name!r} ({allowed[name]})")
+    return allowed
 
-    after_given = "after" in kwargs
+
+def _schedule(kind: str, kwargs: dict[str, Any]) -> tuple[float, float | None, float | None, int]:
+    """Pops and checks ``after``, ``duration``, ``every``, ``times``."""
     after = _num(kind, "after", kwargs.pop("after", 0.0))
     duration = kwargs.pop("duration", None)
     if duration is not None:
@@ -168,7 +197,10 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         times = 1
     if every is not None and duration is not None and duration >= every:
         raise FaultSpecError(f"@{kind}: duration={duration:g} must be shorter than every={every:g}")
-    index = kwargs.pop("index", None)
+    return after, duration, every, times
+
+
+def _index(kind: str, fk: FaultKind, index: Any) -> int | str | None:
     if index is not None:
         if isinstance(index, bool) or not isinstance(index, (int, str)):
             raise FaultSpecError(f"@{kind}: index={index!r} must be an int position or a role")
@@ -177,23 +209,19 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         if isinstance(index, str) and index not in fk.roles:
             roles = ", ".join(repr(r) for r in fk.roles) or "none (use an int position)"
             raise FaultSpecError(f"@{kind}: index={index!r} is not a role of this fault; roles: {roles}")
-    when = kwargs.pop("when", None)
-    if when is not None:
-        if when not in fk.moments:
-            moments = ", ".join(repr(m) for m in fk.moments) or "none"
-            raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at; moments: {moments}")
-        if every is not None:
-            raise FaultSpecError(f"@{kind}: when= and every= cannot be combined")
-        if not after_given:
-            after = AIMED_ARM_AFTER
-    timeout = _num(kind, "timeout", kwargs.pop("timeout", 60.0), strict=True)
-    restart_after = kwargs.pop("restart_after", None)
-    if restart_after is not None:
-        restart_after = _num(kind, "restart_after", restart_after)
-        if duration is not None:
-            raise FaultSpecError(f"@{kind}: give restart_after or duration, not both (both mean 'heal after')")
-    if kind == "kill_driver" and restart_after is None and duration is None:
-        restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
+    return index
+
+
+def _check_when(kind: str, fk: FaultKind, when: Any, every: float | None) -> None:
+    if when not in fk.moments:
+        moments = ", ".join(repr(m) for m in fk.moments) or "none"
+        raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at; moments: {moments}")
+    if every is not None:
+        raise FaultSpecError(f"@{kind}: when= and every= cannot be combined")
+
+
+def _target(kind: str, fk: FaultKind, kwargs: dict[str, Any], allowed: dict[str, str]) -> str | None:
+    """Checks ``signal`` and pops ``target`` (network faults default to ``kafka``)."""
     signal = kwargs.get("signal")
     if signal is not None and signal not in ("SIGKILL", "SIGTERM"):
         raise FaultSpecError(f"@{kind}: signal={signal!r} must be 'SIGKILL' or 'SIGTERM'")
@@ -206,6 +234,11 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
     if fk.network:
         target = target or "kafka"
         _check_net_target(kind, target)
+    return target
+
+
+def _check_kind_params(kind: str, kwargs: dict[str, Any]) -> None:
+    """The arguments of one kind (``ms``, ``percent``, ``kbit``, ``count``); fills defaults in."""
     if kind == "network_delay":
         _num(kind, "ms", kwargs["ms"], strict=True)
         _num(kind, "jitter_ms", kwargs.setdefault("jitter_ms", 0))
@@ -220,9 +253,6 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         _num(kind, "kbit", kwargs["kbit"], strict=True)
     if kind == "poison_records":
         kwargs["count"] = int(_num(kind, "count", kwargs.get("count", 1), minimum=1, integer=True))
-    return FaultSpec(kind=kind, after=float(after), duration=duration, every=every, times=times, index=index,
-                     when=when, timeout=float(timeout), restart_after=restart_after, target=target,
-                     params=kwargs)
 
 
 def _check_net_target(kind: str, target: str) -> None:

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 
 from pytest_streamchaos.faults.iptables import NetFaultError
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.stack import ports
 
 STREAMS = ("downstream", "upstream", "both")
 
@@ -231,12 +233,6 @@ class TcpProxy(Link):
             self._thread.join(10)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class ToxiproxyServer:
     """A ``toxiproxy-server`` process on 127.0.0.1 (own process group, registered with the reaper)."""
 
@@ -246,22 +242,31 @@ class ToxiproxyServer:
             raise NetFaultError("no `toxiproxy-server` on PATH: install Toxiproxy, or use TcpProxy")
         from pytest_streamchaos.stack.reaper import get_reaper
 
-        self.port = port or _free_port()
+        self.port = port or ports.free_port()
         self.proc = subprocess.Popen([exe, "-host", "127.0.0.1", "-port", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         get_reaper().register_pgid(self.proc.pid)
-        deadline = time.monotonic() + timeout
-        while True:
+        last: list[OSError | None] = [None]
+
+        def failed() -> NetFaultError:
+            self.stop()
+            err = NetFaultError(f"toxiproxy-server on 127.0.0.1:{self.port} did not come up "
+                                f"(exit code {self.proc.poll()}, last error {last[0]})")
+            err.__cause__ = last[0]
+            return err
+
+        def up() -> bool:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
+                return True
             except OSError as exc:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise NetFaultError(f"toxiproxy-server on 127.0.0.1:{self.port} did not come up "
-                                        f"(exit code {self.proc.poll()}, last error {exc})") from exc
-                time.sleep(0.05)
+                last[0] = exc
+                if self.proc.poll() is not None:  # it died: waiting longer cannot help
+                    raise failed() from exc
+                return False
+
+        poll(up, timeout, lambda _: failed())
 
     def stop(self) -> None:
         from pytest_streamchaos.stack.reaper import get_reaper
@@ -286,7 +291,7 @@ class ToxiproxyLink(Link):
 
         APIConsumer.host, APIConsumer.port = "127.0.0.1", server.port
         self._api = Toxiproxy()
-        self.port = _free_port()
+        self.port = ports.free_port()
         self.name = name or f"sc-{upstream_port}-{self.port}"
         self._proxy = self._api.create(upstream=f"{upstream_host}:{upstream_port}", name=self.name,
                                        listen=f"127.0.0.1:{self.port}")

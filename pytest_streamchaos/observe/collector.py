@@ -4,7 +4,7 @@ A background thread consumes every partition of the output topic(s) from the beg
 ``isolation.level=read_committed`` (no consumer group offsets: partitions are assigned, never
 committed) and records, per output record, its arrival time (``time.time()``, the generator's clock),
 the input id(s) it carries, and its key / event-time window when present. The result is an
-:class:`~pytest_streamchaos.analysis.trace.OutputRecords` in CSR layout.
+:class:`~pytest_streamchaos.records.OutputRecords` in CSR layout.
 
 Output JSON is read leniently: ids from ``id`` (int) or ``ids`` (list); the key from ``key`` (``"k<n>"``
 or an int; else the Kafka message key); the window from ``window_start``/``window_end`` or
@@ -25,9 +25,9 @@ most ~5 MB or 100,000 produce batches per partition (older data is deleted), and
 implement transaction isolation (records of aborted transactions reach read_committed consumers).
 A real Kafka broker (docker backend) has neither limit.
 
-For the exactly-once sink (:class:`~pytest_streamchaos.spark.kafka_sink.ExactlyOnceKafkaSink`),
+For the exactly-once sink (:class:`~pytest_streamchaos.job.kafka_sink.ExactlyOnceKafkaSink`),
 pass ``commit_log=<its control topic>``: the collector then applies the sink's commit rule itself
-(:class:`~pytest_streamchaos.spark.eos.CommitLog`), so an output counts only once its transaction's
+(:class:`~pytest_streamchaos.job.eos.CommitLog`), so an output counts only once its transaction's
 commit marker is seen, *arrives* at that moment (as under read_committed), and outputs of aborted,
 fenced or replayed attempts are dropped -- on any broker, the mock included.
 
@@ -52,9 +52,10 @@ from typing import Any
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from pytest_streamchaos.analysis.trace import OutputRecords
 from pytest_streamchaos.client_stats import ClientStats
-from pytest_streamchaos.spark.eos import CommitLog, attempt_of
+from pytest_streamchaos.job.eos import CommitLog, attempt_of
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.records import OutputRecords
 
 try:  # orjson is several times faster; optional ("fast" extra)
     import orjson
@@ -333,19 +334,22 @@ class Collector:
         pred = (lambda c: c.count >= condition) if isinstance(condition, int) else condition
         what = what or (f"at least {condition} outputs" if isinstance(condition, int) else
                         getattr(condition, "__name__", "the condition"))
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def holds() -> bool:
             if pred(self):
-                return
+                return True
             if self._thread_error is not None or (self._thread is not None and not self.running):
                 raise RuntimeError(f"collector stopped while waiting for {what}: {self._thread_error!r}")
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"collector on {self.topics}: waited {timeout:.1f}s for {what}; seen {self.count} outputs, "
-                    f"{self.ids_seen} distinct ids, {self.malformed} malformed, {self.lost_to_retention} deleted "
-                    f"before read, last arrival "
-                    f"{_ago(self._last_arrival)}; recent errors: {self._errors[-3:]}")
-            time.sleep(0.01)
+            return False
+
+        def timed_out(_: bool) -> TimeoutError:
+            return TimeoutError(
+                f"collector on {self.topics}: waited {timeout:.1f}s for {what}; seen {self.count} outputs, "
+                f"{self.ids_seen} distinct ids, {self.malformed} malformed, {self.lost_to_retention} deleted "
+                f"before read, last arrival "
+                f"{_ago(self._last_arrival)}; recent errors: {self._errors[-3:]}")
+
+        poll(holds, timeout, timed_out, interval=0.01)
 
     def outputs(self) -> OutputRecords:
         """The outputs collected so far, in arrival order (a snapshot).

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_streamchaos.analysis.trace import OutputRecords
+from pytest_streamchaos.records import OutputRecords
 
 IdSpec = str | Callable[[Any, Any], Sequence[int]]
 

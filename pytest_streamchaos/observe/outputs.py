@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.analysis.trace import OutputRecords, concat_outputs
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.file_sink import FileSinkCollector
+from pytest_streamchaos.records import OutputRecords, concat_outputs
 
 #: how input ids are read from an output: "key" (the Kafka message key), a JSON field path, or a
 #: callable ``(value, key) -> ids``; None: the built-in ``id`` / ``ids`` fields

@@ -8,7 +8,7 @@ Two sources, both readable from the pytest process while the job runs and across
   StreamingQueryProgress), next to ``SparkListenerExecutorAdded/Removed`` and
   ``SparkListenerApplicationStart/End``. :class:`EventLogTailer` reads new complete lines of every
   file incrementally; :class:`SparkProgress` turns them into ``Trace.batches`` dicts and
-  :class:`~pytest_streamchaos.analysis.trace.TimelineEvent` objects.
+  :class:`~pytest_streamchaos.records.TimelineEvent` objects.
   The launcher writes plain files (``spark.eventLog.compress=false``,
   ``spark.eventLog.rolling.enabled=false``; Spark 4 defaults to zstd-compressed rolling logs, which
   cannot be tailed while written).
@@ -31,7 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.records import TimelineEvent
 
 EV_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
@@ -278,18 +279,19 @@ class SparkProgress:
     def wait_for(self, predicate: Callable[[SparkProgress], bool], timeout: float, what: str,
                  interval: float = 0.25) -> None:
         """Poll until ``predicate(self)`` holds; raise ``TimeoutError`` naming ``what`` and the last state."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def holds() -> bool:
             self.poll()
-            if predicate(self):
-                return
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"timed out after {timeout:.0f}s waiting for {what}; last seen: apps={self.app_ids}, "
-                    f"{len(self.batches)} progress events (last batchId {self.last_batch_id()}), "
-                    f"timeline kinds {[e.kind for e in self.timeline[-5:]]} in {self.tailer.directory}"
-                )
-            time.sleep(interval)
+            return bool(predicate(self))
+
+        def timed_out(_: bool) -> TimeoutError:
+            return TimeoutError(
+                f"timed out after {timeout:.0f}s waiting for {what}; last seen: apps={self.app_ids}, "
+                f"{len(self.batches)} progress events (last batchId {self.last_batch_id()}), "
+                f"timeline kinds {[e.kind for e in self.timeline[-5:]]} in {self.tailer.directory}"
+            )
+
+        poll(holds, timeout, timed_out, interval=interval)
 
 
 class CheckpointWatcher:
@@ -371,14 +373,12 @@ class CheckpointWatcher:
 
     def wait_for_commit(self, batch_id: int, timeout: float, interval: float = 0.2) -> None:
         """Poll until batch ``batch_id`` (or a later one) is committed; ``TimeoutError`` otherwise."""
-        deadline = time.monotonic() + timeout
-        while True:
-            done = self.latest_committed_batch()
-            if done is not None and done >= batch_id:
-                return
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"timed out after {timeout:.0f}s waiting for batch {batch_id} to be committed in "
-                    f"{self.checkpoint_dir}; last committed {done}, last planned {self.latest_offset_batch()}"
-                )
-            time.sleep(interval)
+        seen: list[int | None] = [None]
+
+        def committed() -> bool:
+            done = seen[0] = self.latest_committed_batch()
+            return done is not None and done >= batch_id
+
+        poll(committed, timeout, interval=interval, on_timeout=lambda _: TimeoutError(
+            f"timed out after {timeout:.0f}s waiting for batch {batch_id} to be committed in "
+            f"{self.checkpoint_dir}; last committed {seen[0]}, last planned {self.latest_offset_batch()}"))

@@ -1,5 +1,9 @@
-"""Job side: the launcher's environment contract and the Kafka source/sink helpers a PySpark job uses.
+"""The job-facing API under its public import path, and the harness's launcher.
 
+What a job imports (``job_config``, ``read_kafka``, the sinks, ...) lives in the job-side package
+:mod:`pytest_streamchaos.job`; this package re-exports it, so ``from pytest_streamchaos.spark import
+job_config, read_kafka, ExactlyOnceKafkaSink`` keeps working, and so do the old module paths
+(``pytest_streamchaos.spark.kafka_sink`` is the module ``pytest_streamchaos.job.kafka_sink``).
 A job typically does::
 
     from pytest_streamchaos.spark import job_config, read_kafka, ExactlyOnceKafkaSink
@@ -10,26 +14,16 @@ A job typically does::
     (df.writeStream.foreachBatch(sink).option("checkpointLocation", cfg.checkpoint_dir)
        .trigger(processingTime=cfg.trigger_interval).start().awaitTermination())
 
-Imports of the Spark-facing modules are lazy so that ``job_config`` works without pyspark loaded.
+Harness side (never imported by a job): :mod:`.launcher` (``spark-submit``, kill / restart of the
+driver) and :mod:`.kafka_shim` (the ``kafka.DefaultSource`` shim jar the launcher puts on the class
+path). Imports of the Spark-facing modules are lazy so that ``job_config`` works without pyspark.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_streamchaos.spark.config import JobConfig, JobConfigError, job_config
-
-_LAZY = {
-    "read_kafka": "pytest_streamchaos.spark.kafka",
-    "register_kafka_source": "pytest_streamchaos.spark.kafka",
-    "has_kafka_connector": "pytest_streamchaos.spark.kafka",
-    "KafkaDataSource": "pytest_streamchaos.spark.kafka_source",
-    "write_kafka_batch": "pytest_streamchaos.spark.kafka_sink",
-    "ExactlyOnceKafkaSink": "pytest_streamchaos.spark.kafka_sink",
-    "CommittedOutputReader": "pytest_streamchaos.spark.kafka_sink",
-    "KafkaSinkError": "pytest_streamchaos.spark.kafka_sink",
-    "SinkFencedError": "pytest_streamchaos.spark.kafka_sink",
-}
+from pytest_streamchaos.job import _LAZY, JobConfig, JobConfigError, job_config
 
 __all__ = ["JobConfig", "JobConfigError", "job_config", *_LAZY]
 

@@ -23,8 +23,18 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-#: the Java source tree of the shim (top-level ``fixtures/``, not package code)
-SHIM_SOURCE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "kafka-shim"
+from pytest_streamchaos.assets import fixture_path, fixture_roots
+
+
+def _shim_source_dir() -> Path:
+    try:
+        return fixture_path("kafka-shim")
+    except FileNotFoundError:  # reported when the source is read, naming the fix
+        return fixture_roots()[0] / "kafka-shim"
+
+
+#: the Java source tree of the shim (top-level ``fixtures/``, not package code; see :mod:`pytest_streamchaos.assets`)
+SHIM_SOURCE_DIR = _shim_source_dir()
 SHIM_CLASS = "kafka/DefaultSource"
 _JDK_FIX = "apt-get install openjdk-17-jdk-headless"
 
@@ -44,8 +54,8 @@ def _java_source() -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise KafkaShimError(f"shim source {path} is missing; reinstall pytest-streamchaos from its "
-                             "source tree (pip install -e .)") from None
+        raise KafkaShimError(f"shim source {path} is missing; reinstall pytest-streamchaos (pip install "
+                             "pytest-streamchaos, or pip install -e . from its source tree)") from None
 
 
 def _javac() -> str:

@@ -36,9 +36,10 @@ from typing import Any
 
 import psutil
 
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.assets import read_fixture
+from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.spark.config import JobConfig
+from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.spark.kafka_shim import KafkaShimError, kafka_shim_jar
 from pytest_streamchaos.stack import cds, ports
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -580,20 +581,6 @@ class JobLauncher:
 
 # Spark's INFO output per micro-batch is large; keep WARN, plus the lines that say what the cluster did
 # with the application (its id, executors added/removed).
-_LOG4J2 = """\
-rootLogger.level = warn
-rootLogger.appenderRef.stdout.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n%ex
-logger.client.name = org.apache.spark.deploy.client.StandaloneAppClient$ClientEndpoint
-logger.client.level = info
-logger.backend.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
-logger.backend.level = info
-logger.sc.name = org.apache.spark.SparkContext
-logger.sc.level = info
-"""
+_LOG4J2 = read_fixture("spark", "log4j2.properties")
 
 __all__ = ["DEFAULT_CONF", "JobFailed", "JobLauncher", "Launch", "LaunchError", "SparkJob", "spark_home"]

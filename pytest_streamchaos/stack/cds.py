@@ -13,7 +13,7 @@ and at dump time no *non-empty* directory may be on it. Spark puts ``SPARK_CONF_
 class path, so the plugin's Spark JVMs share one empty conf dir in the cache (:func:`conf_dir`);
 configuration goes in through ``--conf`` and ``-Dlog4j2.configurationFile`` instead.
 
-Build: ``python -m pytest_streamchaos.stack.cds`` (``./dev`` runs it once per machine).
+Build: ``python -m pytest_streamchaos.spark.prepare`` (``./dev`` runs it; a no-op once built).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 KINDS = ("driver", "executor")
@@ -116,27 +115,3 @@ _SPARK_JAVA_OPTS = ["-XX:+IgnoreUnrecognizedVMOptions", "--add-modules=jdk.incub
         "java.base/java.util.concurrent.atomic", "java.base/jdk.internal.ref", "java.base/sun.nio.ch",
         "java.base/sun.nio.cs", "java.base/sun.security.action", "java.base/sun.util.calendar",
         "java.security.jgss/sun.security.krb5")]
-
-
-def main() -> int:
-    """Build the driver and executor archives for this machine (skipping those already built)."""
-    from pytest_streamchaos.spark.kafka_shim import kafka_shim_jar
-    from pytest_streamchaos.stack.environment import check_spark_environment
-
-    env = check_spark_environment()
-    java = str(env.java)
-    train = Path(__file__).resolve().parent.parent.parent / "fixtures" / "cds" / "train.py"
-    extras = {"driver": str(kafka_shim_jar()), "executor": ""}
-    for kind in KINDS:
-        path = archive_path(kind, java, env.spark_home, extras[kind])
-        if path.is_file():
-            print(f"cds: {kind} archive up to date: {path}")
-            continue
-        t = time.monotonic()
-        build(kind, java, env.spark_home, train, extras[kind])
-        print(f"cds: built the {kind} archive in {time.monotonic() - t:.0f}s: {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,14 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_streamchaos.settings import Settings
+from pytest_streamchaos.settings import SETTINGS_KEY, Settings
 
 
 @pytest.fixture(scope="session")
 def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
     """The session's resolved plugin settings (options > ini > defaults)."""
-    from pytest_streamchaos.plugin import SETTINGS_KEY
-
     return pytestconfig.stash[SETTINGS_KEY]
 
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
 from pytest_streamchaos.stack.kafka_mock import API_KEYS  # loads no library
 
@@ -35,7 +36,9 @@ class _HelperProcess:
     """The helper: own session/process group, stderr to a log file, a JSON-line pipe on stdin/stdout.
 
     (Not a :class:`~.process.ManagedProcess`: that one points stdin at /dev/null and stdout at the log,
-    while this helper needs both ends of a pipe - the pipe is its lifeline.)
+    while this helper needs both ends of a pipe - the pipe is its lifeline. To have one process
+    supervisor, ManagedProcess needs a pipe mode - stdin and stdout as pipes, stderr to the log -
+    after which this class keeps only ``send`` / ``read_line`` and the pipe-closing ``stop``.)
     """
 
     def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str]) -> None:
@@ -382,9 +385,10 @@ class LocalKafkaCluster(KafkaCluster):
     def _await_topic(self, name: str, partitions: int, replication: int, timeout: float) -> None:
         """Poll a fresh client's metadata until ``name`` has exactly ``partitions`` partitions, each
         with a leader and ``replication`` replicas; a different partition count fails at once."""
-        deadline = time.monotonic() + timeout
-        last = "not listed"
-        while True:
+        deadline = time.monotonic() + timeout  # also bounds each metadata request
+        last = ["not listed"]
+
+        def ready() -> bool:
             t = self._fresh_metadata(max(0.5, deadline - time.monotonic())).topics.get(name)
             if t is not None and t.error is None and t.partitions:
                 if len(t.partitions) != partitions:
@@ -393,14 +397,15 @@ class LocalKafkaCluster(KafkaCluster):
                 leaderless = sorted(p for p, pm in t.partitions.items() if pm.leader < 0)
                 short = sorted(p for p, pm in t.partitions.items() if len(pm.replicas) != replication)
                 if not leaderless and not short:
-                    return
-                last = f"partitions without a leader {leaderless}, with other than {replication} replicas {short}"
+                    return True
+                last[0] = f"partitions without a leader {leaderless}, with other than {replication} replicas {short}"
             elif t is not None and t.error is not None:
-                last = f"error {t.error}"
-            if time.monotonic() > deadline:
-                raise StackError(f"topic {name!r} ({partitions} partitions, replication {replication}) not ready "
-                                 f"within {timeout:g}s as a fresh client sees it: {last}")
-            time.sleep(0.05)
+                last[0] = f"error {t.error}"
+            return False
+
+        poll(ready, timeout, interval=0.05, on_timeout=lambda _: StackError(
+            f"topic {name!r} ({partitions} partitions, replication {replication}) not ready "
+            f"within {timeout:g}s as a fresh client sees it: {last[0]}"))
 
     def _fresh_metadata(self, timeout: float):
         """All topics' metadata from a new client (nothing cached; it never auto-creates a topic: the

@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
@@ -432,12 +433,9 @@ class LocalSparkCluster(SparkCluster):
             shutil.rmtree(data)  # a restarted ZooKeeper starts empty; masters recreate their nodes
         data.mkdir(parents=True)
         cfg = self.workdir / "conf" / "zoo.cfg"
-        cfg.write_text(
-            f"tickTime={ZK_TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\n"
-            f"clientPort={port}\nclientPortAddress={HOST}\nmaxClientCnxns=100\n"
-            f"minSessionTimeout={2 * ZK_TICK_MS}\nmaxSessionTimeout={ZK_MAX_SESSION_MS}\n"
-            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
-        )
+        cfg.write_text(read_fixture("zookeeper", "zoo.cfg.template").format(
+            tick_ms=ZK_TICK_MS, data_dir=data, port=port, host=HOST, min_session_ms=2 * ZK_TICK_MS,
+            max_session_ms=ZK_MAX_SESSION_MS))
         tmp_opts = jvm_tmp_opts(self.workdir / "local").split()
         argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(), *tmp_opts,
                 "-Dzookeeper.admin.enableServer=false", "-cp", f"{self.env.jars}/*", ZOOKEEPER_CLASS, str(cfg)]

@@ -1,7 +1,7 @@
 """The load generator: paced, keyed, optionally skewed/late/poisoned input into a Kafka topic.
 
 It runs in a background thread of the pytest process and records the ground truth's raw material
-(:class:`~pytest_streamchaos.analysis.trace.SentRecords`) for every record the broker acknowledged.
+(:class:`~pytest_streamchaos.records.SentRecords`) for every record the broker acknowledged.
 
 Pacing is a token bucket on ``time.monotonic``: every tick (10 ms by default) the thread produces
 the records that are due since the start, so the rate does not drift over long runs. A generator
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from pytest_streamchaos.analysis.trace import SentRecords
 from pytest_streamchaos.client_stats import ClientStats
+from pytest_streamchaos.records import SentRecords
 from pytest_streamchaos.workload import records
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,55 @@ class _Buffers:
             new[: self.capacity] = old
             self.extra[name] = new
         self.capacity = cap
+
+
+
+def _check_args(*, bootstrap_servers: str, topic: str, rate: float, key_space: int, skew: float, record_size: int,
+                late_fraction: float, late_by_seconds: float | tuple[float, float], partitions: int | None,
+                max_records: int | None, message_timeout_s: float, tick_s: float, max_lag_s: float,
+                record_factory: records.RecordFactory | None,
+                annotate: Mapping[str, Annotation] | None) -> tuple[float, float]:
+    """:class:`Generator`'s arguments checked (``ValueError`` naming the argument); the late range."""
+    _check(bool(bootstrap_servers), "bootstrap_servers is empty; pass kafka.bootstrap_servers")
+    _check(bool(topic), "topic is empty; pass the name returned by kafka.create_topic(...)")
+    _check(rate > 0, f"rate must be > 0 records/s, got {rate!r}")
+    _check(key_space >= 1, f"key_space must be >= 1, got {key_space!r}")
+    _check(skew >= 0, f"skew (Zipf exponent) must be >= 0, got {skew!r}")
+    _check(0 <= record_size <= records.MAX_RECORD_SIZE,
+           f"record_size must be in [0, {records.MAX_RECORD_SIZE}], got {record_size!r}")
+    _check(0.0 <= late_fraction <= 1.0, f"late_fraction must be in [0, 1], got {late_fraction!r}")
+    lo, hi = (late_by_seconds, late_by_seconds) if np.isscalar(late_by_seconds) else late_by_seconds
+    _check(0 <= lo <= hi, f"late_by_seconds must be >= 0 (or a (lo, hi) range), got {late_by_seconds!r}")
+    _check(partitions is None or partitions >= 1, f"partitions must be None or >= 1, got {partitions!r}")
+    _check(max_records is None or max_records >= 0, f"max_records must be >= 0, got {max_records!r}")
+    _check(message_timeout_s > 0 and tick_s > 0 and max_lag_s > 0,
+           "message_timeout_s, tick_s and max_lag_s must be > 0")
+    _check(record_factory is None or callable(record_factory),
+           f"record_factory must be a callable (RecordSpec -> value), got {record_factory!r}")
+    _check(not annotate or record_factory is not None,
+           "annotate= needs a record_factory (annotations are computed from its output)")
+    _check(all(callable(f) for f in (annotate or {}).values()),
+           "annotate must map names to callables (spec, output) -> number")
+    return lo, hi
+
+
+def _producer_conf(bootstrap_servers: str, rate: float, message_timeout_s: float, on_error: Callable[..., Any],
+                   producer_config: dict[str, Any] | None) -> dict[str, Any]:
+    """The generator's librdkafka producer configuration (``producer_config`` overrides)."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": int(message_timeout_s * 1000),
+        # Room for the whole retry window at the target rate (a broker may be down that long).
+        "queue.buffering.max.messages": int(min(max(100_000, 1.5 * rate * message_timeout_s), 10_000_000)),
+        "queue.buffering.max.kbytes": 2_097_151,
+        "error_cb": on_error,
+        "logger": logging.getLogger("pytest_streamchaos.workload.librdkafka"),
+        **(producer_config or {}),
+    }
 
 
 class Generator:
@@ -128,26 +177,11 @@ class Generator:
         record_factory: records.RecordFactory | None = None,
         annotate: Mapping[str, Annotation] | None = None,
     ) -> None:
-        _check(bool(bootstrap_servers), "bootstrap_servers is empty; pass kafka.bootstrap_servers")
-        _check(bool(topic), "topic is empty; pass the name returned by kafka.create_topic(...)")
-        _check(rate > 0, f"rate must be > 0 records/s, got {rate!r}")
-        _check(key_space >= 1, f"key_space must be >= 1, got {key_space!r}")
-        _check(skew >= 0, f"skew (Zipf exponent) must be >= 0, got {skew!r}")
-        _check(0 <= record_size <= records.MAX_RECORD_SIZE,
-               f"record_size must be in [0, {records.MAX_RECORD_SIZE}], got {record_size!r}")
-        _check(0.0 <= late_fraction <= 1.0, f"late_fraction must be in [0, 1], got {late_fraction!r}")
-        lo, hi = (late_by_seconds, late_by_seconds) if np.isscalar(late_by_seconds) else late_by_seconds
-        _check(0 <= lo <= hi, f"late_by_seconds must be >= 0 (or a (lo, hi) range), got {late_by_seconds!r}")
-        _check(partitions is None or partitions >= 1, f"partitions must be None or >= 1, got {partitions!r}")
-        _check(max_records is None or max_records >= 0, f"max_records must be >= 0, got {max_records!r}")
-        _check(message_timeout_s > 0 and tick_s > 0 and max_lag_s > 0,
-               "message_timeout_s, tick_s and max_lag_s must be > 0")
-        _check(record_factory is None or callable(record_factory),
-               f"record_factory must be a callable (RecordSpec -> value), got {record_factory!r}")
-        _check(not annotate or record_factory is not None,
-               "annotate= needs a record_factory (annotations are computed from its output)")
-        _check(all(callable(f) for f in (annotate or {}).values()),
-               "annotate must map names to callables (spec, output) -> number")
+        lo, hi = _check_args(bootstrap_servers=bootstrap_servers, topic=topic, rate=rate, key_space=key_space,
+                             skew=skew, record_size=record_size, late_fraction=late_fraction,
+                             late_by_seconds=late_by_seconds, partitions=partitions, max_records=max_records,
+                             message_timeout_s=message_timeout_s, tick_s=tick_s, max_lag_s=max_lag_s,
+                             record_factory=record_factory, annotate=annotate)
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.key_space = key_space
@@ -169,22 +203,9 @@ class Generator:
         self._rng = np.random.default_rng(seed)
         self._key_cdf = _zipf_cdf(key_space, skew) if skew > 0 else None
         self._key_bytes = [records.key_bytes(k) for k in range(key_space)] if key_space <= 200_000 else None
-        self.client_stats = ClientStats("generator")
-        self._conf = {
-            "bootstrap.servers": bootstrap_servers,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "partitioner": "murmur2_random",
-            "message.timeout.ms": int(message_timeout_s * 1000),
-            # Room for the whole retry window at the target rate (a broker may be down that long).
-            "queue.buffering.max.messages": int(min(max(100_000, 1.5 * rate * message_timeout_s), 10_000_000)),
-            "queue.buffering.max.kbytes": 2_097_151,
-            "error_cb": self._on_error,
-            "logger": logging.getLogger("pytest_streamchaos.workload.librdkafka"),
-            **self.client_stats.conf(),  # the observer checks it is not disturbed by the faults
-            **(producer_config or {}),
-        }
+        self.client_stats = ClientStats("generator")  # the observer checks the faults spare it
+        self._conf = {**_producer_conf(bootstrap_servers, rate, message_timeout_s, self._on_error, None),
+                      **self.client_stats.conf(), **(producer_config or {})}
         self._buf = _Buffers(max(4096, int(rate * 30)), self._annotate)
         self._lock = threading.Lock()  # guards buffer growth against concurrent snapshots
         self._producer: Producer | None = None

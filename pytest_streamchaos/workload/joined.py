@@ -3,14 +3,14 @@
 A job that joins ``orders`` with ``payments`` on the order id needs both sides of each id. One
 :class:`~pytest_streamchaos.workload.generator.Generator` per topic, with the same seed, rate and
 first id, sends id ``n`` on every topic at about the same moment (each with its own record factory);
-the ground truth is the ids acknowledged on every topic (:func:`~pytest_streamchaos.analysis.trace.join_sent`).
+the ground truth is the ids acknowledged on every topic (:func:`~pytest_streamchaos.records.join_sent`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_streamchaos.analysis.trace import SentRecords, join_sent
+from pytest_streamchaos.records import SentRecords, join_sent
 
 
 class JoinedGenerators:

@@ -1,0 +1,378 @@
+"""Kafka sinks for ``foreachBatch``: at-least-once (:func:`write_kafka_batch`) and exactly-once
+(:class:`ExactlyOnceKafkaSink`), plus the consumer side of the latter (:class:`CommittedOutputReader`).
+
+Input DataFrames need a ``value`` column (string or binary) and may have ``key`` (string or binary)
+and ``partition`` (int) columns, like Spark's Kafka sink.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from pytest_streamchaos.job import kafka_clients
+from pytest_streamchaos.job.eos import (
+    ATTEMPT_HEADER,
+    CommitLog,
+    attempt_of,
+    commit_marker,
+    control_topic_for,
+    open_marker,
+)
+
+log = logging.getLogger(__name__)
+
+
+class KafkaSinkError(RuntimeError):
+    """A sink cannot write (missing topic, delivery failure); the message names the fix."""
+
+
+class SinkFencedError(KafkaSinkError):
+    """A newer instance of the same exactly-once sink has started: this one is a zombie and must stop."""
+
+
+def _columns(df: Any):
+    from pyspark.sql import functions as F
+
+    names = set(df.columns)
+    if "value" not in names:
+        raise KafkaSinkError(f"the DataFrame to write has no 'value' column (columns: {df.columns}); "
+                             "select or alias one, e.g. to_json(struct(*)) AS value")
+    cols = [F.col("value").cast("binary").alias("value")]
+    cols.append(F.col("key").cast("binary").alias("key") if "key" in names
+                else F.lit(None).cast("binary").alias("key"))
+    cols.append(F.col("partition").cast("int").alias("partition") if "partition" in names
+                else F.lit(None).cast("int").alias("partition"))
+    return df.select(*cols)
+
+
+def _produce(p: Producer, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
+             on_delivery: Callable, headers: list | None = None) -> None:
+    kwargs: dict[str, Any] = {"value": value, "key": key, "on_delivery": on_delivery}
+    if partition is not None:
+        kwargs["partition"] = partition
+    if headers:
+        kwargs["headers"] = headers
+    while True:
+        try:
+            p.produce(topic, **kwargs)
+            return
+        except BufferError:  # local queue full: let deliveries drain, then retry
+            p.poll(0.05)
+
+
+# -- at-least-once --------------------------------------------------------------------------------
+
+
+def _produce_partition_fn(conf: dict[str, Any], topic: str, flush_timeout_s: float):
+    def produce_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        p = kafka_clients.producer(conf)
+        errors: list[KafkaError] = []
+
+        def on_delivery(err, _msg) -> None:
+            if err is not None:
+                errors.append(err)
+
+        n = 0
+        for b in batches:
+            values, keys, parts = (b.column(i).to_pylist() for i in range(3))
+            for v, k, part in zip(values, keys, parts, strict=True):
+                _produce(p, topic, v, k, part, on_delivery)
+            n += b.num_rows
+            p.poll(0)
+        left = p.flush(flush_timeout_s)
+        if left:
+            raise KafkaSinkError(f"{left} record(s) to {topic!r} not acknowledged within {flush_timeout_s}s "
+                                 "(broker down?); the batch fails and Spark retries it")
+        if errors:
+            raise KafkaException(errors[0])
+        yield pa.RecordBatch.from_arrays([pa.array([n], pa.int64())], names=["produced"])
+
+    return produce_partition
+
+
+def write_kafka_batch(df: Any, bootstrap_servers: str, topic: str, *, flush_timeout_s: float = 60.0,
+                      producer_conf: dict[str, Any] | None = None) -> int:
+    """Write a (micro-batch) DataFrame to ``topic`` from the executors; return the number of records.
+
+    At-least-once: an idempotent producer (one per Python worker, reused) writes each partition,
+    flushes, and raises on any delivery error, so the batch fails rather than loses records. A batch
+    that is retried or replayed after a crash is written again (duplicates). Use as::
+
+        q = df.writeStream.foreachBatch(lambda b, i: write_kafka_batch(b, servers, "out")).start()
+    """
+    conf = {"bootstrap.servers": bootstrap_servers, "acks": "all", "enable.idempotence": True,
+            **(producer_conf or {})}
+    out = _columns(df).mapInArrow(_produce_partition_fn(conf, topic, flush_timeout_s), "produced long")
+    return int(sum(r[0] for r in out.collect()))
+
+
+# -- exactly-once ---------------------------------------------------------------------------------
+
+
+def _check_topic(admin: AdminClient, servers: str, topic: str, partitions: int | None = None) -> list[int]:
+    md = admin.list_topics(timeout=30)  # all topics: a metadata request for one could auto-create it
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        raise KafkaSinkError(
+            f"topic {topic!r} does not exist on {servers}; create it before the "
+            f"query starts (embedded broker: kafka.create_topic({topic!r}, "
+            f"{partitions or 1}))")
+    if partitions is not None and len(t.partitions) != partitions:
+        raise KafkaSinkError(f"topic {topic!r} has {len(t.partitions)} partitions; the exactly-once sink "
+                             f"needs exactly {partitions} (its records must be totally ordered)")
+    return sorted(t.partitions)
+
+
+def _last_stable_offset(admin: AdminClient, tp: TopicPartition, timeout_s: float) -> int:
+    # read_committed consumers cannot pass the LSO; waiting for the high watermark could hang on an
+    # open transaction.
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import OffsetSpec
+
+    futures = admin.list_offsets({TopicPartition(tp.topic, tp.partition): OffsetSpec.latest()},
+                                 isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout_s)
+    return int(next(iter(futures.values())).result().offset)
+
+
+class ExactlyOnceKafkaSink:
+    """Exactly-once writes to Kafka from ``foreachBatch``: ``query = df.writeStream.foreachBatch(sink)``.
+
+    Each micro-batch is one Kafka transaction holding the batch's records (header
+    ``streamchaos.attempt``) and a commit marker in ``<topic>.streamchaos-commits`` (one partition;
+    it must exist: the harness creates it, otherwise :class:`KafkaSinkError` says how). On start the
+    sink reads that control topic (read_committed), so a batch Spark replays after a crash that was
+    already committed is skipped; the new instance's producer fences the old driver's (same
+    ``transactional.id``) and its ``open`` marker fences it on brokers that do not fence (see
+    :mod:`pytest_streamchaos.job.eos`). Consumers of the output read it with
+    :class:`CommittedOutputReader` (or with read_committed on a real broker).
+
+    Rows are collected to the driver (``DataFrame.toArrow``) and produced from there: fine for the
+    modest rates of chaos tests (tens of thousands of records per batch), not for bulk traffic.
+
+    ``transactional_id`` must be the same across restarts of one query and unique per query; the
+    default is derived from the topic.
+    """
+
+    def __init__(self, bootstrap_servers: str, topic: str, transactional_id: str | None = None, *,
+                 control_topic: str | None = None, timeout_s: float = 60.0,
+                 producer_conf: dict[str, Any] | None = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.transactional_id = transactional_id or f"streamchaos-eos-{topic}"
+        self.control_topic = control_topic or control_topic_for(topic)
+        self.timeout_s = timeout_s
+        self.producer_conf = dict(producer_conf or {})
+        self.gen: int | None = None
+        self.log = CommitLog()
+        self.committed_batches = 0
+        self.skipped_batches: list[int] = []
+        self._producer: Producer | None = None
+        self._control: Consumer | None = None
+        self._control_pos = 0  #: next control-topic offset to apply
+        self._admin: AdminClient | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Check topics, fence older instances, and load the commit log. Called by the first batch."""
+        if self._producer is not None:
+            return
+        base = {"bootstrap.servers": self.bootstrap_servers}
+        # Own clients, not the per-process cache: they must go away with the sink.
+        self._admin = AdminClient(base)
+        _check_topic(self._admin, self.bootstrap_servers, self.topic)
+        _check_topic(self._admin, self.bootstrap_servers, self.control_topic, partitions=1)
+        producer = Producer({**base, "transactional.id": self.transactional_id,
+                             "transaction.timeout.ms": int(self.timeout_s * 1000), "linger.ms": 5,
+                             **self.producer_conf})
+        try:
+            producer.init_transactions(self.timeout_s)  # fences the previous holder of this id
+            self._control = Consumer({**base, "group.id": "streamchaos-unused", "enable.auto.commit": False,
+                                      "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+            self._control.assign([TopicPartition(self.control_topic, 0, 0)])
+            self._catch_up()
+            self.gen = max(self.log.gen.get(self.transactional_id, 0) + 1, time.time_ns() // 1000)
+            producer.begin_transaction()
+            delivered: list[Any] = []
+            producer.produce(self.control_topic, open_marker(self.transactional_id, self.gen),
+                             key=self.transactional_id.encode(), partition=0,
+                             on_delivery=lambda err, msg: delivered.append((err, msg)))
+            producer.commit_transaction(self.timeout_s)
+            err, msg = delivered[0]
+            if err is not None:
+                raise KafkaException(err)
+            # Everything before our open marker is now final for older generations.
+            self._catch_up(until=msg.offset() + 1)
+        except BaseException:
+            self._producer = producer
+            self.close()
+            raise
+        self._producer = producer
+        log.info("exactly-once sink %s generation %d: last committed batch %d", self.transactional_id,
+                 self.gen, self.log.last_batch(self.transactional_id))
+
+    def close(self) -> None:
+        """Release the clients. Idempotent. (An open transaction is left for the broker to abort.)"""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._producer is not None:
+            self._producer.flush(1)
+            self._producer = None
+        self._admin = None
+
+    # -- per batch ---------------------------------------------------------------------------
+
+    def _catch_up(self, until: int | None = None) -> None:
+        """Apply control records up to ``until`` (default: the current end of the control topic)."""
+        assert self._control is not None
+        tp = TopicPartition(self.control_topic, 0)
+        if until is None:
+            until = _last_stable_offset(self._admin, tp, self.timeout_s)
+        deadline = time.monotonic() + self.timeout_s
+        pos = self._control_pos
+        while pos < until:
+            msgs = kafka_clients.consume_some(self._control, 1000, 0.05)
+            for m in msgs:
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                self.log.apply(m.value())
+                pos = m.offset() + 1
+            if not msgs:
+                pos = max(pos, self._control.position([tp])[0].offset)  # past trailing txn markers
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"reading control topic {self.control_topic!r}: at offset {pos}, "
+                                       f"wanted {until} within {self.timeout_s}s")
+        self._control_pos = pos
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        self.start()
+        assert self._producer is not None and self.gen is not None
+        self._catch_up()
+        sink = self.transactional_id
+        newest = self.log.gen.get(sink, self.gen)
+        if newest > self.gen:
+            raise SinkFencedError(f"sink {sink!r}: generation {newest} started after this one ({self.gen}); "
+                                  "this driver has been replaced and must stop")
+        if batch_id in self.log.committed.get(sink, {}):
+            log.info("sink %s: batch %d already committed, skipping the replay", sink, batch_id)
+            self.skipped_batches.append(batch_id)
+            return
+        table = _columns(df).toArrow()
+        attempt = f"{sink}/{self.gen}/{batch_id}/{uuid.uuid4().hex[:8]}"
+        self._write_transaction(table, batch_id, attempt)
+        self.committed_batches += 1
+
+    def _write_transaction(self, table: Any, batch_id: int, attempt: str) -> None:
+        p = self._producer
+        assert p is not None and self.gen is not None
+        errors: list[KafkaError] = []
+
+        def on_delivery(err, _msg) -> None:
+            if err is not None:
+                errors.append(err)
+
+        headers = [(ATTEMPT_HEADER, attempt.encode())]
+        try:
+            p.begin_transaction()
+            values, keys, parts = (table.column(i).to_pylist() for i in range(3))
+            for v, k, part in zip(values, keys, parts, strict=True):
+                _produce(p, self.topic, v, k, part, on_delivery, headers)
+            _produce(p, self.control_topic,
+                     commit_marker(self.transactional_id, self.gen, batch_id, attempt, table.num_rows),
+                     self.transactional_id.encode(), 0, on_delivery)
+            if p.flush(self.timeout_s) or errors:
+                raise KafkaSinkError(f"batch {batch_id}: records not delivered to {self.topic!r} within "
+                                     f"{self.timeout_s}s: {errors[:1]}")
+            p.commit_transaction(self.timeout_s)
+        except KafkaException as e:
+            err = e.args[0]
+            if err.fatal() or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                              KafkaError.INVALID_PRODUCER_EPOCH):
+                self.close()
+                raise SinkFencedError(f"sink {self.transactional_id!r}: producer fenced by a newer "
+                                      f"instance ({err.name()}); this driver must stop") from e
+            self._abort()
+            raise
+        except BaseException:
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        try:
+            if self._producer is not None:
+                self._producer.abort_transaction(self.timeout_s)
+        except KafkaException as e:  # nothing to abort, or fatal: the original error matters more
+            log.warning("sink %s: abort_transaction failed: %s", self.transactional_id, e)
+
+
+# -- consumer side --------------------------------------------------------------------------------
+
+
+class CommittedOutputReader:
+    """Reads an exactly-once sink's output topic and yields only records that count.
+
+    Records are held back until their attempt's commit marker is seen on the control topic (see
+    :mod:`pytest_streamchaos.job.eos`); records of fenced, aborted or replayed attempts are
+    dropped; records without the attempt header pass through. Reads from the beginning with
+    ``read_committed``.
+    """
+
+    def __init__(self, bootstrap_servers: str, topic: str, control_topic: str | None = None,
+                 consumer_conf: dict[str, Any] | None = None) -> None:
+        self.topic = topic
+        self.control_topic = control_topic or control_topic_for(topic)
+        base = {"bootstrap.servers": bootstrap_servers}
+        admin = AdminClient(base)
+        parts = _check_topic(admin, bootstrap_servers, topic)
+        _check_topic(admin, bootstrap_servers, self.control_topic, partitions=1)
+        del admin
+        self._consumer = Consumer({**base, "group.id": "streamchaos-unused", "enable.auto.commit": False,
+                                   "isolation.level": "read_committed", **(consumer_conf or {})})
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in sorted(parts)]
+                              + [TopicPartition(self.control_topic, 0, 0)])
+        self.log = CommitLog()
+        self._pending: dict[str, list[Any]] = {}
+        self.dropped = 0
+
+    @property
+    def pending(self) -> int:
+        """Records seen whose attempt is not decided yet."""
+        return sum(len(v) for v in self._pending.values())
+
+    def poll(self, timeout: float = 1.0, max_records: int = 10_000) -> list[Any]:
+        """Records (confluent_kafka ``Message``) that count, in the order they became visible."""
+        out: list[Any] = []
+        for m in kafka_clients.consume_some(self._consumer, max_records, timeout):
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(m.error())
+            if m.topic() == self.control_topic:
+                counted = self.log.apply(m.value())
+                if counted is not None:
+                    out.extend(self._pending.pop(counted, ()))
+                for a in [a for a in self._pending if self.log.decided(a) is False]:
+                    self.dropped += len(self._pending.pop(a))
+                continue
+            attempt = attempt_of(m.headers())
+            decided = True if attempt is None else self.log.decided(attempt)
+            if decided is True:
+                out.append(m)
+            elif decided is False:
+                self.dropped += 1
+            else:
+                self._pending.setdefault(attempt, []).append(m)
+        return out
+
+    def close(self) -> None:
+        self._consumer.close()

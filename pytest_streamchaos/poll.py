@@ -1,0 +1,44 @@
+"""The one deadline-poll helper: call a condition until it holds, or fail saying what was awaited.
+
+Nothing in the harness waits by ``sleep`` alone: it polls for the condition and, when it gives up,
+raises an error that says what it waited for and what it saw last. :func:`poll` is the primitive
+(the caller builds the error); :func:`wait_for` raises ``TimeoutError`` with a standard message
+(also importable from :mod:`pytest_streamchaos.testing`, its old home). Imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def poll(cond: Callable[[], T], timeout: float, on_timeout: Callable[[T], BaseException], *,
+         interval: float = 0.05, clock: Callable[[], float] = time.monotonic) -> T:
+    """Call ``cond`` until it returns something truthy and return that. Once ``timeout`` seconds
+    (on ``clock``) have passed without it, raise ``on_timeout(last result of cond)``. ``cond`` is
+    called at least once, and once more after the deadline; an exception from it propagates (a
+    condition that can tell the wait is hopeless raises at once)."""
+    deadline = clock() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if clock() >= deadline:
+            raise on_timeout(value)
+        time.sleep(interval)
+
+
+def wait_for(cond: Callable[[], T], timeout: float, what: str, last: Callable[[], Any] | None = None, *,
+             interval: float = 0.05) -> T:
+    """Poll ``cond`` until it returns something truthy and return that. After ``timeout`` seconds
+    raise ``TimeoutError`` naming ``what`` and the last value seen (``last()`` if given, else the
+    last result of ``cond``)."""
+
+    def timed_out(value: Any) -> TimeoutError:
+        seen = last() if last is not None else value
+        return TimeoutError(f"waited {timeout}s for {what}; last seen {seen!r}")
+
+    return poll(cond, timeout, timed_out, interval=interval)

@@ -1,0 +1,234 @@
+"""The package's import graph: no cycles (module or package level) and the layering of docs/architecture.md.
+
+The graph is read from the source with ``ast``, so it sees every import: module-level ones, those
+inside functions, those under ``if TYPE_CHECKING:``, and the lazy ones of the PEP 562 facades
+(``_LAZY = {"name": "pytest_streamchaos.x.y"}`` resolved through ``importlib``). A ``from a import b``
+is an edge to the module ``a.b`` when there is one, else to ``a``. Importing ``a.b`` also runs
+``a/__init__.py``; that implicit edge to a parent package is left out, since a package's own
+``__init__`` importing its submodules is not a cycle Python trips on.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the top-level packages of the distribution
+PACKAGES = ("pytest_streamchaos", "pyspark_streamchaos")
+#: what runs inside the user's Spark job; it must import nothing of the harness
+JOB_SIDE = ("pytest_streamchaos.job", "pyspark_streamchaos")
+
+#: package-level edges that close a cycle and are not fixed yet, with the reason. Keep it empty.
+KNOWN_PACKAGE_EDGES: dict[tuple[str, str], str] = {
+    # kafka_local's fixed bootstrap port is a TcpProxy, which raises faults.iptables.NetFaultError;
+    # moving that error below both needs an edit of faults/iptables.py (being changed elsewhere).
+    ("pytest_streamchaos.stack", "pytest_streamchaos.faults"): "stack.kafka_local uses faults.tcpproxy.TcpProxy",
+}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    mods: dict[str, tuple[Path, bool]] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            if is_pkg:
+                parts.pop()
+            mods[".".join(parts)] = (path, is_pkg)
+    return mods
+
+
+def _imports(name: str, path: Path, is_pkg: bool, mods: dict) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    base = name if is_pkg else name.rpartition(".")[0]
+    deps: set[str] = set()
+    lazy = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                lazy = lazy or alias.name == "importlib"
+                deps.update(_known(alias.name, mods))
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                pkg = base
+                for _ in range(node.level - 1):
+                    pkg = pkg.rpartition(".")[0]
+                target = f"{pkg}.{target}" if target else pkg
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                deps.update(_known(sub if sub in mods else target, mods))
+    if lazy:  # string module names handed to importlib.import_module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in mods:
+                deps.add(node.value)
+    deps.discard(name)
+    return deps
+
+
+def _known(name: str, mods: dict) -> set[str]:
+    return {name} if name in mods else set()
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module name -> the package modules it imports (anywhere in its source)."""
+    mods = _modules()
+    return {name: _imports(name, path, is_pkg, mods) for name, (path, is_pkg) in mods.items()}
+
+
+def package_of(module: str) -> str:
+    """``pytest_streamchaos.analysis.metrics`` -> ``pytest_streamchaos.analysis``; a top-level module
+    (``pytest_streamchaos.runner``) is its own node."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        src = package_of(mod)
+        out.setdefault(src, set())
+        for dep in deps:
+            dst = package_of(dep)
+            if dst != src and src not in PACKAGES and dst not in PACKAGES:  # the facades are lazy
+                out[src].add(dst)
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan), each as one cycle path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(_cycle_path(graph, set(comp)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _cycle_path(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
+    """One concrete cycle inside a strongly connected component: a -> b -> ... -> a."""
+    start = min(comp)
+    prev: dict[str, str] = {}
+    frontier = [start]
+    while frontier:  # breadth-first back to start, inside the component
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph.get(v, ())):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if w in comp and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return sorted(comp)
+
+
+def test_cycle_finder_names_the_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_graph_sees_function_level_and_lazy_imports():
+    graph = import_graph()
+    # a function-level import (plugin's hooks import the report lazily)
+    assert "pytest_streamchaos.report.terminal" in graph["pytest_streamchaos.plugin"]
+    # a PEP 562 lazy import of the public facade
+    assert "pytest_streamchaos.faults.marks" in graph["pytest_streamchaos"]
+
+
+def test_no_module_import_cycle():
+    found = cycles(import_graph())
+    assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_no_package_import_cycle():
+    pkgs = package_graph(import_graph())
+    for (src, dst), _why in KNOWN_PACKAGE_EDGES.items():
+        assert dst in pkgs.get(src, ()), f"{src} -> {dst} is gone: remove it from KNOWN_PACKAGE_EDGES"
+        pkgs[src].discard(dst)
+    found = cycles(pkgs)
+    assert not found, "package import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def _offenders(graph: dict[str, set[str]], sources: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
+    def under(mod: str, prefixes: tuple[str, ...]) -> bool:
+        return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+    return sorted(f"{m} imports {d}" for m, deps in graph.items() if under(m, sources)
+                  for d in deps if not under(d, allowed))
+
+
+def test_analysis_is_pure():
+    """analysis/ imports only itself and the shared record types (nothing that records or runs)."""
+    bad = _offenders(import_graph(), ("pytest_streamchaos.analysis",),
+                     ("pytest_streamchaos.analysis", "pytest_streamchaos.records"))
+    assert not bad, "analysis must stay pure: " + "; ".join(bad)
+
+
+def test_records_are_the_bottom():
+    deps = import_graph()["pytest_streamchaos.records"]
+    assert not deps, f"pytest_streamchaos.records must import nothing of the package: {sorted(deps)}"
+
+
+def test_job_side_imports_nothing_of_the_harness():
+    graph = import_graph()
+    assert all(any(m == p or m.startswith(p + ".") for m in graph) for p in JOB_SIDE), "job-side modules missing"
+    bad = _offenders(graph, JOB_SIDE, JOB_SIDE)
+    assert not bad, "job-side code must import nothing of the harness: " + "; ".join(bad)
+
+
+def test_job_side_loads_no_harness_module():
+    """What a job imports, imported in a fresh interpreter, loads only the job side (and the lazy
+    facades): no pytest, no stack, no faults."""
+    code = (
+        "import sys\n"
+        "import pyspark_streamchaos\n"
+        "from pytest_streamchaos.spark import job_config, read_kafka, ExactlyOnceKafkaSink, write_kafka_batch\n"
+        "import pytest_streamchaos.spark.kafka_sink as old, pytest_streamchaos.job.kafka_sink as new\n"
+        "assert old is new, (old, new)\n"
+        "print(' '.join(sorted(m for m in sys.modules if 'streamchaos' in m or m.split('.')[0] in "
+        "('pytest', '_pytest'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    def allowed(m: str) -> bool:
+        if "finder" in m or m in ("pytest_streamchaos", "pytest_streamchaos.spark"):
+            return True  # the editable install's finder; the lazy facades
+        if m.startswith("pytest_streamchaos.spark."):  # old paths, aliases of the job modules
+            return m.rpartition(".")[2] not in ("launcher", "kafka_shim")
+        return any(m == p or m.startswith(p + ".") for p in JOB_SIDE)
+
+    extra = [m for m in out.stdout.split() if not allowed(m)]
+    assert not extra, f"importing the job side loaded harness modules: {extra}"
