@@ -720,7 +720,9 @@ class _Measure:
         # reverse cumulative with resets: vectorised via positions of the next bad bucket
         bad_pos = np.flatnonzero(~ok)
         nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
-        next_bad = np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, max(bad_pos.size - 1, 0))], nb)
+        # no bad bucket at all: every bucket's next bad one is the end
+        next_bad = (np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, bad_pos.size - 1)], nb) if bad_pos.size
+                    else np.full(nb, nb))
         run[:nb] = (next_bad - np.arange(nb)) * for_b
         self.hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
 

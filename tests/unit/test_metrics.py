@@ -278,3 +278,11 @@ def test_overall_latency_excludes_the_warmup_backlog() -> None:
     m = compute_metrics(trace, validate(trace, oracle), oracle)
     assert m.latency.p99 == pytest.approx(0.2, abs=0.01)
     assert m.latency.peak == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_fault_before_warm_up_with_every_bucket_in_band_degrades_not_crashes():
+    """No bad bucket anywhere and no baseline: recovery is unavailable with the reason (was an IndexError)."""
+    m = compute_metrics(stateless_trace(rate=200.0, duration=60, latency=0.5, warmup=5.0, faults=[2.2]),
+                        params=MetricParams(hold_seconds=1))
+    assert "no usable baseline" in m.unavailable["recovery_time"]
+    assert m.faults[0].recovered is None
