@@ -20,15 +20,14 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pytest_streamchaos.stack.base import NetFaultError  # noqa: F401  (re-exported: faults raise it)
+
 #: ``-m multiport`` takes at most 15 ports per rule.
 MULTIPORT_MAX = 15
 DIRECTIONS = ("both", "to", "from")
 PROTOCOLS = ("tcp", "udp")
 IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
 
-
-class NetFaultError(RuntimeError):
-    """A network fault could not be injected or healed. The message names the command and the fix."""
 
 
 def _check_ports(ports: Iterable[int]) -> tuple[int, ...]:

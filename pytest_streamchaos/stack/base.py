@@ -15,6 +15,11 @@ class StackError(RuntimeError):
     """The stack cannot be brought up or healed. The message names the problem and the fix."""
 
 
+class NetFaultError(RuntimeError):
+    """A network fault could not be injected or healed. The message names the command and the fix.
+    (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+
+
 @dataclass
 class Endpoint:
     """One running stack component as faults and network rules see it."""

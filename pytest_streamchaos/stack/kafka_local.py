@@ -278,8 +278,8 @@ class LocalKafkaCluster(KafkaCluster):
         ``localhost:9092``): a forwarder to the first broker. A client bootstraps there and then talks
         to the brokers at the addresses the metadata advertises, as with a real cluster's seed list.
         Kept across :meth:`reset`; removed by :meth:`unlisten` and :meth:`stop`."""
-        from pytest_streamchaos.faults.tcpproxy import TcpProxy
         from pytest_streamchaos.stack import ports
+        from pytest_streamchaos.stack.tcpproxy import TcpProxy
 
         if port in self._forwarders:
             return

@@ -22,11 +22,7 @@ PACKAGES = ("pytest_streamchaos", "pyspark_streamchaos")
 JOB_SIDE = ("pytest_streamchaos.job", "pyspark_streamchaos")
 
 #: package-level edges that close a cycle and are not fixed yet, with the reason. Keep it empty.
-KNOWN_PACKAGE_EDGES: dict[tuple[str, str], str] = {
-    # kafka_local's fixed bootstrap port is a TcpProxy, which raises faults.iptables.NetFaultError;
-    # moving that error below both needs an edit of faults/iptables.py (being changed elsewhere).
-    ("pytest_streamchaos.stack", "pytest_streamchaos.faults"): "stack.kafka_local uses faults.tcpproxy.TcpProxy",
-}
+KNOWN_PACKAGE_EDGES: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
