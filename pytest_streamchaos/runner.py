@@ -257,7 +257,7 @@ class _Run:
     def execute(self) -> ChaosRun:
         s = self.spec
         self._make_topics()
-        listening = s.kafka_port and s.kafka_port != getattr(self._session_kafka, "bootstrap_port", None)
+        listening = s.kafka_port and s.kafka_port != self._session_kafka.bootstrap_port
         if listening:
             self._session_kafka.listen(s.kafka_port)
         try:
@@ -409,7 +409,7 @@ class _Run:
             if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
                 continue
             choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
-                                         p.spec.params["above_timeout"], getattr(self.c.cluster, "effective_conf", {}),
+                                         p.spec.params["above_timeout"], self.c.cluster.effective_conf,
                                          {**job_conf, **conf}, self.spec.kafka_timeout_ms, pinned)
             if choice is None:
                 continue
@@ -426,7 +426,7 @@ class _Run:
         opposite sides fail here, naming the setting)."""
         for p in self.planned:
             if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
-                to = governing_timeout(str(p.spec.target), getattr(self.c.cluster, "effective_conf", {}),
+                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf,
                                        job.effective_conf, self.spec.kafka_timeout_ms)
                 check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
                                   str(p.spec.target))
@@ -663,7 +663,7 @@ class _Run:
             "fault_errors": scheduler.errors,
             "topics": self.topics,
             "spark_conf": job.effective_conf,
-            "cluster_conf": dict(getattr(self.c.cluster, "effective_conf", {})),
+            "cluster_conf": dict(self.c.cluster.effective_conf),
             "generator": generator.stats(),
             "collector": {"count": collector.count, "malformed": collector.malformed,
                           "lost_to_retention": collector.lost_to_retention,
@@ -683,7 +683,7 @@ class _Run:
             "observer": self._observer(generator, collector, trace),
             "exactly_once": None if self.progress_only else exactly_once_check(
                 getattr(collector, "transaction_markers", {}), getattr(collector, "commit_log_applied", False),
-                getattr(self._session_kafka, "isolates_transactions", False)),
+                self._session_kafka.isolates_transactions),
         })
         return run
 

@@ -114,7 +114,7 @@ def _sig(planned: PlannedFault) -> int:
 
 def busiest_worker(cluster: Any) -> int:
     """The worker running the most executors (ties: the lowest index)."""
-    counts = [len(w.executor_pids()) if w.alive else -1 for w in cluster.workers]
+    counts = [len(cluster.executors(i)) if w.alive else -1 for i, w in enumerate(cluster.workers)]
     return int(np.argmax(counts)) if counts else 0
 
 
@@ -156,18 +156,20 @@ class KillExecutor:
     def target(self, planned: PlannedFault) -> str:
         return f"executor@worker-{_worker_index(self.ctx, planned)}"
 
-    def inject(self, planned: PlannedFault) -> int:
-        w = self.ctx.cluster.workers[_worker_index(self.ctx, planned)]
-        pids = w.executor_pids()
-        if not pids:
-            raise RuntimeError(f"{w.name} runs no executor to kill")
-        os.kill(pids[0], _sig(planned))
-        return pids[0]
+    def inject(self, planned: PlannedFault) -> Any:
+        i = _worker_index(self.ctx, planned)
+        found = self.ctx.cluster.executors(i)
+        if not found:
+            raise RuntimeError(f"worker-{i} runs no executor to kill")
+        self.ctx.cluster.signal_executor(found[0], _sig(planned))
+        return found[0]
 
-    def confirm(self, planned: PlannedFault, pid: int) -> None:
-        """The executor JVM is gone (the worker reaps it: poll, it is not our child)."""
-        poll(lambda: not _pid_running(pid), CONFIRM_KILL_S, interval=0.02, clock=time.time, on_timeout=lambda _:
-             TimeoutError(f"executor pid {pid} still running {CONFIRM_KILL_S:g}s after the signal"))
+    def confirm(self, planned: PlannedFault, executor: Any) -> None:
+        """The executor is gone (the worker reaps it: poll, it is not our child)."""
+        c = self.ctx.cluster
+        poll(lambda: c.executor_state(executor) is None, CONFIRM_KILL_S, interval=0.02, clock=time.time,
+             on_timeout=lambda _: TimeoutError(f"executor {executor} still running {CONFIRM_KILL_S:g}s after the "
+                                               "signal"))
 
     def heal(self, planned: PlannedFault, pid: int) -> None:
         """Nothing: the master relaunches a lost executor by itself."""
@@ -276,11 +278,11 @@ class Pause:
             c.pause_worker(i, wait=False)
             return ("worker", i)
         if t == "executor":
-            pids = c.workers[_worker_index(self.ctx, planned)].executor_pids()
-            if not pids:
+            found = c.executors(_worker_index(self.ctx, planned))
+            if not found:
                 raise RuntimeError("no executor to pause")
-            os.kill(pids[0], signal.SIGSTOP)
-            return ("executor", pids[0])
+            c.signal_executor(found[0], signal.SIGSTOP)
+            return ("executor", found[0])
         if t == "driver":
             self.ctx.job.pause(wait=False)
             return ("driver", None)
@@ -288,9 +290,9 @@ class Pause:
             i = planned.spec.index if isinstance(planned.spec.index, int) else c.masters.index(c.active_master())
             c.pause_master(i, wait=False)
             return ("master", i)
-        if t == "broker":  # the embedded cluster is one process: every broker hangs (connections stay open)
-            os.kill(self.ctx.kafka.pid, signal.SIGSTOP)
-            return ("broker", self.ctx.kafka.pid)
+        if t == "broker":  # every broker hangs (connections stay open)
+            self.ctx.kafka.pause_brokers()
+            return ("broker", None)
         raise ValueError(f"pause: unknown target {t!r}")
 
     def confirm(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
@@ -303,39 +305,28 @@ class Pause:
             c.wait_paused(c.masters[h], CONFIRM_PAUSE_S)
         elif kind == "driver":
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
-        else:  # one process (executor, the broker helper)
-            poll(lambda: _pid_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
-                 on_timeout=lambda _: TimeoutError(f"pid {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
+        else:  # an executor, the brokers
+            state = ((lambda: c.executor_state(h)) if kind == "executor" else self.ctx.kafka.brokers_state)
+            poll(lambda: state() in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
+                 on_timeout=lambda _: TimeoutError(f"{kind} {h or ''} not stopped {CONFIRM_PAUSE_S:g}s after "
+                                                   "SIGSTOP"))
 
     def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
         kind, h = handle
         c = self.ctx.cluster
         if kind == "worker":
             c.resume_worker(h)
-        elif kind in ("executor", "broker"):
+        elif kind == "executor":
             try:
-                os.kill(h, signal.SIGCONT)
+                c.signal_executor(h, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+        elif kind == "broker":
+            self.ctx.kafka.resume_brokers()
         elif kind == "driver":
             self.ctx.job.resume()
         elif kind == "master":
             c.resume_master(h)
-
-
-def _pid_state(pid: int) -> str | None:
-    """psutil's status of ``pid`` (``stopped``, ``running`` ...), None when it is gone."""
-    import psutil
-
-    try:
-        st = psutil.Process(pid).status()
-    except psutil.Error:
-        return None
-    return None if st == psutil.STATUS_ZOMBIE else st
-
-
-def _pid_running(pid: int) -> bool:
-    return _pid_state(pid) is not None
 
 
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:

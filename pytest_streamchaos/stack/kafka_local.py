@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
 from pytest_streamchaos.stack.kafka_mock import API_KEYS  # loads no library
@@ -459,6 +461,28 @@ class LocalKafkaCluster(KafkaCluster):
 
     def ping(self) -> None:
         self._call("ping")
+
+    def pause_brokers(self) -> None:
+        """SIGSTOP the helper: every broker of the embedded cluster (one process) hangs, connections open."""
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGSTOP)
+
+    def resume_brokers(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def brokers_state(self) -> str | None:
+        """psutil's status of the helper process (``stopped`` while paused), None when it is gone."""
+        if self.pid is None:
+            return None
+        try:
+            st = psutil.Process(self.pid).status()
+        except psutil.Error:
+            return None
+        return None if st == psutil.STATUS_ZOMBIE else st
 
     def endpoints(self) -> list[Endpoint]:
         """One ``broker-<id>`` endpoint per broker with its listener port as ``{"kafka": port}``."""

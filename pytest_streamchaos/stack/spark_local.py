@@ -581,6 +581,22 @@ class LocalSparkCluster(SparkCluster):
         m.start()
         return m
 
+    def executors(self, i: int) -> list[int]:
+        """The executor JVMs worker ``i`` runs (their pids are the handles)."""
+        return self.workers[i].executor_pids()
+
+    def signal_executor(self, executor: int, sig: int) -> None:
+        """``sig`` to one executor JVM (ProcessLookupError when it is gone)."""
+        os.kill(executor, sig)
+
+    def executor_state(self, executor: int) -> str | None:
+        """psutil's status of the executor (``running``, ``stopped`` ...), None when it is gone."""
+        try:
+            st = psutil.Process(executor).status()
+        except psutil.Error:
+            return None
+        return None if st == psutil.STATUS_ZOMBIE else st
+
     def kill_zookeeper(self, sig: int = signal.SIGKILL) -> None:
         if self.zookeeper is None:
             raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")
