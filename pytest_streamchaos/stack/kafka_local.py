@@ -30,44 +30,19 @@ import psutil
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
 from pytest_streamchaos.stack.kafka_mock import API_KEYS  # loads no library
+from pytest_streamchaos.stack.process import ManagedProcess
 
 _HELPER_MODULE = "pytest_streamchaos.stack.kafka_broker_process"
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
-class _HelperProcess:
-    """The helper: own session/process group, stderr to a log file, a JSON-line pipe on stdin/stdout.
-
-    (Not a :class:`~.process.ManagedProcess`: that one points stdin at /dev/null and stdout at the log,
-    while this helper needs both ends of a pipe - the pipe is its lifeline. To have one process
-    supervisor, ManagedProcess needs a pipe mode - stdin and stdout as pipes, stderr to the log -
-    after which this class keeps only ``send`` / ``read_line`` and the pipe-closing ``stop``.)
-    """
+class _HelperProcess(ManagedProcess):
+    """The helper: a :class:`~.process.ManagedProcess` in pipe mode - JSON lines on stdin/stdout, the
+    pipe its lifeline (it exits on EOF), stderr to the log."""
 
     def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str]) -> None:
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        self.log_path = log_path
-        self._reaper = get_reaper()  # first: a broken watchdog must not leave an orphan behind
-        with open(log_path, "ab") as log:
-            log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
-            log.flush()
-            self._popen = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                start_new_session=True, close_fds=True,
-            )
-        self.pid = self.pgid = self._popen.pid  # new session => pgid == pid
-        self._reaper.register_pgid(self.pgid)
+        super().__init__(argv, env=env, log_path=log_path, name="kafka-broker", pipe=True)
         self._buf = b""
-        self._stopped = False
         _LIVE_HELPERS.add(self)
-
-    @property
-    def alive(self) -> bool:
-        return self._popen.poll() is None
-
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.poll()
 
     def send(self, obj: dict[str, Any]) -> None:
         assert self._popen.stdin is not None
@@ -92,13 +67,6 @@ class _HelperProcess:
         line, self._buf = self._buf.split(b"\n", 1)
         return line
 
-    def tail_log(self, n: int = 30) -> str:
-        try:
-            lines = self.log_path.read_bytes()[-32768:].decode(errors="replace").splitlines()
-        except OSError as exc:
-            return f"<no log at {self.log_path}: {exc}>"
-        return "\n".join(lines[-n:])
-
     def stop(self, timeout: float = 5.0) -> None:
         """Close the pipe (the helper exits on EOF), then SIGTERM/SIGKILL the group. Idempotent."""
         if self._stopped:
@@ -112,25 +80,8 @@ class _HelperProcess:
         try:
             self._popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            self._killpg(signal.SIGTERM)
-            try:
-                self._popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._killpg(signal.SIGKILL)
-                self._popen.wait(timeout)
-        # The helper spawns nothing, but a group-wide kill costs nothing and covers surprises.
-        self._killpg(signal.SIGKILL)
-        self._stopped = True
-        try:
-            self._reaper.unregister_pgid(self.pgid)
-        except Exception:  # a gone watchdog must not break teardown
             pass
-
-    def _killpg(self, sig: int) -> None:
-        try:
-            os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.terminate(timeout)
 
 
 _LIVE_HELPERS: weakref.WeakSet[_HelperProcess] = weakref.WeakSet()
@@ -559,6 +510,40 @@ class KafkaTestView(KafkaCluster):
 
     def stop(self) -> None:
         self._cluster.stop()
+
+    # the rest of the stack interface, and the cluster's state, are the session cluster's
+    def endpoints(self) -> list[Endpoint]:
+        return self._cluster.endpoints()
+
+    def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
+        return self._cluster.leader_of(topic, partition, timeout)
+
+    def pause_brokers(self) -> None:
+        self._cluster.pause_brokers()
+
+    def resume_brokers(self) -> None:
+        self._cluster.resume_brokers()
+
+    def brokers_state(self) -> str | None:
+        return self._cluster.brokers_state()
+
+    def listen(self, port: int) -> None:
+        self._cluster.listen(port)
+
+    def unlisten(self, port: int) -> None:
+        self._cluster.unlisten(port)
+
+    @property
+    def broker_ids(self) -> list[int]:  # type: ignore[override]
+        return self._cluster.broker_ids
+
+    @property
+    def bootstrap_port(self) -> int | None:  # type: ignore[override]
+        return self._cluster.bootstrap_port
+
+    @property
+    def isolates_transactions(self) -> bool:  # type: ignore[override]
+        return self._cluster.isolates_transactions
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cluster, name)

@@ -38,6 +38,8 @@ class ManagedProcess:
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
     starts in the constructor. ``job=True``: a process of the system under test (Spark, the user's
     driver), started in the job's group (:mod:`.jobgroup`) so network faults hit it and not the harness.
+    ``pipe=True``: stdin and stdout are pipes to this process (``_popen.stdin`` / ``_popen.stdout``,
+    e.g. a helper speaking JSON lines), only stderr goes to the log.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class ManagedProcess:
         cwd: str | os.PathLike | None = None,
         name: str | None = None,
         job: bool = False,
+        pipe: bool = False,
     ) -> None:
         self.argv = [str(a) for a in argv]
         self.name = name or Path(self.argv[0]).name
@@ -70,9 +73,9 @@ class ManagedProcess:
                     self.argv,
                     env=dict(env),
                     cwd=None if cwd is None else str(cwd),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.PIPE if pipe else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE if pipe else log,
+                    stderr=log if pipe else subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
                 )
