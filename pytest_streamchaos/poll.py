@@ -42,3 +42,13 @@ def wait_for(cond: Callable[[], T], timeout: float, what: str, last: Callable[[]
         return TimeoutError(f"waited {timeout}s for {what}; last seen {seen!r}")
 
     return poll(cond, timeout, timed_out, interval=interval)
+
+
+def settled(cond: Callable[[], Any], timeout: float, *, interval: float = 0.05) -> bool:
+    """Poll ``cond`` for up to ``timeout`` seconds; whether it came true (for waits whose timeout is
+    not an error, e.g. a grace period before a harder signal)."""
+    try:
+        poll(cond, timeout, lambda _: TimeoutError(), interval=interval)
+    except TimeoutError:
+        return False
+    return True

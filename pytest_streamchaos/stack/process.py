@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from pytest_streamchaos.poll import settled
 from pytest_streamchaos.stack.reaper import get_reaper
 
 
@@ -174,12 +175,7 @@ class ManagedProcess:
             self.signal(signal.SIGTERM)
             self.signal(signal.SIGCONT)  # a stopped process only acts on SIGTERM once continued
             self.paused = False
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if not self.alive and not self.members():
-                    break
-                time.sleep(0.05)
-            else:
+            if not settled(lambda: not self.alive and not self.members(), timeout):
                 self.signal(signal.SIGKILL)
         self._reap_group(timeout)
 
@@ -246,8 +242,6 @@ def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None
         p.signal(signal.SIGTERM)
         p.signal(signal.SIGCONT)
         p.paused = False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(p.alive or p.members() for p in live):
-        time.sleep(0.05)
+    settled(lambda: not any(p.alive or p.members() for p in live), timeout)
     for p in live:
         p.kill(timeout=10)

@@ -28,6 +28,7 @@ from typing import Any
 import psutil
 
 from pytest_streamchaos.assets import read_fixture
+from pytest_streamchaos.poll import poll, settled
 from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
@@ -290,19 +291,17 @@ class LocalSparkCluster(SparkCluster):
             raise
 
     def _wait_listening(self, d: _Daemon, port: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            _check_alive([d])
+        def listening() -> bool:
+            _check_alive([d])  # a daemon that died fails the wait at once, with its log
             try:
                 conns = psutil.Process(d.pid).net_connections("inet")
             except psutil.Error:
                 conns = []
-            if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"waited {timeout:.0f}s for Spark {d.name} to listen on {HOST}:{port}; "
-                                   f"log {d.process.log_path}:\n{d.tail_log(20)}")
-            time.sleep(0.05)
+            return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
+
+        poll(listening, timeout, lambda _: TimeoutError(
+            f"waited {timeout:.0f}s for Spark {d.name} to listen on {HOST}:{port}; "
+            f"log {d.process.log_path}:\n{d.tail_log(20)}"))
 
     def stop(self, timeout: float = 3.0) -> None:
         """SIGTERM every daemon group at once, SIGKILL what is left after ``timeout``. Idempotent."""
@@ -628,11 +627,7 @@ class LocalSparkCluster(SparkCluster):
         # A worker that re-registers at an address the master still lists as ALIVE is refused
         # ("Duplicate worker ID") and exits. A dead worker's connection drop is usually noticed at
         # once, so this wait is short; heal() restarts the worker again if it lost the race anyway.
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not any(w.get("port") == worker_port for w in self.alive_workers()):
-                return
-            time.sleep(0.1)
+        settled(lambda: not any(w.get("port") == worker_port for w in self.alive_workers()), timeout, interval=0.1)
 
     # -- healing -------------------------------------------------------------------------------
     def heal(self, timeout: float = 60.0) -> None:
