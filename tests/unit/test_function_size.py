@@ -14,7 +14,6 @@ MAX_LINES = 80
 ALLOWED = {
     # split pending: these files are being changed on another branch (process start, JVM options)
     "pytest_streamchaos.runner._Run._execute": "split pending",
-    "pytest_streamchaos.spark.launcher.JobLauncher.prepare": "split pending",
 }
 
 
