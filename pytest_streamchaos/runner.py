@@ -219,6 +219,19 @@ class Chaos:
         return result
 
 
+@dataclass
+class _Wiring:
+    """What :meth:`_Run._wire` builds around the job, and what of it :meth:`_Run._phases` started."""
+
+    collector: Any
+    generator: Any
+    progress: SparkProgress
+    watcher: CheckpointWatcher
+    ctx: FaultContext
+    scheduler: FaultScheduler
+    started: list = field(default_factory=list)
+
+
 class _Run:
     """The state of one run; :meth:`execute` is the whole life cycle."""
 
@@ -267,6 +280,20 @@ class _Run:
                 self._session_kafka.unlisten(s.kafka_port)
 
     def _execute(self) -> ChaosRun:
+        """One run inside the topics' lifetime: prepare the job, wire the observers and the fault
+        scheduler around it, drive it through the phases, always clean up, then judge."""
+        job = self._prepare_job()
+        w = self._wire(job)
+        try:
+            self._phases(job, w)
+        finally:
+            self._cleanup(job, w)
+        w.progress.poll()
+        return self._verdict(job, w.generator, w.collector, w.progress, w.scheduler, w.ctx)
+
+    def _prepare_job(self) -> Any:
+        """Build the job (not started): its STREAMCHAOS_* contract, arguments with the run's names
+        filled in, the conf the stated delay classes need, and the directories the checkpoint may be in."""
         s = self.spec
         checkpoint = self.dir / "checkpoint"
         job_dir = self.dir / "jobs" / self.script.stem  # the driver's working directory (see prepare)
@@ -288,12 +315,17 @@ class _Run:
         self.job = job
         self._check_delay_classes(job)
         self.checkpoint_roots = [job.workdir, checkpoint, *paths_in([*argv, *s.conf.values()], job.workdir)]
+        return job
 
+    def _wire(self, job: Any) -> _Wiring:
+        """Build what watches and hits the job (collector, generator, progress, checkpoint watcher, fault
+        scheduler; nothing started yet) and tell the run and the oracle the topics."""
+        s = self.spec
         poison = PoisonSchedule()
         collector = self._collector(job.workdir)
         generator = self._generator(poison)
         progress = SparkProgress(job.event_log_dir)
-        watcher = CheckpointWatcher(checkpoint)
+        watcher = CheckpointWatcher(self.dir / "checkpoint")
         self.watcher = watcher
         ctx = FaultContext(cluster=self.c.cluster, kafka=self._session_kafka, job=job,
                            input_topic=self.inputs[0], checkpoint=watcher, collector=collector, poison=poison,
@@ -310,43 +342,58 @@ class _Run:
             self.oracle.topic = self.out_topic
         if self.oracle.side_topic is None and self.side_topic is not None:
             self.oracle.side_topic = self.side_topic
-        started = []
+        return _Wiring(collector=collector, generator=generator, progress=progress, watcher=watcher, ctx=ctx,
+                       scheduler=scheduler)
+
+    def _phases(self, job: Any, w: _Wiring) -> None:
+        """The run's phases in order: start, load with faults, drain. What was started is noted in
+        ``w.started`` for :meth:`_cleanup`."""
+        self._start_up(job, w)
+        self._load_with_faults(job, w)
+        w.generator.stop()
+        self.phases["load_end"] = time.time()
+        self.recorder.record("load_end")
+        w.scheduler.stop()
+        self._drain(w.collector, w.progress, w.generator, w.watcher)
+        self.phases["drain_end"] = time.time()
+        self.recorder.record("drain_end")
+
+    def _start_up(self, job: Any, w: _Wiring) -> None:
+        """Start the collector and the job, wait for the query and its starting offsets, then start
+        the load."""
+        w.collector.start()
+        w.started.append(w.collector)
+        self.phases["start"] = time.time()
+        job.start()
+        self.recorder.record("job_submitted", "driver", script=self.script.name)
+        # Load starts when the query runs: a backlog built up during the JVMs' start-up is
+        # excluded from the baseline anyway and only makes the warm-up longer.
+        self._wait_query_started(job, w.progress)
+        self._check_reach(w.progress)
+        self._wait_starting_offsets(job, w.progress)
+        w.generator.start()
+        w.started.append(w.generator)
+
+    def _load_with_faults(self, job: Any, w: _Wiring) -> None:
+        """Warm up to the steady state, then keep the load on for the run's duration while the
+        scheduler injects the faults (timed from the steady state)."""
+        steady = self._warm_up(job, w.collector, w.progress)
+        self.phases["warmup_end"] = steady
+        self.recorder.record("steady_state", "", t=steady)
+        w.scheduler.start(steady)
+        self._load(job, w.progress, steady + self.spec.duration)
+
+    def _cleanup(self, job: Any, w: _Wiring) -> None:
+        """Whatever happened: stop the faults, the load if it runs, the job, and the collector if it
+        was started (even when stopping the job fails)."""
+        w.scheduler.stop()
+        if w.generator in w.started and w.generator.running:
+            w.generator.stop()
         try:
-            collector.start()
-            started.append(collector)
-            self.phases["start"] = time.time()
-            job.start()
-            self.recorder.record("job_submitted", "driver", script=self.script.name)
-            # Load starts when the query runs: a backlog built up during the JVMs' start-up is
-            # excluded from the baseline anyway and only makes the warm-up longer.
-            self._wait_query_started(job, progress)
-            self._check_reach(progress)
-            self._wait_starting_offsets(job, progress)
-            generator.start()
-            started.append(generator)
-            steady = self._warm_up(job, collector, progress)
-            self.phases["warmup_end"] = steady
-            self.recorder.record("steady_state", "", t=steady)
-            scheduler.start(steady)
-            self._load(job, progress, steady + s.duration)
-            generator.stop()
-            self.phases["load_end"] = time.time()
-            self.recorder.record("load_end")
-            scheduler.stop()
-            self._drain(collector, progress, generator, watcher)
-            self.phases["drain_end"] = time.time()
-            self.recorder.record("drain_end")
+            job.stop()
         finally:
-            scheduler.stop()
-            if generator in started and generator.running:
-                generator.stop()
-            try:
-                job.stop()
-            finally:
-                if collector in started:
-                    collector.stop(drain_timeout=10.0)
-        progress.poll()
-        return self._verdict(job, generator, collector, progress, scheduler, ctx)
+            if w.collector in w.started:
+                w.collector.stop(drain_timeout=10.0)
 
     # -- wiring --------------------------------------------------------------------------------
     def _make_topics(self) -> None:

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psutil
 
@@ -118,6 +118,67 @@ def _java_path(env: Mapping[str, str]) -> str | None:
 def _repo_root() -> Path:
     """The directory that holds the ``pytest_streamchaos`` package (so jobs can import it)."""
     return Path(__file__).resolve().parents[2]
+
+
+class _JobDirs(NamedTuple):
+    """A job's directory and what :meth:`JobLauncher.prepare` makes in it."""
+
+    job: Path
+    event: Path  # the event logs
+    local: Path  # spark.local.dir and the JVMs' java.io.tmpdir
+    log4j: Path  # log4j2.properties
+
+
+def _check_script(script: str | os.PathLike, deploy_mode: str) -> Path:
+    """The resolved path of the job's script; :class:`LaunchError` when it is not an existing ``.py``
+    file or ``deploy_mode`` is not usable (see the module docstring for why not ``cluster``)."""
+    script_path = Path(script).resolve()
+    if not script_path.is_file():
+        raise LaunchError(f"job script {script_path} does not exist (or is not a file); pass the path of "
+                          "your PySpark script, relative to the current directory or absolute")
+    if script_path.suffix != ".py":
+        raise LaunchError(f"job script {script_path} is not a .py file; JobLauncher runs PySpark scripts only")
+    if deploy_mode not in ("client", "cluster"):
+        raise LaunchError(f"deploy_mode={deploy_mode!r}: use 'client' (default) or 'cluster'")
+    if deploy_mode == "cluster":
+        raise LaunchError(
+            f"deploy_mode='cluster' is not possible for {script_path.name}: spark-submit refuses Python "
+            f"applications in cluster mode on standalone clusters (SparkSubmit: \"{_SUBMIT_PYTHON_CLUSTER_MSG}\"),"
+            " so the master's --supervise driver restart is unavailable. Use deploy_mode='client' (the "
+            "default): the driver runs in its own process group here, and job.restart() restarts a killed "
+            "driver from the same checkpoint")
+    return script_path
+
+
+def _shim_jar() -> Path:
+    """The Kafka shim jar (built on first use); a :class:`LaunchError` when it cannot be had."""
+    try:
+        return kafka_shim_jar()
+    except KafkaShimError as e:
+        raise LaunchError(str(e)) from None
+
+
+def _job_pythonpath(script_path: Path) -> str:
+    """PYTHONPATH for the driver and executors: this package's root, the script's directory, then ours."""
+    repo = str(_repo_root())
+    return os.pathsep.join(dict.fromkeys(
+        p for p in [repo, str(script_path.parent), os.environ.get("PYTHONPATH", "")] if p))
+
+
+def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, java_env: Mapping[str, str]) -> None:
+    """Complete the driver's and executors' ``extraJavaOptions`` in ``effective``: the driver's log4j2
+    configuration (by -D), the JVMs' scratch files in the job's directory (see
+    stack.spark_local.jvm_tmp_opts) and Spark's classes mapped from the machine's CDS archives when they
+    match (stack.cds)."""
+    java = _java_path(java_env)
+    cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
+                    "driver", java, home, effective["spark.driver.extraClassPath"]) if java else "",
+                "spark.executor.extraJavaOptions": cds.java_opts(
+                    "executor", java, home, effective.get("spark.executor.extraClassPath", "")) if java else ""}
+    effective["spark.driver.extraJavaOptions"] = (f"{effective.get('spark.driver.extraJavaOptions', '')} "
+                                                  f"-Dlog4j2.configurationFile={dirs.log4j.as_uri()}")
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(dirs.local)} {cds_opts[key]}".strip()
 
 
 @dataclass
@@ -445,32 +506,34 @@ class JobLauncher:
         ``config``: the STREAMCHAOS_* job contract (a :class:`JobConfig` or its env dict).
         ``env``: extra environment variables for the driver. ``conf``: Spark conf over the defaults.
         """
-        script_path = Path(script).resolve()
-        if not script_path.is_file():
-            raise LaunchError(f"job script {script_path} does not exist (or is not a file); pass the path of "
-                              "your PySpark script, relative to the current directory or absolute")
-        if script_path.suffix != ".py":
-            raise LaunchError(f"job script {script_path} is not a .py file; JobLauncher runs PySpark scripts only")
-        if deploy_mode not in ("client", "cluster"):
-            raise LaunchError(f"deploy_mode={deploy_mode!r}: use 'client' (default) or 'cluster'")
-        if deploy_mode == "cluster":
-            raise LaunchError(
-                f"deploy_mode='cluster' is not possible for {script_path.name}: spark-submit refuses Python "
-                f"applications in cluster mode on standalone clusters (SparkSubmit: \"{_SUBMIT_PYTHON_CLUSTER_MSG}\"),"
-                " so the master's --supervise driver restart is unavailable. Use deploy_mode='client' (the "
-                "default): the driver runs in its own process group here, and job.restart() restarts a killed "
-                "driver from the same checkpoint")
+        script_path = _check_script(script, deploy_mode)
         home = spark_home()
-        try:
-            shim_jar = kafka_shim_jar()  # before any directory is made: no JDK fails here, cleanly
-        except KafkaShimError as e:
-            raise LaunchError(str(e)) from None
+        shim_jar = _shim_jar()  # before any directory is made: no JDK fails here, cleanly
+        java_env = self._java_env()
+        name = name or script_path.stem
+        dirs = self._make_dirs(name)
+        pythonpath = _job_pythonpath(script_path)
+        effective = self._effective_conf(conf, name=name, dirs=dirs, pythonpath=pythonpath, shim_jar=shim_jar,
+                                         home=home, java_env=java_env)
+        child_env = self._child_env(home=home, pythonpath=pythonpath, config=config, env=env)
+        argv = self._submit_argv(home=home, deploy_mode=deploy_mode, name=name, script_path=script_path,
+                                 effective=effective, py_files=py_files, args=args)
+        job = SparkJob(name=name, script=script_path, argv=argv, env=child_env, workdir=dirs.job,
+                       effective_conf=effective, event_log_dir=dirs.event, deploy_mode=deploy_mode)
+        self.jobs.append(job)
+        return job
+
+    def _java_env(self) -> dict[str, str]:
+        """The environment spark-submit's java is looked up in (``java_home`` over ``os.environ``);
+        :class:`LaunchError` when it has no java."""
         java_env = dict(os.environ, **({"JAVA_HOME": self.java_home} if self.java_home else {}))
         if not _java_ok(java_env):
             raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
                               "on PATH (Spark 4 needs Java 17+)")
+        return java_env
 
-        name = name or script_path.stem
+    def _make_dirs(self, name: str) -> _JobDirs:
+        """Make the job's directory (event log, Spark scratch space) and write its log4j2 configuration."""
         job_dir = self._job_dir(name)
         event_dir = job_dir / "eventlog"
         event_dir.mkdir(parents=True)
@@ -478,13 +541,30 @@ class JobLauncher:
         local_dir.mkdir()
         log4j = job_dir / "log4j2.properties"  # by -D, not on the class path: see stack.cds.conf_dir
         log4j.write_text(_LOG4J2)
+        return _JobDirs(job=job_dir, event=event_dir, local=local_dir, log4j=log4j)
 
-        repo = str(_repo_root())
-        pythonpath = os.pathsep.join(dict.fromkeys(
-            p for p in [repo, str(script_path.parent), os.environ.get("PYTHONPATH", "")] if p))
-
+    def _effective_conf(self, conf: Mapping[str, Any] | None, *, name: str, dirs: _JobDirs, pythonpath: str,
+                        shim_jar: Path, home: Path, java_env: Mapping[str, str]) -> dict[str, str]:
+        """The Spark conf passed to spark-submit: :data:`DEFAULT_CONF`, the job's pinned ports and
+        directories, the launcher's ``conf``, the job's ``conf``; then the Kafka shim on the driver's class
+        path, the JVM options, and a UI port if the UI was turned on without one."""
         effective = dict(DEFAULT_CONF)
-        effective.update({
+        effective.update(self._job_conf(name, dirs, pythonpath))
+        effective.update(self.conf)
+        effective.update({k: str(v) for k, v in (conf or {}).items()})
+        # format("kafka") without Spark's connector: the shim routes it to the Python source (a
+        # user's own class path comes first, so a real connector there still wins).
+        effective["spark.driver.extraClassPath"] = os.pathsep.join(
+            p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
+        _add_java_options(effective, dirs=dirs, home=home, java_env=java_env)
+        if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
+            effective["spark.ui.port"] = str(ports.free_port())
+        return effective
+
+    def _job_conf(self, name: str, dirs: _JobDirs, pythonpath: str) -> dict[str, str]:
+        """This job's own conf: its name, loopback-only driver with pinned ports (allocated here, in this
+        order), event log and scratch directories, and the Python it runs."""
+        return {
             "spark.app.name": name,
             "spark.driver.host": HOST,
             "spark.driver.bindAddress": HOST,
@@ -492,33 +572,19 @@ class JobLauncher:
             "spark.driver.blockManager.port": str(ports.free_port()),
             # Executors start at this port and count up (spark.port.maxRetries) when several share a host.
             "spark.blockManager.port": str(ports.free_port()),
-            "spark.eventLog.dir": event_dir.as_uri(),
-            "spark.local.dir": str(local_dir),
+            "spark.eventLog.dir": dirs.event.as_uri(),
+            "spark.local.dir": str(dirs.local),
             "spark.pyspark.python": self.python,
             "spark.pyspark.driver.python": self.python,
             "spark.executorEnv.PYTHONPATH": pythonpath,
             "spark.executorEnv.SPARK_LOCAL_IP": HOST,
-        })
-        effective.update(self.conf)
-        effective.update({k: str(v) for k, v in (conf or {}).items()})
-        # format("kafka") without Spark's connector: the shim routes it to the Python source (a
-        # user's own class path comes first, so a real connector there still wins).
-        effective["spark.driver.extraClassPath"] = os.pathsep.join(
-            p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
-        # Keep the JVMs' scratch files in the job's directory (see stack.spark_local.jvm_tmp_opts);
-        # map Spark's classes from the machine's CDS archives when they match (stack.cds).
-        java = _java_path(java_env)
-        cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
-                        "driver", java, home, effective["spark.driver.extraClassPath"]) if java else "",
-                    "spark.executor.extraJavaOptions": cds.java_opts(
-                        "executor", java, home, effective.get("spark.executor.extraClassPath", "")) if java else ""}
-        effective["spark.driver.extraJavaOptions"] = (f"{effective.get('spark.driver.extraJavaOptions', '')} "
-                                                      f"-Dlog4j2.configurationFile={log4j.as_uri()}")
-        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(local_dir)} {cds_opts[key]}".strip()
-        if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
-            effective["spark.ui.port"] = str(ports.free_port())
+        }
 
+    def _child_env(self, *, home: Path, pythonpath: str, config: JobConfig | Mapping[str, str] | None,
+                   env: Mapping[str, str] | None) -> dict[str, str]:
+        """spark-submit's environment: ours without what would override the job's Spark settings, plus
+        Spark's and Python's settings, ``java_home``, the job contract (``config``) and ``env``, in that
+        order of precedence (last wins)."""
         child_env = {k: v for k, v in os.environ.items()
                      if k not in ("PYSPARK_SUBMIT_ARGS", "PYSPARK_DRIVER_PYTHON_OPTS", "SPARK_CONF_DIR")}
         child_env.update({
@@ -538,7 +604,13 @@ class JobLauncher:
         elif config is not None:
             child_env.update({k: str(v) for k, v in config.items()})
         child_env.update({k: str(v) for k, v in (env or {}).items()})
+        return child_env
 
+    def _submit_argv(self, *, home: Path, deploy_mode: str, name: str, script_path: Path,
+                     effective: Mapping[str, str], py_files: Sequence[str | os.PathLike],
+                     args: Sequence[str]) -> list[str]:
+        """The spark-submit command line: master, deploy mode, name, ``--py-files``, every conf entry,
+        then the script and its arguments."""
         argv = [str(home / "bin" / "spark-submit"), "--master", self.master_url, "--deploy-mode", deploy_mode,
                 "--name", name]
         if py_files:
@@ -546,11 +618,7 @@ class JobLauncher:
         for k, v in effective.items():
             argv += ["--conf", f"{k}={v}"]
         argv += [str(script_path), *map(str, args)]
-
-        job = SparkJob(name=name, script=script_path, argv=argv, env=child_env, workdir=job_dir,
-                       effective_conf=effective, event_log_dir=event_dir, deploy_mode=deploy_mode)
-        self.jobs.append(job)
-        return job
+        return argv
 
     def submit(self, script: str | os.PathLike, **kwargs: Any) -> SparkJob:
         """:meth:`prepare` and start the job (see there for the arguments)."""

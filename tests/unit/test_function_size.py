@@ -11,11 +11,7 @@ PACKAGES = ("pytest_streamchaos", "pyspark_streamchaos")
 MAX_LINES = 80
 
 #: qualified name -> why it may stay longer for now
-ALLOWED = {
-    # split pending: these files are being changed on another branch (process start, JVM options)
-    "pytest_streamchaos.runner._Run._execute": "split pending",
-    "pytest_streamchaos.spark.launcher.JobLauncher.prepare": "split pending",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def long_functions(limit: int = MAX_LINES) -> dict[str, int]:
