@@ -4,15 +4,7 @@ What a job imports (``job_config``, ``read_kafka``, the sinks, ...) lives in the
 :mod:`pytest_streamchaos.job`; this package re-exports it, so ``from pytest_streamchaos.spark import
 job_config, read_kafka, ExactlyOnceKafkaSink`` keeps working, and so do the old module paths
 (``pytest_streamchaos.spark.kafka_sink`` is the module ``pytest_streamchaos.job.kafka_sink``).
-A job typically does::
-
-    from pytest_streamchaos.spark import job_config, read_kafka, ExactlyOnceKafkaSink
-
-    cfg = job_config()
-    df = read_kafka(spark, cfg.bootstrap_servers, cfg.input_topic, startingOffsets="earliest")
-    sink = ExactlyOnceKafkaSink(cfg.bootstrap_servers, cfg.output_topic)
-    (df.writeStream.foreachBatch(sink).option("checkpointLocation", cfg.checkpoint_dir)
-       .trigger(processingTime=cfg.trigger_interval).start().awaitTermination())
+The module docstring of :mod:`pytest_streamchaos.job` shows a typical job.
 
 Harness side (never imported by a job): :mod:`.launcher` (``spark-submit``, kill / restart of the
 driver) and :mod:`.kafka_shim` (the ``kafka.DefaultSource`` shim jar the launcher puts on the class
