@@ -259,7 +259,7 @@ class BandwidthLimit(NetworkFault):
         _require(self.kind)
         self._handle = tcshaper.get_shaper().add(self.ports, tcshaper.tbf_leaf_args(self.kbit),
                                                  direction=self.direction, proto=self.proto,
-                                                 class_rate_kbit=self.kbit, mark=self.conn_mark)
+                                                 class_rate_kbit=self.kbit)
 
     def _heal(self) -> None:
         if self._handle is not None:
