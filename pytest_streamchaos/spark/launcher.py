@@ -69,6 +69,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.eventLog.compress": "false",
     "spark.eventLog.rolling.enabled": "false",
     "spark.sql.streaming.metricsEnabled": "false",
+    # workers forked with pyarrow, the Kafka client and the plugin's source already imported
+    # (job/daemon.py): the first micro-batch after a start or an executor restart is seconds faster
+    "spark.python.daemon.module": "pytest_streamchaos.job.daemon",
 }
 
 _SUBMIT_PYTHON_CLUSTER_MSG = (
