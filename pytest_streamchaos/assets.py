@@ -7,6 +7,7 @@ data files of ``pyproject.toml``). Imports nothing of the package.
 
 from __future__ import annotations
 
+import os
 import site
 import sys
 import sysconfig
@@ -42,3 +43,10 @@ def fixture_path(*parts: str) -> Path:
 def read_fixture(*parts: str) -> str:
     """The text of ``fixtures/<parts...>``."""
     return fixture_path(*parts).read_text()
+
+
+def cache_dir() -> Path:
+    """Where what is built from the fixtures is kept, per machine (``$XDG_CACHE_HOME`` or
+    ``~/.cache``, then ``pytest-streamchaos``): the shim jar, the CDS archives."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-streamchaos"

@@ -23,7 +23,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from pytest_streamchaos.assets import fixture_path, fixture_roots
+from pytest_streamchaos.assets import cache_dir, fixture_path, fixture_roots
 
 
 def _shim_source_dir() -> Path:
@@ -42,11 +42,6 @@ _JDK_FIX = "apt-get install openjdk-17-jdk-headless"
 class KafkaShimError(RuntimeError):
     """The shim jar cannot be built; the message names the fix."""
 
-
-def cache_dir() -> Path:
-    """Where built jars are kept (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``pytest-streamchaos``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-streamchaos"
 
 
 def _java_source() -> bytes:

@@ -104,10 +104,8 @@ def spark_home() -> Path:
 
 
 def _java_ok(env: Mapping[str, str]) -> bool:
-    java_home = env.get("JAVA_HOME")
-    if java_home:
-        return os.access(os.path.join(java_home, "bin", "java"), os.X_OK)
-    return shutil.which("java", path=env.get("PATH")) is not None
+    java = _java_path(env)
+    return java is not None and os.access(java, os.X_OK)
 
 
 def _java_path(env: Mapping[str, str]) -> str | None:

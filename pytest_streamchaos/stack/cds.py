@@ -25,14 +25,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_streamchaos.assets import cache_dir
+
 KINDS = ("driver", "executor")
 #: the JVM's CDS messages (an archive it cannot use is not an error here: it runs without)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-streamchaos"
 
 
 def conf_dir() -> Path:
