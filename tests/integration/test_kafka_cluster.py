@@ -363,3 +363,19 @@ def test_producer_fails_fast_on_a_dead_cluster(tmp_path):
         cluster.create_topic("again")
     with pytest.raises(KafkaException):
         AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=1.5)
+
+
+def test_pause_brokers_freezes_them_until_resumed(kafka):
+    """The stack's broker pause (what `pause(target="broker")` uses): the brokers' process is stopped
+    while paused, and they serve clients again once resumed."""
+    from pytest_streamchaos.testing import wait_for
+
+    kafka.pause_brokers()
+    try:
+        wait_for(lambda: kafka.brokers_state() == "stopped", timeout=5, what="the brokers paused")
+    finally:
+        kafka.resume_brokers()
+    wait_for(lambda: kafka.brokers_state() not in ("stopped", None), timeout=5, what="the brokers resumed")
+    topic = kafka.create_topic("after-pause", partitions=1)
+    produce(kafka.bootstrap_servers, topic, [b"x"])
+    assert consume_all(kafka.bootstrap_servers, topic, 1, 1) == [b"x"]
