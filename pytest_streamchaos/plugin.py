@@ -19,6 +19,7 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
     kafka,
     spark_cluster,
     spark_cluster_ha,
+    streamchaos_docker,
     streamchaos_kafka_session,
     streamchaos_settings,
     streamchaos_spark_ha_session,

@@ -13,7 +13,7 @@ import pytest
 #: the stack backends by name: None when usable, else why not (a known name fails with that reason)
 BACKENDS: dict[str, str | None] = {
     "local": None,
-    "docker": "the docker backend is not implemented yet",
+    "docker": None,
 }
 
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
@@ -34,7 +34,8 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("backend", "stack backend: 'local' (processes on this machine, the only one so far)", "local", str),
+    Option("backend", "stack backend: 'local' (processes on this machine) or 'docker' (each node in a container; "
+           "docs/docker-backend.md)", "local", str),
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),

@@ -475,7 +475,10 @@ class JobLauncher:
         conf: Mapping[str, Any] | None = None,
         python: str | None = None,
         java_home: str | None = None,
+        driver_host: str = HOST,
     ) -> None:
+        """``driver_host``: the address the driver binds, where the cluster's executors reach it
+        (127.0.0.1 for the local cluster; the host's address on the containers' network for docker)."""
         if not (master_url.startswith("spark://") or master_url.startswith("local")):
             raise LaunchError(f"master URL {master_url!r} is not spark://host:port (or local[...])")
         self.master_url = master_url
@@ -483,11 +486,14 @@ class JobLauncher:
         self.conf = {k: str(v) for k, v in (conf or {}).items()}
         self.python = python or sys.executable
         self.java_home = java_home
+        self.driver_host = driver_host
         self.jobs: list[SparkJob] = []
 
     @classmethod
     def for_cluster(cls, cluster: Any, workdir: str | os.PathLike, **kwargs: Any) -> JobLauncher:
-        """A launcher for a :class:`~pytest_streamchaos.stack.base.SparkCluster` (uses its master URL)."""
+        """A launcher for a :class:`~pytest_streamchaos.stack.base.SparkCluster` (its master URL, and the
+        address its executors reach a driver at)."""
+        kwargs.setdefault("driver_host", getattr(cluster, "driver_host", HOST))
         return cls(cluster.master_url, workdir, **kwargs)
 
     def prepare(
@@ -565,10 +571,10 @@ class JobLauncher:
     def _job_conf(self, name: str, dirs: _JobDirs, pythonpath: str) -> dict[str, str]:
         """This job's own conf: its name, loopback-only driver with pinned ports (allocated here, in this
         order), event log and scratch directories, and the Python it runs."""
-        return {
+        conf = {
             "spark.app.name": name,
-            "spark.driver.host": HOST,
-            "spark.driver.bindAddress": HOST,
+            "spark.driver.host": self.driver_host,
+            "spark.driver.bindAddress": self.driver_host,
             "spark.driver.port": str(ports.free_port()),
             "spark.driver.blockManager.port": str(ports.free_port()),
             # Executors start at this port and count up (spark.port.maxRetries) when several share a host.
@@ -578,8 +584,10 @@ class JobLauncher:
             "spark.pyspark.python": self.python,
             "spark.pyspark.driver.python": self.python,
             "spark.executorEnv.PYTHONPATH": pythonpath,
-            "spark.executorEnv.SPARK_LOCAL_IP": HOST,
         }
+        if self.driver_host == HOST:  # executors on this host: loopback too (in a container: their own address)
+            conf["spark.executorEnv.SPARK_LOCAL_IP"] = HOST
+        return conf
 
     def _child_env(self, *, home: Path, pythonpath: str, config: JobConfig | Mapping[str, str] | None,
                    env: Mapping[str, str] | None) -> dict[str, str]:
@@ -591,7 +599,7 @@ class JobLauncher:
         child_env.update({
             "SPARK_HOME": str(home),
             "SPARK_CONF_DIR": str(cds.conf_dir()),
-            "SPARK_LOCAL_IP": HOST,
+            "SPARK_LOCAL_IP": self.driver_host,
             "PYSPARK_PYTHON": self.python,
             "PYSPARK_DRIVER_PYTHON": self.python,
             "PYTHONPATH": pythonpath,

@@ -39,6 +39,8 @@ class SparkCluster(abc.ABC):
     master_url: str  #: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode)
     #: the cluster's own settings (``spark.worker.timeout`` ...), as its daemons were started with them
     effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
+    #: the address a driver on this host binds so that the cluster's executors reach it
+    driver_host: str = "127.0.0.1"
 
     @property
     @abc.abstractmethod

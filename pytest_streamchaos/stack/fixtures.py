@@ -20,10 +20,32 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
     return pytestconfig.stash[SETTINGS_KEY]
 
 
-def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactory, *, ha: bool) -> Iterator:
-    from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+@pytest.fixture(scope="session")
+def streamchaos_docker(streamchaos_settings: Settings) -> Iterator:
+    """The docker backend's share of the daemon (labels, network, clean-up); None on other backends."""
+    if streamchaos_settings.backend != "docker":
+        yield None
+        return
+    from pytest_streamchaos.stack.docker.engine import DockerSession, connect
 
-    cluster = LocalSparkCluster.from_settings(settings, tmp_path_factory.mktemp("spark-ha" if ha else "spark"), ha=ha)
+    session = DockerSession(connect())
+    try:
+        yield session.open()
+    finally:
+        session.close()
+
+
+def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactory, docker, *, ha: bool) -> Iterator:
+    workdir = tmp_path_factory.mktemp("spark-ha" if ha else "spark")
+    if docker is not None:
+        from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
+
+        cluster = DockerSparkCluster.from_settings(settings, workdir, ha=ha, session=docker,
+                                                   shared=(tmp_path_factory.getbasetemp(),))
+    else:
+        from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+
+        cluster = LocalSparkCluster.from_settings(settings, workdir, ha=ha)
     try:
         cluster.start()
         yield cluster
@@ -32,9 +54,10 @@ def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.fixture(scope="session")
-def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                              streamchaos_docker):
     """The session's Spark standalone cluster (started on first use, stopped at session end)."""
-    yield from _session_cluster(streamchaos_settings, tmp_path_factory, ha=streamchaos_settings.ha)
+    yield from _session_cluster(streamchaos_settings, tmp_path_factory, streamchaos_docker, ha=streamchaos_settings.ha)
 
 
 @pytest.fixture
@@ -45,10 +68,11 @@ def spark_cluster(streamchaos_spark_session, streamchaos_settings: Settings) -> 
 
 
 @pytest.fixture(scope="session")
-def streamchaos_spark_ha_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+def streamchaos_spark_ha_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                                 streamchaos_docker):
     """A second, highly available cluster (two masters + ZooKeeper), started only when a test asks
     for it (``@pytest.mark.chaos(ha=True)`` or the ``spark_cluster_ha`` fixture)."""
-    yield from _session_cluster(streamchaos_settings, tmp_path_factory, ha=True)
+    yield from _session_cluster(streamchaos_settings, tmp_path_factory, streamchaos_docker, ha=True)
 
 
 @pytest.fixture
@@ -59,12 +83,19 @@ def spark_cluster_ha(streamchaos_spark_ha_session, streamchaos_settings: Setting
 
 
 @pytest.fixture(scope="session")
-def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory):
+def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                              streamchaos_docker):
     """The session's embedded Kafka cluster (started on first use, stopped at session end)."""
-    from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+    kwargs = {"brokers": streamchaos_settings.brokers, "workdir": tmp_path_factory.mktemp("kafka"),
+              "bootstrap_port": streamchaos_settings.kafka_port or None}
+    if streamchaos_docker is not None:
+        from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 
-    cluster = LocalKafkaCluster(brokers=streamchaos_settings.brokers, workdir=tmp_path_factory.mktemp("kafka"),
-                                bootstrap_port=streamchaos_settings.kafka_port or None)
+        cluster = DockerKafkaCluster(session=streamchaos_docker, **kwargs)
+    else:
+        from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+
+        cluster = LocalKafkaCluster(**kwargs)
     try:
         cluster.start()
         yield cluster

@@ -33,8 +33,13 @@ from pytest_streamchaos.stack.kafka_mock import MockCluster
 class BrokerState:
     """The mock cluster plus what the owner asked of it (the C API has no getters)."""
 
-    def __init__(self, brokers: int, group_rebalance_delay_ms: int | None = None) -> None:
+    def __init__(self, brokers: int, group_rebalance_delay_ms: int | None = None,
+                 advertise: tuple[str, int] | None = None) -> None:
         self.cluster = MockCluster(brokers)
+        self.advertised: dict[int, tuple[str, int]] = {}
+        self._forwarders: list = []
+        if advertise is not None:
+            self._advertise(*advertise)
         if group_rebalance_delay_ms is not None:
             self.cluster.set_group_initial_rebalance_delay(group_rebalance_delay_ms)
         self.down: set[int] = set()
@@ -42,17 +47,36 @@ class BrokerState:
         self.topics: dict[str, dict[str, int]] = {}
         self.error_apis: set[int] = set()  # ApiKeys with injected errors (possibly still pending)
 
-    def ports(self) -> dict[str, int]:
-        """Broker id (as a JSON key) -> listener port; librdkafka lists brokers in id order."""
+    def _advertise(self, host: str, base_port: int) -> None:
+        """Broker ``b`` answers on ``host:base_port+b`` (all interfaces of this container) and says so in
+        metadata. The mock's listeners bind 127.0.0.1 only; a forwarder takes each one outside."""
+        from pytest_streamchaos.stack.tcpproxy import TcpProxy
+
         hosts = self.cluster.bootstrap_servers.split(",")
+        for b, h in zip(self.cluster.broker_ids, hosts, strict=True):
+            port = base_port + b
+            self._forwarders.append(TcpProxy(upstream_port=int(h.rsplit(":", 1)[1]), listen_port=port,
+                                             listen_host="0.0.0.0"))  # noqa: S104 - a container's own namespace
+            self.cluster.broker_set_host_port(b, host, port)
+            self.advertised[b] = (host, port)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if self.advertised:
+            return ",".join(f"{h}:{p}" for h, p in self.advertised.values())
+        return self.cluster.bootstrap_servers
+
+    def ports(self) -> dict[str, int]:
+        """Broker id (as a JSON key) -> the port clients reach it at; librdkafka lists brokers in id order."""
+        hosts = self.bootstrap_servers.split(",")
         return {str(b): int(h.rsplit(":", 1)[1]) for b, h in zip(self.cluster.broker_ids, hosts, strict=True)}
 
     def ready(self) -> dict[str, Any]:
-        return {"event": "ready", "bootstrap_servers": self.cluster.bootstrap_servers,
+        return {"event": "ready", "bootstrap_servers": self.bootstrap_servers,
                 "broker_ids": self.cluster.broker_ids, "ports": self.ports(), "pid": os.getpid()}
 
     def status(self) -> dict[str, Any]:
-        return {"bootstrap_servers": self.cluster.bootstrap_servers, "broker_ids": self.cluster.broker_ids,
+        return {"bootstrap_servers": self.bootstrap_servers, "broker_ids": self.cluster.broker_ids,
                 "ports": self.ports(), "down": sorted(self.down),
                 "rtt_ms": {str(b): ms for b, ms in self.rtt.items()}, "topics": self.topics,
                 "pid": os.getpid()}
@@ -160,15 +184,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (ids 1..N)")
     parser.add_argument("--group-rebalance-delay-ms", type=int, default=None,
                         help="group.initial.rebalance.delay.ms of the brokers (default: librdkafka's, 3000)")
+    parser.add_argument("--advertise", default=None, metavar="HOST:BASEPORT",
+                        help="answer on all interfaces at BASEPORT+id and advertise HOST (in a container)")
     ns = parser.parse_args(argv)
+    advertise = None
+    if ns.advertise:
+        host, _, base = ns.advertise.rpartition(":")
+        advertise = (host, int(base))
     try:
-        state = BrokerState(ns.brokers, ns.group_rebalance_delay_ms)
+        state = BrokerState(ns.brokers, ns.group_rebalance_delay_ms, advertise)
     except Exception as exc:
         # One line on stdout so the owner can show the cause instead of waiting for a timeout.
         _reply({"event": "error", "error": f"{type(exc).__name__}: {exc}"})
         print(f"kafka_broker_process: cannot start: {exc}", file=sys.stderr)
         return 2
-    print(f"kafka_broker_process pid={os.getpid()} brokers={state.cluster.bootstrap_servers}",
+    print(f"kafka_broker_process pid={os.getpid()} brokers={state.bootstrap_servers}",
           file=sys.stderr, flush=True)
     _reply(state.ready())
     try:

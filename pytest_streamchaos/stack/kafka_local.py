@@ -124,6 +124,8 @@ class LocalKafkaCluster(KafkaCluster):
     #: librdkafka's mock cluster hands records of aborted transactions to read_committed consumers
     #: (a real Kafka backend sets True): a transactional job's exactly-once verdict is unverified here
     isolates_transactions = False
+    #: where clients reach the brokers (a container's address in the docker backend)
+    broker_host = "127.0.0.1"
 
     def __init__(self, brokers: int = 3, workdir: str | os.PathLike | None = None,
                  command_timeout: float = 15.0, group_rebalance_delay_ms: int | None = None,
@@ -179,10 +181,7 @@ class LocalKafkaCluster(KafkaCluster):
         self.workdir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH", "")) if p)
-        argv = [sys.executable, "-u", "-m", _HELPER_MODULE, "--brokers", str(self.brokers)]
-        if self.group_rebalance_delay_ms is not None:
-            argv += ["--group-rebalance-delay-ms", str(self.group_rebalance_delay_ms)]
-        proc = _HelperProcess(argv, self.workdir / "kafka-broker.log", env)
+        proc = _HelperProcess(self._helper_argv(), self.workdir / "kafka-broker.log", env)
         self._proc = proc
         deadline = time.monotonic() + timeout
         try:
@@ -203,6 +202,13 @@ class LocalKafkaCluster(KafkaCluster):
         self.ports = {int(b): int(p) for b, p in msg["ports"].items()}
         self._admin = None
         self._start_forwarder()
+
+    def _helper_argv(self, extra: Sequence[str] = ()) -> list[str]:
+        """The helper's command line (the docker backend runs it in a container)."""
+        argv = [sys.executable, "-u", "-m", _HELPER_MODULE, "--brokers", str(self.brokers), *extra]
+        if self.group_rebalance_delay_ms is not None:
+            argv += ["--group-rebalance-delay-ms", str(self.group_rebalance_delay_ms)]
+        return argv
 
     def stop(self) -> None:
         """Stop the helper (and with it every broker). Idempotent."""
@@ -239,7 +245,8 @@ class LocalKafkaCluster(KafkaCluster):
         _check_port_free(port)
         ports.reserve(port)
         try:
-            self._forwarders[port] = TcpProxy(upstream_port=self.ports[self.broker_ids[0]], listen_port=port)
+            self._forwarders[port] = TcpProxy(upstream_port=self.ports[self.broker_ids[0]], listen_port=port,
+                                              upstream_host=self.broker_host)
         except Exception as exc:
             raise StackError(f"kafka port {port}: cannot listen on 127.0.0.1:{port} ({exc}; held by "
                              f"{ports.port_holder(port) or 'an unknown process'}); stop that process or choose "
@@ -437,7 +444,7 @@ class LocalKafkaCluster(KafkaCluster):
 
     def endpoints(self) -> list[Endpoint]:
         """One ``broker-<id>`` endpoint per broker with its listener port as ``{"kafka": port}``."""
-        return [Endpoint(name=f"broker-{b}", role="broker", ports={"kafka": self.ports[b]})
+        return [Endpoint(name=f"broker-{b}", role="broker", host=self.broker_host, ports={"kafka": self.ports[b]})
                 for b in self.broker_ids]
 
     def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:

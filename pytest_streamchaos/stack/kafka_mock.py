@@ -104,6 +104,7 @@ _SIGNATURES: dict[str, tuple[object, list]] = {
 # Newer than the mock API's first release (librdkafka 2.x); used only when present.
 _OPTIONAL_SIGNATURES: dict[str, tuple[object, list]] = {
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [_vp, _c_int32]),
+    "rd_kafka_mock_broker_set_host_port": (ctypes.c_int, [_vp, _c_int32, ctypes.c_char_p, ctypes.c_int]),
 }
 
 _lib: ctypes.CDLL | None = None
@@ -229,6 +230,17 @@ class MockCluster:
         broker_id = self._broker("broker_set_up", broker_id)
         code = self._lib.rd_kafka_mock_broker_set_up(self._cluster(), broker_id)
         self._check(f"broker_set_up({broker_id})", code)
+
+    def broker_set_host_port(self, broker_id: int, host: str, port: int) -> None:
+        """Advertise the broker at ``host:port`` in metadata (its listener stays where it is: a
+        forwarder from there to it is the caller's job)."""
+        broker_id = self._broker("broker_set_host_port", broker_id)
+        fn = getattr(self._lib, "rd_kafka_mock_broker_set_host_port", None)
+        if fn is None:
+            raise MockUnavailableError("this librdkafka has no rd_kafka_mock_broker_set_host_port (2.6+ has); "
+                                       "fix: pip install -U confluent-kafka")
+        self._check(f"broker_set_host_port({broker_id}, {host}, {port})", fn(self._cluster(), broker_id,
+                                                                              host.encode(), port))
 
     def broker_set_rtt(self, broker_id: int, rtt_ms: int) -> None:
         """Delay every response of the broker by ``rtt_ms`` (0 removes the delay)."""

@@ -33,7 +33,39 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-class ManagedProcess:
+class LogFile:
+    """What a process wrote to its log file since it started (``log_path``, ``_log_offset``): shared
+    by :class:`ManagedProcess` and the docker backend's container processes, which log to a file too."""
+
+    log_path: Path
+    _log_offset: int = 0
+
+    # -- logs ----------------------------------------------------------------------------------
+    def tail_log(self, n: int = 40) -> str:
+        """The last ``n`` lines of the log (for error messages)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 64 * 1024))
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError as exc:
+            return f"<no log at {self.log_path}: {exc}>"
+        return "\n".join(lines[-n:])
+
+    def log_since_start(self, max_bytes: int = 1 << 20) -> str:
+        """What this process (not an earlier one sharing the log file) has logged so far (the last
+        ``max_bytes`` of it)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(self._log_offset, f.tell() - max_bytes))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+
+class ManagedProcess(LogFile):
     """A command started in its own process group with stdout+stderr appended to ``log_path``.
 
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
@@ -185,30 +217,6 @@ class ManagedProcess:
         """Wait for the group leader to exit and return its exit code
         (raises ``subprocess.TimeoutExpired``)."""
         return self._popen.wait(timeout)
-
-    # -- logs ----------------------------------------------------------------------------------
-    def tail_log(self, n: int = 40) -> str:
-        """The last ``n`` lines of the log (for error messages)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - 64 * 1024))
-                lines = f.read().decode(errors="replace").splitlines()
-        except OSError as exc:
-            return f"<no log at {self.log_path}: {exc}>"
-        return "\n".join(lines[-n:])
-
-    def log_since_start(self, max_bytes: int = 1 << 20) -> str:
-        """What this process (not an earlier one sharing the log file) has logged so far (the last
-        ``max_bytes`` of it)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(self._log_offset, f.tell() - max_bytes))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
 
     # -- internals -----------------------------------------------------------------------------
     def _reap_group(self, timeout: float) -> None:

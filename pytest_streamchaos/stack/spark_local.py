@@ -78,6 +78,7 @@ class _Daemon:
     """A restartable daemon: the current process (or None) plus what it takes to start it again."""
 
     role = "daemon"
+    host = HOST  #: where its peers and the harness reach it (a container's address in the docker backend)
 
     def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
         self.index = index
@@ -127,11 +128,11 @@ class LocalMaster(_Daemon):
 
     @property
     def url(self) -> str:
-        return f"spark://{HOST}:{self.rpc_port}"
+        return f"spark://{self.host}:{self.rpc_port}"
 
     @property
     def webui_url(self) -> str:
-        return f"http://{HOST}:{self.webui_port}"
+        return f"http://{self.host}:{self.webui_port}"
 
     def state(self) -> dict[str, Any] | None:
         """The master's ``/json/`` document (``status``: ALIVE / STANDBY / RECOVERING ...), or None
@@ -141,7 +142,7 @@ class LocalMaster(_Daemon):
         return _http_json(self.webui_url + "/json/")
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.name, "master", HOST, {"rpc": self.rpc_port, "webui": self.webui_port,
+        return Endpoint(self.name, "master", self.host, {"rpc": self.rpc_port, "webui": self.webui_port,
                                                     "rest": self.rest_port})
 
 
@@ -156,7 +157,7 @@ class LocalWorker(_Daemon):
 
     @property
     def webui_url(self) -> str:
-        return f"http://{HOST}:{self.webui_port}"
+        return f"http://{self.host}:{self.webui_port}"
 
     def executor_pids(self) -> list[int]:
         """PIDs of the executor JVMs (``CoarseGrainedExecutorBackend``) this worker runs."""
@@ -176,7 +177,7 @@ class LocalWorker(_Daemon):
         return pids
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.name, "worker", HOST, {"rpc": self.port, "webui": self.webui_port})
+        return Endpoint(self.name, "worker", self.host, {"rpc": self.port, "webui": self.webui_port})
 
 
 class LocalZooKeeper(_Daemon):
@@ -189,7 +190,7 @@ class LocalZooKeeper(_Daemon):
         self.port = port
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.name, "zookeeper", HOST, {"client": self.port})
+        return Endpoint(self.name, "zookeeper", self.host, {"client": self.port})
 
 
 class LocalSparkCluster(SparkCluster):
@@ -293,15 +294,29 @@ class LocalSparkCluster(SparkCluster):
     def _wait_listening(self, d: _Daemon, port: int, timeout: float) -> None:
         def listening() -> bool:
             _check_alive([d])  # a daemon that died fails the wait at once, with its log
-            try:
-                conns = psutil.Process(d.pid).net_connections("inet")
-            except psutil.Error:
-                conns = []
-            return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
+            return self._listening(d, port)
 
         poll(listening, timeout, lambda _: TimeoutError(
-            f"waited {timeout:.0f}s for Spark {d.name} to listen on {HOST}:{port}; "
+            f"waited {timeout:.0f}s for Spark {d.name} to listen on {d.host}:{port}; "
             f"log {d.process.log_path}:\n{d.tail_log(20)}"))
+
+    def _listening(self, d: _Daemon, port: int) -> bool:
+        try:
+            conns = psutil.Process(d.pid).net_connections("inet")
+        except psutil.Error:
+            conns = []
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
+
+    # -- what a backend changes: where a daemon lives and how it is started ----------------------
+    def _address(self, name: str) -> str:
+        """The address daemon ``name`` (``master-0``, ``worker-1``, ``zookeeper``) binds and is reached at."""
+        return HOST
+
+    def _launch(self, argv: list[str], env: dict[str, str], name: str, job: bool = True) -> ManagedProcess:
+        """Start one daemon: a process (in the job's group, unless ``job=False``: ZooKeeper is the
+        cluster's coordination service, not the job); a container in the docker backend."""
+        return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"{name}.log", cwd=self.workdir,
+                              name=name, job=job)
 
     def stop(self, timeout: float = 3.0) -> None:
         """SIGTERM every daemon group at once, SIGKILL what is left after ``timeout``. Idempotent."""
@@ -319,7 +334,8 @@ class LocalSparkCluster(SparkCluster):
         n_masters = 2 if self.ha else 1
         masters = [(self._port(f"master-{i}.rpc"), self._port(f"master-{i}.webui"),
                     self._port(f"master-{i}.rest")) for i in range(n_masters)]
-        self.master_url = "spark://" + ",".join(f"{HOST}:{rpc}" for rpc, _, _ in masters)
+        self.master_url = "spark://" + ",".join(f"{self._address(f'master-{i}')}:{rpc}"
+                                                for i, (rpc, _, _) in enumerate(masters))
         conf: dict[str, str] = {
             "spark.worker.timeout": str(self.worker_timeout_s),
             "spark.master.rest.enabled": "false",  # cluster-mode submit falls back to the RPC gateway
@@ -333,11 +349,12 @@ class LocalSparkCluster(SparkCluster):
             zk_port = self._port("zookeeper.client")
             conf.update({
                 "spark.deploy.recoveryMode": "ZOOKEEPER",
-                "spark.deploy.zookeeper.url": f"{HOST}:{zk_port}",
+                "spark.deploy.zookeeper.url": f"{self._address('zookeeper')}:{zk_port}",
                 "spark.deploy.zookeeper.dir": f"/spark-{uuid.uuid4().hex[:8]}",
                 "spark.deploy.recoveryTimeout": str(self.worker_timeout_s),
             })
             self.zookeeper = LocalZooKeeper(zk_port, lambda: self._start_zookeeper(zk_port))
+            self.zookeeper.host = self._address("zookeeper")
         self.effective_conf = dict(conf)
         self.effective_conf.update({
             "spark.worker.heartbeatInterval.s": str(self.worker_timeout_s / 4),
@@ -350,13 +367,16 @@ class LocalSparkCluster(SparkCluster):
         self._masters = []
         for i, (rpc, webui, rest) in enumerate(masters):
             self._masters.append(LocalMaster(i, rpc, webui, rest, self._master_starter(i, rpc, webui, rest)))
+            self._masters[-1].host = self._address(f"master-{i}")
         self._workers = []
         for i in range(self.n_workers):
             port, webui = self._port(f"worker-{i}.rpc"), self._port(f"worker-{i}.webui")
             wdir = self.workdir / "work" / f"worker-{i}"
             self._workers.append(LocalWorker(i, port, webui, wdir, self._worker_starter(i, port, webui, wdir)))
+            self._workers[-1].host = self._address(f"worker-{i}")
 
-    def _base_env(self) -> dict[str, str]:
+    def _base_env(self, host: str = HOST) -> dict[str, str]:
+        """The environment of a daemon that binds ``host``."""
         assert self.env is not None
         env = {
             "PATH": f"{self.env.java_home}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
@@ -369,8 +389,8 @@ class LocalSparkCluster(SparkCluster):
             # class path of every JVM, and a class-data sharing archive needs that path fixed (cds.py)
             "SPARK_CONF_DIR": str(cds.conf_dir()),
             "SPARK_LOG_DIR": str(self.workdir / "logs"),
-            "SPARK_LOCAL_IP": HOST,
-            "SPARK_PUBLIC_DNS": HOST,
+            "SPARK_LOCAL_IP": host,
+            "SPARK_PUBLIC_DNS": host,
             "SPARK_LOCAL_DIRS": str(self.workdir / "local"),
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
             # java ignores TMPDIR: native libraries it unpacks (lz4, snappy) and perf data would
@@ -401,27 +421,27 @@ class LocalSparkCluster(SparkCluster):
 
     def _master_starter(self, i: int, rpc: int, webui: int, rest: int) -> Callable[[], ManagedProcess]:
         def start() -> ManagedProcess:
-            env = self._base_env()
+            host = self._address(f"master-{i}")
+            env = self._base_env(host)
             env["SPARK_MASTER_OPTS"] = f"{self._opts()} -Dspark.master.rest.port={rest}"
-            argv = self._spark_class(MASTER_CLASS, ["--host", HOST, "--port", str(rpc), "--webui-port", str(webui)])
-            return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"master-{i}.log",
-                                  cwd=self.workdir, name=f"master-{i}", job=True)
+            argv = self._spark_class(MASTER_CLASS, ["--host", host, "--port", str(rpc), "--webui-port", str(webui)])
+            return self._launch(argv, env, f"master-{i}")
 
         return start
 
     def _worker_starter(self, i: int, port: int, webui: int, wdir: Path) -> Callable[[], ManagedProcess]:
         def start() -> ManagedProcess:
             wdir.mkdir(parents=True, exist_ok=True)
-            env = self._base_env()
+            host = self._address(f"worker-{i}")
+            env = self._base_env(host)
             env["SPARK_WORKER_DIR"] = str(wdir)
             env["SPARK_WORKER_OPTS"] = f"{self._opts()} -Dspark.worker.ui.port={webui}"
             argv = self._spark_class(WORKER_CLASS, [
-                "--host", HOST, "--port", str(port), "--webui-port", str(webui),
+                "--host", host, "--port", str(port), "--webui-port", str(webui),
                 "--cores", str(self.worker_cores), "--memory", self.worker_memory,
                 "--work-dir", str(wdir), self.master_url,
             ])
-            return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"worker-{i}.log",
-                                  cwd=self.workdir, name=f"worker-{i}", job=True)
+            return self._launch(argv, env, f"worker-{i}")
 
         return start
 
@@ -433,14 +453,13 @@ class LocalSparkCluster(SparkCluster):
         data.mkdir(parents=True)
         cfg = self.workdir / "conf" / "zoo.cfg"
         cfg.write_text(read_fixture("zookeeper", "zoo.cfg.template").format(
-            tick_ms=ZK_TICK_MS, data_dir=data, port=port, host=HOST, min_session_ms=2 * ZK_TICK_MS,
-            max_session_ms=ZK_MAX_SESSION_MS))
+            tick_ms=ZK_TICK_MS, data_dir=data, port=port, host=self._address("zookeeper"),
+            min_session_ms=2 * ZK_TICK_MS, max_session_ms=ZK_MAX_SESSION_MS))
         tmp_opts = jvm_tmp_opts(self.workdir / "local").split()
         argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(), *tmp_opts,
                 "-Dzookeeper.admin.enableServer=false", "-cp", f"{self.env.jars}/*", ZOOKEEPER_CLASS, str(cfg)]
         env = {k: v for k, v in self._base_env().items() if not k.startswith("SPARK_")}
-        return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / "zookeeper.log",
-                              cwd=self.workdir, name="zookeeper")
+        return self._launch(argv, env, "zookeeper", job=False)
 
     # -- observation ---------------------------------------------------------------------------
     def active_master(self) -> LocalMaster:

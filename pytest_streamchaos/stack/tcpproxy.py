@@ -91,8 +91,9 @@ class TcpProxy(Link):
     CHUNK = 16384
 
     def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1", listen_port: int = 0,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, listen_host: str = "127.0.0.1") -> None:
         self.upstream = (upstream_host, int(upstream_port))
+        self.listen_host = listen_host  # not 127.0.0.1 only inside a container (the embedded broker's)
         self.toxics = {"downstream": _Toxics(), "upstream": _Toxics()}
         self._rng = random.Random(seed)
         self._enabled = True
@@ -115,7 +116,7 @@ class TcpProxy(Link):
         asyncio.set_event_loop(self._loop)
         try:
             self._server = self._loop.run_until_complete(
-                asyncio.start_server(self._handle, "127.0.0.1", listen_port))
+                asyncio.start_server(self._handle, self.listen_host, listen_port))
             self.port = self._server.sockets[0].getsockname()[1]
         except BaseException as exc:  # reported to the constructor
             self._error = exc

@@ -1,0 +1,176 @@
+"""One node of the docker backend: a container that behaves like a :class:`~..process.ManagedProcess`.
+
+The Spark cluster code (``stack/spark_local.py``) restarts, kills, pauses and waits on its daemons
+through a small process API (``alive``, ``signal``, ``kill``, ``pause`` ...). :class:`ContainerProcess`
+offers the same API for a container, so the docker cluster reuses all of that logic (start-up gates,
+healing, the stall nudger) and differs only in how a daemon is started.
+
+A kill is ``docker kill`` (SIGKILL to the container's init, so everything in it dies at once, as a
+machine that loses power); a pause is ``docker pause`` (the cgroup freezer: sockets stay open, nothing
+answers); a restart is a new container with the same name and address. The daemon writes its log to a
+file in a directory mounted from the host, so logs survive the container and read like local ones.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from testcontainers.core.container import DockerContainer
+
+from pytest_streamchaos.poll import settled, wait_for
+from pytest_streamchaos.stack.docker.engine import DockerSession
+from pytest_streamchaos.stack.process import LogFile
+
+_LIVE = ("running", "paused", "restarting")
+
+
+class StackContainer(DockerContainer):
+    """The base container of the backend (testcontainers' ``DockerContainer``): the session's labels,
+    its network at a fixed address, the host's runtime mounted, ``docker-init`` as PID 1 (so signals
+    reach the daemon and zombies are reaped)."""
+
+    def __init__(self, session: DockerSession, image: str, name: str, ip: str, *,
+                 command: Sequence[str], env: Mapping[str, str], volumes: Mapping[str, Mapping[str, str]],
+                 ports: Mapping[int, tuple[str, int]] | None = None) -> None:
+        import docker
+
+        net = session.network.name
+        super().__init__(image, name=name, env=dict(env), init=True, labels=session.labels, hostname=name,
+                         ports=dict(ports or {}))
+        # as keyword arguments of the create call, not testcontainers' Network: a fixed address needs
+        # the endpoint config, which its Network does not pass
+        self.with_kwargs(network=net, networking_config={net: docker.types.EndpointConfig("1.41", ipv4_address=ip)})
+        self.with_command(list(command))
+        self.volumes = {h: dict(m) for h, m in volumes.items()}
+        self.ip = ip
+
+
+class ContainerProcess(LogFile):
+    """A daemon in its own container, with :class:`~..process.ManagedProcess`'s API.
+
+    ``argv`` runs in the container with ``env`` (nothing of the host's environment), its output
+    appended to ``log_path`` (a host path mounted into the container at the same path). Any earlier
+    container of the same name is removed first: a restarted node gets the same name and address.
+    """
+
+    def __init__(self, session: DockerSession, image: str, argv: Sequence[str], *, env: Mapping[str, str],
+                 log_path: str | Path, name: str, ip: str, volumes: Mapping[str, Mapping[str, str]],
+                 ports: Mapping[int, tuple[str, int]] | None = None) -> None:
+        self.name, self.ip, self.session = name, ip, session
+        self.log_path = Path(log_path)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
+            log.write(f"=== {time.strftime('%H:%M:%S')} start container {name} ({ip}): {shlex.join(argv)}\n".encode())
+        self.paused = False
+        self._stopped = False
+        _remove_named(session, name)
+        shell = f"exec {shlex.join(argv)} >> {shlex.quote(str(self.log_path))} 2>&1"
+        self.container = StackContainer(session, image, name, ip, command=["sh", "-c", shell], env=env,
+                                        volumes=volumes, ports=ports)
+        self.container.start()
+        self._docker = self.container.get_wrapped_container()
+        self._docker.reload()
+        self.pid: int = int(self._docker.attrs["State"]["Pid"])
+        self.pgid: int = self.pid
+
+    def __repr__(self) -> str:
+        return f"<ContainerProcess {self.name} {self.ip} {self.status()}>"
+
+    # -- state ---------------------------------------------------------------------------------
+    def status(self) -> str:
+        """Docker's state of the container (``running``, ``paused``, ``exited`` ...; ``removed``)."""
+        try:
+            self._docker.reload()
+        except Exception:
+            return "removed"
+        return str(self._docker.status)
+
+    @property
+    def alive(self) -> bool:
+        return self.status() in _LIVE
+
+    @property
+    def returncode(self) -> int | None:
+        if self.alive:
+            return None
+        try:
+            return int(self._docker.attrs["State"]["ExitCode"])
+        except (KeyError, TypeError, ValueError):
+            return -signal.SIGKILL
+
+    def members(self) -> list[int]:
+        """The container's init while it runs (its processes live and die with it)."""
+        return [self.pid] if self.alive else []
+
+    # -- signals -------------------------------------------------------------------------------
+    def signal(self, sig: int) -> None:
+        """SIGSTOP / SIGCONT pause and resume the whole container; any other signal goes to the daemon
+        (through init). Nothing once stopped."""
+        if self._stopped or not self.alive:
+            return
+        try:
+            if sig == signal.SIGSTOP:
+                self._docker.pause()
+            elif sig == signal.SIGCONT:
+                if self.status() == "paused":
+                    self._docker.unpause()
+            else:
+                self._docker.kill(signal=int(sig))
+        except Exception:  # it stopped meanwhile
+            pass
+
+    def pause(self, timeout: float = 5.0, wait: bool = True) -> None:
+        self.signal(signal.SIGSTOP)
+        self.paused = True
+        if wait:
+            self.wait_paused(timeout)
+
+    def wait_paused(self, timeout: float = 5.0) -> None:
+        wait_for(lambda: self.status() == "paused", timeout, f"container {self.name} paused", self.status)
+
+    def resume(self, timeout: float = 5.0) -> None:
+        self.signal(signal.SIGCONT)
+        self.paused = False
+        wait_for(lambda: self.status() != "paused", timeout, f"container {self.name} resumed", self.status)
+
+    def kill(self, timeout: float = 10.0, wait: bool = True) -> None:
+        """``docker kill``: the container and everything in it dies at once."""
+        if self.status() == "paused":
+            self.signal(signal.SIGCONT)  # a frozen cgroup takes the SIGKILL only once thawed
+        self.signal(signal.SIGKILL)
+        self.paused = False
+        if wait:
+            self.wait_gone(timeout)
+
+    def wait_gone(self, timeout: float = 10.0) -> None:
+        wait_for(lambda: not self.alive, timeout, f"container {self.name} gone", self.status)
+        self._stopped = True
+
+    def terminate(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout``; the container is removed. Idempotent."""
+        if not self._stopped and self.alive:
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            if not settled(lambda: not self.alive, timeout):
+                self.signal(signal.SIGKILL)
+        self._stopped = True
+        self.remove()
+
+    stop = terminate
+
+    def remove(self) -> None:
+        try:
+            self._docker.remove(force=True, v=True)
+        except Exception:  # already removed
+            pass
+
+
+def _remove_named(session: DockerSession, name: str) -> None:
+    for c in session.client.containers.list(all=True, filters={"name": f"^/{name}$"}):
+        c.remove(force=True, v=True)
+
