@@ -19,16 +19,16 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
     kafka,
     spark_cluster,
     spark_cluster_ha,
-    streamchaos_docker,
     streamchaos_kafka_session,
     streamchaos_settings,
-    streamchaos_spark_ha_session,
     streamchaos_spark_session,
+    streamchaos_stacks,
 )
 
 MARKERS = (
-    "chaos(ha=False, repeat=1): a chaos test of a streaming job (select with -m chaos); ha=True runs it on a "
-    "highly available cluster (two masters + ZooKeeper); repeat=N runs each scenario N times (medians, spread)",
+    "chaos(ha=False, repeat=1, backend=None): a chaos test of a streaming job (select with -m chaos); ha=True runs "
+    "it on a highly available cluster (two masters + ZooKeeper); repeat=N runs each scenario N times (medians, "
+    "spread); backend='docker' or 'local' runs it on that stack whatever --chaos-backend says",
     "sla(**bounds): SLA bounds checked after the test's chaos run "
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee); "
     "repeated runs are judged on the worst run, or over='median'",
@@ -63,10 +63,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[OUTCOME_KEY] = {}
     from pytest_streamchaos.report.baseline import parse_gates
 
+    if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
+        _check_docker()
     try:
         config.stash[GATES_KEY] = parse_gates(settings.compare_fail)
     except ValueError as exc:
         raise pytest.UsageError(f"--chaos-compare-fail / ini streamchaos_compare_fail: {exc}") from None
+
+
+def _check_docker() -> None:
+    """``--chaos-backend docker`` with no daemon: one line naming the fix, before anything starts."""
+    from pytest_streamchaos.stack.base import StackError
+    from pytest_streamchaos.stack.docker.engine import connect
+
+    try:
+        connect().close()
+    except StackError as exc:
+        raise pytest.UsageError(f"--chaos-backend docker: {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -92,6 +105,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             repeat = mark.kwargs.get("repeat", 1)
             if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
                 errors.append(f"{item.nodeid}: @chaos: repeat={repeat!r} must be an int >= 1")
+            backend = mark.kwargs.get("backend", config.stash[SETTINGS_KEY].backend)
+            if backend not in _settings.BACKENDS:
+                errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
+                              f"{', '.join(map(repr, _settings.BACKENDS))}")
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
 

@@ -348,7 +348,7 @@ def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
         return [e for e in ctx.cluster.endpoints() if e.role == "zookeeper"]
     if base == "driver":
         conf = ctx.job.effective_conf
-        return [Endpoint("driver", "driver", ports={
+        return [Endpoint("driver", "driver", host=ctx.cluster.driver_host, ports={
             "rpc": int(conf["spark.driver.port"]), "blockmanager": int(conf["spark.driver.blockManager.port"])})]
     raise ValueError(f"unknown network target {target!r}")
 
@@ -367,12 +367,31 @@ class NetworkAction:
         eps = link_endpoints(self.ctx, str(s.target))
         # only the ports peers connect to (not web UIs): that is the link the fault is about
         ports = net.ports_of(*eps, names=[n for e in eps for n in e.ports if n != "webui"])
+        sides = self.ctx.cluster.link_sides()
+        if sides:
+            return self._in_namespaces(planned, sides, eps, ports)
         fault = self._fault(s.kind, s.params, ports)
         # the job's connections only: the generator and the collector use the same broker ports and
         # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
         if jobgroup.current() is None or fault.scope_limit():
             return fault
         return fault.only_marked(jobgroup.MARK, jobgroup.MASK)
+
+    def _in_namespaces(self, planned: PlannedFault, sides: list[tuple[str, str]], eps: list[Endpoint],
+                       ports: frozenset[int]) -> net.FaultGroup:
+        """The fault in the namespace of each node on the job's side of the link (``on``: one node
+        only), on the packets its peer sends: each node loses its side of the link, as on a network."""
+        s = planned.spec
+        hosts = {e.host for e in eps}
+        if len(hosts) != 1:
+            raise ValueError(f"target {s.target!r}: its endpoints are on several hosts {sorted(hosts)}")
+        on = s.params.get("on")
+        chosen = [(n, ns) for n, ns in sides if on is None or n == on]
+        if not chosen:
+            raise ValueError(f"on={on!r}: the job's nodes are {[n for n, _ in sides]}")
+        peer = hosts.pop()
+        faults = [self._fault(s.kind, s.params, ports).in_namespace(ns, peer) for _, ns in chosen]
+        return net.FaultGroup(faults, [n for n, _ in chosen])
 
     @staticmethod
     def _fault(kind: str, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
@@ -400,6 +419,8 @@ class NetworkAction:
         says whose connections the fault acts on: ``job`` (the harness's own clients are spared) or
         ``all`` (the observer shares the fault: no job group on this host, with the reason)."""
         measured = fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
+        if isinstance(fault, net.FaultGroup):
+            return {**measured, "scope": "namespace", "nodes": fault.nodes}
         if fault.conn_mark is not None:
             return {**measured, "scope": "job"}
         why = fault.scope_limit() if jobgroup.current() is not None else jobgroup.unavailable_reason()

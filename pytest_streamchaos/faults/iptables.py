@@ -93,26 +93,35 @@ def chain_name(pid: int | None = None) -> str:
     return f"STREAMCHAOS-{os.getpid() if pid is None else pid}"
 
 
-def jump_spec(chain: str) -> list[str]:
-    """The INPUT rule that sends loopback packets through our chain."""
-    return ["-i", "lo", "-j", chain]
+def jump_spec(chain: str, iface: str | None = "lo") -> list[str]:
+    """The INPUT rule that sends packets arriving on ``iface`` (every packet when None: in a
+    container's namespace) through our chain."""
+    return (["-i", iface] if iface else []) + ["-j", chain]
 
 
-def chain_cleanup_script(chain: str) -> str:
+def nsenter(netns: str | None) -> list[str]:
+    """The prefix that runs a command in network namespace ``netns`` (a ``/proc/<pid>/ns/net`` path);
+    nothing for this host's own namespace."""
+    return ["nsenter", f"--net={netns}"] if netns else []
+
+
+def chain_cleanup_script(chain: str, netns: str | None = None, iface: str | None = "lo") -> str:
     """Shell commands removing the jump, the rules and the chain (each step tolerates absence)."""
-    ipt = " ".join(IPT)
-    jump = " ".join(jump_spec(chain))
+    ipt = " ".join(nsenter(netns) + IPT)
+    jump = " ".join(jump_spec(chain, iface))
     return (f"while {ipt} -D INPUT {jump} 2>/dev/null; do :; done; "
             f"{ipt} -F {chain} 2>/dev/null; {ipt} -X {chain} 2>/dev/null; true")
 
 
-def run_ipt(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``iptables -w 5 <args>``; raise :class:`NetFaultError` naming the command on failure."""
+def run_ipt(args: list[str], *, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``iptables -w 5 <args>`` (in ``netns``, see :func:`nsenter`); raise :class:`NetFaultError`
+    naming the command on failure."""
     if shutil.which(IPT[0]) is None:
         raise NetFaultError("no `iptables` on PATH: apt-get install iptables")
-    p = subprocess.run(IPT + args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    argv = nsenter(netns) + IPT + args
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     if check and p.returncode != 0:
-        raise NetFaultError(f"`{' '.join(IPT + args)}` failed (exit {p.returncode}): {p.stderr.strip()}"
+        raise NetFaultError(f"`{' '.join(argv)}` failed (exit {p.returncode}): {p.stderr.strip()}"
                             " - network faults need root/CAP_NET_ADMIN and a working iptables")
     return p
 
@@ -127,10 +136,15 @@ class RuleHandle:
 
 class RuleManager:
     """Adds/removes rules in this process's chain; creates the chain on first use and deletes it
-    when its last rule goes. Thread-safe. Get the process-wide one with :func:`get_rule_manager`."""
+    when its last rule goes. Thread-safe. Get the process-wide one with :func:`get_rule_manager`.
 
-    def __init__(self, chain: str | None = None) -> None:
+    ``netns``: the chain lives in that network namespace (a container's) and sees every packet the
+    container receives; nothing is registered with the reaper, the rules die with the namespace."""
+
+    def __init__(self, chain: str | None = None, netns: str | None = None) -> None:
         self.chain = chain or chain_name()
+        self.netns = netns
+        self.iface = None if netns else "lo"
         self._lock = threading.Lock()
         self._rules: dict[int, RuleHandle] = {}
         self._ids = itertools.count(1)
@@ -145,17 +159,30 @@ class RuleManager:
         if self._chain_up:
             return
         # Register first: a SIGKILL between the two steps must not leak the chain.
-        self._reaper().register_command(f"ipt-chain-{self.chain}",
-                                        ["sh", "-c", chain_cleanup_script(self.chain)])
-        if run_ipt(["-N", self.chain], check=False).returncode != 0:
-            run_ipt(["-F", self.chain])  # left from a crashed earlier process with our pid: reuse it
-        if run_ipt(["-C", "INPUT", *jump_spec(self.chain)], check=False).returncode != 0:
-            run_ipt(["-I", "INPUT", "1", *jump_spec(self.chain)])
+        self._register(f"ipt-chain-{self.chain}", ["sh", "-c", self._cleanup_script()])
+        if self._ipt(["-N", self.chain], check=False).returncode != 0:
+            self._ipt(["-F", self.chain])  # left from a crashed earlier process with our pid: reuse it
+        if self._ipt(["-C", "INPUT", *jump_spec(self.chain, self.iface)], check=False).returncode != 0:
+            self._ipt(["-I", "INPUT", "1", *jump_spec(self.chain, self.iface)])
         self._chain_up = True
 
+    def _ipt(self, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+        return run_ipt(args, check=check, netns=self.netns)
+
+    def _cleanup_script(self) -> str:
+        return chain_cleanup_script(self.chain, self.netns, self.iface)
+
+    def _register(self, key: str, argv: list[str]) -> None:
+        if self.netns is None:
+            self._reaper().register_command(key, argv)
+
+    def _unregister(self, key: str) -> None:
+        if self.netns is None:
+            self._reaper().unregister_command(key)
+
     def _drop_chain(self) -> None:
-        subprocess.run(["sh", "-c", chain_cleanup_script(self.chain)], capture_output=True, timeout=30)
-        self._reaper().unregister_command(f"ipt-chain-{self.chain}")
+        subprocess.run(["sh", "-c", self._cleanup_script()], capture_output=True, timeout=30)
+        self._unregister(f"ipt-chain-{self.chain}")
         self._chain_up = False
 
     def add(self, specs: list[list[str]], *, first: bool = False) -> RuleHandle:
@@ -166,12 +193,10 @@ class RuleManager:
             self._ensure_chain()
             handle = RuleHandle(next(self._ids), tuple(tuple(s) for s in specs))
             self._rules[handle.id] = handle
-            reaper = self._reaper()
             try:
                 for i, spec in enumerate(handle.specs):
-                    reaper.register_command(f"ipt-rule-{self.chain}-{handle.id}-{i}",
-                                            IPT + ["-D", self.chain, *spec])
-                    run_ipt((["-I", self.chain, "1"] if first else ["-A", self.chain]) + list(spec))
+                    self._register(f"ipt-rule-{self.chain}-{handle.id}-{i}", IPT + ["-D", self.chain, *spec])
+                    self._ipt((["-I", self.chain, "1"] if first else ["-A", self.chain]) + list(spec))
             except Exception:
                 self._remove_locked(handle)
                 raise
@@ -185,10 +210,9 @@ class RuleManager:
     def _remove_locked(self, handle: RuleHandle) -> None:
         if self._rules.pop(handle.id, None) is None:
             return
-        reaper = self._reaper()
         for i, spec in enumerate(handle.specs):
-            run_ipt(["-D", self.chain, *spec], check=False)  # absent already: fine
-            reaper.unregister_command(f"ipt-rule-{self.chain}-{handle.id}-{i}")
+            self._ipt(["-D", self.chain, *spec], check=False)  # absent already: fine
+            self._unregister(f"ipt-rule-{self.chain}-{handle.id}-{i}")
         if not self._rules:
             self._drop_chain()
 
@@ -203,27 +227,34 @@ class RuleManager:
     def missing(self, handle: RuleHandle) -> str | None:
         """Why the rules of ``handle`` are not all in force (the chain's jump from INPUT or a rule
         gone, e.g. flushed by another tool), or None when they are."""
-        if run_ipt(["-C", "INPUT", *jump_spec(self.chain)], check=False).returncode != 0:
+        if self._ipt(["-C", "INPUT", *jump_spec(self.chain, self.iface)], check=False).returncode != 0:
             return f"the jump from INPUT to chain {self.chain} is gone"
         for spec in handle.specs:
-            if run_ipt(["-C", self.chain, *spec], check=False).returncode != 0:
+            if self._ipt(["-C", self.chain, *spec], check=False).returncode != 0:
                 return f"the iptables rule `-A {self.chain} {' '.join(spec)}` is gone"
         return None
 
     def listing(self) -> str:
         """``iptables -S`` of our chain ('' when it does not exist)."""
-        p = run_ipt(["-S", self.chain], check=False)
+        p = self._ipt(["-S", self.chain], check=False)
         return p.stdout if p.returncode == 0 else ""
 
 
 _MANAGER: RuleManager | None = None
+_NS_MANAGERS: dict[str, RuleManager] = {}
 _MANAGER_LOCK = threading.Lock()
 
 
-def get_rule_manager() -> RuleManager:
-    """The rule manager of this process (a forked child gets its own chain)."""
+def get_rule_manager(netns: str | None = None) -> RuleManager:
+    """The rule manager of this process (a forked child gets its own chain), or of its chain in
+    network namespace ``netns`` (a container's)."""
     global _MANAGER
     with _MANAGER_LOCK:
+        if netns is not None:
+            mgr = _NS_MANAGERS.get(netns)
+            if mgr is None or mgr.chain != chain_name():
+                mgr = _NS_MANAGERS[netns] = RuleManager(netns=netns)
+            return mgr
         if _MANAGER is None or _MANAGER.chain != chain_name():
             _MANAGER = RuleManager()
         return _MANAGER

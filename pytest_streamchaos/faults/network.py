@@ -37,7 +37,7 @@ from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
 
 __all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
-           "NetFaultError"]
+           "FaultGroup", "NetFaultError"]
 
 PROTOS = {"tcp": ("tcp",), "udp": ("udp",), "all": ("tcp", "udp")}
 
@@ -95,6 +95,8 @@ class NetworkFault:
         self._lock = threading.Lock()
         self.active = False
         self.conn_mark: tuple[int, int] | None = None
+        self.netns: str | None = None  #: the network namespace the rules live in (None: this host's)
+        self.peer: str | None = None  #: in a namespace: the target's address (its packets are matched)
 
     def scope_limit(self) -> str | None:
         """Why this fault cannot be limited to some connections (:meth:`only_marked`), or None."""
@@ -112,10 +114,28 @@ class NetworkFault:
         self.conn_mark = (int(mark), int(mask))
         return self
 
+    def in_namespace(self, netns: str, peer: str) -> NetworkFault:
+        """Act in network namespace ``netns`` (a container's ``/proc/<pid>/ns/net``) on the packets
+        the target at ``peer`` sends into it: one node's side of the link, as on a real network. The
+        harness, outside that namespace, is never touched. Call before :meth:`inject`; returns ``self``."""
+        if self.active:
+            raise RuntimeError(f"{self!r}: in_namespace() after inject()")
+        self.netns, self.peer = netns, peer
+        return self
+
     @property
     def owner_match(self) -> list[str]:
         """The iptables match limiting the fault's rules to its connections ([] = all)."""
+        if self.peer is not None:
+            return ["-s", self.peer]
         return [] if self.conn_mark is None else ipt.connmark_match(*self.conn_mark)
+
+    @property
+    def probe_where(self) -> dict[str, Any]:
+        """Where probes start and aim (keyword arguments of the :mod:`.probe` functions)."""
+        if self.netns is not None:
+            return {"host": self.peer, "netns": self.netns}
+        return {"mark": self.probe_mark}
 
     @property
     def probe_mark(self) -> int | None:
@@ -189,18 +209,18 @@ class _DropFault(NetworkFault):
     def _inject(self) -> None:
         _require(self.kind)
         # first=True: drops precede NFQUEUE rules, whose accept would skip the rest of the chain.
-        self._handle = ipt.get_rule_manager().add(self.specs(), first=True)
+        self._handle = ipt.get_rule_manager(self.netns).add(self.specs(), first=True)
 
     def _heal(self) -> None:
         if self._handle is not None:
-            ipt.get_rule_manager().remove(self._handle)
+            ipt.get_rule_manager(self.netns).remove(self._handle)
             self._handle = None
 
     def stopped_acting(self) -> str | None:
         handle = self._handle
         if not self.active or handle is None:
             return None
-        return ipt.get_rule_manager().missing(handle)
+        return ipt.get_rule_manager(self.netns).missing(handle)
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
         super().measure()
@@ -208,7 +228,7 @@ class _DropFault(NetworkFault):
             return {}
         # enough connects that a stated loss shows (each is 2 packets), few enough to take < 1 s
         n = 8 if self.percent >= 100 else 40
-        unanswered = probe.unanswered_fraction(self.probe_port, n=n, mark=self.probe_mark)
+        unanswered = probe.unanswered_fraction(self.probe_port, n=n, **self.probe_where)
         loss = probe.loss_from_unanswered(unanswered)
         # judged only when no connect was lost although that was all but impossible (< 1e-4) at the
         # stated loss: a low loss can miss every probe by chance, and a false failure would be worse
@@ -257,6 +277,9 @@ class BandwidthLimit(NetworkFault):
 
     def _inject(self) -> None:
         _require(self.kind)
+        if self.netns is not None:
+            raise NetFaultError(f"{self!r}: a bandwidth limit inside a container's namespace is not implemented "
+                                "(the tc shaper works on this host's loopback only); run it on the local backend")
         self._handle = tcshaper.get_shaper().add(self.ports, tcshaper.tbf_leaf_args(self.kbit),
                                                  direction=self.direction, proto=self.proto,
                                                  class_rate_kbit=self.kbit)
@@ -316,7 +339,7 @@ class NetworkDelay(NetworkFault):
         _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend, "network_delay"))
         self.stats = None
         # the link's round trip before the delay, subtracted from what the probe measures under it
-        self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5, mark=self.probe_mark) or 0.0
+        self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5, **self.probe_where) or 0.0
         if backend == "netem":
             self._shape = tcshaper.get_shaper().add(
                 self.ports, tcshaper.netem_leaf_args(self.ms, self.jitter_ms), direction=self.direction,
@@ -324,7 +347,7 @@ class NetworkDelay(NetworkFault):
         else:
             self._start_delayer()
             try:
-                self._rules = ipt.get_rule_manager().add(ipt.nfqueue_specs(
+                self._rules = ipt.get_rule_manager(self.netns).add(ipt.nfqueue_specs(
                     self.ports, self.queue_num, direction=self.direction, proto=self.proto,
                     tag=f"sc-delay-{id(self):x}", owner=self.owner_match))
             except Exception:
@@ -338,7 +361,8 @@ class NetworkDelay(NetworkFault):
         for _ in range(8):  # a queue number bound by another process fails to bind: take the next
             q = next(_QUEUE_NUMS) % 65536
             # Run the file itself, not ``-m``: importing the package would cost ~0.2 s per inject.
-            argv = [sys.executable, nfq_delayer.__file__, "--queue", str(q),
+            # in the fault's namespace: a netfilter queue belongs to the namespace whose rule feeds it
+            argv = [*ipt.nsenter(self.netns), sys.executable, nfq_delayer.__file__, "--queue", str(q),
                     "--delay-ms", str(self.ms), "--jitter-ms", str(self.jitter_ms),
                     "--parent-pid", str(os.getpid())]
             if self.reorder:
@@ -403,7 +427,7 @@ class NetworkDelay(NetworkFault):
             return (f"the NFQUEUE delayer (pid {proc.pid}) exited with code {proc.returncode}: its rule's "
                     "--queue-bypass lets every packet through undelayed")
         if self._rules is not None:
-            return ipt.get_rule_manager().missing(self._rules)
+            return ipt.get_rule_manager(self.netns).missing(self._rules)
         return tcshaper.get_shaper().missing(self._shape) if self._shape is not None else None
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
@@ -416,7 +440,7 @@ class NetworkDelay(NetworkFault):
             # waiting would hold the fault past its heal; liveness and rules were checked above
             return {"probe_skipped": f"a probe round trip (~{rtt_s:g}s) does not fit in the fault's {budget_s:g}s"}
         timeout = rtt_s * 2 + 2.0
-        rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout, mark=self.probe_mark)
+        rtt = probe.round_trip_ms(self.probe_port, n=3, timeout=timeout, **self.probe_where)
         if rtt is None:
             raise NetFaultError(f"{self!r}: no connect to port {self.probe_port} was answered within {timeout:g}s")
         added = max(0.0, rtt - self.base_rtt_ms) / legs
@@ -429,7 +453,7 @@ class NetworkDelay(NetworkFault):
 
     def _heal(self) -> None:
         if self._rules is not None:  # no new packets to the queue first, then release the held ones
-            ipt.get_rule_manager().remove(self._rules)
+            ipt.get_rule_manager(self.netns).remove(self._rules)
             self._rules = None
         self._stop_delayer()
         if self._shape is not None:
@@ -439,3 +463,63 @@ class NetworkDelay(NetworkFault):
     def __repr__(self) -> str:
         return (f"NetworkDelay(ports={list(self.ports)}, ms={self.ms:g}, jitter_ms={self.jitter_ms:g}, "
                 f"direction={self.direction!r})")
+
+
+class FaultGroup:
+    """One fault on several nodes at once: the same fault in each node's namespace (the docker
+    backend's job side of a link, one container per worker). Injected and healed together."""
+
+    conn_mark = None
+
+    def __init__(self, faults: list[NetworkFault], nodes: list[str]) -> None:
+        if not faults:
+            raise ValueError("a fault group needs at least one fault")
+        self.faults, self.nodes = faults, nodes
+        self.kind = faults[0].kind
+
+    @property
+    def active(self) -> bool:
+        return any(f.active for f in self.faults)
+
+    def scope_limit(self) -> str | None:
+        return None
+
+    def inject(self) -> None:
+        try:
+            for f in self.faults:
+                f.inject()
+        except BaseException:
+            self.heal()
+            raise
+
+    def heal(self) -> None:
+        errors = []
+        for f in self.faults:
+            try:
+                f.heal()
+            except Exception as exc:  # heal the others regardless
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def stopped_acting(self) -> str | None:
+        for node, f in zip(self.nodes, self.faults, strict=True):
+            why = f.stopped_acting()
+            if why:
+                return f"on {node}: {why}"
+        return None
+
+    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+        """Each node's measurement; the first node's values at the top level (``measured_*``)."""
+        per_node = {node: f.measure(budget_s) for node, f in zip(self.nodes, self.faults, strict=True)}
+        return {**per_node[self.nodes[0]], "per_node": per_node}
+
+    def __enter__(self):
+        self.inject()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.heal()
+
+    def __repr__(self) -> str:
+        return f"FaultGroup({self.faults[0]!r} on {self.nodes})"

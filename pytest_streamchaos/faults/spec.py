@@ -35,6 +35,8 @@ KILL_ARGS = {
 AIMED_ARM_AFTER = 5.0
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
+#: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
+ON_NODE = "docker backend: the one node whose side of the link is hit, e.g. 'worker-0' (default: every worker)"
 
 
 @dataclass(frozen=True)
@@ -69,12 +71,14 @@ KINDS: dict[str, FaultKind] = {
                   roles=("busiest", "active", "leader")),
         FaultKind("network_delay", "delay packets on a link",
                   {"ms": "added one-way delay in ms", "jitter_ms": "uniform jitter in ms (default 0)",
-                   "target": NET_TARGETS,
+                   "target": NET_TARGETS, "on": ON_NODE,
                    "above_timeout": "True: PD>TO (peer declared dead); False: PD<TO (only slower)"},
                   required=("ms",), network=True),
         FaultKind("packet_loss", "drop a percentage of packets on a link",
-                  {"percent": "0 < percent <= 100", "target": NET_TARGETS}, required=("percent",), network=True),
-        FaultKind("network_partition", "cut a link (both directions)", {"target": NET_TARGETS}, network=True),
+                  {"percent": "0 < percent <= 100", "target": NET_TARGETS, "on": ON_NODE}, required=("percent",),
+                  network=True),
+        FaultKind("network_partition", "cut a link (both directions)", {"target": NET_TARGETS, "on": ON_NODE},
+                  network=True),
         FaultKind("bandwidth_limit", "limit a link's bandwidth",
                   {"kbit": "kilobits per second", "target": NET_TARGETS}, required=("kbit",), network=True),
         FaultKind("poison_records", "send malformed records through the generator",

@@ -123,6 +123,12 @@ class SparkCluster(abc.ABC):
         """Send ``sig`` to one executor (SIGKILL/SIGTERM to kill, SIGSTOP/SIGCONT to pause)."""
         raise _missing(self, "signal_executor")
 
+    def link_sides(self) -> list[tuple[str, str]]:
+        """The network namespaces the job's side of a link lives in, as (node name, ``/proc/<pid>/ns/net``):
+        a network fault acts there. [] when the job shares this host's namespace (the local backend,
+        where the job group's mark tells its connections apart)."""
+        raise _missing(self, "link_sides")
+
     def executor_state(self, executor: Any) -> str | None:
         """``running``, ``stopped`` (paused) ..., or None once the executor is gone."""
         raise _missing(self, "executor_state")

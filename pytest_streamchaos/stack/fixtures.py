@@ -1,17 +1,23 @@
-"""Stack fixtures: the session-scoped cluster and broker, handed to each test healed.
+"""Stack fixtures: the session-scoped clusters and brokers, handed to each test healed.
 
-The expensive parts (JVMs, the broker process) live for the whole session; the function-scoped
-``spark_cluster`` / ``kafka`` fixtures heal them before each test so that a test which killed a
-worker or took a broker down does not poison the next one.
+The expensive parts (JVMs, containers, the broker process) live for the whole session, in one
+:class:`Stacks` registry that starts each on first use and stops them all at session end; the
+function-scoped ``spark_cluster`` / ``kafka`` fixtures heal them before each test so that a test
+which killed a worker or took a broker down does not poison the next one.
+
+The backend is the session's (``--chaos-backend``), or a test's own with
+``@pytest.mark.chaos(backend="docker")``: one session can run tests on both, each backend's stack
+started once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from pytest_streamchaos.settings import SETTINGS_KEY, Settings
+from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
 
 
 @pytest.fixture(scope="session")
@@ -20,91 +26,140 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
     return pytestconfig.stash[SETTINGS_KEY]
 
 
+class Stacks:
+    """The session's stacks by backend, started on first use, stopped by :meth:`close`."""
+
+    def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.settings, self.tmp = settings, tmp_path_factory
+        self._stacks: dict[tuple[str, str], Any] = {}
+        self._docker: Any = None
+        self._docker_error: str | None = None
+
+    def docker(self) -> Any:
+        """The session's :class:`~.docker.engine.DockerSession` (labels, network, clean-up);
+        ``pytest.skip`` with the reason when no daemon answers (``--chaos-backend docker`` fails
+        earlier, at start: plugin.pytest_configure)."""
+        if self._docker is None and self._docker_error is None:
+            from pytest_streamchaos.stack.base import StackError
+            from pytest_streamchaos.stack.docker.engine import DockerSession, connect
+
+            try:
+                self._docker = DockerSession(connect()).open()
+            except StackError as exc:
+                self._docker_error = str(exc)
+        if self._docker_error:
+            pytest.skip(f"docker backend: {self._docker_error}")
+        return self._docker
+
+    def spark(self, backend: str, *, ha: bool = False) -> Any:
+        key = (backend, "spark-ha" if ha else "spark")
+        if key not in self._stacks:
+            workdir = self.tmp.mktemp(f"{key[1]}-{backend}")
+            if backend == "docker":
+                from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
+
+                cluster = DockerSparkCluster.from_settings(self.settings, workdir, ha=ha, session=self.docker(),
+                                                           shared=(self.tmp.getbasetemp(),))
+            else:
+                from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+
+                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha)
+            self._start(key, cluster)
+        return self._stacks[key]
+
+    def kafka(self, backend: str) -> Any:
+        key = (backend, "kafka")
+        if key not in self._stacks:
+            kwargs = {"brokers": self.settings.brokers, "workdir": self.tmp.mktemp(f"kafka-{backend}"),
+                      "bootstrap_port": self.settings.kafka_port or None}
+            if backend == "docker":
+                from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
+
+                cluster = DockerKafkaCluster(session=self.docker(), **kwargs)
+            else:
+                from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+
+                cluster = LocalKafkaCluster(**kwargs)
+            self._start(key, cluster)
+        return self._stacks[key]
+
+    def _start(self, key: tuple[str, str], stack: Any) -> None:
+        try:
+            stack.start()
+        except BaseException:
+            stack.stop()
+            raise
+        self._stacks[key] = stack
+
+    def close(self) -> None:
+        """Stop every stack (newest first), then remove the docker session's network. Idempotent."""
+        errors = []
+        while self._stacks:
+            _, stack = self._stacks.popitem()
+            try:
+                stack.stop()
+            except Exception as exc:  # stop the others regardless
+                errors.append(f"{stack!r}: {exc}")
+        if self._docker is not None:
+            self._docker.close()
+            self._docker = None
+        if errors:
+            raise RuntimeError("could not stop every stack: " + "; ".join(errors))
+
+
 @pytest.fixture(scope="session")
-def streamchaos_docker(streamchaos_settings: Settings) -> Iterator:
-    """The docker backend's share of the daemon (labels, network, clean-up); None on other backends."""
-    if streamchaos_settings.backend != "docker":
-        yield None
-        return
-    from pytest_streamchaos.stack.docker.engine import DockerSession, connect
-
-    session = DockerSession(connect())
+def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stacks]:
+    """Every stack of the session, by backend (see :class:`Stacks`)."""
+    stacks = Stacks(streamchaos_settings, tmp_path_factory)
     try:
-        yield session.open()
+        yield stacks
     finally:
-        session.close()
+        stacks.close()
 
 
-def _session_cluster(settings: Settings, tmp_path_factory: pytest.TempPathFactory, docker, *, ha: bool) -> Iterator:
-    workdir = tmp_path_factory.mktemp("spark-ha" if ha else "spark")
-    if docker is not None:
-        from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
-
-        cluster = DockerSparkCluster.from_settings(settings, workdir, ha=ha, session=docker,
-                                                   shared=(tmp_path_factory.getbasetemp(),))
-    else:
-        from pytest_streamchaos.stack.spark_local import LocalSparkCluster
-
-        cluster = LocalSparkCluster.from_settings(settings, workdir, ha=ha)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
+def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:
+    """The test's backend: ``@pytest.mark.chaos(backend=...)``, else the session's."""
+    mark = request.node.get_closest_marker("chaos")
+    backend = mark.kwargs.get("backend", settings.backend) if mark is not None else settings.backend
+    if backend not in BACKENDS:
+        raise pytest.UsageError(f"{request.node.nodeid}: @chaos(backend={backend!r}): valid backends: "
+                                f"{', '.join(map(repr, BACKENDS))}")
+    return backend
 
 
 @pytest.fixture(scope="session")
-def streamchaos_spark_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                              streamchaos_docker):
-    """The session's Spark standalone cluster (started on first use, stopped at session end)."""
-    yield from _session_cluster(streamchaos_settings, tmp_path_factory, streamchaos_docker, ha=streamchaos_settings.ha)
+def streamchaos_spark_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> Any:
+    """The session backend's Spark standalone cluster (started on first use, stopped at session end)."""
+    return streamchaos_stacks.spark(streamchaos_settings.backend, ha=streamchaos_settings.ha)
+
+
+@pytest.fixture(scope="session")
+def streamchaos_kafka_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> Any:
+    """The session backend's Kafka cluster (started on first use, stopped at session end)."""
+    return streamchaos_stacks.kafka(streamchaos_settings.backend)
 
 
 @pytest.fixture
-def spark_cluster(streamchaos_spark_session, streamchaos_settings: Settings) -> Iterator:
-    """The Spark cluster, healed to its configured shape before the test."""
-    streamchaos_spark_session.heal(timeout=streamchaos_settings.start_timeout)
-    yield streamchaos_spark_session
-
-
-@pytest.fixture(scope="session")
-def streamchaos_spark_ha_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                                 streamchaos_docker):
-    """A second, highly available cluster (two masters + ZooKeeper), started only when a test asks
-    for it (``@pytest.mark.chaos(ha=True)`` or the ``spark_cluster_ha`` fixture)."""
-    yield from _session_cluster(streamchaos_settings, tmp_path_factory, streamchaos_docker, ha=True)
+def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
+    """The test's Spark cluster, healed to its configured shape before the test."""
+    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=streamchaos_settings.ha)
+    cluster.heal(timeout=streamchaos_settings.start_timeout)
+    return cluster
 
 
 @pytest.fixture
-def spark_cluster_ha(streamchaos_spark_ha_session, streamchaos_settings: Settings) -> Iterator:
-    """The HA cluster (two masters, ZooKeeper recovery), healed before the test."""
-    streamchaos_spark_ha_session.heal(timeout=streamchaos_settings.start_timeout)
-    yield streamchaos_spark_ha_session
-
-
-@pytest.fixture(scope="session")
-def streamchaos_kafka_session(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                              streamchaos_docker):
-    """The session's embedded Kafka cluster (started on first use, stopped at session end)."""
-    kwargs = {"brokers": streamchaos_settings.brokers, "workdir": tmp_path_factory.mktemp("kafka"),
-              "bootstrap_port": streamchaos_settings.kafka_port or None}
-    if streamchaos_docker is not None:
-        from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
-
-        cluster = DockerKafkaCluster(session=streamchaos_docker, **kwargs)
-    else:
-        from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-
-        cluster = LocalKafkaCluster(**kwargs)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
+def spark_cluster_ha(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
+                     request: pytest.FixtureRequest) -> Any:
+    """A highly available cluster (two masters, ZooKeeper recovery), started only when a test asks for
+    it (``@pytest.mark.chaos(ha=True)`` or this fixture), healed before the test."""
+    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=True)
+    cluster.heal(timeout=streamchaos_settings.start_timeout)
+    return cluster
 
 
 @pytest.fixture
-def kafka(streamchaos_kafka_session, request: pytest.FixtureRequest):
+def kafka(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
     """The Kafka cluster, healed (all brokers up, no delays), with topic names unique to this test."""
-    streamchaos_kafka_session.heal()
-    yield streamchaos_kafka_session.for_test(request.node.nodeid)
+    cluster = streamchaos_stacks.kafka(backend_of(request, streamchaos_settings))
+    cluster.heal()
+    return cluster.for_test(request.node.nodeid)

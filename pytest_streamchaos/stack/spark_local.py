@@ -615,6 +615,10 @@ class LocalSparkCluster(SparkCluster):
             return None
         return None if st == psutil.STATUS_ZOMBIE else st
 
+    def link_sides(self) -> list[tuple[str, str]]:
+        """[]: the job shares this host's namespace; the job group's mark scopes network faults."""
+        return []
+
     def kill_zookeeper(self, sig: int = signal.SIGKILL) -> None:
         if self.zookeeper is None:
             raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")

@@ -79,6 +79,10 @@ class DockerSparkCluster(LocalSparkCluster):
         for p in self.processes():
             p.remove()  # type: ignore[attr-defined]
 
+    def link_sides(self) -> list[tuple[str, str]]:
+        """Each running worker's container namespace: its executors are the job's side of every link."""
+        return [(w.name, f"/proc/{w.pid}/ns/net") for w in self.workers if w.alive and not w.paused]
+
     def containers(self) -> dict[str, str]:
         """Node name -> container name (for ``docker logs`` / ``docker exec`` while debugging)."""
         return {name: f"{self.session.id}-{name}" for name in self._ips}
