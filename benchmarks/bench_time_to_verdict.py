@@ -10,9 +10,10 @@ timeline gives the breakdown:
 
 ``overhead`` = wall time of ``chaos.run`` minus the load. Run::
 
-    python benchmarks/bench_time_to_verdict.py [--runs 5]
+    python benchmarks/bench_time_to_verdict.py [--runs 5] [--backend docker]
 
-Prints a table and writes ``benchmarks/results/time_to_verdict.json``. The machine's load average is
+Prints a table and writes ``benchmarks/results/time_to_verdict.json`` (``time_to_verdict-docker.json``
+for the docker backend). The machine's load average is
 recorded with each run: on 2 shared cores the numbers move with whatever else runs.
 """
 
@@ -84,14 +85,16 @@ def breakdown(row: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--backend", default="local", choices=("local", "docker"))
     args = ap.parse_args()
+    results = RESULTS if args.backend == "local" else RESULTS.with_name(f"time_to_verdict-{args.backend}.json")
     with tempfile.TemporaryDirectory(prefix="bench-ttv-") as tmp:
         test = Path(tmp) / "test_ttv.py"
         test.write_text(TEST.format(script=str(ROOT / "pipelines" / "enrich_at_least_once.py")))
         out = Path(tmp) / "rows.jsonl"
         env = {**os.environ, "TTV_RUNS": str(args.runs), "TTV_OUT": str(out)}
         p = subprocess.run([sys.executable, "-m", "pytest", str(test), "-q", "-p", "no:cacheprovider",
-                            "--rootdir", tmp], cwd=tmp, env=env)
+                            "--rootdir", tmp, f"--chaos-backend={args.backend}"], cwd=tmp, env=env)
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     warm = [r for r in rows if r["warm"]]
     if not warm:
@@ -105,11 +108,11 @@ def main() -> int:
     for k in keys:
         vals = " ".join(f"{r[k]:8.2f}" if r[k] is not None else "       -" for r in per_run)
         print(f"{k:28s} {vals}   {median.get(k, float('nan')):6.2f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"scenario": "enrich_at_least_once, rate 100, 20 s load, kill_worker(after=5, "
-                                   "restart_after=3)", "runs": per_run, "median": median,
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps({"scenario": "enrich_at_least_once, rate 100, 20 s load, kill_worker(after=5, "
+                                   "restart_after=3)", "backend": args.backend, "runs": per_run, "median": median,
                                    "pytest_exit": p.returncode}, indent=1))
-    print(f"wrote {RESULTS}")
+    print(f"wrote {results}")
     return 0 if p.returncode == 0 else p.returncode
 
 

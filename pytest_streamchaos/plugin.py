@@ -64,20 +64,27 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_streamchaos.report.baseline import parse_gates
 
     if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
-        _check_docker()
+        _check_docker(settings.docker_image)
     try:
         config.stash[GATES_KEY] = parse_gates(settings.compare_fail)
     except ValueError as exc:
         raise pytest.UsageError(f"--chaos-compare-fail / ini streamchaos_compare_fail: {exc}") from None
 
 
-def _check_docker() -> None:
-    """``--chaos-backend docker`` with no daemon: one line naming the fix, before anything starts."""
+def _check_docker(image: str) -> None:
+    """``--chaos-backend docker`` with no daemon, or with an image that is absent and cannot be pulled:
+    one line naming the fix, before anything starts."""
     from pytest_streamchaos.stack.base import StackError
+    from pytest_streamchaos.stack.docker import images
     from pytest_streamchaos.stack.docker.engine import connect
 
     try:
-        connect().close()
+        client = connect()
+        try:
+            if image:
+                images.resolve(client, image)
+        finally:
+            client.close()
     except StackError as exc:
         raise pytest.UsageError(f"--chaos-backend docker: {exc}") from None
 

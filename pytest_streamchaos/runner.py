@@ -677,7 +677,8 @@ class _Run:
         """Whether the network faults spared the harness: their scope and the harness clients' round
         trips during them against the baseline (a disturbed client becomes a warning)."""
         injected = [e.detail for e in trace.timeline if e.kind == "fault_injected" and "scope" in e.detail]
-        unscoped = [d.get("scope_reason") for d in injected if d["scope"] != "job"]
+        # "namespace": in the job's containers (docker backend), which the harness is never in
+        unscoped = [d.get("scope_reason") for d in injected if d["scope"] not in ("job", "namespace")]
         report = observer_report(_client_samples(generator, collector), trace.timeline,
                                  self.phases.get("warmup_end"), self.phases.get("load_end", time.time()),
                                  scope="all" if unscoped else "job", scope_reason=unscoped[0] if unscoped else None)

@@ -36,6 +36,8 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("backend", "stack backend: 'local' (processes on this machine) or 'docker' (each node in a container; "
            "docs/docker-backend.md)", "local", str),
+    Option("docker_image", "docker backend: the image of the Spark and broker containers (default: one built on "
+           "this machine with no pull; the host's JDK and Python are mounted into it)", "", str),
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
@@ -97,6 +99,7 @@ def addoptions(parser: pytest.Parser) -> None:
 @dataclass(frozen=True)
 class Settings:
     backend: str
+    docker_image: str
     workers: int
     worker_cores: int
     worker_memory: str

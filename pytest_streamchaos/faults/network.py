@@ -434,7 +434,9 @@ class NetworkDelay(NetworkFault):
         super().measure()
         if self.proto != "tcp":
             return {}
-        legs = 2 if self.direction == "both" else 1  # a SYN and its answer: delayed once or twice
+        # a SYN and its answer: delayed once or twice; in a node's namespace only what arrives from the
+        # peer passes the rules (INPUT), so once
+        legs = 2 if self.direction == "both" and self.netns is None else 1
         rtt_s = legs * (self.ms + self.jitter_ms) / 1000.0
         if budget_s is not None and 1.5 * rtt_s > budget_s:
             # waiting would hold the fault past its heal; liveness and rules were checked above

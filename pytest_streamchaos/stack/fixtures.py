@@ -75,7 +75,7 @@ class Stacks:
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 
-                cluster = DockerKafkaCluster(session=self.docker(), **kwargs)
+                cluster = DockerKafkaCluster(session=self.docker(), image=self.settings.docker_image, **kwargs)
             else:
                 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 

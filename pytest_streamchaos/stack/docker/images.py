@@ -126,3 +126,15 @@ def image_present(client: Any, ref: str) -> bool:
     except Exception:
         return False
     return True
+
+
+def resolve(client: Any, ref: str = "") -> str:
+    """The image to run: ``ref`` (``--chaos-docker-image``) when it is here or can be pulled, else a
+    :class:`StackError` naming the fix; without ``ref`` the local runtime image (built if needed)."""
+    if not ref:
+        return host_runtime_image(client)
+    if not image_present(client, ref):
+        raise StackError(f"image {ref!r} is not on this Docker host and cannot be pulled; fix: docker pull or "
+                         "docker load it, or unset --chaos-docker-image / ini streamchaos_docker_image to use the "
+                         "image built on this machine")
+    return ref

@@ -25,7 +25,7 @@ from typing import Any
 
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.docker.engine import DockerSession
-from pytest_streamchaos.stack.docker.images import host_mounts, host_runtime_image
+from pytest_streamchaos.stack.docker.images import host_mounts, resolve
 from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 
@@ -47,8 +47,7 @@ class DockerKafkaCluster(LocalKafkaCluster):
         if shutil.which("docker") is None:
             raise StackError("the docker backend runs the embedded brokers with the docker command-line client, "
                              "which is not on PATH; fix: apt-get install docker.io (or docker-ce-cli)")
-        if not self.image:
-            self.image = host_runtime_image(self.session.client)
+        self.image = resolve(self.session.client, self.image)
         self._docker("rm", "-f")  # the container of an earlier start (reset) may still be on its way out
         super().start(timeout)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_streamchaos.stack.docker.container import ContainerProcess
 from pytest_streamchaos.stack.docker.engine import DockerSession
-from pytest_streamchaos.stack.docker.images import host_mounts, host_runtime_image
+from pytest_streamchaos.stack.docker.images import host_mounts, resolve
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster, _Daemon
 
 
@@ -46,14 +46,13 @@ class DockerSparkCluster(LocalSparkCluster):
                       session: DockerSession | None = None, shared: Sequence[str | os.PathLike] = ()
                       ) -> DockerSparkCluster:
         assert session is not None, "the docker backend needs the session's DockerSession"
-        return cls(workdir, session=session, shared=shared, workers=settings.workers,
+        return cls(workdir, session=session, shared=shared, image=settings.docker_image, workers=settings.workers,
                    worker_cores=settings.worker_cores, worker_memory=settings.worker_memory,
                    ha=settings.ha if ha is None else ha, java_home=settings.java_home,
                    start_timeout=settings.start_timeout)
 
     def start(self) -> None:
-        if not self.image:
-            self.image = host_runtime_image(self.session.client)
+        self.image = resolve(self.session.client, self.image)
         super().start()
 
     def _address(self, name: str) -> str:

@@ -1,0 +1,86 @@
+"""The chaos tests of the other modules, on containers (``@pytest.mark.chaos(backend="docker")``):
+Spark's master and each worker, and the brokers, each in its own container and network namespace;
+the driver on this host. Each test asserts the effect its fault claims and that the job ran where the
+backend says (executors at the containers' addresses). Skipped, with the reason, without a Docker
+daemon (``.ci/run`` starts one); docs/docker-backend.md says what was verified where."""
+
+import ipaddress
+
+import pytest
+from test_chaos_network_faults import assert_observer_spared, fault_window, window_median, window_sum
+
+from pytest_streamchaos import kill_broker, kill_driver, kill_worker, network_delay, network_partition
+
+ALO = "pipelines/enrich_at_least_once.py"
+DOCKER = pytest.mark.chaos(backend="docker")
+
+
+def assert_ran_on_containers(run):
+    """Every executor the job had ran in a worker container, not on this host's loopback."""
+    hosts = {e.detail.get("host") for e in run.timeline if e.kind == "executor_added"}
+    assert hosts, "no executor was added"
+    assert all(not ipaddress.ip_address(h).is_loopback for h in hosts), hosts
+
+
+@DOCKER
+@kill_worker(after=8, restart_after=5)
+def test_worker_container_killed_loses_nothing(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert_ran_on_containers(run)
+    assert run.lost == 0 and run.incorrect == 0
+    fault_t = next(e.t for e in run.timeline if e.kind == "fault_injected")
+    # the container died with its executor: Spark saw it go, and a new one came after the restart
+    assert any(e.kind == "executor_removed" and e.t >= fault_t for e in run.timeline)
+    assert any(e.kind == "executor_added" and e.t > fault_t for e in run.timeline)
+    assert all(f.recovered for f in run.faults), run.faults
+
+
+@DOCKER
+@kill_driver(after=8, restart_after=2)
+def test_driver_killed_restarts_from_checkpoint_on_containers(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert_ran_on_containers(run)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.meta["driver_launches"] == 2
+    assert all(f.recovered for f in run.faults), run.faults
+
+
+@DOCKER
+@kill_broker(after=8, restart_after=6)
+def test_leader_broker_down_in_its_container_loses_nothing(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    assert all(f.recovered for f in run.faults), run.faults
+
+
+@DOCKER
+@network_delay(ms=300, target="kafka", on="worker-0", above_timeout=False, after=8, duration=10)
+def test_delay_in_one_worker_namespace_slows_the_job(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    injected, _ = fault_window(run)
+    assert injected.detail["scope"] == "namespace" and injected.detail["nodes"] == ["worker-0"], injected.detail
+    # measured from inside worker-0's namespace, on its link to the brokers
+    assert injected.detail["measured_delay_ms"] >= 0.8 * 300, injected.detail
+    rise = run.latency.peak - run.latency.baseline
+    assert rise >= 0.3, f"latency rose by {rise:.2f}s under a 300 ms delay on worker-0's Kafka link"
+    assert_observer_spared(run)
+
+
+@DOCKER
+@network_partition(target="kafka", after=8, duration=8)
+def test_partition_of_the_workers_from_kafka_stops_the_flow_until_healed(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    injected, healed = fault_window(run)
+    assert injected.detail["scope"] == "namespace" and len(injected.detail["nodes"]) == 2, injected.detail
+    assert run.downtime > 3.0
+    # the executors could not reach the brokers; the harness, outside the containers, could
+    assert window_sum(run, "outputs", injected.t + 3, healed.t) == 0
+    assert window_median(run, "input", injected.t, healed.t) >= 0.8 * 100
+    assert_observer_spared(run)
