@@ -82,7 +82,24 @@ def _require(kind: str) -> None:
         raise NetFaultError(reason)
 
 
-class NetworkFault:
+class _Healing:
+    """``with fault:`` injects, and always heals on the way out (also on an exception)."""
+
+    def inject(self) -> None:
+        raise NotImplementedError
+
+    def heal(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.inject()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.heal()
+
+
+class NetworkFault(_Healing):
     """Base: ``inject()``/``heal()`` are idempotent; ``with fault:`` injects and always heals."""
 
     kind = "network"
@@ -178,13 +195,6 @@ class NetworkFault:
     def probe_port(self) -> int:
         """The port the probes aim at: one the fault's rules match."""
         return min(self.ports)
-
-    def __enter__(self):
-        self.inject()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.heal()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(ports={list(self.ports)}, direction={self.direction!r})"
@@ -467,7 +477,7 @@ class NetworkDelay(NetworkFault):
                 f"direction={self.direction!r})")
 
 
-class FaultGroup:
+class FaultGroup(_Healing):
     """One fault on several nodes at once: the same fault in each node's namespace (the docker
     backend's job side of a link, one container per worker). Injected and healed together."""
 
@@ -515,13 +525,6 @@ class FaultGroup:
         """Each node's measurement; the first node's values at the top level (``measured_*``)."""
         per_node = {node: f.measure(budget_s) for node, f in zip(self.nodes, self.faults, strict=True)}
         return {**per_node[self.nodes[0]], "per_node": per_node}
-
-    def __enter__(self):
-        self.inject()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.heal()
 
     def __repr__(self) -> str:
         return f"FaultGroup({self.faults[0]!r} on {self.nodes})"

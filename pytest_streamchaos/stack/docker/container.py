@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shlex
 import signal
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -68,6 +69,7 @@ class ContainerProcess(LogFile):
             log.write(f"=== {time.strftime('%H:%M:%S')} start container {name} ({ip}): {shlex.join(argv)}\n".encode())
         self.paused = False
         self._stopped = False
+        self._signal_thread: threading.Thread | None = None
         _remove_named(session, name)
         shell = f"exec {shlex.join(argv)} >> {shlex.quote(str(self.log_path))} 2>&1"
         self.container = StackContainer(session, image, name, ip, command=["sh", "-c", shell], env=env,
@@ -110,17 +112,31 @@ class ContainerProcess(LogFile):
     # -- signals -------------------------------------------------------------------------------
     def signal(self, sig: int) -> None:
         """SIGSTOP / SIGCONT pause and resume the whole container; any other signal goes to the daemon
-        (through init). Nothing once stopped."""
-        if self._stopped or not self.alive:
+        (through init), sent from a thread: the daemon answers a SIGKILL only once the container is
+        gone, and a fault is stamped when this returns, which must be when the signal leaves, not
+        after the kill's effects (Spark may notice the lost executor first). :meth:`wait_gone` waits
+        for the effect. Nothing once stopped."""
+        if self._stopped:
             return
+        if sig in (signal.SIGSTOP, signal.SIGCONT):
+            self._pause_call(sig)
+            return
+        self._signal_thread = threading.Thread(target=self._kill_call, args=(int(sig),), daemon=True,
+                                               name=f"docker-kill-{self.name}")
+        self._signal_thread.start()
+
+    def _kill_call(self, sig: int) -> None:
+        try:
+            self._docker.kill(signal=sig)
+        except Exception:  # not running (any more)
+            pass
+
+    def _pause_call(self, sig: int) -> None:
         try:
             if sig == signal.SIGSTOP:
                 self._docker.pause()
-            elif sig == signal.SIGCONT:
-                if self.status() == "paused":
-                    self._docker.unpause()
-            else:
-                self._docker.kill(signal=int(sig))
+            elif self.status() == "paused":
+                self._docker.unpause()
         except Exception:  # it stopped meanwhile
             pass
 
@@ -140,7 +156,7 @@ class ContainerProcess(LogFile):
 
     def kill(self, timeout: float = 10.0, wait: bool = True) -> None:
         """``docker kill``: the container and everything in it dies at once."""
-        if self.status() == "paused":
+        if self.paused:
             self.signal(signal.SIGCONT)  # a frozen cgroup takes the SIGKILL only once thawed
         self.signal(signal.SIGKILL)
         self.paused = False
@@ -149,6 +165,8 @@ class ContainerProcess(LogFile):
 
     def wait_gone(self, timeout: float = 10.0) -> None:
         wait_for(lambda: not self.alive, timeout, f"container {self.name} gone", self.status)
+        if self._signal_thread is not None:
+            self._signal_thread.join(timeout)
         self._stopped = True
 
     def terminate(self, timeout: float = 10.0) -> None:
@@ -158,6 +176,7 @@ class ContainerProcess(LogFile):
             self.signal(signal.SIGTERM)
             if not settled(lambda: not self.alive, timeout):
                 self.signal(signal.SIGKILL)
+            self.wait_gone(timeout)
         self._stopped = True
         self.remove()
 
