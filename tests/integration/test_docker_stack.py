@@ -47,8 +47,9 @@ _OWNER = textwrap.dedent("""
     s = engine.DockerSession(engine.connect()).open()
     k = DockerKafkaCluster(1, sys.argv[1] + "/kafka", session=s)
     k.start()
+    mounts = images.host_mounts(Path("/usr"), rw=(sys.argv[1],))
     ContainerProcess(s, images.host_runtime_image(s.client), ["sleep", "600"], env={}, name=s.id + "-sleeper",
-                     log_path=sys.argv[1] + "/x.log", ip=s.next_ip(), volumes=images.host_mounts(Path("/usr")))
+                     log_path=sys.argv[1] + "/x.log", ip=s.next_ip(), volumes=mounts)
     print(s.id, flush=True)
     sys.stdin.read()
 """)
@@ -63,6 +64,7 @@ def test_a_sigkilled_owner_leaves_no_container_or_network(client, tmp_path):
         session_id = proc.stdout.readline().strip()
         assert session_id.startswith("sc-"), session_id
         assert len(_labelled(client, session_id)) == 3  # brokers, sleeper, network
+        assert client.containers.get(f"{session_id}-sleeper").status == "running"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         wait_for(lambda: not _labelled(client, session_id), 30, "the session's containers and network removed",

@@ -40,11 +40,11 @@ class StackContainer(DockerContainer):
         import docker
 
         net = session.network.name
-        super().__init__(image, name=name, env=dict(env), init=True, labels=session.labels, hostname=name,
-                         ports=dict(ports or {}))
-        # as keyword arguments of the create call, not testcontainers' Network: a fixed address needs
-        # the endpoint config, which its Network does not pass
-        self.with_kwargs(network=net, networking_config={net: docker.types.EndpointConfig("1.41", ipv4_address=ip)})
+        super().__init__(image, name=name, env=dict(env), ports=dict(ports or {}))
+        # keyword arguments of docker's create call (one with_kwargs: it replaces, not adds). The network
+        # goes here, not as testcontainers' Network: a fixed address needs the endpoint config.
+        self.with_kwargs(init=True, labels=dict(session.labels), hostname=name, network=net,
+                         networking_config={net: docker.types.EndpointConfig("1.41", ipv4_address=ip)})
         self.with_command(list(command))
         self.volumes = {h: dict(m) for h, m in volumes.items()}
         self.ip = ip
