@@ -45,7 +45,7 @@ def invoice(rec: RecordSpec) -> dict:
 @kill_worker(after=10, restart_after=5)
 def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chaos):
     """Default startingOffsets=latest: nothing sent before the query fixed its offsets counts as lost."""
-    run = chaos.run("pipelines/notifications.py", rate=100, duration=30, guarantee="at-least-once",
+    run = chaos.run("pipelines/notifications.py", rate=100, duration=20, guarantee="at-least-once",
                     inputs={"invoices": invoice}, outputs={"notifications": "key"}, kafka_port=9092)
     print(run.describe())
     assert run.expected > 2000
@@ -59,7 +59,7 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
 @kill_driver(after=10, restart_after=1)
 def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
     """The file sink's metadata log makes it exactly-once; every invoice yields its line items."""
-    run = chaos.run("pipelines/invoice_items.py", rate=100, duration=30, guarantee="exactly-once",
+    run = chaos.run("pipelines/invoice_items.py", rate=100, duration=20, guarantee="exactly-once",
                     args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
                     outputs={"file:output": "InvoiceNumber"},
                     oracle=IdentityOracle(copies=lambda sent: line_items(sent.ids)))
@@ -80,7 +80,7 @@ def click(rec: RecordSpec) -> dict:
 @pytest.mark.chaos
 @kill_executor(after=10)
 def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
-    run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=30, guarantee="at-least-once",
+    run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=20, guarantee="at-least-once",
                     args=["{bootstrap_servers}"], inputs={"impressions": impression, "clicks": click},
                     outputs={"ad-clicks": "key"})
     print(run.describe())
@@ -98,7 +98,7 @@ def sale(rec: RecordSpec) -> dict:
 def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
     oracle = AggregateOracle(size_seconds=10, watermark_seconds=5, agg="count", output_mode="update",
                              key_field="StoreID", window_field="window", value_field="count")
-    run = chaos.run("pipelines/store_sales_window.py", rate=100, duration=30, guarantee="at-least-once",
+    run = chaos.run("pipelines/store_sales_window.py", rate=100, duration=20, guarantee="at-least-once",
                     args=["{bootstrap_servers}"], inputs={"sales": sale}, key_space=5,
                     outputs={"store-sales": None}, oracle=oracle)
     print(run.describe())
