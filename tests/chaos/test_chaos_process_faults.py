@@ -35,7 +35,7 @@ def test_executor_killed_while_running_tasks_loses_nothing(chaos):
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
 def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
-    run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once")
+    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once")
     print(run.describe())
     aimed = run.meta["aimed"]["uncommitted_output"]
     print(f"aimed at batch {aimed['batch']} after {aimed['attempts']} attempt(s)")

@@ -14,7 +14,7 @@ from pytest_streamchaos import kill_worker
 @pytest.mark.chaos
 @kill_worker(after=10, restart_after=5)
 def test_enrichment_survives_worker_loss(chaos):
-    run = chaos.run("pipelines/enrich_at_least_once.py", rate=200, duration=60, guarantee="at-least-once")
+    run = chaos.run("pipelines/enrich_at_least_once.py", rate=200, duration=45, guarantee="at-least-once")
     print()
     print(run.describe())
     assert run.lost == 0
