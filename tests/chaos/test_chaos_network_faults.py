@@ -35,7 +35,7 @@ def test_kafka_delay_below_timeout_only_slows_the_job(chaos):
 @pytest.mark.chaos
 @network_delay(ms=6000, target="driver", above_timeout=True, after=8, duration=12)
 def test_driver_link_delay_above_timeout_loses_executors_and_recovers(chaos):
-    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once", conf=FAST_DETECTION)
+    run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once", conf=FAST_DETECTION)
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
     fault_t = next(e.t for e in run.timeline if e.kind == "fault_injected")
