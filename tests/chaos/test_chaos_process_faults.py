@@ -25,7 +25,7 @@ EOS = "pipelines/enrich_exactly_once.py"
 @pytest.mark.chaos
 @kill_executor(when="tasks_running", after=5)
 def test_executor_killed_while_running_tasks_loses_nothing(chaos):
-    run = chaos.run(EOS, rate=200, duration=30, guarantee="exactly-once")
+    run = chaos.run(EOS, rate=200, duration=24, guarantee="exactly-once")
     print(run.describe())
     assert any(e.kind == "fault_injected" for e in run.timeline)
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
