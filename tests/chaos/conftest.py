@@ -27,15 +27,17 @@ def _shared_runs() -> dict[str, Any]:
 @pytest.fixture
 def shared_run(request: pytest.FixtureRequest, chaos: Any, _shared_runs: dict[str, Any]) -> Callable[..., Any]:
     """``chaos.run``, once per scenario and session: tests that assert different things about the same
-    scenario (the same fault marks, job and ``chaos.run`` arguments) share one run. The first test that
-    asks runs it; a later one gets the same ``ChaosRun`` (recorded among its own results, so the plugin
-    checks its declared guarantee and fault errors too). Run alone, every test runs the scenario itself,
-    so its verdict never depends on which tests were selected; only the workload seed (per test id) is
-    the first test's."""
+    scenario (the same fault marks, ``@chaos`` mark arguments -- backend, ha, repeat --, job and
+    ``chaos.run`` arguments) share one run. The first test that asks runs it; a later one gets the same
+    ``ChaosRun`` (recorded among its own results, so the plugin checks its declared guarantee and fault
+    errors too). Run alone, every test runs the scenario itself, so its verdict never depends on which
+    tests were selected; only the workload seed (per test id) is the first test's."""
     specs = request.node.stash.get(FAULTS_KEY, [])
+    mark = request.node.get_closest_marker("chaos")
+    scenario = [[s.to_dict() for s in specs], dict(mark.kwargs) if mark is not None else {}]
 
     def run(job: Any, **kwargs: Any) -> Any:
-        key = json.dumps([[s.to_dict() for s in specs], str(job), kwargs], sort_keys=True, default=repr)
+        key = json.dumps([*scenario, str(job), kwargs], sort_keys=True, default=repr)
         if key in _shared_runs:
             result = _shared_runs[key]
             chaos.results.append(result)
