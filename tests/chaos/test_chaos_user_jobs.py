@@ -59,7 +59,7 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
 @kill_driver(after=10, restart_after=1)
 def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
     """The file sink's metadata log makes it exactly-once; every invoice yields its line items."""
-    run = chaos.run("pipelines/invoice_items.py", rate=100, duration=20, guarantee="exactly-once",
+    run = chaos.run("pipelines/invoice_items.py", rate=100, duration=30, guarantee="exactly-once",
                     args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
                     outputs={"file:output": "InvoiceNumber"},
                     oracle=IdentityOracle(copies=lambda sent: line_items(sent.ids)))
