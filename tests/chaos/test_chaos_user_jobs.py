@@ -80,7 +80,7 @@ def click(rec: RecordSpec) -> dict:
 @pytest.mark.chaos
 @kill_executor(after=10)
 def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
-    run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=20, guarantee="at-least-once",
+    run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=25, guarantee="at-least-once",
                     args=["{bootstrap_servers}"], inputs={"impressions": impression, "clicks": click},
                     outputs={"ad-clicks": "key"})
     print(run.describe())
