@@ -41,7 +41,7 @@ def invoice(rec: RecordSpec) -> dict:
             "TotalAmount": sum(i["TotalValue"] for i in items), "InvoiceLineItems": items}
 
 
-@pytest.mark.chaos
+@pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @kill_worker(after=10, restart_after=5)
 def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chaos):
     """Default startingOffsets=latest: nothing sent before the query fixed its offsets counts as lost."""

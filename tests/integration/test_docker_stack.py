@@ -34,7 +34,7 @@ def _labelled(client, session_id):
     from pytest_streamchaos.stack.docker.engine import LABEL
 
     sel = {"label": f"{LABEL}={session_id}"}
-    return ([c.name for c in client.containers.list(all=True, filters=sel)]
+    return ([c.name for c in client.containers.list(all=True, ignore_removed=True, filters=sel)]
             + [n.name for n in client.networks.list(filters=sel)])
 
 
@@ -116,3 +116,20 @@ def test_an_absent_image_that_cannot_be_pulled_is_one_line(client, pytester: pyt
     assert len(lines) == 1 and "image 'streamchaos-test/absent:0' is not on this Docker host" in lines[0], lines
     assert "cannot be pulled; fix:" in lines[0]
 
+
+
+def test_a_hard_coded_localhost_port_is_refused_naming_the_fix(client, tmp_path):
+    """A job that hard-codes localhost:9092 cannot reach brokers from executors in containers: the
+    docker brokers refuse the fixed port at once rather than let the job wait for nothing."""
+    from pytest_streamchaos.stack.docker import engine
+    from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
+
+    session = engine.DockerSession(client).open()
+    try:
+        k = DockerKafkaCluster(1, tmp_path / "kafka", session=session)
+        with pytest.raises(StackError, match=r"cannot serve a job that hard-codes localhost:9092.*fix: pass the "
+                                             r"bootstrap servers"):
+            k.listen(9092)
+    finally:
+        session.close()
+    assert not _labelled(client, session.id)

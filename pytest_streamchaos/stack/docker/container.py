@@ -190,6 +190,6 @@ class ContainerProcess(LogFile):
 
 
 def _remove_named(session: DockerSession, name: str) -> None:
-    for c in session.client.containers.list(all=True, filters={"name": f"^/{name}$"}):
+    for c in session.client.containers.list(all=True, ignore_removed=True, filters={"name": f"^/{name}$"}):
         c.remove(force=True, v=True)
 

@@ -67,7 +67,7 @@ def _owner_gone(owner: str) -> bool:
 def sweep_orphans(client: Any) -> list[str]:
     """Remove the containers and networks of sessions whose pytest process is gone; their names."""
     removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL}):
         if _owner_gone(c.labels.get(OWNER, "")):
             c.remove(force=True, v=True)
             removed.append(c.name)
@@ -155,7 +155,7 @@ class DockerSession:
 
     def close(self) -> None:
         """Remove every container and the network of this session. Idempotent."""
-        for c in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.id}"}):
+        for c in self.client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL}={self.id}"}):
             try:
                 c.remove(force=True, v=True)
             except Exception:  # already gone

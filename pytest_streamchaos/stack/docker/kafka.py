@@ -64,6 +64,16 @@ class DockerKafkaCluster(LocalKafkaCluster):
                  "-e", f"HOME={os.environ.get('HOME', '/root')}", self.image]
         return argv + inner
 
+    def listen(self, port: int) -> None:
+        """Refused: a fixed ``127.0.0.1`` port on this host (``kafka_port=`` / ``--chaos-kafka-port``, for a
+        job that hard-codes ``localhost:9092``) is out of the executors' reach in their containers, where
+        ``localhost`` is the container itself. Failing here, before the job starts, beats a job that
+        waits two minutes for a broker it cannot see."""
+        raise StackError(f"kafka port {port}: the docker backend cannot serve a job that hard-codes "
+                         f"localhost:{port} (its executors run in containers, where localhost is the container); "
+                         "fix: pass the bootstrap servers to the job (e.g. args=['{bootstrap_servers}']), or run "
+                         "this test on the local backend (@pytest.mark.chaos(backend='local'))")
+
     # -- faults on the container --------------------------------------------------------------
     def _docker(self, *args: str) -> None:
         subprocess.run(["docker", *args, self.container_name], check=False, capture_output=True, timeout=30)
