@@ -261,6 +261,7 @@ class _Run:
         self._col: Any = None
         self._phase: tuple[str, float, float] = ("start", time.time(), 0.0)  # name, since, planned s
         self.local_master: str | None = None
+        self._seen_down_at: float | None = None  # the drain saw the job down (exited, not restarted)
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
         # exact topic names and broker controls live on the session cluster behind the per-test view
@@ -354,7 +355,7 @@ class _Run:
         self.phases["load_end"] = time.time()
         self.recorder.record("load_end")
         w.scheduler.stop()
-        self._drain(w.collector, w.progress, w.generator, w.watcher)
+        self._drain(job, w)
         self.phases["drain_end"] = time.time()
         self.recorder.record("drain_end")
 
@@ -618,11 +619,12 @@ class _Run:
             self._status("load", self.spec.duration)
             time.sleep(POLL_S)
 
-    def _drain(self, collector: Any, progress: SparkProgress, generator: Any,
-               watcher: CheckpointWatcher) -> None:
+    def _drain(self, job: Any, w: _Wiring) -> None:
         """Until the job has committed every input offset (it caught up), then until the outputs
-        settle (no new output for ``settle_seconds``, or every acknowledged id came out)."""
-        s = self.spec
+        settle (no new output for ``settle_seconds``, or every acknowledged id came out). A job that
+        has exited by now stays down (the faults are healed: no restart is coming), so its outputs
+        only need to settle: waiting out the drain timeout for it would change nothing but the time."""
+        s, collector, progress, generator, watcher = self.spec, w.collector, w.progress, w.generator, w.watcher
         deadline = time.time() + s.drain_timeout
         ends = {t: input_end_offsets(self.bootstrap, t) for t in self.inputs}
         caught_up_at = None
@@ -632,6 +634,10 @@ class _Run:
             if caught_up_at is None and all(committed_past(watcher, t, e) for t, e in ends.items()):
                 caught_up_at = time.time()
                 self.recorder.record("caught_up", "", t=caught_up_at)
+            if caught_up_at is None and not job.alive and self._settled_after_exit(job, collector, progress):
+                self.warnings.append(f"the job had exited (code {job.returncode}) before it caught up, and nothing "
+                                     "restarts it after the load: inputs it did not output are reported as lost")
+                return
             if caught_up_at is not None:
                 if (isinstance(collector, Collector) and isinstance(self.oracle, IdentityOracle)
                         and self.oracle.filter is None and collector.ids_seen >= generator.acked):
@@ -646,6 +652,15 @@ class _Run:
             what += " (the query's checkpoint was not found: pass its path in args or conf)"
         self.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
                              "inputs still in flight then are reported as lost")
+
+    def _settled_after_exit(self, job: Any, collector: Any, progress: SparkProgress) -> bool:
+        """The job is down and no output came for ``settle_seconds`` (counted from when it was first
+        seen down, so that output still in flight when it died is read)."""
+        now = time.time()
+        if self._seen_down_at is None:
+            self._seen_down_at = now
+        last = max(self._last_output(collector, progress) or 0.0, self._seen_down_at)
+        return now - last > self.spec.settle_seconds
 
     def _status(self, phase: str, planned: float) -> None:
         """Tell ``Chaos.status`` (at most once a second) how the run goes: ``phase``, ``elapsed`` in

@@ -40,3 +40,25 @@ def test_committed_past_reads_the_newest_committed_batch(tmp_path: Path) -> None
     _write_batch(tmp_path, 1, '{"in":{"0":9,"1":9}}', commit=True)
     assert committed_past(w, "in", {0: 9, 1: 9})
     assert not committed_past(w, "other", {0: 1})
+
+
+def test_a_job_down_in_the_drain_ends_it_once_its_output_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that exited (and, the faults healed, will not be restarted) cannot catch up: the drain
+    waits only until its last output settles, counted from when the job was first seen down."""
+    from types import SimpleNamespace
+
+    from pytest_streamchaos import runner
+
+    now = [1000.0]
+    monkeypatch.setattr(runner.time, "time", lambda: now[0])
+    run = object.__new__(runner._Run)
+    run.spec, run._seen_down_at = SimpleNamespace(settle_seconds=3.0, outputs=None), None
+    collector = SimpleNamespace(last_arrival=999.0)  # output in flight when the job died still counts
+    assert not run._settled_after_exit(None, collector, None)  # first seen down now: wait from here
+    now[0] = 1002.0
+    collector.last_arrival = 1001.5  # a late output restarts the wait
+    assert not run._settled_after_exit(None, collector, None)
+    now[0] = 1004.0
+    assert not run._settled_after_exit(None, collector, None)
+    now[0] = 1004.6
+    assert run._settled_after_exit(None, collector, None)
