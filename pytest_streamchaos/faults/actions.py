@@ -367,7 +367,7 @@ class NetworkAction:
         eps = link_endpoints(self.ctx, str(s.target))
         # only the ports peers connect to (not web UIs): that is the link the fault is about
         ports = net.ports_of(*eps, names=[n for e in eps for n in e.ports if n != "webui"])
-        sides = self.ctx.cluster.link_sides()
+        sides = self.ctx.cluster.link_sides() if self.ctx.cluster is not None else []
         if sides:
             return self._in_namespaces(planned, sides, eps, ports)
         fault = self._fault(s.kind, s.params, ports)

@@ -29,8 +29,10 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
 class Stacks:
     """The session's stacks by backend, started on first use, stopped by :meth:`close`."""
 
-    def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> None:
-        self.settings, self.tmp = settings, tmp_path_factory
+    def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                 project: tuple[str, ...] = ()) -> None:
+        """``project``: the user's project directories (pytest's rootdir), readable by the nodes."""
+        self.settings, self.tmp, self.project = settings, tmp_path_factory, project
         self._stacks: dict[tuple[str, str], Any] = {}
         self._docker: Any = None
         self._docker_error: str | None = None
@@ -59,7 +61,7 @@ class Stacks:
                 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 
                 cluster = DockerSparkCluster.from_settings(self.settings, workdir, ha=ha, session=self.docker(),
-                                                           shared=(self.tmp.getbasetemp(),))
+                                                           shared=(self.tmp.getbasetemp(),), project=self.project)
             else:
                 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
@@ -108,9 +110,10 @@ class Stacks:
 
 
 @pytest.fixture(scope="session")
-def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stacks]:
+def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                       pytestconfig: pytest.Config) -> Iterator[Stacks]:
     """Every stack of the session, by backend (see :class:`Stacks`)."""
-    stacks = Stacks(streamchaos_settings, tmp_path_factory)
+    stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),))
     try:
         yield stacks
     finally:

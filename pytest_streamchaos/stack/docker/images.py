@@ -94,17 +94,20 @@ def _java_conf_dirs(java_home: Path) -> set[str]:
     return dirs
 
 
-def host_mounts(java_home: Path, rw: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
+def host_mounts(java_home: Path, rw: tuple[str, ...] = (), ro_extra: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
     """docker-py ``volumes``: the host's ``/usr``, Python, the plugin, the JDK's config and the plugin's
-    cache read-only at the same paths; ``rw`` (scratch and checkpoint directories) writable."""
+    cache read-only at the same paths, and ``ro_extra`` (the user's project: modules a job imports);
+    ``rw`` (scratch and checkpoint directories) writable."""
     import pytest_streamchaos
 
-    ro = {"/usr", sys.base_prefix, sys.prefix, str(cache_dir())}
+    # never "/" (a rootdir at the top would hide the image's own root)
+    ro = {"/usr", sys.base_prefix, sys.prefix, str(cache_dir()), *(str(p) for p in ro_extra if str(p) != "/")}
     ro.add(str(Path(pytest_streamchaos.__file__).resolve().parents[1]))  # an editable install's source
     if not str(java_home).startswith("/usr/"):
         ro.add(str(java_home))
     ro |= _java_conf_dirs(java_home)
-    mounts = {p: {"bind": p, "mode": "ro"} for p in sorted(_outermost(ro)) if os.path.exists(p)}
+    mounts = {p: {"bind": p, "mode": "ro"} for p in sorted(_outermost(ro - {os.path.realpath(r) for r in rw}))
+              if os.path.exists(p)}
     for p in rw:
         Path(p).mkdir(parents=True, exist_ok=True)
         mounts[str(p)] = {"bind": str(p), "mode": "rw"}

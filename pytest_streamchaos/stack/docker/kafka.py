@@ -27,7 +27,7 @@ from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.images import host_mounts, resolve
 from pytest_streamchaos.stack.environment import find_java
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+from pytest_streamchaos.stack.kafka_local import _PKG_PARENT, LocalKafkaCluster
 
 BASE_PORT = 9090  #: broker ``b`` listens on BASE_PORT + b inside its container
 
@@ -60,7 +60,9 @@ class DockerKafkaCluster(LocalKafkaCluster):
             argv += ["--label", f"{k}={v}"]
         for host, m in host_mounts(Path(java_home)).items():
             argv += ["-v", f"{host}:{m['bind']}:{m['mode']}"]
-        argv += ["-e", f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}", "-e", "PYTHONUNBUFFERED=1",
+        # the package this harness imported (a checkout on sys.path may shadow the installed one)
+        pythonpath = os.pathsep.join(p for p in (_PKG_PARENT, os.environ.get("PYTHONPATH", "")) if p)
+        argv += ["-e", f"PYTHONPATH={pythonpath}", "-e", "PYTHONUNBUFFERED=1",
                  "-e", f"HOME={os.environ.get('HOME', '/root')}", self.image]
         return argv + inner
 

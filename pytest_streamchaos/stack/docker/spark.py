@@ -30,23 +30,26 @@ class DockerSparkCluster(LocalSparkCluster):
     """A Spark standalone cluster of containers (see the module docstring)."""
 
     def __init__(self, workdir: str | os.PathLike, *, session: DockerSession, shared: Sequence[str | os.PathLike] = (),
-                 image: str = "", **kwargs: Any) -> None:
+                 project: Sequence[str | os.PathLike] = (), image: str = "", **kwargs: Any) -> None:
         """``shared``: host directories mounted read-write at the same path in every container (the
-        session's temporary directory: job checkpoints and outputs). ``image``: the runtime image
-        (default: built from this host, :func:`~.images.host_runtime_image`)."""
+        session's temporary directory: job checkpoints and outputs). ``project``: mounted read-only (the
+        user's project, whose modules a job's functions may import on the executors). ``image``: the
+        runtime image (default: built from this host, :func:`~.images.host_runtime_image`)."""
         super().__init__(workdir, **kwargs)
         self.session = session
         self.shared = tuple(str(Path(p).absolute()) for p in shared)
+        self.project = tuple(str(Path(p).absolute()) for p in project)
         self.image = image
         self.driver_host = session.gateway
         self._ips: dict[str, str] = {}
 
     @classmethod
     def from_settings(cls, settings: Any, workdir: str | os.PathLike, *, ha: bool | None = None,
-                      session: DockerSession | None = None, shared: Sequence[str | os.PathLike] = ()
-                      ) -> DockerSparkCluster:
+                      session: DockerSession | None = None, shared: Sequence[str | os.PathLike] = (),
+                      project: Sequence[str | os.PathLike] = ()) -> DockerSparkCluster:
         assert session is not None, "the docker backend needs the session's DockerSession"
-        return cls(workdir, session=session, shared=shared, image=settings.docker_image, workers=settings.workers,
+        return cls(workdir, session=session, shared=shared, project=project, image=settings.docker_image,
+                   workers=settings.workers,
                    worker_cores=settings.worker_cores, worker_memory=settings.worker_memory,
                    ha=settings.ha if ha is None else ha, java_home=settings.java_home,
                    start_timeout=settings.start_timeout)
@@ -62,7 +65,7 @@ class DockerSparkCluster(LocalSparkCluster):
 
     def _launch(self, argv: list[str], env: dict[str, str], name: str, job: bool = True) -> ContainerProcess:
         assert self.env is not None
-        volumes = host_mounts(self.env.java_home, rw=(str(self.workdir), *self.shared))
+        volumes = host_mounts(self.env.java_home, rw=(str(self.workdir), *self.shared), ro_extra=self.project)
         return ContainerProcess(self.session, self.image, argv, env=env, log_path=self.workdir / "logs" / f"{name}.log",
                                 name=f"{self.session.id}-{name}", ip=self._address(name), volumes=volumes)
 
