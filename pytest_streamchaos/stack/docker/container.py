@@ -35,12 +35,11 @@ class StackContainer(DockerContainer):
     reach the daemon and zombies are reaped)."""
 
     def __init__(self, session: DockerSession, image: str, name: str, ip: str, *,
-                 command: Sequence[str], env: Mapping[str, str], volumes: Mapping[str, Mapping[str, str]],
-                 ports: Mapping[int, tuple[str, int]] | None = None) -> None:
+                 command: Sequence[str], env: Mapping[str, str], volumes: Mapping[str, Mapping[str, str]]) -> None:
         import docker
 
         net = session.network.name
-        super().__init__(image, name=name, env=dict(env), ports=dict(ports or {}))
+        super().__init__(image, name=name, env=dict(env))
         # keyword arguments of docker's create call (one with_kwargs: it replaces, not adds). The network
         # goes here, not as testcontainers' Network: a fixed address needs the endpoint config.
         self.with_kwargs(init=True, labels=dict(session.labels), hostname=name, network=net,
@@ -59,8 +58,7 @@ class ContainerProcess(LogFile):
     """
 
     def __init__(self, session: DockerSession, image: str, argv: Sequence[str], *, env: Mapping[str, str],
-                 log_path: str | Path, name: str, ip: str, volumes: Mapping[str, Mapping[str, str]],
-                 ports: Mapping[int, tuple[str, int]] | None = None) -> None:
+                 log_path: str | Path, name: str, ip: str, volumes: Mapping[str, Mapping[str, str]]) -> None:
         self.name, self.ip, self.session = name, ip, session
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +71,7 @@ class ContainerProcess(LogFile):
         _remove_named(session, name)
         shell = f"exec {shlex.join(argv)} >> {shlex.quote(str(self.log_path))} 2>&1"
         self.container = StackContainer(session, image, name, ip, command=["sh", "-c", shell], env=env,
-                                        volumes=volumes, ports=ports)
+                                        volumes=volumes)
         self.container.start()
         self._docker = self.container.get_wrapped_container()
         self._docker.reload()

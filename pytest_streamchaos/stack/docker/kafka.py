@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,9 @@ class DockerKafkaCluster(LocalKafkaCluster):
             raise StackError("the docker backend runs the embedded brokers with the docker command-line client, "
                              "which is not on PATH; fix: apt-get install docker.io (or docker-ce-cli)")
         self.image = resolve(self.session.client, self.image)
-        self._docker("rm", "-f")  # the container of an earlier start (reset) may still be on its way out
+        container = self._container()  # that of an earlier start (reset) may still be on its way out
+        if container is not None:
+            container.remove(force=True)
         super().start(timeout)
 
     def _helper_argv(self, extra: Any = ()) -> list[str]:
@@ -77,20 +78,25 @@ class DockerKafkaCluster(LocalKafkaCluster):
                          "this test on the local backend (@pytest.mark.chaos(backend='local'))")
 
     # -- faults on the container --------------------------------------------------------------
-    def _docker(self, *args: str) -> None:
-        subprocess.run(["docker", *args, self.container_name], check=False, capture_output=True, timeout=30)
+    def _container(self) -> Any:
+        """The brokers' container, None when there is none."""
+        try:
+            return self.session.client.containers.get(self.container_name)
+        except Exception:
+            return None
 
     def pause_brokers(self) -> None:
         """``docker pause``: every broker hangs with its connections open."""
-        self._docker("pause")
+        container = self._container()
+        if container is not None:
+            container.pause()
 
     def resume_brokers(self) -> None:
-        self._docker("unpause")
+        container = self._container()
+        if container is not None and container.status == "paused":
+            container.unpause()
 
     def brokers_state(self) -> str | None:
         """``running``, ``stopped`` while paused, None when the container is gone."""
-        try:
-            c = self.session.client.containers.get(self.container_name)
-        except Exception:
-            return None
-        return {"running": "running", "paused": "stopped"}.get(c.status)
+        container = self._container()
+        return None if container is None else {"running": "running", "paused": "stopped"}.get(container.status)
