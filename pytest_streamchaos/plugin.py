@@ -158,7 +158,8 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
     harness = ChaosHarness(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                            test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
-                           java_home=streamchaos_settings.java_home, repeat=repeat,
+                           java_home=streamchaos_settings.java_home, jit=streamchaos_settings.jit,
+                           repeat=repeat,
                            seed=resolve_seed(item.nodeid, streamchaos_settings.seed),
                            status=status_for(request.config, item.nodeid))
     item.stash[RUNS_KEY] = harness.results

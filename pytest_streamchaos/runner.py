@@ -49,6 +49,11 @@ GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
 #: the job's Kafka read timeout (``STREAMCHAOS_KAFKA_TIMEOUT_MS``) unless the test or a delay class sets it
 DEFAULT_KAFKA_TIMEOUT_MS = 30_000
 POLL_S = 0.25
+#: micro-batches in a row with input, similar durations and no backlog that make the steady state. The
+#: first batch with output is slow (Python workers and Kafka clients start) and the next one reads what
+#: piled up meanwhile: two calm batches after those show the start-up is behind; a third costs another
+#: trigger interval per run (docs/performance.md).
+STEADY_BATCHES = 2
 
 
 class RunError(RuntimeError):
@@ -124,7 +129,7 @@ class Chaos:
 
     def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
-                 java_home: str | None = None, seed: int | None = None,
+                 java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
@@ -134,6 +139,7 @@ class Chaos:
         self.rootdir = rootdir
         self.nodeid = nodeid
         self.java_home = java_home or None
+        self.jit = jit  # the job JVMs' JIT mode (spark.launcher.QUICK_JIT)
         self.seed = resolve_seed(nodeid, seed)  # the workload seed: stable per test id unless given
         self.runs: list[ChaosRun] = []
         #: called about once a second while a run goes on, with the fields of :meth:`_Run._status`
@@ -307,7 +313,8 @@ class _Run:
         subst = {"bootstrap_servers": self.bootstrap, "input_topic": self.inputs[0],
                  "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
         argv = [a.format(**subst) for a in s.args]
-        launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home)
+        launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home,
+                                           jit=self.c.jit)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf})
         env = {"STREAMCHAOS_KAFKA_TIMEOUT_MS": str(int(s.kafka_timeout_ms)),
@@ -566,7 +573,7 @@ class _Run:
         return (collector.last_arrival or time.time()) if collector.count > 0 else None
 
     def _warm_up(self, job: Any, collector: Any, progress: SparkProgress) -> float:
-        """Wait for output, then for three stable micro-batches without backlog; return that time."""
+        """Wait for output, then for :data:`STEADY_BATCHES` stable micro-batches without backlog; return that time."""
         s = self.spec
         deadline = time.time() + s.warmup_timeout
         first_output = None
@@ -597,9 +604,10 @@ class _Run:
         return ", ".join(self.spec.outputs) if self.spec.outputs else f"the output topic {self.out_topic}"
 
     def _stable(self, batches: list[dict[str, Any]]) -> bool:
-        """Three recent batches with input, similar durations, and no more input than the rate brings."""
-        recent = [b for b in batches[-6:] if (b.get("numInputRows") or 0) > 0][-3:]
-        if len(recent) < 3:
+        """:data:`STEADY_BATCHES` recent batches with input, similar durations, and no more input than
+        the rate brings."""
+        recent = [b for b in batches[-6:] if (b.get("numInputRows") or 0) > 0][-STEADY_BATCHES:]
+        if len(recent) < STEADY_BATCHES:
             return False
         dur = np.array([(b.get("durationMs") or {}).get("triggerExecution", 0) / 1000.0 for b in recent])
         if dur.max() > 2.0 * max(dur.min(), self.spec.trigger_seconds / 2):

@@ -166,11 +166,17 @@ def _job_pythonpath(script_path: Path) -> str:
         p for p in [repo, str(script_path.parent), os.environ.get("PYTHONPATH", "")] if p))
 
 
-def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, java_env: Mapping[str, str]) -> None:
+#: C1 only: the JIT mode ``quick`` (docs/performance.md, "JIT")
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+JIT_MODES = ("quick", "full")
+
+
+def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, java_env: Mapping[str, str],
+                      jit: str = "quick") -> None:
     """Complete the driver's and executors' ``extraJavaOptions`` in ``effective``: the driver's log4j2
     configuration (by -D), the JVMs' scratch files in the job's directory (see
-    stack.spark_local.jvm_tmp_opts) and Spark's classes mapped from the machine's CDS archives when they
-    match (stack.cds)."""
+    stack.spark_local.jvm_tmp_opts), Spark's classes mapped from the machine's CDS archives when they
+    match (stack.cds), and C1 only when ``jit`` is ``quick`` and the job chose no tiering of its own."""
     java = _java_path(java_env)
     cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
                     "driver", java, home, effective["spark.driver.extraClassPath"]) if java else "",
@@ -179,7 +185,9 @@ def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, 
     effective["spark.driver.extraJavaOptions"] = (f"{effective.get('spark.driver.extraJavaOptions', '')} "
                                                   f"-Dlog4j2.configurationFile={dirs.log4j.as_uri()}")
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-        effective[key] = f"{effective.get(key, '')} {jvm_tmp_opts(dirs.local)} {cds_opts[key]}".strip()
+        own = effective.get(key, "")
+        quick = QUICK_JIT if jit == "quick" and "Tiered" not in own else ""
+        effective[key] = " ".join(p for p in (own, jvm_tmp_opts(dirs.local), cds_opts[key], quick) if p)
 
 
 @dataclass
@@ -476,9 +484,14 @@ class JobLauncher:
         python: str | None = None,
         java_home: str | None = None,
         driver_host: str = HOST,
+        jit: str = "quick",
     ) -> None:
         """``driver_host``: the address the driver binds, where the cluster's executors reach it
-        (127.0.0.1 for the local cluster; the host's address on the containers' network for docker)."""
+        (127.0.0.1 for the local cluster; the host's address on the containers' network for docker).
+        ``jit``: ``quick`` runs the driver's and executors' JVMs with C1 only, ``full`` with the JVM's
+        default tiered compilation (see :data:`QUICK_JIT`)."""
+        if jit not in JIT_MODES:
+            raise LaunchError(f"jit={jit!r}: use one of {JIT_MODES}")
         if not (master_url.startswith("spark://") or master_url.startswith("local")):
             raise LaunchError(f"master URL {master_url!r} is not spark://host:port (or local[...])")
         self.master_url = master_url
@@ -487,6 +500,7 @@ class JobLauncher:
         self.python = python or sys.executable
         self.java_home = java_home
         self.driver_host = driver_host
+        self.jit = jit
         self.jobs: list[SparkJob] = []
 
     @classmethod
@@ -563,7 +577,7 @@ class JobLauncher:
         # user's own class path comes first, so a real connector there still wins).
         effective["spark.driver.extraClassPath"] = os.pathsep.join(
             p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
-        _add_java_options(effective, dirs=dirs, home=home, java_env=java_env)
+        _add_java_options(effective, dirs=dirs, home=home, java_env=java_env, jit=self.jit)
         if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
             effective["spark.ui.port"] = str(ports.free_port())
         return effective

@@ -89,3 +89,23 @@ def test_missing_java_is_named(tmp_path: Path):
     with pytest.raises(LaunchError, match="JAVA_HOME"):
         launcher.prepare(JOBS / "batch_count.py")
     assert not (tmp_path / "batch_count").exists()  # nothing half-made
+
+
+def _java_opts(job) -> list[str]:
+    return [job.effective_conf[f"spark.{who}.extraJavaOptions"] for who in ("driver", "executor")]
+
+
+def test_quick_jit_runs_the_job_jvms_on_c1_unless_the_job_chose_its_tiering(tmp_path: Path):
+    quick = JobLauncher("spark://127.0.0.1:7077", tmp_path / "q")
+    assert all(o.endswith("-XX:TieredStopAtLevel=1") for o in _java_opts(quick.prepare(JOBS / "batch_count.py")))
+    own = quick.prepare(JOBS / "batch_count.py", conf={"spark.executor.extraJavaOptions": "-XX:-TieredCompilation"})
+    driver, executor = _java_opts(own)
+    assert "-XX:TieredStopAtLevel=1" in driver
+    assert executor.startswith("-XX:-TieredCompilation") and "TieredStopAtLevel" not in executor
+    full = JobLauncher("spark://127.0.0.1:7077", tmp_path / "f", jit="full")
+    assert not any("Tiered" in o for o in _java_opts(full.prepare(JOBS / "batch_count.py")))
+
+
+def test_unknown_jit_mode_is_refused(tmp_path: Path):
+    with pytest.raises(LaunchError, match=r"jit='c2': use one of \('quick', 'full'\)"):
+        JobLauncher("spark://127.0.0.1:7077", tmp_path, jit="c2")
