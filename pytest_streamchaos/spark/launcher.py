@@ -166,7 +166,7 @@ def _job_pythonpath(script_path: Path) -> str:
         p for p in [repo, str(script_path.parent), os.environ.get("PYTHONPATH", "")] if p))
 
 
-#: C1 only: the JIT mode ``quick`` (docs/performance.md, "JIT")
+#: C1 only: the JIT mode ``quick`` (docs/architecture.md, "Start-up")
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 JIT_MODES = ("quick", "full")
 
