@@ -51,7 +51,7 @@ DEFAULT_KAFKA_TIMEOUT_MS = 30_000
 POLL_S = 0.25
 #: micro-batches in a row with input, similar durations and no backlog that make the steady state. The
 #: first batch with output is slow (Python workers and Kafka clients start) and the next one reads what
-#: piled up meanwhile: two calm batches after those show the start-up is behind; a third costs another
+#: piled up meanwhile: two calm batches after those show the start-up is over; a third costs another
 #: trigger interval per run (docs/architecture.md, "Start-up").
 STEADY_BATCHES = 2
 

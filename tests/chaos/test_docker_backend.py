@@ -49,6 +49,7 @@ BROKER_THEN_WORKER_LOAD = 58
 
 
 def with_faults(marks):
+    """Decorate a test with every fault mark of ``marks`` (one scenario shared by several tests)."""
     def apply(fn):
         for m in reversed(marks):
             fn = m(fn)
