@@ -58,10 +58,11 @@ def test_partition_from_kafka_stops_the_flow_until_healed(chaos):
     assert_observer_spared(run)
 
 
-def fault_window(run):
-    injected = next(e for e in run.timeline if e.kind == "fault_injected")
-    healed = next(e for e in run.timeline if e.kind == "fault_healed")
-    return injected, healed
+def fault_window(run, kind=None):
+    """The injection and heal events of the run's first fault (of ``kind``, when given)."""
+    def first(what):
+        return next(e for e in run.timeline if e.kind == what and kind in (None, e.detail.get("fault")))
+    return first("fault_injected"), first("fault_healed")
 
 
 def _buckets(run, start, end):

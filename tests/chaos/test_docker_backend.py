@@ -32,11 +32,9 @@ def assert_ran_on_containers(run):
     assert all(not ipaddress.ip_address(h).is_loopback for h in hosts), hosts
 
 
-def window_of(run, kind):
-    """The injection and heal events of the run's fault of ``kind``, and its metrics."""
-    injected = next(e for e in run.timeline if e.kind == "fault_injected" and e.detail["fault"] == kind)
-    healed = next(e for e in run.timeline if e.kind == "fault_healed" and e.detail["fault"] == kind)
-    return injected, healed, next(f for f in run.faults if f.kind == kind)
+def fault_metrics(run, kind):
+    """The metrics of the run's fault of ``kind``."""
+    return next(f for f in run.faults if f.kind == kind)
 
 
 # One run on containers, two faults a test each asserts the effect of: the leader broker down at +8 s
@@ -61,7 +59,8 @@ def with_faults(marks):
 @with_faults(BROKER_THEN_WORKER)
 def test_worker_container_killed_loses_nothing(shared_run):
     run = run_on_containers(shared_run, duration=BROKER_THEN_WORKER_LOAD)
-    injected, healed, fault = window_of(run, "kill_worker")
+    injected, healed = fault_window(run, "kill_worker")
+    fault = fault_metrics(run, "kill_worker")
     # the container died with its executor: Spark saw it go, and a new one came after the restart
     assert any(e.kind == "executor_removed" and e.t >= injected.t for e in run.timeline), run.timeline
     assert any(e.kind == "executor_added" and e.t > healed.t for e in run.timeline)
@@ -84,7 +83,8 @@ def test_driver_killed_restarts_from_checkpoint_on_containers(chaos):
 @with_faults(BROKER_THEN_WORKER)
 def test_leader_broker_down_in_its_container_loses_nothing(shared_run):
     run = run_on_containers(shared_run, duration=BROKER_THEN_WORKER_LOAD)
-    injected, healed, fault = window_of(run, "kill_broker")
+    injected, healed = fault_window(run, "kill_broker")
+    fault = fault_metrics(run, "kill_broker")
     # the broker was down: the output stalled, and it flowed again once the broker was back
     assert fault.downtime > 1.0, fault
     assert window_sum(run, "outputs", healed.t, healed.t + 12) > 0

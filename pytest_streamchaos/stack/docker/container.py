@@ -68,7 +68,7 @@ class ContainerProcess(LogFile):
         self.paused = False
         self._stopped = False
         self._signal_thread: threading.Thread | None = None
-        _remove_named(session, name)
+        remove_named(session, name)
         shell = f"exec {shlex.join(argv)} >> {shlex.quote(str(self.log_path))} 2>&1"
         self.container = StackContainer(session, image, name, ip, command=["sh", "-c", shell], env=env,
                                         volumes=volumes)
@@ -187,7 +187,8 @@ class ContainerProcess(LogFile):
             pass
 
 
-def _remove_named(session: DockerSession, name: str) -> None:
+def remove_named(session: DockerSession, name: str) -> None:
+    """Remove the container named ``name`` (running or not) if there is one."""
     for c in session.client.containers.list(all=True, ignore_removed=True, filters={"name": f"^/{name}$"}):
         c.remove(force=True, v=True)
 

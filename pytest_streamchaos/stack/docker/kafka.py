@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.docker.container import remove_named
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.images import host_mounts, resolve
 from pytest_streamchaos.stack.environment import find_java
@@ -47,9 +48,8 @@ class DockerKafkaCluster(LocalKafkaCluster):
             raise StackError("the docker backend runs the embedded brokers with the docker command-line client, "
                              "which is not on PATH; fix: apt-get install docker.io (or docker-ce-cli)")
         self.image = resolve(self.session.client, self.image)
-        container = self._container()  # that of an earlier start (reset) may still be on its way out
-        if container is not None:
-            container.remove(force=True)
+        if not self.running:  # the container of an earlier start (reset) may still be on its way out
+            remove_named(self.session, self.container_name)
         super().start(timeout)
 
     def _helper_argv(self, extra: Any = ()) -> list[str]:
@@ -79,10 +79,13 @@ class DockerKafkaCluster(LocalKafkaCluster):
 
     # -- faults on the container --------------------------------------------------------------
     def _container(self) -> Any:
-        """The brokers' container, None when there is none."""
+        """The brokers' container, None when there is none (other Docker errors propagate: a fault must not
+        pass for done when the daemon refused it)."""
+        import docker
+
         try:
             return self.session.client.containers.get(self.container_name)
-        except Exception:
+        except docker.errors.NotFound:
             return None
 
     def pause_brokers(self) -> None:
