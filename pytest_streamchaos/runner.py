@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
-from pytest_streamchaos.analysis.metrics import MetricParams
+from pytest_streamchaos.analysis.metrics import MetricParams, recovery_settled
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
@@ -49,6 +49,9 @@ GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
 #: the job's Kafka read timeout (``STREAMCHAOS_KAFKA_TIMEOUT_MS``) unless the test or a delay class sets it
 DEFAULT_KAFKA_TIMEOUT_MS = 30_000
 POLL_S = 0.25
+#: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
+#: is a verdict on the run so far: tens of milliseconds for a few thousand records)
+RECOVERY_CHECK_S = 1.0
 #: micro-batches in a row with input, similar durations and no backlog that make the steady state. The
 #: first batch with output is slow (Python workers and Kafka clients start) and the next one reads what
 #: piled up meanwhile: two calm batches after those show the start-up is over; a third costs another
@@ -85,6 +88,8 @@ class RunSpec:
     inputs: list[str] | None = None  #: fixed input topic names (None: one per-run topic)
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
+    #: no ``duration`` given and faults planned: the load may end once every fault has recovered
+    end_on_recovery: bool = False
 
 
 #: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
@@ -213,7 +218,7 @@ class Chaos:
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port)
+                       kafka_port, end_on_recovery=duration is None and bool(planned))
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.kafka_timeout_pinned = kafka_timeout_ms is not None
@@ -254,6 +259,7 @@ class _Run:
         self.phases: dict[str, float] = {}
         self.warnings: list[str] = []
         self.load_why = ""
+        self.load_ended: str | None = None  #: why the load ended before its planned length (None: it did not)
         self.kafka_timeout_pinned = False
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
         n = len(chaos.runs)
@@ -296,7 +302,7 @@ class _Run:
         finally:
             self._cleanup(job, w)
         w.progress.poll()
-        return self._verdict(job, w.generator, w.collector, w.progress, w.scheduler, w.ctx)
+        return self._verdict(job, w)
 
     def _prepare_job(self) -> Any:
         """Build the job (not started): its STREAMCHAOS_* contract, arguments with the run's names
@@ -389,7 +395,7 @@ class _Run:
         self.phases["warmup_end"] = steady
         self.recorder.record("steady_state", "", t=steady)
         w.scheduler.start(steady)
-        self._load(job, w.progress, steady + self.spec.duration)
+        self._load(job, w, steady + self.spec.duration)
 
     def _cleanup(self, job: Any, w: _Wiring) -> None:
         """Whatever happened: stop the faults, the load if it runs, the job, and the collector if it
@@ -615,10 +621,16 @@ class _Run:
         interval = max(recent[-1]["t_start"] - recent[-2]["t_start"], self.spec.trigger_seconds)
         return recent[-1]["numInputRows"] <= 2.0 * self.spec.rate * interval + 10
 
-    def _load(self, job: Any, progress: SparkProgress, until: float) -> None:
-        exited_seen = False
+    def _load(self, job: Any, w: _Wiring, until: float) -> None:
+        """Keep the load on until ``until``; a run without a ``duration`` ends it as soon as every
+        fault has recovered for good (:meth:`_recovered_for_good`)."""
+        progress, exited_seen, next_check = w.progress, False, 0.0
         while time.time() < until:
             progress.poll()
+            if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():
+                next_check = time.time() + RECOVERY_CHECK_S
+                if self._recovered_for_good(w):
+                    return
             if not job.alive and not exited_seen and job.process is not None and job.returncode is not None:
                 exited_seen = True  # a driver fault restarts it; otherwise this is a finding
                 self.recorder.record("driver_exited", "driver", code=job.returncode)
@@ -626,6 +638,30 @@ class _Run:
                 exited_seen = False
             self._status("load", self.spec.duration)
             time.sleep(POLL_S)
+
+    def _recovered_for_good(self, w: _Wiring) -> bool:
+        """Whether the verdict on the run so far settles every fault's recovery point
+        (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`): then more load would not
+        change it, and the load ends. The same analysis as the final verdict, on what was seen so far;
+        if it fails the load runs its planned length."""
+        t = time.time()
+        done_at = max((e.t for e in self.recorder.events() if e.kind in ("fault_injected", "fault_healed")),
+                      default=t)
+        try:
+            metrics = ChaosRun.from_trace(self._trace(w), self.oracle, self.spec.guarantee, self.params,
+                                          per_record=not self.progress_only).metrics
+        except Exception as exc:  # the verdict at the end will say what is wrong; here only the length is at stake
+            self.spec.end_on_recovery = False
+            self.warnings.append(f"the load ran its planned length: judging recovery mid-run failed ({exc})")
+            return False
+        if not recovery_settled(metrics, done_at):
+            return False
+        self.recorder.record("load_ended_on_recovery", "", t=t,
+                             recovery_time=[round(float(f.recovery_time), 3) for f in metrics.faults],
+                             masked=[f.output_symptom is None for f in metrics.faults])
+        self.load_ended = ("ended early: every fault had recovered (or, noticed by the system, left no sign in the "
+                           "output) and more load could not change its recovery time")
+        return True
 
     def _drain(self, job: Any, w: _Wiring) -> None:
         """Until the job has committed every input offset (it caught up), then until the outputs
@@ -710,15 +746,19 @@ class _Run:
                                  "latency and downtime may include the observer's own delay")
         return report
 
-    def _verdict(self, job: Any, generator: Any, collector: Any, progress: SparkProgress,
-                 scheduler: FaultScheduler, ctx: FaultContext) -> ChaosRun:
-        sent = generator.sent()
+    def _trace(self, w: _Wiring) -> Trace:
+        """What the run recorded so far, as the analysis takes it."""
+        sent = w.generator.sent()
         # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
-        outputs = (outputs_from_progress(sent, progress.batches, len(self.inputs), self.inputs[0]) if self.progress_only
-                   else collector.outputs())
-        events: list[TimelineEvent] = [*self.recorder.events(), *job.timeline, *progress.timeline]
-        trace = Trace(sent=sent, outputs=outputs, batches=list(progress.batches), timeline=events,
-                      phases=dict(self.phases), trigger_seconds=self.spec.trigger_seconds)
+        outputs = (outputs_from_progress(sent, w.progress.batches, len(self.inputs), self.inputs[0])
+                   if self.progress_only else w.collector.outputs())
+        events: list[TimelineEvent] = [*self.recorder.events(), *self.job.timeline, *w.progress.timeline]
+        return Trace(sent=sent, outputs=outputs, batches=list(w.progress.batches), timeline=events,
+                     phases=dict(self.phases), trigger_seconds=self.spec.trigger_seconds)
+
+    def _verdict(self, job: Any, w: _Wiring) -> ChaosRun:
+        generator, collector, scheduler, ctx = w.generator, w.collector, w.scheduler, w.ctx
+        trace = self._trace(w)
         if collector.lost_to_retention:
             self.warnings.append(
                 f"{collector.lost_to_retention} outputs were deleted by the broker before the collector read them "
@@ -748,7 +788,7 @@ class _Run:
             "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
             "job_workdir": str(self.job.workdir),
             "spark_master_used": self.local_master or self.c.cluster.master_url,
-            "load": {"planned_s": self.spec.duration, "why": self.load_why,
+            "load": {"planned_s": self.spec.duration, "why": self.load_why, "ended": self.load_ended,
                      "ran_s": round(self.phases.get("load_end", 0.0) - self.phases.get("warmup_end", 0.0), 3)},
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
             "observer": self._observer(generator, collector, trace),

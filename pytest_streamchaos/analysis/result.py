@@ -247,8 +247,8 @@ class ChaosRun:
         """How long the load ran and why, and the timeouts the run set for a delay class (from
         :attr:`meta`; empty for a run built from a bare trace)."""
         load = self.meta.get("load") or {}
-        lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')})"
-                 ] if load else []
+        lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')}"
+                 + (f"; {load['ended']})" if load.get("ended") else ")")] if load else []
         lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
         lines += self.observer_lines()
         check = self.exactly_once_check

@@ -240,3 +240,20 @@ def aggregate_trace(
     if amounts is not None:
         sent.annotations["amount"] = w
     return Trace(sent, outputs, timeline=base.timeline, phases=base.phases, trigger_seconds=1.0)
+
+
+def seen_at(trace: Trace, t: float) -> Trace:
+    """``trace`` as a run still under load saw it at time ``t``: inputs sent and outputs arrived by
+    then, timeline events up to then, and of the phases only the warm-up's end (the load has not
+    ended). For testing verdicts made mid-run against the verdict on the whole trace."""
+    s, o = trace.sent, trace.outputs
+    ks = s.send_ts <= t
+    sent = SentRecords(s.ids[ks], s.keys[ks], s.event_ts[ks], s.send_ts[ks],
+                       None if s.poison is None else s.poison[ks], {k: v[ks] for k, v in s.annotations.items()})
+    n = int(np.searchsorted(o.arrival_ts, t, side="right"))  # outputs are in arrival order
+    outputs = OutputRecords(o.arrival_ts[:n], o.offsets[: n + 1], o.ids[: int(o.offsets[n])],
+                            *(None if a is None else a[:n] for a in (o.keys, o.window_start, o.window_end, o.topic,
+                                                                      o.values)))
+    phases = {k: v for k, v in trace.phases.items() if k == "warmup_end" and v <= t}
+    return Trace(sent, outputs, timeline=[e for e in trace.timeline if e.t <= t], phases=phases,
+                 trigger_seconds=trace.trigger_seconds)

@@ -76,6 +76,7 @@ class FaultScheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._active: dict[int, tuple[PlannedFault, Any]] = {}
+        self._fired: set[int] = set()  # occurrences injected (healed or not)
         self._lock = threading.Lock()
         self.steady_t: float | None = None
 
@@ -115,6 +116,7 @@ class FaultScheduler:
         t_injected = time.time()
         with self._lock:
             self._active[i] = (p, handle)
+            self._fired.add(i)
         unconfirmed = None
         confirmed: float | None = 0.0
         measured: dict[str, Any] = {}
@@ -180,6 +182,16 @@ class FaultScheduler:
     def _error(self, p: PlannedFault, msg: str) -> None:
         self.errors.append(f"{p.label}: {msg}")
         self.recorder.record("fault_error", p.label, error=msg)
+
+    def done(self) -> bool:
+        """Whether the schedule has played out: every occurrence fired and healed, or was skipped or
+        failed; one without a heal (``heal_after`` None) counts once it fired, as it stays until the
+        load ends. False before :meth:`start`."""
+        if len(self._threads) != len(self.planned):
+            return False
+        with self._lock:
+            return all(not th.is_alive() or (i in self._fired and self.planned[i].heal_after is None)
+                       for i, th in enumerate(self._threads))
 
     def stop(self, heal: bool = True) -> None:
         """Stop firing; heal every fault still injected (also the ones whose heal time has not come)."""

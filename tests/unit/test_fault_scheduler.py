@@ -179,3 +179,30 @@ def test_measured_values_go_into_the_injection_event_and_a_fault_that_stops_acti
     assert len(sched.errors) == 1 and sched.errors[0].endswith("stopped acting while active: the delayer exited")
     assert t.checks == 3  # no further checks once it was reported
     assert [c[0] for c in t.calls] == ["inject", "heal"]
+
+
+def test_done_once_every_occurrence_fired_and_healed_or_fired_without_a_heal() -> None:
+    t = FakeTarget()
+    healed = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.1, "every": 0.3, "times": 2,
+                                                             "restart_after": 0.2})]), {"kill_worker": t}, Recorder())
+    assert not healed.done()  # not started
+    healed.start(time.time())
+    wait_for(lambda: t.calls, 5.0, interval=0.01, what="the first injection")
+    assert not healed.done()  # the first is injected, not healed; the second has not fired
+    wait_for(healed.done, 5.0, interval=0.01, what="the schedule to play out")
+    assert [c[0] for c in t.calls] == ["inject", "heal", "inject", "heal"]
+    healed.stop()
+
+    t2 = FakeTarget()
+    unhealed = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.1})]), {"kill_worker": t2}, Recorder())
+    unhealed.start(time.time())
+    wait_for(unhealed.done, 5.0, interval=0.01, what="the kill without a restart to fire")
+    assert t2.calls and t2.calls[-1][0] == "inject"
+    unhealed.stop()
+
+    t3 = FakeTarget()
+    t3.fail_inject = True
+    failed = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.1})]), {"kill_worker": t3}, Recorder())
+    failed.start(time.time())
+    wait_for(failed.done, 5.0, interval=0.01, what="the failed injection to end its occurrence")
+    failed.stop()
