@@ -222,6 +222,7 @@ class Chaos:
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.kafka_timeout_pinned = kafka_timeout_ms is not None
+        run.settle_pinned = settle_seconds is not None
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
         run.annotate = dict(annotate or {})
@@ -261,6 +262,7 @@ class _Run:
         self.load_why = ""
         self.load_ended: str | None = None  #: why the load ended before its planned length (None: it did not)
         self.kafka_timeout_pinned = False
+        self.settle_pinned = False  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
         n = len(chaos.runs)
         self.factories: dict[str, Any] = {}
@@ -665,7 +667,8 @@ class _Run:
 
     def _drain(self, job: Any, w: _Wiring) -> None:
         """Until the job has committed every input offset (it caught up), then until the outputs
-        settle (no new output for ``settle_seconds``, or every acknowledged id came out). A job that
+        settle (no new output for ``settle_seconds``, every acknowledged id came out, or -- unless the
+        test gave ``settle_seconds`` -- the query idle, :meth:`_query_idle`). A job that
         has exited by now stays down (the faults are healed: no restart is coming), so its outputs
         only need to settle: waiting out the drain timeout for it would change nothing but the time."""
         s, collector, progress, generator, watcher = self.spec, w.collector, w.progress, w.generator, w.watcher
@@ -689,6 +692,8 @@ class _Run:
                 last = max(self._last_output(collector, progress) or 0.0, caught_up_at)
                 if time.time() - last > s.settle_seconds:
                     return
+                if not self.settle_pinned and self._query_idle(progress, caught_up_at):
+                    return
             self._status("drain", s.drain_timeout)
             time.sleep(POLL_S)
         what = "the outputs to settle" if caught_up_at else f"the job to commit the input's end offsets {ends}"
@@ -696,6 +701,15 @@ class _Run:
             what += " (the query's checkpoint was not found: pass its path in args or conf)"
         self.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
                              "inputs still in flight then are reported as lost")
+
+    def _query_idle(self, progress: SparkProgress, caught_up_at: float) -> bool:
+        """The job has committed every input and then run no micro-batch for two triggers (at least
+        1 s): it has nothing left to write. A sink writes a batch's output before Spark commits the
+        batch, and a stateful query emits what the watermark finalises in a no-data batch right after
+        the last data batch; what was written is read to the output's end offsets when the collector
+        stops. A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
+        last_batch_end = max((b["t_end"] for b in progress.batches), default=0.0)
+        return time.time() - max(caught_up_at, last_batch_end) >= max(1.0, 2 * self.spec.trigger_seconds)
 
     def _settled_after_exit(self, job: Any, collector: Any, progress: SparkProgress) -> bool:
         """The job is down and no output came for ``settle_seconds`` (counted from when it was first
