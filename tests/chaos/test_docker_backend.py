@@ -7,6 +7,7 @@ daemon (``.ci/run`` starts one); docs/docker-backend.md says what was verified w
 import ipaddress
 
 import pytest
+from chaos_helpers import fault_metrics, with_faults
 from test_chaos_network_faults import assert_observer_spared, fault_window, window_median, window_sum
 
 from pytest_streamchaos import kill_broker, kill_driver, kill_worker, network_delay, network_partition
@@ -32,11 +33,6 @@ def assert_ran_on_containers(run):
     assert all(not ipaddress.ip_address(h).is_loopback for h in hosts), hosts
 
 
-def fault_metrics(run, kind):
-    """The metrics of the run's fault of ``kind``."""
-    return next(f for f in run.faults if f.kind == kind)
-
-
 # One run on containers, two faults a test each asserts the effect of: the leader broker down at +8 s
 # for 6 s (recovered 8-10 s after it went down, then holds 5 s), then a worker container killed at +30 s
 # and restarted 5 s later (its new container registers in ~5 s and its executor takes ~8 s more;
@@ -44,15 +40,6 @@ def fault_metrics(run, kind):
 # first must be over by then; the load outlasts the second recovery and its hold by several seconds.
 BROKER_THEN_WORKER = (kill_broker(after=8, restart_after=6), kill_worker(after=30, restart_after=5))
 BROKER_THEN_WORKER_LOAD = 58
-
-
-def with_faults(marks):
-    """Decorate a test with every fault mark of ``marks`` (one scenario shared by several tests)."""
-    def apply(fn):
-        for m in reversed(marks):
-            fn = m(fn)
-        return fn
-    return apply
 
 
 @DOCKER
