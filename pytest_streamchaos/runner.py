@@ -181,7 +181,9 @@ class Chaos:
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
-        faults, and return the verdict.
+        faults, and return the verdict. Without ``duration`` the load lasts the fault timeline plus a
+        recovery window and ends sooner once every fault's recovery is settled
+        (docs/metrics.md#ending-the-load-on-recovery).
 
         ``guarantee`` is the declared processing guarantee (checked after the test, and by
         ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
