@@ -7,10 +7,9 @@ recovery metrics, the fault timeline, and the session's chaos table. Extra argum
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-
-import pytest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +21,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = [str(demo), "-m", "chaos", "-s", "-p", "no:cacheprovider", f"--rootdir={root}",
             f"--chaos-report={root / 'chaos-report.json'}", *(argv if argv is not None else sys.argv[1:])]
-    return int(pytest.main(args))
+    # pytest in this process's place, not under it: this interpreter has imported the plugin already
+    # (pytest would warn that it cannot be assertion-rewritten), and a Ctrl-C then reaches pytest alone,
+    # which stops the stack itself
+    os.execv(sys.executable, [sys.executable, "-m", "pytest", *args])
+    return 0  # not reached
 
 
 if __name__ == "__main__":
