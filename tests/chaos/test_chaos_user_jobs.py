@@ -106,6 +106,7 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
     assert "per aggregate" in run.describe()
     assert run.expected > 1000, "finalized windows must cover most of the load"
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+    assert any(e.kind == "executor_removed" for e in run.timeline), "the worker kill must cost the job an executor"
 
 
 @pytest.mark.chaos
