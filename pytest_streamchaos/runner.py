@@ -649,16 +649,15 @@ class _Run:
         change it, and the load ends. The same analysis as the final verdict, on what was seen so far;
         if it fails the load runs its planned length."""
         t = time.time()
-        done_at = max((e.t for e in self.recorder.events() if e.kind in ("fault_injected", "fault_healed")),
-                      default=t)
         try:
-            metrics = ChaosRun.from_trace(self._trace(w), self.oracle, self.spec.guarantee, self.params,
+            trace = self._trace(w)
+            metrics = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params,
                                           per_record=not self.progress_only).metrics
         except Exception as exc:  # the verdict at the end will say what is wrong; here only the length is at stake
             self.spec.end_on_recovery = False
             self.warnings.append(f"the load ran its planned length: judging recovery mid-run failed ({exc})")
             return False
-        if not recovery_settled(metrics, done_at):
+        if not recovery_settled(metrics, trace.timeline):
             return False
         self.recorder.record("load_ended_on_recovery", "", t=t,
                              recovery_time=[round(float(f.recovery_time), 3) for f in metrics.faults],

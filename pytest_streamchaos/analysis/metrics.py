@@ -425,21 +425,29 @@ class RunMetrics:
         }
 
 
-def recovery_settled(m: RunMetrics, faults_done_at: float) -> bool:
-    """Whether every fault of ``m``, computed from a run still under load whose fault schedule played
-    out at ``faults_done_at`` (the last injection or heal), has a recovery verdict that more load would
-    not change (docs/metrics.md#ending-the-load-on-recovery). ``need`` below is the hold, then the
-    forward throughput window of its last bucket, then the stretch a later output can reach back into
-    (its spread over the normal gap, or the start of a downtime gap), plus two buckets for rounding.
+#: timeline kinds after which a fault with no sign yet must stay quiet before it counts as masked for
+#: good: the faults' injections and heals, and the system's reactions to them (a restarted worker's
+#: new executor shows in the output only once it runs tasks)
+REACTION_KINDS: tuple[str, ...] = (FAULT_INJECTED, "fault_healed", *SYSTEM_DETECTION_KINDS, "executor_added",
+                                   "worker_registered", "driver_started", "query_started")
+
+
+def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
+    """Whether every fault of ``m``, computed from a run still under load whose ``timeline`` so far
+    is given, has a recovery verdict that more load would not change
+    (docs/metrics.md#ending-the-load-on-recovery). ``need`` below is the hold, then the forward
+    throughput window of its last bucket, then the stretch a later output can reach back into (its
+    spread over the normal gap, or the start of a downtime gap), plus two buckets for rounding.
 
     - A fault that showed a sign and recovered: its recovery point ``T`` is at least ``need`` before the
       load's current end. Every bucket that decides ``T`` is then complete, so the whole run reports
       the same ``T``.
-    - A fault with no sign so far (masked): the system reacted to it (``system_detection``) and
-      ``need`` has passed since that reaction and since ``faults_done_at`` with nothing in the output.
-      A fault the system has not noticed yet never settles: Spark notices some faults only after a
-      timeout, and ending the load early would then report "masked" for what a longer load shows as
-      an outage.
+    - A fault with no sign so far (masked): the system reacted to it (``system_detection``), and
+      ``need`` has passed with nothing in the output since the last event of :data:`REACTION_KINDS`
+      after the first fault (the schedule's last injection or heal, an executor removed or added, a
+      worker registered, ...). A fault the system has not noticed yet never settles: Spark notices
+      some faults only after a timeout, and ending the load early would then report "masked" for
+      what a longer load shows as an outage.
     - Not recovered, or no baseline: never settled.
     """
     if not m.faults:
@@ -449,11 +457,13 @@ def recovery_settled(m: RunMetrics, faults_done_at: float) -> bool:
     if not math.isfinite(reach_back):
         return False
     need = p.hold_seconds + p.smooth_seconds + reach_back + 2 * p.bucket_seconds
+    first = min(f.t for f in m.faults)
+    quiet_since = max((e.t for e in timeline if e.kind in REACTION_KINDS and e.t >= first), default=first)
 
     def settled(f: FaultMetrics) -> bool:
         if f.output_symptom is None:  # masked so far (or no baseline: recovery_time None)
             return (f.recovery_time is not None and f.system_detection is not None
-                    and max(f.t + f.system_detection, faults_done_at) + need <= m.load_end)
+                    and max(f.t + f.system_detection, quiet_since) + need <= m.load_end)
         return bool(f.recovered) and f.recovered_at is not None and f.recovered_at + need <= m.load_end
 
     return all(settled(f) for f in m.faults)
