@@ -30,7 +30,7 @@ from pytest_streamchaos.client_stats import observer_report
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
-from pytest_streamchaos.faults.timeline import load_seconds, plan
+from pytest_streamchaos.faults.timeline import load_end, load_seconds, plan, recovery_window
 from pytest_streamchaos.faults.timeouts import KAFKA_TIMEOUT, check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
@@ -90,6 +90,9 @@ class RunSpec:
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     #: no ``duration`` given and faults planned: the load may end once every fault has recovered
     end_on_recovery: bool = False
+    #: no ``duration`` given: the load keeps on at least this long after the last fault actually
+    #: healed (an aimed fault can fire later than planned); None: the duration given is the load
+    recovery_window: float | None = None
 
 
 #: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
@@ -220,7 +223,8 @@ class Chaos:
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port, end_on_recovery=duration is None and bool(planned))
+                       kafka_port, end_on_recovery=duration is None and bool(planned),
+                       recovery_window=recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.kafka_timeout_pinned = kafka_timeout_ms is not None
@@ -262,7 +266,7 @@ class _Run:
         self.phases: dict[str, float] = {}
         self.warnings: list[str] = []
         self.load_why = ""
-        self.load_ended: str | None = None  #: why the load ended before its planned length (None: it did not)
+        self.load_ended: str | None = None  #: why the load did not last its planned length (None: it did)
         self.kafka_timeout_pinned = False
         self.settle_pinned = False  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
@@ -628,8 +632,8 @@ class _Run:
     def _load(self, job: Any, w: _Wiring, until: float) -> None:
         """Keep the load on until ``until``; a run without a ``duration`` ends it as soon as every
         fault has recovered for good (:meth:`_recovered_for_good`)."""
-        progress, exited_seen, next_check = w.progress, False, 0.0
-        while time.time() < until:
+        progress, exited_seen, next_check, planned_until = w.progress, False, 0.0, until
+        while time.time() < (until := self._load_end(w, planned_until)):
             progress.poll()
             if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():
                 next_check = time.time() + RECOVERY_CHECK_S
@@ -642,6 +646,23 @@ class _Run:
                 exited_seen = False
             self._status("load", self.spec.duration)
             time.sleep(POLL_S)
+
+    @property
+    def aim_slack(self) -> float:
+        """How much longer than planned an aimed fault may wait for its moment: the longest
+        ``timeout`` of the run's aimed faults (0 without)."""
+        return max((p.spec.timeout for p in self.planned if p.at is None), default=0.0)
+
+    def _load_end(self, w: _Wiring, planned_until: float) -> float:
+        """When the load ends (:func:`~pytest_streamchaos.faults.timeline.load_end`: a run without a
+        ``duration`` counts its recovery window from the actual last heal); says so once it runs
+        longer than planned."""
+        window = self.spec.recovery_window
+        end = load_end(planned_until, window, w.scheduler.last_heal_due() if window else None, self.aim_slack)
+        if end > planned_until and self.load_ended is None and time.time() >= planned_until:
+            self.load_ended = (f"extended past the plan: a fault aimed at a moment fired later than planned, and its "
+                               f"recovery window of {window:g}s counts from its actual heal")
+        return end
 
     def _recovered_for_good(self, w: _Wiring) -> bool:
         """Whether the verdict on the run so far settles every fault's recovery point
@@ -662,8 +683,9 @@ class _Run:
         self.recorder.record("load_ended_on_recovery", "", t=t,
                              recovery_time=[round(float(f.recovery_time), 3) for f in metrics.faults],
                              masked=[f.output_symptom is None for f in metrics.faults])
-        self.load_ended = ("ended early: every fault had recovered (or, noticed by the system, left no sign in the "
-                           "output) and more load could not change its recovery time")
+        extended = f"{self.load_ended}; then " if self.load_ended else ""
+        self.load_ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "
+                                      "sign in the output) and more load could not change its recovery time")
         return True
 
     def _drain(self, job: Any, w: _Wiring) -> None:

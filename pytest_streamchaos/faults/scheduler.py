@@ -76,7 +76,7 @@ class FaultScheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._active: dict[int, tuple[PlannedFault, Any]] = {}
-        self._fired: set[int] = set()  # occurrences injected (healed or not)
+        self._fired: dict[int, float] = {}  # occurrence -> when it was injected (healed or not)
         self._lock = threading.Lock()
         self.steady_t: float | None = None
 
@@ -116,7 +116,7 @@ class FaultScheduler:
         t_injected = time.time()
         with self._lock:
             self._active[i] = (p, handle)
-            self._fired.add(i)
+            self._fired[i] = t_injected
         unconfirmed = None
         confirmed: float | None = 0.0
         measured: dict[str, Any] = {}
@@ -192,6 +192,19 @@ class FaultScheduler:
         with self._lock:
             return all(not th.is_alive() or (i in self._fired and self.planned[i].heal_after is None)
                        for i, th in enumerate(self._threads))
+
+    def last_heal_due(self) -> float | None:
+        """When the schedule's last heal is due, from the actual injection times: the latest
+        injection + ``heal_after`` (an occurrence without a heal counts at its injection); the steady
+        state when nothing fired. None before :meth:`start` and while an occurrence still waits to
+        fire -- an aimed fault fires when its moment comes, which can be well after its ``after``."""
+        if self.steady_t is None or len(self._threads) != len(self.planned):
+            return None
+        with self._lock:
+            if any(th.is_alive() and i not in self._fired for i, th in enumerate(self._threads)):
+                return None
+            return max((t + (self.planned[i].heal_after or 0.0) for i, t in self._fired.items()),
+                       default=self.steady_t)
 
     def stop(self, heal: bool = True) -> None:
         """Stop firing; heal every fault still injected (also the ones whose heal time has not come)."""

@@ -45,7 +45,8 @@ def horizon(planned: list[PlannedFault]) -> float:
     end = 0.0
     for p in planned:
         # an aimed fault arms at ``after`` and fires when its moment comes (usually within a
-        # micro-batch or two); the run only has to give it room to arm and heal
+        # micro-batch or two, sometimes 15 s later); the plan counts it from ``after``, and a run
+        # without a duration extends its load once it knows the actual firing (the runner's _load_end)
         start = p.at if p.at is not None else p.spec.after
         end = max(end, start + (p.heal_after or 0.0))
     return end
@@ -59,14 +60,19 @@ DEFAULT_LOAD_S = 30.0
 RECOVERY_WINDOW_S = 30.0
 
 
+def recovery_window(trigger_seconds: float = 1.0) -> float:
+    """The load a run without a ``duration`` keeps on after its last fault healed:
+    ``max(RECOVERY_WINDOW_S, 10 triggers)`` (a slow trigger makes every phase of recovery slower)."""
+    return max(RECOVERY_WINDOW_S, 10 * trigger_seconds)
+
+
 def load_seconds(planned: list[PlannedFault], duration: float | None,
                  trigger_seconds: float = 1.0) -> tuple[float, str]:
     """How long the load lasts, and why (for the report).
 
     ``duration`` given: that, provided the fault timeline fits (else :class:`ValueError` naming both
-    numbers). Not given: the timeline's :func:`horizon` plus a recovery window of
-    ``max(RECOVERY_WINDOW_S, 10 triggers)`` (a slow trigger makes every phase of recovery slower);
-    without faults :data:`DEFAULT_LOAD_S`."""
+    numbers). Not given: the timeline's :func:`horizon` plus a :func:`recovery_window`; without
+    faults :data:`DEFAULT_LOAD_S`."""
     need = horizon(planned)
     if duration is not None:
         if need > duration:
@@ -75,6 +81,21 @@ def load_seconds(planned: list[PlannedFault], duration: float | None,
         return float(duration), f"duration={duration:g}s given by the test"
     if not planned:
         return DEFAULT_LOAD_S, f"no duration given and no faults: the default {DEFAULT_LOAD_S:g}s"
-    window = max(RECOVERY_WINDOW_S, 10 * trigger_seconds)
+    window = recovery_window(trigger_seconds)
     return need + window, (f"no duration given: the fault timeline ({need:g}s until the last fault fired and healed) "
                            f"+ a recovery window of {window:g}s")
+
+
+def load_end(planned_until: float, window: float | None, last_heal_due: float | None, aim_slack: float) -> float:
+    """When the load ends (an absolute time), asked again as the run goes on.
+
+    ``window`` None (the test gave a ``duration``): at ``planned_until``. Otherwise the plan counted
+    each aimed fault as firing at its ``after``, and its moment can come later: the load lasts at
+    least ``window`` after the schedule's actual last heal (``last_heal_due``, the scheduler's), and
+    while an occurrence still waits to fire (``last_heal_due`` None) it goes on for at most
+    ``aim_slack`` (the aimed faults' longest ``timeout``) past the plan."""
+    if window is None:
+        return planned_until
+    if last_heal_due is None:
+        return planned_until + aim_slack
+    return max(planned_until, last_heal_due + window)

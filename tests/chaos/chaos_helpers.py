@@ -1,5 +1,7 @@
-"""Helpers of the chaos tests that share one scenario's run (``shared_run``) among tests that each
-assert the effect of one of its faults."""
+"""Helpers of the chaos tests: for tests that share one scenario's run (``shared_run``) and each
+assert the effect of one of its faults, and for what a run without ``duration`` owes its faults."""
+
+from pytest_streamchaos.faults.timeline import RECOVERY_WINDOW_S
 
 
 def with_faults(marks):
@@ -14,3 +16,14 @@ def with_faults(marks):
 def fault_metrics(run, kind):
     """The metrics of the run's fault of ``kind``."""
     return next(f for f in run.faults if f.kind == kind)
+
+
+def assert_load_outlasted_the_recovery(run):
+    """A run without ``duration``: its load ended once the fault's recovery was settled, or it lasted a
+    whole recovery window after the fault's actual injection (an aimed fault fires when its moment
+    comes, which can be well after its ``after``) -- never a window counted from the plan alone."""
+    injected = max(e.t for e in run.timeline if e.kind == "fault_injected")
+    (load_end,) = [e.t for e in run.timeline if e.kind == "load_end"]
+    ended_early = any(e.kind == "load_ended_on_recovery" for e in run.timeline)
+    assert ended_early or load_end - injected >= RECOVERY_WINDOW_S - 1, (run.meta["load"], injected, load_end)
+    assert all(f.recovered for f in run.faults), run.faults

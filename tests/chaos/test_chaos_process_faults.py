@@ -15,6 +15,7 @@ Analysis of Fault Recovery in Stream Processing Frameworks"; see docs/metrics.md
 """
 
 import pytest
+from chaos_helpers import assert_load_outlasted_the_recovery
 
 from pytest_streamchaos import NOT_RECOVERED, kill_driver, kill_executor, kill_master, kill_worker
 
@@ -37,10 +38,13 @@ def test_executor_killed_while_running_tasks_loses_nothing(chaos):
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
 def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
-    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once")
+    # no duration: the moment comes when it comes, and the load gives the restart its recovery window
+    # from then (or ends once the recovery is settled)
+    run = chaos.run(ALO, rate=200, guarantee="at-least-once")
     print(run.describe())
     aimed = run.meta["aimed"]["uncommitted_output"]
     print(f"aimed at batch {aimed['batch']} after {aimed['attempts']} attempt(s)")
+    assert_load_outlasted_the_recovery(run)
     assert run.lost == 0 and run.incorrect == 0
     assert run.duplicates > 0, "a replayed batch whose output was visible must duplicate with this sink"
     assert run.guarantee_delivered == "at-least-once"
@@ -50,9 +54,10 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
 def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates(chaos):
-    run = chaos.run(EOS, rate=200, duration=40, guarantee="exactly-once")
+    run = chaos.run(EOS, rate=200, guarantee="exactly-once")
     print(run.describe())
     assert "uncommitted_output" in run.meta["aimed"]
+    assert_load_outlasted_the_recovery(run)
     assert run.meta["driver_launches"] == 2
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
     assert run.reliability == 1.0

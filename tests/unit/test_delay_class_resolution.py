@@ -4,7 +4,7 @@ and a run without ``duration`` lasts the fault timeline plus a recovery window."
 import pytest
 
 from pytest_streamchaos.faults.spec import parse
-from pytest_streamchaos.faults.timeline import DEFAULT_LOAD_S, RECOVERY_WINDOW_S, load_seconds, plan
+from pytest_streamchaos.faults.timeline import DEFAULT_LOAD_S, RECOVERY_WINDOW_S, load_end, load_seconds, plan
 from pytest_streamchaos.faults.timeouts import (
     KAFKA_TIMEOUT,
     DelayClassError,
@@ -73,6 +73,15 @@ def test_load_without_duration_is_timeline_plus_recovery_window() -> None:
     assert load_seconds(planned, None, trigger_seconds=10)[0] == 700
     assert load_seconds([], None)[0] == DEFAULT_LOAD_S
     assert load_seconds(planned, 700) == (700.0, "duration=700s given by the test")
+
+
+def test_without_duration_the_recovery_window_counts_from_the_actual_last_heal() -> None:
+    # a driver kill aimed at a moment, planned at steady + 5 s (t=105) with a 30 s window: until 135
+    planned_until, window, slack = 135.0, 30.0, 60.0
+    assert load_end(planned_until, None, 200.0, slack) == planned_until  # a duration given: the plan holds
+    assert load_end(planned_until, window, None, slack) == 195.0  # still waiting for its moment: its timeout
+    assert load_end(planned_until, window, 121.0, slack) == 151.0  # fired 16 s late: 30 s from then
+    assert load_end(planned_until, window, 104.0, slack) == planned_until  # on time: never shorter than the plan
 
 
 def test_a_given_duration_shorter_than_the_timeline_fails_naming_both() -> None:

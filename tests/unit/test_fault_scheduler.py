@@ -206,3 +206,42 @@ def test_done_once_every_occurrence_fired_and_healed_or_fired_without_a_heal() -
     failed.start(time.time())
     wait_for(failed.done, 5.0, interval=0.01, what="the failed injection to end its occurrence")
     failed.stop()
+
+
+def test_last_heal_due_counts_from_the_actual_injection_of_an_aimed_fault() -> None:
+    t = FakeTarget()
+    moment_came = threading.Event()
+
+    def moment(planned, stop, deadline):
+        return moment_came.wait(max(0.0, deadline - time.time()))
+
+    specs = [parse("kill_worker", kwargs={"after": 0.0, "restart_after": 0.5}),
+             parse("kill_driver", kwargs={"when": "uncommitted_output", "after": 0.0, "restart_after": 1.0,
+                                          "timeout": 5.0}),
+             parse("kill_executor", kwargs={"when": "tasks_running", "after": 0.0, "timeout": 0.2})]
+    sched = FaultScheduler(plan(specs), {"kill_worker": FakeTarget(), "kill_driver": t, "kill_executor": FakeTarget()},
+                           Recorder(), moments={"uncommitted_output": moment, "tasks_running": moment})
+    assert sched.last_heal_due() is None  # not started
+    steady = time.time()
+    sched.start(steady)
+    # the worker kill fired and the executor kill gave up on its moment; the driver kill still waits
+    wait_for(lambda: sched.errors, 5.0, interval=0.01, what="the executor kill's moment to time out")
+    assert sched.last_heal_due() is None
+    moment_came.set()
+    wait_for(lambda: t.calls, 5.0, interval=0.01, what="the aimed driver kill")
+    fired = t.calls[0][1]
+    due = sched.last_heal_due()
+    # the driver kill fired at least 0.2 s after its 'after' (steady + 0): its heal is due from then
+    assert due is not None and abs(due - (fired + 1.0)) < 0.05 and due > steady + 1.15
+    sched.stop()
+
+
+def test_last_heal_due_without_injections_is_the_steady_state() -> None:
+    t = FakeTarget()
+    t.fail_inject = True
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.0})]), {"kill_worker": t}, Recorder())
+    steady = time.time()
+    sched.start(steady)
+    wait_for(sched.done, 5.0, interval=0.01, what="the failed injection to end its occurrence")
+    assert sched.last_heal_due() == steady
+    sched.stop()
