@@ -88,11 +88,14 @@ class RunSpec:
     inputs: list[str] | None = None  #: fixed input topic names (None: one per-run topic)
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
-    #: no ``duration`` given and faults planned: the load may end once every fault has recovered
-    end_on_recovery: bool = False
-    #: no ``duration`` given: the load keeps on at least this long after the last fault actually
-    #: healed (an aimed fault can fire later than planned); None: the duration given is the load
+    #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
+    #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None
+    #: the load may end once every fault has recovered (set from ``recovery_window``; off if judging fails)
+    end_on_recovery: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.end_on_recovery = self.recovery_window is not None
 
 
 #: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
@@ -223,8 +226,7 @@ class Chaos:
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port, end_on_recovery=duration is None and bool(planned),
-                       recovery_window=recovery_window(trigger_seconds) if duration is None and planned else None)
+                       kafka_port, recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.kafka_timeout_pinned = kafka_timeout_ms is not None
