@@ -635,7 +635,7 @@ class _Run:
         """Keep the load on until ``until``; a run without a ``duration`` ends it as soon as every
         fault has recovered for good (:meth:`_recovered_for_good`)."""
         progress, exited_seen, next_check, planned_until = w.progress, False, 0.0, until
-        while time.time() < (until := self._load_end(w, planned_until)):
+        while time.time() < self._load_end(w, planned_until):
             progress.poll()
             if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():
                 next_check = time.time() + RECOVERY_CHECK_S
@@ -657,13 +657,14 @@ class _Run:
 
     def _load_end(self, w: _Wiring, planned_until: float) -> float:
         """When the load ends (:func:`~pytest_streamchaos.faults.timeline.load_end`: a run without a
-        ``duration`` counts its recovery window from the actual last heal); says so once it runs
-        longer than planned."""
+        ``duration`` counts its recovery window from the actual last heal, and waits for an aimed
+        fault still looking for its moment); says so once it has run a second past the plan."""
         window = self.spec.recovery_window
         end = load_end(planned_until, window, w.scheduler.last_heal_due() if window else None, self.aim_slack)
-        if end > planned_until and self.load_ended is None and time.time() >= planned_until:
-            self.load_ended = (f"extended past the plan: a fault aimed at a moment fired later than planned, and its "
-                               f"recovery window of {window:g}s counts from its actual heal")
+        if window is not None and self.load_ended is None and time.time() >= planned_until + 1.0:
+            self.load_ended = ("extended past the plan: the faults healed later than planned (a fault aimed at a "
+                               "moment fires when it comes, or gives up after its timeout), and the recovery window "
+                               f"of {window:g}s counts from the actual last heal")
         return end
 
     def _recovered_for_good(self, w: _Wiring) -> bool:
