@@ -34,12 +34,14 @@ def assert_ran_on_containers(run):
 
 
 # One run on containers, two faults a test each asserts the effect of: the leader broker down at +8 s
-# for 6 s (recovered 8-10 s after it went down, then holds 5 s), then a worker container killed at +30 s
-# and restarted 5 s later (its new container registers in ~5 s and its executor takes ~8 s more;
-# recovered about 15 s after the kill). Each fault's metrics end where the next fault begins, so the
-# first must be over by then; the load outlasts the second recovery and its hold by several seconds.
-BROKER_THEN_WORKER = (kill_broker(after=8, restart_after=6), kill_worker(after=30, restart_after=5))
-BROKER_THEN_WORKER_LOAD = 58
+# for 6 s (recovered 8-10 s after it went down in most runs, then holds 5 s; one CI run needed 9 s to
+# resume the output and more to catch up, and was not recovered 22 s after the kill), then a worker
+# container killed at +38 s and restarted 5 s later (its new container registers in ~5 s and its
+# executor takes ~8 s more; recovered about 15 s after the kill). Each fault's metrics end where the
+# next fault begins, so the first must be over by then (30 s); the load outlasts the second recovery
+# and its hold by several seconds.
+BROKER_THEN_WORKER = (kill_broker(after=8, restart_after=6), kill_worker(after=38, restart_after=5))
+BROKER_THEN_WORKER_LOAD = 66
 
 
 @DOCKER
