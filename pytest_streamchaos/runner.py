@@ -631,10 +631,11 @@ class _Run:
         interval = max(recent[-1]["t_start"] - recent[-2]["t_start"], self.spec.trigger_seconds)
         return recent[-1]["numInputRows"] <= 2.0 * self.spec.rate * interval + 10
 
-    def _load(self, job: Any, w: _Wiring, until: float) -> None:
-        """Keep the load on until ``until``; a run without a ``duration`` ends it as soon as every
+    def _load(self, job: Any, w: _Wiring, planned_until: float) -> None:
+        """Keep the load on until ``planned_until``. A run without a ``duration`` goes on past it
+        while its faults heal later than planned (:meth:`_load_end`), and ends as soon as every
         fault has recovered for good (:meth:`_recovered_for_good`)."""
-        progress, exited_seen, next_check, planned_until = w.progress, False, 0.0, until
+        progress, exited_seen, next_check = w.progress, False, 0.0
         while time.time() < self._load_end(w, planned_until):
             progress.poll()
             if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():

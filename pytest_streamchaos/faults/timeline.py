@@ -46,7 +46,7 @@ def horizon(planned: list[PlannedFault]) -> float:
     for p in planned:
         # an aimed fault arms at ``after`` and fires when its moment comes (usually within a
         # micro-batch or two, sometimes 15 s later); the plan counts it from ``after``, and a run
-        # without a duration extends its load once it knows the actual firing (the runner's _load_end)
+        # without a duration extends its load once it knows the actual firing (:func:`load_end`)
         start = p.at if p.at is not None else p.spec.after
         end = max(end, start + (p.heal_after or 0.0))
     return end
