@@ -8,19 +8,17 @@ Output (STREAMCHAOS_OUTPUT_TOPIC), one record per good input, Kafka key = the re
 Poison records (not JSON, truncated, or without ``id``/``key``/``ts``) are dropped: ``from_json``
 yields nulls for them and the filter removes them, so they never crash the query.
 
-Guarantee: at-least-once. ``write_kafka_batch`` writes each micro-batch from the executors and fails
-the batch on any delivery error; a batch replayed after a crash (its output written, its commit not)
-is written again, so duplicates are possible, losses are not.
+Guarantee: at-least-once. Spark's Kafka sink writes each micro-batch from the executors (its producer
+retries, ``acks=all``) and fails the batch on a delivery error; a batch replayed after a crash (its
+output written, its commit not) is written again, so duplicates are possible, losses are not.
 
-Configured only through the environment (see ``pytest_streamchaos.spark.config``).
+Configured only through the environment (see ``pytest_streamchaos.job.config``).
 """
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka import read_kafka
-from pytest_streamchaos.spark.kafka_sink import write_kafka_batch
+from pytest_streamchaos.job import job_config, read_kafka
 
 SCHEMA = "id long, key string, ts long"
 
@@ -58,7 +56,9 @@ def main() -> None:
     out = enrich(parse(read_input(spark, cfg)))
     servers, topic = cfg.bootstrap_servers, cfg.output_topic
     query = (out.writeStream
-             .foreachBatch(lambda batch, _batch_id: write_kafka_batch(batch, servers, topic))
+             .format("kafka")
+             .option("kafka.bootstrap.servers", servers)
+             .option("topic", topic)
              .option("checkpointLocation", cfg.checkpoint_dir)
              .trigger(processingTime=cfg.trigger_interval)
              .queryName("enrich_at_least_once")

@@ -17,8 +17,7 @@ from enrich_at_least_once import enrich, parse, read_input
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka_sink import write_kafka_batch
+from pytest_streamchaos.job import job_config
 
 DROP_DIVISOR = 97
 REPEAT_DIVISOR = 89
@@ -38,7 +37,9 @@ def main() -> None:
     raw = read_input(spark, cfg)
     servers, topic = cfg.bootstrap_servers, cfg.output_topic
     query = (broken_enrich(parse(raw)).writeStream
-             .foreachBatch(lambda batch, _batch_id: write_kafka_batch(batch, servers, topic))
+             .format("kafka")
+             .option("kafka.bootstrap.servers", servers)
+             .option("topic", topic)
              .option("checkpointLocation", cfg.checkpoint_dir)
              .trigger(processingTime=cfg.trigger_interval)
              .queryName("enrich_drops_and_repeats")

@@ -4,7 +4,7 @@ Same input, same output records. The sink (:class:`ExactlyOnceKafkaSink`) writes
 as one Kafka transaction together with a commit marker on ``<output topic>.streamchaos-commits``
 (one partition; it must exist before the query starts). After a crash, a replayed batch that was
 already committed is skipped, and a restarted driver fences the old one. Read the output with
-``CommittedOutputReader`` (it only yields records of committed attempts).
+``isolation.level=read_committed``: records of aborted transactions are never shown.
 
 STREAMCHAOS_TRANSACTIONAL_ID, if set, is the sink's transactional id (keep it stable across restarts
 of one query; the default is derived from the output topic).
@@ -14,8 +14,7 @@ of one query; the default is derived from the output topic).
 from enrich_at_least_once import enrich, parse, read_input
 from pyspark.sql import SparkSession
 
-from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka_sink import ExactlyOnceKafkaSink
+from pytest_streamchaos.job import ExactlyOnceKafkaSink, job_config
 
 
 def main() -> None:

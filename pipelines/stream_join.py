@@ -20,9 +20,7 @@ import os
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka import read_kafka
-from pytest_streamchaos.spark.kafka_sink import write_kafka_batch
+from pytest_streamchaos.job import job_config, read_kafka
 
 SCHEMA = "id long, key string, ts long"
 
@@ -69,7 +67,9 @@ def main() -> None:
     servers, topic = cfg.bootstrap_servers, cfg.output_topic
     query = (join(left, right, join_s, watermark_s).writeStream
              .outputMode("append")
-             .foreachBatch(lambda batch, _batch_id: write_kafka_batch(batch, servers, topic))
+             .format("kafka")
+             .option("kafka.bootstrap.servers", servers)
+             .option("topic", topic)
              .option("checkpointLocation", cfg.checkpoint_dir)
              .trigger(processingTime=cfg.trigger_interval)
              .queryName("stream_join")

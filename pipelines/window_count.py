@@ -22,7 +22,7 @@ Late events are **not** sent to STREAMCHAOS_SIDE_TOPIC: Spark drops them inside 
 exposes neither the rows nor the watermark to the query, so routing them would need a second query
 with its own copy of the watermark logic -- not worth it for an example.
 
-Poison records are filtered (``from_json`` yields nulls). Sink: at-least-once (``write_kafka_batch``).
+Poison records are filtered (``from_json`` yields nulls). Sink: Spark's Kafka sink, at-least-once.
 """
 
 import os
@@ -30,9 +30,7 @@ import os
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pytest_streamchaos.spark.config import job_config
-from pytest_streamchaos.spark.kafka import read_kafka
-from pytest_streamchaos.spark.kafka_sink import write_kafka_batch
+from pytest_streamchaos.job import job_config, read_kafka
 
 SCHEMA = "id long, key string, ts long"
 
@@ -72,7 +70,9 @@ def main() -> None:
     servers, topic = cfg.bootstrap_servers, cfg.output_topic
     query = (window_counts(parse(raw), window_s, watermark_s).writeStream
              .outputMode("append")
-             .foreachBatch(lambda batch, _batch_id: write_kafka_batch(batch, servers, topic))
+             .format("kafka")
+             .option("kafka.bootstrap.servers", servers)
+             .option("topic", topic)
              .option("checkpointLocation", cfg.checkpoint_dir)
              .trigger(processingTime=cfg.trigger_interval)
              .queryName("window_count")

@@ -28,8 +28,8 @@ _LAZY = {
     "FaultSpec": "pytest_streamchaos.faults.spec",
     "FaultSpecError": "pytest_streamchaos.faults.spec",
     **dict.fromkeys(
-        ["bandwidth_limit", "kill_broker", "kill_driver", "kill_executor", "kill_master", "kill_worker",
-         "network_delay", "network_partition", "packet_loss", "pause", "poison_records"],
+        ["bandwidth_limit", "isolate_broker", "kill_broker", "kill_driver", "kill_executor", "kill_master",
+         "kill_worker", "network_delay", "network_partition", "packet_loss", "pause", "poison_records"],
         "pytest_streamchaos.faults.marks"),
 }
 
@@ -56,6 +56,7 @@ __all__ = [
     "FaultSpec",
     "FaultSpecError",
     "bandwidth_limit",
+    "isolate_broker",
     "kill_broker",
     "kill_driver",
     "kill_executor",

@@ -17,6 +17,7 @@ from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
 from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     kafka,
+    progress_writer,
     spark_cluster,
     spark_cluster_ha,
     streamchaos_kafka_session,
@@ -161,7 +162,8 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            java_home=streamchaos_settings.java_home, jit=streamchaos_settings.jit,
                            repeat=repeat,
                            seed=resolve_seed(item.nodeid, streamchaos_settings.seed),
-                           status=status_for(request.config, item.nodeid))
+                           status=status_for(request.config, item.nodeid),
+                           progress=progress_writer(request.config))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     yield harness

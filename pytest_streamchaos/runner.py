@@ -9,7 +9,6 @@ outputs settle). Everything it starts is stopped on every exit path.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -31,13 +30,14 @@ from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, acti
 from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_end, load_seconds, plan, recovery_window
-from pytest_streamchaos.faults.timeouts import KAFKA_TIMEOUT, check_delay_class, governing_timeout, resolve_delay_class
+from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
+from pytest_streamchaos.job.config import JobConfig
+from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import CheckpointWatcher, SparkProgress
-from pytest_streamchaos.spark.config import JobConfig
-from pytest_streamchaos.spark.eos import control_topic_for
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
@@ -46,8 +46,6 @@ from pytest_streamchaos.workload.seed import resolve_seed
 log = logging.getLogger(__name__)
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
-#: the job's Kafka read timeout (``STREAMCHAOS_KAFKA_TIMEOUT_MS``) unless the test or a delay class sets it
-DEFAULT_KAFKA_TIMEOUT_MS = 30_000
 POLL_S = 0.25
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
@@ -81,7 +79,6 @@ class RunSpec:
     warmup_timeout: float
     drain_timeout: float
     settle_seconds: float
-    kafka_timeout_ms: float
     conf: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
@@ -141,7 +138,8 @@ class Chaos:
     def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
-                 status: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 status: Callable[[dict[str, Any]], None] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
         self.workdir = Path(workdir)
@@ -156,6 +154,8 @@ class Chaos:
         #: called about once a second while a run goes on, with the fields of :meth:`_Run._status`
         #: (the plugin's live progress line); None: nobody listens
         self.status = status
+        #: where a line goes while something slow happens once (Spark's Kafka connector resolved)
+        self.progress = progress
 
     def run(
         self,
@@ -174,7 +174,6 @@ class Chaos:
         warmup_timeout: float = 120.0,
         drain_timeout: float = 60.0,
         settle_seconds: float | None = None,
-        kafka_timeout_ms: float | None = None,
         conf: dict[str, Any] | None = None,
         env: dict[str, Any] | None = None,
         id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None,
@@ -222,14 +221,12 @@ class Chaos:
         spec = RunSpec(str(script), rate, load_s, guarantee, partitions, key_space, skew, record_size,
                        late_fraction, trigger_seconds, warmup_timeout, drain_timeout,
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
-                       DEFAULT_KAFKA_TIMEOUT_MS if kafka_timeout_ms is None else kafka_timeout_ms,
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
                        kafka_port, recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
-        run.kafka_timeout_pinned = kafka_timeout_ms is not None
         run.settle_pinned = settle_seconds is not None
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
@@ -247,6 +244,7 @@ class _Wiring:
     generator: Any
     progress: SparkProgress
     watcher: CheckpointWatcher
+    kafka_events: KafkaWatcher
     ctx: FaultContext
     scheduler: FaultScheduler
     started: list = field(default_factory=list)
@@ -269,7 +267,6 @@ class _Run:
         self.warnings: list[str] = []
         self.load_why = ""
         self.load_ended: str | None = None  #: why the load did not last its planned length (None: it did)
-        self.kafka_timeout_pinned = False
         self.settle_pinned = False  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
         n = len(chaos.runs)
@@ -286,21 +283,24 @@ class _Run:
         self._seen_down_at: float | None = None  # the drain saw the job down (exited, not restarted)
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        # exact topic names and broker controls live on the session cluster behind the per-test view
-        self._session_kafka = getattr(chaos.kafka, "cluster", chaos.kafka)
+        self.kafka = chaos.kafka
+        #: names the run's own topics (unique per run: nothing of an earlier run is ever read)
+        self.tag = f"{uuid.uuid4().hex[:10]}"
+        self.own_topics: list[str] = []
 
     # -- the life cycle ------------------------------------------------------------------------
     def execute(self) -> ChaosRun:
         s = self.spec
         self._make_topics()
-        listening = s.kafka_port and s.kafka_port != self._session_kafka.bootstrap_port
-        if listening:
-            self._session_kafka.listen(s.kafka_port)
+        if s.kafka_port:
+            self.kafka.listen(s.kafka_port)
         try:
             return self._execute()
         finally:
-            if listening:
-                self._session_kafka.unlisten(s.kafka_port)
+            if s.kafka_port:
+                self.kafka.unlisten(s.kafka_port)
+            for t in self.own_topics:  # the next run makes its own; keep the session's cluster small
+                self._forget_topic(t)
 
     def _execute(self) -> ChaosRun:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault
@@ -320,23 +320,20 @@ class _Run:
         s = self.spec
         checkpoint = self.dir / "checkpoint"
         job_dir = self.dir / "jobs" / self.script.stem  # the driver's working directory (see prepare)
-        self.state_dir = self.dir / "source-state"
-        self.state_dir.mkdir(exist_ok=True)
-        cfg = JobConfig(bootstrap_servers=self.bootstrap, input_topic=self.inputs[0],
+        cfg = JobConfig(bootstrap_servers=self.job_bootstrap, input_topic=self.inputs[0],
                         input_topics=tuple(self.inputs), output_topic=self.out_topic or "",
                         checkpoint_dir=str(checkpoint), trigger_seconds=s.trigger_seconds,
                         side_topic=self.side_topic, transactional_id=f"streamchaos-{uuid.uuid4().hex[:12]}")
-        subst = {"bootstrap_servers": self.bootstrap, "input_topic": self.inputs[0],
+        subst = {"bootstrap_servers": self.job_bootstrap, "input_topic": self.inputs[0],
                  "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
         argv = [a.format(**subst) for a in s.args]
         launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home,
-                                           jit=self.c.jit)
+                                           jit=self.c.jit, progress=self.c.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf})
-        env = {"STREAMCHAOS_KAFKA_TIMEOUT_MS": str(int(s.kafka_timeout_ms)),
-               "STREAMCHAOS_SOURCE_STATE_DIR": str(self.state_dir), **s.env}
-        job = launcher.prepare(self.script, config=cfg, conf={**s.conf, **conf_add}, env=env, args=argv)
+        job = launcher.prepare(self.script, config=cfg, conf={**s.conf, **conf_add}, env=dict(s.env), args=argv)
         self.job = job
+        self.warnings.extend(job.notes)
         self._check_delay_classes(job)
         self.checkpoint_roots = [job.workdir, checkpoint, *paths_in([*argv, *s.conf.values()], job.workdir)]
         return job
@@ -351,8 +348,9 @@ class _Run:
         progress = SparkProgress(job.event_log_dir)
         watcher = CheckpointWatcher(self.dir / "checkpoint")
         self.watcher = watcher
-        ctx = FaultContext(cluster=self.c.cluster, kafka=self._session_kafka, job=job,
-                           input_topic=self.inputs[0], checkpoint=watcher, collector=collector, poison=poison,
+        ctx = FaultContext(cluster=self.c.cluster, kafka=self.kafka, job=job,
+                           input_topic=self.inputs[0], output_topic=self.out_topic, checkpoint=watcher,
+                           collector=collector, poison=poison,
                            recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
         self.topics = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
@@ -366,7 +364,9 @@ class _Run:
             self.oracle.topic = self.out_topic
         if self.oracle.side_topic is None and self.side_topic is not None:
             self.oracle.side_topic = self.side_topic
-        return _Wiring(collector=collector, generator=generator, progress=progress, watcher=watcher, ctx=ctx,
+        kafka_events = KafkaWatcher(self.kafka, [*self.inputs, self.out_topic], self.recorder)
+        return _Wiring(collector=collector, generator=generator, progress=progress, watcher=watcher,
+                       kafka_events=kafka_events, ctx=ctx,
                        scheduler=scheduler)
 
     def _phases(self, job: Any, w: _Wiring) -> None:
@@ -387,6 +387,8 @@ class _Run:
         the load."""
         w.collector.start()
         w.started.append(w.collector)
+        w.kafka_events.start()
+        w.started.append(w.kafka_events)
         self.phases["start"] = time.time()
         job.start()
         self.recorder.record("job_submitted", "driver", script=self.script.name)
@@ -416,40 +418,51 @@ class _Run:
         try:
             job.stop()
         finally:
+            if w.kafka_events in w.started:
+                w.kafka_events.stop()
             if w.collector in w.started:
                 w.collector.stop(drain_timeout=10.0)
 
     # -- wiring --------------------------------------------------------------------------------
     def _make_topics(self) -> None:
-        """The run's topics: per-run unique names by default; the exact names a job hard-codes when
-        the test names them (on a fresh, empty cluster: nothing of an earlier run is read)."""
-        s, kafka, session = self.spec, self.c.kafka, self._session_kafka
-        fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
-        if s.inputs is not None or fixed_out:
-            session.reset()
-        self.bootstrap = kafka.bootstrap_servers
+        """The run's topics: its own, named per run, by default; the exact names a job hard-codes when
+        the test names them (deleted and created anew: nothing of an earlier run is read). The harness
+        talks to the brokers directly; the job through its own links (``job_bootstrap``)."""
+        s, kafka = self.spec, self.kafka
+        self.bootstrap, self.job_bootstrap = kafka.bootstrap_servers, kafka.job_bootstrap_servers
         if s.inputs is None:
-            self.inputs = [kafka.create_topic("in", partitions=s.partitions)]
+            self.inputs = [self._own_topic("in", s.partitions)]
         else:
-            self.inputs = [session.create_topic(t, partitions=s.partitions) for t in s.inputs]
+            self.inputs = [kafka.create_topic(t, partitions=s.partitions) for t in s.inputs]
         self.side_topic: str | None = None
         self.out_topic: str | None = None
+        fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
         if s.outputs is None:
-            self.out_topic = kafka.create_topic("out", partitions=s.partitions)
-            self.side_topic = kafka.create_topic("late", partitions=1)
-            # The exactly-once sink's commit log: exact name, one partition (the mock cluster has no CreateTopics).
-            session.create_topic(control_topic_for(self.out_topic), partitions=1)
+            self.out_topic = self._own_topic("out", s.partitions)
+            self.side_topic = self._own_topic("late", 1)
+            # the exactly-once sink's commit log (job.kafka_sink): it must exist before the query starts
+            self.own_topics.append(kafka.create_topic(control_topic_for(self.out_topic), partitions=1))
         else:
             for t in fixed_out:
-                session.create_topic(t, partitions=s.partitions)
+                kafka.create_topic(t, partitions=s.partitions)
             self.out_topic = fixed_out[0] if fixed_out else None
+
+    def _own_topic(self, role: str, partitions: int) -> str:
+        name = self.kafka.create_topic(f"streamchaos-{self.tag}-{role}", partitions=partitions)
+        self.own_topics.append(name)
+        return name
+
+    def _forget_topic(self, name: str) -> None:
+        try:
+            self.kafka.delete_topic(name)
+        except Exception as exc:  # a broker a fault left down: the topic stays, harmless
+            log.warning("could not delete the run's topic %s: %s", name, exc)
 
     def _collector(self, workdir: Path) -> Any:
         # an aggregate oracle reads each output's key, window and value (it carries no ids)
         opts = self.oracle.collector_options() if hasattr(self.oracle, "collector_options") else {}
         if self.spec.outputs is None:
-            return Collector(self.bootstrap, [self.out_topic, self.side_topic], id_reader=self.id_reader,
-                             commit_log=control_topic_for(self.out_topic), **opts)
+            return Collector(self.bootstrap, [self.out_topic, self.side_topic], id_reader=self.id_reader, **opts)
         return Outputs([collector_for(name, ids, self.bootstrap, workdir, **opts)
                         for name, ids in self.output_ids.items()])
 
@@ -471,22 +484,19 @@ class _Run:
 
     def _resolve_delay_classes(self, job_conf: Mapping[str, str]) -> dict[str, str]:
         """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
-        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add. The Kafka
-        read timeout goes into ``spec.kafka_timeout_ms``. What the test pins itself is not changed."""
-        pinned = frozenset(self.spec.conf) | ({KAFKA_TIMEOUT} if self.kafka_timeout_pinned
-                                              or "STREAMCHAOS_KAFKA_TIMEOUT_MS" in self.spec.env else frozenset())
+        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add. What the test
+        pins itself is not changed."""
+        pinned = frozenset(self.spec.conf)
         conf: dict[str, str] = {}
         for p in self.planned:
             if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
                 continue
             choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
                                          p.spec.params["above_timeout"], self.c.cluster.effective_conf,
-                                         {**job_conf, **conf}, self.spec.kafka_timeout_ms, pinned)
+                                         {**job_conf, **conf}, pinned)
             if choice is None:
                 continue
             conf.update(choice.conf)
-            if choice.kafka_timeout_ms is not None:
-                self.spec.kafka_timeout_ms = choice.kafka_timeout_ms
             self.delay_choices.append(choice)
             self.recorder.record("timeout_set", choice.target, setting=choice.setting, value=choice.after,
                                  was=choice.before, reason=choice.describe())
@@ -497,8 +507,7 @@ class _Run:
         opposite sides fail here, naming the setting)."""
         for p in self.planned:
             if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
-                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf,
-                                       job.effective_conf, self.spec.kafka_timeout_ms)
+                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf, job.effective_conf)
                 check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
                                   str(p.spec.target))
 
@@ -539,9 +548,8 @@ class _Run:
     def _wait_starting_offsets(self, job: Any, progress: SparkProgress) -> None:
         """Start the load only once the query has fixed its starting offsets: with Spark's default
         ``startingOffsets=latest`` everything sent before that moment is (correctly) never read, and
-        would otherwise be reported as lost. The Kafka source served for ``format("kafka")`` reports
-        them in the run's source-state directory; Spark's own connector writes them to the
-        checkpoint's ``sources/``. Also finds the query's checkpoint."""
+        would otherwise be reported as lost. Spark's Kafka connector writes them to the checkpoint's
+        ``sources/``. Also finds the query's checkpoint."""
         deadline = time.time() + min(30.0, self.spec.warmup_timeout)
         while time.time() < deadline:
             progress.poll()
@@ -557,14 +565,8 @@ class _Run:
                              "offsets would count as lost)")
 
     def _offsets_fixed(self) -> bool:
-        reported: set[str] = set()
-        for f in self.state_dir.glob("initial-*.json"):
-            try:
-                reported.update(json.loads(f.read_text()).get("offsets", {}))
-            except (OSError, ValueError):
-                continue  # being written
-        if set(self.inputs) <= reported:
-            return True
+        """Spark's Kafka source writes the offsets it starts from to the checkpoint (``sources/0/0``)
+        before its first micro-batch is planned."""
         cp = self.watcher.checkpoint_dir
         return cp.is_dir() and any((cp / "sources").glob("*/0")) or bool(self.watcher.offset_batches())
 
@@ -803,8 +805,7 @@ class _Run:
         if collector.lost_to_retention:
             self.warnings.append(
                 f"{collector.lost_to_retention} outputs were deleted by the broker before the collector read them "
-                "(retention; the embedded broker keeps ~5 MB per partition): their ids count as lost. Lower the "
-                "rate or the record size, or use more partitions")
+                "(retention): their ids count as lost. Check the output topic's retention settings")
         run = ChaosRun.from_trace(trace, self.oracle, self.spec.guarantee, self.params,
                                   per_record=not self.progress_only)
         run.meta.update({
@@ -834,8 +835,8 @@ class _Run:
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
             "observer": self._observer(generator, collector, trace),
             "exactly_once": None if self.progress_only else exactly_once_check(
-                getattr(collector, "transaction_markers", {}), getattr(collector, "commit_log_applied", False),
-                self._session_kafka.isolates_transactions),
+                getattr(collector, "transaction_markers", {})),
+            "kafka_conf": dict(getattr(self.kafka, "effective_conf", {})),
         })
         return run
 

@@ -41,7 +41,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
-    Option("brokers", "number of Kafka brokers in the session's cluster", 3, int),
+    Option("kafka_brokers", "number of Kafka nodes (broker + KRaft controller) in the session's cluster: 3 "
+           "(replication factor 3, min.insync.replicas=2, so a broker fault is a real leader election) or 1 (a "
+           "lighter stack, replication factor 1)", 3, int),
     Option("ha", "run two Spark masters with ZooKeeper recovery (spark.deploy.recoveryMode=ZOOKEEPER)",
            False, bool),
     Option("java_home", "JAVA_HOME for Spark's JVMs (default: $JAVA_HOME, else java on PATH)", "", str),
@@ -51,8 +53,8 @@ OPTIONS: tuple[Option, ...] = (
            "quick", str, choices=("quick", "full")),
     Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
-    Option("kafka_port", "a fixed port on 127.0.0.1 where the embedded Kafka cluster also answers as a bootstrap "
-           "server, for jobs that hard-code e.g. localhost:9092 (0: none)", 0, int),
+    Option("kafka_port", "a fixed port on 127.0.0.1 where the Kafka cluster also answers the job's clients as a "
+           "bootstrap server, for jobs that hard-code e.g. localhost:9092 (0: none)", 0, int),
     Option("seed", "workload seed of every chaos run (default: a stable hash of the test id, so a run "
            "replays the same records; each run's JSON records the seed it used)", "", str),
     # regression gates (report/baseline.py), modelled on pytest-benchmark's save / compare
@@ -107,7 +109,7 @@ class Settings:
     workers: int
     worker_cores: int
     worker_memory: str
-    brokers: int
+    kafka_brokers: int
     ha: bool
     java_home: str
     jit: str

@@ -129,11 +129,11 @@ RecoveryTime = float | NotRecovered
 
 #: Default :attr:`MetricParams.system_detection_kinds`: Spark's event log (executor lost, query
 #: terminated), the harness's watchers (master fail-over, worker registered again is *not* one:
-#: that is healing) and the driver supervisor (driver exited / relaunched), and Kafka-side source
-#: timeouts when a job's source reports them.
+#: that is healing), the driver supervisor (driver exited / relaunched), and the Kafka cluster's
+#: own reactions (a broker fenced, a partition's leadership moved or lost, a new KRaft controller).
 SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
     "executor_removed", "worker_lost", "master_failover", "driver_exited", "driver_launched",
-    "query_terminated", "source_timeout",
+    "query_terminated", "source_timeout", "broker_fenced", "leader_elected", "leader_lost", "controller_elected",
 )
 
 
@@ -429,7 +429,8 @@ class RunMetrics:
 #: good: the faults' injections and heals, and the system's reactions to them (a restarted worker's
 #: new executor shows in the output only once it runs tasks)
 REACTION_KINDS: tuple[str, ...] = (FAULT_INJECTED, "fault_healed", *SYSTEM_DETECTION_KINDS, "executor_added",
-                                   "worker_registered", "driver_started", "query_started")
+                                   "worker_registered", "driver_started", "query_started", "broker_registered",
+                                   "isr_shrunk", "isr_expanded")
 
 
 def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:

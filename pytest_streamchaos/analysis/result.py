@@ -109,16 +109,8 @@ class ChaosRun:
     @property
     def exactly_once_check(self) -> dict[str, Any] | None:
         """How the duplicate / exactly-once verdict was reached: ``method`` (``"collector:
-        read_committed"``, ``"sink commit log (trusts the sink)"``, ``"unverified: broker ignores
-        read_committed"``), ``status``, ``reason``, ``verify_with`` (None for a bare trace)."""
+        read_committed"``), ``status``, ``reason``, ``transaction_markers`` (None for a bare trace)."""
         return self.meta.get("exactly_once")
-
-    @property
-    def exactly_once_verified(self) -> bool | None:
-        """False when the broker could not show whether outputs were committed (the exactly-once
-        verdict is unverified on it); None when unknown (a bare trace)."""
-        check = self.exactly_once_check
-        return None if check is None else check["status"] != "unverified"
 
     @property
     def expected(self) -> int:

@@ -108,10 +108,6 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
         delivered = result.guarantee_delivered
         if s.guarantee not in SATISFIES.get(delivered, set()):
             why = reasons.get("guarantee", "")
-            check = getattr(result, "exactly_once_check", None)
-            if check and check.get("status") == "unverified":  # the duplicates may be aborted writes
-                why = "; ".join(w for w in (why, f"{check['method']}: {check['reason']}; to verify: "
-                                                 f"{check['verify_with']}") if w)
             out.append(Violation("guarantee", delivered, s.guarantee, "delivers", why))
     return out
 

@@ -209,39 +209,15 @@ def _completion_ts(ok_pairs: np.ndarray, ok_ts: np.ndarray, pair_count: np.ndarr
 
 #: how the exactly-once verdict was reached (``ChaosRun.exactly_once_check["method"]``)
 EOS_READ_COMMITTED = "collector: read_committed"
-EOS_SINK_LOG = "sink commit log (trusts the sink)"
-EOS_UNVERIFIED = "unverified: broker ignores read_committed"
 
 
-def exactly_once_check(transaction_markers: dict[str, int], commit_log_applied: bool,
-                       broker_isolates: bool) -> dict[str, Any]:
-    """Which method decided whether outputs count (``method``), and how far that can be trusted
-    (``status``: ``verified``, ``trusts the sink``, ``unverified``), with the ``reason`` and the way
-    to verify it (``verify_with``).
-
-    - the plugin's exactly-once sink wrote a commit log: its records decided (a check that trusts
-      the code under test);
-    - the output holds transaction markers (``transaction_markers``: per partition) and the broker
-      does not isolate transactions: records of aborted transactions were read as output, so
-      duplicates may be aborted writes and the exactly-once verdict is **unverified**;
-    - otherwise the collector's ``read_committed`` consumer saw what a downstream consumer sees."""
+def exactly_once_check(transaction_markers: dict[str, int]) -> dict[str, Any]:
+    """How the duplicate / exactly-once verdict was reached: the collector's ``read_committed``
+    consumer saw what a downstream consumer sees (records of aborted transactions never), on real
+    brokers, never through a sink's own bookkeeping. ``transaction_markers`` (per output partition)
+    says whether the job wrote its output transactionally."""
     where = ", ".join(f"{k} ({v})" for k, v in sorted(transaction_markers.items()))
-    if commit_log_applied:
-        return {"method": EOS_SINK_LOG, "status": "trusts the sink",
-                "reason": "the exactly-once sink's own commit log decided which outputs count",
-                "verify_with": "a backend with real Kafka, whose read_committed consumer needs no commit log",
-                "transaction_markers": dict(transaction_markers)}
-    if transaction_markers and not broker_isolates:
-        return {"method": EOS_UNVERIFIED, "status": "unverified",
-                "reason": (f"the job writes its output transactionally (transaction markers in {where}), and the "
-                           "embedded broker (librdkafka's mock cluster) hands records of aborted transactions to "
-                           "read_committed consumers: duplicates may be aborted writes, and exactly-once cannot "
-                           "be confirmed here"),
-                "verify_with": ("run the test on a backend with real Kafka, or make the sink's commits readable "
-                                "(pytest_streamchaos.spark.ExactlyOnceKafkaSink writes a commit log the collector "
-                                "applies)"),
-                "transaction_markers": dict(transaction_markers)}
-    reason = ("transactional output on a broker that isolates transactions" if transaction_markers
-              else "the output is not written transactionally: every record read is output")
+    reason = (f"transactional output (transaction markers in {where}), read as committed"
+              if transaction_markers else "the output is not written transactionally: every record read is output")
     return {"method": EOS_READ_COMMITTED, "status": "verified", "reason": reason, "verify_with": None,
             "transaction_markers": dict(transaction_markers)}

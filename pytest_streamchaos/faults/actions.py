@@ -43,6 +43,7 @@ class FaultContext:
     kafka: Any  #: KafkaCluster (the session cluster, not the per-test view)
     job: Any  #: SparkJob
     input_topic: str
+    output_topic: str | None = None  #: the job's output topic (None: its output is not Kafka)
     checkpoint: Any = None  #: observe.progress.CheckpointWatcher
     collector: Any = None  #: observe.collector.Collector
     poison: PoisonSchedule | None = None
@@ -238,27 +239,86 @@ class KillMaster(_Resolving):
         self.ctx.cluster.restart_master(i)
 
 
-class KillBroker(_Resolving):
+def brokers_of(ctx: FaultContext, planned: PlannedFault) -> list[int]:
+    """The broker(s) a Kafka fault hits: a broker id, or a role (default ``leader``) of a partition of
+    the job's input (``topic='output'``: its output) as the cluster reports it now."""
+    idx = planned.spec.index if planned.spec.index is not None else "leader"
+    kafka = ctx.kafka
+    if isinstance(idx, int):
+        if idx not in kafka.broker_ids:
+            raise ValueError(f"index={idx}: the broker ids are {kafka.broker_ids}")
+        return [idx]
+    if idx == "all":
+        return list(kafka.broker_ids)
+    if idx == "controller":
+        controller = kafka.controller_id()
+        if controller is None:
+            raise RuntimeError("the KRaft quorum has no active controller now")
+        return [controller]
+    topic = ctx.output_topic if planned.spec.params.get("topic") == "output" else ctx.input_topic
+    if topic is None:
+        raise ValueError("topic='output': the job's output is not a Kafka topic of this run")
+    partition = int(planned.spec.params.get("partition", 0))
+    if idx == "follower":
+        followers = kafka.followers_of(topic, partition)
+        if not followers:
+            raise RuntimeError(f"{topic}[{partition}] has no in-sync follower (a cluster of one broker?)")
+        return [followers[0]]
+    return [kafka.leader_of(topic, partition)]
 
-    def _broker(self, planned: PlannedFault) -> int:
-        idx = planned.spec.index
-        if isinstance(idx, int):
-            if idx not in self.ctx.kafka.broker_ids:
-                raise ValueError(f"index={idx}: broker ids are {self.ctx.kafka.broker_ids}")
-            return idx
-        return self.ctx.kafka.leader_of(self.ctx.input_topic, 0)
+
+def _broker_names(ids: list[int]) -> str:
+    return ",".join(f"broker-{b}" for b in ids)
+
+
+class KillBroker(_Resolving):
+    """SIGKILL (or SIGTERM) of broker JVMs; started again on heal (same ports and log directory)."""
 
     def target(self, planned: PlannedFault) -> str:
-        return self._name(planned, "broker")
+        got = self.resolved.get(id(planned))
+        return _broker_names(got) if got else "broker-?"
 
-    def inject(self, planned: PlannedFault) -> int:
-        b = self._broker(planned)
-        self.resolved[id(planned)] = b
-        self.ctx.kafka.broker_down(b)
-        return b
+    def inject(self, planned: PlannedFault) -> list[int]:
+        ids = brokers_of(self.ctx, planned)
+        self.resolved[id(planned)] = ids
+        for b in ids:
+            self.ctx.kafka.kill_broker(b, _sig(planned), wait=False)
+        return ids
 
-    def heal(self, planned: PlannedFault, b: int) -> None:
-        self.ctx.kafka.broker_up(b)
+    def confirm(self, planned: PlannedFault, ids: list[int]) -> None:
+        """Every killed broker's JVM is gone."""
+        for b in ids:
+            self.ctx.kafka.wait_gone(b, CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, ids: list[int]) -> None:
+        for b in ids:
+            self.ctx.kafka.restart_broker(b, wait=False)
+
+
+class IsolateBroker(_Resolving):
+    """A broker cut from the other brokers (replication, the KRaft quorum) while the job's clients and
+    the harness still reach it: iptables rules on its peer ports and on the connections it opens to
+    its peers (:func:`pytest_streamchaos.faults.network.BrokerCut`)."""
+
+    def target(self, planned: PlannedFault) -> str:
+        got = self.resolved.get(id(planned))
+        return _broker_names(got) if got else "broker-?"
+
+    def inject(self, planned: PlannedFault) -> net.FaultGroup:
+        ids = brokers_of(self.ctx, planned)
+        self.resolved[id(planned)] = ids
+        kafka = self.ctx.kafka
+        cuts = [net.BrokerCut(kafka.peer_ports(b), [p for o in kafka.broker_ids if o != b for p in kafka.peer_ports(o)],
+                              kafka.node_mark(b)) for b in ids]
+        group = net.FaultGroup(cuts, [f"broker-{b}" for b in ids])
+        group.inject()
+        return group
+
+    def check(self, planned: PlannedFault, group: net.FaultGroup) -> str | None:
+        return group.stopped_acting()
+
+    def heal(self, planned: PlannedFault, group: net.FaultGroup) -> None:
+        group.heal()
 
 
 class Pause:
@@ -290,9 +350,11 @@ class Pause:
             i = planned.spec.index if isinstance(planned.spec.index, int) else c.masters.index(c.active_master())
             c.pause_master(i, wait=False)
             return ("master", i)
-        if t == "broker":  # every broker hangs (connections stay open)
-            self.ctx.kafka.pause_brokers()
-            return ("broker", None)
+        if t == "broker":  # connections stay open, nothing answers
+            ids = brokers_of(self.ctx, planned)
+            for b in ids:
+                self.ctx.kafka.pause_broker(b, wait=False)
+            return ("broker", ids)
         raise ValueError(f"pause: unknown target {t!r}")
 
     def confirm(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
@@ -305,11 +367,12 @@ class Pause:
             c.wait_paused(c.masters[h], CONFIRM_PAUSE_S)
         elif kind == "driver":
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
-        else:  # an executor, the brokers
-            state = ((lambda: c.executor_state(h)) if kind == "executor" else self.ctx.kafka.brokers_state)
-            poll(lambda: state() in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
-                 on_timeout=lambda _: TimeoutError(f"{kind} {h or ''} not stopped {CONFIRM_PAUSE_S:g}s after "
-                                                   "SIGSTOP"))
+        elif kind == "broker":
+            for b in h:
+                self.ctx.kafka.wait_paused(b, CONFIRM_PAUSE_S)
+        else:  # an executor
+            poll(lambda: c.executor_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
+                 on_timeout=lambda _: TimeoutError(f"executor {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
 
     def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
         kind, h = handle
@@ -322,7 +385,8 @@ class Pause:
             except ProcessLookupError:
                 pass
         elif kind == "broker":
-            self.ctx.kafka.resume_brokers()
+            for b in h:
+                self.ctx.kafka.resume_broker(b)
         elif kind == "driver":
             self.ctx.job.resume()
         elif kind == "master":
@@ -332,10 +396,9 @@ class Pause:
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
     """The endpoints (and so the ports) a network fault on ``target`` acts on."""
     base, _, idx = target.partition("-")
-    if base == "kafka":
-        return list(ctx.kafka.endpoints())
-    if base == "broker":
-        eps = [e for e in ctx.kafka.endpoints() if e.name == target]
+    if base in ("kafka", "broker"):  # the job's client links only: replication and the quorum are not the job's
+        eps = [Endpoint(e.name, e.role, e.host, {"kafka": e.ports["kafka"]}) for e in ctx.kafka.endpoints()
+               if base == "kafka" or e.name == target]
         if not eps:
             raise ValueError(f"target {target!r}: brokers are {[e.name for e in ctx.kafka.endpoints()]}")
         return eps
@@ -459,6 +522,7 @@ def actions_for(ctx: FaultContext) -> dict[str, Any]:
         "kill_driver": KillDriver(ctx),
         "kill_master": KillMaster(ctx),
         "kill_broker": KillBroker(ctx),
+        "isolate_broker": IsolateBroker(ctx),
         "pause": Pause(ctx),
         "network_delay": netw,
         "packet_loss": netw,

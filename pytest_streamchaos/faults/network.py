@@ -35,6 +35,7 @@ from pytest_streamchaos.faults import iptables as ipt
 from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
+from pytest_streamchaos.stack import jobgroup
 
 __all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
            "FaultGroup", "NetFaultError"]
@@ -266,6 +267,42 @@ class Partition(_DropFault):
 
     def __init__(self, ports: Iterable[int], *, direction: str = "both", proto: str = "all") -> None:
         super().__init__(ports, 100.0, direction, proto)
+
+
+class BrokerCut(Partition):
+    """A Kafka broker cut from its peers (replication, the KRaft quorum), its clients untouched: every
+    packet on its own peer ports, and every packet of the connections it opened to the other brokers'
+    peer ports (told apart by its connection mark, :meth:`KafkaCluster.node_mark
+    <pytest_streamchaos.stack.base.KafkaCluster.node_mark>`), is dropped. Its client listeners (the
+    job's, the harness's) are not peer ports, so both still reach it."""
+
+    kind = "isolate_broker"
+
+    def __init__(self, own_ports: Iterable[int], peer_ports: Iterable[int], mark: tuple[int, int] | None) -> None:
+        super().__init__(own_ports, proto="tcp")
+        if mark is None:
+            raise NetFaultError("isolate_broker needs the broker's connections told apart, which needs the job "
+                                f"group ({jobgroup.unavailable_reason()}): run as root on a host with cgroup v2 "
+                                "and iptables")
+        self.peer_ports, self.mark = ipt._check_ports(peer_ports), mark
+
+    def specs(self) -> list[list[str]]:
+        tag = f"sc-{self.kind}-{id(self):x}"
+        own = ipt.drop_specs(self.ports, tag=tag)
+        opened = ipt.drop_specs(self.peer_ports, tag=tag, owner=ipt.connmark_match(*self.mark))
+        return own + opened
+
+    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+        """A connect to the broker's own peer port goes unanswered (its opened connections carry a
+        mark no probe can take)."""
+        unanswered = probe.unanswered_fraction(self.probe_port, n=4)
+        if unanswered < 1.0:
+            raise NetFaultError(f"{self!r} is not in effect: {unanswered:.0%} of connects to its peer port "
+                                f"{self.probe_port} went unanswered")
+        return {"measured_loss": 1.0, "probe_connects": 4}
+
+    def __repr__(self) -> str:
+        return f"BrokerCut(own={list(self.ports)}, peers={list(self.peer_ports)})"
 
 
 class BandwidthLimit(NetworkFault):

@@ -34,6 +34,13 @@ KILL_ARGS = {
 #: fault that fired right after warm-up would leave recovery time and failure cost unmeasurable.
 AIMED_ARM_AFTER = 5.0
 
+#: which broker a broker fault hits: a role of a partition of the job's topics, or a broker id
+BROKER_ROLES = ("leader", "follower", "controller", "all")
+BROKER_ARGS = {
+    "topic": "whose partition's 'leader' / 'follower' is meant: 'input' (default) or 'output'",
+    "partition": "that partition (default 0)",
+}
+
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
 #: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
 ON_NODE = "docker backend: the one node whose side of the link is hit, e.g. 'worker-0' (default: every worker)"
@@ -64,11 +71,15 @@ KINDS: dict[str, FaultKind] = {
                   KILL_ARGS, moments=("uncommitted_output",)),
         FaultKind("kill_master", "kill a Spark master (the active one by default)", KILL_ARGS,
                   roles=("active", "standby")),
-        FaultKind("kill_broker", "take a Kafka broker down (and up after restart_after/duration)", KILL_ARGS,
-                  roles=("leader",)),
+        FaultKind("kill_broker", "kill a Kafka broker's JVM (SIGKILL: a lost machine) and start it again after "
+                  "restart_after/duration; index: 'leader' (default) of a partition of the job's input (or "
+                  "output: topic='output'), 'follower', 'controller' (the active KRaft controller), 'all', "
+                  "or a broker id", {**KILL_ARGS, **BROKER_ARGS}, roles=BROKER_ROLES),
         FaultKind("pause", "SIGSTOP a target's process group (container pause), SIGCONT on heal",
-                  {"target": "'worker', 'executor', 'driver', 'master' or 'broker'"}, required=("target",),
-                  roles=("busiest", "active", "leader")),
+                  {"target": "'worker', 'executor', 'driver', 'master' or 'broker'", **BROKER_ARGS},
+                  required=("target",), roles=("busiest", "active", *BROKER_ROLES)),
+        FaultKind("isolate_broker", "cut a Kafka broker from the other brokers (replication and the KRaft "
+                  "quorum) while clients still reach it, for duration", BROKER_ARGS, roles=BROKER_ROLES),
         FaultKind("network_delay", "delay packets on a link",
                   {"ms": "added one-way delay in ms", "jitter_ms": "uniform jitter in ms (default 0)",
                    "target": NET_TARGETS, "on": ON_NODE,
@@ -255,6 +266,10 @@ def _check_kind_params(kind: str, kwargs: dict[str, Any]) -> None:
             raise FaultSpecError(f"@packet_loss: percent={pct!r} must be at most 100")
     if kind == "bandwidth_limit":
         _num(kind, "kbit", kwargs["kbit"], strict=True)
+    if "topic" in kwargs and kwargs["topic"] not in ("input", "output"):
+        raise FaultSpecError(f"@{kind}: topic={kwargs['topic']!r} must be 'input' or 'output'")
+    if "partition" in kwargs:
+        _num(kind, "partition", kwargs["partition"], integer=True)
     if kind == "poison_records":
         kwargs["count"] = int(_num(kind, "count", kwargs.get("count", 1), minimum=1, integer=True))
 

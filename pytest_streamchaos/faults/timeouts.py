@@ -34,8 +34,7 @@ def spark_seconds(value: str | float | int) -> float:
     return float(v)
 
 
-def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Mapping[str, str],
-                      kafka_timeout_ms: float) -> GoverningTimeout:
+def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Mapping[str, str]) -> GoverningTimeout:
     """The timeout that decides when the peer behind ``target`` is declared dead
     (docs/architecture.md#network-delay-classes).
 
@@ -43,17 +42,19 @@ def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Ma
       a heartbeat (cluster setting).
     - ``driver``: the driver drops an executor after ``spark.network.timeout`` without a heartbeat
       (job setting; heartbeats every ``spark.executor.heartbeatInterval``).
-    - ``kafka`` / ``broker-<i>``: the job's Kafka reads give up after the source's poll timeout.
+    - ``kafka`` / ``broker-<i>``: Spark's Kafka connector fails a task whose fetch returns nothing
+      within ``kafkaConsumer.pollTimeoutMs``, which defaults to ``spark.network.timeout`` (a job that
+      sets the option in its code overrides it, out of the plugin's sight).
     """
     base = target.split("-")[0]
     if base in ("worker", "master", "zookeeper"):
         return GoverningTimeout("spark.worker.timeout", spark_seconds(cluster_conf.get("spark.worker.timeout", "60")),
                                 "the cluster (LocalSparkCluster worker_timeout_s)")
+    network = spark_seconds(job_conf.get(NETWORK_TIMEOUT, "120s"))
     if base == "driver":
-        return GoverningTimeout("spark.network.timeout", spark_seconds(job_conf.get("spark.network.timeout", "120s")),
-                                "the job's Spark conf (chaos.run(conf={...}))")
-    return GoverningTimeout("pollTimeoutMs", kafka_timeout_ms / 1000.0,
-                            "the job's Kafka source option (chaos.run(kafka_timeout_ms=...))")
+        return GoverningTimeout(NETWORK_TIMEOUT, network, "the job's Spark conf (chaos.run(conf={...}))")
+    return GoverningTimeout(KAFKA_POLL_TIMEOUT, network, f"Spark's Kafka connector: its default is {NETWORK_TIMEOUT} "
+                            "of the job's Spark conf (chaos.run(conf={...}))")
 
 
 def check_delay_class(ms: float, above_timeout: bool | None, timeout: GoverningTimeout, target: str) -> None:
@@ -73,10 +74,14 @@ def check_delay_class(ms: float, above_timeout: bool | None, timeout: GoverningT
             f"use ms < {to_ms:g} or raise {timeout.setting}")
 
 
-#: job settings the plugin may change for one run to make a stated delay class hold; ``kafka_timeout_ms``
-#: is ``chaos.run``'s argument (the job's source reads it as ``STREAMCHAOS_KAFKA_TIMEOUT_MS``)
-KAFKA_TIMEOUT = "kafka_timeout_ms"
+#: job settings the plugin may change for one run to make a stated delay class hold
 NETWORK_TIMEOUT = "spark.network.timeout"
+#: the Kafka source's fetch timeout (an option of Spark's connector; default: NETWORK_TIMEOUT)
+KAFKA_POLL_TIMEOUT = "kafkaConsumer.pollTimeoutMs"
+#: timeouts that default to NETWORK_TIMEOUT and are kept at their value when only the Kafka link's
+#: detection is lowered (executor liveness, RPC, shuffle connections stay as they were)
+DECOUPLED = ("spark.storage.blockManagerHeartbeatTimeoutMs", "spark.rpc.askTimeout", "spark.rpc.lookupTimeout",
+             "spark.shuffle.io.connectionTimeout")
 HEARTBEAT = "spark.executor.heartbeatInterval"
 TIMEOUT_INTERVAL = "spark.network.timeoutInterval"
 
@@ -92,34 +97,32 @@ class DelayClassChoice:
     before: str  #: its effective value before
     after: str  #: the value chosen for this run
     conf: dict[str, str]  #: Spark conf of the job to apply (``spark.*``)
-    kafka_timeout_ms: int | None  #: the run's Kafka read timeout to apply (None: unchanged)
 
     def describe(self) -> str:
         """One line for the report: which setting, from what, to what, and why."""
         side = "above" if self.above_timeout else "below"
         extra = ", ".join(f"{k}={v}" for k, v in self.conf.items() if k != self.setting)
+        via = "" if self.setting == NETWORK_TIMEOUT else f" (through {NETWORK_TIMEOUT})"
         return (f"network_delay(ms={self.ms:g}, target={self.target!r}) is meant {side} its link's timeout: "
-                f"{self.setting} set to {self.after} for this run (was {self.before})"
+                f"{self.setting} set to {self.after}{via} for this run (was {self.before})"
                 + (f", with {extra}" if extra else ""))
 
     def to_dict(self) -> dict[str, object]:
         return {"target": self.target, "ms": self.ms, "above_timeout": self.above_timeout, "setting": self.setting,
-                "before": self.before, "after": self.after, "conf": dict(self.conf),
-                "kafka_timeout_ms": self.kafka_timeout_ms}
+                "before": self.before, "after": self.after, "conf": dict(self.conf)}
 
 
 def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, cluster_conf: Mapping[str, str],
-                        job_conf: Mapping[str, str], kafka_timeout_ms: float,
-                        pinned: frozenset[str] = frozenset()) -> DelayClassChoice | None:
+                        job_conf: Mapping[str, str], pinned: frozenset[str] = frozenset()) -> DelayClassChoice | None:
     """The settings that make ``network_delay(ms=ms, target=target, above_timeout=...)`` hold, or
     None when it holds already (or no class is stated).
 
     PD>TO sets the governing timeout to about half the delay, PD<TO to twice the delay: far enough
     from it that jitter and the heartbeat period do not blur the class. ``pinned`` names settings the
-    test fixed itself (``conf=`` keys, ``kafka_timeout_ms``): the plugin does not override a test, so
+    test fixed itself (``conf=`` keys): the plugin does not override a test, so
     a contradiction with one raises :class:`DelayClassError` naming it, as does a cluster-wide
     setting (``spark.worker.timeout``), which one run cannot change."""
-    to = governing_timeout(target, cluster_conf, job_conf, kafka_timeout_ms)
+    to = governing_timeout(target, cluster_conf, job_conf)
     try:
         check_delay_class(ms, above_timeout, to, target)
         return None
@@ -128,27 +131,17 @@ def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, clus
     if above_timeout is None:  # pragma: no cover - check_delay_class never raises then
         return None
     base = target.split("-")[0]
-    if base == "driver":
-        return _resolve_driver(target, ms, above_timeout, job_conf, pinned, reason)
-    if base in ("kafka", "broker"):
-        return _resolve_kafka(target, ms, above_timeout, kafka_timeout_ms, pinned, reason)
+    if base in ("driver", "kafka", "broker"):
+        return _resolve_network(target, ms, above_timeout, job_conf, pinned, reason)
     raise DelayClassError(f"{reason}. {to.setting} is a cluster-wide setting that one run cannot change: start the "
                           "cluster with another spark.worker.timeout or change the delay")
 
 
-def _resolve_kafka(target: str, ms: float, above: bool, current_ms: float, pinned: frozenset[str],
-                   reason: str) -> DelayClassChoice:
-    if KAFKA_TIMEOUT in pinned:
-        raise DelayClassError(f"{reason}. The test pins it (chaos.run(kafka_timeout_ms={current_ms:g})): "
-                              "drop that argument to let the plugin choose, or change it")
-    new = max(1, int(ms // 2)) if above else int(max(current_ms, 2 * ms))
-    # the job's Kafka source takes it from STREAMCHAOS_KAFKA_TIMEOUT_MS unless its code sets
-    # kafkaConsumer.pollTimeoutMs itself, which the plugin cannot see
-    return DelayClassChoice(target, ms, above, "pollTimeoutMs", f"{current_ms:g} ms", f"{new} ms", {}, new)
-
-
-def _resolve_driver(target: str, ms: float, above: bool, job_conf: Mapping[str, str], pinned: frozenset[str],
-                    reason: str) -> DelayClassChoice:
+def _resolve_network(target: str, ms: float, above: bool, job_conf: Mapping[str, str], pinned: frozenset[str],
+                     reason: str) -> DelayClassChoice:
+    """``spark.network.timeout`` for this run: the driver's executor-liveness timeout, and the default
+    of the Kafka connector's fetch timeout. For a Kafka link the timeouts that also derive from it
+    keep their value (:data:`DECOUPLED`): only the link's own detection moves."""
     if NETWORK_TIMEOUT in pinned:
         raise DelayClassError(f"{reason}. The test pins it (chaos.run(conf={{{NETWORK_TIMEOUT!r}: "
                               f"{job_conf.get(NETWORK_TIMEOUT)!r}}})): drop it to let the plugin choose, or change it")
@@ -169,4 +162,9 @@ def _resolve_driver(target: str, ms: float, above: bool, job_conf: Mapping[str, 
         conf[HEARTBEAT] = f"{beat_ms}ms"
     if above and spark_seconds(job_conf.get(TIMEOUT_INTERVAL, "60s")) > secs and TIMEOUT_INTERVAL not in pinned:
         conf[TIMEOUT_INTERVAL] = f"{secs}s"
-    return DelayClassChoice(target, ms, above, NETWORK_TIMEOUT, before, f"{secs}s", conf, None)
+    setting = NETWORK_TIMEOUT
+    if target.split("-")[0] != "driver":
+        setting = KAFKA_POLL_TIMEOUT
+        old_ms = int(spark_seconds(before) * 1000)
+        conf.update({k: f"{old_ms}ms" for k in DECOUPLED if k not in pinned and k not in job_conf})
+    return DelayClassChoice(target, ms, above, setting, before, f"{secs}s", conf)

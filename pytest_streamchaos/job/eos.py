@@ -9,14 +9,12 @@ Replaying the control topic in order with :class:`CommitLog` decides, for every 
 counts:
 
 - a ``commit`` of generation ``g`` counts only if no ``open`` of a newer generation came before it
-  (an instance that was replaced — a zombie driver — is fenced, even on brokers that do not fence
-  transactional producers, like librdkafka's mock cluster);
+  (an instance that was replaced -- a zombie driver -- never counts again);
 - only the first counted commit of a ``(sink, batch_id)`` counts (a replayed batch never counts twice).
 
-A data record counts iff its attempt counts; records without the header are not from this sink and
-count as they are. Against a real broker with ``read_committed`` this only adds a second line of
-defence; against the mock broker (which shows aborted and open transactions to everyone) it is what
-makes the output exactly-once.
+A data record counts iff its attempt counts. The broker's transactions (a zombie fenced by its
+``transactional.id``, aborted records hidden from ``read_committed`` consumers) are what make the output
+exactly-once; this log is what lets the sink skip a batch Spark replays after it was committed.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Kafka sinks for ``foreachBatch``: at-least-once (:func:`write_kafka_batch`) and exactly-once
-(:class:`ExactlyOnceKafkaSink`), plus the consumer side of the latter (:class:`CommittedOutputReader`).
+(:class:`ExactlyOnceKafkaSink`, one Kafka transaction per micro-batch). Spark's own Kafka sink
+(``writeStream.format("kafka")``) is at-least-once; these are what a job writes when it needs more.
 
 Input DataFrames need a ``value`` column (string or binary) and may have ``key`` (string or binary)
 and ``partition`` (int) columns, like Spark's Kafka sink.
@@ -20,7 +21,6 @@ from pytest_streamchaos.job import kafka_clients
 from pytest_streamchaos.job.eos import (
     ATTEMPT_HEADER,
     CommitLog,
-    attempt_of,
     commit_marker,
     control_topic_for,
     open_marker,
@@ -151,9 +151,9 @@ class ExactlyOnceKafkaSink:
     it must exist: the harness creates it, otherwise :class:`KafkaSinkError` says how). On start the
     sink reads that control topic (read_committed), so a batch Spark replays after a crash that was
     already committed is skipped; the new instance's producer fences the old driver's (same
-    ``transactional.id``) and its ``open`` marker fences it on brokers that do not fence (see
-    :mod:`pytest_streamchaos.job.eos`). Consumers of the output read it with
-    :class:`CommittedOutputReader` (or with read_committed on a real broker).
+    ``transactional.id``: Kafka aborts the zombie's open transaction), and its ``open`` marker is a
+    second line of defence (see :mod:`pytest_streamchaos.job.eos`). Consumers read the output with
+    ``isolation.level=read_committed``, as the plugin's collector does.
 
     Rows are collected to the driver (``DataFrame.toArrow``) and produced from there: fine for the
     modest rates of chaos tests (tens of thousands of records per batch), not for bulk traffic.
@@ -313,66 +313,3 @@ class ExactlyOnceKafkaSink:
                 self._producer.abort_transaction(self.timeout_s)
         except KafkaException as e:  # nothing to abort, or fatal: the original error matters more
             log.warning("sink %s: abort_transaction failed: %s", self.transactional_id, e)
-
-
-# -- consumer side --------------------------------------------------------------------------------
-
-
-class CommittedOutputReader:
-    """Reads an exactly-once sink's output topic and yields only records that count.
-
-    Records are held back until their attempt's commit marker is seen on the control topic (see
-    :mod:`pytest_streamchaos.job.eos`); records of fenced, aborted or replayed attempts are
-    dropped; records without the attempt header pass through. Reads from the beginning with
-    ``read_committed``.
-    """
-
-    def __init__(self, bootstrap_servers: str, topic: str, control_topic: str | None = None,
-                 consumer_conf: dict[str, Any] | None = None) -> None:
-        self.topic = topic
-        self.control_topic = control_topic or control_topic_for(topic)
-        base = {"bootstrap.servers": bootstrap_servers}
-        admin = AdminClient(base)
-        parts = _check_topic(admin, bootstrap_servers, topic)
-        _check_topic(admin, bootstrap_servers, self.control_topic, partitions=1)
-        del admin
-        self._consumer = Consumer({**base, "group.id": "streamchaos-unused", "enable.auto.commit": False,
-                                   "isolation.level": "read_committed", **(consumer_conf or {})})
-        self._consumer.assign([TopicPartition(topic, p, 0) for p in sorted(parts)]
-                              + [TopicPartition(self.control_topic, 0, 0)])
-        self.log = CommitLog()
-        self._pending: dict[str, list[Any]] = {}
-        self.dropped = 0
-
-    @property
-    def pending(self) -> int:
-        """Records seen whose attempt is not decided yet."""
-        return sum(len(v) for v in self._pending.values())
-
-    def poll(self, timeout: float = 1.0, max_records: int = 10_000) -> list[Any]:
-        """Records (confluent_kafka ``Message``) that count, in the order they became visible."""
-        out: list[Any] = []
-        for m in kafka_clients.consume_some(self._consumer, max_records, timeout):
-            if m.error() is not None:
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(m.error())
-            if m.topic() == self.control_topic:
-                counted = self.log.apply(m.value())
-                if counted is not None:
-                    out.extend(self._pending.pop(counted, ()))
-                for a in [a for a in self._pending if self.log.decided(a) is False]:
-                    self.dropped += len(self._pending.pop(a))
-                continue
-            attempt = attempt_of(m.headers())
-            decided = True if attempt is None else self.log.decided(attempt)
-            if decided is True:
-                out.append(m)
-            elif decided is False:
-                self.dropped += 1
-            else:
-                self._pending.setdefault(attempt, []).append(m)
-        return out
-
-    def close(self) -> None:
-        self._consumer.close()

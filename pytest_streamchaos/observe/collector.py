@@ -20,22 +20,13 @@ start at offset 0 with ``auto.offset.reset=error``, and an out-of-range offset i
 :attr:`Collector.retention_gaps` (and :attr:`Collector.lost_to_retention`) before reading resumes at
 the log start.
 
-Two limits of librdkafka's mock cluster (the embedded ``local`` broker) matter here: it keeps at
-most ~5 MB or 100,000 produce batches per partition (older data is deleted), and it does not
-implement transaction isolation (records of aborted transactions reach read_committed consumers).
-A real Kafka broker (docker backend) has neither limit.
-
-For the exactly-once sink (:class:`~pytest_streamchaos.job.kafka_sink.ExactlyOnceKafkaSink`),
-pass ``commit_log=<its control topic>``: the collector then applies the sink's commit rule itself
-(:class:`~pytest_streamchaos.job.eos.CommitLog`), so an output counts only once its transaction's
-commit marker is seen, *arrives* at that moment (as under read_committed), and outputs of aborted,
-fenced or replayed attempts are dropped -- on any broker, the mock included.
-
-Transactional output is detected without the job's help: a transaction's commit or abort marker is a
-control record that takes an offset in the partition but is never handed to a consumer, so a jump
-in the offsets read from a partition (not explained by retention) is a marker
-(:attr:`Collector.transaction_markers`). On a broker that ignores ``read_committed`` the records of
-aborted transactions are then read as output, and the run says its exactly-once verdict is unverified.
+Exactly-once output is verified by the broker, never by a sink's own bookkeeping: the collector reads
+with ``isolation.level=read_committed``, so records of aborted transactions (a killed driver's open
+batch, a fenced zombie's writes) are never seen, and those of committed ones are seen when their
+transaction commits. Transactional output is detected without the job's help: a transaction's commit
+or abort marker takes an offset in the partition but is never handed to a consumer, so a jump in the
+offsets read from a partition (not explained by retention) is a marker
+(:attr:`Collector.transaction_markers`).
 """
 
 from __future__ import annotations
@@ -53,7 +44,6 @@ import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from pytest_streamchaos.client_stats import ClientStats
-from pytest_streamchaos.job.eos import CommitLog, attempt_of
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import OutputRecords
 
@@ -101,17 +91,15 @@ class _Columns:
         self.wstart = np.empty(capacity, np.float64)
         self.wend = np.empty(capacity, np.float64)
         self.topic = np.empty(capacity, np.int16)
-        self.attempt = np.empty(capacity, np.int32)  #: exactly-once attempt code, -1 = none
         self.values = np.empty(capacity, np.float64)  #: aggregate value (NaN: none)
         self.ids = np.empty(capacity, np.int64)
 
     def append(self, arrival: float, keys: list[int], ws: list[float], we: list[float],
-               lengths: list[int], flat: list[int], topic: list[int], attempt: list[int],
-               values: list[float]) -> None:
+               lengths: list[int], flat: list[int], topic: list[int], values: list[float]) -> None:
         k, f = len(lengths), len(flat)
         if self.n + k > self.arrival.shape[0]:
             cap = max(self.n + k, 2 * self.arrival.shape[0])
-            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic", "attempt", "values"):
+            for name in ("arrival", "lengths", "keys", "wstart", "wend", "topic", "values"):
                 old = getattr(self, name)
                 new = np.empty(cap, old.dtype)
                 new[: self.n] = old[: self.n]
@@ -126,7 +114,6 @@ class _Columns:
         self.keys[s] = keys
         self.wstart[s] = ws
         self.wend[s] = we
-        self.attempt[s] = attempt
         self.values[s] = values
         self.topic[s] = topic
         self.ids[self.m:self.m + f] = flat
@@ -147,9 +134,6 @@ class Collector:
         max_samples: malformed outputs kept as raw samples.
         topic_timeout_s: how long :meth:`start` waits for the topics to exist.
         consumer_config: extra librdkafka settings.
-        commit_log: the exactly-once sink's control topic (``<output>.streamchaos-commits``): outputs
-            written by that sink count only once their attempt's commit marker is seen (see the module
-            docstring).
         key_field: JSON path (dots for nesting) of the output's key (``"k<n>"`` or ``n``); default
             ``key``, else the Kafka message key.
         window_field: JSON path of a ``{start, end}`` window object; default ``window``, else
@@ -168,7 +152,6 @@ class Collector:
         max_samples: int = 100,
         topic_timeout_s: float = 30.0,
         consumer_config: dict[str, Any] | None = None,
-        commit_log: str | None = None,
         key_field: str | None = None,
         window_field: str | None = None,
         amount_field: str | AmountReader | None = None,
@@ -205,11 +188,6 @@ class Collector:
             **(consumer_config or {}),
         }
         self._cols = _Columns()
-        self.commit_log_topic = commit_log
-        self._commit_log = CommitLog()
-        self._attempt_codes: dict[str, int] = {}
-        self._commit_t: dict[int, float] = {}  #: attempt code -> when its commit marker was read
-        self._pending_ids: dict[int, list[int]] = {}  #: attempt code -> ids not yet visible
         self._lock = threading.Lock()
         self._consumer: Consumer | None = None
         self._thread: threading.Thread | None = None
@@ -373,18 +351,7 @@ class Collector:
                 topic=np.asarray(self.topics, dtype=object)[c.topic[:n]],
                 values=c.values[:n].copy() if self._amount is not None else None,
             )
-            if self.commit_log_topic is None:
-                return out
-            attempt = c.attempt[:n].copy()
-            commit_t = dict(self._commit_t)
-        return _committed_view(out, attempt, commit_t)
-
-    @property
-    def dropped_uncommitted(self) -> int:
-        """Outputs of exactly-once attempts that never counted (aborted, fenced, replayed, or still open)."""
-        with self._lock:
-            a = self._cols.attempt[: self._cols.n]
-            return int(((a >= 0) & ~np.isin(a, list(self._commit_t))).sum())
+        return out
 
     # ------------------------------------------------------------------ internals
     def _wait_for_partitions(self, consumer: Consumer) -> list[TopicPartition]:
@@ -394,7 +361,7 @@ class Collector:
         while True:
             try:
                 md = consumer.list_topics(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
-                wanted = self.topics + ([self.commit_log_topic] if self.commit_log_topic else [])
+                wanted = self.topics
                 missing = [t for t in wanted if t not in md.topics or md.topics[t].error is not None
                            or not md.topics[t].partitions]
                 if not missing:
@@ -485,7 +452,6 @@ class Collector:
         ws: list[float] = []
         we: list[float] = []
         tix: list[int] = []
-        att: list[int] = []
         vals: list[float] = []
         for m in msgs:
             err = m.error()
@@ -498,9 +464,6 @@ class Collector:
                         del self._errors[:500]
                 continue
             value, mkey = m.value(), m.key()
-            if m.topic() == self.commit_log_topic:
-                self._apply_commit(value, now)
-                continue
             self._note_offset(m.topic(), m.partition(), m.offset())
             try:
                 ids, key, w0, w1, amount = self._read(value, mkey)
@@ -517,25 +480,12 @@ class Collector:
             we.append(w1)
             vals.append(amount)
             tix.append(topic_index[m.topic()])
-            code = -1
-            if self.commit_log_topic is not None:
-                attempt = attempt_of(m.headers())
-                if attempt is not None:
-                    code = self._attempt_codes.setdefault(attempt, len(self._attempt_codes))
-                    if code not in self._commit_t:  # not visible until its transaction counts
-                        self._pending_ids.setdefault(code, []).extend(ids)
-            att.append(code)
         if not lengths:
             return
         with self._lock:
-            self._cols.append(now, keys, ws, we, lengths, flat, tix, att, vals)
-        visible = flat
-        if self.commit_log_topic is not None:
-            visible = [i for c, n0, n1 in _spans(att, lengths) if c == -1 or c in self._commit_t
-                       for i in flat[n0:n1]]
-        if visible:
-            self._mark_seen(visible)
-            self._last_arrival = now
+            self._cols.append(now, keys, ws, we, lengths, flat, tix, vals)
+        self._mark_seen(flat)
+        self._last_arrival = now
 
     def _note_offset(self, topic: str, partition: int, offset: int) -> None:
         """An offset jump between two records read from a partition is control records: the markers
@@ -548,33 +498,11 @@ class Collector:
         self._last_offset[(topic, partition)] = offset
 
     @property
-    def commit_log_applied(self) -> bool:
-        """True when the exactly-once sink's commit log decided which outputs count (its records
-        were read), i.e. the verdict rests on the sink's own bookkeeping."""
-        return bool(self._attempt_codes)
-
-    @property
     def transaction_markers(self) -> dict[str, int]:
         """Per output partition (``"topic[p]"``), the transaction markers seen between the records
         read; empty when the output was not written transactionally."""
         with self._lock:
             return dict(self._markers)
-
-    def _apply_commit(self, value: bytes | None, now: float) -> None:
-        """One record of the exactly-once sink's control topic: an attempt may become visible."""
-        try:
-            counted = self._commit_log.apply(value or b"")
-        except (ValueError, KeyError, TypeError) as e:
-            self._errors.append(f"unreadable commit-log record: {e}")
-            return
-        if counted is None:
-            return
-        code = self._attempt_codes.setdefault(counted, len(self._attempt_codes))
-        self._commit_t[code] = now
-        ids = self._pending_ids.pop(code, [])
-        if ids:
-            self._mark_seen(ids)
-        self._last_arrival = now
 
     def _skip_deleted(self, consumer: Consumer, topic: str, partition: int, wanted: int) -> None:
         """The offset we need is gone (retention): record the gap and go on from the log start."""
@@ -766,39 +694,3 @@ def _time_s(v: Any) -> float:
 def _ago(t: float | None) -> str:
     return "never" if t is None else f"{time.time() - t:.1f}s ago"
 
-
-def _spans(codes: list[int], lengths: list[int]):
-    """(code, start, end) of each output's slice of the flat id list."""
-    pos = 0
-    for code, n in zip(codes, lengths, strict=True):
-        yield code, pos, pos + n
-        pos += n
-
-
-def _committed_view(out: OutputRecords, attempt: np.ndarray, commit_t: dict[int, float]) -> OutputRecords:
-    """Keep outputs with no attempt or a counted one; a counted output arrives when its commit marker
-    was read (as under read_committed); re-sort by arrival, keeping CSR ids aligned."""
-    ct = np.full(max(len(commit_t), int(attempt.max(initial=-1)) + 1, 1), np.nan)
-    for code, t in commit_t.items():
-        ct[code] = t
-    has = attempt >= 0
-    visible_t = np.where(has, ct[np.where(has, attempt, 0)], out.arrival_ts)
-    keep = ~np.isnan(visible_t)
-    arrival = np.maximum(out.arrival_ts, np.nan_to_num(visible_t, nan=-np.inf))
-    rows = np.flatnonzero(keep)
-    rows = rows[np.argsort(arrival[rows], kind="stable")]
-    lengths = np.diff(out.offsets)[rows]
-    offsets = np.zeros(rows.shape[0] + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if rows.shape[0]:
-        starts = out.offsets[:-1][rows]
-        flat_idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
-        ids = out.ids[flat_idx]
-    else:
-        ids = out.ids[:0]
-    def pick(col: np.ndarray | None) -> np.ndarray | None:
-        return None if col is None else col[rows]
-
-    return OutputRecords(arrival_ts=arrival[rows], offsets=offsets, ids=ids, keys=pick(out.keys),
-                         window_start=pick(out.window_start), window_end=pick(out.window_end),
-                         topic=pick(out.topic), values=pick(out.values))

@@ -40,8 +40,9 @@ from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent
-from pytest_streamchaos.spark.kafka_shim import KafkaShimError, kafka_shim_jar
+from pytest_streamchaos.spark import connector
 from pytest_streamchaos.stack import cds, ports
+from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
 
@@ -151,14 +152,6 @@ def _check_script(script: str | os.PathLike, deploy_mode: str) -> Path:
     return script_path
 
 
-def _shim_jar() -> Path:
-    """The Kafka shim jar (built on first use); a :class:`LaunchError` when it cannot be had."""
-    try:
-        return kafka_shim_jar()
-    except KafkaShimError as e:
-        raise LaunchError(str(e)) from None
-
-
 def _job_pythonpath(script_path: Path) -> str:
     """PYTHONPATH for the driver and executors: this package's root, the script's directory, then ours."""
     repo = str(_repo_root())
@@ -179,7 +172,7 @@ def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, 
     match (stack.cds), and C1 only when ``jit`` is ``quick`` and the job chose no tiering of its own."""
     java = _java_path(java_env)
     cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
-                    "driver", java, home, effective["spark.driver.extraClassPath"]) if java else "",
+                    "driver", java, home, effective.get("spark.driver.extraClassPath", "")) if java else "",
                 "spark.executor.extraJavaOptions": cds.java_opts(
                     "executor", java, home, effective.get("spark.executor.extraClassPath", "")) if java else ""}
     effective["spark.driver.extraJavaOptions"] = (f"{effective.get('spark.driver.extraJavaOptions', '')} "
@@ -218,6 +211,7 @@ class SparkJob:
         effective_conf: dict[str, str],
         event_log_dir: Path,
         deploy_mode: str = "client",
+        notes: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.script = script
@@ -227,6 +221,8 @@ class SparkJob:
         self.effective_conf = effective_conf  #: every ``--conf`` passed to spark-submit
         self.event_log_dir = event_log_dir
         self.deploy_mode = deploy_mode
+        #: what the launcher changed about the job, one line each (e.g. a Kafka connector pin it replaced)
+        self.notes = list(notes)
         self.log_path = workdir / "driver.log"  #: all launches, appended, with a separator line each
         self.launches: list[Launch] = []
         self.timeline: list[TimelineEvent] = []  #: driver_launched / driver_killed / driver_stopped
@@ -485,11 +481,13 @@ class JobLauncher:
         java_home: str | None = None,
         driver_host: str = HOST,
         jit: str = "quick",
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         """``driver_host``: the address the driver binds, where the cluster's executors reach it
         (127.0.0.1 for the local cluster; the host's address on the containers' network for docker).
         ``jit``: ``quick`` runs the driver's and executors' JVMs with C1 only, ``full`` with the JVM's
-        default tiered compilation (see :data:`QUICK_JIT`)."""
+        default tiered compilation (see :data:`QUICK_JIT`). ``progress``: where a line goes while Spark's
+        Kafka connector is resolved (once per machine)."""
         if jit not in JIT_MODES:
             raise LaunchError(f"jit={jit!r}: use one of {JIT_MODES}")
         if not (master_url.startswith("spark://") or master_url.startswith("local")):
@@ -501,6 +499,7 @@ class JobLauncher:
         self.java_home = java_home
         self.driver_host = driver_host
         self.jit = jit
+        self.progress = progress
         self.jobs: list[SparkJob] = []
 
     @classmethod
@@ -529,20 +528,32 @@ class JobLauncher:
         """
         script_path = _check_script(script, deploy_mode)
         home = spark_home()
-        shim_jar = _shim_jar()  # before any directory is made: no JDK fails here, cleanly
         java_env = self._java_env()
+        # before any directory is made: no connector (resolution failed) fails here, cleanly
+        jars, notes = self._kafka_connector(home, script_path, conf or {}, java_env)
         name = name or script_path.stem
         dirs = self._make_dirs(name)
         pythonpath = _job_pythonpath(script_path)
-        effective = self._effective_conf(conf, name=name, dirs=dirs, pythonpath=pythonpath, shim_jar=shim_jar,
+        effective = self._effective_conf(conf, name=name, dirs=dirs, pythonpath=pythonpath, jars=jars,
                                          home=home, java_env=java_env)
         child_env = self._child_env(home=home, pythonpath=pythonpath, config=config, env=env)
         argv = self._submit_argv(home=home, deploy_mode=deploy_mode, name=name, script_path=script_path,
                                  effective=effective, py_files=py_files, args=args)
         job = SparkJob(name=name, script=script_path, argv=argv, env=child_env, workdir=dirs.job,
-                       effective_conf=effective, event_log_dir=dirs.event, deploy_mode=deploy_mode)
+                       effective_conf=effective, event_log_dir=dirs.event, deploy_mode=deploy_mode, notes=notes)
         self.jobs.append(job)
         return job
+
+    def _kafka_connector(self, home: Path, script: Path, conf: Mapping[str, Any],
+                         java_env: Mapping[str, str]) -> tuple[list[Path], list[str]]:
+        """Spark's Kafka connector of this pyspark (:mod:`.connector`) and a note when the job pins another."""
+        try:
+            jars = connector.connector_jars(home, self.progress, java=_java_path(java_env))
+        except ResolutionError as exc:
+            raise LaunchError(str(exc)) from None
+        ours = connector.connector(home).coordinates[0]
+        note = connector.replacement_note(connector.find_pins(script, {k: str(v) for k, v in conf.items()}), ours)
+        return jars, [note] if note else []
 
     def _java_env(self) -> dict[str, str]:
         """The environment spark-submit's java is looked up in (``java_home`` over ``os.environ``);
@@ -565,18 +576,20 @@ class JobLauncher:
         return _JobDirs(job=job_dir, event=event_dir, local=local_dir, log4j=log4j)
 
     def _effective_conf(self, conf: Mapping[str, Any] | None, *, name: str, dirs: _JobDirs, pythonpath: str,
-                        shim_jar: Path, home: Path, java_env: Mapping[str, str]) -> dict[str, str]:
+                        jars: Sequence[Path], home: Path, java_env: Mapping[str, str]) -> dict[str, str]:
         """The Spark conf passed to spark-submit: :data:`DEFAULT_CONF`, the job's pinned ports and
-        directories, the launcher's ``conf``, the job's ``conf``; then the Kafka shim on the driver's class
-        path, the JVM options, and a UI port if the UI was turned on without one."""
+        directories, the launcher's ``conf``, the job's ``conf``; then Spark's Kafka connector in
+        ``spark.jars`` (a connector pinned in ``spark.jars.packages`` taken out), the JVM options, and a
+        UI port if the UI was turned on without one."""
         effective = dict(DEFAULT_CONF)
         effective.update(self._job_conf(name, dirs, pythonpath))
         effective.update(self.conf)
         effective.update({k: str(v) for k, v in (conf or {}).items()})
-        # format("kafka") without Spark's connector: the shim routes it to the Python source (a
-        # user's own class path comes first, so a real connector there still wins).
-        effective["spark.driver.extraClassPath"] = os.pathsep.join(
-            p for p in (effective.get("spark.driver.extraClassPath", ""), str(shim_jar)) if p)
+        effective["spark.jars"] = ",".join(p for p in (*map(str, jars), effective.get("spark.jars", "")) if p)
+        if "spark.jars.packages" in effective:
+            packages = connector.without_pins(effective.pop("spark.jars.packages"))
+            if packages:
+                effective["spark.jars.packages"] = packages
         _add_java_options(effective, dirs=dirs, home=home, java_env=java_env, jit=self.jit)
         if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
             effective["spark.ui.port"] = str(ports.free_port())

@@ -140,70 +140,108 @@ def _missing(backend: object, method: str) -> NotImplementedError:
 
 
 class KafkaCluster(abc.ABC):
-    """A Kafka-protocol cluster of N brokers with broker-level fault controls."""
+    """A Kafka cluster of N brokers (real Apache Kafka, KRaft) with broker-level fault controls.
 
-    bootstrap_servers: str  #: ``host:port,host:port,...``
-    #: whether read_committed consumers are kept from records of aborted transactions (real Kafka:
-    #: yes); the run's exactly-once verdict for transactional output is unverified where not
-    isolates_transactions: bool = True
+    Two ways in: :attr:`bootstrap_servers` for the harness (generator, collector, admin), which no
+    fault on the job's links touches, and :attr:`job_bootstrap_servers` for the job, whose links
+    network faults act on."""
 
-    @abc.abstractmethod
-    def create_topic(self, name: str, partitions: int = 1, replication: int = 1) -> str:
-        """Create a topic and return its name."""
-
-    @abc.abstractmethod
-    def broker_down(self, broker_id: int) -> None:
-        """Take a broker down (connections closed, new ones refused)."""
-
-    @abc.abstractmethod
-    def broker_up(self, broker_id: int) -> None:
-        """Bring a broker back up."""
-
-    @abc.abstractmethod
-    def set_broker_rtt(self, broker_id: int, rtt_ms: int) -> None:
-        """Delay every response of a broker by ``rtt_ms`` (0 removes the delay)."""
-
-    #: the brokers' ids
+    bootstrap_servers: str  #: the harness's listeners, ``host:port,host:port,...``
     broker_ids: list[int]
-    #: the fixed bootstrap port of the session (``--chaos-kafka-port``), None for ephemeral ports
-    bootstrap_port: int | None = None
+    #: the settings the brokers run with (failure detection, replication), for the run's JSON
+    effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
+
+    @property
+    def job_bootstrap_servers(self) -> str:
+        """Where the job's clients bootstrap (through the job's links); the harness listeners when
+        the stack has no separate job links."""
+        return self.bootstrap_servers
+
+    @abc.abstractmethod
+    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
+                     config: dict[str, str] | None = None) -> str:
+        """Create exactly ``name`` with ``partitions`` partitions (an existing one is deleted first)."""
+
+    @abc.abstractmethod
+    def heal(self, timeout: float | None = None) -> None:
+        """Every broker up and in sync, no fault left on the job's links."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop the cluster. Idempotent."""
 
     # -- what the faults and the runner do to the brokers ----------------------------------------
 
+    def delete_topic(self, name: str) -> None:
+        raise _missing(self, "delete_topic")
+
+    def reset(self) -> None:
+        """Delete every topic (a fresh cluster for the next test)."""
+        raise _missing(self, "reset")
+
     def endpoints(self) -> list[Endpoint]:
-        """Every broker with the port clients connect to."""
+        """Every broker with the ports the job and its peers connect to."""
         raise _missing(self, "endpoints")
+
+    def partition_states(self, topic: str) -> dict[int, Any] | None:
+        """Leader, replicas and ISR of each partition of ``topic`` (``kafka_admin.PartitionState``)."""
+        raise _missing(self, "partition_states")
 
     def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
         """The broker id leading ``topic``/``partition`` now."""
         raise _missing(self, "leader_of")
 
-    def pause_brokers(self) -> None:
-        """Freeze the brokers (connections stay open, nothing answers)."""
-        raise _missing(self, "pause_brokers")
+    def followers_of(self, topic: str, partition: int = 0) -> list[int]:
+        """The in-sync replicas of ``topic``/``partition`` other than its leader."""
+        raise _missing(self, "followers_of")
 
-    def resume_brokers(self) -> None:
-        raise _missing(self, "resume_brokers")
+    def controller_id(self) -> int | None:
+        """The active controller's node id (KRaft)."""
+        raise _missing(self, "controller_id")
 
-    def brokers_state(self) -> str | None:
-        """``running`` or ``stopped`` (paused); None when the brokers' process is gone."""
-        raise _missing(self, "brokers_state")
+    def alive_brokers(self) -> list[int]:
+        raise _missing(self, "alive_brokers")
 
-    def reset(self) -> None:
-        """Back to an empty cluster (no topics), for a run that names its topics."""
-        raise _missing(self, "reset")
+    def kill_broker(self, broker_id: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        """Send ``sig`` to the broker's process (SIGKILL: a lost machine)."""
+        raise _missing(self, "kill_broker")
+
+    def wait_gone(self, broker_id: int, timeout: float = 15.0) -> None:
+        raise _missing(self, "wait_gone")
+
+    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
+        raise _missing(self, "restart_broker")
+
+    def pause_broker(self, broker_id: int, wait: bool = True) -> None:
+        """Freeze the broker (SIGSTOP / ``docker pause``): connections open, nothing answers."""
+        raise _missing(self, "pause_broker")
+
+    def wait_paused(self, broker_id: int, timeout: float = 5.0) -> None:
+        raise _missing(self, "wait_paused")
+
+    def resume_broker(self, broker_id: int) -> None:
+        raise _missing(self, "resume_broker")
+
+    def broker_state(self, broker_id: int) -> str | None:
+        """``running``, ``paused``, or None when the broker's process is gone."""
+        raise _missing(self, "broker_state")
+
+    def registered_brokers(self) -> list[int]:
+        """The brokers the cluster's metadata lists now (a fenced one is missing)."""
+        raise _missing(self, "registered_brokers")
+
+    def peer_ports(self, broker_id: int) -> list[int]:
+        """The ports only the brokers use to reach this one (replication, the KRaft quorum)."""
+        raise _missing(self, "peer_ports")
+
+    def node_mark(self, broker_id: int) -> tuple[int, int] | None:
+        """(mark, mask) of the conntrack mark on every connection the broker opens, so that a cut can
+        tell its own connections from its peers'; None where the host cannot mark them."""
+        raise _missing(self, "node_mark")
 
     def listen(self, port: int) -> None:
-        """Also accept clients on ``port`` (a job that hard-codes its bootstrap address)."""
+        """Also accept the job's clients on ``127.0.0.1:port`` (a job that hard-codes its bootstrap address)."""
         raise _missing(self, "listen")
 
     def unlisten(self, port: int) -> None:
         raise _missing(self, "unlisten")
-
-    @abc.abstractmethod
-    def heal(self) -> None:
-        """All brokers up, no delays."""
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop the cluster. Idempotent."""

@@ -12,7 +12,8 @@ started once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -30,9 +31,10 @@ class Stacks:
     """The session's stacks by backend, started on first use, stopped by :meth:`close`."""
 
     def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                 project: tuple[str, ...] = ()) -> None:
-        """``project``: the user's project directories (pytest's rootdir), readable by the nodes."""
-        self.settings, self.tmp, self.project = settings, tmp_path_factory, project
+                 project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> None:
+        """``project``: the user's project directories (pytest's rootdir), readable by the nodes.
+        ``progress``: where a line goes while something slow happens once (jars resolved, a binary built)."""
+        self.settings, self.tmp, self.project, self.progress = settings, tmp_path_factory, project, progress
         self._stacks: dict[tuple[str, str], Any] = {}
         self._docker: Any = None
         self._docker_error: str | None = None
@@ -72,17 +74,21 @@ class Stacks:
     def kafka(self, backend: str) -> Any:
         key = (backend, "kafka")
         if key not in self._stacks:
-            kwargs = {"brokers": self.settings.brokers, "workdir": self.tmp.mktemp(f"kafka-{backend}"),
-                      "bootstrap_port": self.settings.kafka_port or None}
+            kwargs = {"brokers": self.settings.kafka_brokers, "java_home": self.settings.java_home,
+                      "start_timeout": self.settings.start_timeout, "progress": self.progress}
+            workdir = self.tmp.mktemp(f"kafka-{backend}")
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 
-                cluster = DockerKafkaCluster(session=self.docker(), image=self.settings.docker_image, **kwargs)
+                cluster = DockerKafkaCluster(workdir, session=self.docker(), image=self.settings.docker_image,
+                                             **kwargs)
             else:
                 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 
-                cluster = LocalKafkaCluster(**kwargs)
+                cluster = LocalKafkaCluster(workdir, **kwargs)
             self._start(key, cluster)
+            if self.settings.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
+                cluster.listen(self.settings.kafka_port)
         return self._stacks[key]
 
     def _start(self, key: tuple[str, str], stack: Any) -> None:
@@ -113,7 +119,8 @@ class Stacks:
 def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
                        pytestconfig: pytest.Config) -> Iterator[Stacks]:
     """Every stack of the session, by backend (see :class:`Stacks`)."""
-    stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),))
+    stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),),
+                    progress=progress_writer(pytestconfig))
     try:
         yield stacks
     finally:
@@ -162,7 +169,28 @@ def spark_cluster_ha(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
 
 @pytest.fixture
 def kafka(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
-    """The Kafka cluster, healed (all brokers up, no delays), with topic names unique to this test."""
+    """The session's Kafka cluster (real brokers), healed before the test: every broker up and in
+    sync, leadership on the preferred replicas, no fault left on the job's links. Topics are the
+    test's to create (``kafka.create_topic(name, partitions)``: exactly that name, re-created if an
+    earlier test left one)."""
     cluster = streamchaos_stacks.kafka(backend_of(request, streamchaos_settings))
     cluster.heal()
-    return cluster.for_test(request.node.nodeid)
+    return cluster
+
+
+def progress_writer(config: pytest.Config) -> Callable[[str], None]:
+    """A line on the terminal while the session does something slow once (resolving jars, building a
+    binary), shown even while pytest captures the test's output."""
+    def write(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if reporter is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                reporter.write_line(line)
+        else:
+            reporter.write_line(line)
+
+    return write

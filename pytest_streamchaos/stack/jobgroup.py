@@ -31,6 +31,10 @@ from pathlib import Path
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).
 MARK = 0x5C0000
 MASK = 0xFF0000
+#: bits of the conntrack mark that name the child group (a Kafka node) that opened a connection
+#: (:meth:`JobGroup.mark_sub`): 1..15, so that a fault can cut one node's own connections
+SUB_MASK = 0x00F000
+SUB_SHIFT = 12
 _IPT = ["iptables", "-w", "5", "-t", "mangle"]
 
 
@@ -126,11 +130,40 @@ class JobGroup:
             self.close()
         return self
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` started inside the group (unchanged when the group is not available)."""
+    def wrap(self, argv: list[str], sub: str | None = None) -> list[str]:
+        """``argv`` started inside the group, or inside its child group ``sub`` (e.g. ``broker-2``: a
+        node whose own connections a fault must tell apart, see :meth:`sub_path`); unchanged when
+        the group is not available."""
         if not self.available or self.path is None:
             return list(argv)
-        return wrap_argv(str(self.path / "cgroup.procs"), list(argv))
+        path = self.path
+        if sub is not None:
+            path = self.path / sub
+            path.mkdir(exist_ok=True)
+        return wrap_argv(str(path / "cgroup.procs"), list(argv))
+
+    def mark_sub(self, sub: str, n: int) -> tuple[int, int] | None:
+        """Mark the connections child group ``sub`` opens with ``n`` (1..15) in :data:`SUB_MASK`, on top
+        of the job's mark; the (mark, mask) a rule matches them by, None when the group is not available."""
+        if not self.available or not 0 < n < 16:
+            return None
+        rel = self.sub_path(sub)
+        value = (n << SUB_SHIFT, SUB_MASK)
+        spec = ["-m", "conntrack", "--ctstate", "NEW", "-m", "cgroup", "--path", str(rel), "-j", "CONNMARK",
+                "--set-xmark", f"{value[0]:#x}/{value[1]:#x}"]
+        with self._lock:
+            if self._ipt(["-C", self.chain, *spec]).returncode != 0:
+                (self.path / sub).mkdir(exist_ok=True)  # type: ignore[operator]  (available: path is set)
+                p = self._ipt(["-A", self.chain, *spec])
+                if p.returncode != 0:
+                    return None
+        return value
+
+    def sub_path(self, sub: str) -> str | None:
+        """The cgroup path of child group ``sub`` as iptables' ``-m cgroup --path`` takes it (it
+        matches the sockets of that child's processes only; the group's own rules match the whole
+        sub-hierarchy, children included), None when the group is not available."""
+        return f"{self.rel_path}/{sub}" if self.available and self.rel_path else None
 
     def members(self) -> list[int]:
         """PIDs in the group now."""
@@ -148,6 +181,11 @@ class JobGroup:
             subprocess.run(["sh", "-c", self._rules_cleanup()], capture_output=True, timeout=30)
             self._rules_up = False
             if self.path is not None:
+                for child in self.path.glob("*/"):
+                    try:
+                        child.rmdir()  # a child group (see wrap's sub) of processes that are gone
+                    except OSError:
+                        pass
                 try:
                     self.path.rmdir()
                 except FileNotFoundError:
@@ -188,8 +226,8 @@ class JobGroup:
         # run by the reaper after it killed the registered process groups: the group empties as the
         # killed processes are reaped, so the rmdir is retried for a while (bounded)
         rm = "" if self.path is None else (
-            f"i=0; while [ -d {self.path} ] && ! rmdir {self.path} 2>/dev/null && [ $i -lt 100 ]; "
-            "do i=$((i+1)); sleep 0.1; done; ")
+            f"i=0; while [ -d {self.path} ] && ! {{ rmdir {self.path}/*/ 2>/dev/null; rmdir {self.path} 2>/dev/null; }}"
+            " && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.1; done; ")
         return self._rules_cleanup() + "; " + rm + "true"
 
 

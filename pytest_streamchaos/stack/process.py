@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -84,6 +84,7 @@ class ManagedProcess(LogFile):
         cwd: str | os.PathLike | None = None,
         name: str | None = None,
         job: bool = False,
+        subgroup: str | None = None,
         pipe: bool = False,
     ) -> None:
         self.argv = [str(a) for a in argv]
@@ -91,7 +92,7 @@ class ManagedProcess(LogFile):
         if job:  # a process of the job under test: in the job's group, so faults can tell it from the harness
             from pytest_streamchaos.stack.jobgroup import get_job_group
 
-            self.argv = get_job_group().wrap(self.argv)
+            self.argv = get_job_group().wrap(self.argv, subgroup)
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.paused = False
@@ -253,3 +254,47 @@ def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None
     settled(lambda: not any(p.alive or p.members() for p in live), timeout)
     for p in live:
         p.kill(timeout=10)
+
+
+class Daemon:
+    """A restartable daemon (a Spark master or worker, a Kafka node): the current process (or None) plus what
+    it takes to start it again. ``role`` and ``index`` name it (``worker-1``, ``broker-2``)."""
+
+    role = "daemon"
+    host = "127.0.0.1"  #: where its peers and the harness reach it (a container's address in the docker backend)
+
+    def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
+        self.index = index
+        self._start = start
+        self.process: ManagedProcess | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}-{self.index}"
+
+    def start(self) -> ManagedProcess:
+        self.process = self._start()
+        return self.process
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self.process.pgid if self.process else None
+
+    @property
+    def alive(self) -> bool:
+        """The JVM is running (paused counts as alive)."""
+        return self.process is not None and self.process.alive
+
+    @property
+    def paused(self) -> bool:
+        return self.process is not None and self.process.paused
+
+    def tail_log(self, n: int = 30) -> str:
+        return self.process.tail_log(n) if self.process else "<never started>"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.process!r}>"

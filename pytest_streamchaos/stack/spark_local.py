@@ -33,7 +33,7 @@ from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
 from pytest_streamchaos.stack.ports import HOST, free_port, reserve
-from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
+from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -74,50 +74,7 @@ def _http_json(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
         return None
 
 
-class _Daemon:
-    """A restartable daemon: the current process (or None) plus what it takes to start it again."""
-
-    role = "daemon"
-    host = HOST  #: where its peers and the harness reach it (a container's address in the docker backend)
-
-    def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
-        self.index = index
-        self._start = start
-        self.process: ManagedProcess | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{self.role}-{self.index}"
-
-    def start(self) -> ManagedProcess:
-        self.process = self._start()
-        return self.process
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
-
-    @property
-    def pgid(self) -> int | None:
-        return self.process.pgid if self.process else None
-
-    @property
-    def alive(self) -> bool:
-        """The JVM is running (paused counts as alive)."""
-        return self.process is not None and self.process.alive
-
-    @property
-    def paused(self) -> bool:
-        return self.process is not None and self.process.paused
-
-    def tail_log(self, n: int = 30) -> str:
-        return self.process.tail_log(n) if self.process else "<never started>"
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name} {self.process!r}>"
-
-
-class LocalMaster(_Daemon):
+class LocalMaster(Daemon):
     """A Spark master JVM."""
 
     role = "master"
@@ -146,7 +103,7 @@ class LocalMaster(_Daemon):
                                                     "rest": self.rest_port})
 
 
-class LocalWorker(_Daemon):
+class LocalWorker(Daemon):
     """A Spark worker JVM; its executors are its child processes (same process group)."""
 
     role = "worker"
@@ -180,7 +137,7 @@ class LocalWorker(_Daemon):
         return Endpoint(self.name, "worker", self.host, {"rpc": self.port, "webui": self.webui_port})
 
 
-class LocalZooKeeper(_Daemon):
+class LocalZooKeeper(Daemon):
     """A standalone ZooKeeper server (HA mode only)."""
 
     role = "zookeeper"
@@ -254,7 +211,7 @@ class LocalSparkCluster(SparkCluster):
 
     def processes(self) -> list[ManagedProcess]:
         """The current processes of every daemon (for recording pids/pgids)."""
-        daemons: list[_Daemon] = [*self._masters, *self._workers]
+        daemons: list[Daemon] = [*self._masters, *self._workers]
         if self.zookeeper:
             daemons.append(self.zookeeper)
         return [d.process for d in daemons if d.process is not None]
@@ -271,7 +228,7 @@ class LocalSparkCluster(SparkCluster):
         self._plan()
         self._started = True
         try:
-            daemons: list[_Daemon] = [*self._masters, *self._workers]
+            daemons: list[Daemon] = [*self._masters, *self._workers]
             if self.zookeeper:
                 daemons.insert(0, self.zookeeper)
                 self.zookeeper.start()
@@ -291,7 +248,7 @@ class LocalSparkCluster(SparkCluster):
             self.stop()
             raise
 
-    def _wait_listening(self, d: _Daemon, port: int, timeout: float) -> None:
+    def _wait_listening(self, d: Daemon, port: int, timeout: float) -> None:
         def listening() -> bool:
             _check_alive([d])  # a daemon that died fails the wait at once, with its log
             return self._listening(d, port)
@@ -300,7 +257,7 @@ class LocalSparkCluster(SparkCluster):
             f"waited {timeout:.0f}s for Spark {d.name} to listen on {d.host}:{port}; "
             f"log {d.process.log_path}:\n{d.tail_log(20)}"))
 
-    def _listening(self, d: _Daemon, port: int) -> bool:
+    def _listening(self, d: Daemon, port: int) -> bool:
         try:
             conns = psutil.Process(d.pid).net_connections("inet")
         except psutil.Error:
@@ -485,7 +442,7 @@ class LocalSparkCluster(SparkCluster):
         self._wait_for_workers(k, timeout, exactly=exactly)
 
     def _wait_for_workers(self, k: int, timeout: float, *, exactly: bool = False,
-                          must_live: list[_Daemon] | None = None,
+                          must_live: list[Daemon] | None = None,
                           on_poll: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         deadline = time.monotonic() + timeout
         seen: Any = None
@@ -557,13 +514,13 @@ class LocalSparkCluster(SparkCluster):
         """SIGSTOP worker ``i`` and its executors (``wait``: until all are stopped)."""
         self._pause(self._workers[i], wait)
 
-    def wait_gone(self, daemon: _Daemon, timeout: float = 10.0) -> None:
+    def wait_gone(self, daemon: Daemon, timeout: float = 10.0) -> None:
         """Wait until ``daemon`` (a worker or master of this cluster) and its group are gone after a
         kill sent with ``wait=False``; ``TimeoutError`` otherwise."""
         if daemon.process is not None:
             daemon.process.wait_gone(timeout)
 
-    def wait_paused(self, daemon: _Daemon, timeout: float = 5.0) -> None:
+    def wait_paused(self, daemon: Daemon, timeout: float = 5.0) -> None:
         """Wait until every process of ``daemon``'s group is stopped after ``pause_*(wait=False)``."""
         if daemon.process is not None:
             daemon.process.wait_paused(timeout)
@@ -624,7 +581,7 @@ class LocalSparkCluster(SparkCluster):
             raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")
         self._signal(self.zookeeper, sig)
 
-    def _signal(self, d: _Daemon, sig: int, wait: bool = True) -> None:
+    def _signal(self, d: Daemon, sig: int, wait: bool = True) -> None:
         if d.process is None:
             raise StackError(f"{d.name} was never started")
         d.process.signal(sig)
@@ -633,16 +590,16 @@ class LocalSparkCluster(SparkCluster):
             # reap the group so `alive` is false when we return (or later, in wait_gone)
             d.process.kill(timeout=10, wait=wait)
 
-    def _pause(self, d: _Daemon, wait: bool = True) -> None:
+    def _pause(self, d: Daemon, wait: bool = True) -> None:
         if d.process is None:
             raise StackError(f"{d.name} was never started")
         d.process.pause(wait=wait)
 
-    def _resume(self, d: _Daemon) -> None:
+    def _resume(self, d: Daemon) -> None:
         if d.process is not None:
             d.process.resume()
 
-    def _kill(self, d: _Daemon) -> None:
+    def _kill(self, d: Daemon) -> None:
         if d.process is not None:
             d.process.kill(timeout=10)
 
@@ -658,7 +615,7 @@ class LocalSparkCluster(SparkCluster):
         if not self._started:
             raise StackError("heal() before start(): the cluster is not running")
         deadline = time.monotonic() + timeout
-        daemons: list[_Daemon] = [*([self.zookeeper] if self.zookeeper else []), *self._masters, *self._workers]
+        daemons: list[Daemon] = [*([self.zookeeper] if self.zookeeper else []), *self._masters, *self._workers]
         last: Exception | None = None
         nudge = self._stall_nudger(grace=3.0)
         while time.monotonic() < deadline:
@@ -689,7 +646,7 @@ class LocalSparkCluster(SparkCluster):
         self.stop()
 
 
-def _check_alive(daemons: list[_Daemon]) -> None:
+def _check_alive(daemons: list[Daemon]) -> None:
     for d in daemons:
         p = d.process
         if p is not None and not p.alive:

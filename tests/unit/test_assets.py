@@ -14,7 +14,7 @@ FIXTURES = ROOT / "fixtures"
 
 def test_found_in_the_source_tree():
     assert assets.fixture_path("spark", "log4j2.properties") == FIXTURES / "spark" / "log4j2.properties"
-    assert assets.fixture_path("kafka-shim") == FIXTURES / "kafka-shim"
+    assert assets.fixture_path("kafka") == FIXTURES / "kafka"
 
 
 def test_missing_fixture_names_where_it_looked_and_the_fix():

@@ -6,7 +6,7 @@ import pytest
 from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.faults.timeline import DEFAULT_LOAD_S, RECOVERY_WINDOW_S, load_end, load_seconds, plan
 from pytest_streamchaos.faults.timeouts import (
-    KAFKA_TIMEOUT,
+    DECOUPLED,
     DelayClassError,
     check_delay_class,
     governing_timeout,
@@ -17,52 +17,66 @@ from pytest_streamchaos.spark.launcher import DEFAULT_CONF
 CLUSTER = {"spark.worker.timeout": "10"}
 
 
-def test_kafka_pd_above_lowers_the_read_timeout_below_the_delay() -> None:
-    c = resolve_delay_class("kafka", 500, True, CLUSTER, DEFAULT_CONF, 30_000)
-    assert c is not None and c.kafka_timeout_ms == 250 and c.conf == {}
-    assert (c.setting, c.before, c.after) == ("pollTimeoutMs", "30000 ms", "250 ms")
-    check_delay_class(500, True, governing_timeout("kafka", CLUSTER, DEFAULT_CONF, c.kafka_timeout_ms), "kafka")
-    assert "pollTimeoutMs set to 250 ms for this run (was 30000 ms)" in c.describe()
+def test_kafka_link_is_governed_by_the_connectors_poll_timeout_which_follows_the_network_timeout() -> None:
+    to = governing_timeout("kafka", CLUSTER, DEFAULT_CONF)
+    assert (to.setting, to.seconds) == ("kafkaConsumer.pollTimeoutMs", 20.0)  # DEFAULT_CONF: 20s
+    assert "spark.network.timeout" in to.where
+
+
+def test_kafka_pd_above_lowers_the_poll_timeout_and_keeps_the_other_timeouts() -> None:
+    c = resolve_delay_class("kafka", 5000, True, CLUSTER, DEFAULT_CONF)
+    assert c is not None and (c.setting, c.before, c.after) == ("kafkaConsumer.pollTimeoutMs", "20s", "2s")
+    assert c.conf["spark.network.timeout"] == "2s" and c.conf["spark.executor.heartbeatInterval"] == "500ms"
+    # executor liveness, RPC and shuffle connections keep the timeout they had: only the link's detection moves
+    assert {k: c.conf[k] for k in DECOUPLED} == dict.fromkeys(DECOUPLED, "20000ms")
+    check_delay_class(5000, True, governing_timeout("kafka", CLUSTER, {**DEFAULT_CONF, **c.conf}), "kafka")
+    assert "kafkaConsumer.pollTimeoutMs set to 2s (through spark.network.timeout) for this run (was 20s)" \
+        in c.describe()
 
 
 def test_kafka_pd_below_raises_it_and_a_class_that_holds_changes_nothing() -> None:
-    c = resolve_delay_class("broker-1", 40_000, False, CLUSTER, DEFAULT_CONF, 30_000)
-    assert c is not None and c.kafka_timeout_ms == 80_000
-    assert resolve_delay_class("kafka", 500, False, CLUSTER, DEFAULT_CONF, 30_000) is None
-    assert resolve_delay_class("kafka", 500, None, CLUSTER, DEFAULT_CONF, 30_000) is None
+    c = resolve_delay_class("broker-1", 40_000, False, CLUSTER, DEFAULT_CONF)
+    assert c is not None and c.conf["spark.network.timeout"] == "80s"
+    assert resolve_delay_class("kafka", 500, False, CLUSTER, DEFAULT_CONF) is None
+    assert resolve_delay_class("kafka", 500, None, CLUSTER, DEFAULT_CONF) is None
+
+
+def test_a_delay_of_half_a_second_cannot_be_above_a_whole_second_timeout() -> None:
+    with pytest.raises(DelayClassError, match=r"whole seconds .* use ms >= 2000"):
+        resolve_delay_class("kafka", 500, True, CLUSTER, DEFAULT_CONF)
 
 
 def test_a_timeout_the_test_pins_is_not_overridden() -> None:
-    with pytest.raises(DelayClassError, match=r"not PD>TO.*pins it \(chaos.run\(kafka_timeout_ms=30000\)\)"):
-        resolve_delay_class("kafka", 500, True, CLUSTER, DEFAULT_CONF, 30_000, frozenset({KAFKA_TIMEOUT}))
     conf = {**DEFAULT_CONF, "spark.network.timeout": "20s"}
     with pytest.raises(DelayClassError, match=r"pins it .*spark.network.timeout"):
-        resolve_delay_class("driver", 5000, True, CLUSTER, conf, 30_000, frozenset({"spark.network.timeout"}))
+        resolve_delay_class("kafka", 5000, True, CLUSTER, conf, frozenset({"spark.network.timeout"}))
+    with pytest.raises(DelayClassError, match=r"pins it .*spark.network.timeout"):
+        resolve_delay_class("driver", 5000, True, CLUSTER, conf, frozenset({"spark.network.timeout"}))
 
 
 def test_driver_pd_above_sets_timeout_heartbeat_and_check_interval() -> None:
-    c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF, 30_000)
-    assert c is not None and c.kafka_timeout_ms is None
+    c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF)
+    assert c is not None
     assert c.conf == {"spark.network.timeout": "2s", "spark.executor.heartbeatInterval": "500ms",
                       "spark.network.timeoutInterval": "2s"}
-    check_delay_class(5000, True, governing_timeout("driver", CLUSTER, {**DEFAULT_CONF, **c.conf}, 0), "driver")
+    check_delay_class(5000, True, governing_timeout("driver", CLUSTER, {**DEFAULT_CONF, **c.conf}), "driver")
 
 
 def test_driver_timeout_is_whole_seconds_so_a_short_delay_cannot_be_above_it() -> None:
     with pytest.raises(DelayClassError, match=r"whole seconds .* use ms >= 2000"):
-        resolve_delay_class("driver", 500, True, CLUSTER, DEFAULT_CONF, 30_000)
+        resolve_delay_class("driver", 500, True, CLUSTER, DEFAULT_CONF)
 
 
 def test_driver_pd_below_raises_the_timeout() -> None:
-    c = resolve_delay_class("driver", 30_000, False, CLUSTER, DEFAULT_CONF, 30_000)
+    c = resolve_delay_class("driver", 30_000, False, CLUSTER, DEFAULT_CONF)
     assert c is not None and c.conf == {"spark.network.timeout": "60s"}
 
 
 @pytest.mark.parametrize("target", ["master", "worker-0"])
 def test_cluster_wide_timeout_fails_naming_it(target) -> None:
     with pytest.raises(DelayClassError, match=r"spark.worker.timeout is a cluster-wide setting"):
-        resolve_delay_class(target, 500, True, CLUSTER, DEFAULT_CONF, 30_000)
-    assert resolve_delay_class(target, 20_000, True, CLUSTER, DEFAULT_CONF, 30_000) is None
+        resolve_delay_class(target, 500, True, CLUSTER, DEFAULT_CONF)
+    assert resolve_delay_class(target, 20_000, True, CLUSTER, DEFAULT_CONF) is None
 
 
 def test_load_without_duration_is_timeline_plus_recovery_window() -> None:
@@ -95,11 +109,11 @@ def test_report_says_how_long_the_load_ran_and_which_timeout_was_set() -> None:
     from pytest_streamchaos.analysis.synthetic import stateless_trace
 
     run = ChaosRun.from_trace(stateless_trace(rate=100, faults=[30]))
-    c = resolve_delay_class("kafka", 500, True, CLUSTER, DEFAULT_CONF, 30_000)
+    c = resolve_delay_class("kafka", 5000, True, CLUSTER, DEFAULT_CONF)
     assert c is not None
     run.meta.update({"load": {"planned_s": 630.0, "ran_s": 630.4, "why": "no duration given: ..."},
                      "delay_class": [c.to_dict() | {"note": c.describe()}]})
     text = run.describe()
     assert "load ran 630.4s (planned 630s: no duration given: ...)" in text
-    assert "timeout: network_delay(ms=500, target='kafka') is meant above" in text
+    assert "timeout: network_delay(ms=5000, target='kafka') is meant above" in text
     assert '"delay_class"' in run.to_json()

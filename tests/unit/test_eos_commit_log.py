@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_streamchaos.spark.eos import CommitLog, attempt_of, commit_marker, open_marker
-from pytest_streamchaos.spark.kafka_source import cap_offsets
+from pytest_streamchaos.job.eos import CommitLog, attempt_of, commit_marker, open_marker
 
 
 def test_first_commit_of_a_batch_wins_and_replays_do_not_count():
@@ -48,25 +47,3 @@ def test_sinks_are_independent():
 def test_attempt_header():
     assert attempt_of([("x", b"1"), ("streamchaos.attempt", b"s/1/0/ab")]) == "s/1/0/ab"
     assert attempt_of(None) is None and attempt_of([("x", b"1")]) is None
-
-
-def test_cap_offsets_all_available_and_fair_split():
-    start = {"t": {"0": 0, "1": 10, "2": 5}}
-    latest = {"t": {"0": 100, "1": 12, "2": 5}}
-    assert cap_offsets(start, latest, None) == latest
-    assert cap_offsets(start, latest, 1000) == latest
-    capped = cap_offsets(start, latest, 10)
-    taken = {p: capped["t"][p] - start["t"][p] for p in start["t"]}
-    assert sum(taken.values()) == 10
-    assert taken == {"0": 8, "1": 2, "2": 0}  # partition 1 only had 2, partition 0 gets the rest
-    assert cap_offsets(start, latest, 10) == capped  # deterministic
-
-
-def test_cap_offsets_never_exceeds_limit_or_lag():
-    start = {"a": {str(p): 0 for p in range(7)}}
-    latest = {"a": {str(p): p * 3 for p in range(7)}}
-    for limit in range(1, 70):
-        capped = cap_offsets(start, latest, limit)
-        taken = [capped["a"][p] - start["a"][p] for p in start["a"]]
-        assert sum(taken) == min(limit, sum(range(0, 21, 3)))
-        assert all(0 <= t <= latest["a"][p] for t, p in zip(taken, start["a"], strict=True))

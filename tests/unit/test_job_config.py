@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_streamchaos.spark import JobConfig, JobConfigError, job_config
-from pytest_streamchaos.spark.config import REQUIRED
+from pytest_streamchaos.job import JobConfig, JobConfigError, job_config
+from pytest_streamchaos.job.config import REQUIRED
 
 FULL = {
     "STREAMCHAOS_BOOTSTRAP_SERVERS": "127.0.0.1:9092,127.0.0.1:9093",

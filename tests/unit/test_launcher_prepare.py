@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.spark.config import JobConfig, job_config
+from pytest_streamchaos.job.config import JobConfig, job_config
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher, LaunchError
 
 JOBS = Path(__file__).resolve().parents[1] / "integration" / "jobs"

@@ -20,7 +20,7 @@ def test_help_shows_options_group_and_ini_keys(pytester: pytest.Pytester) -> Non
             "*--chaos-report=*",
         ]
     )
-    result.stdout.fnmatch_lines(["*streamchaos_workers*", "*streamchaos_brokers*"])
+    result.stdout.fnmatch_lines(["*streamchaos_workers*", "*streamchaos_kafka_brokers*"])
 
 
 def test_chaos_marker_is_registered(pytester: pytest.Pytester) -> None:
@@ -45,13 +45,13 @@ def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
 
 
 def test_ini_value_is_used_and_option_wins(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nstreamchaos_workers = 3\nstreamchaos_brokers = 1\n")
+    pytester.makeini("[pytest]\nstreamchaos_workers = 3\nstreamchaos_kafka_brokers = 1\n")
     pytester.makepyfile(
         """
         def test_settings(streamchaos_settings, request):
             expected = int(request.config.getoption("expected"))
             assert streamchaos_settings.workers == expected
-            assert streamchaos_settings.brokers == 1
+            assert streamchaos_settings.kafka_brokers == 1
         """
     )
     pytester.makeconftest(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
-from pytest_streamchaos.stack.kafka_local import KafkaTestView, LocalKafkaCluster
+from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
@@ -24,7 +24,7 @@ def _uses(pattern: str) -> set[str]:
 
 @pytest.mark.parametrize(("pattern", "iface"), [
     (r"\bcluster\.(\w+)", SparkCluster),
-    (r"\bctx\.kafka\.(\w+)|_session_kafka\.(\w+)", KafkaCluster),
+    (r"\bctx\.kafka\.(\w+)|self\.kafka\.(\w+)|\bkafka\.(\w+)\(", KafkaCluster),
 ])
 def test_every_stack_operation_the_faults_use_is_in_the_interface(pattern, iface):
     used = {n for m in _uses(pattern) for n in (m if isinstance(m, tuple) else (m,)) if n}
@@ -32,8 +32,7 @@ def test_every_stack_operation_the_faults_use_is_in_the_interface(pattern, iface
     assert not missing, f"declare these in stack/base.py {iface.__name__}: {missing}"
 
 
-@pytest.mark.parametrize(("local", "iface"), [(LocalSparkCluster, SparkCluster), (LocalKafkaCluster, KafkaCluster),
-                                              (KafkaTestView, KafkaCluster)])
+@pytest.mark.parametrize(("local", "iface"), [(LocalSparkCluster, SparkCluster), (LocalKafkaCluster, KafkaCluster)])
 def test_the_local_backend_implements_the_whole_interface(local, iface):
     declared = {n for n, v in vars(iface).items() if callable(v) and not n.startswith("_")}
     not_overridden = sorted(n for n in declared if getattr(local, n) is getattr(iface, n))

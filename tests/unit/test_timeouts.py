@@ -13,14 +13,14 @@ def test_spark_durations(v, s) -> None:
 def test_governing_timeout_per_link() -> None:
     cluster = {"spark.worker.timeout": "10"}
     job = {"spark.network.timeout": "20s"}
-    assert governing_timeout("worker-1", cluster, job, 30_000).setting == "spark.worker.timeout"
-    assert governing_timeout("driver", cluster, job, 30_000).seconds == 20.0
-    kt = governing_timeout("kafka", cluster, job, 30_000)
-    assert (kt.setting, kt.seconds) == ("pollTimeoutMs", 30.0)
+    assert governing_timeout("worker-1", cluster, job).setting == "spark.worker.timeout"
+    assert governing_timeout("driver", cluster, job).seconds == 20.0
+    kt = governing_timeout("kafka", cluster, job)
+    assert (kt.setting, kt.seconds) == ("kafkaConsumer.pollTimeoutMs", 20.0)
 
 
 def test_check_names_setting_and_value() -> None:
-    to = governing_timeout("driver", {}, {"spark.network.timeout": "5s"}, 30_000)
+    to = governing_timeout("driver", {}, {"spark.network.timeout": "5s"})
     check_delay_class(6000, True, to, "driver")
     check_delay_class(200, False, to, "driver")
     check_delay_class(200, None, to, "driver")

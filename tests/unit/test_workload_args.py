@@ -74,19 +74,3 @@ def test_collector_rejects_bad_arguments():
         col.Collector("127.0.0.1:1", [])
     with pytest.raises(ValueError, match="id_reader"):
         col.Collector("127.0.0.1:1", "t", id_reader=42)
-
-
-def test_committed_view_keeps_counted_attempts_at_commit_time() -> None:
-    """Exactly-once outputs arrive when their commit marker is read; uncounted attempts vanish."""
-    import numpy as np
-
-    from pytest_streamchaos.analysis.trace import OutputRecords
-    from pytest_streamchaos.observe.collector import _committed_view
-
-    out = OutputRecords.from_lists([1.0, 2.0, 3.0, 4.0], [[10], [11, 12], [13], [14]],
-                                   topic=["o", "o", "o", "o"])
-    attempt = np.array([0, 1, -1, 0], dtype=np.int32)  # attempt 1 never committed
-    view = _committed_view(out, attempt, {0: 3.5})
-    assert view.arrival_ts.tolist() == [3.0, 3.5, 4.0]
-    assert [view.ids[view.offsets[i]:view.offsets[i + 1]].tolist() for i in range(3)] == [[13], [10], [14]]
-    assert view.topic.tolist() == ["o", "o", "o"]

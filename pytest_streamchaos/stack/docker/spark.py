@@ -23,7 +23,8 @@ from typing import Any
 from pytest_streamchaos.stack.docker.container import ContainerProcess
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.images import host_mounts, resolve
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster, _Daemon
+from pytest_streamchaos.stack.process import Daemon
+from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
 
 class DockerSparkCluster(LocalSparkCluster):
@@ -69,7 +70,7 @@ class DockerSparkCluster(LocalSparkCluster):
         return ContainerProcess(self.session, self.image, argv, env=env, log_path=self.workdir / "logs" / f"{name}.log",
                                 name=f"{self.session.id}-{name}", ip=self._address(name), volumes=volumes)
 
-    def _listening(self, d: _Daemon, port: int) -> bool:
+    def _listening(self, d: Daemon, port: int) -> bool:
         try:
             with socket.create_connection((d.host, port), timeout=0.5):
                 return True

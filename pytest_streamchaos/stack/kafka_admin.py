@@ -1,0 +1,151 @@
+"""Topics and partition state of a Kafka cluster, through the harness's own admin client (confluent-kafka).
+
+Everything here talks to the brokers' harness listener (never the job's), so it keeps working while a
+fault cuts or delays the job's links. Topic creation is exact: a topic gets precisely the name and the
+partition count asked for, and one that exists already is deleted and created again (an earlier test's
+records never leak into the next). Creation returns only once a fresh metadata request shows every
+partition with a leader and its full in-sync replica set.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.stack.base import StackError
+
+#: how long a metadata or admin request may take before it counts as failed
+REQUEST_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition as the cluster's metadata reports it."""
+
+    leader: int  #: broker id, -1 while it has none
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]  #: the in-sync replicas
+
+
+def client_conf(bootstrap_servers: str, **extra: Any) -> dict[str, Any]:
+    """librdkafka settings of a harness client: its log lines go to Python's logging (a broker a fault
+    killed makes every client log its failed connects, which would otherwise flood stderr)."""
+    return {"bootstrap.servers": bootstrap_servers, "logger": logging.getLogger("pytest_streamchaos.kafka"),
+            "socket.timeout.ms": 5000, "reconnect.backoff.max.ms": 500, **extra}
+
+
+class KafkaAdmin:
+    """Admin operations on one cluster (``bootstrap_servers``: the harness listeners)."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self._admin: Any = None
+
+    def _client(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient(client_conf(self.bootstrap_servers, **{"allow.auto.create.topics": "false"}))
+        return self._admin
+
+    def metadata(self, topic: str | None = None, timeout: float = REQUEST_TIMEOUT_S) -> Any:
+        """The cluster's metadata now (all topics, or one)."""
+        return self._client().list_topics(topic=topic, timeout=timeout)
+
+    def brokers(self, timeout: float = REQUEST_TIMEOUT_S) -> list[int]:
+        """The ids of the brokers the cluster reports as registered (fenced ones are left out)."""
+        return sorted(int(b) for b in self.metadata(timeout=timeout).brokers)
+
+    def topics(self, timeout: float = REQUEST_TIMEOUT_S) -> list[str]:
+        """The topics, internal ones (``__consumer_offsets``, ``__transaction_state``) left out."""
+        return sorted(t for t in self.metadata(timeout=timeout).topics if not t.startswith("__"))
+
+    def partitions(self, topic: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[int, PartitionState] | None:
+        """The state of every partition of ``topic``, None when the cluster does not know it."""
+        t = self.metadata(topic, timeout).topics.get(topic)
+        if t is None or t.error is not None or not t.partitions:
+            return None
+        return {p: PartitionState(int(pm.leader), tuple(pm.replicas), tuple(pm.isrs)) for p, pm in t.partitions.items()}
+
+    def create_topic(self, name: str, partitions: int, replication: int, config: dict[str, str] | None = None,
+                     timeout: float = 30.0) -> None:
+        """Create ``name`` with exactly ``partitions`` partitions of ``replication`` replicas (deleting
+        it first if it exists), and return once every partition has a leader and a full ISR."""
+        from confluent_kafka.admin import NewTopic
+
+        if name in self.metadata(name, timeout).topics and self.partitions(name, timeout) is not None:
+            self.delete_topic(name, timeout)
+        deadline = time.monotonic() + timeout
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=dict(config or {}))
+
+        def created() -> bool:
+            err = _future_error(self._client().create_topics([new], request_timeout=REQUEST_TIMEOUT_S)[name])
+            if err is None or "already exists" in err.lower() and "deletion" not in err.lower():
+                return True
+            if "deletion" in err.lower() or "TOPIC_ALREADY_EXISTS" in err:  # the old one is still going
+                return False
+            raise StackError(f"cannot create topic {name!r} ({partitions} partitions, replication {replication}): "
+                             f"{err}")
+
+        poll(created, timeout, interval=0.1, on_timeout=lambda _: StackError(
+            f"topic {name!r}: the earlier topic of that name was still being deleted after {timeout:g}s"))
+        self.await_topic(name, partitions, replication, max(1.0, deadline - time.monotonic()))
+
+    def await_topic(self, name: str, partitions: int, replication: int, timeout: float) -> None:
+        """Poll until ``name`` has ``partitions`` partitions, each with a leader and ``replication``
+        in-sync replicas; another partition count fails at once."""
+        last = ["not listed yet"]
+
+        def ready() -> bool:
+            state = self.partitions(name)
+            if state is None:
+                return False
+            if len(state) != partitions:
+                raise StackError(f"topic {name!r}: asked for {partitions} partitions, the cluster reports {len(state)}")
+            waiting = {p: s for p, s in state.items() if s.leader < 0 or len(s.isr) < replication}
+            last[0] = f"partitions without a leader or a full ISR: {waiting}"
+            return not waiting
+
+        poll(ready, timeout, interval=0.05, on_timeout=lambda _: StackError(
+            f"topic {name!r} ({partitions} partitions, replication {replication}) not ready within "
+            f"{timeout:g}s: {last[0]}"))
+
+    def delete_topic(self, name: str, timeout: float = 30.0) -> None:
+        """Delete ``name`` and return once fresh metadata no longer lists it (no error if it is not there)."""
+        err = _future_error(self._client().delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name])
+        if err is not None and "UNKNOWN_TOPIC" not in err and "does not" not in err.lower():
+            raise StackError(f"cannot delete topic {name!r}: {err}")
+        poll(lambda: name not in self.metadata(timeout=REQUEST_TIMEOUT_S).topics, timeout, interval=0.1,
+             on_timeout=lambda _: StackError(f"topic {name!r} still listed {timeout:g}s after its deletion"))
+
+    def elect_preferred_leaders(self, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        """Move every partition's leadership back to its preferred replica (after a broker restart the
+        survivors lead everything until the next automatic rebalance, minutes later)."""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        parts = [TopicPartition(name, p) for name, t in self.metadata(timeout=timeout).topics.items()
+                 for p in t.partitions]
+        if not parts:
+            return
+        # (confluent-kafka 2.16 fails with partitions=None, "all partitions": name them)
+        fut = self._client().elect_leaders(ElectionType.PREFERRED, parts)
+        try:
+            fut.result(timeout)
+        except Exception:  # partitions already led by their preferred replica report an error: nothing to do
+            pass
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def _future_error(fut: Any) -> str | None:
+    """The error of an admin future as text, None when it succeeded."""
+    try:
+        fut.result()
+    except Exception as exc:  # KafkaException wraps a KafkaError
+        err = exc.args[0] if exc.args else exc
+        return f"{getattr(err, 'name', lambda: '')()} {getattr(err, 'str', lambda: str(err))()}".strip()
+    return None
