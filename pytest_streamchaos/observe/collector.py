@@ -499,8 +499,9 @@ class Collector:
 
     @property
     def transaction_markers(self) -> dict[str, int]:
-        """Per output partition (``"topic[p]"``), the transaction markers seen between the records
-        read; empty when the output was not written transactionally."""
+        """Per output partition (``"topic[p]"``), the offsets skipped between the records read:
+        transaction markers, and records of aborted transactions (read_committed hides both); empty
+        when the output was not written transactionally."""
         with self._lock:
             return dict(self._markers)
 

@@ -203,7 +203,7 @@ class LocalKafkaCluster(KafkaCluster):
             out, _ = proc.communicate(timeout=self.start_timeout)
             if proc.returncode != 0:
                 raise StackError(f"Kafka's StorageTool could not format broker-{nid}'s log directory "
-                                 f"{self.workdir / 'data'} (exit code {proc.returncode}): {out.strip()[-1500:]}; "
+                                 f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(out)}; "
                                  "fix: free disk space there, or check that the directory is writable")
 
     # -- what a backend changes: where a node lives and how it is started -------------------------
@@ -410,6 +410,13 @@ class LocalKafkaCluster(KafkaCluster):
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
         return f"<LocalKafkaCluster {self.brokers} brokers {self.bootstrap_servers or '-'} {state}>"
+
+
+def java_error(output: str, lines: int = 2) -> str:
+    """What a failed JVM tool said, without its stack trace: its last ``lines`` message lines."""
+    said = [ln.strip() for ln in output.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("at ", "... ")) and not ln.startswith("\t")]
+    return " ".join(said[-lines:]) or "no output"
 
 
 def _properties(conf: dict[str, str]) -> str:
