@@ -443,18 +443,23 @@ class NetworkAction:
     def _in_namespaces(self, planned: PlannedFault, sides: list[tuple[str, str]], eps: list[Endpoint],
                        ports: frozenset[int]) -> net.FaultGroup:
         """The fault in the namespace of each node on the job's side of the link (``on``: one node
-        only), on the packets its peer sends: each node loses its side of the link, as on a network."""
+        only), on the packets each peer host sends into it (a link to several hosts, such as the
+        brokers, is one fault per host with that host's ports): each node loses its side of the
+        link, as on a network."""
         s = planned.spec
-        hosts = {e.host for e in eps}
-        if len(hosts) != 1:
-            raise ValueError(f"target {s.target!r}: its endpoints are on several hosts {sorted(hosts)}")
         on = s.params.get("on")
         chosen = [(n, ns) for n, ns in sides if on is None or n == on]
         if not chosen:
             raise ValueError(f"on={on!r}: the job's nodes are {[n for n, _ in sides]}")
-        peer = hosts.pop()
-        faults = [self._fault(s.kind, s.params, ports).in_namespace(ns, peer) for _, ns in chosen]
-        return net.FaultGroup(faults, [n for n, _ in chosen])
+        hosts = sorted({e.host for e in eps})
+        faults, nodes, labels = [], [], []
+        for node, ns in chosen:
+            for host in hosts:
+                host_ports = net.ports_of(*[e for e in eps if e.host == host]) & ports
+                faults.append(self._fault(s.kind, s.params, host_ports).in_namespace(ns, host))
+                nodes.append(node)
+                labels.append(node if len(hosts) == 1 else f"{node}<-{host}")
+        return net.FaultGroup(faults, nodes, labels)
 
     @staticmethod
     def _fault(kind: str, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:

@@ -520,10 +520,13 @@ class FaultGroup(_Healing):
 
     conn_mark = None
 
-    def __init__(self, faults: list[NetworkFault], nodes: list[str]) -> None:
+    def __init__(self, faults: list[NetworkFault], nodes: list[str], labels: list[str] | None = None) -> None:
+        """``nodes``: the node each fault acts on (in order); ``labels``: a name per fault where a node
+        holds several (one per peer host), for messages and per-fault measurements."""
         if not faults:
             raise ValueError("a fault group needs at least one fault")
-        self.faults, self.nodes = faults, nodes
+        self.faults, self.labels = faults, labels or nodes
+        self.nodes = list(dict.fromkeys(nodes))
         self.kind = faults[0].kind
 
     @property
@@ -552,16 +555,16 @@ class FaultGroup(_Healing):
             raise errors[0]
 
     def stopped_acting(self) -> str | None:
-        for node, f in zip(self.nodes, self.faults, strict=True):
+        for label, f in zip(self.labels, self.faults, strict=True):
             why = f.stopped_acting()
             if why:
-                return f"on {node}: {why}"
+                return f"on {label}: {why}"
         return None
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
-        """Each node's measurement; the first node's values at the top level (``measured_*``)."""
-        per_node = {node: f.measure(budget_s) for node, f in zip(self.nodes, self.faults, strict=True)}
-        return {**per_node[self.nodes[0]], "per_node": per_node}
+        """Each fault's measurement; the first one's values at the top level (``measured_*``)."""
+        per_node = {label: f.measure(budget_s) for label, f in zip(self.labels, self.faults, strict=True)}
+        return {**per_node[self.labels[0]], "per_node": per_node}
 
     def __repr__(self) -> str:
         return f"FaultGroup({self.faults[0]!r} on {self.nodes})"

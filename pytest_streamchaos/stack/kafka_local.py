@@ -133,6 +133,12 @@ class LocalKafkaCluster(KafkaCluster):
         self._started = False
 
     @property
+    def job_bootstrap_servers(self) -> str:
+        """The job's listeners (their proxies where the stack has them): faults on the job's links act here."""
+        return ",".join(f"{h}:{p}" for h, p in (self.job_proxies.get(n.node_id, (n.host, n.ports["job"]))
+                                                 for n in self.nodes))
+
+    @property
     def running(self) -> bool:
         return self._started and all(n.alive for n in self.nodes)
 

@@ -45,7 +45,7 @@ _OWNER = textwrap.dedent("""
     from pytest_streamchaos.stack.docker.container import ContainerProcess
     from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
     s = engine.DockerSession(engine.connect()).open()
-    k = DockerKafkaCluster(1, sys.argv[1] + "/kafka", session=s)
+    k = DockerKafkaCluster(sys.argv[1] + "/kafka", brokers=1, session=s)
     k.start()
     mounts = images.host_mounts(Path("/usr"), rw=(sys.argv[1],))
     ContainerProcess(s, images.host_runtime_image(s.client), ["sleep", "600"], env={}, name=s.id + "-sleeper",
@@ -56,8 +56,8 @@ _OWNER = textwrap.dedent("""
 
 
 def test_a_sigkilled_owner_leaves_no_container_or_network(client, tmp_path):
-    """pytest dies by SIGKILL with the brokers' container, a daemon's container and the network up:
-    the reaper removes them all (the brokers' container also ends by itself, its pipe closed)."""
+    """pytest dies by SIGKILL with a broker's container, a daemon's container and the network up:
+    the reaper removes them all."""
     proc = subprocess.Popen([sys.executable, "-c", _OWNER, str(tmp_path)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -126,7 +126,7 @@ def test_a_hard_coded_localhost_port_is_refused_naming_the_fix(client, tmp_path)
 
     session = engine.DockerSession(client).open()
     try:
-        k = DockerKafkaCluster(1, tmp_path / "kafka", session=session)
+        k = DockerKafkaCluster(tmp_path / "kafka", brokers=1, session=session)
         with pytest.raises(StackError, match=r"cannot serve a job that hard-codes localhost:9092.*fix: pass the "
                                              r"bootstrap servers"):
             k.listen(9092)

@@ -1,4 +1,4 @@
-"""The example pipelines run for real: Spark standalone cluster + embedded Kafka, a small input
+"""The example pipelines run for real: Spark standalone cluster + real Kafka brokers, a small input
 produced by the generator (or by hand), the output consumed and checked record by record."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 from confluent_kafka import Producer
 
+from pytest_streamchaos.job.config import JobConfig
+from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.spark.config import JobConfig
-from pytest_streamchaos.spark.eos import control_topic_for
-from pytest_streamchaos.spark.kafka_sink import CommittedOutputReader
 from pytest_streamchaos.spark.launcher import JobLauncher, SparkJob
 from pytest_streamchaos.workload.generator import Generator
 
@@ -99,24 +98,17 @@ def _first_record(kafka, topic: str) -> dict:
 
 def test_enrich_exactly_once_every_good_id_exactly_once(kafka, launcher: JobLauncher, tmp_path: Path):
     src, out = kafka.create_topic("in", 2), kafka.create_topic("out", 2)
-    kafka.cluster.create_topic(control_topic_for(out), 1)  # the sink's commit log, one partition
+    kafka.create_topic(control_topic_for(out), 1)  # the sink's commit log, one partition
     cfg = _config(kafka, tmp_path, [src], out, transactional_id=f"eos-{out}")
     job = launcher.submit(PIPELINES / "enrich_exactly_once.py", config=cfg)
     sent = _generate(kafka, src, 300, poison=0.05).sent()
-    good = set(sent.ids[~sent.poison].tolist())
-    reader = CommittedOutputReader(kafka.bootstrap_servers, out)
-    counts: Counter = Counter()
-    try:
-        def all_seen(_job) -> bool:
-            counts.update(json.loads(m.value())["id"] for m in reader.poll(timeout=0.2))
-            return good <= set(counts)
-
-        job.wait_for(all_seen, TIMEOUT, f"all {len(good)} good ids committed to {out}")
+    good = sent.ids[~sent.poison]
+    with Collector(kafka.bootstrap_servers, out) as collector:  # read_committed
+        _wait(job, collector, lambda c: c.has_seen(good), f"all {len(good)} good ids committed to {out}")
         job.stop()
-        all_seen(job)  # whatever was committed before the stop
-    finally:
-        reader.close()
-    assert set(counts) == good and max(counts.values()) == 1
+    counts = _id_counts(collector)
+    assert collector.transaction_markers, "the sink writes transactionally"
+    assert set(counts) == set(good.tolist()) and max(counts.values()) == 1
 
 
 def test_window_count_finalized_windows_hold_exactly_their_ids(kafka, launcher: JobLauncher, tmp_path: Path):

@@ -1,8 +1,8 @@
-"""The Python Kafka source and the Kafka sinks against a real local Spark and the embedded Kafka cluster."""
+"""The foreachBatch Kafka sinks of pytest_streamchaos.job (at-least-once, exactly-once) in a local Spark
+that reads with Spark's own Kafka connector, against the real brokers."""
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -11,14 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import functions as F
 
-from pytest_streamchaos.spark import (
-    CommittedOutputReader,
-    ExactlyOnceKafkaSink,
-    SinkFencedError,
-    read_kafka,
-    write_kafka_batch,
-)
-from pytest_streamchaos.spark.eos import control_topic_for
+from pytest_streamchaos.job import ExactlyOnceKafkaSink, SinkFencedError, read_kafka, write_kafka_batch
+from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
@@ -30,7 +24,11 @@ T0_MS = 1_700_000_000_000
 def spark() -> Iterator:
     from pyspark.sql import SparkSession
 
+    from pytest_streamchaos.spark.connector import connector_jars
+    from pytest_streamchaos.spark.launcher import spark_home
+
     session = (SparkSession.builder.master("local[2]").appName("streamchaos-kafka-io")
+               .config("spark.jars", ",".join(str(j) for j in connector_jars(spark_home())))
                .config("spark.ui.enabled", "false")
                .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", "2")
@@ -97,135 +95,25 @@ def run_available_now(df, checkpoint: str, on_batch, timeout: float = 60):
     return q
 
 
-def test_three_partitions_every_record_once_with_kafka_columns(spark, kafka, checkpoint):
-    topic = kafka.create_topic("src", partitions=3)
-    produce(kafka.bootstrap_servers, topic, range(3000), 3)
-    df = read_kafka(spark, kafka.bootstrap_servers, topic, startingOffsets="earliest", use_connector=False)
-    assert df.isStreaming
-    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
-        ("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
-        ("offset", "bigint"), ("timestamp", "timestamp"), ("timestampType", "int")]
-    rows: list = []
-    run_available_now(df, checkpoint, lambda b, _i: rows.extend(b.collect()))
-    assert len(rows) == 3000
-    by_id = {int(r.value): r for r in rows}
-    assert sorted(by_id) == list(range(3000))
-    for i in (0, 1, 2, 1234, 2999):
-        r = by_id[i]
-        assert (bytes(r.key), r.topic, r.partition, r.offset) == (b"k%d" % i, topic, i % 3, i // 3)
-        assert r.timestamp == dt.datetime(2023, 11, 14, 22, 13, 20) + dt.timedelta(milliseconds=i)
-        assert r.timestampType == 0  # CreateTime, as Spark's source reports it
-
-
-def test_max_offsets_per_trigger_limits_batches(spark, kafka, checkpoint):
-    topic = kafka.create_topic("limit", partitions=3)
-    produce(kafka.bootstrap_servers, topic, range(1000), 3)
-    df = read_kafka(spark, kafka.bootstrap_servers, topic, startingOffsets="earliest",
-                    maxOffsetsPerTrigger=150, use_connector=False)
-    sizes: list[tuple[int, int]] = []
-    seen: list[int] = []
-
-    def on_batch(b, i):
-        vals = [int(r.value) for r in b.select("value").collect()]
-        sizes.append((i, len(vals)))
-        seen.extend(vals)
-
-    run_available_now(df, checkpoint, on_batch)
-    non_empty = [n for _, n in sizes if n]
-    assert max(non_empty) <= 150, sizes
-    assert len(non_empty) >= 7, sizes  # 1000 / 150
-    assert sorted(seen) == list(range(1000))
-
-
-def test_restart_replays_the_same_ranges_and_loses_nothing(spark, kafka, checkpoint):
-    topic = kafka.create_topic("replay", partitions=3)
-    produce(kafka.bootstrap_servers, topic, range(900), 3)
-    df = read_kafka(spark, kafka.bootstrap_servers, topic, startingOffsets="earliest",
-                    maxOffsetsPerTrigger=200, use_connector=False)
-    attempts: dict[int, list[list[tuple[int, int]]]] = {}
-    delivered: list[int] = []
-
-    def make_on_batch(crash_at: int | None):
-        def on_batch(b, i):
-            rows = b.select("partition", "offset", "value").collect()
-            attempts.setdefault(i, []).append(sorted((r.partition, r.offset) for r in rows))
-            if i == crash_at:
-                raise RuntimeError(f"injected failure after reading batch {i}")
-            delivered.extend(int(r.value) for r in rows)
-        return on_batch
-
-    # First run dies in batch 2: its range is in the offset log, not in the commit log.
-    q = (df.writeStream.foreachBatch(make_on_batch(crash_at=2)).option("checkpointLocation", checkpoint)
-         .trigger(availableNow=True).start())
-    with pytest.raises(Exception, match="injected failure"):
-        q.awaitTermination(60)
-    q.stop()
-    assert sorted(attempts) == [0, 1, 2]
-    # Restart from the checkpoint: batch 2 is replayed with exactly the same offsets.
-    run_available_now(df, checkpoint, make_on_batch(crash_at=None))
-    assert len(attempts[2]) == 2 and attempts[2][0] == attempts[2][1] and attempts[2][0]
-    assert sorted(delivered) == list(range(900))  # nothing lost, nothing twice
-
-
-def test_transaction_markers_and_isolation_match_a_read_committed_consumer(spark, kafka, checkpoint):
-    """Ranges with transaction markers (offset gaps) are read to their end without hanging, and the
-    source returns what a read_committed consumer returns. On a real broker aborted records are
-    absent; librdkafka's mock broker does not implement read_committed, so there they are present."""
-    topic = kafka.create_topic("txn", partitions=1)
-    servers = kafka.bootstrap_servers
-    produce(servers, topic, range(0, 5), 1)
-    tp = Producer({"bootstrap.servers": servers, "transactional.id": f"t-{topic}"})
-    tp.init_transactions(30)
-    tp.begin_transaction()
-    for i in range(5, 10):
-        tp.produce(topic, value=b"%d" % i, partition=0)
-    tp.commit_transaction(30)
-    tp.begin_transaction()
-    for i in range(100, 103):
-        tp.produce(topic, value=b"%d" % i, partition=0)
-    tp.flush(30)
-    tp.abort_transaction(30)
-    tp.begin_transaction()
-    tp.produce(topic, value=b"10", partition=0)
-    tp.commit_transaction(30)  # the log now ends with a commit marker
-    reference = sorted(int(m.value()) for m in read_all(servers, topic, 1))
-    broker_hides_aborted = 100 not in reference
-
-    df = read_kafka(spark, servers, topic, startingOffsets="earliest", maxOffsetsPerTrigger=4,
-                    use_connector=False)
-    got: list[int] = []
-    run_available_now(df, checkpoint, lambda b, _i: got.extend(int(r.value) for r in b.collect()))
-    assert sorted(got) == reference
-    assert set(range(11)) <= set(got)
-    if broker_hides_aborted:
-        assert not {100, 101, 102} & set(got)
-
-
 def _eos_setup(kafka, name: str, n: int):
     src = kafka.create_topic(name + "-in", partitions=3)
     out = kafka.create_topic(name + "-out", partitions=2)
-    kafka.cluster.create_topic(control_topic_for(out), 1)
+    kafka.create_topic(control_topic_for(out), 1)
     produce(kafka.bootstrap_servers, src, range(n), 3)
     return src, out
 
 
-def _committed_values(servers: str, out: str, expected: int, timeout: float = 20.0) -> list[int]:
-    reader = CommittedOutputReader(servers, out)
-    try:
-        vals: list[int] = []
-        wait_for(lambda: vals.extend(int(m.value()) for m in reader.poll(0.2)) or len(vals) >= expected,
-                 timeout, f"{expected} committed records in {out}", lambda: (len(vals), reader.pending))
-        vals.extend(int(m.value()) for m in reader.poll(0.5))  # anything beyond would be a duplicate
-        return vals
-    finally:
-        reader.close()
+def _committed_values(servers: str, out: str, expected: int) -> list[int]:
+    """What a read_committed consumer of the output sees (records of aborted transactions never)."""
+    vals = [int(m.value()) for m in read_all(servers, out, 2)]
+    assert len(vals) >= expected, f"{len(vals)} committed records in {out}, expected {expected}"
+    return vals
 
 
 def test_exactly_once_sink_skips_a_replayed_committed_batch(spark, kafka, checkpoint):
     servers = kafka.bootstrap_servers
     src, out = _eos_setup(kafka, "eos", 500)
-    df = read_kafka(spark, servers, src, startingOffsets="earliest", maxOffsetsPerTrigger=100,
-                    use_connector=False).select("key", "value")
+    df = read_kafka(spark, servers, src, startingOffsets="earliest", maxOffsetsPerTrigger=100).select("key", "value")
     tid = f"job-{out}"
 
     sink1 = ExactlyOnceKafkaSink(servers, out, transactional_id=tid)
@@ -259,8 +147,7 @@ def test_at_least_once_sink_duplicates_the_same_replay(spark, kafka, checkpoint)
     """The contrast case: the same crash with write_kafka_batch duplicates batch 2's records."""
     servers = kafka.bootstrap_servers
     src, out = _eos_setup(kafka, "alo", 300)
-    df = read_kafka(spark, servers, src, startingOffsets="earliest", maxOffsetsPerTrigger=100,
-                    use_connector=False).select("key", "value")
+    df = read_kafka(spark, servers, src, startingOffsets="earliest", maxOffsetsPerTrigger=100).select("key", "value")
     counts: list[int] = []
 
     def crash_after_write(b, i):
@@ -294,8 +181,8 @@ def test_exactly_once_sink_fences_the_old_driver(spark, kafka):
         with pytest.raises(SinkFencedError):
             old(batch(range(5, 10)), 1)
         # A zombie that passed the check before the new driver started (e.g. it was paused mid-batch)
-        # and writes anyway: on a real broker its producer is fenced; on the mock broker, which does
-        # not fence, the commit log rejects its marker and readers drop its records.
+        # and writes anyway: the broker fences its producer (same transactional.id), so nothing of it
+        # is ever committed.
         zombie_rows = batch(range(5, 10)).select("value", "key", F.lit(None).cast("int").alias("p"))
         try:
             old._write_transaction(zombie_rows.toArrow(), 1, "zombie-attempt")
