@@ -29,7 +29,8 @@ _LAZY = {
     "FaultSpecError": "pytest_streamchaos.faults.spec",
     **dict.fromkeys(
         ["bandwidth_limit", "kill_broker", "kill_driver", "kill_executor", "kill_master", "kill_worker",
-         "network_delay", "network_partition", "packet_loss", "pause", "poison_records"],
+         "network_delay", "network_partition", "packet_loss", "pause", "poison_records",
+         "kill_namenode", "pause_namenode", "kill_datanode"],
         "pytest_streamchaos.faults.marks"),
 }
 
@@ -66,6 +67,9 @@ __all__ = [
     "packet_loss",
     "pause",
     "poison_records",
+    "kill_namenode",
+    "pause_namenode",
+    "kill_datanode",
     "RecordSpec",
 ]
 __version__ = "0.1.0"
