@@ -109,6 +109,7 @@ class HdfsNode(_Daemon):
 
     @property
     def name(self) -> str:
+        """``namenode`` or ``datanode-<i>`` (endpoints, timeline targets, log files)."""
         return "namenode" if self.role == "namenode" else f"datanode-{self.index}"
 
     def endpoint(self) -> Endpoint:
@@ -149,12 +150,14 @@ class LocalHdfsCluster:
     # -- shape ---------------------------------------------------------------------------------
     @property
     def namenode(self) -> HdfsNode:
+        """The NameNode's handle (``StackError`` before :meth:`start`)."""
         if self._namenode is None:
             raise StackError("the HDFS cluster is not started: call start() first")
         return self._namenode
 
     @property
     def datanodes(self) -> list[HdfsNode]:
+        """The DataNodes' handles, by index."""
         return list(self._datanodes)
 
     @property
@@ -434,6 +437,7 @@ class LocalHdfsCluster:
         self._process(self.namenode).pause(wait=wait)
 
     def resume_namenode(self) -> None:
+        """SIGCONT the NameNode and wait until it runs."""
         self._process(self.namenode).resume()
 
     def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> HdfsNode:
@@ -446,9 +450,11 @@ class LocalHdfsCluster:
         return self._restart(self._datanode(i), wait, timeout)
 
     def pause_datanode(self, i: int, wait: bool = True) -> None:
+        """SIGSTOP DataNode ``i`` (no heartbeats: declared dead after :data:`DEAD_AFTER_S`)."""
         self._process(self._datanode(i)).pause(wait=wait)
 
     def resume_datanode(self, i: int) -> None:
+        """SIGCONT DataNode ``i`` (declared dead meanwhile, it registers again by itself)."""
         self._process(self._datanode(i)).resume()
 
     def wait_gone(self, node: HdfsNode, timeout: float = 10.0) -> None:
