@@ -213,6 +213,16 @@ def test_missing_java_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
 
 
+def test_a_resolution_failure_is_one_line_and_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an empty jar cache and a "mirror" on a closed 127.0.0.1 port: the resolver fails at once
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("STREAMCHAOS_MAVEN_REPO", f"http://127.0.0.1:{free_port()}/maven2/")
+    with pytest.raises(StackError, match=r"could not resolve Hadoop HDFS 3\.5\.0 .*Fix: .*MAVEN_REPO") as err:
+        LocalHdfsCluster(tmp_path / "hdfs").start()
+    assert "\n" not in str(err.value)
+    assert not processes_under(tmp_path / "hdfs")
+
+
 def test_a_node_that_exits_at_start_fails_with_its_log_and_leaves_nothing(tmp_path: Path) -> None:
     cluster = LocalHdfsCluster(tmp_path / "hdfs", conf={"dfs.namenode.handler.count": "many"})
     began = time.monotonic()
