@@ -28,8 +28,9 @@ _LAZY = {
     "FaultSpec": "pytest_streamchaos.faults.spec",
     "FaultSpecError": "pytest_streamchaos.faults.spec",
     **dict.fromkeys(
-        ["bandwidth_limit", "isolate_broker", "kill_broker", "kill_driver", "kill_executor", "kill_master",
-         "kill_worker", "network_delay", "network_partition", "packet_loss", "pause", "poison_records"],
+        ["bandwidth_limit", "isolate_broker", "kill_broker", "kill_datanode", "kill_driver", "kill_executor",
+         "kill_master", "kill_namenode", "kill_worker", "network_delay", "network_partition", "packet_loss", "pause",
+         "pause_namenode", "poison_records"],
         "pytest_streamchaos.faults.marks"),
 }
 
@@ -67,6 +68,9 @@ __all__ = [
     "packet_loss",
     "pause",
     "poison_records",
+    "kill_namenode",
+    "pause_namenode",
+    "kill_datanode",
     "RecordSpec",
 ]
 __version__ = "0.1.0"

@@ -16,6 +16,7 @@ from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
 from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
+    hdfs,
     kafka,
     progress_writer,
     spark_cluster,

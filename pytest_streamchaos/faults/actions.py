@@ -49,6 +49,7 @@ class FaultContext:
     poison: PoisonSchedule | None = None
     recorder: Any = None  #: faults.scheduler.Recorder, for what the system did in reaction
     notes: dict[str, Any] = field(default_factory=dict)
+    hdfs: Any = None  #: stack.hdfs.LocalHdfsCluster of a run with ``checkpoint="hdfs"``, else None
 
     def watch(self, kind: str, target: str, predicate: Any, timeout: float = 90.0) -> None:
         """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
@@ -534,6 +535,7 @@ def actions_for(ctx: FaultContext) -> dict[str, Any]:
         "network_partition": netw,
         "bandwidth_limit": netw,
         "poison_records": PoisonRecords(ctx),
+        **hdfs_actions(ctx),
     }
 
 
@@ -600,3 +602,100 @@ def wait_tasks_running(ctx: FaultContext):
 
 def moments_for(ctx: FaultContext) -> dict[str, Any]:
     return {"uncommitted_output": wait_uncommitted_output(ctx), "tasks_running": wait_tasks_running(ctx)}
+
+
+# -- HDFS ----------------------------------------------------------------------------------------
+
+
+class _HdfsAction:
+    """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.ctx = ctx
+
+    def _hdfs(self) -> Any:
+        if self.ctx.hdfs is None:
+            raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., checkpoint=\"hdfs\")")
+        return self.ctx.hdfs
+
+    def _watch_registered(self, hdfs: Any, datanodes: list[int]) -> None:
+        """Record when each of ``datanodes`` has registered with the NameNode (polled in the
+        background by ``ctx.watch``, from the heal on)."""
+        for i in datanodes:
+            self.ctx.watch("datanode_registered", f"datanode-{i}", lambda i=i: hdfs.datanode_registered(i))
+
+
+class HdfsKillNamenode(_HdfsAction):
+    """kill_namenode: signal the NameNode; heal restarts it on the same ports and name dir."""
+
+    def target(self, planned: PlannedFault) -> str:
+        return "namenode"
+
+    def inject(self, planned: PlannedFault) -> None:
+        self._hdfs().kill_namenode(_sig(planned), wait=False)
+
+    def confirm(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_gone(hdfs.namenode, CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.restart_namenode(wait=False)
+        # a new NameNode starts in safe mode and knows no DataNode: each registers again and reports
+        # its blocks, then the NameNode leaves safe mode
+        self.ctx.watch("namenode_safemode_exit", "namenode", hdfs.out_of_safemode)
+        self._watch_registered(hdfs, list(range(len(hdfs.datanodes))))
+
+
+class HdfsPauseNamenode(_HdfsAction):
+    """pause_namenode: SIGSTOP the NameNode (clients hang, DataNodes miss heartbeat replies)."""
+
+    def target(self, planned: PlannedFault) -> str:
+        return "namenode"
+
+    def inject(self, planned: PlannedFault) -> None:
+        self._hdfs().pause_namenode(wait=False)
+
+    def confirm(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_paused(hdfs.namenode, CONFIRM_PAUSE_S)
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        self._hdfs().resume_namenode()
+
+
+class HdfsKillDatanode(_HdfsAction):
+    """kill_datanode: signal DataNode ``index`` (default 0); record when the NameNode declares it
+    dead; heal (with restart_after) starts it again on its ports and data dir."""
+
+    def _index(self, planned: PlannedFault) -> int:
+        i = planned.spec.index if isinstance(planned.spec.index, int) else 0
+        n = len(self._hdfs().datanodes)
+        if i >= n:
+            raise IndexError(f"index={i}: the HDFS cluster has {n} DataNodes")
+        return i
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"datanode-{self._index(planned)}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        hdfs, i = self._hdfs(), self._index(planned)
+        hdfs.kill_datanode(i, _sig(planned), wait=False)
+        self.ctx.watch("datanode_dead", f"datanode-{i}", lambda: f"datanode-{i}" in hdfs.state().dead,
+                       timeout=hdfs.dead_after_s + 30)
+        return i
+
+    def confirm(self, planned: PlannedFault, i: int) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_gone(hdfs.datanodes[i], CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, i: int) -> None:
+        hdfs = self._hdfs()
+        hdfs.restart_datanode(i, wait=False)
+        self._watch_registered(hdfs, [i])
+
+
+def hdfs_actions(ctx: FaultContext) -> dict[str, Any]:
+    """The HDFS fault kinds' actions (they fail, saying why, in a run without HDFS)."""
+    return {"kill_namenode": HdfsKillNamenode(ctx), "pause_namenode": HdfsPauseNamenode(ctx),
+            "kill_datanode": HdfsKillDatanode(ctx)}

@@ -44,6 +44,9 @@ packet_loss = _decorator("packet_loss")
 network_partition = _decorator("network_partition")
 bandwidth_limit = _decorator("bandwidth_limit")
 poison_records = _decorator("poison_records")
+kill_namenode = _decorator("kill_namenode")
+pause_namenode = _decorator("pause_namenode")
+kill_datanode = _decorator("kill_datanode")
 
 
 def marker_lines() -> list[str]:

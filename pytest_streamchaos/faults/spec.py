@@ -59,6 +59,15 @@ class FaultKind:
     network: bool = False
 
 
+#: faults on the run's HDFS (``chaos.run(..., checkpoint="hdfs")``), acted by faults/actions.py's Hdfs* classes
+HDFS_KINDS = (
+    FaultKind("kill_namenode", "kill the HDFS NameNode; restart it (same ports, same name dir) after "
+              "restart_after (default 0: at once)", KILL_ARGS),
+    FaultKind("pause_namenode", "SIGSTOP the HDFS NameNode for duration seconds (SIGCONT on heal)", {}),
+    FaultKind("kill_datanode", "kill HDFS DataNode index= (an int, default 0); restart it after restart_after, "
+              "or leave it dead", KILL_ARGS),
+)
+
 KINDS: dict[str, FaultKind] = {
     k.name: k
     for k in (
@@ -94,6 +103,7 @@ KINDS: dict[str, FaultKind] = {
                   {"kbit": "kilobits per second", "target": NET_TARGETS}, required=("kbit",), network=True),
         FaultKind("poison_records", "send malformed records through the generator",
                   {"count": "how many poison records (default 1)"}),
+        *HDFS_KINDS,
     )
 }
 
@@ -172,8 +182,9 @@ def parse(kind: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
         restart_after = _num(kind, "restart_after", restart_after)
         if duration is not None:
             raise FaultSpecError(f"@{kind}: give restart_after or duration, not both (both mean 'heal after')")
-    if kind == "kill_driver" and restart_after is None and duration is None:
-        restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
+    if kind in ("kill_driver", "kill_namenode") and restart_after is None and duration is None:
+        # like --supervise: a killed driver comes back (from the same checkpoint); a NameNode too
+        restart_after = 0.0
     target = _target(kind, fk, kwargs, allowed)
     _check_kind_params(kind, kwargs)
     return FaultSpec(kind=kind, after=float(after), duration=duration, every=every, times=times, index=index,

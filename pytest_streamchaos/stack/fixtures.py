@@ -91,6 +91,19 @@ class Stacks:
                 cluster.listen(self.settings.kafka_port)
         return self._stacks[key]
 
+    def hdfs(self, backend: str) -> Any:
+        """The session's HDFS (a NameNode and two DataNodes, :mod:`.hdfs`); local backend only."""
+        if backend == "docker":
+            pytest.skip("HDFS runs on the local backend only (the docker backend has no HDFS nodes yet); "
+                        "run this test with --chaos-backend local")
+        key = (backend, "hdfs")
+        if key not in self._stacks:
+            from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
+
+            self._start(key, LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"), java_home=self.settings.java_home,
+                                              start_timeout=self.settings.start_timeout))
+        return self._stacks[key]
+
     def _start(self, key: tuple[str, str], stack: Any) -> None:
         try:
             stack.start()
@@ -194,3 +207,13 @@ def progress_writer(config: pytest.Config) -> Callable[[str], None]:
             reporter.write_line(line)
 
     return write
+
+
+@pytest.fixture
+def hdfs(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
+    """The session's HDFS (:class:`~.hdfs.LocalHdfsCluster`: a NameNode and two DataNodes on
+    127.0.0.1, started on first use), healed before the test: every node up, the NameNode out of safe
+    mode, every DataNode live. Local backend only (skips on docker, saying so)."""
+    cluster = streamchaos_stacks.hdfs(backend_of(request, streamchaos_settings))
+    cluster.heal(timeout=streamchaos_settings.start_timeout)
+    return cluster
