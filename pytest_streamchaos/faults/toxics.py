@@ -172,14 +172,15 @@ class ToxicDelay(ToxicFault):
             # waiting would hold the fault past its heal; the toxics were checked above
             return {"probe_skipped": f"a probe round trip (~{rtt_s:g}s) does not fit in the fault's {budget_s:g}s"}
         host, port = self.proxies[0].upstream.rsplit(":", 1)
-        direct = _median_reply_ms(probe.exchanges(int(port), n=3, host=host), "directly to " + f"{host}:{port}")
+        direct = _median_reply_ms(probe.exchanges(int(port), n=3, host=host), f"directly to {host}:{port}")
         through = _median_reply_ms(self._exchanges(timeout=rtt_s * 2 + 2.0), f"through proxy {self.proxies[0].name}")
         added = max(0.0, through - direct)
+        each_way = added / 2  # the request's leg and the reply's
         # below ~5 ms the loopback's own noise is of the same size: report, do not judge
-        if self.ms >= 5 and added / 2 < self.ms / 2:
+        if self.ms >= 5 and each_way < self.ms / 2:
             raise NetFaultError(f"{self!r} is not in effect: a request took {through:.1f} ms through the proxy and "
-                                f"{direct:.1f} ms directly, {added / 2:.1f} ms added each way of the {self.ms:g} ms")
-        return {"measured_delay_ms": round(added / 2, 1), "measured_rtt_added_ms": round(added, 1),
+                                f"{direct:.1f} ms directly, {each_way:.1f} ms added each way of the {self.ms:g} ms")
+        return {"measured_delay_ms": round(each_way, 1), "measured_rtt_added_ms": round(added, 1),
                 "probe_rtt_ms": round(through, 1), "direct_rtt_ms": round(direct, 1)}
 
     def _args(self) -> dict[str, Any]:

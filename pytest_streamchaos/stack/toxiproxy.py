@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import requests
 
@@ -68,9 +69,10 @@ Progress = Callable[[str], None]
 
 # -- the binary ------------------------------------------------------------------------------------
 
-def _fix() -> str:
-    return (f"install Go >= {MIN_GO[0]}.{MIN_GO[1]} with `go` on PATH (then it is built once per machine), or put a "
-            f"toxiproxy-server {TOXIPROXY_VERSION[0]}.x binary on PATH / set {ENV_BINARY} to one")
+def _fix(first: str = "") -> str:
+    """The fix for a missing binary: ``first``, by default installing Go, or bringing a binary."""
+    first = first or f"install Go >= {MIN_GO[0]}.{MIN_GO[1]} with `go` on PATH (then it is built once per machine)"
+    return f"{first}, or put a toxiproxy-server {TOXIPROXY_VERSION[0]}.x binary on PATH / set {ENV_BINARY} to one"
 
 
 def binary_folder() -> Path:
@@ -164,14 +166,16 @@ def _build(go: str, progress: Progress) -> Path:
     except subprocess.TimeoutExpired:
         why = f"it did not finish within {BUILD_TIMEOUT_S:.0f}s"
     exe = folder / "toxiproxy-server"
+    if why is None and not (folder / "server").is_file():
+        why = f"it succeeded but left no `server` binary in {folder}"
     if why is None:
         (folder / "server").rename(exe)
         if server_version(exe) != TOXIPROXY_VERSION:
             why = f"the built binary says version {server_version(exe)!r}"
     if why is not None:
         shutil.rmtree(folder, ignore_errors=True)
-        raise StackError(f"`go install {target}` failed: {why}; fix: check that this machine reaches the Go "
-                         f"module proxy (GOPROXY), or {_fix()}")
+        raise StackError(f"`go install {target}` failed: {why}; fix: "
+                         + _fix("check that this machine reaches the Go module proxy (GOPROXY) and run again"))
     (folder / "done.json").write_text(json.dumps({"version": TOXIPROXY_VERSION, "package": target, "go": go,
                                                   "built_at": time.time()}))
     progress(f"pytest-streamchaos: built toxiproxy-server {TOXIPROXY_VERSION} in {time.monotonic() - started:.1f}s")
@@ -231,6 +235,7 @@ class ToxiproxyServer:
 
     @property
     def pid(self) -> int:
+        """The server's pid (also its process group id)."""
         return self.proc.pid
 
     @property
@@ -311,7 +316,8 @@ class ToxiProxy:
 
     @property
     def path(self) -> str:
-        return f"/proxies/{self.name}"
+        """The proxy's API path."""
+        return f"/proxies/{quote(self.name, safe='')}"
 
     def info(self) -> dict[str, Any]:
         """The proxy as the server has it: ``name``, ``listen``, ``upstream``, ``enabled``, ``toxics``."""
@@ -319,10 +325,12 @@ class ToxiProxy:
 
     @property
     def upstream(self) -> str:
+        """Where the proxy forwards to (``host:port``), as the server has it."""
         return str(self.info()["upstream"])
 
     @property
     def enabled(self) -> bool:
+        """Whether the proxy listens, as the server has it."""
         return bool(self.info()["enabled"])
 
     def add_toxic(self, kind: str, stream: str = "downstream", attributes: dict[str, Any] | None = None,
@@ -337,7 +345,8 @@ class ToxiProxy:
         return Toxic(**got)
 
     def remove_toxic(self, name: str) -> None:
-        self.server.api("DELETE", f"{self.path}/toxics/{name}")
+        """Remove toxic ``name`` (:class:`ToxiproxyError` with HTTP 404 when there is none)."""
+        self.server.api("DELETE", f"{self.path}/toxics/{quote(name, safe='')}")
 
     def toxics(self) -> dict[str, Toxic]:
         """The proxy's toxics by name."""
