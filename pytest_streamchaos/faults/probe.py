@@ -6,6 +6,10 @@ probes here time TCP connects to the target's port on 127.0.0.1 (or, for a fault
 network namespace, to the target's address from inside that namespace), which cross exactly the path
 the fault's rules match (packets to and from that port): a SYN and its SYN-ACK (or RST, when nothing
 listens) are one round trip of the link.
+
+Through a proxy a connect proves nothing (the proxy answers it itself, whatever its toxics), so
+:func:`exchange` times a request and its whole reply instead: a Kafka ApiVersions request, which any
+broker answers and an echo server returns as it is.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import errno
 import os
 import socket
 import statistics
+import struct
 import threading
 import time
 
@@ -100,3 +105,66 @@ def loss_from_unanswered(unanswered: float) -> float:
     """Per-packet loss from the fraction of unanswered connects: a connect needs two packets (SYN,
     SYN-ACK) through a link that drops each with probability p, so unanswered = 1 - (1 - p)^2."""
     return 1.0 - (1.0 - min(max(unanswered, 0.0), 1.0)) ** 0.5
+
+
+# -- request / response probes (through a proxy, which answers a connect itself) ------------------------
+
+#: Kafka's ApiVersions request (API key 18), version 0: every Kafka broker answers it, before any
+#: authentication and whatever its version
+KAFKA_API_VERSIONS = 18
+
+
+def kafka_api_versions_v0(correlation_id: int = 1, client_id: str = "streamchaos-probe") -> bytes:
+    """A complete Kafka ApiVersions v0 request: ``int32`` size of what follows, then request header v1
+    (``int16`` api_key 18, ``int16`` api_version 0, ``int32`` correlation_id, ``int16``-length
+    client_id) and an empty v0 body. The broker's answer is one frame the same way: ``int32`` size,
+    then the correlation id and the API list. An echo server's answer (the request itself) is such a
+    frame too, so one probe serves a broker and the tests' echo servers alike."""
+    cid = client_id.encode()
+    header = struct.pack(">hhih", KAFKA_API_VERSIONS, 0, correlation_id, len(cid)) + cid
+    return struct.pack(">i", len(header)) + header
+
+
+def exchange(port: int, request: bytes | None = None, timeout: float = 2.0,
+             host: str = "127.0.0.1") -> tuple[str, float]:
+    """Connect to ``host:port``, send ``request`` (default :func:`kafka_api_versions_v0`) and read one
+    size-prefixed frame back. Returns ``(outcome, ms)``: ``"reply"`` with the milliseconds from the
+    send to the whole reply (the connect is not counted: a proxy accepts it itself), or ``"refused"``,
+    ``"reset"``, ``"closed"`` (EOF before a whole frame), ``"timeout"`` with the time until then."""
+    request = kafka_api_versions_v0() if request is None else request
+    t = time.perf_counter()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            t = time.perf_counter()
+            s.sendall(request)
+            outcome = "reply" if _read_frame(s) else "closed"
+    except ConnectionRefusedError:
+        outcome = "refused"
+    except (ConnectionResetError, BrokenPipeError):
+        outcome = "reset"
+    except TimeoutError:
+        outcome = "timeout"
+    return outcome, (time.perf_counter() - t) * 1000.0
+
+
+def _read_frame(s: socket.socket) -> bool:
+    """Read an ``int32`` size and that many bytes; False on EOF before the end."""
+    def read(n: int) -> bytes | None:
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+    size = read(4)
+    return size is not None and read(struct.unpack(">i", size)[0]) is not None
+
+
+def exchanges(port: int, n: int = 3, timeout: float = 2.0, host: str = "127.0.0.1",
+              request: bytes | None = None) -> list[tuple[str, float]]:
+    """:func:`exchange` ``n`` times at once (a long delay costs one round trip, not ``n``)."""
+    return [r for r in _concurrently(lambda: exchange(port, request, timeout, host), n, timeout)
+            if r is not None]

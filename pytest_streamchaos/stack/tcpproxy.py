@@ -1,4 +1,4 @@
-"""Proxy-based links: a small Toxiproxy-like TCP proxy, and real Toxiproxy when available.
+"""Proxy-based links: a small Toxiproxy-like TCP proxy (the real Toxiproxy: :mod:`.toxiproxy`).
 
 A proxy is a node of the stack (the fixed bootstrap port of the embedded broker is one) and a fault
 mechanism (link faults without privileges); it lives with the stack so both can use it.
@@ -6,7 +6,7 @@ mechanism (link faults without privileges); it lives with the stack so both can 
 Unlike the packet-level faults in :mod:`.network`, a proxy is not transparent: clients must connect
 to the proxy's port instead of the target's (the stack wires that, e.g. a broker's advertised
 listener). In exchange it needs no privileges and no kernel features - the fallback when neither
-netem nor NFQUEUE is there. Both implementations share one interface (:class:`Link`)::
+netem nor NFQUEUE is there. Its interface is :class:`Link`::
 
     with TcpProxy(upstream_port=broker_port) as link:
         connect_to(link.port)
@@ -23,15 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
 
-from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import NetFaultError
 
 STREAMS = ("downstream", "upstream", "both")
@@ -235,107 +230,3 @@ class TcpProxy(Link):
 
             self._call(shutdown)
             self._thread.join(10)
-
-
-class ToxiproxyServer:
-    """A ``toxiproxy-server`` process on 127.0.0.1 (own process group, registered with the reaper)."""
-
-    def __init__(self, port: int | None = None, timeout: float = 15.0) -> None:
-        exe = shutil.which("toxiproxy-server")
-        if not exe:
-            raise NetFaultError("no `toxiproxy-server` on PATH: install Toxiproxy, or use TcpProxy")
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        self.port = port or ports.free_port()
-        self.proc = subprocess.Popen([exe, "-host", "127.0.0.1", "-port", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        get_reaper().register_pgid(self.proc.pid)
-        last: list[OSError | None] = [None]
-
-        def failed() -> NetFaultError:
-            self.stop()
-            err = NetFaultError(f"toxiproxy-server on 127.0.0.1:{self.port} did not come up "
-                                f"(exit code {self.proc.poll()}, last error {last[0]})")
-            err.__cause__ = last[0]
-            return err
-
-        def up() -> bool:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return True
-            except OSError as exc:
-                last[0] = exc
-                if self.proc.poll() is not None:  # it died: waiting longer cannot help
-                    raise failed() from exc
-                return False
-
-        poll(up, timeout, lambda _: failed())
-
-    def stop(self) -> None:
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        get_reaper().unregister_pgid(self.proc.pid)
-
-
-class ToxiproxyLink(Link):
-    """A proxy on a real Toxiproxy server, through toxiproxy-python."""
-
-    def __init__(self, server: ToxiproxyServer, upstream_port: int, upstream_host: str = "127.0.0.1",
-                 name: str | None = None) -> None:
-        from toxiproxy import Toxiproxy
-        from toxiproxy.api import APIConsumer
-
-        APIConsumer.host, APIConsumer.port = "127.0.0.1", server.port
-        self._api = Toxiproxy()
-        self.port = ports.free_port()
-        self.name = name or f"sc-{upstream_port}-{self.port}"
-        self._proxy = self._api.create(upstream=f"{upstream_host}:{upstream_port}", name=self.name,
-                                       listen=f"127.0.0.1:{self.port}")
-
-    def _set(self, kind: str, stream: str, attributes: dict | None) -> None:
-        for s in _streams(stream):
-            name = f"{kind}_{s}"
-            if self._proxy.get_toxic(name) is not None:
-                self._proxy.destroy_toxic(name)
-            if attributes is not None:
-                self._proxy.add_toxic(type=kind, stream=s, name=name, attributes=attributes)
-
-    def set_latency(self, ms: float, jitter_ms: float = 0.0, stream: str = "downstream") -> None:
-        self._set("latency", stream, {"latency": int(ms), "jitter": int(jitter_ms)} if ms or jitter_ms else None)
-
-    def set_bandwidth(self, kbit: float | None, stream: str = "downstream") -> None:
-        # Toxiproxy's bandwidth rate is in KB/s.
-        self._set("bandwidth", stream, {"rate": max(1, int(kbit / 8))} if kbit else None)
-
-    def set_timeout(self, ms: float | None, stream: str = "downstream") -> None:
-        self._set("timeout", stream, None if ms is None else {"timeout": int(ms)})
-
-    def disable(self) -> None:
-        self._proxy.disable()
-
-    def enable(self) -> None:
-        self._proxy.enable()
-
-    def clear(self) -> None:
-        for name in list(self._proxy.toxics()):
-            self._proxy.destroy_toxic(name)
-        self._proxy.enable()
-
-    def stop(self) -> None:
-        self._proxy.destroy()
-
-
-def make_link(upstream_port: int, upstream_host: str = "127.0.0.1",
-              server: ToxiproxyServer | None = None) -> Link:
-    """Real Toxiproxy when a server is given, else the built-in :class:`TcpProxy`."""
-    if server is not None:
-        return ToxiproxyLink(server, upstream_port, upstream_host)
-    return TcpProxy(upstream_port, upstream_host)
