@@ -23,6 +23,7 @@ import numpy as np
 
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.faults.toxics import ToxicFault, toxic_fault
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import jobgroup
 from pytest_streamchaos.stack.base import Endpoint
@@ -394,10 +395,24 @@ class Pause:
             c.resume_master(h)
 
 
+def job_proxies(ctx: FaultContext, target: str) -> list[Any]:
+    """The Toxiproxy proxies of the job's links to ``target`` (``kafka``: every broker and the bootstrap
+    port; ``broker-<id>``: that broker's), [] when the stack has none."""
+    base, _, idx = target.partition("-")
+    if base not in ("kafka", "broker") or ctx.kafka is None:
+        return []
+    if base == "broker" and int(idx or 0) not in ctx.kafka.broker_ids:
+        raise ValueError(f"target {target!r}: brokers are {[f'broker-{b}' for b in ctx.kafka.broker_ids]}")
+    return ctx.kafka.job_links(None if base == "kafka" else [int(idx)])
+
+
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
     """The endpoints (and so the ports) a network fault on ``target`` acts on."""
     base, _, idx = target.partition("-")
     if base in ("kafka", "broker"):  # the job's client links only: replication and the quorum are not the job's
+        proxies = job_proxies(ctx, target)
+        if proxies:  # the job reaches the brokers through these: their listen ports are its links
+            return [Endpoint(p.name, "broker", "127.0.0.1", {"kafka": p.listen_port}) for p in proxies]
         eps = [Endpoint(e.name, e.role, e.host, {"kafka": e.ports["kafka"]}) for e in ctx.kafka.endpoints()
                if base == "kafka" or e.name == target]
         if not eps:
@@ -434,7 +449,11 @@ class NetworkAction:
         sides = self.ctx.cluster.link_sides() if self.ctx.cluster is not None else []
         if sides:
             return self._in_namespaces(planned, sides, eps, ports)
-        fault = self._fault(s.kind, s.params, ports)
+        proxies = job_proxies(self.ctx, str(s.target))
+        # through Toxiproxy where the job's Kafka links have proxies (no loss toxic there: iptables on
+        # the proxies' ports, which only the job's clients use)
+        fault = (toxic_fault(s.kind, s.params, proxies) if proxies and s.kind != "packet_loss"
+                 else self._fault(s.kind, s.params, ports))
         # the job's connections only: the generator and the collector use the same broker ports and
         # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
         if jobgroup.current() is None or fault.scope_limit():
@@ -490,6 +509,8 @@ class NetworkAction:
         measured = fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
         if isinstance(fault, net.FaultGroup):
             return {**measured, "scope": "namespace", "nodes": fault.nodes}
+        if isinstance(fault, ToxicFault):  # only the job's clients connect through the proxies
+            return {**measured, "scope": "job", "mechanism": "toxiproxy"}
         if fault.conn_mark is not None:
             return {**measured, "scope": "job"}
         why = fault.scope_limit() if jobgroup.current() is not None else jobgroup.unavailable_reason()

@@ -239,6 +239,11 @@ class KafkaCluster(abc.ABC):
         tell its own connections from its peers'; None where the host cannot mark them."""
         raise _missing(self, "node_mark")
 
+    def job_links(self, broker_ids: list[int] | None = None) -> list[Any]:
+        """The proxies of the job's links to these brokers (all when None), for network faults on
+        Kafka links; [] when the backend has none (the faults act on the brokers' job ports then)."""
+        return []
+
     def listen(self, port: int) -> None:
         """Also accept the job's clients on ``127.0.0.1:port`` (a job that hard-codes its bootstrap address)."""
         raise _missing(self, "listen")

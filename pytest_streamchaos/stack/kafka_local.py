@@ -34,6 +34,7 @@ from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
 from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kafka_admin import KafkaAdmin, PartitionState, client_conf
+from pytest_streamchaos.stack.kafka_links import JobLinks
 from pytest_streamchaos.stack.ports import HOST, free_port
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
 from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
@@ -97,8 +98,8 @@ class LocalKafkaCluster(KafkaCluster):
         self.broker_ids: list[int] = []
         self.bootstrap_servers = ""
         self.effective_conf: dict[str, str] = {}
-        #: node id -> (host, port) where the job's clients reach it (a proxy), set before :meth:`start`
-        self.job_proxies: dict[int, tuple[str, int]] = {}
+        #: the job's links to the brokers (Toxiproxy proxies), made by :meth:`start`
+        self.links = JobLinks(None, "the cluster is not started")
         self.admin = KafkaAdmin("")
         self._jars: list[Path] = []
         self._java = ""
@@ -117,6 +118,8 @@ class LocalKafkaCluster(KafkaCluster):
         self._plan()
         self._started = True
         try:
+            self._start_links()
+            self._write_configs()
             self._format()
             for node in self.nodes:
                 node.start()
@@ -129,14 +132,21 @@ class LocalKafkaCluster(KafkaCluster):
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM every node at once, SIGKILL what is left after ``timeout``. Idempotent."""
         terminate_all([n.process for n in self.nodes if n.process is not None], timeout=timeout)
+        self.links.stop()
         self.admin.close()
         self._started = False
 
     @property
     def job_bootstrap_servers(self) -> str:
         """The job's listeners (their proxies where the stack has them): faults on the job's links act here."""
-        return ",".join(f"{h}:{p}" for h, p in (self.job_proxies.get(n.node_id, (n.host, n.ports["job"]))
-                                                 for n in self.nodes))
+        return ",".join(f"{h}:{p}" for h, p in (self._job_address(n) for n in self.nodes))
+
+    def _job_address(self, node: KafkaNode) -> tuple[str, int]:
+        proxy = self.links.nodes.get(node.node_id)
+        return (HOST, proxy.listen_port) if proxy is not None else (node.host, node.ports["job"])
+
+    def _job_upstream(self, node: KafkaNode) -> str:
+        return f"{node.host}:{node.ports['job']}"
 
     @property
     def running(self) -> bool:
@@ -158,6 +168,15 @@ class LocalKafkaCluster(KafkaCluster):
         self.bootstrap_servers = ",".join(f"{n.host}:{n.ports['client']}" for n in self.nodes)
         self.admin = KafkaAdmin(self.bootstrap_servers)
         self.effective_conf = self._shared_conf()
+
+    def _start_links(self) -> None:
+        """The job's links: a Toxiproxy proxy per node, its JOB listener advertised there (:mod:`.kafka_links`)."""
+        self.links = JobLinks.start(self.workdir / "logs", self.progress)
+        if self.links.available:
+            for node in self.nodes:
+                self.links.add_node(node.node_id, self._job_upstream(node))
+
+    def _write_configs(self) -> None:
         for node in self.nodes:
             (self.workdir / "conf" / f"{node.name}.properties").write_text(_properties(self._node_conf(node)))
 
@@ -181,7 +200,7 @@ class LocalKafkaCluster(KafkaCluster):
         }
 
     def _node_conf(self, node: KafkaNode) -> dict[str, str]:
-        job_host, job_port = self.job_proxies.get(node.node_id, (node.host, node.ports["job"]))
+        job_host, job_port = self._job_address(node)
         listeners = {x: f"{x}://{node.host}:{node.ports[x.lower()]}" for x in LISTENERS}
         advertised = {**listeners, "JOB": f"JOB://{job_host}:{job_port}"}
         return {**self.effective_conf, "node.id": str(node.node_id), "log.dirs": str(node.data_dir),
@@ -325,11 +344,13 @@ class LocalKafkaCluster(KafkaCluster):
 
     def kill_broker(self, broker_id: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
         """Send ``sig`` to the broker's JVM (SIGKILL: no controlled shutdown, as a lost machine)."""
-        proc = self.node(broker_id).process
-        if proc is not None:
-            proc.signal(sig)
+        node = self.node(broker_id)
+        if node.process is not None:
+            node.process.signal(sig)
+            alive = [self._job_upstream(n) for n in self.nodes if n.alive and n is not node]
+            self.links.retarget(self._job_upstream(node), alive)
             if wait:
-                proc.wait_gone(15.0)
+                node.process.wait_gone(15.0)
 
     def wait_gone(self, broker_id: int, timeout: float = 15.0) -> None:
         proc = self.node(broker_id).process
@@ -386,6 +407,20 @@ class LocalKafkaCluster(KafkaCluster):
     def endpoints(self) -> list[Endpoint]:
         return [n.endpoint() for n in self.nodes]
 
+    def job_links(self, broker_ids: list[int] | None = None) -> list[Any]:
+        """The Toxiproxy proxies of the job's links to these brokers (all, bootstrap ones included, when
+        None); [] when the stack has none (faults then act on the JOB listeners' ports)."""
+        return self.links.proxies(broker_ids)
+
+    def listen(self, port: int) -> None:
+        """Also answer the job's clients on ``127.0.0.1:port`` (a job that hard-codes ``localhost:9092``):
+        a bootstrap proxy to a live broker; the metadata then leads the client to every broker's proxy."""
+        live = [n for n in self.nodes if n.alive] or self.nodes
+        self.links.listen(port, self._job_upstream(live[0]))
+
+    def unlisten(self, port: int) -> None:
+        self.links.unlisten(port)
+
     def heal(self, timeout: float | None = None) -> None:
         """Every broker running and registered, leadership back on the preferred replicas, every
         partition's ISR full."""
@@ -396,6 +431,7 @@ class LocalKafkaCluster(KafkaCluster):
         for n in self.nodes:
             if n.paused:
                 self.resume_broker(n.node_id)
+        self.links.reset()
         dead = [n for n in self.nodes if not n.alive]
         for n in dead:
             n.start()

@@ -23,6 +23,7 @@ from pytest_streamchaos.stack.docker.container import ContainerProcess
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.images import host_mounts, resolve
 from pytest_streamchaos.stack.environment import find_java
+from pytest_streamchaos.stack.kafka_links import JobLinks
 from pytest_streamchaos.stack.kafka_local import KAFKA_MAIN, LocalKafkaCluster
 
 
@@ -56,6 +57,10 @@ class DockerKafkaCluster(LocalKafkaCluster):
         for n in self.nodes:
             if n.process is not None:
                 n.process.remove()
+
+    def _start_links(self) -> None:
+        """No proxies: network faults on the job's Kafka links act in the job's containers' namespaces."""
+        self.links = JobLinks(None, "the docker backend's job links run through the job's containers' namespaces")
 
     def node_mark(self, broker_id: int) -> tuple[int, int] | None:
         """None: each broker has its own namespace, and no mark tells its connections apart on this host."""

@@ -1,0 +1,95 @@
+"""The job's links to the Kafka brokers, through Toxiproxy: where network faults on Kafka links act.
+
+Clients connect to the address a broker *advertises*, so a proxy in front of the bootstrap port alone
+would be bypassed. Each node therefore gets one proxy (``job-broker-<id>``) that its ``JOB`` listener is
+advertised at: every connection the job's clients open to a broker goes through it, while the harness
+(generator, collector, admin) talks to the brokers' own listener and is never touched. A fixed
+bootstrap port a job hard-codes (``localhost:9092``) is one more proxy, to a live broker.
+
+Without Toxiproxy (no Go to build it, see :mod:`.toxiproxy`) the stack still runs: the JOB listener is
+advertised directly, network faults on Kafka links fall back to iptables on its ports, and what needs a
+proxy (a fixed bootstrap port, the toxics without an iptables twin) fails naming :attr:`reason`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from pytest_streamchaos.stack import ports
+from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyServer, toxiproxy_server_binary
+
+
+class JobLinks:
+    """The proxies of the job's Kafka links on one ``toxiproxy-server`` (see the module docstring)."""
+
+    def __init__(self, server: ToxiproxyServer | None, reason: str | None = None) -> None:
+        self.server = server
+        #: why there is no Toxiproxy (None when there is)
+        self.reason = reason
+        self.nodes: dict[int, ToxiProxy] = {}
+        self.bootstrap: dict[int, ToxiProxy] = {}
+
+    @classmethod
+    def start(cls, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None) -> JobLinks:
+        """A server of their own (built once per machine), or links without one, saying why."""
+        try:
+            return cls(ToxiproxyServer(workdir, binary=toxiproxy_server_binary(progress)))
+        except StackError as exc:
+            return cls(None, str(exc))
+
+    @property
+    def available(self) -> bool:
+        return self.server is not None
+
+    def add_node(self, node_id: int, upstream: str) -> tuple[str, int]:
+        """The proxy of one node's JOB listener (``upstream``); the address to advertise."""
+        assert self.server is not None
+        proxy = self.server.create_proxy(f"job-broker-{node_id}", upstream)
+        self.nodes[node_id] = proxy
+        return ports.HOST, proxy.listen_port
+
+    def proxies(self, node_ids: Sequence[int] | None = None) -> list[ToxiProxy]:
+        """The proxies of these nodes (all, and the bootstrap ones, when None)."""
+        if node_ids is None:
+            return [*self.nodes.values(), *self.bootstrap.values()]
+        return [self.nodes[n] for n in node_ids if n in self.nodes]
+
+    def listen(self, port: int, upstream: str) -> None:
+        """A bootstrap proxy on ``127.0.0.1:port`` to ``upstream`` (a live broker's JOB listener)."""
+        if self.server is None:
+            raise StackError(f"kafka port {port}: answering on a fixed port needs Toxiproxy, which is not available "
+                             f"({self.reason})")
+        if port in self.bootstrap:
+            return
+        holder = ports.port_holder(port)
+        if holder is not None:
+            raise StackError(f"kafka port {port}: 127.0.0.1:{port} is already in use by {holder}; stop that process "
+                             "or choose another port (--chaos-kafka-port / ini streamchaos_kafka_port, or "
+                             "chaos.run(kafka_port=...))")
+        ports.reserve(port)
+        self.bootstrap[port] = self.server.create_proxy(f"job-bootstrap-{port}", upstream, listen_port=port)
+
+    def unlisten(self, port: int) -> None:
+        proxy = self.bootstrap.pop(port, None)
+        if proxy is not None:
+            proxy.destroy()
+
+    def retarget(self, dead: str, alive: Sequence[str]) -> None:
+        """Point the bootstrap proxies that lead to ``dead`` at the first of ``alive`` (a job that starts
+        while a broker is down bootstraps from a live one, as from a seed list that names them all)."""
+        for proxy in self.bootstrap.values():
+            if proxy.upstream == dead and alive:
+                proxy.set_upstream(alive[0])
+
+    def reset(self) -> None:
+        """Every proxy enabled, no toxic left."""
+        if self.server is not None:
+            self.server.reset()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        self.nodes.clear()
+        self.bootstrap.clear()
