@@ -13,8 +13,9 @@ Mechanisms (see :mod:`.capabilities` for what the host offers):
 - ``PacketLoss`` / ``Partition``: iptables DROP (``-m statistic`` for loss) in this process's chain.
 - ``BandwidthLimit``: tc htb class with a tbf leaf on lo, selected by u32 port filters.
 - ``NetworkDelay``: netem (same htb/u32 scheme) when the kernel has it, else an NFQUEUE rule plus a
-  user-space delayer process (:mod:`.nfq_delayer`). For a proxy-based alternative that needs no
-  privileges, see :mod:`.tcpproxy`.
+  user-space delayer process (:mod:`.nfq_delayer`).
+
+The job's Kafka links have Toxiproxy proxies of their own: faults there are toxics (:mod:`.toxics`).
 """
 
 from __future__ import annotations

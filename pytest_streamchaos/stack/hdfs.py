@@ -37,8 +37,8 @@ from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.stack.ports import HOST, free_port, port_holder, port_is_free, reserve
-from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
-from pytest_streamchaos.stack.spark_local import DAEMON_JAVA_OPTS, _Daemon, jvm_tmp_opts
+from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
+from pytest_streamchaos.stack.spark_local import DAEMON_JAVA_OPTS, jvm_tmp_opts
 
 NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
@@ -99,7 +99,7 @@ class HdfsState:
     safemode_reason: str = ""  #: the NameNode's own safe-mode message ("" when off)
 
 
-class HdfsNode(_Daemon):
+class HdfsNode(Daemon):
     """A NameNode or DataNode JVM: its current process and what it takes to start it again."""
 
     def __init__(self, role: str, index: int, ports: Mapping[str, int], start: Callable[[], ManagedProcess]) -> None:

@@ -1,18 +1,16 @@
-"""``--chaos-kafka-port``: the embedded cluster also answers on a fixed bootstrap port, so a job that
-hard-codes ``localhost:9092`` runs unchanged; a port held by another process is named."""
+"""``--chaos-kafka-port`` / ``kafka_port=``: the cluster also answers the job on a fixed bootstrap port, so
+a job that hard-codes ``localhost:9092`` runs unchanged; a port held by another process is named."""
 
 from __future__ import annotations
 
 import socket
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -35,33 +33,30 @@ def _roundtrip(bootstrap: str, topic: str, n: int = 20) -> list[bytes]:
         c.close()
 
 
-def test_cluster_answers_on_the_fixed_port_and_after_a_reset(tmp_path: Path) -> None:
+def test_the_cluster_answers_the_job_on_a_fixed_port_through_toxiproxy(kafka) -> None:
+    """A job that hard-codes localhost:<port> bootstraps through a proxy to a live broker; the metadata
+    then leads its clients to every broker's own proxy (the job's listener). Killing the broker behind
+    the bootstrap proxy moves it to a live one."""
     port = ports.free_port()
-    cluster = LocalKafkaCluster(brokers=2, workdir=tmp_path, bootstrap_port=port)
+    kafka.create_topic("invoices", 1)
+    kafka.listen(port)
     try:
-        cluster.start()
-        cluster.create_topic("invoices", 1)
         assert _roundtrip(f"localhost:{port}", "invoices") == [b"%d" % i for i in range(20)]
-        old = cluster.bootstrap_servers
-        cluster.reset()  # fresh and empty: what a run with fixed topic names starts from
-        assert cluster.bootstrap_servers != old
-        cluster.create_topic("invoices", 1)
+        behind = kafka.links.bootstrap[port].upstream
+        first = next(n for n in kafka.nodes if f"{n.host}:{n.ports['job']}" == behind)
+        kafka.kill_broker(first.node_id)
+        assert kafka.links.bootstrap[port].upstream != behind, "the bootstrap proxy still leads to a dead broker"
+        kafka.create_topic("invoices", 1)
         assert _roundtrip(f"127.0.0.1:{port}", "invoices", 5) == [b"%d" % i for i in range(5)]
-        cluster.unlisten(port)
-        assert ports.port_holder(port) is None
-        cluster.listen(port)  # again, as the next run that names this port does
-        assert _roundtrip(f"localhost:{port}", "invoices", 5)[:5] == [b"%d" % i for i in range(5)]
     finally:
-        cluster.stop()
-    assert ports.port_holder(port) is None, "the forwarder must release the port at stop"
+        kafka.unlisten(port)
+    assert ports.port_holder(port) is None, "the proxy must release the port"
 
 
-def test_a_taken_port_is_named_with_its_holder(tmp_path: Path) -> None:
+def test_a_taken_port_is_named_with_its_holder(kafka) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        cluster = LocalKafkaCluster(brokers=1, workdir=tmp_path, bootstrap_port=port)
         with pytest.raises(StackError, match=rf"kafka port {port}: .* in use by pid \d+ \(python"):
-            cluster.start()
-        assert not cluster.running
+            kafka.listen(port)
