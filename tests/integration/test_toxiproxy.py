@@ -320,19 +320,15 @@ def test_marks_map_to_toxic_faults(proxy):
         toxic_fault("packet_loss", {"percent": 10}, [proxy])
 
 
-def test_api_versions_probe_is_answered_by_a_kafka_protocol_broker(server):
-    """The probe's request is real Kafka: librdkafka's mock broker answers it, through a proxy too."""
-    kafka_mock = pytest.importorskip("pytest_streamchaos.stack.kafka_mock")
-    try:
-        cluster = kafka_mock.MockCluster(1)
-    except Exception as exc:  # no librdkafka with the mock API here
-        pytest.skip(f"no librdkafka mock cluster: {exc}")
-    try:
-        broker = cluster.bootstrap_servers.split(",")[0]
-        p = server.create_proxy("broker-1", broker)
-        assert probe.exchange(int(broker.rsplit(":", 1)[1]))[0] == "reply"
-        with ToxicDelay([p], ms=100) as fault:
-            m = fault.measure(budget_s=5)
-        assert 80 <= m["measured_delay_ms"] <= 200, m
-    finally:
-        cluster.destroy()
+def test_api_versions_probe_is_answered_by_a_real_broker(kafka):
+    """The probe's request is real Kafka: a broker's job listener answers it, directly and through its
+    proxy, and the delay measured through the proxy is the toxic's."""
+    proxies = kafka.job_links([1])
+    if not proxies:
+        pytest.skip(f"no Toxiproxy on this stack: {kafka.links.reason}")
+    node = kafka.node(1)
+    assert probe.exchange(node.ports["job"])[0] == "reply"
+    assert probe.exchange(proxies[0].listen_port)[0] == "reply"
+    with ToxicDelay(proxies, ms=100) as fault:
+        m = fault.measure(budget_s=5)
+    assert 80 <= m["measured_delay_ms"] <= 200, m
