@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.analysis.delay_class import DelaySpec, delay_outcomes
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.analysis.metrics import MetricParams, recovery_settled
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
@@ -38,6 +39,7 @@ from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import CheckpointWatcher, SparkProgress
+from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
@@ -269,6 +271,7 @@ class _Run:
         self.load_ended: str | None = None  #: why the load did not last its planned length (None: it did)
         self.settle_pinned = False  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
+        self.job_kafka: dict[str, tuple[str, str]] = {}  #: Kafka client timeouts the job's code sets
         n = len(chaos.runs)
         self.factories: dict[str, Any] = {}
         self.output_ids: dict[str, Any] = {}
@@ -327,6 +330,7 @@ class _Run:
         subst = {"bootstrap_servers": self.job_bootstrap, "input_topic": self.inputs[0],
                  "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
         argv = [a.format(**subst) for a in s.args]
+        self.job_kafka = kafka_timeouts(self.script)  # the Kafka link's timeouts, as the job's code sets them
         launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home,
                                            jit=self.c.jit, progress=self.c.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
@@ -493,7 +497,7 @@ class _Run:
                 continue
             choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
                                          p.spec.params["above_timeout"], self.c.cluster.effective_conf,
-                                         {**job_conf, **conf}, pinned)
+                                         {**job_conf, **conf}, pinned, self.job_kafka)
             if choice is None:
                 continue
             conf.update(choice.conf)
@@ -502,12 +506,24 @@ class _Run:
                                  was=choice.before, reason=choice.describe())
         return conf
 
+    def _delay_specs(self, job: Any) -> list[DelaySpec]:
+        """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
+        specs = []
+        for p in self.planned:
+            if p.spec.kind == "network_delay":
+                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf, job.effective_conf,
+                                       self.job_kafka)
+                specs.append(DelaySpec(p.label, float(p.spec.params["ms"]), p.spec.params.get("above_timeout"),
+                                       to.setting, to.seconds, to.where))
+        return specs
+
     def _check_delay_classes(self, job: Any) -> None:
         """Every stated class holds on the conf finally passed (two delays on one link that want
         opposite sides fail here, naming the setting)."""
         for p in self.planned:
             if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
-                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf, job.effective_conf)
+                to = governing_timeout(str(p.spec.target), self.c.cluster.effective_conf, job.effective_conf,
+                                       self.job_kafka)
                 check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
                                   str(p.spec.target))
 
@@ -833,6 +849,7 @@ class _Run:
             "load": {"planned_s": self.spec.duration, "why": self.load_why, "ended": self.load_ended,
                      "ran_s": round(self.phases.get("load_end", 0.0) - self.phases.get("warmup_end", 0.0), 3)},
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
+            "delay_outcomes": delay_outcomes(trace.timeline, self._delay_specs(job)),
             "observer": self._observer(generator, collector, trace),
             "exactly_once": None if self.progress_only else exactly_once_check(
                 getattr(collector, "transaction_markers", {})),

@@ -134,6 +134,7 @@ RecoveryTime = float | NotRecovered
 SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
     "executor_removed", "worker_lost", "master_failover", "driver_exited", "driver_launched",
     "query_terminated", "source_timeout", "broker_fenced", "leader_elected", "leader_lost", "controller_elected",
+    "task_failed",
 )
 
 

@@ -29,6 +29,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.analysis.delay_class import describe_outcome
+
 from ..records import TimelineEvent, Trace
 from .guarantee import GuaranteeReport, _check_guarantee
 from .metrics import (
@@ -242,6 +244,7 @@ class ChaosRun:
         lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')}"
                  + (f"; {load['ended']})" if load.get("ended") else ")")] if load else []
         lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
+        lines += [f"delay: {describe_outcome(o)}" for o in self.meta.get("delay_outcomes", [])]
         lines += self.observer_lines()
         check = self.exactly_once_check
         if check:

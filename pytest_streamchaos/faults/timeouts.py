@@ -34,7 +34,8 @@ def spark_seconds(value: str | float | int) -> float:
     return float(v)
 
 
-def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Mapping[str, str]) -> GoverningTimeout:
+def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Mapping[str, str],
+                      job_kafka: Mapping[str, tuple[str, str]] | None = None) -> GoverningTimeout:
     """The timeout that decides when the peer behind ``target`` is declared dead
     (docs/architecture.md#network-delay-classes).
 
@@ -42,19 +43,23 @@ def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Ma
       a heartbeat (cluster setting).
     - ``driver``: the driver drops an executor after ``spark.network.timeout`` without a heartbeat
       (job setting; heartbeats every ``spark.executor.heartbeatInterval``).
-    - ``kafka`` / ``broker-<i>``: Spark's Kafka connector fails a task whose fetch returns nothing
-      within ``kafkaConsumer.pollTimeoutMs``, which defaults to ``spark.network.timeout`` (a job that
-      sets the option in its code overrides it, out of the plugin's sight).
+    - ``kafka`` / ``broker-<i>``: the job's Kafka clients (Spark's connector: the driver's admin client
+      that plans each micro-batch's offsets, the executors' consumers and producers) give up on a
+      request after ``request.timeout.ms``: kafka-clients' 30000 ms unless the job's code sets
+      ``kafka.request.timeout.ms`` (``job_kafka``: the options read from its source, value and place).
+      The driver plans every batch first, so a delay below this stalls the job without an error.
     """
     base = target.split("-")[0]
     if base in ("worker", "master", "zookeeper"):
         return GoverningTimeout("spark.worker.timeout", spark_seconds(cluster_conf.get("spark.worker.timeout", "60")),
                                 "the cluster (LocalSparkCluster worker_timeout_s)")
-    network = spark_seconds(job_conf.get(NETWORK_TIMEOUT, "120s"))
     if base == "driver":
-        return GoverningTimeout(NETWORK_TIMEOUT, network, "the job's Spark conf (chaos.run(conf={...}))")
-    return GoverningTimeout(KAFKA_POLL_TIMEOUT, network, f"Spark's Kafka connector: its default is {NETWORK_TIMEOUT} "
-                            "of the job's Spark conf (chaos.run(conf={...}))")
+        return GoverningTimeout(NETWORK_TIMEOUT, spark_seconds(job_conf.get(NETWORK_TIMEOUT, "120s")),
+                                "the job's Spark conf (chaos.run(conf={...}))")
+    value, where = (job_kafka or {}).get(KAFKA_REQUEST_TIMEOUT, (str(KAFKA_REQUEST_TIMEOUT_DEFAULT_MS), ""))
+    return GoverningTimeout(KAFKA_REQUEST_TIMEOUT, float(value) / 1000.0,
+                            f"the job's code ({where})" if where else "kafka-clients' default, which the job's code "
+                            f"changes with .option({KAFKA_REQUEST_TIMEOUT!r}, ...)")
 
 
 def check_delay_class(ms: float, above_timeout: bool | None, timeout: GoverningTimeout, target: str) -> None:
@@ -76,14 +81,11 @@ def check_delay_class(ms: float, above_timeout: bool | None, timeout: GoverningT
 
 #: job settings the plugin may change for one run to make a stated delay class hold
 NETWORK_TIMEOUT = "spark.network.timeout"
-#: the Kafka source's fetch timeout (an option of Spark's connector; default: NETWORK_TIMEOUT)
-KAFKA_POLL_TIMEOUT = "kafkaConsumer.pollTimeoutMs"
-#: timeouts that default to NETWORK_TIMEOUT and are kept at their value when only the Kafka link's
-#: detection is lowered (executor liveness, RPC, shuffle connections stay as they were)
-DECOUPLED = ("spark.storage.blockManagerHeartbeatTimeoutMs", "spark.rpc.askTimeout", "spark.rpc.lookupTimeout",
-             "spark.shuffle.io.connectionTimeout")
 HEARTBEAT = "spark.executor.heartbeatInterval"
 TIMEOUT_INTERVAL = "spark.network.timeoutInterval"
+#: the Kafka clients' request timeout, a Kafka option of the job (only its code sets it)
+KAFKA_REQUEST_TIMEOUT = "kafka.request.timeout.ms"
+KAFKA_REQUEST_TIMEOUT_DEFAULT_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,8 @@ class DelayClassChoice:
         """One line for the report: which setting, from what, to what, and why."""
         side = "above" if self.above_timeout else "below"
         extra = ", ".join(f"{k}={v}" for k, v in self.conf.items() if k != self.setting)
-        via = "" if self.setting == NETWORK_TIMEOUT else f" (through {NETWORK_TIMEOUT})"
         return (f"network_delay(ms={self.ms:g}, target={self.target!r}) is meant {side} its link's timeout: "
-                f"{self.setting} set to {self.after}{via} for this run (was {self.before})"
+                f"{self.setting} set to {self.after} for this run (was {self.before})"
                 + (f", with {extra}" if extra else ""))
 
     def to_dict(self) -> dict[str, object]:
@@ -113,7 +114,8 @@ class DelayClassChoice:
 
 
 def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, cluster_conf: Mapping[str, str],
-                        job_conf: Mapping[str, str], pinned: frozenset[str] = frozenset()) -> DelayClassChoice | None:
+                        job_conf: Mapping[str, str], pinned: frozenset[str] = frozenset(),
+                        job_kafka: Mapping[str, tuple[str, str]] | None = None) -> DelayClassChoice | None:
     """The settings that make ``network_delay(ms=ms, target=target, above_timeout=...)`` hold, or
     None when it holds already (or no class is stated).
 
@@ -122,7 +124,7 @@ def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, clus
     test fixed itself (``conf=`` keys): the plugin does not override a test, so
     a contradiction with one raises :class:`DelayClassError` naming it, as does a cluster-wide
     setting (``spark.worker.timeout``), which one run cannot change."""
-    to = governing_timeout(target, cluster_conf, job_conf)
+    to = governing_timeout(target, cluster_conf, job_conf, job_kafka)
     try:
         check_delay_class(ms, above_timeout, to, target)
         return None
@@ -131,17 +133,19 @@ def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, clus
     if above_timeout is None:  # pragma: no cover - check_delay_class never raises then
         return None
     base = target.split("-")[0]
-    if base in ("driver", "kafka", "broker"):
+    if base == "driver":
         return _resolve_network(target, ms, above_timeout, job_conf, pinned, reason)
+    if base in ("kafka", "broker"):
+        raise DelayClassError(f"{reason}. It is an option of the job's Kafka clients, which only the job's code sets: "
+                              f"set .option({KAFKA_REQUEST_TIMEOUT!r}, ...) on its Kafka reader and writer, or change "
+                              "the delay")
     raise DelayClassError(f"{reason}. {to.setting} is a cluster-wide setting that one run cannot change: start the "
                           "cluster with another spark.worker.timeout or change the delay")
 
 
 def _resolve_network(target: str, ms: float, above: bool, job_conf: Mapping[str, str], pinned: frozenset[str],
                      reason: str) -> DelayClassChoice:
-    """``spark.network.timeout`` for this run: the driver's executor-liveness timeout, and the default
-    of the Kafka connector's fetch timeout. For a Kafka link the timeouts that also derive from it
-    keep their value (:data:`DECOUPLED`): only the link's own detection moves."""
+    """``spark.network.timeout`` for this run: the driver's executor-liveness timeout."""
     if NETWORK_TIMEOUT in pinned:
         raise DelayClassError(f"{reason}. The test pins it (chaos.run(conf={{{NETWORK_TIMEOUT!r}: "
                               f"{job_conf.get(NETWORK_TIMEOUT)!r}}})): drop it to let the plugin choose, or change it")
@@ -162,9 +166,4 @@ def _resolve_network(target: str, ms: float, above: bool, job_conf: Mapping[str,
         conf[HEARTBEAT] = f"{beat_ms}ms"
     if above and spark_seconds(job_conf.get(TIMEOUT_INTERVAL, "60s")) > secs and TIMEOUT_INTERVAL not in pinned:
         conf[TIMEOUT_INTERVAL] = f"{secs}s"
-    setting = NETWORK_TIMEOUT
-    if target.split("-")[0] != "driver":
-        setting = KAFKA_POLL_TIMEOUT
-        old_ms = int(spark_seconds(before) * 1000)
-        conf.update({k: f"{old_ms}ms" for k in DECOUPLED if k not in pinned and k not in job_conf})
-    return DelayClassChoice(target, ms, above, setting, before, f"{secs}s", conf)
+    return DelayClassChoice(target, ms, above, NETWORK_TIMEOUT, before, f"{secs}s", conf)

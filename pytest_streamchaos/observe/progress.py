@@ -192,7 +192,8 @@ class SparkProgress:
 
     ``timeline``: :class:`TimelineEvent` of kind ``driver_started`` / ``driver_stopped`` (per
     application), ``query_started`` / ``query_terminated``, ``executor_added`` / ``executor_removed``
-    (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``).
+    (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``), and
+    ``task_failed`` (a task ended by an exception: its class and the first line of its message).
     """
 
     def __init__(self, event_log_dir: str | os.PathLike) -> None:
@@ -243,6 +244,8 @@ class SparkProgress:
             self.live_executors.pop((app, exec_id), None)
             self._add(t, app, "executor_removed", f"executor-{exec_id}",
                       {"app_id": app, "reason": ev.get("Removed Reason")})
+        elif kind == "SparkListenerTaskEnd":
+            self._task_end(t, app, ev)
         elif kind == EV_QUERY_STARTED:
             t = parse_spark_time(ev.get("timestamp")) or t
             self._add(t, app, "query_started", "query",
@@ -265,6 +268,19 @@ class SparkProgress:
             progress["app_id"] = app
             self._last_t[app] = progress["t_end"]
             self.batches.append(progress)
+
+    def _task_end(self, t: float, app: str, ev: dict[str, Any]) -> None:
+        """A task that failed with an exception (a Kafka fetch that timed out, a poison record): the
+        system noticed something. Successful tasks and tasks killed on purpose leave no event."""
+        reason = ev.get("Task End Reason") or {}
+        if reason.get("Reason") != "ExceptionFailure":
+            return
+        info = ev.get("Task Info") or {}
+        t = (info.get("Finish Time") or 0) / 1000.0 or t
+        message = str(reason.get("Description") or "").splitlines()[0][:300] if reason.get("Description") else ""
+        self._add(t, app, "task_failed", f"executor-{info.get('Executor ID')}",
+                  {"app_id": app, "exception": reason.get("Class Name"), "message": message,
+                   "stage": ev.get("Stage ID"), "attempt": info.get("Attempt")})
 
     def _add(self, t: float, app: str, kind: str, target: str, detail: dict[str, Any]) -> None:
         self._last_t[app] = t

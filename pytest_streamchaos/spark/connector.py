@@ -103,3 +103,25 @@ def replacement_note(pins: list[ConnectorPin], ours: str) -> str | None:
     scala, version = ours.rsplit("_", 1)[1].split(":")
     return (f"the job pins {asked}; this pyspark is Spark {version} on Scala {scala}, so the run uses Spark's Kafka "
             f"connector {ours} instead (a connector of another Spark or Scala line cannot load here)")
+
+
+#: a Kafka client timeout the job sets in its code, e.g. ``.option("kafka.request.timeout.ms", "1500")``
+#: or ``{"kafka.request.timeout.ms": 1500}`` (a literal: what the job computes at run time is not seen)
+_OPTION = re.compile(r"""["'](kafka\.request\.timeout\.ms|kafka\.default\.api\.timeout\.ms"""
+                     r"""|kafkaConsumer\.pollTimeoutMs)["']\s*[,:=]\s*["']?(\d+)""")
+
+
+def kafka_timeouts(script: Path) -> dict[str, tuple[str, str]]:
+    """The Kafka client timeouts the job's script sets as literals: option -> (value in ms, ``file:line``),
+    the lowest where it sets one several times (a reader and a writer)."""
+    found: dict[str, tuple[str, str]] = {}
+    try:
+        lines = script.read_text(errors="replace").splitlines()
+    except OSError:
+        return found
+    for n, line in enumerate(lines, 1):
+        for m in _OPTION.finditer(line):
+            key, value = m.group(1), m.group(2)
+            if key not in found or int(value) < int(found[key][0]):
+                found[key] = (value, f"{script.name}:{n}")
+    return found

@@ -6,7 +6,6 @@ import pytest
 from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.faults.timeline import DEFAULT_LOAD_S, RECOVERY_WINDOW_S, load_end, load_seconds, plan
 from pytest_streamchaos.faults.timeouts import (
-    DECOUPLED,
     DelayClassError,
     check_delay_class,
     governing_timeout,
@@ -15,41 +14,34 @@ from pytest_streamchaos.faults.timeouts import (
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF
 
 CLUSTER = {"spark.worker.timeout": "10"}
+#: what the runner reads from a job whose code sets its Kafka clients' request timeout
+FAST_JOB = {"kafka.request.timeout.ms": ("1500", "payments.py:21")}
 
 
-def test_kafka_link_is_governed_by_the_connectors_poll_timeout_which_follows_the_network_timeout() -> None:
+def test_kafka_link_is_governed_by_the_clients_request_timeout() -> None:
     to = governing_timeout("kafka", CLUSTER, DEFAULT_CONF)
-    assert (to.setting, to.seconds) == ("kafkaConsumer.pollTimeoutMs", 20.0)  # DEFAULT_CONF: 20s
-    assert "spark.network.timeout" in to.where
+    assert (to.setting, to.seconds) == ("kafka.request.timeout.ms", 30.0)
+    assert "default" in to.where and ".option('kafka.request.timeout.ms'" in to.where
+    job = governing_timeout("broker-2", CLUSTER, DEFAULT_CONF, FAST_JOB)
+    assert (job.seconds, job.where) == (1.5, "the job's code (payments.py:21)")
 
 
-def test_kafka_pd_above_lowers_the_poll_timeout_and_keeps_the_other_timeouts() -> None:
-    c = resolve_delay_class("kafka", 5000, True, CLUSTER, DEFAULT_CONF)
-    assert c is not None and (c.setting, c.before, c.after) == ("kafkaConsumer.pollTimeoutMs", "20s", "2s")
-    assert c.conf["spark.network.timeout"] == "2s" and c.conf["spark.executor.heartbeatInterval"] == "500ms"
-    # executor liveness, RPC and shuffle connections keep the timeout they had: only the link's detection moves
-    assert {k: c.conf[k] for k in DECOUPLED} == dict.fromkeys(DECOUPLED, "20000ms")
-    check_delay_class(5000, True, governing_timeout("kafka", CLUSTER, {**DEFAULT_CONF, **c.conf}), "kafka")
-    assert "kafkaConsumer.pollTimeoutMs set to 2s (through spark.network.timeout) for this run (was 20s)" \
-        in c.describe()
-
-
-def test_kafka_pd_below_raises_it_and_a_class_that_holds_changes_nothing() -> None:
-    c = resolve_delay_class("broker-1", 40_000, False, CLUSTER, DEFAULT_CONF)
-    assert c is not None and c.conf["spark.network.timeout"] == "80s"
+def test_a_kafka_class_that_holds_as_the_job_is_written_changes_nothing() -> None:
+    assert resolve_delay_class("kafka", 3000, True, CLUSTER, DEFAULT_CONF, job_kafka=FAST_JOB) is None
     assert resolve_delay_class("kafka", 500, False, CLUSTER, DEFAULT_CONF) is None
     assert resolve_delay_class("kafka", 500, None, CLUSTER, DEFAULT_CONF) is None
 
 
-def test_a_delay_of_half_a_second_cannot_be_above_a_whole_second_timeout() -> None:
-    with pytest.raises(DelayClassError, match=r"whole seconds .* use ms >= 2000"):
+def test_a_kafka_class_that_does_not_hold_fails_naming_the_option_only_the_job_sets() -> None:
+    with pytest.raises(DelayClassError, match=r"not PD>TO: .*kafka.request.timeout.ms is 30000 ms .*only the job's "
+                                              r"code sets: set \.option\('kafka.request.timeout.ms', \.\.\.\)"):
         resolve_delay_class("kafka", 500, True, CLUSTER, DEFAULT_CONF)
+    with pytest.raises(DelayClassError, match=r"not PD<TO: .*1500 ms"):
+        resolve_delay_class("broker-1", 2000, False, CLUSTER, DEFAULT_CONF, job_kafka=FAST_JOB)
 
 
 def test_a_timeout_the_test_pins_is_not_overridden() -> None:
     conf = {**DEFAULT_CONF, "spark.network.timeout": "20s"}
-    with pytest.raises(DelayClassError, match=r"pins it .*spark.network.timeout"):
-        resolve_delay_class("kafka", 5000, True, CLUSTER, conf, frozenset({"spark.network.timeout"}))
     with pytest.raises(DelayClassError, match=r"pins it .*spark.network.timeout"):
         resolve_delay_class("driver", 5000, True, CLUSTER, conf, frozenset({"spark.network.timeout"}))
 
@@ -109,11 +101,11 @@ def test_report_says_how_long_the_load_ran_and_which_timeout_was_set() -> None:
     from pytest_streamchaos.analysis.synthetic import stateless_trace
 
     run = ChaosRun.from_trace(stateless_trace(rate=100, faults=[30]))
-    c = resolve_delay_class("kafka", 5000, True, CLUSTER, DEFAULT_CONF)
+    c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF)
     assert c is not None
     run.meta.update({"load": {"planned_s": 630.0, "ran_s": 630.4, "why": "no duration given: ..."},
                      "delay_class": [c.to_dict() | {"note": c.describe()}]})
     text = run.describe()
     assert "load ran 630.4s (planned 630s: no duration given: ...)" in text
-    assert "timeout: network_delay(ms=5000, target='kafka') is meant above" in text
+    assert "timeout: network_delay(ms=5000, target='driver') is meant above" in text
     assert '"delay_class"' in run.to_json()

@@ -16,7 +16,7 @@ def test_governing_timeout_per_link() -> None:
     assert governing_timeout("worker-1", cluster, job).setting == "spark.worker.timeout"
     assert governing_timeout("driver", cluster, job).seconds == 20.0
     kt = governing_timeout("kafka", cluster, job)
-    assert (kt.setting, kt.seconds) == ("kafkaConsumer.pollTimeoutMs", 20.0)
+    assert (kt.setting, kt.seconds) == ("kafka.request.timeout.ms", 30.0)
 
 
 def test_check_names_setting_and_value() -> None:
