@@ -467,8 +467,12 @@ def _properties(conf: dict[str, str]) -> str:
 
 def _random_cluster_id() -> str:
     """A cluster id as Kafka's ``StorageTool random-uuid`` makes one: 16 random bytes, URL-safe
-    base64 without padding (no JVM start needed)."""
+    base64 without padding, never starting with ``-`` (a command line would take it for an option;
+    Kafka's ``Uuid.randomUuid`` draws again too). No JVM start needed."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
