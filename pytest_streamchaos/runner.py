@@ -34,11 +34,11 @@ from pytest_streamchaos.faults.timeline import load_end, load_seconds, plan, rec
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.job.eos import control_topic_for
-from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
-from pytest_streamchaos.observe.progress import CheckpointWatcher, SparkProgress
+from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
@@ -583,8 +583,7 @@ class _Run:
     def _offsets_fixed(self) -> bool:
         """Spark's Kafka source writes the offsets it starts from to the checkpoint (``sources/0/0``)
         before its first micro-batch is planned."""
-        cp = self.watcher.checkpoint_dir
-        return cp.is_dir() and any((cp / "sources").glob("*/0")) or bool(self.watcher.offset_batches())
+        return self.watcher.starting_offsets_written()
 
     def _find_checkpoint(self, progress: SparkProgress) -> None:
         """Point the watcher at the latest started query's checkpoint, wherever the job put it (a
@@ -594,7 +593,7 @@ class _Run:
             return
         found = find_checkpoints(self.checkpoint_roots)
         if ids[-1] in found:
-            self.watcher.checkpoint_dir = found[ids[-1]]
+            self.watcher.point_at(found[ids[-1]])
             self._checkpoint_qid = ids[-1]
             self.checkpoint_found = True
 
@@ -842,7 +841,7 @@ class _Run:
             "driver_launches": len(getattr(job, "launches", [])),
             "job_log": str(getattr(job, "log_path", "")),
             "warnings": self.warnings,
-            "checkpoint": str(self.watcher.checkpoint_dir) if self.checkpoint_found else None,
+            "checkpoint": self.watcher.checkpoint_dir if self.checkpoint_found else None,
             "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
             "job_workdir": str(self.job.workdir),
             "spark_master_used": self.local_master or self.c.cluster.master_url,

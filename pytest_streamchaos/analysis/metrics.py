@@ -134,7 +134,7 @@ RecoveryTime = float | NotRecovered
 SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
     "executor_removed", "worker_lost", "master_failover", "driver_exited", "driver_launched",
     "query_terminated", "source_timeout", "broker_fenced", "leader_elected", "leader_lost", "controller_elected",
-    "task_failed",
+    "task_failed", "datanode_dead",
 )
 
 
@@ -290,6 +290,9 @@ class FaultMetrics:
     system_detection: float | None = None
     #: the timeline kind of that reaction, e.g. ``executor_removed``
     system_detection_event: str | None = None
+    #: what the system and the schedule did from the fault until it recovered (or its horizon): the first
+    #: event of each :data:`PHASE_KINDS` kind, as ``{"at": seconds after the fault, "kind", "target"}``
+    phases: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def detection(self) -> float | None:
@@ -431,7 +434,9 @@ class RunMetrics:
 #: new executor shows in the output only once it runs tasks)
 REACTION_KINDS: tuple[str, ...] = (FAULT_INJECTED, "fault_healed", *SYSTEM_DETECTION_KINDS, "executor_added",
                                    "worker_registered", "driver_started", "query_started", "broker_registered",
-                                   "isr_shrunk", "isr_expanded")
+                                   "isr_shrunk", "isr_expanded", "namenode_safemode_exit", "datanode_registered")
+#: what a fault's recovery phases are made of: the system's reactions and the steps of its healing
+PHASE_KINDS: tuple[str, ...] = tuple(k for k in REACTION_KINDS if k != FAULT_INJECTED)
 
 
 def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
@@ -772,7 +777,11 @@ class _Measure:
         run[:nb] = (next_bad - np.arange(nb)) * for_b
         self.hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
 
-        owner = np.searchsorted(ft, ab_start, side="right") - 1 if ft.size else np.full(ab_start.size, -1)
+        # a gap is the fault's that came before the output was due (the last output plus the normal
+        # gap), not before that last output: a broker killed 0.3 s after a batch's output owns the
+        # silence that follows, though it began before the kill
+        due = ab_start + self.gap0
+        owner = np.searchsorted(ft, due, side="right") - 1 if ft.size else np.full(ab_start.size, -1)
         if ft.size:
             owner = np.where((owner < 0) & (ab_end > ft[0]), 0, owner)
         self.owner = owner
@@ -799,7 +808,8 @@ class _Measure:
         sys_det = None if sys_ev is None else sys_ev.t - f
         common = dict(t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
                       gap_end=ge, output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
-                      system_detection_event=None if sys_ev is None else sys_ev.kind)
+                      system_detection_event=None if sys_ev is None else sys_ev.kind,
+                      phases=recovery_phases(self.trace.timeline, f, horizon))
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,
@@ -945,6 +955,18 @@ class _Measure:
             output_latency=self.lat_all,
             unavailable=self.unavailable,
         )
+
+
+def recovery_phases(timeline: list[TimelineEvent], f: float, until: float) -> list[dict[str, Any]]:
+    """The first event of each :data:`PHASE_KINDS` kind in ``[f, until]``, in time order: how the system
+    went from the fault to recovery (a leader elected, the broker back, the NameNode out of safe mode)."""
+    seen: dict[str, TimelineEvent] = {}
+    for e in sorted(timeline, key=lambda e: e.t):
+        if e.kind in PHASE_KINDS and f <= e.t <= until and e.kind not in seen:
+            if e.kind == "driver_launched" and int(e.detail.get("launch", 2)) <= 1:
+                continue
+            seen[e.kind] = e
+    return [{"at": round(e.t - f, 3), "kind": e.kind, "target": e.target} for e in seen.values()]
 
 
 def _first_system_event(timeline: list[TimelineEvent], kinds: tuple[str, ...], f: float,

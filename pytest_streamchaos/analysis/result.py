@@ -207,6 +207,9 @@ class ChaosRun:
                              f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s")
             else:
                 lines.append(f"{head}, not recovered by +{f.horizon - self.metrics.t0:.1f}s ({sysd})")
+            if f.phases:
+                lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
+                                                      for ph in f.phases))
         return "\n".join(lines)
 
     def describe(self) -> str:

@@ -12,7 +12,6 @@ apart, as ``confirmed`` seconds in the ``fault_injected`` event's detail.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -45,7 +44,7 @@ class FaultContext:
     job: Any  #: SparkJob
     input_topic: str
     output_topic: str | None = None  #: the job's output topic (None: its output is not Kafka)
-    checkpoint: Any = None  #: observe.progress.CheckpointWatcher
+    checkpoint: Any = None  #: observe.checkpoints.CheckpointWatcher
     collector: Any = None  #: observe.collector.Collector
     poison: PoisonSchedule | None = None
     recorder: Any = None  #: faults.scheduler.Recorder, for what the system did in reaction
@@ -580,7 +579,7 @@ def wait_uncommitted_output(ctx: FaultContext):
             if n is None:
                 time.sleep(POLL_S)
                 continue
-            started = _mtime(cp.checkpoint_dir / "offsets" / str(n))
+            started = cp.planned_time(n)
             last = col.last_arrival
             # output that arrived after batch N was planned belongs to batch N (the previous batch's
             # output was flushed before its commit, which precedes N's offsets entry)
@@ -596,13 +595,6 @@ def wait_uncommitted_output(ctx: FaultContext):
         return False
 
     return wait
-
-
-def _mtime(path: Any) -> float | None:
-    try:
-        return os.stat(path).st_mtime
-    except FileNotFoundError:
-        return None
 
 
 def wait_tasks_running(ctx: FaultContext):

@@ -1,10 +1,12 @@
-"""Find a streaming query's checkpoint without being told where it is.
+"""A streaming query's checkpoint: found without being told where it is, and watched while the job runs.
 
 A user's job names its checkpoint itself: a relative ``checkpointLocation`` (resolved against the
-driver's working directory, which the plugin makes fresh per run), an absolute path in its code or
-argv, or ``spark.sql.streaming.checkpointLocation``. Spark writes ``<checkpoint>/metadata`` (JSON with
-the query id) when the query starts, then ``offsets/`` and ``commits/``. So the checkpoint of a
-started query is a directory whose ``metadata`` names that query's id.
+driver's working directory, which the plugin makes fresh per run, or against the HDFS home of the run's
+user when the default filesystem is HDFS), an absolute path or ``hdfs://`` URL in its code or argv, or
+``spark.sql.streaming.checkpointLocation``. Spark writes ``<checkpoint>/metadata`` (JSON with the query
+id) when the query starts, then ``sources/``, ``offsets/`` and ``commits/``. So the checkpoint of a
+started query is a directory whose ``metadata`` names that query's id; :class:`CheckpointWatcher` then
+answers "what is planned / committed now" on the local disk or HDFS alike (:mod:`.storage`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.observe.storage import Place, locate
+from pytest_streamchaos.poll import poll
 
 #: directories never worth descending into while looking for checkpoints
 _SKIP = {"eventlog", "conf", "__pycache__", "_spark_metadata", "offsets", "commits", "sources", "state", ".git"}
@@ -20,57 +26,167 @@ _SKIP = {"eventlog", "conf", "__pycache__", "_spark_metadata", "offsets", "commi
 #: location gets ``temporary-<uuid>`` there, which must still be found)
 _SKIP_PREFIXES = ("blockmgr-", "spark-", "liblz4", "snappy", "hsperf")
 
+Where = Place | str | os.PathLike
 
-def checkpoint_query_id(path: Path) -> str | None:
-    """The query id recorded in ``path/metadata``, or None if ``path`` is not a checkpoint (yet)."""
+
+def _place(where: Where) -> Place:
+    return where if isinstance(where, Place) else locate(where)
+
+
+def checkpoint_query_id(where: Where) -> str | None:
+    """The query id recorded in ``<where>/metadata``, or None if it is not a checkpoint (yet)."""
+    text = _place(where).child("metadata").read_text()
     try:
-        first = (path / "metadata").read_text().splitlines()[0]
-        return str(json.loads(first)["id"])
-    except (OSError, IndexError, ValueError, KeyError, TypeError):
+        return str(json.loads(text.splitlines()[0])["id"]) if text else None
+    except (IndexError, ValueError, KeyError, TypeError):
         return None
 
 
-def find_checkpoints(roots: Iterable[str | os.PathLike], max_depth: int = 6) -> dict[str, Path]:
-    """Every checkpoint under ``roots`` (a root may itself be one): ``{query id: directory}``.
+def find_checkpoints(roots: Iterable[Where], max_depth: int = 6) -> dict[str, Place]:
+    """Every checkpoint under ``roots`` (a root may itself be one): ``{query id: place}``.
 
     The walk is bounded (``max_depth``) and skips Spark's own bulky subdirectories, so it stays cheap
     to poll while a run warms up."""
-    found: dict[str, Path] = {}
-    seen: set[Path] = set()
+    found: dict[str, Place] = {}
+    seen: set[str] = set()
     for root in roots:
-        p = Path(str(root).removeprefix("file://").removeprefix("file:"))
-        if p.is_dir():
-            _walk(p.resolve(), max_depth, found, seen)
+        place = _place(root)
+        if place.is_dir():
+            _walk(place, max_depth, found, seen)
     return found
 
 
-def _walk(d: Path, depth: int, found: dict[str, Path], seen: set[Path]) -> None:
-    if d in seen:
+def _walk(d: Place, depth: int, found: dict[str, Place], seen: set[str]) -> None:
+    key = str(d) if d.scheme != "file" else os.path.realpath(d.path)
+    if key in seen:
         return
-    seen.add(d)
+    seen.add(key)
     qid = checkpoint_query_id(d)
     if qid is not None:
         found.setdefault(qid, d)
         return
     if depth <= 0:
         return
-    try:
-        entries = list(os.scandir(d))
-    except OSError:
-        return
-    for e in entries:
-        if (e.is_dir(follow_symlinks=False) and e.name not in _SKIP and not e.name.startswith(".")
-                and not e.name.startswith(_SKIP_PREFIXES)):
-            _walk(Path(e.path), depth - 1, found, seen)
+    for name in d.names():
+        if name not in _SKIP and not name.startswith(".") and not name.startswith(_SKIP_PREFIXES):
+            child = d.child(name)
+            if child.is_dir():
+                _walk(child, depth - 1, found, seen)
 
 
-def paths_in(args: Iterable[str], cwd: Path) -> list[Path]:
-    """Absolute directories named in a job's argv or conf values (candidates for its checkpoint)."""
-    out = []
+def paths_in(args: Iterable[str], cwd: Path) -> list[str]:
+    """Absolute directories and ``hdfs://`` URLs named in a job's argv or conf values (candidates
+    for its checkpoint)."""
+    out: list[str] = []
     for a in args:
         for part in str(a).split(","):
+            if part.startswith("hdfs://"):
+                out.append(part.rstrip("/"))
+                continue
             part = part.removeprefix("file://").removeprefix("file:")
             if part.startswith("/") and len(part) > 1:
                 p = Path(part)
-                out.append(p if p.is_dir() or not p.exists() else p.parent)
-    return [p for p in out if p != Path("/") and p != cwd]
+                p = p if p.is_dir() or not p.exists() else p.parent
+                if p != Path("/") and p != cwd:
+                    out.append(str(p))
+    return out
+
+
+class CheckpointWatcher:
+    """Read-only view of a streaming query's checkpoint; every call re-reads it (local disk or HDFS).
+
+    ``offsets/N`` exists once batch N is planned (its source offsets written ahead), ``commits/N``
+    once batch N's sink finished. Between the two, the output of batch N may be visible while a
+    restart would re-run it -- the window in which at-least-once sinks duplicate.
+    """
+
+    def __init__(self, checkpoint: Where) -> None:
+        self.place = _place(checkpoint)
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """Where the checkpoint is (a path, or an ``hdfs://`` URL), for messages and the run's JSON."""
+        return str(self.place)
+
+    def point_at(self, checkpoint: Where) -> None:
+        """Watch another checkpoint (a restarted driver's new query)."""
+        self.place = _place(checkpoint)
+
+    def _ids(self, sub: str) -> list[int]:
+        # Only final files: Spark writes ``.N.<uuid>.tmp`` / ``.N.crc`` beside them.
+        return sorted(int(n) for n in self.place.child(sub).names() if n.isdigit())
+
+    def offset_batches(self) -> list[int]:
+        """Batch ids with an offsets file (planned)."""
+        return self._ids("offsets")
+
+    def committed_batches(self) -> list[int]:
+        """Batch ids with a commit file (finished)."""
+        return self._ids("commits")
+
+    def latest_offset_batch(self) -> int | None:
+        """The newest planned batch id, or None."""
+        ids = self.offset_batches()
+        return ids[-1] if ids else None
+
+    def latest_committed_batch(self) -> int | None:
+        """The newest committed batch id, or None."""
+        ids = self.committed_batches()
+        return ids[-1] if ids else None
+
+    def uncommitted_batch(self) -> int | None:
+        """The planned batch that is not committed yet (at most one in micro-batch mode), or None."""
+        planned, done = self.latest_offset_batch(), self.latest_committed_batch()
+        if planned is None or (done is not None and done >= planned):
+            return None
+        return planned
+
+    def commit_time(self, batch_id: int) -> float | None:
+        """When ``commits/<batch_id>`` was written (epoch seconds), or None."""
+        return self.place.child("commits", str(batch_id)).mtime()
+
+    def planned_time(self, batch_id: int) -> float | None:
+        """When ``offsets/<batch_id>`` was written (the batch was planned), or None."""
+        return self.place.child("offsets", str(batch_id)).mtime()
+
+    def starting_offsets_written(self) -> bool:
+        """The query's sources fixed where they start (Spark's Kafka source writes ``sources/0/0``
+        before the first micro-batch is planned), or a batch was planned already."""
+        sources = self.place.child("sources")
+        return any("0" in sources.child(n).names() for n in sources.names()) or bool(self.offset_batches())
+
+    def offsets(self, batch_id: int) -> dict[str, Any] | None:
+        """The offsets log entry of a batch: ``{"metadata": {...}, "sources": [offset per source]}``.
+
+        A source offset is its JSON value when it parses, else the raw string; ``None`` for ``-``
+        (a source without an offset yet). Returns None when the batch has no offsets file.
+        """
+        text = self.place.child("offsets", str(batch_id)).read_text()
+        if text is None:
+            return None
+        lines = text.splitlines()
+        if not lines or not lines[0].startswith("v"):
+            raise ValueError(f"{self.checkpoint_dir}/offsets/{batch_id}: unknown format (first line {lines[:1]})")
+        metadata = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
+        sources: list[Any] = []
+        for raw in lines[2:]:
+            if raw == "-":
+                sources.append(None)
+                continue
+            try:
+                sources.append(json.loads(raw))
+            except ValueError:
+                sources.append(raw)
+        return {"metadata": metadata, "sources": sources}
+
+    def wait_for_commit(self, batch_id: int, timeout: float, interval: float = 0.2) -> None:
+        """Poll until batch ``batch_id`` (or a later one) is committed; ``TimeoutError`` otherwise."""
+        seen: list[int | None] = [None]
+
+        def committed() -> bool:
+            done = seen[0] = self.latest_committed_batch()
+            return done is not None and done >= batch_id
+
+        poll(committed, timeout, interval=interval, on_timeout=lambda _: TimeoutError(
+            f"timed out after {timeout:.0f}s waiting for batch {batch_id} to be committed in "
+            f"{self.checkpoint_dir}; last committed {seen[0]}, last planned {self.latest_offset_batch()}"))

@@ -10,7 +10,8 @@ when we happened to look).
 
 Rows are read as dicts (JSON lines, CSV with a header, Parquet through pyarrow); the input ids of a
 row come from ``ids``: a field path (``"InvoiceNumber"``, ``"value.ids"``) or a callable
-``(row: dict, None) -> ids``.
+``(row: dict, None) -> ids``. The directory may be on the local disk or on HDFS (:mod:`.storage`:
+fsspec's WebHDFS client).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import json
 import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.records import OutputRecords
 
 IdSpec = str | Callable[[Any, Any], Sequence[int]]
@@ -37,8 +39,9 @@ class FileSinkCollector:
     Has the query interface of :class:`~pytest_streamchaos.observe.collector.Collector` that a run
     uses (``start``, ``stop``, ``count``, ``ids_seen``, ``last_arrival``, ``outputs()``, ...)."""
 
-    def __init__(self, path: str | os.PathLike, ids: IdSpec, name: str | None = None, poll_s: float = 0.2) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike | Place, ids: IdSpec, name: str | None = None,
+                 poll_s: float = 0.2) -> None:
+        self.place = path if isinstance(path, Place) else locate(path)
         self.name = name or f"file:{path}"
         self._ids = ids
         self._poll_s = poll_s
@@ -59,7 +62,8 @@ class FileSinkCollector:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FileSinkCollector:
-        self._thread = threading.Thread(target=self._run, name=f"streamchaos-files-{self.path.name}", daemon=True)
+        name = self.place.path.rstrip("/").rsplit("/", 1)[-1]
+        self._thread = threading.Thread(target=self._run, name=f"streamchaos-files-{name}", daemon=True)
         self._thread.start()
         return self
 
@@ -101,31 +105,30 @@ class FileSinkCollector:
     def poll(self) -> None:
         """Read the data files of every batch committed since the last poll."""
         for batch, log_file in self._new_log_files():
-            t = log_file.stat().st_mtime
-            for data in _listed_files(log_file):
+            t = log_file.mtime()
+            text = log_file.read_text()
+            if t is None or text is None:
+                continue  # listed a moment ago, gone now (compacted away): the next poll sees the compact file
+            for data in _listed_files(text):
                 if data not in self._done:
                     self._done.add(data)
-                    self._read_data(Path(data), t)
+                    self._read_data(Place(self.place.fs, data, self.place.scheme, self.place.authority), t)
             self._batches.add(batch)
 
-    def _new_log_files(self) -> list[tuple[int, Path]]:
-        meta = self.path / "_spark_metadata"
-        try:
-            names = os.listdir(meta)
-        except FileNotFoundError:
-            return []
+    def _new_log_files(self) -> list[tuple[int, Place]]:
+        meta = self.place.child("_spark_metadata")
         out = []
-        for n in names:
+        for n in meta.names():
             base = n.removesuffix(".compact")
             if base.isdigit() and int(base) not in self._batches:
-                out.append((int(base), meta / n))
-        return sorted(out)
+                out.append((int(base), meta.child(n)))
+        return sorted(out, key=lambda x: x[0])
 
-    def _read_data(self, path: Path, t: float) -> None:
+    def _read_data(self, where: Place, t: float) -> None:
         try:
-            rows = read_rows(path)
+            rows = read_rows(where)
         except Exception as e:
-            self._note_error(f"cannot read {path.name}: {e}")
+            self._note_error(f"cannot read {where.path.rsplit('/', 1)[-1]}: {e}")
             return
         got: list[list[int]] = []
         for row in rows:
@@ -148,28 +151,32 @@ class FileSinkCollector:
             self.errors.append(msg)
 
 
-def _listed_files(log_file: Path) -> list[str]:
-    """The data files a metadata log file adds (``action: add``), as local paths."""
+def _listed_files(log_text: str) -> list[str]:
+    """The data files a metadata log file adds (``action: add``), as paths on its filesystem (the
+    ``file:`` or ``hdfs://host:port`` of the URL Spark wrote taken off)."""
     out = []
-    lines = log_file.read_text().splitlines()
-    for line in lines[1:]:  # the first line is the log format version, "v1"
+    for line in log_text.splitlines()[1:]:  # the first line is the log format version, "v1"
         if not line.strip():
             continue
         entry = json.loads(line)
         if entry.get("action", "add") == "add" and not entry.get("isDir"):
-            out.append(str(entry["path"]).removeprefix("file://").removeprefix("file:"))
+            url = urlparse(str(entry["path"]))
+            out.append(unquote(url.path) if url.scheme else str(entry["path"]))
     return out
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(where: Place | str | os.PathLike) -> list[dict[str, Any]]:
     """The rows of one data file of the sink, by its extension (``.json``, ``.csv``, ``.parquet``;
     compressed variants such as ``.json.gz`` are read too)."""
-    name = path.name
+    place = where if isinstance(where, Place) else locate(where)
+    name = place.path.rsplit("/", 1)[-1]
+    raw = place.read_bytes()
+    if raw is None:
+        raise FileNotFoundError(place.path)
     if ".parquet" in name:
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
-    raw = path.read_bytes()
+        return pq.read_table(io.BytesIO(raw)).to_pylist()
     if name.endswith(".gz"):
         import gzip
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_streamchaos.observe.progress import CheckpointWatcher
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.spark.launcher import JobFailed, JobLauncher, LaunchError
 from pytest_streamchaos.testing import pid_alive
 

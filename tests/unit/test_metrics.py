@@ -89,6 +89,17 @@ def test_outage_inside_bursty_output():
     assert f.verdict == "outage"
 
 
+def test_a_gap_that_begins_just_before_a_fault_is_that_faults():
+    """Micro-batches every 2 s; a harmless fault at 20 s, then one at 30.5 s that stops the output for
+    10 s. The silence begins with the batch at 30 s, half a second before the second fault: it is the
+    second fault's downtime (its output was due after it), not the first one's."""
+    tr = stateless_trace(faults=[20, 30.5], batch_interval=2.0, trigger=2.0, outages=[Outage(30.5, 10)])
+    m = compute_metrics(tr)
+    first, second = m.faults
+    assert first.downtime == 0.0 and first.verdict == "masked", first
+    assert second.downtime == pytest.approx(10.5, abs=0.01) and second.verdict == "outage", second
+
+
 def test_not_recovered_when_job_dies():
     tr = stateless_trace(faults=[30], stop_at=35)
     m = compute_metrics(tr)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.progress import (
     EV_PROGRESS,
     EV_QUERY_STARTED,
-    CheckpointWatcher,
     EventLogError,
     EventLogTailer,
     SparkProgress,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.observe.progress import CheckpointWatcher
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.runner import RunError, committed_past, resolve_job
 
 

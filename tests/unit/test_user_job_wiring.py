@@ -33,13 +33,13 @@ def test_find_checkpoints_by_query_id_under_the_working_dir(tmp_path: Path) -> N
     _checkpoint(tmp_path / "local" / "blockmgr-1" / "x", "never-looked-at")
     (tmp_path / "output" / "_spark_metadata").mkdir(parents=True)
     found = find_checkpoints([tmp_path])
-    assert found == {"q-a": a.resolve(), "q-b": b.resolve()}
+    assert {q: Path(str(p)).resolve() for q, p in found.items()} == {"q-a": a.resolve(), "q-b": b.resolve()}
     assert find_checkpoints([tmp_path / "missing"]) == {}
 
 
 def test_paths_in_args_are_checkpoint_candidates(tmp_path: Path) -> None:
-    assert paths_in(["a", "/data/chk", "file:///other/chk", "x,/y/z"], tmp_path) == [
-        Path("/data/chk"), Path("/other/chk"), Path("/y/z")]
+    assert paths_in(["a", "/data/chk", "file:///other/chk", "x,/y/z", "hdfs://127.0.0.1:9820/chk/"], tmp_path) == [
+        "/data/chk", "/other/chk", "/y/z", "hdfs://127.0.0.1:9820/chk"]
 
 
 def _commit(sink: Path, batch: int, files: list[str], compact: bool = False) -> None:
