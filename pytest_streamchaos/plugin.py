@@ -164,7 +164,9 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            repeat=repeat,
                            seed=resolve_seed(item.nodeid, streamchaos_settings.seed),
                            status=status_for(request.config, item.nodeid),
-                           progress=progress_writer(request.config))
+                           progress=progress_writer(request.config),
+                           checkpoint=streamchaos_settings.checkpoint,
+                           hdfs=lambda: request.getfixturevalue("hdfs"))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     yield harness

@@ -39,6 +39,7 @@ from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
@@ -48,6 +49,8 @@ from pytest_streamchaos.workload.seed import resolve_seed
 log = logging.getLogger(__name__)
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
+#: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``)
+CHECKPOINTS = ("local", "hdfs")
 POLL_S = 0.25
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
@@ -115,6 +118,20 @@ def check_args(args: Sequence[Any] | None) -> None:
                                  "(write {{ }} for a literal brace)")
 
 
+def check_run_args(*, guarantee: str, rate: float, duration: float | None, args: Sequence[Any] | None,
+                   inputs: Mapping[str, Any] | None, checkpoint: str) -> None:
+    """Fail now, naming the argument and what is allowed, when ``chaos.run``'s arguments cannot work."""
+    if guarantee not in GUARANTEES:
+        raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
+    if rate <= 0 or (duration is not None and duration <= 0):
+        raise ValueError(f"rate={rate!r} and duration={duration!r} must be > 0")
+    check_args(args)
+    if inputs is not None and not inputs:
+        raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
+    if checkpoint not in CHECKPOINTS:
+        raise ValueError(f"checkpoint={checkpoint!r}: use one of {CHECKPOINTS}")
+
+
 def resolve_job(job: str | Path, test_dir: Path | None, rootdir: Path | None) -> Path:
     """``job`` as given if absolute, else relative to the test file's directory, else to the rootdir
     (then the current directory). The error lists every place looked at."""
@@ -141,7 +158,10 @@ class Chaos:
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, checkpoint: str = "local",
+                 hdfs: Callable[[], Any] | None = None) -> None:
+        if checkpoint not in CHECKPOINTS:
+            raise ValueError(f"checkpoint={checkpoint!r}: use one of {CHECKPOINTS}")
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
         self.workdir = Path(workdir)
@@ -158,6 +178,10 @@ class Chaos:
         self.status = status
         #: where a line goes while something slow happens once (Spark's Kafka connector resolved)
         self.progress = progress
+        #: where runs keep their checkpoints unless a run says otherwise (``--chaos-checkpoint``)
+        self.checkpoint = checkpoint
+        #: the session's HDFS, started on first use (None: no HDFS on this backend)
+        self.hdfs = hdfs
 
     def run(
         self,
@@ -185,6 +209,7 @@ class Chaos:
         outputs: Mapping[str, IdSpec] | None = None,
         kafka_port: int | None = None,
         annotate: Mapping[str, Callable[[Any, Any], float]] | None = None,
+        checkpoint: str | None = None,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -207,19 +232,18 @@ class Chaos:
         the run then reports recovery from Spark's query progress only. Named topics start empty.
         ``annotate``: per-record numbers computed from each factory's output when it is sent (e.g. the
         amount an aggregate oracle sums, or the copies an ``explode`` makes), kept in the ground truth.
-        ``kafka_port``: the embedded cluster also answers on ``127.0.0.1:<port>`` during the run, for a
+        ``kafka_port``: the Kafka cluster also answers the job on ``127.0.0.1:<port>`` during the run, for a
         job that hard-codes ``localhost:9092`` (``--chaos-kafka-port`` does it for the whole session).
+        ``checkpoint``: ``"local"`` (a directory of the run) or ``"hdfs"``: the stack's HDFS (started on
+        first use) is the job's default filesystem, so its checkpoint (``{checkpoint_dir}``, or a relative
+        ``checkpointLocation``) and relative file outputs are on HDFS; default ``--chaos-checkpoint``.
         """
-        if guarantee not in GUARANTEES:
-            raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
-        if rate <= 0 or (duration is not None and duration <= 0):
-            raise ValueError(f"rate={rate!r} and duration={duration!r} must be > 0")
+        checkpoint = checkpoint or self.checkpoint
+        check_run_args(guarantee=guarantee, rate=rate, duration=duration, args=args, inputs=inputs,
+                       checkpoint=checkpoint)
         script = resolve_job(job, self.test_dir, self.rootdir)
         planned = plan(self.faults)
         load_s, load_why = load_seconds(planned, duration, trigger_seconds)
-        check_args(args)
-        if inputs is not None and not inputs:
-            raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
         spec = RunSpec(str(script), rate, load_s, guarantee, partitions, key_space, skew, record_size,
                        late_fraction, trigger_seconds, warmup_timeout, drain_timeout,
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
@@ -233,6 +257,7 @@ class Chaos:
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
         run.annotate = dict(annotate or {})
+        run.storage_kind = checkpoint
         result = run.execute()
         self.runs.append(result)
         return result
@@ -287,6 +312,8 @@ class _Run:
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.kafka = chaos.kafka
+        self.storage_kind = "local"  #: chaos.run(checkpoint=...), set before execute
+        self.storage = RunStorage.local(self.dir)
         #: names the run's own topics (unique per run: nothing of an earlier run is ever read)
         self.tag = f"{uuid.uuid4().hex[:10]}"
         self.own_topics: list[str] = []
@@ -294,6 +321,11 @@ class _Run:
     # -- the life cycle ------------------------------------------------------------------------
     def execute(self) -> ChaosRun:
         s = self.spec
+        if self.storage_kind == "hdfs":
+            if self.c.hdfs is None:
+                raise RunError("checkpoint='hdfs' needs the stack's HDFS, which this backend does not have "
+                               "(the docker backend runs none): use checkpoint='local'")
+            self.storage = RunStorage.on_hdfs(self.c.hdfs(), self.tag)
         self._make_topics()
         if s.kafka_port:
             self.kafka.listen(s.kafka_port)
@@ -320,8 +352,8 @@ class _Run:
     def _prepare_job(self) -> Any:
         """Build the job (not started): its STREAMCHAOS_* contract, arguments with the run's names
         filled in, the conf the stated delay classes need, and the directories the checkpoint may be in."""
-        s = self.spec
-        checkpoint = self.dir / "checkpoint"
+        s, storage = self.spec, self.storage
+        checkpoint = storage.checkpoint
         job_dir = self.dir / "jobs" / self.script.stem  # the driver's working directory (see prepare)
         cfg = JobConfig(bootstrap_servers=self.job_bootstrap, input_topic=self.inputs[0],
                         input_topics=tuple(self.inputs), output_topic=self.out_topic or "",
@@ -335,11 +367,13 @@ class _Run:
                                            jit=self.c.jit, progress=self.c.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf})
-        job = launcher.prepare(self.script, config=cfg, conf={**s.conf, **conf_add}, env=dict(s.env), args=argv)
+        job = launcher.prepare(self.script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
+                               env={**storage.env, **s.env}, args=argv)
         self.job = job
         self.warnings.extend(job.notes)
         self._check_delay_classes(job)
-        self.checkpoint_roots = [job.workdir, checkpoint, *paths_in([*argv, *s.conf.values()], job.workdir)]
+        self.checkpoint_roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,
+                                                             *paths_in([*argv, *s.conf.values()], job.workdir))]
         return job
 
     def _wire(self, job: Any) -> _Wiring:
@@ -350,11 +384,11 @@ class _Run:
         collector = self._collector(job.workdir)
         generator = self._generator(poison)
         progress = SparkProgress(job.event_log_dir)
-        watcher = CheckpointWatcher(self.dir / "checkpoint")
+        watcher = CheckpointWatcher(self.storage.place(self.storage.checkpoint))
         self.watcher = watcher
         ctx = FaultContext(cluster=self.c.cluster, kafka=self.kafka, job=job,
                            input_topic=self.inputs[0], output_topic=self.out_topic, checkpoint=watcher,
-                           collector=collector, poison=poison,
+                           collector=collector, poison=poison, hdfs=self.storage.hdfs,
                            recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
         self.topics = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
@@ -467,7 +501,8 @@ class _Run:
         opts = self.oracle.collector_options() if hasattr(self.oracle, "collector_options") else {}
         if self.spec.outputs is None:
             return Collector(self.bootstrap, [self.out_topic, self.side_topic], id_reader=self.id_reader, **opts)
-        return Outputs([collector_for(name, ids, self.bootstrap, workdir, **opts)
+        return Outputs([collector_for(name, ids, self.bootstrap, self.storage.output(name[len("file:"):], workdir)
+                                      if name.startswith("file:") else None, **opts)
                         for name, ids in self.output_ids.items()])
 
     def _generator(self, poison: PoisonSchedule) -> Any:
@@ -842,6 +877,7 @@ class _Run:
             "job_log": str(getattr(job, "log_path", "")),
             "warnings": self.warnings,
             "checkpoint": self.watcher.checkpoint_dir if self.checkpoint_found else None,
+            "checkpoint_storage": self.storage.kind,
             "job_args": self.job.argv[self.job.argv.index(str(self.script)) + 1:],
             "job_workdir": str(self.job.workdir),
             "spark_master_used": self.local_master or self.c.cluster.master_url,

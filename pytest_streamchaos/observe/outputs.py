@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.file_sink import FileSinkCollector
+from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.records import OutputRecords, concat_outputs
 
 #: how input ids are read from an output: "key" (the Kafka message key), a JSON field path, or a
@@ -31,15 +31,18 @@ def key_ids(_value: bytes, key: bytes | None) -> list[int]:
     return [int(text)]
 
 
-def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, workdir: Path, **options: Any) -> Any:
-    """The collector of one output: ``file:<path>`` (relative to the job's working directory) or a
-    Kafka topic. ``options`` go to the Kafka collector (e.g. an aggregate oracle's fields)."""
+def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place | None = None,
+                  **options: Any) -> Any:
+    """The collector of one output: ``file:<path>`` (its ``place``: on the local disk or HDFS, see
+    :class:`~.storage.RunStorage.output`) or a Kafka topic. ``options`` go to the Kafka collector (e.g.
+    an aggregate oracle's fields)."""
     if name.startswith("file:"):
         if ids is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from the files (a field path "
                              "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
-        path = Path(name[len("file:"):])
-        return FileSinkCollector(path if path.is_absolute() else workdir / path, ids, name=name)
+        if place is None:
+            raise ValueError(f"outputs={{{name!r}: ...}}: where the files are was not given")
+        return FileSinkCollector(place, ids, name=name)
     reader = key_ids if ids == "key" else ids
     return Collector(bootstrap_servers, [name], id_reader=reader, **options)
 

@@ -86,3 +86,50 @@ def locate(where: str | Any, hdfs: Any = None) -> Place:
         return Place(hdfs.filesystem(), url.path or "/", "hdfs", authority)
     path = text.removeprefix("file://").removeprefix("file:") if url.scheme in ("file", "") else text
     return Place(local_fs(), path)
+
+
+@dataclass
+class RunStorage:
+    """Where one run's checkpoint and the job's relative paths go: a local directory, or HDFS.
+
+    On HDFS (``chaos.run(..., checkpoint="hdfs")``) the job runs with the cluster as its default
+    filesystem, under a user of its own (``streamchaos-<run tag>``), so a relative
+    ``checkpointLocation`` or output path lands in that user's fresh home directory, as in production
+    where HDFS is the default filesystem; the run's own checkpoint (``{checkpoint_dir}``) and the
+    default location of queries that name none are under ``/streamchaos/<run tag>``."""
+
+    checkpoint: str  #: the run's checkpoint location, a path or an ``hdfs://`` URL
+    conf: dict[str, str]  #: the Spark conf that puts the job there
+    env: dict[str, str]  #: the driver's environment for it
+    roots: list[str]  #: where the job's own checkpoints may be (besides its working directory)
+    home: str | None = None  #: where relative paths of the job land (None: its working directory)
+    hdfs: Any = None  #: the stack's HDFS (a ``LocalHdfsCluster``), None on the local disk
+
+    @classmethod
+    def local(cls, run_dir: Any) -> RunStorage:
+        return cls(checkpoint=str(run_dir / "checkpoint"), conf={}, env={}, roots=[str(run_dir / "checkpoint")])
+
+    @classmethod
+    def on_hdfs(cls, hdfs: Any, tag: str) -> RunStorage:
+        user = f"streamchaos-{tag}"
+        root, home = f"{hdfs.default_fs}/streamchaos/{tag}", f"{hdfs.default_fs}/user/{user}"
+        conf = {"spark.hadoop.fs.defaultFS": hdfs.default_fs,
+                "spark.sql.streaming.checkpointLocation": f"{root}/queries", "spark.executorEnv.HADOOP_USER_NAME": user,
+                **{f"spark.hadoop.{k}": v for k, v in hdfs.client_conf().items()}}
+        return cls(checkpoint=f"{root}/checkpoint", conf=conf, env={"HADOOP_USER_NAME": user}, roots=[root, home],
+                   home=home, hdfs=hdfs)
+
+    @property
+    def kind(self) -> str:
+        return "local" if self.hdfs is None else "hdfs"
+
+    def place(self, where: str | Any) -> Place:
+        """The :class:`Place` of a path or URL the run or the job names."""
+        return locate(where, self.hdfs)
+
+    def output(self, path: str, workdir: Any) -> Place:
+        """Where a job's output path (``outputs={"file:<path>": ...}``) is: absolute or a URL as given,
+        relative against the job's home (HDFS) or its working directory."""
+        if "://" in path or path.startswith("/"):
+            return self.place(path)
+        return self.place(f"{self.home}/{path}" if self.home else str(workdir / path))

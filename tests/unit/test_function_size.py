@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("pytest_streamchaos", "pyspark_streamchaos")
+PACKAGES = ("pytest_streamchaos",)
 MAX_LINES = 80
 
 #: qualified name -> why it may stay longer for now

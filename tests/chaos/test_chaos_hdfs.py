@@ -1,0 +1,63 @@
+"""Jobs with their checkpoint and output on HDFS (``checkpoint="hdfs"``): a NameNode and two DataNodes,
+each its own JVM, faults on them, the file sink read back through WebHDFS.
+
+- A NameNode killed (SIGKILL) and restarted: the at-least-once job stalls while its checkpoint cannot be
+  written, recovers once the NameNode is back and out of safe mode, and loses nothing; the recovery
+  phases name the restart.
+- One DataNode of two killed with replication 2: the other holds a replica of every block, so the job
+  goes on; Spark's writes of new blocks fail over to the live DataNode. The verdict shows it masked or
+  at most degraded, never an outage.
+- A job whose code writes a relative checkpoint and a relative JSON file sink lands on HDFS unchanged
+  (HDFS is its default filesystem), exactly-once across a driver kill.
+"""
+
+import pytest
+
+from pytest_streamchaos import IdentityOracle, RecordSpec, kill_datanode, kill_driver, kill_namenode
+
+ALO = "pipelines/enrich_at_least_once.py"
+
+
+@pytest.mark.chaos(backend="local")
+@kill_namenode(after=8, restart_after=4)
+def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
+    run = chaos.run(ALO, rate=100, duration=35, guarantee="at-least-once", checkpoint="hdfs")
+    print(run.describe())
+    assert run.meta["checkpoint_storage"] == "hdfs" and run.meta["checkpoint"].startswith("hdfs://")
+    assert run.lost == 0 and run.incorrect == 0
+    (fault,) = run.faults
+    # the NameNode's restart and its return from safe mode are phases of the job's recovery
+    kinds = [ph["kind"] for ph in fault.phases]
+    assert "fault_healed" in kinds and "namenode_safemode_exit" in kinds, fault.phases
+    assert fault.recovered, fault
+
+
+@pytest.mark.chaos(backend="local")
+@kill_datanode(index=0, after=8)
+def test_one_datanode_of_two_lost_is_masked_by_replication(chaos):
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once", checkpoint="hdfs")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    (fault,) = run.faults
+    # the NameNode noticed (the DataNode declared dead), the job hardly did
+    assert any(e.kind == "datanode_dead" for e in run.timeline), "the NameNode should declare the DataNode dead"
+    assert fault.verdict in ("masked", "degraded"), fault
+    assert run.downtime < 5.0
+
+
+def invoice(rec: RecordSpec) -> dict:
+    items = [{"ItemCode": "100", "ItemDescription": "item", "ItemPrice": 9.5, "ItemQty": 1, "TotalValue": 9.5}]
+    return {"InvoiceNumber": str(rec.id), "CreatedTime": rec.ts, "StoreID": rec.key, "CustomerCardNo": "1",
+            "TotalAmount": 9.5, "InvoiceLineItems": items}
+
+
+@pytest.mark.chaos(backend="local")
+@kill_driver(after=8, restart_after=1)
+def test_relative_file_sink_and_checkpoint_land_on_hdfs_and_stay_exactly_once(chaos):
+    run = chaos.run("pipelines/invoice_items.py", rate=50, duration=20, guarantee="exactly-once",
+                    checkpoint="hdfs", args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
+                    outputs={"file:output": "InvoiceNumber"}, oracle=IdentityOracle())
+    print(run.describe())
+    assert run.meta["checkpoint"].startswith("hdfs://") and run.meta["checkpoint"].endswith("chk-point-dir")
+    assert run.meta["driver_launches"] == 2
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
