@@ -41,7 +41,7 @@ from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.spark.connector import kafka_timeouts
-from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
+from pytest_streamchaos.spark.launcher import DEFAULT_CONF, DriverSupervisor, JobLauncher
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 from pytest_streamchaos.workload.seed import resolve_seed
@@ -90,6 +90,7 @@ class RunSpec:
     inputs: list[str] | None = None  #: fixed input topic names (None: one per-run topic)
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
+    supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
     #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
     #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None
@@ -210,6 +211,7 @@ class Chaos:
         kafka_port: int | None = None,
         annotate: Mapping[str, Callable[[Any, Any], float]] | None = None,
         checkpoint: str | None = None,
+        supervise: bool = False,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -237,6 +239,10 @@ class Chaos:
         ``checkpoint``: ``"local"`` (a directory of the run) or ``"hdfs"``: the stack's HDFS (started on
         first use) is the job's default filesystem, so its checkpoint (``{checkpoint_dir}``, or a relative
         ``checkpointLocation``) and relative file outputs are on HDFS; default ``--chaos-checkpoint``.
+        ``supervise``: a driver that exits on its own (its query failed) is started again from its
+        checkpoint, as ``spark-submit --supervise`` or a scheduler's restart policy would
+        (:class:`~pytest_streamchaos.spark.launcher.DriverSupervisor`); without it the run reports what
+        an unsupervised job loses.
         """
         checkpoint = checkpoint or self.checkpoint
         check_run_args(guarantee=guarantee, rate=rate, duration=duration, args=args, inputs=inputs,
@@ -250,7 +256,8 @@ class Chaos:
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port, recovery_window(trigger_seconds) if duration is None and planned else None)
+                       kafka_port=kafka_port, supervise=supervise,
+                       recovery_window=recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.settle_pinned = settle_seconds is not None
@@ -391,6 +398,8 @@ class _Run:
                            collector=collector, poison=poison, hdfs=self.storage.hdfs,
                            recorder=self.recorder)
         scheduler = FaultScheduler(self.planned, actions_for(ctx), self.recorder, moments_for(ctx))
+        self.supervisor = DriverSupervisor(job, self.recorder.record, enabled=s.supervise,
+                                           hold=scheduler.acting_on_driver)
         self.topics = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
         self._gen, self._col = generator, collector  # read by _status
         if len(self.inputs) > 1 or s.inputs is not None:
@@ -687,18 +696,14 @@ class _Run:
         """Keep the load on until ``planned_until``. A run without a ``duration`` goes on past it
         while its faults heal later than planned (:meth:`_load_end`), and ends as soon as every
         fault has recovered for good (:meth:`_recovered_for_good`)."""
-        progress, exited_seen, next_check = w.progress, False, 0.0
+        progress, next_check = w.progress, 0.0
         while time.time() < self._load_end(w, planned_until):
             progress.poll()
             if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():
                 next_check = time.time() + RECOVERY_CHECK_S
                 if self._recovered_for_good(w):
                     return
-            if not job.alive and not exited_seen and job.process is not None and job.returncode is not None:
-                exited_seen = True  # a driver fault restarts it; otherwise this is a finding
-                self.recorder.record("driver_exited", "driver", code=job.returncode)
-            if job.alive:
-                exited_seen = False
+            self.supervisor.check()  # an exit is a finding; supervised, the driver comes back
             self._status("load", self.spec.duration)
             time.sleep(POLL_S)
 
@@ -760,7 +765,9 @@ class _Run:
             if caught_up_at is None and all(committed_past(watcher, t, e) for t, e in ends.items()):
                 caught_up_at = time.time()
                 self.recorder.record("caught_up", "", t=caught_up_at)
-            if caught_up_at is None and not job.alive and self._settled_after_exit(job, collector, progress):
+            self.supervisor.check()
+            if (caught_up_at is None and not job.alive and not self.supervisor.will_restart()
+                    and self._settled_after_exit(job, collector, progress)):
                 self.warnings.append(f"the job had exited (code {job.returncode}) before it caught up, and nothing "
                                      "restarts it after the load: inputs it did not output are reported as lost")
                 return
@@ -874,6 +881,7 @@ class _Run:
             "aimed": ctx.notes,
             "poisoned_ids": ctx.poison.poisoned if ctx.poison else [],
             "driver_launches": len(getattr(job, "launches", [])),
+            "driver_restarts_by_supervisor": self.supervisor.restarts,
             "job_log": str(getattr(job, "log_path", "")),
             "warnings": self.warnings,
             "checkpoint": self.watcher.checkpoint_dir if self.checkpoint_found else None,

@@ -183,6 +183,13 @@ class FaultScheduler:
         self.errors.append(f"{p.label}: {msg}")
         self.recorder.record("fault_error", p.label, error=msg)
 
+    def acting_on_driver(self) -> bool:
+        """Whether a fault that stops the driver (``kill_driver``, a driver ``pause``) is in effect: a
+        supervisor must leave the driver to it (the fault restarts or resumes it on heal)."""
+        with self._lock:
+            return any(p.spec.kind == "kill_driver" or (p.spec.kind == "pause" and p.spec.target == "driver")
+                       for p, _ in self._active.values())
+
     def done(self) -> bool:
         """Whether the schedule has played out: every occurrence fired and healed, or was skipped or
         failed; one without a heal (``heal_after`` None) counts once it fired, as it stays until the

@@ -1,9 +1,10 @@
 """Jobs with their checkpoint and output on HDFS (``checkpoint="hdfs"``): a NameNode and two DataNodes,
 each its own JVM, faults on them, the file sink read back through WebHDFS.
 
-- A NameNode killed (SIGKILL) and restarted: the at-least-once job stalls while its checkpoint cannot be
-  written, recovers once the NameNode is back and out of safe mode, and loses nothing; the recovery
-  phases name the restart.
+- A NameNode killed (SIGKILL) and restarted: the job's next checkpoint write fails and its query stops
+  (Spark does not retry a metadata log write); supervised (``supervise=True``, what a production
+  scheduler does), its driver comes back, waits out the NameNode's restart and safe mode, and resumes
+  from the checkpoint: nothing lost, and the recovery phases name the restart.
 - One DataNode of two killed with replication 2: the other holds a replica of every block, so the job
   goes on; Spark's writes of new blocks fail over to the live DataNode. The verdict shows it masked or
   at most degraded, never an outage.
@@ -21,10 +22,11 @@ ALO = "pipelines/enrich_at_least_once.py"
 @pytest.mark.chaos(backend="local")
 @kill_namenode(after=8, restart_after=4)
 def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
-    run = chaos.run(ALO, rate=100, duration=35, guarantee="at-least-once", checkpoint="hdfs")
+    run = chaos.run(ALO, rate=100, duration=40, guarantee="at-least-once", checkpoint="hdfs", supervise=True)
     print(run.describe())
     assert run.meta["checkpoint_storage"] == "hdfs" and run.meta["checkpoint"].startswith("hdfs://")
     assert run.lost == 0 and run.incorrect == 0
+    assert run.meta["driver_restarts_by_supervisor"] >= 1, "the query should have failed on the lost NameNode"
     (fault,) = run.faults
     # the NameNode's restart and its return from safe mode are phases of the job's recovery
     kinds = [ph["kind"] for ph in fault.phases]
