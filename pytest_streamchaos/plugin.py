@@ -122,6 +122,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
 
 
+def needs_host_network(spec: Any) -> bool:
+    """Whether a fault needs the host's network machinery (iptables, tc, NFQUEUE): every network fault
+    but those on the job's Kafka links, which the stack's Toxiproxy carries (packet loss excepted:
+    Toxiproxy has no loss toxic), and the cut between brokers."""
+    if spec.kind == "isolate_broker":
+        return True
+    if not KINDS[spec.kind].network:
+        return False
+    kafka_link = str(spec.target or "kafka").split("-")[0] in ("kafka", "broker")
+    return not kafka_link or spec.kind == "packet_loss"
+
+
 @pytest.fixture
 def checkpoint_dir(tmp_path: Path) -> Path:
     """A fresh, empty checkpoint directory for this test's streaming query."""
@@ -151,7 +163,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
         specs = specs_for_item(item)
     caps = None
     for spec in specs:
-        if KINDS[spec.kind].network:
+        if needs_host_network(spec):
             caps = caps or get_capabilities()
             reason = caps.missing(spec.kind)
             if reason:

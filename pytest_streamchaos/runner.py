@@ -91,6 +91,7 @@ class RunSpec:
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
+    checkpoint: str = "local"  #: where the run's checkpoint is: ``local`` or ``hdfs``
     #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
     #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None
@@ -119,7 +120,7 @@ def check_args(args: Sequence[Any] | None) -> None:
                                  "(write {{ }} for a literal brace)")
 
 
-def check_run_args(*, guarantee: str, rate: float, duration: float | None, args: Sequence[Any] | None,
+def check_run_args(guarantee: str, rate: float, duration: float | None, args: Sequence[Any] | None,
                    inputs: Mapping[str, Any] | None, checkpoint: str) -> None:
     """Fail now, naming the argument and what is allowed, when ``chaos.run``'s arguments cannot work."""
     if guarantee not in GUARANTEES:
@@ -239,14 +240,11 @@ class Chaos:
         ``checkpoint``: ``"local"`` (a directory of the run) or ``"hdfs"``: the stack's HDFS (started on
         first use) is the job's default filesystem, so its checkpoint (``{checkpoint_dir}``, or a relative
         ``checkpointLocation``) and relative file outputs are on HDFS; default ``--chaos-checkpoint``.
-        ``supervise``: a driver that exits on its own (its query failed) is started again from its
-        checkpoint, as ``spark-submit --supervise`` or a scheduler's restart policy would
-        (:class:`~pytest_streamchaos.spark.launcher.DriverSupervisor`); without it the run reports what
-        an unsupervised job loses.
+        ``supervise``: a driver that exits on its own is started again from its checkpoint, as
+        ``spark-submit --supervise`` would (:class:`~pytest_streamchaos.spark.launcher.DriverSupervisor`).
         """
         checkpoint = checkpoint or self.checkpoint
-        check_run_args(guarantee=guarantee, rate=rate, duration=duration, args=args, inputs=inputs,
-                       checkpoint=checkpoint)
+        check_run_args(guarantee, rate, duration, args, inputs, checkpoint)
         script = resolve_job(job, self.test_dir, self.rootdir)
         planned = plan(self.faults)
         load_s, load_why = load_seconds(planned, duration, trigger_seconds)
@@ -256,7 +254,7 @@ class Chaos:
                        {k: str(v) for k, v in (conf or {}).items()},
                        {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
                        None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port=kafka_port, supervise=supervise,
+                       kafka_port=kafka_port, supervise=supervise, checkpoint=checkpoint,
                        recovery_window=recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
@@ -264,7 +262,6 @@ class Chaos:
         run.factories = dict(inputs or {})
         run.output_ids = dict(outputs or {})
         run.annotate = dict(annotate or {})
-        run.storage_kind = checkpoint
         result = run.execute()
         self.runs.append(result)
         return result
@@ -319,8 +316,7 @@ class _Run:
         self.dir = chaos.workdir / f"run{n}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.kafka = chaos.kafka
-        self.storage_kind = "local"  #: chaos.run(checkpoint=...), set before execute
-        self.storage = RunStorage.local(self.dir)
+        self.storage = RunStorage.local(self.dir)  #: the local disk, or HDFS once execute() started it
         #: names the run's own topics (unique per run: nothing of an earlier run is ever read)
         self.tag = f"{uuid.uuid4().hex[:10]}"
         self.own_topics: list[str] = []
@@ -328,7 +324,7 @@ class _Run:
     # -- the life cycle ------------------------------------------------------------------------
     def execute(self) -> ChaosRun:
         s = self.spec
-        if self.storage_kind == "hdfs":
+        if s.checkpoint == "hdfs":
             if self.c.hdfs is None:
                 raise RunError("checkpoint='hdfs' needs the stack's HDFS, which this backend does not have "
                                "(the docker backend runs none): use checkpoint='local'")

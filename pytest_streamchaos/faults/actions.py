@@ -315,6 +315,10 @@ class IsolateBroker(_Resolving):
         group.inject()
         return group
 
+    def confirm(self, planned: PlannedFault, group: net.FaultGroup) -> dict[str, Any]:
+        """A connect to the broker's peer port goes unanswered (the cut is in effect)."""
+        return group.measure()
+
     def check(self, planned: PlannedFault, group: net.FaultGroup) -> str | None:
         return group.stopped_acting()
 

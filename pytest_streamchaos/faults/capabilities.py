@@ -66,8 +66,6 @@ class Capabilities:
     tbf: bool = False
     htb: bool = False
     u32: bool = False  #: u32 port filters under an htb root (per-port shaping on lo)
-    toxiproxy_server: str | None = None  #: path of ``toxiproxy-server`` if on PATH
-    toxiproxy_client: bool = False  #: ``toxiproxy-python`` importable
     reasons: dict[str, str] = field(default_factory=dict)
 
     # -- derived -----------------------------------------------------------------------------
@@ -97,10 +95,11 @@ class Capabilities:
         """Why fault ``kind`` cannot run on this host (a skip reason naming the fix), or None.
 
         Kinds: ``packet_loss``, ``network_partition``, ``network_delay``, ``nfqueue_delay``,
-        ``netem_delay``, ``bandwidth_limit``, ``toxiproxy``, ``tcp_proxy``.
+        ``netem_delay``, ``bandwidth_limit``, ``isolate_broker``. (Faults on the job's Kafka links go
+        through the stack's own Toxiproxy and need none of these.)
         """
         if kind in ("packet_loss", "network_partition", "network_delay", "nfqueue_delay",
-                    "netem_delay", "bandwidth_limit") and not self.net_admin:
+                    "netem_delay", "bandwidth_limit", "isolate_broker") and not self.net_admin:
             return (f"{kind} needs root or CAP_NET_ADMIN (run pytest as root, or "
                     "`setcap cap_net_admin+ep` on the interpreter)")
         if kind == "network_partition":
@@ -129,13 +128,13 @@ class Capabilities:
                 return None
             return ("bandwidth_limit needs tc with htb, u32 and tbf (per-port shaping on lo): "
                     f"{self._why('tc', 'htb', 'u32', 'tbf')}")
-        if kind == "toxiproxy":
-            if self.toxiproxy_server and self.toxiproxy_client:
-                return None
-            return ("toxiproxy needs a `toxiproxy-server` binary on PATH and `pip install toxiproxy-python`: "
-                    f"{self._why('toxiproxy_server', 'toxiproxy_client')}")
-        if kind == "tcp_proxy":
-            return None  # pure asyncio, always available
+        if kind == "isolate_broker":  # iptables rules on the broker's peer ports and its marked connections
+            if not self.iptables:
+                return f"isolate_broker needs iptables: {self._why('iptables')}"
+            from pytest_streamchaos.stack import jobgroup
+
+            group = jobgroup.get_job_group()
+            return None if group.available else f"isolate_broker needs the job's cgroup marks: {group.reason}"
         raise ValueError(f"unknown fault kind {kind!r} for Capabilities.missing()")
 
 
@@ -247,22 +246,10 @@ def _probe_qdiscs(caps: Capabilities, reaper) -> None:
             reaper.unregister_command(key)
 
 
-def _probe_toxiproxy(caps: Capabilities) -> None:
-    caps.toxiproxy_server = shutil.which("toxiproxy-server")
-    if not caps.toxiproxy_server:
-        caps.reasons["toxiproxy_server"] = "no `toxiproxy-server` on PATH"
-    try:
-        import toxiproxy  # noqa: F401
-    except ImportError as exc:
-        caps.reasons["toxiproxy_client"] = f"toxiproxy-python not importable ({exc})"
-    else:
-        caps.toxiproxy_client = True
-
 
 def probe() -> Capabilities:
     """Probe the host now (uncached). Prefer :func:`get_capabilities`."""
     caps = Capabilities(net_admin=has_net_admin())
-    _probe_toxiproxy(caps)
     if not caps.net_admin:
         caps.reasons["iptables"] = "not root / no CAP_NET_ADMIN"
         return caps
