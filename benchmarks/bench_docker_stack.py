@@ -31,7 +31,7 @@ def one_round(tmp: str) -> dict[str, float]:
     t0 = time.perf_counter()
     session = engine.DockerSession(engine.connect()).open()
     t_net = time.perf_counter()
-    kafka = DockerKafkaCluster(3, f"{tmp}/kafka", session=session)
+    kafka = DockerKafkaCluster(f"{tmp}/kafka", brokers=3, session=session)
     spark = DockerSparkCluster(f"{tmp}/spark", session=session, shared=(tmp,), workers=2)
     try:
         kafka.start()

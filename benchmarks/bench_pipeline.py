@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.spark.config import JobConfig
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
@@ -105,7 +105,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as wd:
         work = Path(wd)
         spark = LocalSparkCluster(work / "spark", workers=2)
-        kafka = LocalKafkaCluster(brokers=1, workdir=work / "kafka")
+        kafka = LocalKafkaCluster(work / "kafka", brokers=1)
         try:
             spark.start()
             kafka.start()

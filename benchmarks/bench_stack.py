@@ -50,7 +50,7 @@ def kafka_run(brokers: int) -> dict | None:
         print(f"kafka: skipped ({exc})")
         return None
     with tempfile.TemporaryDirectory(prefix="bench-kafka-") as wd:
-        cluster = LocalKafkaCluster(brokers=brokers, workdir=wd)
+        cluster = LocalKafkaCluster(wd, brokers=brokers)
         t0 = time.perf_counter()
         try:
             cluster.start()

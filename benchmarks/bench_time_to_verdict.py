@@ -13,8 +13,10 @@ timeline gives the breakdown:
     python benchmarks/bench_time_to_verdict.py [--runs 5] [--backend docker]
 
 Prints a table and writes ``benchmarks/results/time_to_verdict.json`` (``time_to_verdict-docker.json``
-for the docker backend). The machine's load average is
-recorded with each run: on 2 shared cores the numbers move with whatever else runs.
+for the docker backend). Each run also records the peak RSS of the whole stack while it ran (every JVM
+pytest started: Kafka nodes, Spark master and workers, driver, executors; and the Toxiproxy server).
+The machine's load average is recorded with each run: on 2 shared cores the numbers move with
+whatever else runs.
 """
 
 from __future__ import annotations
@@ -33,23 +35,44 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "time_to_verdict.json"
 
 TEST = textwrap.dedent('''
-    import json, os, time
+    import json, os, threading, time
+    import psutil
     import pytest
     from pytest_streamchaos import kill_worker
 
     RUNS = int(os.environ["TTV_RUNS"])
 
+    def stack_rss_mb():
+        """RSS of every JVM this pytest started (Kafka nodes, Spark daemons, driver, executors) and of
+        the Toxiproxy server: all descendants of this process."""
+        total = 0
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if p.name() in ("java", "toxiproxy-server"):
+                    total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 1e6
+
     @pytest.mark.chaos
     @kill_worker(after=5, restart_after=3)
     @pytest.mark.parametrize("i", range(RUNS + 1))
     def test_time_to_verdict(chaos, i):
+        peak, stop = [0.0], threading.Event()
+        def sample():
+            while not stop.wait(1.0):
+                peak[0] = max(peak[0], stack_rss_mb())
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         t0 = time.time()
         run = chaos.run({script!r}, rate=100, duration=20, guarantee="at-least-once")
         t1 = time.time()
+        stop.set()
+        sampler.join()
         assert run.lost == 0
         row = {{"i": i, "warm": i > 0, "t0": t0, "t1": t1, "load_average": os.getloadavg()[0],
                "lost": run.lost, "duplicates": run.duplicates, "downtime": run.downtime,
-               "events": [(e.t, e.kind, e.target) for e in run.timeline]}}
+               "stack_rss_peak_mb": round(peak[0]), "events": [(e.t, e.kind, e.target) for e in run.timeline]}}
         with open(os.environ["TTV_OUT"], "a") as f:
             f.write(json.dumps(row) + "\\n")
 ''')
@@ -100,7 +123,8 @@ def main() -> int:
     if not warm:
         print("no warm run completed", file=sys.stderr)
         return 1
-    per_run = [breakdown(r) | {"load_average": r["load_average"], "downtime": r["downtime"]} for r in warm]
+    per_run = [breakdown(r) | {"load_average": r["load_average"], "downtime": r["downtime"],
+                               "stack_rss_peak_mb": r["stack_rss_peak_mb"]} for r in warm]
     keys = [k for k in per_run[0] if k not in ("load_average",)]
     median = {k: round(statistics.median(r[k] for r in per_run if r[k] is not None), 3) for k in keys
               if any(r[k] is not None for r in per_run)}

@@ -106,7 +106,7 @@ def main() -> None:
     args = ap.parse_args()
     secs = 3.0 if args.quick else 10.0
     workdir = Path(tempfile.mkdtemp(prefix="bench-workload-"))
-    kafka = LocalKafkaCluster(brokers=3, workdir=workdir)
+    kafka = LocalKafkaCluster(workdir, brokers=3)
     results: dict = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "orjson": _has_orjson()},

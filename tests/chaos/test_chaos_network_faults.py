@@ -33,6 +33,25 @@ def test_kafka_delay_below_timeout_only_slows_the_job(chaos):
 
 
 @pytest.mark.chaos
+@network_delay(ms=500, target="kafka", after=8, duration=14)
+def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_none_to_the_observers(chaos):
+    """The job's Kafka links go through Toxiproxy: a 500 ms latency toxic holds every request and every
+    reply, so the median end-to-end latency while it is on rises by at least 500 ms; the generator and
+    the collector, on the brokers' own listener, keep their round trips."""
+    run = chaos.run(ALO, rate=100, duration=28, guarantee="at-least-once")
+    print(run.describe())
+    assert run.lost == 0 and run.incorrect == 0
+    injected, healed = fault_window(run)
+    assert injected.detail["mechanism"] == "toxiproxy" and 450 <= injected.detail["measured_delay_ms"] <= 800
+    # whole buckets from 3 s into the delay (the first outputs after it carry its full cost) to its heal
+    during = window_median(run, "latency_p50", injected.t + 3, healed.t)
+    baseline = run.metrics.baseline.latency
+    print(f"median p50 latency: baseline {baseline:.3f}s, during the delay {during:.3f}s")
+    assert during - baseline >= 0.5, f"the 500 ms delay added only {during - baseline:.3f}s to the p50 latency"
+    assert_observer_spared(run)
+
+
+@pytest.mark.chaos
 @network_delay(ms=6000, target="driver", above_timeout=True, after=8, duration=12)
 def test_driver_link_delay_above_timeout_loses_executors_and_recovers(chaos):
     run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once", conf=FAST_DETECTION)
