@@ -2,6 +2,8 @@
 
 - the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
   HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`);
+- the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
+  (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.spark import connector
-from pytest_streamchaos.stack import artifacts, cds
+from pytest_streamchaos.stack import artifacts, cds, toxiproxy
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.environment import check_spark_environment
 
@@ -42,6 +44,7 @@ def steps() -> dict[str, Callable[[], object]]:
         "Apache Kafka": lambda: artifacts.resolve(artifacts.kafka_jars()),
         "Spark's Kafka connector": lambda: connector.connector_jars(env().spark_home),
         "Hadoop HDFS": lambda: artifacts.resolve(artifacts.hadoop_jars()),
+        "Toxiproxy": toxiproxy.toxiproxy_server_binary,
         "class-data sharing archives": _cds,
     }
 
