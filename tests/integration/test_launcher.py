@@ -41,6 +41,28 @@ def test_batch_job_runs_on_the_cluster_with_logs_and_events(launcher: JobLaunche
     assert job.app_id is not None and job.app_id.startswith("app-")
 
 
+def test_every_job_gets_sparks_own_kafka_connector_and_a_pinned_one_is_replaced(launcher: JobLauncher):
+    """spark-sql-kafka-0-10 of the installed pyspark is in spark.jars (nothing resolved at job start); a
+    connector of another line pinned in spark.jars.packages is taken out and named in one line."""
+    import json
+
+    import pyspark
+
+    pin = "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0"
+    job = launcher.submit(JOBS / "batch_count.py", conf={"spark.jars.packages": pin})
+    assert job.wait_for_exit(300) == 0, job.tail_log()
+    jars = job.effective_conf["spark.jars"].split(",")
+    assert any(f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar" in j for j in jars), jars
+    assert "spark.jars.packages" not in job.effective_conf
+    (note,) = job.notes
+    assert pin in note and "spark.jars.packages" in note and f"spark-sql-kafka-0-10_2.13:{pyspark.__version__}" in note
+    # the driver really ran with it: its environment in the event log lists the connector among its jars
+    env = next(json.loads(line) for f in job.event_log_dir.iterdir() for line in f.read_text().splitlines()
+               if '"SparkListenerEnvironmentUpdate"' in line)
+    assert any("spark-sql-kafka-0-10" in str(k) for k in env["Classpath Entries"]), "connector not on the classpath"
+    assert ":: resolving dependencies" not in job.log_path.read_text(), "no Ivy resolution at job start"
+
+
 def test_failing_script_reports_its_log_tail(launcher: JobLauncher):
     job = launcher.submit(JOBS / "fail_fast.py")
     assert job.wait_for_exit(120) != 0
