@@ -129,8 +129,10 @@ class LocalKafkaCluster(KafkaCluster):
             self.stop()
             raise
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM every node at once, SIGKILL what is left after ``timeout``. Idempotent."""
+    def stop(self, timeout: float = 1.0) -> None:
+        """SIGTERM every node at once, SIGKILL what is left after ``timeout``. Idempotent. (Nodes stopped
+        together wait for each other's controlled shutdown for seconds; the session's data is thrown
+        away, so a short grace is enough.)"""
         terminate_all([n.process for n in self.nodes if n.process is not None], timeout=timeout)
         self.links.stop()
         self.admin.close()

@@ -52,7 +52,7 @@ class DockerKafkaCluster(LocalKafkaCluster):
                                 log_path=self.workdir / "logs" / f"{name}.log", name=f"{self.session.id}-{name}",
                                 ip=self._address(name), volumes=host_mounts(java_home, rw=(str(self.workdir),)))
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
         super().stop(timeout)
         for n in self.nodes:
             if n.process is not None:
