@@ -127,6 +127,10 @@ def test_namenode_kill_fails_clients_and_a_restart_recovers_the_files(hdfs: Loca
 
 def test_a_dead_datanode_is_noticed_and_replication_masks_it(hdfs: LocalHdfsCluster) -> None:
     path, data = put(hdfs, "dn.txt")
+    # a write returns once one replica is durable; the second may still be in flight (or, right after a
+    # NameNode restart, scheduled later), and the masking claim needs both
+    wait_for(lambda: len(block_hosts(hdfs, path)) == 2, 30, "both replicas of the file (replication 2)",
+             last=lambda: block_hosts(hdfs, path))
     rec = Recorder()
     with HdfsWatcher(hdfs, rec):
         killed = time.time()
