@@ -57,7 +57,7 @@ def test_three_jvms_serve_a_replicated_topic(kafka):
     assert all(KAFKA_MAIN in p.cmdline() for p in jvms), "each node is its own kafka.Kafka JVM"
     assert len({p.pid for p in jvms}) == 3
     topic = kafka.create_topic(f"replicated-{uuid.uuid4().hex[:6]}", partitions=3)
-    states = kafka.partition_states(topic)
+    states = wait_for(lambda: kafka.partition_states(topic), 10, f"every broker's metadata to list {topic}")
     assert sorted(states) == [0, 1, 2]
     assert all(len(s.replicas) == 3 and set(s.isr) == {1, 2, 3} for s in states.values())
     assert {s.leader for s in states.values()} == {1, 2, 3}, "leadership is spread over the nodes"
@@ -166,7 +166,9 @@ def test_paused_broker_answers_nothing_until_resumed(kafka):
 
 def test_heal_restarts_dead_nodes_and_restores_preferred_leaders(kafka):
     topic = kafka.create_topic(f"heal-{uuid.uuid4().hex[:6]}", partitions=3)
-    before = {p: s.leader for p, s in kafka.partition_states(topic).items()}
+    # the admin client may ask a broker whose metadata has not caught up with the creation yet
+    states = wait_for(lambda: kafka.partition_states(topic), 10, f"every broker's metadata to list {topic}")
+    before = {p: s.leader for p, s in states.items()}
     kafka.kill_broker(2)
     wait_for(lambda: 2 not in kafka.registered_brokers(), 30, "broker 2 fenced")
     kafka.heal()
