@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient
 
 from pytest_streamchaos.job import kafka_clients
+from pytest_streamchaos.job.compat import to_arrow
 from pytest_streamchaos.job.eos import (
     ATTEMPT_HEADER,
     CommitLog,
@@ -155,8 +156,9 @@ class ExactlyOnceKafkaSink:
     second line of defence (see :mod:`pytest_streamchaos.job.eos`). Consumers read the output with
     ``isolation.level=read_committed``, as the plugin's collector does.
 
-    Rows are collected to the driver (``DataFrame.toArrow``) and produced from there: fine for the
-    modest rates of chaos tests (tens of thousands of records per batch), not for bulk traffic.
+    Rows are collected to the driver (one Arrow table: :func:`~pytest_streamchaos.job.compat.to_arrow`) and
+    produced from there: fine for the modest rates of chaos tests (tens of thousands of records per
+    batch), not for bulk traffic.
 
     ``transactional_id`` must be the same across restarts of one query and unique per query; the
     default is derived from the topic.
@@ -267,7 +269,7 @@ class ExactlyOnceKafkaSink:
             log.info("sink %s: batch %d already committed, skipping the replay", sink, batch_id)
             self.skipped_batches.append(batch_id)
             return
-        table = _columns(df).toArrow()
+        table = to_arrow(_columns(df))
         attempt = f"{sink}/{self.gen}/{batch_id}/{uuid.uuid4().hex[:8]}"
         self._write_transaction(table, batch_id, attempt)
         self.committed_batches += 1

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import functions as F
 
 from pytest_streamchaos.job import ExactlyOnceKafkaSink, SinkFencedError, read_kafka, write_kafka_batch
+from pytest_streamchaos.job.compat import to_arrow
 from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.testing import wait_for
 
@@ -185,7 +186,7 @@ def test_exactly_once_sink_fences_the_old_driver(spark, kafka):
         # is ever committed.
         zombie_rows = batch(range(5, 10)).select("value", "key", F.lit(None).cast("int").alias("p"))
         try:
-            old._write_transaction(zombie_rows.toArrow(), 1, "zombie-attempt")
+            old._write_transaction(to_arrow(zombie_rows), 1, "zombie-attempt")
         except SinkFencedError:
             pass
         new(batch(range(5, 10)), 1)
