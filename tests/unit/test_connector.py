@@ -1,0 +1,80 @@
+"""Spark's Kafka connector per Spark line: which pins just run, which get the one-line note, and what the
+launcher passes (no JVM; the installed pyspark's connector is resolved once per machine, then cached)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_streamchaos.spark import connector
+from pytest_streamchaos.spark.launcher import JobLauncher, spark_home
+from pytest_streamchaos.stack import artifacts
+
+SPARK35 = "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
+SPARK4 = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+PIN_3_5_0 = "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0"
+
+
+def test_line_is_scala_binary_and_spark_major_minor() -> None:
+    assert connector.line(PIN_3_5_0) == connector.line(SPARK35) == ("2.12", "3.5")
+    assert connector.line(SPARK4) == ("2.13", "4.2")
+    assert connector.line("org.apache.spark:spark-sql-kafka-0-10_2.13:3.5.0") == ("2.13", "3.5")
+    assert connector.line("com.example:lib:1.0") is None
+
+
+def _pin(coordinate: str, where: str = "job.py:3") -> connector.ConnectorPin:
+    scala, version = coordinate.rsplit("_", 1)[1].split(":")
+    return connector.ConnectorPin(coordinate, scala, version, where)
+
+
+@pytest.mark.parametrize("ours", [SPARK35, "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0"])
+def test_a_pin_of_the_installed_line_just_runs(ours: str) -> None:
+    """Another patch release of the same line (3.5.0 under 3.5.7), or the very coordinate: no note."""
+    assert connector.replacement_note([_pin(PIN_3_5_0)], ours) is None
+
+
+def test_a_pin_of_another_line_gets_one_line_naming_both() -> None:
+    note = connector.replacement_note([_pin(PIN_3_5_0), _pin(SPARK4, "spark.jars.packages")], SPARK4)
+    assert note is not None and "\n" not in note
+    assert f"the job pins {PIN_3_5_0} (job.py:3);" in note
+    assert note.endswith(f"uses Spark's Kafka connector {SPARK4} instead (a connector of another Spark or Scala "
+                         "line cannot load here)")
+    # Scala line alone differs: still another line
+    assert connector.replacement_note([_pin("org.apache.spark:spark-sql-kafka-0-10_2.13:3.5.7")], SPARK35)
+
+
+def test_pins_are_found_in_conf_and_in_the_jobs_code(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(f'spark = SparkSession.builder.config("spark.jars.packages", "{PIN_3_5_0}").getOrCreate()\n')
+    pins = connector.find_pins(script, {"spark.jars.packages": f"com.example:lib:1.0,{SPARK4}"})
+    assert [(p.coordinate, p.where) for p in pins] == [(SPARK4, "spark.jars.packages"), (PIN_3_5_0, "job.py:1")]
+    assert connector.without_pins(f"com.example:lib:1.0, {SPARK4}") == "com.example:lib:1.0"
+
+
+def test_scala_line_is_read_from_the_scala_library_pyspark_ships(tmp_path: Path) -> None:
+    (tmp_path / "scala-library-2.12.18.jar").touch()
+    assert connector.scala_binary(tmp_path) == "2.12"
+    with pytest.raises(artifacts.ResolutionError, match="no scala-library"):
+        connector.scala_binary(tmp_path / "missing")
+
+
+def test_each_line_resolves_into_its_own_cache_folder_without_what_pyspark_ships() -> None:
+    a = artifacts.spark_kafka_connector("3.5.7", "2.12", ["kafka-clients"])
+    b = artifacts.spark_kafka_connector("4.2.0", "2.13")
+    assert a.folder() != b.folder() and a.coordinates == (SPARK35,)
+    assert a.skip_artifacts == {"kafka-clients"}
+
+
+def test_the_launcher_gives_the_installed_lines_connector_and_drops_conf_pins(tmp_path: Path) -> None:
+    ours = connector.connector(spark_home()).coordinates[0]
+    jobs = Path(__file__).resolve().parents[1] / "chaos" / "jobs"
+    launcher = JobLauncher("spark://127.0.0.1:7077", tmp_path / "jobs")
+    job = launcher.prepare(jobs / "orders_pinned_spark35.py",
+                           conf={"spark.jars.packages": f"{PIN_3_5_0},com.example:lib:1.0"})
+    assert job.effective_conf["spark.jars.packages"] == "com.example:lib:1.0"
+    jar = ours.split(":", 1)[1].replace(":", "-") + ".jar"
+    assert any(Path(p).name == jar for p in job.effective_conf["spark.jars"].split(","))
+    same_line = connector.line(PIN_3_5_0) == connector.line(ours)
+    assert job.notes == ([] if same_line else [connector.replacement_note(
+        connector.find_pins(job.script, {"spark.jars.packages": PIN_3_5_0}), ours)])
