@@ -598,7 +598,7 @@ class JobLauncher:
         java_env = dict(os.environ, **({"JAVA_HOME": self.java_home} if self.java_home else {}))
         if not _java_ok(java_env):
             raise LaunchError("no java found for spark-submit: set JAVA_HOME (or --chaos-java-home) or put java "
-                              "on PATH (Spark 4 needs Java 17+)")
+                              "on PATH (Java 17 or 21)")
         return java_env
 
     def _make_dirs(self, name: str) -> _JobDirs:

@@ -17,7 +17,7 @@ from pathlib import Path
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.ports import HOST, port_is_free
 
-MIN_JAVA = 17  #: Spark 4 runs on Java 17 and 21
+MIN_JAVA = 17  #: Spark 3.5 and 4.x run on Java 17 and 21; the Kafka and HDFS servers need 17
 JAVA_FIX = ("install a JDK (`apt-get install openjdk-17-jre-headless`), or point JAVA_HOME "
             "or the ini key streamchaos_java_home / --chaos-java-home at one")
 
@@ -69,7 +69,7 @@ def find_spark_home() -> Path:
     """The pyspark package directory, which carries Spark's ``bin/spark-class`` and ``jars/``."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.origin:
-        raise StackError("pyspark is not installed; fix: pip install 'pyspark>=4.0'")
+        raise StackError("pyspark is not installed; fix: pip install 'pyspark==4.2.0' (or 'pyspark==3.5.7')")
     home = Path(spec.origin).parent
     if not (home / "bin" / "spark-class").is_file() or not (home / "jars").is_dir():
         raise StackError(f"SPARK_HOME not found: {home} (the pyspark package) has no bin/spark-class or jars/; "
@@ -97,7 +97,7 @@ def check_spark_environment(java_home: str = "", fixed_ports: Mapping[str, int] 
     java, home = find_java(java_home)
     version = java_version(java)
     if version < MIN_JAVA:
-        raise StackError(f"{java} is Java {version}, Spark 4 needs Java 17 or 21; {JAVA_FIX}")
+        raise StackError(f"{java} is Java {version}, the stack needs Java 17 or 21; {JAVA_FIX}")
     spark_home = find_spark_home()
     check_pyarrow()
     check_ports_free(fixed_ports or {})

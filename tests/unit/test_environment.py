@@ -47,7 +47,7 @@ def _fake_java(tmp_path, version_line: str):
 
 def test_old_java_rejected(tmp_path):
     home = _fake_java(tmp_path, 'openjdk version "11.0.2" 2019-01-15')
-    with pytest.raises(StackError, match=r"Java 11, Spark 4 needs Java 17 or 21"):
+    with pytest.raises(StackError, match=r"Java 11, the stack needs Java 17 or 21"):
         environment.check_spark_environment(str(home))
 
 
