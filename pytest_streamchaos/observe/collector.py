@@ -682,8 +682,11 @@ def _time_s(v: Any) -> float:
             return float(v) / 1000.0 if abs(float(v)) > 1e11 else float(v)
         except ValueError:
             pass
+        iso = v.replace(" ", "T", 1)
+        if iso.endswith("Z"):  # Spark's JSON stamps UTC as "Z", which fromisoformat reads only from Python 3.11
+            iso = iso[:-1] + "+00:00"
         try:
-            d = _dt.datetime.fromisoformat(v.replace(" ", "T", 1))
+            d = _dt.datetime.fromisoformat(iso)
         except ValueError:
             raise ValueError(f"unreadable window time {v!r}") from None
         if d.tzinfo is None:
