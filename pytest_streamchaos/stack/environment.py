@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,28 @@ def check_pyarrow() -> None:
         raise StackError("pyarrow is not installed; fix: pip install 'pyarrow>=14'")
 
 
+def distutils_problem(spark_version: str, python: tuple[int, int], have_distutils: bool) -> str | None:
+    """Why the job's Arrow paths would fail, or None: pyspark 3.5's (``mapInArrow``, ``toPandas``, the
+    exactly-once sink) import ``distutils``, which Python 3.12 dropped; setuptools provides it again."""
+    if have_distutils or python < (3, 12) or int(spark_version.split(".")[0]) >= 4:
+        return None
+    return (f"pyspark {spark_version} imports distutils in its Arrow paths, and Python {python[0]}.{python[1]} "
+            "has none; fix: pip install setuptools (it provides distutils), or use pyspark 4.x")
+
+
+def check_distutils() -> None:
+    """:func:`distutils_problem` for this interpreter and the installed pyspark."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return  # find_spark_home names that problem
+    problem = distutils_problem(version, sys.version_info[:2], importlib.util.find_spec("distutils") is not None)
+    if problem:
+        raise StackError(problem)
+
+
 def check_ports_free(ports: Mapping[str, int], host: str = HOST) -> None:
     """Every requested fixed port must be free on ``host``."""
     busy = {name: port for name, port in ports.items() if not port_is_free(port, host)}
@@ -100,5 +123,6 @@ def check_spark_environment(java_home: str = "", fixed_ports: Mapping[str, int] 
         raise StackError(f"{java} is Java {version}, the stack needs Java 17 or 21; {JAVA_FIX}")
     spark_home = find_spark_home()
     check_pyarrow()
+    check_distutils()
     check_ports_free(fixed_ports or {})
     return SparkEnvironment(java=java, java_home=home, java_version=version, spark_home=spark_home)

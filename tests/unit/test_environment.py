@@ -88,3 +88,16 @@ def test_missing_pyspark(monkeypatch):
                         lambda name, *a: None if name == "pyspark" else real(name, *a))
     with pytest.raises(StackError, match="pyspark is not installed"):
         environment.find_spark_home()
+
+
+@pytest.mark.parametrize(("spark", "python", "have", "fails"), [
+    ("3.5.7", (3, 12), False, True),   # pyspark 3.5 imports distutils; Python 3.12 has none
+    ("3.5.7", (3, 12), True, False),   # setuptools provides it
+    ("3.5.7", (3, 11), False, False),  # the standard library still has it
+    ("4.2.0", (3, 12), False, False),  # pyspark 4 does not import it
+])
+def test_pyspark35_on_python312_needs_distutils(spark, python, have, fails):
+    problem = environment.distutils_problem(spark, python, have)
+    assert (problem is not None) == fails
+    if fails:
+        assert "pip install setuptools" in problem and "\n" not in problem
