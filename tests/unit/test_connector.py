@@ -78,3 +78,22 @@ def test_the_launcher_gives_the_installed_lines_connector_and_drops_conf_pins(tm
     same_line = connector.line(PIN_3_5_0) == connector.line(ours)
     assert job.notes == ([] if same_line else [connector.replacement_note(
         connector.find_pins(job.script, {"spark.jars.packages": PIN_3_5_0}), ours)])
+
+
+def _fake_spark(root: Path, jars: list[str]) -> Path:
+    (root / "jars").mkdir(parents=True)
+    for name in jars:
+        (root / "jars" / name).write_bytes(name.encode())
+    return root
+
+
+def test_the_cds_archives_of_two_spark_lines_never_coincide(tmp_path: Path) -> None:
+    """The class-data archives are keyed by Spark's jars: another pyspark maps none of this one's."""
+    from pytest_streamchaos.stack import cds
+
+    java = str(tmp_path / "java")
+    s35 = _fake_spark(tmp_path / "s35", ["spark-core_2.12-3.5.7.jar", "scala-library-2.12.18.jar"])
+    s4 = _fake_spark(tmp_path / "s4", ["spark-core_2.13-4.2.0.jar", "scala-library-2.13.16.jar"])
+    for kind in cds.KINDS:
+        assert cds.archive_path(kind, java, s35) != cds.archive_path(kind, java, s4)
+        assert cds.archive_path(kind, java, s35) == cds.archive_path(kind, java, s35)
