@@ -46,16 +46,20 @@ def test_every_job_gets_sparks_own_kafka_connector_and_a_pinned_one_is_replaced(
     connector of another line pinned in spark.jars.packages is taken out and named in one line."""
     import json
 
-    import pyspark
+    from pytest_streamchaos.spark import connector
+    from pytest_streamchaos.spark.launcher import spark_home
 
-    pin = "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0"
+    ours = connector.connector(spark_home()).coordinates[0]
+    # a connector of the other Spark line than the installed one (README, "Spark versions")
+    pin = ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0" if connector.line(ours) == ("2.12", "3.5")
+           else "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0")
     job = launcher.submit(JOBS / "batch_count.py", conf={"spark.jars.packages": pin})
     assert job.wait_for_exit(300) == 0, job.tail_log()
     jars = job.effective_conf["spark.jars"].split(",")
-    assert any(f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar" in j for j in jars), jars
+    assert any(ours.split(":", 1)[1].replace(":", "-") + ".jar" in j for j in jars), jars
     assert "spark.jars.packages" not in job.effective_conf
     (note,) = job.notes
-    assert pin in note and "spark.jars.packages" in note and f"spark-sql-kafka-0-10_2.13:{pyspark.__version__}" in note
+    assert pin in note and "spark.jars.packages" in note and f"connector {ours} instead" in note
     # the driver really ran with it: its environment in the event log lists the connector among its jars
     env = next(json.loads(line) for f in job.event_log_dir.iterdir() for line in f.read_text().splitlines()
                if '"SparkListenerEnvironmentUpdate"' in line)
