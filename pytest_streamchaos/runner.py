@@ -61,6 +61,11 @@ RECOVERY_CHECK_S = 1.0
 #: trigger interval per run (docs/architecture.md, "Start-up").
 STEADY_BATCHES = 2
 
+#: the output topics the run creates: the broker stamps each record when it appends it, so the collector
+#: knows when the job's sink wrote (which micro-batch an output belongs to, whether an aimed fault hit)
+#: without its own read lag and whatever timestamps the job sets
+OUTPUT_TOPIC_CONFIG = {"message.timestamp.type": "LogAppendTime"}
+
 
 class RunError(RuntimeError):
     """The run could not produce a verdict (the job never produced output, the stack broke, ...).
@@ -481,17 +486,17 @@ class _Run:
         self.out_topic: str | None = None
         fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
         if s.outputs is None:
-            self.out_topic = self._own_topic("out", s.partitions)
+            self.out_topic = self._own_topic("out", s.partitions, OUTPUT_TOPIC_CONFIG)
             self.side_topic = self._own_topic("late", 1)
             # the exactly-once sink's commit log (job.kafka_sink): it must exist before the query starts
             self.own_topics.append(kafka.create_topic(control_topic_for(self.out_topic), partitions=1))
         else:
             for t in fixed_out:
-                kafka.create_topic(t, partitions=s.partitions)
+                kafka.create_topic(t, partitions=s.partitions, config=OUTPUT_TOPIC_CONFIG)
             self.out_topic = fixed_out[0] if fixed_out else None
 
-    def _own_topic(self, role: str, partitions: int) -> str:
-        name = self.kafka.create_topic(f"streamchaos-{self.tag}-{role}", partitions=partitions)
+    def _own_topic(self, role: str, partitions: int, config: dict[str, str] | None = None) -> str:
+        name = self.kafka.create_topic(f"streamchaos-{self.tag}-{role}", partitions=partitions, config=config)
         self.own_topics.append(name)
         return name
 
@@ -874,7 +879,6 @@ class _Run:
             "collector": {"count": collector.count, "malformed": collector.malformed,
                           "lost_to_retention": collector.lost_to_retention,
                           "retention_gaps": collector.retention_gaps, "errors": collector.errors[-20:]},
-            "aimed": ctx.notes,
             "poisoned_ids": ctx.poison.poisoned if ctx.poison else [],
             "driver_launches": len(getattr(job, "launches", [])),
             "driver_restarts_by_supervisor": self.supervisor.restarts,

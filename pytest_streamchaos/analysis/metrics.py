@@ -293,6 +293,15 @@ class FaultMetrics:
     #: what the system and the schedule did from the fault until it recovered (or its horizon): the first
     #: event of each :data:`PHASE_KINDS` kind, as ``{"at": seconds after the fault, "kind", "target"}``
     phases: list[dict[str, Any]] = field(default_factory=list)
+    #: an aimed fault (``when=``): where it landed, ``{"moment", "batch", "phase", "hit", "attempts"}``
+    #: (:class:`~pytest_streamchaos.faults.scheduler.Aim`); None for a fault fired on the clock
+    aim: dict[str, Any] | None = None
+
+    @property
+    def hit(self) -> bool | None:
+        """Whether an aimed fault landed in the phase its moment names (None: not aimed). A test that
+        needs the moment asserts it: ``assert run.faults[0].hit``."""
+        return None if self.aim is None else bool(self.aim.get("hit"))
 
     @property
     def detection(self) -> float | None:
@@ -809,7 +818,7 @@ class _Measure:
         common = dict(t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
                       gap_end=ge, output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
                       system_detection_event=None if sys_ev is None else sys_ev.kind,
-                      phases=recovery_phases(self.trace.timeline, f, horizon))
+                      phases=recovery_phases(self.trace.timeline, f, horizon), aim=ev.detail.get("aim"))
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,

@@ -207,6 +207,10 @@ class ChaosRun:
                              f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s")
             else:
                 lines.append(f"{head}, not recovered by +{f.horizon - self.metrics.t0:.1f}s ({sysd})")
+            if f.aim is not None:
+                a = f.aim
+                lines.append(f"  aimed at {a['moment']}: {'hit' if a['hit'] else 'MISSED'} (batch {a['batch']} "
+                             f"{a['phase']}, {a['attempts']} batch{'es' if a['attempts'] != 1 else ''} tried)")
             if f.phases:
                 lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
                                                       for ph in f.phases))

@@ -15,12 +15,13 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pytest_streamchaos.faults import network as net
+from pytest_streamchaos.faults.scheduler import Aim, MomentDetector
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.faults.toxics import ToxicFault, toxic_fault
 from pytest_streamchaos.poll import poll
@@ -48,7 +49,6 @@ class FaultContext:
     collector: Any = None  #: observe.collector.Collector
     poison: PoisonSchedule | None = None
     recorder: Any = None  #: faults.scheduler.Recorder, for what the system did in reaction
-    notes: dict[str, Any] = field(default_factory=dict)
     hdfs: Any = None  #: stack.hdfs.LocalHdfsCluster of a run with ``checkpoint="hdfs"``, else None
 
     def watch(self, kind: str, target: str, predicate: Any, timeout: float = 90.0) -> None:
@@ -566,58 +566,84 @@ def actions_for(ctx: FaultContext) -> dict[str, Any]:
 # -- aimed moments -------------------------------------------------------------------------------
 
 POLL_S = 0.005
+#: how many micro-batches an aimed fault tries before it fires anyway and reports ``missed``
+MAX_AIM_ATTEMPTS = 5
+#: without a broker's append stamp, output that reached the collector this long after a batch was planned
+#: is taken to be that batch's (the previous batch's output is read a little late)
+ARRIVAL_SLACK_S = 0.06
+
+
+def written_since_planned(ctx: FaultContext, batch: int) -> bool:
+    """Whether output written after ``batch`` was planned has been seen: that batch's sink has written
+    (the previous batch's output was flushed before its commit, which precedes this batch's offsets)."""
+    started = ctx.checkpoint.planned_time(batch)
+    if started is None:
+        return False
+    written = ctx.collector.last_written
+    if written is not None:
+        return written > started
+    last = ctx.collector.last_arrival
+    return last is not None and last > started + ARRIVAL_SLACK_S
+
+
+def batch_phase(ctx: FaultContext, batch: int | None) -> str:
+    """The phase of micro-batch ``batch`` now (:data:`~pytest_streamchaos.faults.scheduler.PHASES`)."""
+    if batch is None:
+        return "idle"
+    done = ctx.checkpoint.latest_committed_batch()
+    if done is not None and done >= batch:
+        return "committed"
+    return "sink_written" if written_since_planned(ctx, batch) else "running"
 
 
 def wait_uncommitted_output(ctx: FaultContext):
     """Moment detector: micro-batch N's output is visible in the output topic, but N is not yet in
     the checkpoint's ``commits/``. When it sees the output it freezes the driver (SIGSTOP of its
-    group) and re-checks the commit log: a frozen driver cannot commit, so the kill that follows
-    lands exactly in the window where at-least-once sinks duplicate. If the commit won the race it
-    resumes the driver and waits for the next batch."""
+    group) and takes the batch's phase: a frozen driver cannot commit, so the kill that follows lands
+    exactly in the window where at-least-once sinks duplicate. If the commit won the race it resumes
+    the driver and tries the next batch; after :data:`MAX_AIM_ATTEMPTS` it fires anyway, ``missed``."""
 
-    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> bool:
-        cp, col, job = ctx.checkpoint, ctx.collector, ctx.job
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
+        cp, job = ctx.checkpoint, ctx.job
         attempts = 0
         while time.time() < deadline and not stop.is_set():
             n = cp.uncommitted_batch()
-            if n is None:
-                time.sleep(POLL_S)
-                continue
-            started = cp.planned_time(n)
-            last = col.last_arrival
-            # output that arrived after batch N was planned belongs to batch N (the previous batch's
-            # output was flushed before its commit, which precedes N's offsets entry)
-            if last is None or started is None or last <= started + 0.06:
+            if n is None or not written_since_planned(ctx, n):
                 time.sleep(POLL_S)
                 continue
             job.pause()
             attempts += 1
-            if cp.uncommitted_batch() == n:
-                ctx.notes["uncommitted_output"] = {"batch": n, "attempts": attempts}
-                return True
+            phase = batch_phase(ctx, n)
+            if phase == "sink_written" or attempts >= MAX_AIM_ATTEMPTS:
+                return Aim("uncommitted_output", n, phase, phase == "sink_written", attempts)
             job.resume()
-        return False
+        return None
 
     return wait
 
 
 def wait_tasks_running(ctx: FaultContext):
     """Moment detector: a micro-batch is executing (planned in ``offsets/``, not committed) and the
-    chosen worker runs an executor, so its tasks are in flight."""
+    chosen worker runs an executor, so its tasks are in flight. The phase is taken at that instant;
+    a batch that committed meanwhile is retried like a missed output moment."""
 
-    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> bool:
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
+        attempts, tried = 0, None
         while time.time() < deadline and not stop.is_set():
-            if ctx.checkpoint.uncommitted_batch() is not None:
-                w = ctx.cluster.workers[_worker_index(ctx, planned)]
-                if w.executor_pids():
-                    return True
+            n = ctx.checkpoint.uncommitted_batch()
+            if n is not None and n != tried and ctx.cluster.workers[_worker_index(ctx, planned)].executor_pids():
+                attempts, tried = attempts + 1, n
+                phase = batch_phase(ctx, n)
+                hit = phase in ("running", "sink_written")
+                if hit or attempts >= MAX_AIM_ATTEMPTS:
+                    return Aim("tasks_running", n, phase, hit, attempts)
             time.sleep(POLL_S)
-        return False
+        return None
 
     return wait
 
 
-def moments_for(ctx: FaultContext) -> dict[str, Any]:
+def moments_for(ctx: FaultContext) -> dict[str, MomentDetector]:
     return {"uncommitted_output": wait_uncommitted_output(ctx), "tasks_running": wait_tasks_running(ctx)}
 
 

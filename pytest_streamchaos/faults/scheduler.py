@@ -7,9 +7,11 @@ still injected -- on every exit path, including a failing test -- so nothing out
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -38,6 +40,30 @@ class Recorder:
             return sorted(self._events, key=lambda e: e.t)
 
 
+#: the micro-batch phases an aimed fault can land in, in cycle order: nothing planned beyond the last
+#: commit; offsets logged and tasks running with nothing written yet; output written, not committed;
+#: committed
+PHASES = ("idle", "running", "sink_written", "committed")
+
+
+@dataclass(frozen=True)
+class Aim:
+    """Where an aimed fault landed in the micro-batch cycle: the phase of ``batch`` when it was
+    injected, whether that is the phase its moment names (``hit``), and how many batches the detector
+    tried (a miss on one batch is retried on the next, a bounded number of times)."""
+
+    moment: str
+    batch: int | None
+    phase: str
+    hit: bool
+    attempts: int = 1
+
+
+#: a moment detector: ``(planned, stop, deadline)`` -> an :class:`Aim` once the moment came (the
+#: scheduler injects at once), or None when it did not come before ``deadline`` or ``stop``
+MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
+
+
 class FaultAction(Protocol):
     """What a fault kind does to the stack. ``inject`` returns a handle that ``heal`` gets back, as
     soon as the fault has taken effect (signal sent, rule installed, broker down) and without
@@ -63,7 +89,7 @@ class FaultScheduler:
         planned: list[PlannedFault],
         actions: dict[str, FaultAction],
         recorder: Recorder,
-        moments: dict[str, Callable[[PlannedFault, threading.Event, float], bool]] | None = None,
+        moments: dict[str, MomentDetector] | None = None,
     ) -> None:
         missing = sorted({p.spec.kind for p in planned} - set(actions))
         if missing:
@@ -94,17 +120,12 @@ class FaultScheduler:
         action = self.actions[p.spec.kind]
         if self._stop.wait(max(0.0, at - time.time())):
             return
+        aim: dict[str, Any] = {}
         if p.at is None:  # aimed: wait for the moment
-            wait = self.moments.get(p.spec.when or "")
-            if wait is None:
-                self._error(p, f"no detector for moment {p.spec.when!r}")
+            found = self._await_moment(p)
+            if found is None:
                 return
-            if not wait(p, self._stop, time.time() + p.spec.timeout):
-                why = (f"the load phase ended before moment {p.spec.when!r} came" if self._stop.is_set()
-                       else f"moment {p.spec.when!r} not seen within timeout={p.spec.timeout:g}s")
-                self.recorder.record("fault_skipped", p.label, reason=why)
-                self.errors.append(f"{p.label}: skipped: {why}")
-                return
+            aim = {"aim": dataclasses.asdict(found)} if isinstance(found, Aim) else {}
         try:
             handle = action.inject(p)
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
@@ -133,13 +154,28 @@ class FaultScheduler:
             target = p.label
             unconfirmed = unconfirmed or f"target unknown: {exc}"
         self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
-                             confirmed=None if confirmed is None else round(confirmed, 3), **measured)
+                             confirmed=None if confirmed is None else round(confirmed, 3), **measured, **aim)
         if unconfirmed:
             self._error(p, unconfirmed)
         # heal_after counts from the injection, not from its confirmation
         self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
         if p.heal_after is not None:
             self._heal(i)
+
+    def _await_moment(self, p: PlannedFault) -> Aim | bool | None:
+        """Wait for an aimed fault's moment; None (recorded as skipped) when it did not come."""
+        wait = self.moments.get(p.spec.when or "")
+        if wait is None:
+            self._error(p, f"no detector for moment {p.spec.when!r}")
+            return None
+        found = wait(p, self._stop, time.time() + p.spec.timeout)
+        if not found:
+            why = (f"the load phase ended before moment {p.spec.when!r} came" if self._stop.is_set()
+                   else f"moment {p.spec.when!r} not seen within timeout={p.spec.timeout:g}s")
+            self.recorder.record("fault_skipped", p.label, reason=why)
+            self.errors.append(f"{p.label}: skipped: {why}")
+            return None
+        return found
 
     def _watch(self, i: int, p: PlannedFault, handle: Any, heal_at: float | None) -> None:
         """Wait until ``heal_at`` (None: until stop), asking the action's ``check`` meanwhile

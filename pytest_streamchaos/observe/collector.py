@@ -41,7 +41,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from pytest_streamchaos.client_stats import ClientStats
 from pytest_streamchaos.poll import poll
@@ -199,6 +206,7 @@ class Collector:
         self._seen_other: set[int] = set()  # ids outside the bitmap's range
         self._ids_seen = 0
         self._last_arrival: float | None = None
+        self._last_written: float | None = None
         self._malformed = 0
         self._samples: list[MalformedOutput] = []
         self._errors: list[str] = []
@@ -260,6 +268,13 @@ class Collector:
     def last_arrival(self) -> float | None:
         """Arrival time of the latest output, None before the first."""
         return self._last_arrival
+
+    @property
+    def last_written(self) -> float | None:
+        """When the broker appended the latest output (its ``LogAppendTime`` stamp), None before the
+        first or when the output topics keep producer timestamps. Unlike the arrival time it does not
+        lag by the collector's own read latency, so it tells which micro-batch wrote an output."""
+        return self._last_written
 
     @property
     def ids_seen(self) -> int:
@@ -465,6 +480,9 @@ class Collector:
                 continue
             value, mkey = m.value(), m.key()
             self._note_offset(m.topic(), m.partition(), m.offset())
+            ts_type, ts_ms = m.timestamp()
+            if ts_type == TIMESTAMP_LOG_APPEND_TIME:
+                self._last_written = max(self._last_written or 0.0, ts_ms / 1000.0)
             try:
                 ids, key, w0, w1, amount = self._read(value, mkey)
             except Exception as e:  # an unreadable output is a finding

@@ -59,6 +59,8 @@ class FileSinkCollector:
         self.lost_to_retention = 0
         self.retention_gaps: list[dict[str, Any]] = []
         self.last_arrival: float | None = None
+        #: no write stamp a reader can trust (file times are the writer's and the storage's): None
+        self.last_written: float | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> FileSinkCollector:

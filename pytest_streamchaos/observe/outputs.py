@@ -77,6 +77,11 @@ class Outputs:
         return max(times) if times else None
 
     @property
+    def last_written(self) -> float | None:
+        times = [t for p in self.parts if (t := p.last_written) is not None]
+        return max(times) if times else None
+
+    @property
     def errors(self) -> list[str]:
         return [e for p in self.parts for e in p.errors]
 

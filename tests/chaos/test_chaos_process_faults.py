@@ -29,6 +29,7 @@ def test_executor_killed_while_running_tasks_loses_nothing(chaos):
     run = chaos.run(EOS, rate=200, duration=24, guarantee="exactly-once")
     print(run.describe())
     (fault,) = run.faults
+    assert fault.hit, f"the kill must land while the batch runs: {fault.aim}"
     # Spark saw the executor go (its running tasks are rescheduled) and nothing was lost or repeated
     assert fault.system_detection_event == "executor_removed", fault
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
@@ -42,8 +43,9 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
     # from then (or ends once the recovery is settled)
     run = chaos.run(ALO, rate=200, guarantee="at-least-once")
     print(run.describe())
-    aimed = run.meta["aimed"]["uncommitted_output"]
-    print(f"aimed at batch {aimed['batch']} after {aimed['attempts']} attempt(s)")
+    (fault,) = run.faults
+    assert fault.hit, f"the kill must land between the batch's output and its commit: {fault.aim}"
+    assert "aimed at uncommitted_output: hit" in run.describe()
     assert_load_outlasted_the_recovery(run)
     assert run.lost == 0 and run.incorrect == 0
     assert run.duplicates > 0, "a replayed batch whose output was visible must duplicate with this sink"
@@ -56,7 +58,7 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
 def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates(chaos):
     run = chaos.run(EOS, rate=200, guarantee="exactly-once")
     print(run.describe())
-    assert "uncommitted_output" in run.meta["aimed"]
+    assert run.faults[0].hit, f"no duplicates means something only if the kill hit: {run.faults[0].aim}"
     assert_load_outlasted_the_recovery(run)
     assert run.meta["driver_launches"] == 2
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
