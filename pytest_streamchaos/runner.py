@@ -42,6 +42,7 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, DriverSupervisor, JobLauncher
+from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, UserCodeError, annotation_label, check_arity
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 from pytest_streamchaos.workload.seed import resolve_seed
@@ -126,7 +127,9 @@ def check_args(args: Sequence[Any] | None) -> None:
 
 
 def check_run_args(guarantee: str, rate: float, duration: float | None, args: Sequence[Any] | None,
-                   inputs: Mapping[str, Any] | None, checkpoint: str) -> None:
+                   inputs: Mapping[str, Any] | None, checkpoint: str, *,
+                   annotate: Mapping[str, Any] | None = None, outputs: Mapping[str, Any] | None = None,
+                   id_reader: Any = None, oracle: Oracle | None = None) -> None:
     """Fail now, naming the argument and what is allowed, when ``chaos.run``'s arguments cannot work."""
     if guarantee not in GUARANTEES:
         raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
@@ -137,6 +140,32 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
         raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
     if checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint={checkpoint!r}: use one of {CHECKPOINTS}")
+    check_callables(inputs, annotate, outputs, id_reader, oracle)
+
+
+def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any] | None,
+                    outputs: Mapping[str, Any] | None, id_reader: Any, oracle: Oracle | None) -> None:
+    """Every callable of the test can be called the one way the run calls it
+    (:mod:`pytest_streamchaos.usercode`): a record factory ``(spec)``, whatever looks at an input record
+    (``annotate``, an oracle's ``copies`` / ``amount``) ``(record)``, an output id reader ``(value,
+    key)``; and what looks at records has a factory's records to look at."""
+    for topic, factory in (inputs or {}).items():
+        if factory is not None:
+            check_arity(factory, 1, f"inputs[{topic!r}] factory", FACTORY)
+    per_record = {**(annotate or {}), **(oracle.record_callables() if oracle is not None else {})}
+    for name, fn in per_record.items():
+        check_arity(fn, 1, annotation_label(name), RECORD)
+    for name, ids in (outputs or {}).items():
+        if not (ids is None or isinstance(ids, str)):
+            check_arity(ids, 2, f"outputs[{name!r}]", OUTPUT)
+    if not (id_reader is None or isinstance(id_reader, str)):
+        check_arity(id_reader, 2, "id_reader", OUTPUT)
+    no_factory = [t for t, f in (inputs or {}).items() if f is None] if inputs is not None else ["(built-in)"]
+    if per_record and no_factory:
+        names = ", ".join(annotation_label(n) for n in per_record)
+        raise ValueError(f"{names} look(s) at the records a record factory makes, but input(s) {no_factory} have "
+                         "none: give inputs={topic: factory} for every input (or pass a constant / an "
+                         "annotation name)")
 
 
 def resolve_job(job: str | Path, test_dir: Path | None, rootdir: Path | None) -> Path:
@@ -215,7 +244,7 @@ class Chaos:
         inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
         outputs: Mapping[str, IdSpec] | None = None,
         kafka_port: int | None = None,
-        annotate: Mapping[str, Callable[[Any, Any], float]] | None = None,
+        annotate: Mapping[str, Callable[[Any], float]] | None = None,
         checkpoint: str | None = None,
         supervise: bool = False,
     ) -> ChaosRun:
@@ -238,8 +267,8 @@ class Chaos:
         directory, relative to the driver's working directory) to how input ids are read there
         (``"key"``, a JSON field path, or a callable); ``{}`` when nothing is readable (console, noop):
         the run then reports recovery from Spark's query progress only. Named topics start empty.
-        ``annotate``: per-record numbers computed from each factory's output when it is sent (e.g. the
-        amount an aggregate oracle sums, or the copies an ``explode`` makes), kept in the ground truth.
+        ``annotate``: ``{name: fn(record) -> number}`` on each record the factory made, as it is sent (an
+        aggregate's amount, an ``explode``'s copies); a callable that raises stops the run (:mod:`.usercode`).
         ``kafka_port``: the Kafka cluster also answers the job on ``127.0.0.1:<port>`` during the run, for a
         job that hard-codes ``localhost:9092`` (``--chaos-kafka-port`` does it for the whole session).
         ``checkpoint``: ``"local"`` (a directory of the run) or ``"hdfs"``: the stack's HDFS (started on
@@ -249,7 +278,8 @@ class Chaos:
         ``spark-submit --supervise`` would (:class:`~pytest_streamchaos.spark.launcher.DriverSupervisor`).
         """
         checkpoint = checkpoint or self.checkpoint
-        check_run_args(guarantee, rate, duration, args, inputs, checkpoint)
+        check_run_args(guarantee, rate, duration, args, inputs, checkpoint, annotate=annotate,
+                       outputs=outputs, id_reader=id_reader, oracle=oracle)
         script = resolve_job(job, self.test_dir, self.rootdir)
         planned = plan(self.faults)
         load_s, load_why = load_seconds(planned, duration, trigger_seconds)
@@ -264,9 +294,8 @@ class Chaos:
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
         run.load_why = load_why
         run.settle_pinned = settle_seconds is not None
-        run.factories = dict(inputs or {})
-        run.output_ids = dict(outputs or {})
-        run.annotate = dict(annotate or {})
+        run.factories, run.output_ids = dict(inputs or {}), dict(outputs or {})
+        run.annotate = {**(annotate or {}), **run.oracle.record_callables()}  # the oracle's ones too
         result = run.execute()
         self.runs.append(result)
         return result
@@ -523,7 +552,7 @@ class _Run:
             parts.append(Generator(self.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
                                    record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.c.seed, record_factory=factory,
-                                   annotate=self.annotate or None))
+                                   annotate=self.annotate or None, what=f"inputs[{topic!r}]"))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
 
     @property
@@ -571,6 +600,21 @@ class _Run:
                                        self.job_kafka)
                 check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
                                   str(p.spec.target))
+
+    def _check_user_code(self) -> None:
+        """Stop the run at once when the load or the output reading stopped working: a callable of the test
+        raised (the factory or an ``annotate`` / oracle callable in the generator's thread, an output id
+        reader in the collector's; its :class:`~pytest_streamchaos.usercode.UserCodeError` is raised here,
+        the user's traceback chained), or the generator's thread ended for another reason."""
+        gen_failure = getattr(self._gen, "failure", None)
+        if gen_failure is not None:
+            err = self._gen.claim_failure()  # reported here: stopping the generator will not raise it again
+            if isinstance(err, UserCodeError):
+                raise err
+            raise RunError(f"the load generator stopped: {err!r}") from err
+        col_failure = getattr(self._col, "failure", None)
+        if col_failure is not None:
+            raise col_failure
 
     def _fail(self, job: Any, what: str) -> RunError:
         return RunError(f"{what}\n--- job log ({job.name}) tail ---\n{job.tail_log(40)}")
@@ -658,6 +702,7 @@ class _Run:
         while time.time() < deadline:
             progress.poll()
             self._find_checkpoint(progress)
+            self._check_user_code()
             if not job.alive:
                 raise self._fail(job, f"the job exited (code {job.returncode}) before reaching steady state")
             if collector.errors and collector.count == 0 and not self.progress_only:
@@ -700,6 +745,7 @@ class _Run:
         progress, next_check = w.progress, 0.0
         while time.time() < self._load_end(w, planned_until):
             progress.poll()
+            self._check_user_code()
             if self.spec.end_on_recovery and time.time() >= next_check and w.scheduler.done():
                 next_check = time.time() + RECOVERY_CHECK_S
                 if self._recovered_for_good(w):
@@ -762,6 +808,7 @@ class _Run:
         caught_up_at = None
         while time.time() < deadline:
             progress.poll()
+            self._check_user_code()
             self._find_checkpoint(progress)
             if caught_up_at is None and all(committed_past(watcher, t, e) for t, e in ends.items()):
                 caught_up_at = time.time()

@@ -27,6 +27,7 @@ Pure: the outputs' values come from the collector (``OutputRecords.values``; con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,8 @@ from .oracle import IGNORE, UNKNOWN, Expected, PerRecord, Predicate, TumblingWin
 AGGS = ("count", "sum")
 OUTPUT_MODES = ("update", "complete", "append")
 _EMPTY_IDS = np.empty(0, np.int64)
+#: the annotation ``AggregateOracle(amount=callable)`` fills
+AMOUNT = "AggregateOracle(amount=)"
 
 
 @dataclass
@@ -65,9 +68,10 @@ class AggregateOracle(TumblingWindowOracle):
         size_seconds, by_key, watermark_seconds, origin, closer, filter, drop_poison, topic: as
             :class:`TumblingWindowOracle` (``closer`` picks the latency reference).
         agg: ``"count"`` (inputs per group) or ``"sum"`` (of ``amount``).
-        amount: for ``"sum"``: each input's amount -- the name of a ground-truth annotation
-            (``Generator(annotate={"total": lambda rec, v: v["Total"]})``), a vectorised
-            ``SentRecords -> array``, or a constant.
+        amount: for ``"sum"``: each input's amount -- a callable ``(record) -> number`` given each
+            input record as the record factory made it (``amount=lambda rec: rec["Total"]``, run
+            when the record is sent), the name of a ground-truth annotation
+            (``annotate={"total": lambda rec: rec["Total"]}``), or a constant.
         output_mode: ``"update"`` / ``"complete"`` (last value counts) or ``"append"`` (one emission
             per group; more are duplicates).
         tolerance: relative tolerance of a sum comparison (``tolerance * max(1, |expected|)``).
@@ -106,6 +110,9 @@ class AggregateOracle(TumblingWindowOracle):
         self.agg, self.amount, self.output_mode, self.tolerance = agg, amount, output_mode, tolerance
         self.key_field, self.window_field = key_field, window_field
         self.value_field = value_field or agg
+
+    def record_callables(self) -> dict[str, Callable[[Any], float]]:
+        return {AMOUNT: self.amount} if callable(self.amount) else {}
 
     def collector_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~pytest_streamchaos.observe.collector.Collector` so that it
@@ -153,7 +160,7 @@ class AggregateOracle(TumblingWindowOracle):
     def _amounts(self, sent: SentRecords) -> np.ndarray:
         if self.amount is None:
             return np.ones(len(sent))
-        return per_record(self.amount, sent, "AggregateOracle amount")
+        return per_record(self.amount, sent, "AggregateOracle amount", AMOUNT)
 
     def _groups(self, exp: Expected, amt: np.ndarray, outputs: OutputRecords,
                 g_out: np.ndarray) -> tuple[_Groups, np.ndarray]:

@@ -37,23 +37,33 @@ from .guarantee import GuaranteeReport, IdIndex
 IGNORE = -1  #: output does not count (e.g. a window not finalized at the end of the run, another topic)
 UNKNOWN = -2  #: output matches no expected output: every id in it is incorrect
 SIDE = -3  #: side output (e.g. late events): each id counts toward its own expected output
+#: the annotation ``IdentityOracle(copies=callable)`` fills
+COPIES = "IdentityOracle(copies=)"
 
 Predicate = Callable[[SentRecords], np.ndarray]
 #: A per-record number from the ground truth: a constant, the name of a ``SentRecords.annotations``
-#: column, or a vectorised function ``SentRecords -> array`` (one value per sent record).
-PerRecord = float | str | Callable[[SentRecords], Any]
+#: column, or a callable ``(record) -> number`` given each input record as the record factory made it
+#: (the one convention of :mod:`pytest_streamchaos.usercode`). The analysis never calls it: it runs
+#: when the record is sent (the run passes :meth:`Oracle.record_callables` to the generator's
+#: ``annotate``) and its numbers are read here from the annotation it fills.
+PerRecord = float | str | Callable[[Any], float]
 
 
-def per_record(spec: PerRecord, sent: SentRecords, what: str) -> np.ndarray:
-    """Evaluate a :data:`PerRecord` spec to one finite float64 per sent record."""
+def per_record(spec: PerRecord, sent: SentRecords, what: str, annotation: str = "") -> np.ndarray:
+    """Evaluate a :data:`PerRecord` spec to one finite float64 per sent record; a callable's numbers are
+    the sent records' ``annotation`` column."""
     n = len(sent)
+    if callable(spec):
+        if annotation not in sent.annotations:
+            raise ValueError(f"{what} is a callable (record) -> number, computed as each record is sent, but the "
+                             f"sent records have no annotation {annotation!r}: chaos.run computes it; with a "
+                             "Generator of your own pass annotate=oracle.record_callables()")
+        spec = annotation
     if isinstance(spec, str):
         if spec not in sent.annotations:
             raise ValueError(f"{what}={spec!r}: the sent records have no annotation {spec!r} (have "
                              f"{sorted(sent.annotations)}); pass Generator(annotate={{{spec!r}: fn}})")
         v = np.asarray(sent.annotations[spec], dtype=np.float64)
-    elif callable(spec):
-        v = np.asarray(spec(sent), dtype=np.float64)
     else:
         v = np.full(n, float(spec))
     if v.shape != (n,):
@@ -134,6 +144,12 @@ class Oracle:
         """Group code per output (or ``IGNORE`` / ``UNKNOWN`` / ``SIDE``)."""
         raise NotImplementedError
 
+    def record_callables(self) -> dict[str, Callable[[Any], float]]:
+        """The oracle's per-record callables ``(record) -> number`` by the annotation each fills (e.g.
+        ``{"IdentityOracle(copies=)": fn}``): the generator calls them on every record it sends
+        (``Generator(annotate=...)``; ``chaos.run`` does it)."""
+        return {}
+
     def custom_report(self, sent: SentRecords, outputs: OutputRecords) -> GuaranteeReport | None:
         """An oracle that does not work per id appearance (aggregates) validates here; None (the
         default) means :func:`~pytest_streamchaos.analysis.validate.validate`'s per-record path."""
@@ -206,10 +222,11 @@ class IdentityOracle(Oracle):
     appear; seeing one is an incorrect output.
 
     ``copies``: jobs that legitimately emit several outputs per input (``explode`` of an invoice
-    into its line items, fan-out). The number of appearances expected per input: a constant, the
-    name of a ground-truth annotation (``Generator(annotate={"lines": lambda rec, v: len(v["Items"])})``
-    then ``copies="lines"``: computed from the record factory's output at send time, so the
-    analysis stays pure), or a vectorised ``SentRecords -> int array`` (e.g. derived from the ids).
+    into its line items, fan-out). The number of appearances expected per input: a constant, a
+    callable ``(record) -> int`` given each input record as the record factory made it
+    (``copies=lambda rec: len(rec["Items"])``), or the name of a ground-truth annotation
+    (``annotate={"lines": lambda rec: len(rec["Items"])}`` then ``copies="lines"``). A callable runs
+    when the record is sent (:meth:`record_callables`), so the analysis stays pure.
     Fewer appearances than ``copies`` make the id *lost* (``GuaranteeReport.missing_copies`` counts
     the missing appearances); more are *duplicates* (the extra appearances). An input with 0
     copies is expected not to appear (like ``filter``).
@@ -220,10 +237,13 @@ class IdentityOracle(Oracle):
         super().__init__(filter=filter, drop_poison=drop_poison, topic=topic, side_topic=side_topic)
         self.copies = copies
 
+    def record_callables(self) -> dict[str, Callable[[Any], float]]:
+        return {COPIES: self.copies} if callable(self.copies) else {}
+
     def _expected(self, sent: SentRecords, keep: np.ndarray) -> Expected:
         copies = None
         if self.copies is not None:
-            c = per_record(self.copies, sent, "IdentityOracle copies")
+            c = per_record(self.copies, sent, "IdentityOracle copies", COPIES)
             if (c < 0).any() or not np.array_equal(c, np.round(c)):
                 raise ValueError("IdentityOracle copies must be non-negative integers")
             keep = keep & (c > 0)

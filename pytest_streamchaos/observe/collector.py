@@ -53,6 +53,7 @@ from confluent_kafka import (
 from pytest_streamchaos.client_stats import ClientStats
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import OutputRecords
+from pytest_streamchaos.usercode import UserCodeError, name_of
 
 try:  # orjson is several times faster; optional ("fast" extra)
     import orjson
@@ -148,6 +149,12 @@ class Collector:
         amount_field: aggregate outputs: JSON path of the value (a count or a sum), or a callable
             ``(decoded JSON) -> number``; fills ``OutputRecords.values`` (None there otherwise).
             With it, outputs without ``id`` / ``ids`` are read as carrying no ids.
+        what: how messages name a callable ``id_reader`` (``chaos.run`` passes ``outputs['<topic>']``);
+            None: the reader is the harness's own, and what it raises makes the output malformed.
+
+    A callable of the test (``id_reader``, ``amount_field``) that raises is not a malformed output but
+    a bug in the test: the first such error is kept in :attr:`failure` (a
+    :class:`~pytest_streamchaos.usercode.UserCodeError` naming it) for the run to stop on.
     """
 
     def __init__(
@@ -162,6 +169,7 @@ class Collector:
         key_field: str | None = None,
         window_field: str | None = None,
         amount_field: str | AmountReader | None = None,
+        what: str | None = "id_reader",
     ) -> None:
         if not bootstrap_servers:
             raise ValueError("bootstrap_servers is empty; pass kafka.bootstrap_servers")
@@ -175,6 +183,8 @@ class Collector:
         self.max_samples = max_samples
         self.topic_timeout_s = topic_timeout_s
         self._id_reader = id_reader
+        self._what = what
+        self._failure: UserCodeError | None = None
         self._id_path = id_reader.split(".") if isinstance(id_reader, str) else None
         self._key_path = key_field.split(".") if key_field else None
         self._window_path = window_field.split(".") if window_field else None
@@ -485,6 +495,9 @@ class Collector:
                 self._last_written = max(self._last_written or 0.0, ts_ms / 1000.0)
             try:
                 ids, key, w0, w1, amount = self._read(value, mkey)
+            except UserCodeError as e:  # the test's reader failed: the run stops on the first
+                self._failure = self._failure or e
+                continue
             except Exception as e:  # an unreadable output is a finding
                 self._malformed += 1
                 if len(self._samples) < self.max_samples:
@@ -579,7 +592,7 @@ class Collector:
         reader = self._id_reader
         obj: Any = None
         if callable(reader):
-            ids = [int(i) for i in reader(value, mkey)]
+            ids = [int(i) for i in self._call_reader(reader, value, mkey)]
             try:
                 obj = _loads(value)
             except _JSONError:
@@ -595,6 +608,20 @@ class Collector:
                 raise ValueError("aggregate output is not a JSON object")
             return ids, _key_number(mkey), np.nan, np.nan, np.nan
         return (ids, self._read_key(obj, mkey), *self._read_window(obj), self._read_amount(obj))
+
+    def _call_reader(self, reader: IdReader, value: bytes, mkey: bytes | None) -> Sequence[int]:
+        if self._what is None:  # the harness's own reader: an error is the output's
+            return reader(value, mkey)
+        try:
+            return reader(value, mkey)
+        except Exception as e:
+            raise UserCodeError(f"{self._what} id reader {name_of(reader)}", e,
+                                f"output value {value[:80]!r}, key {mkey!r}") from e
+
+    @property
+    def failure(self) -> UserCodeError | None:
+        """The first error a callable of the test raised reading an output (None: none did)."""
+        return self._failure
 
     def _read_key(self, obj: dict, mkey: bytes | None) -> int:
         if self._key_path is not None:
@@ -614,10 +641,20 @@ class Collector:
         amount = self._amount
         if amount is None:
             return np.nan
-        v = amount(obj) if callable(amount) else _field(obj, amount, KeyError)
+        if callable(amount):
+            try:
+                v = amount(obj)
+            except Exception as e:
+                raise UserCodeError(f"amount_field {name_of(amount)}", e, _output_detail(obj)) from e
+        else:
+            v = _field(obj, amount, KeyError)
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
             raise ValueError(f"aggregate value is not a number: {v!r}")
         return float(v)
+
+
+def _output_detail(obj: Any) -> str:
+    return f"output {str(obj)[:80]}"
 
 
 def _field(obj: Any, path: list[str], missing: Any) -> Any:

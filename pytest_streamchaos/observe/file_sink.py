@@ -29,6 +29,7 @@ import numpy as np
 
 from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.records import OutputRecords
+from pytest_streamchaos.usercode import UserCodeError, name_of
 
 IdSpec = str | Callable[[Any, Any], Sequence[int]]
 
@@ -37,13 +38,17 @@ class FileSinkCollector:
     """Poll a file-sink directory's metadata log and read the files of every committed batch.
 
     Has the query interface of :class:`~pytest_streamchaos.observe.collector.Collector` that a run
-    uses (``start``, ``stop``, ``count``, ``ids_seen``, ``last_arrival``, ``outputs()``, ...)."""
+    uses (``start``, ``stop``, ``count``, ``ids_seen``, ``last_arrival``, ``outputs()``, ...). A
+    callable ``ids`` that raises is the test's bug, not a malformed row: :attr:`failure` keeps the first
+    (a :class:`~pytest_streamchaos.usercode.UserCodeError` naming it, ``what`` saying whose it is)."""
 
     def __init__(self, path: str | os.PathLike | Place, ids: IdSpec, name: str | None = None,
-                 poll_s: float = 0.2) -> None:
+                 poll_s: float = 0.2, what: str | None = None) -> None:
         self.place = path if isinstance(path, Place) else locate(path)
         self.name = name or f"file:{path}"
         self._ids = ids
+        self._what = what or f"outputs[{self.name!r}]"
+        self.failure: UserCodeError | None = None
         self._poll_s = poll_s
         self._done: set[str] = set()  #: data files already read
         self._batches: set[int] = set()
@@ -135,7 +140,9 @@ class FileSinkCollector:
         got: list[list[int]] = []
         for row in rows:
             try:
-                got.append(row_ids(row, self._ids))
+                got.append(self._row_ids(row))
+            except UserCodeError as e:  # the test's reader failed: the run stops on the first
+                self.failure = self.failure or e
             except (ValueError, KeyError, TypeError) as e:
                 self.malformed += 1
                 if len(self.malformed_samples) < 20:
@@ -147,6 +154,15 @@ class FileSinkCollector:
             self._seen.update(ids)
         if got:
             self.last_arrival = max(self.last_arrival or 0.0, t)
+
+    def _row_ids(self, row: Any) -> list[int]:
+        if not callable(self._ids):
+            return row_ids(row, self._ids)
+        try:
+            got = self._ids(row, None)
+        except Exception as e:
+            raise UserCodeError(f"{self._what} id reader {name_of(self._ids)}", e, f"row {str(row)[:80]}") from e
+        return [int(i) for i in got]
 
     def _note_error(self, msg: str) -> None:
         if len(self.errors) < 100:

@@ -42,9 +42,10 @@ def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place |
                              "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
         if place is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: where the files are was not given")
-        return FileSinkCollector(place, ids, name=name)
-    reader = key_ids if ids == "key" else ids
-    return Collector(bootstrap_servers, [name], id_reader=reader, **options)
+        return FileSinkCollector(place, ids, name=name, what=f"outputs[{name!r}]")
+    if ids == "key":  # the harness's reader: an output without a readable key is malformed
+        return Collector(bootstrap_servers, [name], id_reader=key_ids, what=None, **options)
+    return Collector(bootstrap_servers, [name], id_reader=ids, what=f"outputs[{name!r}]", **options)
 
 
 class Outputs:
@@ -80,6 +81,11 @@ class Outputs:
     def last_written(self) -> float | None:
         times = [t for p in self.parts if (t := p.last_written) is not None]
         return max(times) if times else None
+
+    @property
+    def failure(self) -> Any:
+        """The first error a callable of the test raised reading an output (None: none did)."""
+        return next((p.failure for p in self.parts if getattr(p, "failure", None) is not None), None)
 
     @property
     def errors(self) -> list[str]:

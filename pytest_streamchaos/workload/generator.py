@@ -23,14 +23,16 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from pytest_streamchaos.client_stats import ClientStats
 from pytest_streamchaos.records import SentRecords
+from pytest_streamchaos.usercode import FACTORY, RECORD, UserCodeError, annotation_label, check_arity
 from pytest_streamchaos.workload import records
 
 log = logging.getLogger(__name__)
 
 #: ``poison`` may be a fraction, a collection of ids, or a vectorised predicate over ids.
 PoisonSpec = float | Collection[int] | Callable[[np.ndarray], np.ndarray]
-#: ``annotate`` callables: ``(spec, factory output) -> number``, recorded per record in the ground truth.
-Annotation = Callable[[records.RecordSpec, Any], float]
+#: ``annotate`` callables: ``(record) -> number`` (the record as the factory made it, see
+#: :mod:`pytest_streamchaos.usercode`), recorded per record in the ground truth.
+Annotation = Callable[[Any], float]
 
 _IN_FLIGHT, _ACKED, _FAILED = 0, 1, 2
 _MAX_BATCH = 10_000
@@ -74,7 +76,7 @@ def _check_args(*, bootstrap_servers: str, topic: str, rate: float, key_space: i
                 late_fraction: float, late_by_seconds: float | tuple[float, float], partitions: int | None,
                 max_records: int | None, message_timeout_s: float, tick_s: float, max_lag_s: float,
                 record_factory: records.RecordFactory | None,
-                annotate: Mapping[str, Annotation] | None) -> tuple[float, float]:
+                annotate: Mapping[str, Annotation] | None, what: str) -> tuple[float, float]:
     """:class:`Generator`'s arguments checked (``ValueError`` naming the argument); the late range."""
     _check(bool(bootstrap_servers), "bootstrap_servers is empty; pass kafka.bootstrap_servers")
     _check(bool(topic), "topic is empty; pass the name returned by kafka.create_topic(...)")
@@ -90,12 +92,12 @@ def _check_args(*, bootstrap_servers: str, topic: str, rate: float, key_space: i
     _check(max_records is None or max_records >= 0, f"max_records must be >= 0, got {max_records!r}")
     _check(message_timeout_s > 0 and tick_s > 0 and max_lag_s > 0,
            "message_timeout_s, tick_s and max_lag_s must be > 0")
-    _check(record_factory is None or callable(record_factory),
-           f"record_factory must be a callable (RecordSpec -> value), got {record_factory!r}")
+    if record_factory is not None:
+        check_arity(record_factory, 1, f"{what} factory", FACTORY)
     _check(not annotate or record_factory is not None,
            "annotate= needs a record_factory (annotations are computed from its output)")
-    _check(all(callable(f) for f in (annotate or {}).values()),
-           "annotate must map names to callables (spec, output) -> number")
+    for name, fn in (annotate or {}).items():
+        check_arity(fn, 1, annotation_label(name), RECORD)
     return lo, hi
 
 
@@ -149,10 +151,16 @@ class Generator:
             a poison record's factory output is replaced by malformed bytes (the key is kept).
             ``record_size`` does not apply. Costs a few microseconds per record.
         annotate: ground truth computed from the factory's output at send time:
-            ``{name: fn(spec, output) -> number}``, recorded per record in
+            ``{name: fn(record) -> number}`` (``record``: what the factory returned; of a ``(key,
+            value)`` pair, the value), recorded per record in
             ``SentRecords.annotations[name]`` (float64) for the oracles, e.g. the number of outputs
             an input fans out to (``IdentityOracle(copies=name)``) or the amount it adds to an
             aggregate (``AggregateOracle(amount=name)``). Needs ``record_factory``.
+        what: how messages name the factory (``chaos.run`` passes ``inputs['<topic>']``).
+
+    A factory or ``annotate`` callable that raises (or a factory returning no record) stops the
+    producing thread: :attr:`failure` holds the
+    :class:`~pytest_streamchaos.usercode.UserCodeError` naming it, and :meth:`stop` raises it.
     """
 
     def __init__(
@@ -176,12 +184,14 @@ class Generator:
         producer_config: dict[str, Any] | None = None,
         record_factory: records.RecordFactory | None = None,
         annotate: Mapping[str, Annotation] | None = None,
+        what: str = "record_factory",
     ) -> None:
         lo, hi = _check_args(bootstrap_servers=bootstrap_servers, topic=topic, rate=rate, key_space=key_space,
                              skew=skew, record_size=record_size, late_fraction=late_fraction,
                              late_by_seconds=late_by_seconds, partitions=partitions, max_records=max_records,
                              message_timeout_s=message_timeout_s, tick_s=tick_s, max_lag_s=max_lag_s,
-                             record_factory=record_factory, annotate=annotate)
+                             record_factory=record_factory, annotate=annotate, what=what)
+        self.what = what
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.key_space = key_space
@@ -263,7 +273,20 @@ class Generator:
         self._thread.join()
         if self._thread_error is not None:
             err, self._thread_error = self._thread_error, None
+            if isinstance(err, UserCodeError):  # the test's own code: its error as it is
+                raise err
             raise RuntimeError(f"generator thread failed: {err!r}") from err
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why the producing thread ended early (a :class:`~pytest_streamchaos.usercode.UserCodeError`
+        when the test's factory or ``annotate`` raised), None while it is fine."""
+        return self._thread_error
+
+    def claim_failure(self) -> BaseException | None:
+        """:attr:`failure`, which the caller now reports: :meth:`stop` no longer raises it."""
+        err, self._thread_error = self._thread_error, None
+        return err
 
     def pause(self) -> None:
         """Stop producing new records until :meth:`resume` (paused time is not owed afterwards)."""
@@ -391,9 +414,12 @@ class Generator:
     def _run(self) -> None:
         try:
             self._loop()
-        except BaseException as e:  # surfaced by stop()
+        except BaseException as e:  # surfaced by stop() / failure
             self._thread_error = e
-            log.exception("generator thread failed")
+            if isinstance(e, UserCodeError):
+                log.error("generator of %s stopped: %s", self.topic, e)
+            else:
+                log.exception("generator thread failed")
         finally:
             self._t_end = self._t_end or time.time()
             self._drain()
@@ -480,7 +506,7 @@ class Generator:
         """Values and message keys from the record factory; annotations go to the buffers."""
         assert self._factory is not None
         values, msg_keys, ann = records.build_batch(self._factory, self.seed, ids, keys, ts_ms, poison,
-                                                    self._annotate)
+                                                    self._annotate, self.what)
         for name, col in ann.items():
             self._buf.extra[name][start:start + ids.shape[0]] = col
         return values, msg_keys

@@ -37,6 +37,16 @@ class JoinedGenerators:
             raise errors[0]
 
     @property
+    def failure(self) -> BaseException | None:
+        """The first generator's early end (see ``Generator.failure``), None while all are fine."""
+        return next((g.failure for g in self.parts if g.failure is not None), None)
+
+    def claim_failure(self) -> BaseException | None:
+        """:attr:`failure`, which the caller now reports (``stop`` no longer raises it)."""
+        errors = [g.claim_failure() for g in self.parts]  # claim them all: stop() raises none of them
+        return next((e for e in errors if e is not None), None)
+
+    @property
     def running(self) -> bool:
         return any(g.running for g in self.parts)
 

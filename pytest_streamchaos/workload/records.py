@@ -9,7 +9,9 @@ the event time in epoch milliseconds. A *poison* record is malformed on purpose 
 ``POISON_KINDS``); the generator flags it in the ground truth so a job is expected to reject it.
 
 User records: a *record factory* (``Generator(record_factory=...)``) builds each value from a
-:class:`RecordSpec` instead; :func:`normalise_record` turns what it returns into Kafka bytes.
+:class:`RecordSpec` instead; :func:`normalise_record` turns what it returns into Kafka bytes, and
+:func:`record_value` is what the callables that look at an input record get (``annotate``, an
+oracle's ``copies`` / ``amount``; :mod:`pytest_streamchaos.usercode`).
 
 Encoding uses preformatted ``bytes`` templates (``%``-formatting) rather than ``json.dumps``: it is
 several times faster, and the generator must reach tens of thousands of records per second on one core.
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from pytest_streamchaos.usercode import UserCodeError, annotation_what, name_of
 
 #: The malformed shapes a poison record takes, in the order ``id % 3`` picks them:
 #: ``not_json`` -- plain text; ``truncated`` -- a JSON object cut short;
@@ -189,6 +193,12 @@ def make_spec(seed: int, id_: int, key_index: int, ts_ms: int) -> RecordSpec:
     return RecordSpec(id_, f"k{key_index}", key_index, ts_ms, record_rng(seed, id_))
 
 
+def record_value(out: Any) -> Any:
+    """The record a factory made, as the callables that look at input records get it (see
+    :mod:`pytest_streamchaos.usercode`): its return value, or the value of a ``(key, value)`` pair."""
+    return out[1] if isinstance(out, tuple) and len(out) == 2 else out
+
+
 def build_batch(
     factory: RecordFactory,
     seed: int,
@@ -196,23 +206,37 @@ def build_batch(
     keys: np.ndarray,
     ts_ms: np.ndarray,
     poison: np.ndarray | None = None,
-    annotate: dict[str, Callable[[RecordSpec, Any], float]] | None = None,
+    annotate: Mapping[str, Callable[[Any], float]] | None = None,
+    what: str = "record_factory",
 ) -> tuple[list[bytes], list[bytes | None], dict[str, np.ndarray]]:
     """Call ``factory`` once per record: (values, message keys, annotation columns).
 
+    Each ``annotate`` callable gets the record the factory made (:func:`record_value`). Whatever
+    one of them raises comes out as a :class:`~pytest_streamchaos.usercode.UserCodeError` naming it
+    (``what`` names the factory, e.g. ``inputs['sales']``) and the record's id.
     Poison records (``poison`` mask) still go through the factory (so annotations are defined) but
     their value is replaced by :func:`encode_poison`'s malformed bytes; the key is kept.
     """
     ann = {name: np.empty(ids.shape[0]) for name in annotate or {}}
-    fns = [(fn, ann[name]) for name, fn in (annotate or {}).items()]
+    fns = [(name, fn, ann[name]) for name, fn in (annotate or {}).items()]
     values: list[bytes] = []
     msg_keys: list[bytes | None] = []
     for j, (i, k, t) in enumerate(zip(ids.tolist(), keys.tolist(), ts_ms.tolist(), strict=True)):
         spec = make_spec(seed, i, k, t)
-        out = factory(spec)
-        mk, v = normalise_record(out, spec)
-        for fn, col in fns:
-            col[j] = fn(spec, out)
+        try:
+            out = factory(spec)
+        except Exception as e:  # a try block costs nothing until it catches
+            raise UserCodeError(f"{what} factory {name_of(factory)}", e, f"record id {i}") from e
+        try:
+            mk, v = normalise_record(out, spec)
+        except TypeError as e:  # it returned something that is not a record
+            raise UserCodeError(f"{what} factory {name_of(factory)}", e, f"record id {i}") from e
+        rec = record_value(out)
+        for name, fn, col in fns:
+            try:
+                col[j] = fn(rec)
+            except Exception as e:
+                raise UserCodeError(annotation_what(name, fn), e, f"record id {i}") from e
         values.append(v)
         msg_keys.append(mk)
     if poison is not None and poison.any():

@@ -5,12 +5,14 @@ import numpy as np
 import pytest
 
 from pytest_streamchaos.analysis.aggregate import AggregateOracle
+from pytest_streamchaos.analysis.oracle import COPIES as COPIES_ANNOTATION
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import aggregate_trace, fanout_trace, stateless_trace
 from pytest_streamchaos.analysis.trace import OutputRecords
 from pytest_streamchaos.analysis.validate import validate
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.workload import records
 
 N = 20_000
 COPIES = 1 + np.arange(N) % 4  # 1..4 outputs per input
@@ -21,11 +23,26 @@ def counts(r):
 
 
 # ---------------------------------------------------------------- fan-out
-@pytest.mark.parametrize("copies", ["copies", lambda s: 1 + s.ids % 4])
-def test_fanout_correct_trace_is_silent(copies):
-    r = validate(fanout_trace(COPIES), IdentityOracle(copies=copies))
+def test_fanout_correct_trace_is_silent():
+    r = validate(fanout_trace(COPIES), IdentityOracle(copies="copies"))
     assert counts(r) == (0, 0, 0) and r.missing_copies == 0
     assert r.expected == N and r.reliability("exactly-once") == 1.0
+
+
+def test_copies_callable_gets_each_record_as_the_factory_made_it_when_it_is_sent():
+    """``copies=fn(record)``: the generator calls it on each record (the oracle hands it over as an
+    annotation); the analysis reads the numbers, never calls it."""
+    oracle = IdentityOracle(copies=lambda rec: len(rec["items"]))
+    tr = fanout_trace(COPIES)
+    ids = np.asarray(tr.sent.ids, dtype=np.int64)
+    _, _, ann = records.build_batch(lambda spec: {"id": spec.id, "items": [0] * int(1 + spec.id % 4)}, 0, ids,
+                                    ids % 7, np.zeros(ids.size, np.int64), annotate=oracle.record_callables())
+    assert list(ann) == [COPIES_ANNOTATION]
+    tr.sent.annotations.update(ann)
+    r = validate(tr, oracle)
+    assert counts(r) == (0, 0, 0) and r.missing_copies == 0 and r.expected == N
+    with pytest.raises(ValueError, match="annotate=oracle.record_callables()"):
+        validate(fanout_trace(COPIES), oracle)  # nobody computed it: says how
 
 
 @pytest.mark.parametrize(("drop_every", "dup_every"), [(50, 70), (7, 13)])
@@ -65,7 +82,8 @@ def test_copies_must_be_known_and_valid():
     with pytest.raises(ValueError, match="no annotation 'lines'"):
         validate(tr, IdentityOracle(copies="lines"))
     with pytest.raises(ValueError, match="non-negative integers"):
-        validate(tr, IdentityOracle(copies=lambda s: np.full(len(s), 1.5)))
+        tr.sent.annotations["half"] = np.full(10, 1.5)
+        validate(tr, IdentityOracle(copies="half"))
 
 
 def test_identity_default_is_unchanged_by_copies_one():

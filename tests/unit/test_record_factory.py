@@ -72,12 +72,12 @@ def test_same_seed_same_output_whatever_the_batching_and_another_seed_differs():
 def test_poison_replaces_the_value_with_malformed_bytes_and_keeps_annotations():
     poison = np.zeros(10, bool)
     poison[[1, 5]] = True
-    values, keys, ann = batch(poison=poison, annotate={"lines": lambda rec, v: v["Lines"]})
+    values, keys, ann = batch(poison=poison, annotate={"lines": lambda rec: rec["Lines"]})
     assert values[1] == records.encode_poison(101, 2, 1_700_000_000_101)
     assert values[5] == records.encode_poison(105, 0, 1_700_000_000_105)
     assert all(json.loads(v)["InvoiceNumber"] == str(100 + j) for j, v in enumerate(values) if not poison[j])
     assert keys[1] == b"k2"  # id 101
-    clean = batch(annotate={"lines": lambda rec, v: v["Lines"]})
+    clean = batch(annotate={"lines": lambda rec: rec["Lines"]})
     assert np.array_equal(ann["lines"], clean[2]["lines"])
     assert ann["lines"].min() >= 1
 
@@ -88,9 +88,9 @@ def test_late_shift_is_what_the_factory_sees():
 
 
 def test_generator_checks_factory_arguments():
-    with pytest.raises(ValueError, match="record_factory must be a callable"):
+    with pytest.raises(ValueError, match=r"record_factory factory must be a callable \(spec: RecordSpec\)"):
         Generator("x:1", "t", rate=10, record_factory=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="annotate= needs a record_factory"):
-        Generator("x:1", "t", rate=10, annotate={"n": lambda rec, v: 1})
-    g = Generator("x:1", "t", rate=10, record_factory=invoice, annotate={"n": lambda rec, v: 1})
+        Generator("x:1", "t", rate=10, annotate={"n": lambda rec: 1})
+    g = Generator("x:1", "t", rate=10, record_factory=invoice, annotate={"n": lambda rec: 1})
     assert g.sent().annotations == {"n": pytest.approx(np.empty(0))}
