@@ -20,6 +20,7 @@ from typing import Any
 _LAZY = {
     "AggregateOracle": "pytest_streamchaos.analysis.aggregate",
     "RecordSpec": "pytest_streamchaos.workload.records",
+    "UserCodeError": "pytest_streamchaos.usercode",
     "NOT_RECOVERED": "pytest_streamchaos.analysis.metrics",
     "MetricParams": "pytest_streamchaos.analysis.metrics",
     "CustomOracle": "pytest_streamchaos.analysis.oracle",
@@ -72,5 +73,6 @@ __all__ = [
     "pause_namenode",
     "kill_datanode",
     "RecordSpec",
+    "UserCodeError",
 ]
 __version__ = "0.1.0"
