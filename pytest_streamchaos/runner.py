@@ -552,7 +552,7 @@ class _Run:
             parts.append(Generator(self.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
                                    record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.c.seed, record_factory=factory,
-                                   annotate=self.annotate or None, what=f"inputs[{topic!r}]"))
+                                   annotate=self.annotate or None, what=f"inputs[{topic!r}] factory"))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
 
     @property

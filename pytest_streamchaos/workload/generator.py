@@ -93,7 +93,7 @@ def _check_args(*, bootstrap_servers: str, topic: str, rate: float, key_space: i
     _check(message_timeout_s > 0 and tick_s > 0 and max_lag_s > 0,
            "message_timeout_s, tick_s and max_lag_s must be > 0")
     if record_factory is not None:
-        check_arity(record_factory, 1, f"{what} factory", FACTORY)
+        check_arity(record_factory, 1, what, FACTORY)
     _check(not annotate or record_factory is not None,
            "annotate= needs a record_factory (annotations are computed from its output)")
     for name, fn in (annotate or {}).items():
@@ -156,7 +156,7 @@ class Generator:
             ``SentRecords.annotations[name]`` (float64) for the oracles, e.g. the number of outputs
             an input fans out to (``IdentityOracle(copies=name)``) or the amount it adds to an
             aggregate (``AggregateOracle(amount=name)``). Needs ``record_factory``.
-        what: how messages name the factory (``chaos.run`` passes ``inputs['<topic>']``).
+        what: how messages name the factory (``chaos.run`` passes ``inputs['<topic>'] factory``).
 
     A factory or ``annotate`` callable that raises (or a factory returning no record) stops the
     producing thread: :attr:`failure` holds the

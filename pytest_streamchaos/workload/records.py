@@ -213,7 +213,7 @@ def build_batch(
 
     Each ``annotate`` callable gets the record the factory made (:func:`record_value`). Whatever
     one of them raises comes out as a :class:`~pytest_streamchaos.usercode.UserCodeError` naming it
-    (``what`` names the factory, e.g. ``inputs['sales']``) and the record's id.
+    (``what`` names the factory, e.g. ``inputs['sales'] factory``) and the record's id.
     Poison records (``poison`` mask) still go through the factory (so annotations are defined) but
     their value is replaced by :func:`encode_poison`'s malformed bytes; the key is kept.
     """
@@ -226,11 +226,11 @@ def build_batch(
         try:
             out = factory(spec)
         except Exception as e:  # a try block costs nothing until it catches
-            raise UserCodeError(f"{what} factory {name_of(factory)}", e, f"record id {i}") from e
+            raise UserCodeError(f"{what} {name_of(factory)}", e, f"record id {i}") from e
         try:
             mk, v = normalise_record(out, spec)
         except TypeError as e:  # it returned something that is not a record
-            raise UserCodeError(f"{what} factory {name_of(factory)}", e, f"record id {i}") from e
+            raise UserCodeError(f"{what} {name_of(factory)}", e, f"record id {i}") from e
         rec = record_value(out)
         for name, fn, col in fns:
             try:

@@ -88,7 +88,7 @@ def test_late_shift_is_what_the_factory_sees():
 
 
 def test_generator_checks_factory_arguments():
-    with pytest.raises(ValueError, match=r"record_factory factory must be a callable \(spec: RecordSpec\)"):
+    with pytest.raises(ValueError, match=r"record_factory must be a callable \(spec: RecordSpec\)"):
         Generator("x:1", "t", rate=10, record_factory=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="annotate= needs a record_factory"):
         Generator("x:1", "t", rate=10, annotate={"n": lambda rec: 1})

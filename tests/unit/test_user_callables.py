@@ -23,7 +23,7 @@ def store_sale(rec: RecordSpec) -> dict:
     return {"InvoiceNumber": str(rec.id), "StoreID": rec.key, "Total": 2.5 + rec.id, "Items": [1] * (rec.id % 3)}
 
 
-def build(factory=store_sale, annotate=None, what="inputs['sales']"):
+def build(factory=store_sale, annotate=None, what="inputs['sales'] factory"):
     ids = np.arange(10, 16, dtype=np.int64)
     return records.build_batch(factory, 3, ids, ids % 4, 1_700_000_000_000 + ids, None, annotate, what)
 
