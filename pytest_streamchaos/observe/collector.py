@@ -149,7 +149,8 @@ class Collector:
         amount_field: aggregate outputs: JSON path of the value (a count or a sum), or a callable
             ``(decoded JSON) -> number``; fills ``OutputRecords.values`` (None there otherwise).
             With it, outputs without ``id`` / ``ids`` are read as carrying no ids.
-        what: how messages name a callable ``id_reader`` (``chaos.run`` passes ``outputs['<topic>']``);
+        what: how messages name a callable ``id_reader`` (``chaos.run`` passes ``outputs['<topic>'] id
+            reader``);
             None: the reader is the harness's own, and what it raises makes the output malformed.
 
     A callable of the test (``id_reader``, ``amount_field``) that raises is not a malformed output but
@@ -169,7 +170,7 @@ class Collector:
         key_field: str | None = None,
         window_field: str | None = None,
         amount_field: str | AmountReader | None = None,
-        what: str | None = "id_reader",
+        what: str | None = "id_reader",  # the run's outputs: "outputs['<topic>'] id reader"
     ) -> None:
         if not bootstrap_servers:
             raise ValueError("bootstrap_servers is empty; pass kafka.bootstrap_servers")
@@ -615,7 +616,7 @@ class Collector:
         try:
             return reader(value, mkey)
         except Exception as e:
-            raise UserCodeError(f"{self._what} id reader {name_of(reader)}", e,
+            raise UserCodeError(f"{self._what} {name_of(reader)}", e,
                                 f"output value {value[:80]!r}, key {mkey!r}") from e
 
     @property

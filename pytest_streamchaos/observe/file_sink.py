@@ -47,7 +47,7 @@ class FileSinkCollector:
         self.place = path if isinstance(path, Place) else locate(path)
         self.name = name or f"file:{path}"
         self._ids = ids
-        self._what = what or f"outputs[{self.name!r}]"
+        self._what = what or f"outputs[{self.name!r}] id reader"
         self.failure: UserCodeError | None = None
         self._poll_s = poll_s
         self._done: set[str] = set()  #: data files already read
@@ -161,7 +161,7 @@ class FileSinkCollector:
         try:
             got = self._ids(row, None)
         except Exception as e:
-            raise UserCodeError(f"{self._what} id reader {name_of(self._ids)}", e, f"row {str(row)[:80]}") from e
+            raise UserCodeError(f"{self._what} {name_of(self._ids)}", e, f"row {str(row)[:80]}") from e
         return [int(i) for i in got]
 
     def _note_error(self, msg: str) -> None:

@@ -42,10 +42,10 @@ def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place |
                              "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
         if place is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: where the files are was not given")
-        return FileSinkCollector(place, ids, name=name, what=f"outputs[{name!r}]")
+        return FileSinkCollector(place, ids, name=name, what=f"outputs[{name!r}] id reader")
     if ids == "key":  # the harness's reader: an output without a readable key is malformed
         return Collector(bootstrap_servers, [name], id_reader=key_ids, what=None, **options)
-    return Collector(bootstrap_servers, [name], id_reader=ids, what=f"outputs[{name!r}]", **options)
+    return Collector(bootstrap_servers, [name], id_reader=ids, what=f"outputs[{name!r}] id reader", **options)
 
 
 class Outputs:

@@ -135,7 +135,7 @@ def test_a_raising_output_id_reader_is_the_tests_failure_not_a_malformed_output(
                                             r"\(output value b'\{\"id\": 3\}', key None\)"):
         col._read(b'{"id": 3}', None)
     direct = Collector("x:1", "t", id_reader=ledger_ids)
-    with pytest.raises(UserCodeError, match=r"^id_reader id reader .*ledger_ids raised KeyError"):
+    with pytest.raises(UserCodeError, match=r"^id_reader .*ledger_ids raised KeyError"):
         direct._read(b'{"id": 3}', None)
     # the harness's own "key" reader: an output without a key is a malformed output, as before
     with pytest.raises(ValueError, match="output has no key") as e:
@@ -154,7 +154,7 @@ def test_a_raising_file_sink_reader_is_kept_as_the_failure(tmp_path):
     def invoice_ids(row, key):
         return [int(row["InvoiceNumber"])]  # "x" is not a number: the user's bug
 
-    col = FileSinkCollector(out, invoice_ids, name="file:out", what="outputs['file:out']")
+    col = FileSinkCollector(out, invoice_ids, name="file:out", what="outputs['file:out'] id reader")
     col.poll()
     assert col.count == 1 and col.malformed == 0
     assert isinstance(col.failure, UserCodeError)
