@@ -158,6 +158,8 @@ def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any
     for name, ids in (outputs or {}).items():
         if not (ids is None or isinstance(ids, str)):
             check_arity(ids, 2, f"outputs[{name!r}]", OUTPUT)
+    for what, fn, expected in _vectorised(oracle):
+        check_arity(fn, 1, what, expected)
     if not (id_reader is None or isinstance(id_reader, str)):
         check_arity(id_reader, 2, "id_reader", OUTPUT)
     no_factory = [t for t, f in (inputs or {}).items() if f is None] if inputs is not None else ["(built-in)"]
@@ -166,6 +168,18 @@ def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any
         raise ValueError(f"{names} look(s) at the records a record factory makes, but input(s) {no_factory} have "
                          "none: give inputs={topic: factory} for every input (or pass a constant / an "
                          "annotation name)")
+
+
+def _vectorised(oracle: Oracle | None) -> list[tuple[str, Any, str]]:
+    """The oracle's callables over the whole ground truth or output (the analysis calls them after
+    the run): (name, callable, expected signature)."""
+    if oracle is None:
+        return []
+    kind = type(oracle).__name__
+    sent = "(sent: SentRecords) -> one value per record"
+    fns = [(f"{kind}(filter=)", oracle.filter, sent), (f"{kind}(fn=)", getattr(oracle, "fn", None), sent),
+           (f"{kind}(output_key=)", getattr(oracle, "output_key", None), "(outputs: OutputRecords) -> key per output")]
+    return [f for f in fns if f[1] is not None]
 
 
 def resolve_job(job: str | Path, test_dir: Path | None, rootdir: Path | None) -> Path:

@@ -68,6 +68,8 @@ def test_the_record_of_a_bytes_factory_is_its_bytes():
     ({"inputs": {"sales": store_sale}, "outputs": {"totals": lambda value: [1]}},
      r"outputs\['totals'\] takes 1 parameter; expected \(value, key\) -> ids"),
     ({"id_reader": lambda value, key, extra: [1]}, r"id_reader takes 3 parameters; expected \(value, key\) -> ids"),
+    ({"oracle": IdentityOracle(filter=lambda: None)},
+     r"IdentityOracle\(filter=\) takes 0 parameters; expected \(sent: SentRecords\) -> one value per record"),
     ({"inputs": {"sales": None}, "annotate": {"total": lambda rec: 1}},
      r"annotate\['total'\] look\(s\) at the records a record factory makes, but input\(s\) \['sales'\] have none"),
     ({"oracle": IdentityOracle(copies=lambda rec: 1)}, r"IdentityOracle\(copies=\) look\(s\) at the records"),
