@@ -24,7 +24,6 @@ from __future__ import annotations
 import inspect
 import os
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 #: the signatures, as error messages show them
@@ -102,10 +101,3 @@ def _takes(sig: inspect.Signature, n: int) -> str:
         return f"takes {len(required)}{extra} parameter{'s' if len(required) != 1 else ''}"
     return f"takes {len(positional)} parameter{'s' if len(positional) != 1 else ''}"
 
-
-def call_guarded(fn: Callable[..., Any], what: str, *args: Any, detail: str = "") -> Any:
-    """``fn(*args)``; anything it raises comes out as a :class:`UserCodeError` naming ``what``."""
-    try:
-        return fn(*args)
-    except Exception as e:
-        raise UserCodeError(what, e, detail) from e

@@ -150,8 +150,8 @@ class Collector:
             ``(decoded JSON) -> number``; fills ``OutputRecords.values`` (None there otherwise).
             With it, outputs without ``id`` / ``ids`` are read as carrying no ids.
         what: how messages name a callable ``id_reader`` (``chaos.run`` passes ``outputs['<topic>'] id
-            reader``);
-            None: the reader is the harness's own, and what it raises makes the output malformed.
+            reader``); None: the reader is the harness's own, and what it raises makes the output
+            malformed.
 
     A callable of the test (``id_reader``, ``amount_field``) that raises is not a malformed output but
     a bug in the test: the first such error is kept in :attr:`failure` (a
@@ -170,7 +170,7 @@ class Collector:
         key_field: str | None = None,
         window_field: str | None = None,
         amount_field: str | AmountReader | None = None,
-        what: str | None = "id_reader",  # the run's outputs: "outputs['<topic>'] id reader"
+        what: str | None = "id_reader",
     ) -> None:
         if not bootstrap_servers:
             raise ValueError("bootstrap_servers is empty; pass kafka.bootstrap_servers")
