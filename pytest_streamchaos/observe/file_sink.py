@@ -1,12 +1,20 @@
-"""Collect the output of Spark's file sink (``writeStream.format("json" | "csv" | "parquet")``).
+"""Collect the output of a job that writes files: Spark's file sink (``writeStream.format("json" |
+"csv" | "parquet")``) or batch writes from ``foreachBatch`` (``df.write.parquet(...)``).
 
 The file sink's exactly-once contract is its metadata log: ``<path>/_spark_metadata/<batch>`` (and
 every ``compactInterval`` batches ``<batch>.compact``, which repeats all earlier entries) lists the
 files a committed batch added. Files in the directory that no committed batch lists -- written by a
 task attempt that failed or by a batch the driver did not commit before it died -- are not output:
-Spark's own readers of that directory ignore them too. So this collector reads only listed files, and
-an output *arrives* when its batch's log file was written (its mtime: when the commit happened, not
-when we happened to look).
+Spark's own readers of that directory ignore them too. So for a directory with a metadata log this
+collector reads only listed files, and an output *arrives* when its batch's log file was written (its
+mtime: when the commit happened, not when we happened to look).
+
+A directory without a metadata log is read as batch writes leave it (:mod:`.committed_files`): the
+data files that Hadoop's commit protocol committed (a ``_SUCCESS`` marker in their directory or one
+above it, nothing under ``_temporary``), arriving when their marker was written. A batch replayed
+after a driver kill shows as the duplicates a reader of the directory sees; files a replay overwrote
+stop counting (:attr:`FileSinkCollector.overwritten`). Partition directories (``batch=3``) add their
+column to each row, as Spark's readers do.
 
 Rows are read as dicts (JSON lines, CSV with a header, Parquet through pyarrow); the input ids of a
 row come from ``ids``: a field path (``"InvoiceNumber"``, ``"value.ids"``) or a callable
@@ -27,6 +35,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from pytest_streamchaos.observe.committed_files import CommittedFiles
 from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.usercode import UserCodeError, name_of
@@ -35,7 +44,8 @@ IdSpec = str | Callable[[Any, Any], Sequence[int]]
 
 
 class FileSinkCollector:
-    """Poll a file-sink directory's metadata log and read the files of every committed batch.
+    """Poll a directory of a job's files and read every committed file: the files its metadata log
+    lists (the file sink), else the files batch writes committed (see the module docstring).
 
     Has the query interface of :class:`~pytest_streamchaos.observe.collector.Collector` that a run
     uses (``start``, ``stop``, ``count``, ``ids_seen``, ``last_arrival``, ``outputs()``, ...). A
@@ -50,11 +60,15 @@ class FileSinkCollector:
         self._what = what or f"outputs[{self.name!r}] id reader"
         self.failure: UserCodeError | None = None
         self._poll_s = poll_s
-        self._done: set[str] = set()  #: data files already read
+        self._files: dict[str, tuple[float, list[list[int]]]] = {}  #: data file -> (arrival, ids per row)
         self._batches: set[int] = set()
-        self._arrival: list[float] = []
-        self._rows_ids: list[list[int]] = []
         self._seen: set[int] = set()
+        #: ``metadata`` (the file sink's log) or ``commits`` (batch writes' ``_SUCCESS``); None: not known yet
+        self.mode: str | None = None
+        self._committed = CommittedFiles(self.place)
+        #: input id -> when it first showed, for ids of files a later write overwrote
+        self._first_shown: dict[int, float] = {}
+        self.overwritten = 0  #: data files read and later deleted (a replayed batch overwrote its directory)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -75,11 +89,11 @@ class FileSinkCollector:
         return self
 
     def stop(self, drain_timeout: float = 10.0) -> bool:
-        """Stop polling after one last full read of the log."""
+        """Stop polling after one last full read of the log (or of every directory)."""
         if self._thread is not None:
             self._stop.set()
             self._thread.join(drain_timeout)
-        self.poll()
+        self.poll(fresh=True)
         return True
 
     def _run(self) -> None:
@@ -92,7 +106,8 @@ class FileSinkCollector:
     # -- state ---------------------------------------------------------------------------------
     @property
     def count(self) -> int:
-        return len(self._arrival)
+        with self._lock:
+            return sum(len(rows) for _, rows in self._files.values())
 
     @property
     def ids_seen(self) -> int:
@@ -102,24 +117,57 @@ class FileSinkCollector:
         return all(int(i) in self._seen for i in np.atleast_1d(ids))
 
     def outputs(self) -> OutputRecords:
+        """The rows of every file that is output now, at the time each became visible (ids that an
+        overwritten file showed earlier keep that earlier time)."""
         with self._lock:
-            arrival, ids = list(self._arrival), [list(x) for x in self._rows_ids]
+            arrival, ids = [], []
+            for t, rows in self._files.values():
+                for row in rows:
+                    shown = [self._first_shown[i] for i in row if i in self._first_shown]
+                    arrival.append(min([t, *shown]))
+                    ids.append(list(row))
         order = np.argsort(np.asarray(arrival, dtype=np.float64), kind="stable")
         return OutputRecords.from_lists([arrival[i] for i in order], [ids[i] for i in order],
                                         topic=np.asarray([self.name] * len(arrival), dtype=object))
 
     # -- reading -------------------------------------------------------------------------------
-    def poll(self) -> None:
-        """Read the data files of every batch committed since the last poll."""
+    def poll(self, fresh: bool = False) -> None:
+        """Read the data files committed since the last poll (``fresh``: list every directory again)."""
+        if self.mode != "metadata" and self.place.child("_spark_metadata").is_dir():
+            self.mode = "metadata"
+        if self.mode == "metadata":
+            self._poll_metadata()
+        else:
+            self._poll_commits(fresh)
+
+    def _poll_commits(self, fresh: bool) -> None:
+        found = self._committed.scan(fresh)
+        if found:
+            self.mode = "commits"
+        for path in [p for p in self._files if p not in found]:
+            self._forget(path)
+        for path in sorted(found, key=lambda p: (found[p], p)):
+            if path not in self._files:
+                self._read_data(self.place.at(path), found[path])
+
+    def _forget(self, path: str) -> None:
+        """A file read earlier is gone (its directory was overwritten): its rows no longer count."""
+        with self._lock:
+            t, rows = self._files.pop(path)
+            for row in rows:
+                for i in row:
+                    self._first_shown[i] = min(self._first_shown.get(i, t), t)
+        self.overwritten += 1
+
+    def _poll_metadata(self) -> None:
         for batch, log_file in self._new_log_files():
             t = log_file.mtime()
             text = log_file.read_text()
             if t is None or text is None:
                 continue  # listed a moment ago, gone now (compacted away): the next poll sees the compact file
             for data in _listed_files(text):
-                if data not in self._done:
-                    self._done.add(data)
-                    self._read_data(Place(self.place.fs, data, self.place.scheme, self.place.authority), t)
+                if data not in self._files:
+                    self._read_data(self.place.at(data), t)
             self._batches.add(batch)
 
     def _new_log_files(self) -> list[tuple[int, Place]]:
@@ -136,9 +184,13 @@ class FileSinkCollector:
             rows = read_rows(where)
         except Exception as e:
             self._note_error(f"cannot read {where.path.rsplit('/', 1)[-1]}: {e}")
+            self._files[where.path] = (t, [])  # once: the error is the finding
             return
+        partition = _partition_values(self.place.path, where.path)
         got: list[list[int]] = []
         for row in rows:
+            if partition and isinstance(row, dict):
+                row = {**partition, **row}
             try:
                 got.append(self._row_ids(row))
             except UserCodeError as e:  # the test's reader failed: the run stops on the first
@@ -148,8 +200,7 @@ class FileSinkCollector:
                 if len(self.malformed_samples) < 20:
                     self.malformed_samples.append(f"{row!r}: {e}")
         with self._lock:
-            self._arrival.extend([t] * len(got))
-            self._rows_ids.extend(got)
+            self._files[where.path] = (t, got)
         for ids in got:
             self._seen.update(ids)
         if got:
@@ -167,6 +218,13 @@ class FileSinkCollector:
     def _note_error(self, msg: str) -> None:
         if len(self.errors) < 100:
             self.errors.append(msg)
+
+
+def _partition_values(root: str, path: str) -> dict[str, str]:
+    """The ``column=value`` directories between ``root`` and the file ``path`` (``batch=3``)."""
+    rel = path[len(root.rstrip("/")) + 1:] if path.startswith(root.rstrip("/") + "/") else ""
+    parts = (p.split("=", 1) for p in rel.split("/")[:-1] if "=" in p)
+    return {k: unquote(v) for k, v in parts}
 
 
 def _listed_files(log_text: str) -> list[str]:

@@ -28,6 +28,10 @@ class Place:
     def __str__(self) -> str:
         return self.path if self.scheme == "file" else f"{self.scheme}://{self.authority}{self.path}"
 
+    def at(self, path: str) -> Place:
+        """Another path on the same filesystem."""
+        return Place(self.fs, path, self.scheme, self.authority)
+
     def child(self, *parts: str) -> Place:
         return Place(self.fs, posixpath.join(self.path, *parts), self.scheme, self.authority)
 
@@ -37,6 +41,16 @@ class Place:
             return sorted(posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self.path, detail=False))
         except (FileNotFoundError, NotADirectoryError, OSError):
             return []
+
+    def entries(self) -> list[tuple[str, bool, float | None]]:
+        """``(name, is_dir, mtime)`` of each entry of this directory ([] when it is not there): one
+        listing, with the modification times a poller needs to skip what did not change."""
+        try:
+            infos = self.fs.ls(self.path, detail=True)
+        except (FileNotFoundError, NotADirectoryError, OSError):
+            return []
+        return sorted((posixpath.basename(str(i["name"]).rstrip("/")), str(i.get("type", "")).lower() == "directory",
+                       _mtime(i)) for i in infos)
 
     def is_dir(self) -> bool:
         try:
@@ -60,10 +74,15 @@ class Place:
             info = self.fs.info(self.path)
         except (FileNotFoundError, OSError):
             return None
-        if "mtime" in info:  # local
-            return float(info["mtime"])
-        t = info.get("modificationTime")  # WebHDFS: milliseconds
-        return None if t is None else float(t) / 1000.0
+        return _mtime(info)
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    """Epoch seconds of an fsspec info dict: ``mtime`` (local) or ``modificationTime`` (WebHDFS, ms)."""
+    if "mtime" in info:
+        return float(info["mtime"])
+    t = info.get("modificationTime")
+    return None if t is None else float(t) / 1000.0
 
 
 def local_fs() -> Any:
