@@ -39,6 +39,7 @@ from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, DriverSupervisor, JobLauncher
@@ -332,6 +333,10 @@ class _Wiring:
 class _Run:
     """The state of one run; :meth:`execute` is the whole life cycle."""
 
+    #: why the job's output turned out unreadable (its sinks: console, memory, ...): the run then
+    #: measures from Spark's progress alone; None: the outputs are read (or nothing is known yet)
+    sink_note: str | None = None
+
     def __init__(self, chaos: Chaos, spec: RunSpec, script: Path, planned: list, oracle: Oracle,
                  id_reader: Any, params: MetricParams | None) -> None:
         self.c = chaos
@@ -354,6 +359,7 @@ class _Run:
         self.output_ids: dict[str, Any] = {}
         self.annotate: dict[str, Any] = {}
         self.checkpoint_found = False
+        self._sinks_judged = False
         self._checkpoint_qid: str | None = None
         self._last_status = 0.0
         self._gen: Any = None
@@ -571,8 +577,37 @@ class _Run:
 
     @property
     def progress_only(self) -> bool:
-        """True when no output of the job is readable: recovery comes from Spark's progress alone."""
-        return self.spec.outputs is not None and not self.spec.outputs
+        """True when no output of the job is readable (``outputs={}``, or its sinks turned out to be
+        unreadable: :meth:`_check_sinks`): recovery comes from Spark's progress alone."""
+        return self.sink_note is not None or (self.spec.outputs is not None and not self.spec.outputs)
+
+    def _check_sinks(self, collector: Any, progress: SparkProgress) -> None:
+        """From the queries' first progress, whether the collector can read what the job writes
+        (:func:`~pytest_streamchaos.observe.sinks.judge`): a run without ``outputs=`` whose job writes
+        only to the console, memory, ``noop`` or ``foreach`` (or a stateless ``foreachBatch`` that sent
+        nothing to the output topic) goes on from Spark's progress, saying so in one line; one that
+        writes files it was not told about fails, naming the ``outputs=`` to pass."""
+        if self._sinks_judged or self.progress_only:
+            return
+        sinks = query_sinks(progress.batches, progress.writes)
+        if self.spec.outputs is not None:  # the test named the outputs
+            self._sinks_judged = bool(sinks)
+            if sinks and all(q.kind in UNREADABLE for q in sinks):
+                raise RunError(f"outputs= names {', '.join(self.spec.outputs)}, but "
+                               + "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
+                               + ": nothing there can be read; pass outputs={} for a run from Spark's progress")
+            return
+        bases = tuple(b for b in (str(self.job.workdir), self.storage.home) if b)
+        verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases)
+        if verdict.action == "refuse":
+            raise RunError(verdict.message)
+        if verdict.action == "progress_only":
+            self.sink_note = verdict.message
+            self.recorder.record("outputs_unreadable", "query", reason=verdict.message,
+                                 first_batch_end=min(b["t_end"] for b in progress.batches))
+            if self.c.progress is not None:
+                self.c.progress(verdict.message)
+        self._sinks_judged = verdict.action != "wait"
 
     def _resolve_delay_classes(self, job_conf: Mapping[str, str]) -> dict[str, str]:
         """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
@@ -721,6 +756,7 @@ class _Run:
                 raise self._fail(job, f"the job exited (code {job.returncode}) before reaching steady state")
             if collector.errors and collector.count == 0 and not self.progress_only:
                 raise self._fail(job, f"the collector failed: {collector.errors[-1]}")
+            self._check_sinks(collector, progress)
             if first_output is None:
                 first_output = self._first_output(collector, progress)
                 if first_output is not None:
@@ -731,8 +767,11 @@ class _Run:
             time.sleep(POLL_S)
         if first_output is None:
             where = "in Spark's progress" if self.progress_only else f"in {self._output_names()}"
+            queries = query_sinks(progress.batches, progress.writes)
+            sinks = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
             raise self._fail(job, f"no output within warmup_timeout={s.warmup_timeout:g}s (awaited the first "
-                                  f"output {where}; Spark reported {len(progress.batches)} micro-batches)")
+                                  f"output {where}; Spark reported {len(progress.batches)} micro-batches"
+                                  + (f"; {sinks}" if sinks else "") + ")")
         self.warnings.append(f"micro-batches were not stable within warmup_timeout={s.warmup_timeout:g}s; "
                              "the baseline may include startup backlog")
         return time.time()
@@ -955,6 +994,8 @@ class _Run:
             "delay_class": [c.to_dict() | {"note": c.describe()} for c in self.delay_choices],
             "delay_outcomes": delay_outcomes(trace.timeline, self._delay_specs(job)),
             "observer": self._observer(generator, collector, trace),
+            "sinks": [q.to_dict() for q in query_sinks(w.progress.batches, w.progress.writes)],
+            "sink_note": self.sink_note,
             "exactly_once": None if self.progress_only else exactly_once_check(
                 getattr(collector, "transaction_markers", {})),
             "kafka_conf": dict(getattr(self.kafka, "effective_conf", {})),

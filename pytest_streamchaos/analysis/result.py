@@ -250,6 +250,7 @@ class ChaosRun:
         load = self.meta.get("load") or {}
         lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')}"
                  + (f"; {load['ended']})" if load.get("ended") else ")")] if load else []
+        lines += self.sink_lines()
         lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
         lines += [f"delay: {describe_outcome(o)}" for o in self.meta.get("delay_outcomes", [])]
         lines += self.observer_lines()
@@ -257,6 +258,18 @@ class ChaosRun:
         if check:
             lines.append(f"exactly-once check: {check['method']} ({check['status']}): {check['reason']}"
                          + (f"; to verify: {check['verify_with']}" if check.get("verify_with") else ""))
+        return lines
+
+    def sink_lines(self) -> list[str]:
+        """Where each streaming query of the job wrote (from its progress), and, when the run found the
+        output unreadable, what it did instead (from :attr:`meta`)."""
+        sinks = self.meta.get("sinks") or []
+        lines = ["sinks: " + "; ".join(f"query {q['query'] or q['id'][:8]!r}: {q['kind']}"
+                                       + (f" {q['path']}" if q.get("path") else "")
+                                       + (f" (files to {', '.join(q['writes'])})" if q.get("writes") else "")
+                                       for q in sinks)] if sinks else []
+        if self.meta.get("sink_note"):
+            lines.append(f"outputs: {self.meta['sink_note']}")
         return lines
 
     @property

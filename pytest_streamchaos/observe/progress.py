@@ -38,6 +38,11 @@ EV_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgre
 EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
 EV_QUERY_TERMINATED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryTerminatedEvent"
 EV_QUERY_IDLE = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent"
+EV_SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
+#: a batch DataFrameWriter's file write in a SQL execution's plan: its output directory
+_FILE_WRITE = re.compile(r"Execute InsertIntoHadoopFsRelationCommand\n(?:Input[^\n]*\n)?Arguments: ([^,\s]+)")
+#: a streaming query's batch in a SQL execution's description (``<name>\nid = <id>\nrunId = ...\nbatch = <n>``)
+_QUERY_BATCH = re.compile(r"\bid = ([0-9a-f-]{36})\n(?:.*\n)*?batch = (\d+)")
 
 _INPROGRESS = ".inprogress"
 _COMPRESSED = (".zstd", ".lz4", ".lzf", ".snappy", ".gz")
@@ -194,6 +199,9 @@ class SparkProgress:
     application), ``query_started`` / ``query_terminated``, ``executor_added`` / ``executor_removed``
     (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``), and
     ``task_failed`` (a task ended by an exception: its class and the first line of its message).
+
+    ``writes``: the files a streaming query's batches wrote with a batch ``DataFrameWriter`` (in
+    ``foreachBatch``), ``{"query_id", "batch", "path", "t"}`` per write (:mod:`.sinks`).
     """
 
     def __init__(self, event_log_dir: str | os.PathLike) -> None:
@@ -206,6 +214,7 @@ class SparkProgress:
         #: ``spark.master`` of each application as the driver actually ran it (a job may set its own
         #: ``.master("local[3]")`` in code, which overrides the one the plugin passed)
         self.masters: dict[str, str] = {}
+        self.writes: list[dict[str, Any]] = []
 
     def poll(self) -> int:
         """Consume new events; return how many were read."""
@@ -254,6 +263,8 @@ class SparkProgress:
             self._add(t, app, "query_terminated", "query",
                       {"app_id": app, "id": ev.get("id"), "run_id": ev.get("runId"),
                        "exception": ev.get("exception")})
+        elif kind == EV_SQL_START:
+            self._sql_start(t, ev)
         elif kind == EV_PROGRESS:
             progress = dict(ev.get("progress") or {})
             start = parse_spark_time(progress.get("timestamp"))
@@ -268,6 +279,15 @@ class SparkProgress:
             progress["app_id"] = app
             self._last_t[app] = progress["t_end"]
             self.batches.append(progress)
+
+    def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
+        """A file write run by a streaming query's batch (``foreachBatch``): where it went."""
+        plan = str(ev.get("physicalPlanDescription") or "")
+        write = _FILE_WRITE.search(plan) if "InsertIntoHadoopFsRelationCommand" in plan else None
+        batch = _QUERY_BATCH.search(str(ev.get("description") or "")) if write else None
+        if write and batch:
+            self.writes.append({"query_id": batch.group(1), "batch": int(batch.group(2)), "path": write.group(1),
+                                "t": (ev.get("time") or 0) / 1000.0 or t})
 
     def _task_end(self, t: float, app: str, ev: dict[str, Any]) -> None:
         """A task that failed with an exception (a Kafka fetch that timed out, a poison record): the

@@ -114,18 +114,55 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
 @pytest.mark.chaos
 @kill_driver(after=5, restart_after=1)
 def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
-    """Spark's example, unchanged: argv, format("kafka"), console output. No per-record verdict; the
-    recovery comes from Spark's query progress. The example sets no checkpoint location, so the
+    """Spark's example, unchanged: argv, format("kafka"), console output, and no outputs= in the test:
+    the run sees the console sink in the query's first progress and goes on from Spark's progress
+    (no per-record verdict), saying so in one line. The example sets no checkpoint location, so the
     restarted driver starts a new query (at the latest offsets): the load lasts long enough to see it
     (its progress was back about 15 s after the kill, then holds 5 s)."""
-    run = chaos.run(WORDCOUNT, rate=50, duration=40, args=["{bootstrap_servers}", "subscribe", "{input_topic}"],
-                    outputs={})
+    run = chaos.run(WORDCOUNT, rate=50, duration=40, args=["{bootstrap_servers}", "subscribe", "{input_topic}"])
     print(run.describe())
     assert run.resolution == "none" and run.lost is None
     assert "no per-record verdict" in run.describe()
+    [note] = [line for line in run.describe().splitlines() if line.startswith("outputs: ")]
+    assert "writes to the console" in note and "outputs={...}" in note
+    assert [q["kind"] for q in run.meta["sinks"]] == ["console"]
+    [decided] = [e for e in run.timeline if e.kind == "outputs_unreadable"]
+    assert decided.t - decided.detail["first_batch_end"] <= 10, "known from the first batch, not a 120 s wait"
     assert run.meta["driver_launches"] == 2
     assert run.faults[0].recovered, "progress resumed after the driver restart"
     assert run.downtime > 0
+
+
+def page_view(rec: RecordSpec) -> dict:
+    return {"viewId": str(rec.id), "url": f"/product/{rec.key_index}", "userId": rec.key, "viewedAt": rec.ts}
+
+
+LAKE = "tests/chaos/jobs/page_views_to_lake.py"
+
+
+@pytest.mark.chaos
+def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
+    """No _spark_metadata: the batch directories the commit protocol finished (_SUCCESS) are the output."""
+    run = chaos.run(LAKE, rate=100, duration=15, args=["{bootstrap_servers}"], inputs={"page-views": page_view},
+                    outputs={"file:lake/page_views": "viewId"})
+    print(run.describe())
+    assert run.expected > 1000
+    assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+
+
+@pytest.mark.chaos
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chaos):
+    """Killed after the batch's files were committed but before Spark committed the batch: the
+    restarted driver replays it and appends the same views again."""
+    run = chaos.run(LAKE, rate=100, duration=20, args=["{bootstrap_servers}"], inputs={"page-views": page_view},
+                    outputs={"file:lake/page_views": "viewId"}, guarantee="at-least-once")
+    print(run.describe())
+    aimed = run.meta["aimed"]["uncommitted_output"]
+    assert run.meta["driver_launches"] == 2
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.duplicates > 0, f"batch {aimed['batch']} was replayed: its views are in the lake twice"
+    assert run.guarantee_delivered == "at-least-once"
 
 
 @pytest.mark.chaos

@@ -1,0 +1,175 @@
+"""Where each streaming query of a job writes, from Spark's own reports, and whether the run can read it.
+
+Every ``StreamingQueryProgress`` names its query's sink (``sink.description``): the console
+(``...ConsoleTable$@...``), ``MemorySink``, ``NoopTable``, ``ForeachWriterTable(...)``,
+``ForeachBatchSink``, Kafka (``...KafkaSourceProvider$KafkaTable@...``) or the file sink
+(``FileSink[<path>]``). What a ``foreachBatch`` function writes with the batch ``DataFrameWriter`` shows
+in the event log as a SQL execution of that query and batch (``InsertIntoHadoopFsRelationCommand
+<path>``, see :class:`~.progress.SparkProgress`). So the first micro-batch tells the run whether the
+collector can read the job's output at all, instead of a 120 s wait for output that cannot come.
+
+:func:`judge` makes that call for a run without ``outputs=`` (the collector reads the run's own
+output topic): the console, memory, ``noop`` and ``foreach`` sinks are never readable, and the run
+measures what Spark's progress gives (``outputs={}``); files it can read but was not told about are
+refused, naming the exact ``outputs=``. Pure: the runner feeds it what it observed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: sinks whose output no collector can read
+UNREADABLE = ("console", "memory", "noop", "foreach")
+_KINDS = (("ConsoleTable", "console"), ("MemorySink", "memory"), ("NoopTable", "noop"),
+          ("ForeachWriterTable", "foreach"), ("ForeachBatchSink", "foreachBatch"), ("KafkaTable", "kafka"),
+          ("KafkaSink", "kafka"), ("FileSink[", "file"))
+_LABELS = {"console": "the console", "memory": "the memory sink", "noop": "the noop sink",
+           "foreach": "a foreach writer", "foreachBatch": "foreachBatch", "kafka": "Kafka", "file": "files",
+           "other": "a sink the run does not know"}
+#: how long after its first micro-batch with input a query's silence is judged (a sink writes a batch's
+#: output before the batch ends, so this is the collector's lag with a wide margin)
+GRACE_S = 5.0
+
+
+def classify(description: str) -> tuple[str, str | None]:
+    """``(kind, path)`` of a sink description: kind one of :data:`UNREADABLE`, ``foreachBatch``,
+    ``kafka``, ``file`` (path: its directory) or ``other``."""
+    for marker, kind in _KINDS:
+        if marker in description:
+            if kind == "file":
+                m = re.search(r"FileSink\[(.*)\]", description)
+                return kind, m.group(1) if m else None
+            return kind, None
+    return "other", None
+
+
+def write_root(path: str, batch: int | None = None) -> str:
+    """The directory a batch write's path belongs to: ``lake/views/batch=7`` -> ``lake/views``, and a
+    directory named after the batch id (``out/7``) likewise."""
+    parts = path.rstrip("/").split("/")
+    while len(parts) > 1 and ("=" in parts[-1] or (batch is not None and parts[-1] == str(batch))):
+        parts.pop()
+    return "/".join(parts)
+
+
+@dataclass
+class QuerySink:
+    """One streaming query and where it writes."""
+
+    query_id: str
+    name: str | None
+    description: str
+    kind: str
+    path: str | None = None  #: the file sink's directory
+    writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
+    output_rows: int = 0  #: rows its sink reported (V2 sinks; -1: not reported, e.g. foreachBatch)
+    stateful: bool = False  #: it keeps state (aggregation, join): its output may lag its input
+    first_input_end: float | None = None  #: when its first micro-batch with input ended
+
+    @property
+    def label(self) -> str:
+        """``query 'name'`` or ``query <id prefix>``."""
+        return f"query {self.name!r}" if self.name else f"query {self.query_id[:8]}"
+
+    def where(self) -> str:
+        """What it writes to, for a person."""
+        text = _LABELS.get(self.kind, self.kind)
+        if self.path:
+            text += f" in {self.path}"
+        if self.writes:
+            text += f" (writing files to {', '.join(self.writes)})"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.name, "id": self.query_id, "kind": self.kind, "description": self.description,
+                "path": self.path, "writes": list(self.writes)}
+
+
+def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[QuerySink]:
+    """The sink of every query seen in ``batches`` (progress dicts), in order of first progress, with
+    the files each query's batches wrote (``writes``: ``{"query_id", "batch", "path"}``)."""
+    out: dict[str, QuerySink] = {}
+    for b in batches:
+        qid = str(b.get("id") or "")
+        desc = str((b.get("sink") or {}).get("description") or "")
+        q = out.get(qid)
+        if q is None:
+            kind, path = classify(desc)
+            q = out[qid] = QuerySink(qid, b.get("name") or None, desc, kind, path)
+        rows = (b.get("sink") or {}).get("numOutputRows")
+        q.output_rows = -1 if rows is None or rows < 0 else q.output_rows + int(rows)
+        q.stateful = q.stateful or bool(b.get("stateOperators"))
+        if q.first_input_end is None and (b.get("numInputRows") or 0) > 0:
+            q.first_input_end = b.get("t_end")
+    for w in writes:
+        q = out.get(str(w.get("query_id")))
+        root = write_root(str(w["path"]), w.get("batch"))
+        if q is not None and root not in q.writes:
+            q.writes.append(root)
+    return list(out.values())
+
+
+@dataclass
+class SinkVerdict:
+    """What the run does about its outputs: ``wait`` (nothing known yet), ``read`` (the collector
+    reads them), ``progress_only`` (measure from Spark's progress; ``message`` says so in one line)
+    or ``refuse`` (``message`` names the ``outputs=`` to write)."""
+
+    action: str
+    message: str = ""
+
+
+def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: str | None,
+          grace: float = GRACE_S, bases: tuple[str, ...] = ()) -> SinkVerdict:
+    """For a run without ``outputs=``: can the collector (reading ``output_topic``) read the job?
+    ``bases``: directories the job's relative paths resolve against (its working directory, its HDFS
+    home): a path under one is named relative to it, as the job wrote it."""
+    if outputs_seen > 0:
+        return SinkVerdict("read")
+    if not sinks:
+        return SinkVerdict("wait")
+    if all(q.kind in UNREADABLE for q in sinks):
+        where = "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
+        return SinkVerdict("progress_only", f"{where}, which the run cannot read: it measures downtime and recovery "
+                                            "from Spark's progress only, with no per-record verdict (as with "
+                                            "outputs={}); for one, write to Kafka or files and name them in "
+                                            "outputs={...}")
+    files = [q for q in sinks if q.kind == "file" and q.path]
+    judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
+    files += [q for q in judged if q.kind != "file" and q.writes]
+    if files and not any(q.kind == "kafka" for q in sinks):
+        return SinkVerdict("refuse", _name_files(files, bases))
+    if any(q.kind == "kafka" and q.output_rows > 0 for q in judged):
+        return SinkVerdict("refuse", f"the job writes to Kafka, but nothing came to the run's output topic "
+                                     f"{output_topic}: name the topic it writes: outputs={{'<topic>': 'key' or "
+                                     "'<JSON field with the input id>'}}")
+    silent = [q for q in judged if q.kind in ("foreachBatch", "other") and not q.stateful]
+    if silent and len(judged) == len(sinks) and all(q.kind in UNREADABLE or q in silent for q in sinks):
+        where = "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
+        return SinkVerdict("progress_only", f"{where}; nothing came to the run's output topic {output_topic} "
+                                            f"within {grace:g}s of the first micro-batch with input, so the run "
+                                            "measures downtime and recovery from Spark's progress only, with no "
+                                            "per-record verdict (as with outputs={}); for one, name where the "
+                                            "job writes in outputs={...}")
+    return SinkVerdict("wait")
+
+
+def relative(path: str, bases: tuple[str, ...]) -> str:
+    """``path`` (a URL or a path) relative to the first of ``bases`` it is under, else as a plain path
+    (``file:`` taken off)."""
+    plain = re.sub(r"^file:(//)?", "", path)
+    for base in bases:
+        b = re.sub(r"^file:(//)?", "", base).rstrip("/")
+        if plain.startswith(b + "/"):
+            return plain[len(b) + 1:]
+    return plain
+
+
+def _name_files(queries: list[QuerySink], bases: tuple[str, ...]) -> str:
+    dirs = [relative(d, bases) for q in queries for d in (q.writes or [q.path or ""])]
+    entries = ", ".join(f"'file:{d}': '<field with the input id>'" for d in dict.fromkeys(dirs))
+    where = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
+    return (f"{where}, which the run reads only when told: pass outputs={{{entries}}} (a field path, or a "
+            "callable (row, None) -> ids)")
