@@ -151,6 +151,16 @@ def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
 
 
 @pytest.mark.chaos
+def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(chaos):
+    """Without outputs= the run reads its own output topic; the event log shows the query's batches
+    writing Parquet under lake/page_views, so the run stops within seconds of the first batch, naming
+    the outputs= entry (relative to the job's directory, as the job wrote it)."""
+    with pytest.raises(RunError, match=r"query \w+ writes to foreachBatch \(writing files to .*lake/page_views\).*"
+                                       r"pass outputs=\{'file:lake/page_views': '<field with the input id>'\}"):
+        chaos.run(LAKE, rate=100, duration=10, args=["{bootstrap_servers}"], inputs={"page-views": page_view})
+
+
+@pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=3, restart_after=0)
 def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chaos):
     """Killed after the batch's files were committed but before Spark committed the batch: the
