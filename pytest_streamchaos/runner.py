@@ -584,7 +584,7 @@ class _Run:
     def _check_sinks(self, collector: Any, progress: SparkProgress) -> None:
         """From the queries' first progress, whether the collector can read what the job writes
         (:func:`~pytest_streamchaos.observe.sinks.judge`): a run without ``outputs=`` whose job writes
-        only to the console, memory, ``noop`` or ``foreach`` (or a stateless ``foreachBatch`` that sent
+        only to the console, memory or ``noop`` (or a stateless ``foreach`` / ``foreachBatch`` that sent
         nothing to the output topic) goes on from Spark's progress, saying so in one line; one that
         writes files it was not told about fails, naming the ``outputs=`` to pass."""
         if self._sinks_judged or self.progress_only:

@@ -20,8 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: sinks whose output no collector can read
-UNREADABLE = ("console", "memory", "noop", "foreach")
+#: sinks whose output no collector can read (a ``foreach`` writer or a ``foreachBatch`` function may write
+#: anywhere, the run's output topic included: they are judged by what reached it)
+UNREADABLE = ("console", "memory", "noop")
+#: sinks that write where the code says: silent after :data:`GRACE_S`, they wrote nothing the run reads
+OPAQUE = ("foreach", "foreachBatch", "other")
 _KINDS = (("ConsoleTable", "console"), ("MemorySink", "memory"), ("NoopTable", "noop"),
           ("ForeachWriterTable", "foreach"), ("ForeachBatchSink", "foreachBatch"), ("KafkaTable", "kafka"),
           ("KafkaSink", "kafka"), ("FileSink[", "file"))
@@ -145,7 +148,7 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
         return SinkVerdict("refuse", f"the job writes to Kafka, but nothing came to the run's output topic "
                                      f"{output_topic}: name the topic it writes: outputs={{'<topic>': 'key' or "
                                      "'<JSON field with the input id>'}}")
-    silent = [q for q in judged if q.kind in ("foreachBatch", "other") and not q.stateful]
+    silent = [q for q in judged if q.kind in OPAQUE and not q.stateful]
     if silent and len(judged) == len(sinks) and all(q.kind in UNREADABLE or q in silent for q in sinks):
         where = "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
         return SinkVerdict("progress_only", f"{where}; nothing came to the run's output topic {output_topic} "
