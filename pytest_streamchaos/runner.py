@@ -36,6 +36,7 @@ from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, paths_in
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
@@ -600,7 +601,7 @@ class _Run:
         bases = tuple(b for b in (str(self.job.workdir), self.storage.home) if b)
         verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases)
         if verdict.action == "refuse":
-            raise RunError(verdict.message)
+            raise RunError(verdict.message + self._columns_note(verdict.dirs))
         if verdict.action == "progress_only":
             self.sink_note = verdict.message
             self.recorder.record("outputs_unreadable", "query", reason=verdict.message,
@@ -608,6 +609,19 @@ class _Run:
             if self.c.progress is not None:
                 self.c.progress(verdict.message)
         self._sinks_judged = verdict.action != "wait"
+
+    def _columns_note(self, dirs: list[str]) -> str:
+        """`` (columns in <dir>: a, b)`` for each directory the job wrote files to, to pick the id field
+        from ("" when none can be read)."""
+        notes = []
+        for d in dirs:
+            try:
+                cols = columns_of(self.storage.output(d, self.job.workdir))
+            except Exception:  # the refusal stands without the hint
+                cols = []
+            if cols:
+                notes.append(f"columns in {d}: {', '.join(cols)}")
+        return f" ({'; '.join(notes)})" if notes else ""
 
     def _resolve_delay_classes(self, job_conf: Mapping[str, str]) -> dict[str, str]:
         """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for

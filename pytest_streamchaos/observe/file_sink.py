@@ -220,6 +220,18 @@ class FileSinkCollector:
             self.errors.append(msg)
 
 
+def columns_of(where: Place) -> list[str]:
+    """The columns of the first committed data file under ``where`` (metadata-listed or under a
+    ``_SUCCESS``), [] when there is none yet: what a test can name as the id field."""
+    c = FileSinkCollector(where, lambda row, _: [])
+    c.poll(fresh=True)
+    for path in c._files:
+        rows = read_rows(where.at(path))
+        if rows:
+            return list({**_partition_values(where.path, path), **rows[0]})
+    return []
+
+
 def _partition_values(root: str, path: str) -> dict[str, str]:
     """The ``column=value`` directories between ``root`` and the file ``path`` (``batch=3``)."""
     rel = path[len(root.rstrip("/")) + 1:] if path.startswith(root.rstrip("/") + "/") else ""

@@ -122,6 +122,7 @@ class SinkVerdict:
 
     action: str
     message: str = ""
+    dirs: list[str] = field(default_factory=list)  #: ``refuse``: the directories to name in ``outputs=``
 
 
 def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: str | None,
@@ -143,7 +144,8 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
     judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
     files += [q for q in judged if q.kind != "file" and q.writes]
     if files and not any(q.kind == "kafka" for q in sinks):
-        return SinkVerdict("refuse", _name_files(files, bases))
+        dirs = list(dict.fromkeys(relative(d, bases) for q in files for d in (q.writes or [q.path or ""])))
+        return SinkVerdict("refuse", _name_files(files, dirs), dirs)
     if any(q.kind == "kafka" and q.output_rows > 0 for q in judged):
         return SinkVerdict("refuse", f"the job writes to Kafka, but nothing came to the run's output topic "
                                      f"{output_topic}: name the topic it writes: outputs={{'<topic>': 'key' or "
@@ -170,9 +172,8 @@ def relative(path: str, bases: tuple[str, ...]) -> str:
     return plain
 
 
-def _name_files(queries: list[QuerySink], bases: tuple[str, ...]) -> str:
-    dirs = [relative(d, bases) for q in queries for d in (q.writes or [q.path or ""])]
-    entries = ", ".join(f"'file:{d}': '<field with the input id>'" for d in dict.fromkeys(dirs))
+def _name_files(queries: list[QuerySink], dirs: list[str]) -> str:
+    entries = ", ".join(f"'file:{d}': '<field with the input id>'" for d in dirs)
     where = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
     return (f"{where}, which the run reads only when told: pass outputs={{{entries}}} (a field path, or a "
             "callable (row, None) -> ids)")

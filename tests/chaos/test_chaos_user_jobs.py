@@ -156,7 +156,8 @@ def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(ch
     writing Parquet under lake/page_views, so the run stops within seconds of the first batch, naming
     the outputs= entry (relative to the job's directory, as the job wrote it)."""
     with pytest.raises(RunError, match=r"query \w+ writes to foreachBatch \(writing files to .*lake/page_views\).*"
-                                       r"pass outputs=\{'file:lake/page_views': '<field with the input id>'\}"):
+                                       r"pass outputs=\{'file:lake/page_views': '<field with the input id>'\}.*"
+                                       r"columns in lake/page_views: batch, viewId, url, userId, viewedAt"):
         chaos.run(LAKE, rate=100, duration=10, args=["{bootstrap_servers}"], inputs={"page-views": page_view})
 
 

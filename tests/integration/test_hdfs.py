@@ -294,3 +294,32 @@ def test_spark_writes_parquet_and_a_streaming_checkpoint_to_hdfs(hdfs: LocalHdfs
     # the same query started again reads its checkpoint back from HDFS and goes on after the last commit
     assert run_query(4) >= 2
     assert fs.info(f"{base}/checkpoint/commits/0")["replication"] == 2
+
+
+def test_batch_writes_committed_on_hdfs_are_read_and_temporary_is_not(hdfs: LocalHdfsCluster) -> None:
+    """foreachBatch's batch writes on HDFS (issue 27, item 7): through WebHDFS listings, a ``_SUCCESS``
+    marks a committed directory, ``_temporary`` never counts, and a replayed append is a duplicate."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pytest_streamchaos.observe.file_sink import FileSinkCollector
+    from pytest_streamchaos.observe.storage import locate
+
+    def parquet(ids: list[int]) -> bytes:
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"id": ids}), buf)
+        return buf.getvalue()
+
+    fs, root = hdfs.filesystem(), f"/it/{uuid.uuid4().hex[:8]}/lake"
+    fs.pipe_file(f"{root}/batch=0/part-00000-a-c000.snappy.parquet", parquet([1, 2]))
+    fs.pipe_file(f"{root}/batch=0/_SUCCESS", b"")
+    fs.pipe_file(f"{root}/batch=1/_temporary/0/task_0/part-00000-b-c000.snappy.parquet", parquet([3]))
+    c = FileSinkCollector(locate(f"{hdfs.default_fs}{root}", hdfs), "id")
+    c.poll()
+    assert sorted(int(i) for i in c.outputs().ids) == [1, 2] and c.mode == "commits"
+    fs.pipe_file(f"{root}/batch=0/part-00000-c-c000.snappy.parquet", parquet([1, 2]))  # the replay's append
+    fs.pipe_file(f"{root}/batch=0/_SUCCESS", b"")
+    c.stop()
+    assert sorted(int(i) for i in c.outputs().ids) == [1, 1, 2, 2] and c.errors == []

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pytest_streamchaos.observe.file_sink import FileSinkCollector
+from pytest_streamchaos.observe.file_sink import FileSinkCollector, columns_of
+from pytest_streamchaos.observe.storage import locate
 
 
 def part(d: Path, ids: list[int], name: str | None = None, **cols: list) -> Path:
@@ -146,3 +147,12 @@ def test_a_committed_directory_on_hdfs_style_listing_is_read_once(tmp_path: Path
         type(c.place).entries = real
     assert calls == [str(out)]
     assert ids_of(c) == [0, 1, 2]
+
+
+def test_columns_of_a_committed_write_name_the_id_field_candidates(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert columns_of(locate(out)) == []
+    part(out / "batch=0", [1], url=["/a"])
+    assert columns_of(locate(out)) == [], "not committed yet"
+    commit(out / "batch=0")
+    assert columns_of(locate(out)) == ["batch", "id", "url"]
