@@ -604,7 +604,8 @@ class _Run:
             raise RunError(verdict.message + self._columns_note(verdict.dirs))
         if verdict.action == "progress_only":
             self.sink_note = verdict.message
-            self.recorder.record("outputs_unreadable", "query", reason=verdict.message,
+            # the reason is describe()'s "outputs:" line; the timeline keeps it short
+            self.recorder.record("outputs_unreadable", "query", sinks=",".join(q.kind for q in sinks),
                                  first_batch_end=min(b["t_end"] for b in progress.batches))
             if self.c.progress is not None:
                 self.c.progress(verdict.message)
