@@ -264,7 +264,7 @@ class ChaosRun:
         """Where each streaming query of the job wrote (from its progress), and, when the run found the
         output unreadable, what it did instead (from :attr:`meta`)."""
         sinks = self.meta.get("sinks") or []
-        lines = ["sinks: " + "; ".join(f"query {q['query'] or q['id'][:8]!r}: {q['kind']}"
+        lines = ["sinks: " + "; ".join(f"query {repr(q['query']) if q['query'] else q['id'][:8]}: {q['kind']}"
                                        + (f" {q['path']}" if q.get("path") else "")
                                        + (f" (files to {', '.join(q['writes'])})" if q.get("writes") else "")
                                        for q in sinks)] if sinks else []
