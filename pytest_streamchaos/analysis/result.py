@@ -344,13 +344,21 @@ class ChaosRun:
         return json.dumps(self.to_dict(), **kw)
 
     # -- A/B -----------------------------------------------------------------------------------
-    def versus(self, baseline: Any, slo_latency: float | None = None) -> Any:
+    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
         """This run against ``baseline`` (the same scenario under another configuration, or without
-        its faults): per-metric deltas and, per fault of this run, a masking verdict. See
-        :func:`pytest_streamchaos.analysis.versus.versus`."""
+        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
+        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
         from .versus import versus
 
-        return versus(self, baseline, slo_latency=slo_latency)
+        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
+
+    def overhead(self, reference: Any) -> Any:
+        """This run's steady-state cost against ``reference`` (the same job and load in another
+        setting), and its time back to normal after its fault. See
+        :func:`pytest_streamchaos.analysis.versus.overhead`."""
+        from .versus import overhead
+
+        return overhead(self, reference)
 
 
 #: why a run built from Spark's progress alone has no per-record verdict

@@ -1,4 +1,5 @@
-"""One run against another of the same scenario: configuration A/B, or fault-tolerance overhead.
+"""One run against another of the same scenario: configuration A/B, or fault-tolerance overhead
+(:func:`overhead`).
 
 ``run_b.versus(run_a)`` (or ``chaos.compare(...)``, which makes both runs) gives per headline metric
 the value in A, in B and the change, and -- when B has faults -- a masking verdict per fault, after
@@ -130,8 +131,13 @@ def latency_band(run: Any) -> float:
     return float(s.latency_p99[sel].max()) if sel.any() else math.nan
 
 
-def fault_verdicts(run: Any, band: float, slo_latency: float | None = None) -> list[FaultVerdict]:
-    """A masking verdict per fault of ``run`` (one ChaosRun) against the latency ``band``."""
+def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
+                   factor: float = 1.0) -> list[FaultVerdict]:
+    """A masking verdict per fault of ``run`` (one ChaosRun) against the latency ``band`` times
+    ``factor`` (k: "p99 stays within k x the fault-free p99"; 1 = the band itself)."""
+    if not factor > 0:
+        raise ValueError(f"factor={factor!r}: the band's multiplier must be > 0")
+    band = band * factor
     m = run.metrics
     s = m.series
     out = []
@@ -164,12 +170,56 @@ def fault_kind(run: Any, t: float, default: str) -> str:
     return default
 
 
-def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B")) -> Versus:
+def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B"),
+           factor: float = 1.0) -> Versus:
     """Run ``b`` against run ``a`` (ChaosRun or RepeatedRun; medians for repeated runs). The fault
-    verdicts are those of ``b``'s faults (its worst run's, when repeated) against ``a``'s band."""
+    verdicts are those of ``b``'s faults (its worst run's, when repeated) against ``a``'s band times
+    ``factor``."""
     deltas = {m: Delta(m, keys.from_run(a, m), keys.from_run(b, m)) for m in COMPARED}
     one = b.worst_run if hasattr(b, "worst_run") else b
-    return Versus(a, b, deltas, fault_verdicts(one, latency_band(a), slo_latency), labels, slo_latency)
+    return Versus(a, b, deltas, fault_verdicts(one, latency_band(a), slo_latency, factor), labels, slo_latency)
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """What a fault-tolerance setting costs in regular operation, and how fast it is back after a fault
+    (after the study of Flink's fault-tolerance overhead with HiBench, seed paper 003): ratios of run B's
+    steady state (its baseline: the load before its first fault, or all of it) to run A's."""
+
+    latency_p50: float  #: B's baseline median latency / A's
+    latency_p99: float  #: B's baseline p99 latency / A's
+    throughput: float  #: B's baseline reliable throughput / A's (1.0 when both keep up with the load)
+    #: seconds from B's fault until it was back to normal (its largest recovery time; NOT_RECOVERED
+    #: compares above every number); None when B had no fault
+    back_to_normal: Any = None
+
+    def within(self, max_latency_ratio: float, min_throughput_ratio: float = 0.0) -> bool:
+        """The overhead verdict: B's baseline p99 latency at most ``max_latency_ratio`` x A's and its
+        throughput at least ``min_throughput_ratio`` x A's (NaN ratios fail)."""
+        return self.latency_p99 <= max_latency_ratio and self.throughput >= min_throughput_ratio
+
+    def describe(self) -> str:
+        back = ""
+        if self.back_to_normal is not None:
+            back = f", back to normal after a fault in {keys.fmt(float(self.back_to_normal))}s"
+        return (f"overhead: latency p50 x{keys.fmt(self.latency_p50)}, p99 x{keys.fmt(self.latency_p99)}, "
+                f"throughput x{keys.fmt(self.throughput)}{back}")
+
+
+def _ratio(b: float, a: float) -> float:
+    if not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
+        return math.nan
+    return b / a
+
+
+def overhead(b: Any, a: Any) -> Overhead:
+    """Run ``b`` (the setting under test) against run ``a`` (the reference setting), both ChaosRuns
+    of the same job and load: see :class:`Overhead`."""
+    ma, mb = a.metrics, b.metrics
+    return Overhead(_ratio(mb.latency.baseline, ma.latency.baseline),
+                    _ratio(mb.latency.baseline_p99, ma.latency.baseline_p99),
+                    _ratio(mb.baseline.throughput, ma.baseline.throughput),
+                    mb.recovery_time if mb.faults else None)
 
 
 
