@@ -27,9 +27,13 @@ def test_000_worker_kill_recovers_without_an_application_restart(chaos):
     assert run.meta["driver_launches"] == 1, "a worker failure must not restart the application"
     assert f.system_detection_event == "executor_removed", f
     assert f.recovered and f.recovery_time < 30, f"the paper: Spark recovers within 30 s; here {f.recovery_time}"
-    # downtime (the output gap) and catch-up (back to normal after output resumed) are reported apart
-    assert f.catch_up is not None and f.catch_up >= 0
-    assert f.recovery_time >= f.output_gap + f.catch_up - 1e-6
+    # downtime (the output gap) and catch-up (back to normal after output resumed) are reported apart;
+    # a kill with no sign in the output at all (masked: Spark moved the tasks within a trigger) has none
+    if f.output_symptom is None:
+        assert f.verdict == "masked" and f.recovery_time == 0 and f.downtime == 0
+    else:
+        assert f.catch_up is not None and f.catch_up >= 0
+        assert f.recovery_time >= f.output_gap + f.catch_up - 1e-6
 
 
 # -- full versions (-m slow) ------------------------------------------------------------------------

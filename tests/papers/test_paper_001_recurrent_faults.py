@@ -23,16 +23,17 @@ PAPER_DETECTOR = MetricParams(throughput_band=0.15, hold_seconds=5.0, latency_fa
 def recurrent(run, interval: float, label: str):
     """Per-kill recovery and the stability figure with the paper's cap; the checks every version shares."""
     print(run.describe())
+    st = stability([f.recovery_time for f in run.faults], cap=interval)
+    per_kill = [round(min(float(f.recovery_time), interval), 1) for f in run.faults if f.recovery_time is not None]
+    paper_line("001", label, per_kill=per_kill, mean=st.mean, std=st.std, cv=st.cv, not_recovered=st.not_recovered,
+               verdicts=[f.verdict for f in run.faults], downtimes=[round(f.downtime, 1) for f in run.faults],
+               lost=run.lost)
     assert run.lost == 0 and run.incorrect == 0
     assert run.meta["driver_launches"] == 1, "worker kills must not restart the application"
     kills = [e.t for e in run.timeline if e.kind == "fault_injected"]
     assert len(kills) == len(run.faults) >= 3
     # every kill took an executor (Spark noticed each one)
     assert all(any(e.kind == "executor_removed" and t <= e.t for e in run.timeline) for t in kills)
-    st = stability([f.recovery_time for f in run.faults], cap=interval)
-    per_kill = [min(float(f.recovery_time), interval) for f in run.faults]
-    paper_line("001", label, per_kill=[round(x, 1) for x in per_kill], mean=st.mean, std=st.std, cv=st.cv,
-               not_recovered=st.not_recovered, verdicts=[f.verdict for f in run.faults])
     return st
 
 

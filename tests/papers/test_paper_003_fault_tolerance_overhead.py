@@ -25,11 +25,12 @@ def overhead_of(chaos, rate: float, label: str, **hdfs_run):
     print(local.describe(), hdfs.describe(), sep="\n")
     o = hdfs.overhead(local)
     print(o.describe())
-    assert hdfs.meta["checkpoint"].startswith("hdfs://") and not local.meta["checkpoint"].startswith("hdfs://")
     (f,) = hdfs.faults
     paper_line("003", label, p50_local=local.metrics.latency.baseline, p50_hdfs=hdfs.metrics.latency.baseline,
+               p99_local=local.latency.baseline_p99, p99_hdfs=hdfs.latency.baseline_p99,
                p50_ratio=o.latency_p50, p99_ratio=o.latency_p99, throughput_ratio=o.throughput,
                back_to_normal=float(o.back_to_normal), **fault_numbers(hdfs, f))
+    assert hdfs.meta["checkpoint"].startswith("hdfs://") and not local.meta["checkpoint"].startswith("hdfs://")
     assert local.lost == 0 and hdfs.lost == 0
     return o, f
 
