@@ -43,9 +43,9 @@ def recurrent(run, interval: float, label: str):
 def test_001_recurrent_worker_kills_recover_alike(chaos):
     run = ledger(chaos, rate=100, duration=47, params=PAPER_DETECTOR)
     st = recurrent(run, 13.0, "3 kills every 13 s (short)")
-    # the paper's direction for Spark: each kill recovers, and alike (no kill far worse than the others)
-    assert st.not_recovered == 0, st
-    assert st.max <= 13.0
+    # the paper's direction for Spark: each kill recovers, and alike (the stability verdict: every kill
+    # recovered, recovery times within 0.5 x their mean of each other)
+    assert st.not_recovered == 0 and st.is_stable(max_cv=0.5), st
 
 
 # -- full versions (-m slow) ------------------------------------------------------------------------
