@@ -34,7 +34,13 @@ from pytest_streamchaos.faults.timeline import load_end, load_seconds, plan, rec
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.job.eos import control_topic_for
-from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, paths_in
+from pytest_streamchaos.observe.checkpoints import (
+    CheckpointWatcher,
+    checkpoint_literals,
+    find_checkpoints,
+    is_checkpoint,
+    paths_in,
+)
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
@@ -42,6 +48,7 @@ from pytest_streamchaos.observe.outputs import IdSpec, Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
 from pytest_streamchaos.observe.storage import RunStorage
+from pytest_streamchaos.spark import job_files
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, DriverSupervisor, JobLauncher
 from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, UserCodeError, annotation_label, check_arity
@@ -54,6 +61,8 @@ log = logging.getLogger(__name__)
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
 #: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``)
 CHECKPOINTS = ("local", "hdfs")
+#: what a run does with a checkpoint the job names that exists before it starts (``chaos.run(stale_checkpoint=...)``)
+STALE_CHECKPOINT = ("fail", "clear")
 POLL_S = 0.25
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
@@ -100,6 +109,9 @@ class RunSpec:
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
     checkpoint: str = "local"  #: where the run's checkpoint is: ``local`` or ``hdfs``
+    files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
+    py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
+    stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``
     #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
     #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None
@@ -143,6 +155,13 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
     if checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint={checkpoint!r}: use one of {CHECKPOINTS}")
     check_callables(inputs, annotate, outputs, id_reader, oracle)
+
+
+def check_stale_checkpoint(stale_checkpoint: str) -> None:
+    """Fail now, naming both choices, when ``stale_checkpoint`` is neither ``"fail"`` nor ``"clear"``."""
+    if stale_checkpoint not in STALE_CHECKPOINT:
+        raise ValueError(f"stale_checkpoint={stale_checkpoint!r}: use 'fail' (a checkpoint of an earlier run the job "
+                         "names stops the run, naming it) or 'clear' (it is deleted before the job starts)")
 
 
 def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any] | None,
@@ -262,7 +281,8 @@ class Chaos:
         kafka_port: int | None = None,
         annotate: Mapping[str, Callable[[Any], float]] | None = None,
         checkpoint: str | None = None,
-        supervise: bool = False,
+        supervise: bool = False, stale_checkpoint: str = "fail",
+        files: Sequence[str | Path] | None = None, py_files: Sequence[str | Path] | None = None,
     ) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
@@ -292,29 +312,39 @@ class Chaos:
         ``checkpointLocation``) and relative file outputs are on HDFS; default ``--chaos-checkpoint``.
         ``supervise``: a driver that exits on its own is started again from its checkpoint, as
         ``spark-submit --supervise`` would (:class:`~pytest_streamchaos.spark.launcher.DriverSupervisor`).
+        ``files``, ``py_files`` (as spark-submit's), ``stale_checkpoint``: docs/job-contract.md#the-jobs-own-files.
         """
-        checkpoint = checkpoint or self.checkpoint
-        check_run_args(guarantee, rate, duration, args, inputs, checkpoint, annotate=annotate,
-                       outputs=outputs, id_reader=id_reader, oracle=oracle)
+        check_run_args(guarantee, rate, duration, args, inputs, checkpoint := checkpoint or self.checkpoint,
+                       annotate=annotate, outputs=outputs, id_reader=id_reader, oracle=oracle)
         script = resolve_job(job, self.test_dir, self.rootdir)
         planned = plan(self.faults)
         load_s, load_why = load_seconds(planned, duration, trigger_seconds)
         spec = RunSpec(str(script), rate, load_s, guarantee, partitions, key_space, skew, record_size,
                        late_fraction, trigger_seconds, warmup_timeout, drain_timeout,
                        settle_seconds if settle_seconds is not None else max(5.0, 4 * trigger_seconds),
-                       {k: str(v) for k, v in (conf or {}).items()},
-                       {k: str(v) for k, v in (env or {}).items()}, [str(a) for a in (args or [])],
-                       None if inputs is None else list(inputs), None if outputs is None else list(outputs),
-                       kafka_port=kafka_port, supervise=supervise, checkpoint=checkpoint,
+                       {k: str(v) for k, v in (conf or {}).items()}, {k: str(v) for k, v in (env or {}).items()},
+                       [str(a) for a in (args or [])], None if inputs is None else list(inputs),
+                       None if outputs is None else list(outputs), kafka_port=kafka_port, supervise=supervise,
+                       checkpoint=checkpoint, **self._job_files(script, files, py_files, stale_checkpoint),
                        recovery_window=recovery_window(trigger_seconds) if duration is None and planned else None)
         run = _Run(self, spec, script, planned, oracle or IdentityOracle(), id_reader, params)
-        run.load_why = load_why
-        run.settle_pinned = settle_seconds is not None
+        run.load_why, run.settle_pinned = load_why, settle_seconds is not None
         run.factories, run.output_ids = dict(inputs or {}), dict(outputs or {})
         run.annotate = {**(annotate or {}), **run.oracle.record_callables()}  # the oracle's ones too
         result = run.execute()
         self.runs.append(result)
         return result
+
+    def _job_files(self, script: Path, files: Sequence[str | Path] | None, py_files: Sequence[str | Path] | None,
+                   stale_checkpoint: str) -> dict[str, Any]:
+        """The :class:`RunSpec` fields of the job's own files and state: ``files`` and ``py_files`` as
+        absolute paths (relative: beside the job, the test file, the rootdir) and ``stale_checkpoint``;
+        :class:`ValueError` naming a file that is not there or a wrong choice, before anything starts."""
+        check_stale_checkpoint(stale_checkpoint)
+        bases = [d for d in (script.parent, self.test_dir, self.rootdir) if d is not None]
+        return {"stale_checkpoint": stale_checkpoint,
+                **{kind: [str(p) for p in job_files.resolve(kind, given, bases)]
+                   for kind, given in (("files", files), ("py_files", py_files))}}
 
 
 @dataclass
@@ -421,18 +451,56 @@ class _Run:
                  "output_topic": self.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
         argv = [a.format(**subst) for a in s.args]
         self.job_kafka = kafka_timeouts(self.script)  # the Kafka link's timeouts, as the job's code sets them
+        named = self._named_checkpoints(argv)
+        self._no_stale_checkpoint(named)
         launcher = JobLauncher.for_cluster(self.c.cluster, self.dir / "jobs", java_home=self.c.java_home,
                                            jit=self.c.jit, progress=self.c.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf})
         job = launcher.prepare(self.script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
-                               env={**storage.env, **s.env}, args=argv)
+                               env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files)
         self.job = job
         self.warnings.extend(job.notes)
         self._check_delay_classes(job)
         self.checkpoint_roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,
                                                              *paths_in([*argv, *s.conf.values()], job.workdir))]
+        self.checkpoint_roots += [place for place, _ in named]  # a location hard-coded in the job's code
         return job
+
+    def _named_checkpoints(self, argv: Sequence[str]) -> list[tuple[Any, str]]:
+        """The checkpoint locations the job names where the run can see them before it starts: absolute
+        literals in its code (``checkpoint_literals``) and absolute paths in its args, each as (place, where).
+        A relative one lands in the driver's fresh working directory (or fresh HDFS home): never stale."""
+        try:
+            source = self.script.read_text(errors="replace")
+        except OSError:
+            source = ""
+        named = [(loc, where) for loc, where in checkpoint_literals(source, self.script.name)
+                 if loc.startswith(("/", "file:", "hdfs:"))]
+        named += [(a, "args") for a in paths_in(argv, self.dir)]
+        out = []
+        for loc, where in named:
+            # on HDFS storage the default filesystem is HDFS: a bare absolute path is there
+            bare = "://" not in loc and not loc.startswith("file:")
+            place = self.storage.place(f"{self.storage.hdfs.default_fs}{loc}" if self.storage.hdfs and bare else loc)
+            if all(str(place) != str(p) for p, _ in out):
+                out.append((place, where))
+        return out
+
+    def _no_stale_checkpoint(self, named: list[tuple[Any, str]]) -> None:
+        """A checkpoint the job names that exists before it starts is an earlier run's: the query would
+        resume from it (offsets of topics made anew, state of records this run never sent). Fail naming
+        it, or (``stale_checkpoint="clear"``) delete it and say so."""
+        for place, where in named:
+            if not is_checkpoint(place):
+                continue
+            if self.spec.stale_checkpoint == "fail":
+                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query would "
+                               "resume from it: delete it, or pass chaos.run(..., stale_checkpoint=\"clear\") to start "
+                               "each run fresh")
+            place.fs.rm(place.path, recursive=True)
+            self.warnings.append(f"the job's checkpoint {place} ({where}) was left by an earlier run: deleted "
+                                 "before the job started (stale_checkpoint=\"clear\")")
 
     def _wire(self, job: Any) -> _Wiring:
         """Build what watches and hits the job (collector, generator, progress, checkpoint watcher, fault
@@ -681,6 +749,12 @@ class _Run:
             raise col_failure
 
     def _fail(self, job: Any, what: str) -> RunError:
+        """The run's error: ``what`` and, when the driver has died, the exception it died of with how to
+        fix a missing file (:func:`~pytest_streamchaos.spark.job_files.missing_file_hint`) on the same
+        first line; the driver log's tail below."""
+        cause = None if job.alive or not hasattr(job, "last_error") else job.last_error()
+        if cause:
+            what = f"{what}: {cause}{job_files.missing_file_hint(cause, self.script.parent, job.workdir)}"
         return RunError(f"{what}\n--- job log ({job.name}) tail ---\n{job.tail_log(40)}")
 
     def _wait_query_started(self, job: Any, progress: SparkProgress) -> None:
@@ -749,6 +823,26 @@ class _Run:
             self.watcher.point_at(found[ids[-1]])
             self._checkpoint_qid = ids[-1]
             self.checkpoint_found = True
+            if "warmup_end" not in self.phases:
+                self._check_fresh(progress, found[ids[-1]])
+
+    def _check_fresh(self, progress: SparkProgress, place: Any = None) -> None:
+        """Before the faults (no restart yet): a query whose checkpoint was written before the job
+        started, or whose first micro-batch is not batch 0, resumed from an earlier run's checkpoint
+        that the run could not see beforehand (a path the job computes). Fail, naming it."""
+        made = place.child("metadata").mtime() if place is not None else None
+        first: dict[str, int] = {}
+        for b in progress.batches:
+            first.setdefault(str(b.get("id")), int(b.get("batchId") or 0))
+        resumed = [(q, n) for q, n in first.items() if n > 0]
+        if not resumed and not (made is not None and made < self.phases["start"] - 1.0):
+            return
+        where = str(place) if place is not None else (self.watcher.checkpoint_dir if self.checkpoint_found
+                                                       else f"the checkpoint of query {resumed[0][0]}")
+        how = f"its first micro-batch was batch {resumed[0][1]}" if resumed else "it was written before the job started"
+        raise self._fail(self.job, f"the query resumed from a checkpoint an earlier run left ({where}: {how}); the run "
+                                   "could not see it before the job started (its path is computed in the code): delete "
+                                   "it, or give the job a fresh path per run (args=[\"{checkpoint_dir}\"])")
 
     def _first_output(self, collector: Any, progress: SparkProgress) -> float | None:
         """When output first showed: the first collected output, or (progress only) the end of the
@@ -776,6 +870,7 @@ class _Run:
                 first_output = self._first_output(collector, progress)
                 if first_output is not None:
                     self.recorder.record("first_output", "", t=first_output)
+            self._check_fresh(progress)
             if first_output is not None and self._stable(progress.batches):
                 return time.time()
             self._status("warm-up", s.warmup_timeout)

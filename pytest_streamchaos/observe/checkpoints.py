@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,36 @@ def paths_in(args: Iterable[str], cwd: Path) -> list[str]:
                 if p != Path("/") and p != cwd:
                     out.append(str(p))
     return out
+
+
+#: a checkpoint location the job's code names: ``.option("checkpointLocation", X)``, ``.start(...,
+#: checkpointLocation=X)``, ``{"checkpointLocation": X}`` or the session-wide
+#: ``.config("spark.sql.streaming.checkpointLocation", X)``; X a string literal or a bare name
+_LOCATION = re.compile(r"""(?:["'](?:spark\.sql\.streaming\.)?checkpointLocation["']\s*[,:]|\bcheckpointLocation\s*=)"""
+                       r"""\s*(?:[rR]?["']([^"'\n]+)["']|([A-Za-z_]\w*)\b)""")
+_CONSTANT = r"""^\s*{name}\s*(?::\s*\w+\s*)?=\s*[rR]?["']([^"'\n]+)["']"""
+
+
+def checkpoint_literals(source: str, where: str = "") -> list[tuple[str, str]]:
+    """The checkpoint locations a job's source names as literals -- directly, or through a module-level
+    constant (``CHECKPOINT = "/tmp/x"``) -- as ``(location, "<where>:<line>")``, in order. What the job
+    computes at run time (an f-string, ``os.path.join``) is not seen."""
+    found: list[tuple[str, str]] = []
+    for n, line in enumerate(source.splitlines(), 1):
+        for m in _LOCATION.finditer(line):
+            value = m.group(1)
+            if value is None:
+                const = re.search(_CONSTANT.format(name=re.escape(m.group(2))), source, re.MULTILINE)
+                value = const.group(1) if const else None
+            if value is not None and (value, f"{where}:{n}") not in found:
+                found.append((value, f"{where}:{n}"))
+    return found
+
+
+def is_checkpoint(place: Where) -> bool:
+    """Whether ``place`` holds a streaming query's checkpoint (its ``metadata``, or an offsets or commits log)."""
+    p = _place(place)
+    return p.child("metadata").mtime() is not None or bool(p.child("offsets").names() or p.child("commits").names())
 
 
 class CheckpointWatcher:

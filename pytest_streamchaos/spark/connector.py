@@ -99,9 +99,31 @@ def find_pins(script: Path, conf: Mapping[str, str]) -> list[ConnectorPin]:
     return pins
 
 
+#: what Spark's Kafka connector depends on, pinned beside it in ``spark.jars.packages`` by many jobs: the
+#: connector's jar set (given in ``spark.jars``) has each at the version it was built with, and a pin
+#: left in the packages would have spark-submit's Ivy resolve it at every driver start (a wait, and with
+#: no network a failure) and put a second kafka-clients on the class path
+COMPANION = re.compile(r"org\.apache\.kafka:kafka-clients:[\w.\-]+"
+                       r"|org\.apache\.spark:spark-token-provider-kafka-0-10_2\.1[0-9]:[\w.\-]+"
+                       r"|org\.apache\.commons:commons-pool2:[\w.\-]+")
+
+
 def without_pins(packages: str) -> str:
-    """``spark.jars.packages`` with every Kafka connector coordinate taken out."""
-    return ",".join(p for p in (x.strip() for x in packages.split(",")) if p and not PIN.fullmatch(p))
+    """``spark.jars.packages`` with every Kafka connector coordinate (and :data:`COMPANION`) taken out."""
+    return ",".join(p for p in _coordinates(packages) if not PIN.fullmatch(p) and not COMPANION.fullmatch(p))
+
+
+def _coordinates(packages: str) -> list[str]:
+    return [p for p in (x.strip() for x in packages.split(",")) if p]
+
+
+def companions_note(packages: str) -> str | None:
+    """One line on the connector's dependencies taken out of ``spark.jars.packages``; None when none were."""
+    dropped = [p for p in _coordinates(packages) if COMPANION.fullmatch(p)]
+    if not dropped:
+        return None
+    return (f"spark.jars.packages: {', '.join(dropped)} taken out: Spark's Kafka connector the run gives the job "
+            "brings its own, and resolving them would hold every driver start")
 
 
 def line(coordinate: str) -> tuple[str, str] | None:

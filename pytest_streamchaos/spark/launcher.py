@@ -40,7 +40,7 @@ from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent
-from pytest_streamchaos.spark import connector
+from pytest_streamchaos.spark import connector, job_files
 from pytest_streamchaos.stack import cds, ports
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -366,6 +366,15 @@ class SparkJob:
             return self._process.tail_log(n)
         return ""
 
+    def last_error(self) -> str | None:
+        """The exception line of the last Python traceback the current launch's driver logged (what it
+        died of, when it exited), or None."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return None
+        return job_files.last_exception(text.rsplit("\n===== streamchaos: launch ", 1)[-1])
+
     def driver_pids(self) -> list[int]:
         """PIDs of every live process of the driver's group (spark-submit JVM, Python driver, ...)."""
         return [] if self._process is None else self._process.members()
@@ -557,25 +566,37 @@ class JobLauncher:
         name: str | None = None,
         args: Sequence[str] = (),
         py_files: Sequence[str | os.PathLike] = (),
+        files: Sequence[str | os.PathLike] = (),
     ) -> SparkJob:
         """Validate everything and build the job without starting it.
 
         ``config``: the STREAMCHAOS_* job contract (a :class:`JobConfig` or its env dict).
         ``env``: extra environment variables for the driver. ``conf``: Spark conf over the defaults.
+        ``files`` / ``py_files``: the job's own data files and Python files, as ``spark-submit --files /
+        --py-files`` take them (relative: to the script's folder); data files are also copied into the
+        driver's working directory (:mod:`.job_files`).
         """
         script_path = _check_script(script, deploy_mode)
+        try:
+            data = job_files.resolve("files", files, [script_path.parent, Path.cwd()])
+            py = job_files.resolve("py_files", py_files, [script_path.parent, Path.cwd()])
+        except ValueError as exc:
+            raise LaunchError(str(exc)) from None
         home = spark_home()
         java_env = self._java_env()
         # before any directory is made: no connector (resolution failed) fails here, cleanly
         jars, notes = self._kafka_connector(home, script_path, conf or {}, java_env)
         name = name or script_path.stem
         dirs = self._make_dirs(name)
+        job_files.stage_files(data, dirs.job)
+        py = job_files.ship_py_files(py, dirs.job)
         pythonpath = _job_pythonpath(script_path)
         effective = self._effective_conf(conf, name=name, dirs=dirs, pythonpath=pythonpath, jars=jars,
                                          home=home, java_env=java_env)
         child_env = self._child_env(home=home, pythonpath=pythonpath, config=config, env=env)
         argv = self._submit_argv(home=home, deploy_mode=deploy_mode, name=name, script_path=script_path,
-                                 effective=effective, py_files=py_files, args=args)
+                                 effective=effective, py_files=py, files=[f for f in data if f.is_file()],
+                                 args=args)
         job = SparkJob(name=name, script=script_path, argv=argv, env=child_env, workdir=dirs.job,
                        effective_conf=effective, event_log_dir=dirs.event, deploy_mode=deploy_mode, notes=notes)
         self.jobs.append(job)
@@ -589,8 +610,10 @@ class JobLauncher:
         except ResolutionError as exc:
             raise LaunchError(str(exc)) from None
         ours = connector.connector(home).coordinates[0]
-        note = connector.replacement_note(connector.find_pins(script, {k: str(v) for k, v in conf.items()}), ours)
-        return jars, [note] if note else []
+        conf = {k: str(v) for k, v in conf.items()}
+        notes = [connector.replacement_note(connector.find_pins(script, conf), ours),
+                 connector.companions_note(conf.get("spark.jars.packages", ""))]
+        return jars, [n for n in notes if n]
 
     def _java_env(self) -> dict[str, str]:
         """The environment spark-submit's java is looked up in (``java_home`` over ``os.environ``);
@@ -681,13 +704,15 @@ class JobLauncher:
 
     def _submit_argv(self, *, home: Path, deploy_mode: str, name: str, script_path: Path,
                      effective: Mapping[str, str], py_files: Sequence[str | os.PathLike],
-                     args: Sequence[str]) -> list[str]:
-        """The spark-submit command line: master, deploy mode, name, ``--py-files``, every conf entry,
-        then the script and its arguments."""
+                     args: Sequence[str], files: Sequence[Path] = ()) -> list[str]:
+        """The spark-submit command line: master, deploy mode, name, ``--py-files``, ``--files``, every
+        conf entry, then the script and its arguments."""
         argv = [str(home / "bin" / "spark-submit"), "--master", self.master_url, "--deploy-mode", deploy_mode,
                 "--name", name]
         if py_files:
             argv += ["--py-files", ",".join(str(Path(p).resolve()) for p in py_files)]
+        if files:
+            argv += ["--files", ",".join(str(f) for f in files)]
         for k, v in effective.items():
             argv += ["--conf", f"{k}={v}"]
         argv += [str(script_path), *map(str, args)]

@@ -1,0 +1,123 @@
+"""A job's own files, as ``spark-submit --files / --py-files`` ship them, and what its driver died of.
+
+A job is usually a folder: the script, helper modules it imports by bare name, and data files it opens
+by a relative path (a static CSV it joins with), written to be run as ``cd job && spark-submit job.py``.
+The plugin runs the driver in a fresh working directory of its own (docs/job-contract.md), so:
+
+* the script's folder is on the driver's and the executors' ``PYTHONPATH`` (``launcher._job_pythonpath``),
+  as ``spark-submit`` puts the primary script's folder on the driver's ``sys.path``;
+* ``files=`` are copied into the driver's working directory (a relative ``open("rates.csv")`` finds
+  them) and passed as ``--files`` (executors get them in theirs; ``SparkFiles.get`` works);
+* ``py_files=`` are passed as ``--py-files`` (a folder -- a package -- is zipped first): on the driver's
+  ``sys.path`` and shipped to the executors (``spark.submit.pyFiles``).
+
+A driver that dies early (a file it opens is missing) is reported by its own last exception line,
+read from the driver log by :func:`last_exception`, with :func:`missing_file_hint` naming the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+#: names the launcher itself makes in the driver's working directory (a job file may not take one)
+RESERVED = ("eventlog", "local", "log4j2.properties", "driver.log")
+PY_SUFFIXES = (".py", ".zip", ".egg")
+
+
+def resolve(kind: str, paths: Iterable[str | os.PathLike] | None, bases: Sequence[Path]) -> list[Path]:
+    """Each of ``paths`` (``kind``: ``files`` or ``py_files``, for messages) as an existing absolute path:
+    absolute as given, else the first of ``bases`` it is found under. Raises :class:`ValueError`
+    naming the file and every place looked at, or two files that would land under one name."""
+    out: list[Path] = []
+    for p in paths or []:
+        given = Path(p)
+        candidates = [given] if given.is_absolute() else [b / given for b in bases]
+        found = next((c for c in candidates if c.exists()), None)
+        if found is None:
+            raise ValueError(f"{kind}: {str(p)!r} not found; looked at {', '.join(map(str, candidates))}. "
+                             "Give it absolute or relative to the job's folder")
+        if kind == "py_files" and found.is_file() and found.suffix not in PY_SUFFIXES:
+            raise ValueError(f"py_files: {found} is not a .py, .zip or .egg file (or a package folder); "
+                             "data files go in files=")
+        out.append(found.resolve())
+    names = [p.name for p in out]
+    for name in names:
+        if names.count(name) > 1 or (kind == "files" and name in RESERVED):
+            raise ValueError(f"{kind}: two files would be named {name!r} in the driver's working directory"
+                             if names.count(name) > 1 else
+                             f"files: {name!r} is a name the plugin uses in the driver's working directory "
+                             f"({', '.join(RESERVED)}); rename the file")
+    return out
+
+
+def stage_files(files: Sequence[Path], workdir: Path) -> None:
+    """Copy the job's data files (or folders) into the driver's working directory, under their own names."""
+    for f in files:
+        if f.is_dir():
+            shutil.copytree(f, workdir / f.name)
+        else:
+            shutil.copy2(f, workdir / f.name)
+
+
+def ship_py_files(py_files: Sequence[Path], workdir: Path) -> list[Path]:
+    """What ``--py-files`` gets: each file as it is, each folder (a package) zipped into ``workdir``
+    so that ``import <folder name>`` works on the driver and the executors."""
+    out = []
+    for p in py_files:
+        if not p.is_dir():
+            out.append(p)
+            continue
+        archive = workdir / f"{p.name}.zip"
+        with zipfile.ZipFile(archive, "w") as z:
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    z.write(f, Path(p.name) / f.relative_to(p))
+        out.append(archive)
+    return out
+
+
+#: an exception line as Python's traceback ends: ``Name: message`` or a bare ``Name`` (dotted allowed)
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$")
+
+
+def last_exception(log_text: str) -> str | None:
+    """The exception line of the last Python traceback in a driver log (``FileNotFoundError: [Errno 2]
+    No such file or directory: 'rates.csv'``), or None when there is none."""
+    lines = log_text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    for line in lines[starts[-1] + 1:]:
+        if not line.strip() or line[0].isspace():
+            continue  # the frames and the source lines of the traceback
+        if _EXC_LINE.match(line.strip()):
+            return line.strip()
+    return None
+
+
+_MISSING = (re.compile(r"No such file or directory: '([^']+)'"),
+            re.compile(r"Path does not exist: (?:file:)?(\S+?)\.?$"))
+
+
+def missing_file_hint(exception_line: str, script_dir: Path, workdir: Path) -> str:
+    """For an exception saying a file is missing, how to give the job that file (``""`` otherwise): a
+    relative path is opened in the driver's working directory, which is not the job's folder."""
+    name = next((m.group(1) for rx in _MISSING if (m := rx.search(exception_line))), None)
+    if name is None:
+        return ""
+    path = Path(name)
+    if path.is_absolute():
+        try:
+            path = path.relative_to(workdir)
+        except ValueError:
+            return f" ({name} is an absolute path the job names: it must exist on this machine)"
+    if (script_dir / path).exists():
+        return (f" ({path} is in the job's folder, but the driver runs in {workdir}: "
+                f"pass chaos.run(..., files=[{str(path)!r}]))")
+    return (f" (a relative path is opened in the driver's working directory {workdir}, not the job's folder: "
+            f"pass the file with chaos.run(..., files=[...]))")
