@@ -827,19 +827,15 @@ class _Run:
                 self._check_fresh(progress, found[ids[-1]])
 
     def _check_fresh(self, progress: SparkProgress, place: Any = None) -> None:
-        """Before the faults (no restart yet): a query whose checkpoint was written before the job
-        started, or whose first micro-batch is not batch 0, resumed from an earlier run's checkpoint
-        that the run could not see beforehand (a path the job computes). Fail, naming it."""
+        """Before the faults (no restart yet): a query that resumed from an earlier run's checkpoint the
+        run could not see beforehand (a path the job computes) fails the run, naming it
+        (:func:`resumed_from_earlier`)."""
         made = place.child("metadata").mtime() if place is not None else None
-        first: dict[str, int] = {}
-        for b in progress.batches:
-            first.setdefault(str(b.get("id")), int(b.get("batchId") or 0))
-        resumed = [(q, n) for q, n in first.items() if n > 0]
-        if not resumed and not (made is not None and made < self.phases["start"] - 1.0):
+        how = resumed_from_earlier(progress.batches, made, self.phases["start"])
+        if how is None:
             return
         where = str(place) if place is not None else (self.watcher.checkpoint_dir if self.checkpoint_found
-                                                       else f"the checkpoint of query {resumed[0][0]}")
-        how = f"its first micro-batch was batch {resumed[0][1]}" if resumed else "it was written before the job started"
+                                                       else "its checkpoint (not found)")
         raise self._fail(self.job, f"the query resumed from a checkpoint an earlier run left ({where}: {how}); the run "
                                    "could not see it before the job started (its path is computed in the code): delete "
                                    "it, or give the job a fresh path per run (args=[\"{checkpoint_dir}\"])")
@@ -1123,6 +1119,21 @@ def _client_samples(generator: Any, collector: Any) -> dict[str, list]:
     if getattr(collector, "client_stats", None) is not None:
         out["collector"] = collector.client_stats.samples()
     return out
+
+
+def resumed_from_earlier(batches: Sequence[Mapping[str, Any]], checkpoint_made: float | None,
+                         started: float) -> str | None:
+    """How a query shows it resumed from a checkpoint that existed before the job started at ``started``
+    (None: it did not): the checkpoint's ``metadata`` was written before (a second of slack), or the
+    first micro-batch reported of a query is not batch 0 (a fresh query's first progress is batch 0).
+    Only meaningful before any driver restart."""
+    if checkpoint_made is not None and checkpoint_made < started - 1.0:
+        return "it was written before the job started"
+    first: dict[str, int] = {}
+    for b in batches:
+        first.setdefault(str(b.get("id")), int(b.get("batchId") or 0))
+    resumed = [n for n in first.values() if n > 0]
+    return f"its first micro-batch was batch {resumed[0]}" if resumed else None
 
 
 def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:

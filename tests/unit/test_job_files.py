@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint
-from pytest_streamchaos.runner import check_stale_checkpoint
+from pytest_streamchaos.runner import check_stale_checkpoint, resumed_from_earlier
 from pytest_streamchaos.spark import connector, job_files
 from pytest_streamchaos.spark.launcher import JobLauncher, LaunchError
 
@@ -143,3 +143,12 @@ def test_the_connectors_own_dependencies_pinned_beside_it_are_taken_out_and_name
     note = connector.companions_note(packages)
     assert "org.apache.kafka:kafka-clients:3.5.1, org.apache.commons:commons-pool2:2.11.1 taken out" in note
     assert connector.companions_note("io.delta:delta-spark_2.13:4.0.0") is None
+
+
+def test_a_query_that_resumed_from_an_earlier_checkpoint_is_told_from_a_fresh_one():
+    fresh = [{"id": "q1", "batchId": 0}, {"id": "q1", "batchId": 1}, {"id": "q2", "batchId": 0}]
+    assert resumed_from_earlier(fresh, checkpoint_made=100.5, started=100.0) is None
+    assert resumed_from_earlier([], checkpoint_made=None, started=100.0) is None
+    resumed = [{"id": "q1", "batchId": 0}, {"id": "q2", "batchId": 37}, {"id": "q2", "batchId": 38}]
+    assert resumed_from_earlier(resumed, None, 100.0) == "its first micro-batch was batch 37"
+    assert resumed_from_earlier([], checkpoint_made=42.0, started=100.0) == "it was written before the job started"
