@@ -244,6 +244,9 @@ class Chaos:
         self.jit = jit  # the job JVMs' JIT mode (spark.launcher.QUICK_JIT)
         self.seed = resolve_seed(nodeid, seed)  # the workload seed: stable per test id unless given
         self.runs: list[ChaosRun] = []
+        #: runs started, failed ones included: each gets a directory of its own (a run that failed must not
+        #: hand its checkpoint to the next)
+        self.started = 0
         #: called about once a second while a run goes on, with the fields of :meth:`_Run._status`
         #: (the plugin's live progress line); None: nobody listens
         self.status = status
@@ -385,7 +388,7 @@ class _Run:
         self.settle_pinned = False  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
         self.delay_choices: list[Any] = []  #: faults.timeouts.DelayClassChoice, one per timeout changed
         self.job_kafka: dict[str, tuple[str, str]] = {}  #: Kafka client timeouts the job's code sets
-        n = len(chaos.runs)
+        n, chaos.started = chaos.started, chaos.started + 1
         self.factories: dict[str, Any] = {}
         self.output_ids: dict[str, Any] = {}
         self.annotate: dict[str, Any] = {}
