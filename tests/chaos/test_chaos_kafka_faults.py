@@ -38,6 +38,10 @@ def test_leader_broker_down_then_up_loses_nothing(shared_run):
     fault = fault_metrics(run, "kill_broker")
     assert fault.output_symptom is not None, fault
     assert fault.recovered, fault
+    # the effect the fault claims: the killed broker led an input partition, and another broker took over
+    moved = [e for e in run.timeline if e.kind == "leader_elected" and "-in[" in e.target and e.t >= fault.t]
+    assert moved, "a new leader of the killed broker's input partition should be on the timeline"
+    assert run.lost == 0
 
 
 @pytest.mark.chaos
