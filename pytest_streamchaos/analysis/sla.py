@@ -112,6 +112,16 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
     return out
 
 
+def _detail_value(v: Any) -> str:
+    """A timeline detail as one line: a float rounded, a multi-line value (a JVM stack trace in a
+    ``query_terminated``) cut to its first line (the whole value stays in the JSON report)."""
+    if isinstance(v, float):
+        return _fmt(v)
+    text = str(v)
+    first, _, rest = text.partition("\n")
+    return f"{first.rstrip()} [...]" if rest.strip() else first
+
+
 def render_timeline(events: Iterable[TimelineEvent], t0: float | None = None) -> list[str]:
     """One line per event: ``+12.3s  fault_injected  worker-1  {detail}``, relative to ``t0``; events
     before ``t0`` (the warm-up, before steady state) read ``-18.1s``."""
@@ -121,7 +131,7 @@ def render_timeline(events: Iterable[TimelineEvent], t0: float | None = None) ->
     base = evs[0].t if t0 is None else t0
     lines = []
     for e in evs:
-        detail = " ".join(f"{k}={_fmt(v) if isinstance(v, float) else v}" for k, v in e.detail.items())
+        detail = " ".join(f"{k}={_detail_value(v)}" for k, v in e.detail.items())
         when = f"{e.t - base:+.1f}s"  # a sign, not "+-18.126s": tenths are what a reader compares
         lines.append(f"  {when:>8}  {e.kind:<26} {e.target}  {detail}".rstrip())
     return lines

@@ -78,3 +78,12 @@ def test_violation_message_has_bounds_and_timeline():
 
 def test_render_empty_timeline():
     assert render_timeline([]) == ["  (no events)"]
+
+
+def test_render_timeline_cuts_a_stack_trace_to_its_first_line():
+    trace = "java.net.SocketException: Call From vm to 127.0.0.1:9000 failed\n\tat java.base/Foo.bar(Foo.java:1)\n"
+    lines = render_timeline([TimelineEvent(12.5, "query_terminated", "query", {"exception": trace, "id": "q1"}),
+                             TimelineEvent(13.0, "fault_injected", "worker-0", {"confirmed": 0.0456})], t0=10.0)
+    assert lines == ["     +2.5s  query_terminated           query  "
+                     "exception=java.net.SocketException: Call From vm to 127.0.0.1:9000 failed [...] id=q1",
+                     "     +3.0s  fault_injected             worker-0  confirmed=0.046"]
