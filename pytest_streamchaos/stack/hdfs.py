@@ -38,7 +38,7 @@ from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.stack.ports import HOST, free_port, port_holder, port_is_free, reserve
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
-from pytest_streamchaos.stack.spark_local import DAEMON_JAVA_OPTS, jvm_tmp_opts
+from pytest_streamchaos.stack.spark_daemons import DAEMON_JAVA_OPTS, jvm_tmp_opts
 
 NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"

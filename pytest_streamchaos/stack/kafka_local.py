@@ -37,7 +37,7 @@ from pytest_streamchaos.stack.kafka_admin import KafkaAdmin, PartitionState, cli
 from pytest_streamchaos.stack.kafka_links import JobLinks
 from pytest_streamchaos.stack.ports import HOST, free_port
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
-from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
+from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
 
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
