@@ -59,7 +59,6 @@ class KafkaNode(Daemon):
             return None
 
 
-
 class KRaftConfig:
     """Every node's configuration file, command line and formatted storage. Part of
     :class:`~.kafka_local.LocalKafkaCluster`, which sets the attributes below."""
@@ -154,4 +153,3 @@ def _random_cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
-

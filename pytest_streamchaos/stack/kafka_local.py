@@ -246,7 +246,6 @@ class LocalKafkaCluster(KafkaNodeFaults, KRaftConfig, KafkaCluster):
         leader = None if best is None else best.get("leaderId", -1)
         return leader if leader is not None and leader >= 0 else None
 
-
     def job_links(self, broker_ids: list[int] | None = None) -> list[Any]:
         """The Toxiproxy proxies of the job's links to these brokers (all, bootstrap ones included, when
         None); [] when the stack has none (faults then act on the JOB listeners' ports)."""
@@ -292,4 +291,3 @@ class LocalKafkaCluster(KafkaNodeFaults, KRaftConfig, KafkaCluster):
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
         return f"<LocalKafkaCluster {self.brokers} brokers {self.bootstrap_servers or '-'} {state}>"
-

@@ -281,4 +281,3 @@ class LocalSparkCluster(SparkFaults, SparkLaunch, SparkCluster):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
