@@ -44,7 +44,7 @@ from pytest_streamchaos.spark import connector, job_files
 from pytest_streamchaos.stack import cds, ports
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.process import ManagedProcess
-from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
+from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
 
 HOST = "127.0.0.1"
 
@@ -168,7 +168,7 @@ def _add_java_options(effective: dict[str, str], *, dirs: _JobDirs, home: Path, 
                       jit: str = "quick") -> None:
     """Complete the driver's and executors' ``extraJavaOptions`` in ``effective``: the driver's log4j2
     configuration (by -D), the JVMs' scratch files in the job's directory (see
-    stack.spark_local.jvm_tmp_opts), Spark's classes mapped from the machine's CDS archives when they
+    stack.spark_daemons.jvm_tmp_opts), Spark's classes mapped from the machine's CDS archives when they
     match (stack.cds), and C1 only when ``jit`` is ``quick`` and the job chose no tiering of its own."""
     java = _java_path(java_env)
     cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(

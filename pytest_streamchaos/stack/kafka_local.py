@@ -13,16 +13,17 @@ between brokers can tell one node's connections from the others'). Four listener
 
 The default cluster is 3 nodes, replication factor 3, ``min.insync.replicas=2``: a broker fault is a
 real leader election. One node (``brokers=1``) is a lighter stack with RF 1. Failure detection is
-shortened for chaos runs (a killed broker is fenced after :data:`SESSION_TIMEOUT_MS`); the values in
-force are in :attr:`LocalKafkaCluster.effective_conf`.
+shortened for chaos runs (a killed broker is fenced after :data:`~.kafka_kraft.SESSION_TIMEOUT_MS`); the
+values in force are in :attr:`LocalKafkaCluster.effective_conf`.
+
+The cluster is assembled from its parts: the nodes' configuration and storage format
+(:mod:`.kafka_kraft`), the faults on them (:mod:`.kafka_faults`); this module holds the start-up,
+readiness, topics, leader / controller lookup, the job's links and healing.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -31,57 +32,20 @@ from typing import Any
 from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import artifacts
-from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, StackError
+from pytest_streamchaos.stack.base import KafkaCluster, StackError
 from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kafka_admin import KafkaAdmin, PartitionState, client_conf
+from pytest_streamchaos.stack.kafka_faults import KafkaNodeFaults
+from pytest_streamchaos.stack.kafka_kraft import LISTENERS, KafkaNode, KRaftConfig
 from pytest_streamchaos.stack.kafka_links import JobLinks
 from pytest_streamchaos.stack.ports import HOST, free_port
-from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
-from pytest_streamchaos.stack.spark_local import jvm_tmp_opts
+from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
 
 KAFKA_MAIN = "kafka.Kafka"
-STORAGE_TOOL = "kafka.tools.StorageTool"
-LISTENERS = ("CLIENT", "JOB", "REPLICATION", "CONTROLLER")
-#: Broker JVM flags for a 2-core machine shared with Spark: a small heap, the serial GC (no GC threads
-#: competing with the job), C1 only (start-up in ~1 s instead of ~3), IPv4 sockets.
-BROKER_JAVA_OPTS = ("-Xms64m -Xmx320m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 "
-                    "-Xss512k -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true")
-#: A broker heartbeats the active controller every HEARTBEAT_MS; one silent for SESSION_TIMEOUT_MS is
-#: fenced and leaves every ISR (Kafka's defaults: 2 s / 9 s): a killed leader is replaced in ~4 s.
-HEARTBEAT_MS = 500
-SESSION_TIMEOUT_MS = 4000
-#: A follower that fetches nothing for this long leaves the ISR (default 30 s).
-REPLICA_LAG_MS = 5000
 READY_LINE = "Kafka Server started"
 
 
-class KafkaNode(Daemon):
-    """One KRaft node (broker + controller) with its four listener ports and its data directory."""
-
-    role = "broker"
-
-    def __init__(self, node_id: int, ports: dict[str, int], data_dir: Path,
-                 start: Callable[[], ManagedProcess]) -> None:
-        super().__init__(node_id, start)
-        self.node_id = node_id
-        self.ports = ports  #: listener name (lower case) -> port
-        self.data_dir = data_dir
-
-    def endpoint(self) -> Endpoint:
-        """The node as network faults see it: the ports its peers and the job connect to."""
-        return Endpoint(self.name, "broker", self.host, {"kafka": self.ports["job"],
-                                                         "replication": self.ports["replication"],
-                                                         "controller": self.ports["controller"]})
-
-    def quorum_state(self) -> dict[str, Any] | None:
-        """The node's view of the KRaft quorum (``leaderId``, ``leaderEpoch``), from its own file."""
-        try:
-            return json.loads((self.data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
-        except (OSError, ValueError):
-            return None
-
-
-class LocalKafkaCluster(KafkaCluster):
+class LocalKafkaCluster(KafkaNodeFaults, KRaftConfig, KafkaCluster):
     """N KRaft nodes (ids 1..N) on 127.0.0.1 (see the module docstring)."""
 
     def __init__(self, workdir: str | os.PathLike, brokers: int = 3, *, java_home: str = "",
@@ -177,61 +141,6 @@ class LocalKafkaCluster(KafkaCluster):
         if self.links.available:
             for node in self.nodes:
                 self.links.add_node(node.node_id, self._job_upstream(node))
-
-    def _write_configs(self) -> None:
-        for node in self.nodes:
-            (self.workdir / "conf" / f"{node.name}.properties").write_text(_properties(self._node_conf(node)))
-
-    def _shared_conf(self) -> dict[str, str]:
-        voters = ",".join(f"{n.node_id}@{n.host}:{n.ports['controller']}" for n in self.nodes)
-        rf, isr = str(self.replication), str(self.min_isr)
-        return {
-            "process.roles": "broker,controller", "controller.quorum.voters": voters,
-            "inter.broker.listener.name": "REPLICATION", "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": ",".join(f"{x}:PLAINTEXT" for x in LISTENERS),
-            "default.replication.factor": rf, "min.insync.replicas": isr, "num.partitions": "1",
-            "offsets.topic.replication.factor": rf, "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": rf, "transaction.state.log.min.isr": isr,
-            "transaction.state.log.num.partitions": "4",
-            "share.coordinator.state.topic.replication.factor": rf, "share.coordinator.state.topic.min.isr": isr,
-            "broker.heartbeat.interval.ms": str(HEARTBEAT_MS), "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "replica.lag.time.max.ms": str(REPLICA_LAG_MS), "unclean.leader.election.enable": "false",
-            "group.initial.rebalance.delay.ms": "0", "auto.create.topics.enable": "false",
-            "num.network.threads": "1", "num.io.threads": "2", "num.replica.fetchers": "1",
-            "log.cleaner.enable": "false",
-        }
-
-    def _node_conf(self, node: KafkaNode) -> dict[str, str]:
-        job_host, job_port = self._job_address(node)
-        listeners = {x: f"{x}://{node.host}:{node.ports[x.lower()]}" for x in LISTENERS}
-        advertised = {**listeners, "JOB": f"JOB://{job_host}:{job_port}"}
-        return {**self.effective_conf, "node.id": str(node.node_id), "log.dirs": str(node.data_dir),
-                "listeners": ",".join(listeners.values()),
-                "advertised.listeners": ",".join(advertised[x] for x in LISTENERS if x != "CONTROLLER")}
-
-    def _java_argv(self, main: str, *args: str) -> list[str]:
-        cp = os.pathsep.join(str(j) for j in self._jars)
-        log4j = (self.workdir / "conf" / "log4j2.properties").as_uri()
-        return [self._java, *BROKER_JAVA_OPTS.split(), *jvm_tmp_opts(self.workdir / "tmp").split(),
-                f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, main, *args]
-
-    def _env(self) -> dict[str, str]:
-        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(self.workdir)),
-                "LANG": os.environ.get("LANG", "C.UTF-8")}
-
-    def _format(self) -> None:
-        """Format every node's storage with one cluster id (static quorum: no quorum flag)."""
-        self._cluster_id = _random_cluster_id()
-        procs = {n.node_id: subprocess.Popen(
-            self._java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
-                            str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self._env(), text=True) for n in self.nodes}
-        for nid, proc in procs.items():
-            out, _ = proc.communicate(timeout=self.start_timeout)
-            if proc.returncode != 0:
-                raise StackError(f"Kafka's StorageTool could not format broker-{nid}'s log directory "
-                                 f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(out)}; "
-                                 "fix: free disk space there, or check that the directory is writable")
 
     # -- what a backend changes: where a node lives and how it is started -------------------------
     def _address(self, name: str) -> str:
@@ -337,78 +246,6 @@ class LocalKafkaCluster(KafkaCluster):
         leader = None if best is None else best.get("leaderId", -1)
         return leader if leader is not None and leader >= 0 else None
 
-    # -- faults on nodes (the fault layer's door) --------------------------------------------------
-    def node(self, broker_id: int) -> KafkaNode:
-        for n in self.nodes:
-            if n.node_id == broker_id:
-                return n
-        raise StackError(f"no broker {broker_id}: the brokers are {self.broker_ids}")
-
-    def kill_broker(self, broker_id: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
-        """Send ``sig`` to the broker's JVM (SIGKILL: no controlled shutdown, as a lost machine)."""
-        node = self.node(broker_id)
-        if node.process is not None:
-            node.process.signal(sig)
-            alive = [self._job_upstream(n) for n in self.nodes if n.alive and n is not node]
-            self.links.retarget(self._job_upstream(node), alive)
-            if wait:
-                node.process.wait_gone(15.0)
-
-    def wait_gone(self, broker_id: int, timeout: float = 15.0) -> None:
-        proc = self.node(broker_id).process
-        if proc is not None:
-            proc.wait_gone(timeout)
-
-    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
-        """Start the broker again on its ports and log directory (it rejoins, catches up and returns to
-        the ISRs); ``wait``: until it logged its start and registered."""
-        node = self.node(broker_id)
-        if node.alive:
-            return
-        node.start()
-        if wait:
-            self._wait_ready([node], self.start_timeout)
-
-    def pause_broker(self, broker_id: int, wait: bool = True) -> None:
-        """SIGSTOP the broker (its connections stay open, nothing answers)."""
-        proc = self.node(broker_id).process
-        if proc is not None:
-            proc.pause(wait=wait)
-
-    def wait_paused(self, broker_id: int, timeout: float = 5.0) -> None:
-        proc = self.node(broker_id).process
-        if proc is not None:
-            proc.wait_paused(timeout)
-
-    def resume_broker(self, broker_id: int) -> None:
-        proc = self.node(broker_id).process
-        if proc is not None and proc.alive:
-            proc.resume()
-
-    def broker_state(self, broker_id: int) -> str | None:
-        """``running``, ``paused``, or None when its JVM is gone."""
-        node = self.node(broker_id)
-        return None if not node.alive else ("paused" if node.paused else "running")
-
-    def alive_brokers(self) -> list[int]:
-        return [n.node_id for n in self.nodes if n.alive]
-
-    def registered_brokers(self) -> list[int]:
-        return self.admin.brokers(timeout=2.0)
-
-    def peer_ports(self, broker_id: int) -> list[int]:
-        ports = self.node(broker_id).ports
-        return [ports["replication"], ports["controller"]]
-
-    def node_mark(self, broker_id: int) -> tuple[int, int] | None:
-        """The mark the job group puts on connections the node opens (its child group ``broker-<id>``)."""
-        from pytest_streamchaos.stack.jobgroup import get_job_group
-
-        return get_job_group().mark_sub(self.node(broker_id).name, broker_id)
-
-    def endpoints(self) -> list[Endpoint]:
-        return [n.endpoint() for n in self.nodes]
-
     def job_links(self, broker_ids: list[int] | None = None) -> list[Any]:
         """The Toxiproxy proxies of the job's links to these brokers (all, bootstrap ones included, when
         None); [] when the stack has none (faults then act on the JOB listeners' ports)."""
@@ -454,27 +291,3 @@ class LocalKafkaCluster(KafkaCluster):
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
         return f"<LocalKafkaCluster {self.brokers} brokers {self.bootstrap_servers or '-'} {state}>"
-
-
-def java_error(output: str, lines: int = 2) -> str:
-    """What a failed JVM tool said, without its stack trace: its last ``lines`` message lines."""
-    said = [ln.strip() for ln in output.splitlines()
-            if ln.strip() and not ln.lstrip().startswith(("at ", "... ")) and not ln.startswith("\t")]
-    return " ".join(said[-lines:]) or "no output"
-
-
-def _properties(conf: dict[str, str]) -> str:
-    return "".join(f"{k}={v}\n" for k, v in conf.items())
-
-
-def _random_cluster_id() -> str:
-    """A cluster id as Kafka's ``StorageTool random-uuid`` makes one: 16 random bytes, URL-safe
-    base64 without padding, never starting with ``-`` (a command line would take it for an option;
-    Kafka's ``Uuid.randomUuid`` draws again too). No JVM start needed."""
-    import base64
-
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cid.startswith("-"):
-            return cid
-

@@ -1,0 +1,155 @@
+"""How the ``local`` Kafka cluster's KRaft nodes are configured and formatted: the listeners, the
+shared and per-node settings, each node's command line, and the storage format before the first start.
+
+:class:`KRaftConfig` is a part of :class:`~.kafka_local.LocalKafkaCluster`; :class:`KafkaNode` is one
+node's handle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_streamchaos.stack.base import Endpoint, StackError
+from pytest_streamchaos.stack.process import Daemon, ManagedProcess
+from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
+
+STORAGE_TOOL = "kafka.tools.StorageTool"
+LISTENERS = ("CLIENT", "JOB", "REPLICATION", "CONTROLLER")
+#: Broker JVM flags for a 2-core machine shared with Spark: a small heap, the serial GC (no GC threads
+#: competing with the job), C1 only (start-up in ~1 s instead of ~3), IPv4 sockets.
+BROKER_JAVA_OPTS = ("-Xms64m -Xmx320m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 "
+                    "-Xss512k -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true")
+#: A broker heartbeats the active controller every HEARTBEAT_MS; one silent for SESSION_TIMEOUT_MS is
+#: fenced and leaves every ISR (Kafka's defaults: 2 s / 9 s): a killed leader is replaced in ~4 s.
+HEARTBEAT_MS = 500
+SESSION_TIMEOUT_MS = 4000
+#: A follower that fetches nothing for this long leaves the ISR (default 30 s).
+REPLICA_LAG_MS = 5000
+
+
+class KafkaNode(Daemon):
+    """One KRaft node (broker + controller) with its four listener ports and its data directory."""
+
+    role = "broker"
+
+    def __init__(self, node_id: int, ports: dict[str, int], data_dir: Path,
+                 start: Callable[[], ManagedProcess]) -> None:
+        super().__init__(node_id, start)
+        self.node_id = node_id
+        self.ports = ports  #: listener name (lower case) -> port
+        self.data_dir = data_dir
+
+    def endpoint(self) -> Endpoint:
+        """The node as network faults see it: the ports its peers and the job connect to."""
+        return Endpoint(self.name, "broker", self.host, {"kafka": self.ports["job"],
+                                                         "replication": self.ports["replication"],
+                                                         "controller": self.ports["controller"]})
+
+    def quorum_state(self) -> dict[str, Any] | None:
+        """The node's view of the KRaft quorum (``leaderId``, ``leaderEpoch``), from its own file."""
+        try:
+            return json.loads((self.data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+        except (OSError, ValueError):
+            return None
+
+
+class KRaftConfig:
+    """Every node's configuration file, command line and formatted storage. Part of
+    :class:`~.kafka_local.LocalKafkaCluster`, which sets the attributes below."""
+
+    workdir: Path
+    nodes: list[KafkaNode]
+    replication: int
+    min_isr: int
+    start_timeout: float
+    effective_conf: dict[str, str]
+    _jars: list[Path]
+    _java: str
+    _cluster_id: str
+
+    if TYPE_CHECKING:  # the cluster's job links (kafka_local.LocalKafkaCluster)
+        def _job_address(self, node: KafkaNode) -> tuple[str, int]: ...
+
+    def _write_configs(self) -> None:
+        for node in self.nodes:
+            (self.workdir / "conf" / f"{node.name}.properties").write_text(_properties(self._node_conf(node)))
+
+    def _shared_conf(self) -> dict[str, str]:
+        voters = ",".join(f"{n.node_id}@{n.host}:{n.ports['controller']}" for n in self.nodes)
+        rf, isr = str(self.replication), str(self.min_isr)
+        return {
+            "process.roles": "broker,controller", "controller.quorum.voters": voters,
+            "inter.broker.listener.name": "REPLICATION", "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": ",".join(f"{x}:PLAINTEXT" for x in LISTENERS),
+            "default.replication.factor": rf, "min.insync.replicas": isr, "num.partitions": "1",
+            "offsets.topic.replication.factor": rf, "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": rf, "transaction.state.log.min.isr": isr,
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": rf, "share.coordinator.state.topic.min.isr": isr,
+            "broker.heartbeat.interval.ms": str(HEARTBEAT_MS), "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "replica.lag.time.max.ms": str(REPLICA_LAG_MS), "unclean.leader.election.enable": "false",
+            "group.initial.rebalance.delay.ms": "0", "auto.create.topics.enable": "false",
+            "num.network.threads": "1", "num.io.threads": "2", "num.replica.fetchers": "1",
+            "log.cleaner.enable": "false",
+        }
+
+    def _node_conf(self, node: KafkaNode) -> dict[str, str]:
+        job_host, job_port = self._job_address(node)
+        listeners = {x: f"{x}://{node.host}:{node.ports[x.lower()]}" for x in LISTENERS}
+        advertised = {**listeners, "JOB": f"JOB://{job_host}:{job_port}"}
+        return {**self.effective_conf, "node.id": str(node.node_id), "log.dirs": str(node.data_dir),
+                "listeners": ",".join(listeners.values()),
+                "advertised.listeners": ",".join(advertised[x] for x in LISTENERS if x != "CONTROLLER")}
+
+    def _java_argv(self, main: str, *args: str) -> list[str]:
+        cp = os.pathsep.join(str(j) for j in self._jars)
+        log4j = (self.workdir / "conf" / "log4j2.properties").as_uri()
+        return [self._java, *BROKER_JAVA_OPTS.split(), *jvm_tmp_opts(self.workdir / "tmp").split(),
+                f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, main, *args]
+
+    def _env(self) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(self.workdir)),
+                "LANG": os.environ.get("LANG", "C.UTF-8")}
+
+    def _format(self) -> None:
+        """Format every node's storage with one cluster id (static quorum: no quorum flag)."""
+        self._cluster_id = _random_cluster_id()
+        procs = {n.node_id: subprocess.Popen(
+            self._java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
+                            str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted"),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self._env(), text=True) for n in self.nodes}
+        for nid, proc in procs.items():
+            out, _ = proc.communicate(timeout=self.start_timeout)
+            if proc.returncode != 0:
+                raise StackError(f"Kafka's StorageTool could not format broker-{nid}'s log directory "
+                                 f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(out)}; "
+                                 "fix: free disk space there, or check that the directory is writable")
+
+
+def java_error(output: str, lines: int = 2) -> str:
+    """What a failed JVM tool said, without its stack trace: its last ``lines`` message lines."""
+    said = [ln.strip() for ln in output.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("at ", "... ")) and not ln.startswith("\t")]
+    return " ".join(said[-lines:]) or "no output"
+
+
+def _properties(conf: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in conf.items())
+
+
+def _random_cluster_id() -> str:
+    """A cluster id as Kafka's ``StorageTool random-uuid`` makes one: 16 random bytes, URL-safe
+    base64 without padding, never starting with ``-`` (a command line would take it for an option;
+    Kafka's ``Uuid.randomUuid`` draws again too). No JVM start needed."""
+    import base64
+
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
