@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pytest_streamchaos.observe import collector as col
+from pytest_streamchaos.observe import output_reader
 from pytest_streamchaos.workload import generator as gen
 
 
@@ -60,13 +61,13 @@ def test_buffers_grow_and_keep_content():
     ("1700000000000", 1.7e9),
 ])
 def test_window_times_are_read_leniently(value, seconds):
-    assert col._time_s(value) == pytest.approx(seconds)
+    assert output_reader.time_s(value) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("key, n", [("k12", 12), (b"k3", 3), (7, 7), ("12", 12), ("user", -1), (None, -1),
                                     (True, -1), (b"\xff", -1)])
 def test_key_numbers(key, n):
-    assert col._key_number(key) == n
+    assert output_reader.key_number(key) == n
 
 
 def test_collector_rejects_bad_arguments():
