@@ -55,7 +55,7 @@ class RecordMaker:
 
     def make(self, ids: np.ndarray, event: np.ndarray) -> Batch:
         """The records of ``ids`` scheduled at ``event`` (wall-clock seconds; late ones are moved back)."""
-        n = ids.shape[0]
+        n = int(ids.shape[0])
         if self.late_fraction > 0:
             late = self._rng.random(n) < self.late_fraction
             lo, hi = self.late_by
