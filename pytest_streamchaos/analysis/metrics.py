@@ -787,17 +787,8 @@ class _Measure:
         np.add.at(in_gap, gb0, 1)
         np.add.at(in_gap, gb1 + 1, -1)
         gap_ok = np.cumsum(in_gap[:nb]) == 0
-        ok = self.ok = tp_ok & self.lat_ok & gap_ok
-        # run length of in-band buckets starting at each bucket
-        run = self.run = np.zeros(nb + 1, dtype=np.int64)
-        for_b = ok.astype(np.int64)
-        # reverse cumulative with resets: vectorised via positions of the next bad bucket
-        bad_pos = np.flatnonzero(~ok)
-        nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
-        # no bad bucket at all: every bucket's next bad one is the end
-        next_bad = (np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, bad_pos.size - 1)], nb) if bad_pos.size
-                    else np.full(nb, nb))
-        run[:nb] = (next_bad - np.arange(nb)) * for_b
+        self.ok = tp_ok & self.lat_ok & gap_ok
+        self.run = _in_band_runs(self.ok)  # run length of in-band buckets starting at each bucket
         self.hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
 
         # a gap is the fault's that came before the output was due (the last output plus the normal
@@ -846,19 +837,9 @@ class _Measure:
         else:
             cost = max(0.0, peak - self.b99) if math.isfinite(self.b99) else math.nan
         catch_up = None if not recovered or detection is None else max(0.0, float(rec) - detection - out_gap)
-        if detection is None:
-            verdict = "masked"
-        elif (
-            downtime > p.outage_seconds
-            or not recovered
-            or (p.slo_latency_seconds is not None and not peak <= p.slo_latency_seconds)
-        ):
-            verdict = "outage"
-        else:
-            verdict = "degraded"
         return FaultMetrics(**common, output_symptom=detection, catch_up=catch_up, recovery_time=rec,
                             recovered_at=rec_at if recovered else None, peak_latency=peak, failure_cost=cost,
-                            verdict=verdict)
+                            verdict=_verdict(detection, downtime, recovered, peak, p))
 
     def _signs(self, f: float, horizon: float, mine: np.ndarray) -> tuple[list[float], int]:
         """The times of the output's first signs of a fault at ``f`` (detection), and the index of
@@ -915,32 +896,10 @@ class _Measure:
                 peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
         return peak
 
-    def _run_totals(self, faults: list[FaultMetrics]) -> tuple[float, RecoveryTime | None, float | None]:
-        """The run's downtime, recovery time and failure cost: the worst over its faults."""
-        recovery_run: RecoveryTime | None
-        cost_run: float | None
-        if faults:
-            downtime_run = max(f.downtime for f in faults)
-            rts = [f.recovery_time for f in faults]
-            costs = [f.failure_cost for f in faults]
-            if any(isinstance(r, NotRecovered) for r in rts):
-                recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
-            elif any(r is None for r in rts):
-                recovery_run = None
-            else:
-                recovery_run = max(rts)  # type: ignore[type-var]
-            cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
-        else:
-            # no fault: the longest abnormal gap during the load phase still counts as downtime
-            sel = self.ab_start >= self.load_start
-            downtime_run = float(self.ab_len[sel].max()) if sel.any() else 0.0
-            recovery_run, cost_run = 0.0, 0.0
-        return downtime_run, recovery_run, cost_run
-
     def result(self, faults: list[FaultMetrics]) -> RunMetrics:
         """The :class:`RunMetrics` of the run with these per-fault metrics."""
         load_start, load_end, first_ts, bl = self.load_start, self.load_end, self.first_ts, self.bl
-        downtime_run, recovery_run, cost_run = self._run_totals(faults)
+        downtime_run, recovery_run, cost_run = _run_totals(faults, self.ab_start, self.ab_len, load_start)
         # Overall percentiles describe the measured part of the run (load + drain), not the startup
         # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
         measured = self.lat_sorted[int(np.searchsorted(self.arr_sorted, load_start, side="left")):]
@@ -978,6 +937,59 @@ class _Measure:
             output_latency=self.lat_all,
             unavailable=self.unavailable,
         )
+
+
+def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.ndarray,
+                load_start: float) -> tuple[float, RecoveryTime | None, float | None]:
+    """The run's downtime, recovery time and failure cost: the worst over its faults (without a
+    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase)."""
+    recovery_run: RecoveryTime | None
+    cost_run: float | None
+    if faults:
+        downtime_run = max(f.downtime for f in faults)
+        rts = [f.recovery_time for f in faults]
+        costs = [f.failure_cost for f in faults]
+        if any(isinstance(r, NotRecovered) for r in rts):
+            recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
+        elif any(r is None for r in rts):
+            recovery_run = None
+        else:
+            recovery_run = max(rts)  # type: ignore[type-var]
+        cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
+    else:
+        # no fault: the longest abnormal gap during the load phase still counts as downtime
+        sel = ab_start >= load_start
+        downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
+        recovery_run, cost_run = 0.0, 0.0
+    return downtime_run, recovery_run, cost_run
+
+
+def _verdict(detection: float | None, downtime: float, recovered: bool, peak: float, p: MetricParams) -> str:
+    """A measured fault's verdict: masked (no sign in the output), outage or degraded."""
+    if detection is None:
+        return "masked"
+    if (
+        downtime > p.outage_seconds
+        or not recovered
+        or (p.slo_latency_seconds is not None and not peak <= p.slo_latency_seconds)
+    ):
+        return "outage"
+    return "degraded"
+
+
+def _in_band_runs(ok: np.ndarray) -> np.ndarray:
+    """Per bucket, how many in-band buckets run from it (one more entry, 0, past the end)."""
+    nb = ok.shape[0]
+    run = np.zeros(nb + 1, dtype=np.int64)
+    for_b = ok.astype(np.int64)
+    # reverse cumulative with resets: vectorised via positions of the next bad bucket
+    bad_pos = np.flatnonzero(~ok)
+    nxt = np.searchsorted(bad_pos, np.arange(nb), side="left")
+    # no bad bucket at all: every bucket's next bad one is the end
+    next_bad = (np.where(nxt < bad_pos.size, bad_pos[np.minimum(nxt, bad_pos.size - 1)], nb) if bad_pos.size
+                else np.full(nb, nb))
+    run[:nb] = (next_bad - np.arange(nb)) * for_b
+    return run
 
 
 def recovery_phases(timeline: list[TimelineEvent], f: float, until: float) -> list[dict[str, Any]]:

@@ -194,26 +194,7 @@ class ChaosRun:
         """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
         lines = [f"guarantee: declared {self.guarantee}; {self.report.describe()}"]
         for i, f in enumerate(self.faults):
-            head = (f"fault {i} ({f.kind} {f.target} at +{f.t - self.metrics.t0:.1f}s): {f.verdict}, "
-                    f"downtime {f.downtime:.1f}s")
-            sysd = ("system detection -" if f.system_detection is None
-                    else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
-            sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
-            if f.recovered is None:
-                lines.append(f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap "
-                             f"{f.output_gap:.1f}s)")
-            elif f.recovered:
-                lines.append(f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
-                             f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s")
-            else:
-                lines.append(f"{head}, not recovered by +{f.horizon - self.metrics.t0:.1f}s ({sysd})")
-            if f.aim is not None:
-                a = f.aim
-                lines.append(f"  aimed at {a['moment']}: {'hit' if a['hit'] else 'MISSED'} (batch {a['batch']} "
-                             f"{a['phase']}, {a['attempts']} batch{'es' if a['attempts'] != 1 else ''} tried)")
-            if f.phases:
-                lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
-                                                      for ph in f.phases))
+            lines += _fault_lines(i, f, self.metrics.t0)
         return "\n".join(lines)
 
     def describe(self) -> str:
@@ -365,6 +346,30 @@ class ChaosRun:
 NO_VERDICT = ("the job's output is not readable (outputs={}: console, noop, an external system), so no input "
               "record is tracked to an output; downtime, recovery and throughput come from Spark's query progress "
               "(latency is estimated from micro-batch end times)")
+
+
+def _fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
+    """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``)."""
+    head = (f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, "
+            f"downtime {f.downtime:.1f}s")
+    sysd = ("system detection -" if f.system_detection is None
+            else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
+    sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
+    if f.recovered is None:
+        lines = [f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap {f.output_gap:.1f}s)"]
+    elif f.recovered:
+        lines = [f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
+                 f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"]
+    else:
+        lines = [f"{head}, not recovered by +{f.horizon - t0:.1f}s ({sysd})"]
+    if f.aim is not None:
+        a = f.aim
+        lines.append(f"  aimed at {a['moment']}: {'hit' if a['hit'] else 'MISSED'} (batch {a['batch']} "
+                     f"{a['phase']}, {a['attempts']} batch{'es' if a['attempts'] != 1 else ''} tried)")
+    if f.phases:
+        lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
+                                              for ph in f.phases))
+    return lines
 
 
 def _num(v: float | None, fmt: str) -> str:

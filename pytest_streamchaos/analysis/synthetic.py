@@ -70,24 +70,10 @@ def stateless_trace(
     i = np.arange(n, dtype=np.int64)
     send = t0 + i / rate
     out = send + latency
-    for s in spikes:
-        a, b = t0 + s.start, t0 + s.start + s.length
-        m = (out >= a) & (out < b)
-        x = (out[m] - a) / s.length
-        out[m] += s.height * (1.0 - np.abs(2.0 * x - 1.0))
+    _add_spikes(out, spikes, t0)
     if batch_interval:
         out = t0 + np.ceil((out - t0) / batch_interval) * batch_interval
-    for o in outages:
-        a, b = t0 + o.start, t0 + o.start + o.length
-        hit = np.flatnonzero(out >= a)
-        if hit.size == 0:
-            continue
-        first = hit[0]
-        if o.catch_up_rate is None:
-            out[first:] = np.maximum(out[first:], b)
-        else:
-            k = np.arange(n - first)
-            out[first:] = np.maximum(out[first:], b + k / o.catch_up_rate)
+    _hold_back(out, outages, t0)
     keep = np.ones(n, dtype=bool)
     if drop is not None:
         keep[np.asarray(drop, dtype=np.int64)] = False
@@ -106,6 +92,31 @@ def stateless_trace(
     phases = {"warmup_end": t0 + warmup, "load_end": t0 + duration, "drain_end": t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=trigger)
+
+
+def _add_spikes(out: np.ndarray, spikes: Sequence[Spike], t0: float) -> None:
+    """Delay the output times ``out`` (in place) by the planted latency spikes."""
+    for s in spikes:
+        a, b = t0 + s.start, t0 + s.start + s.length
+        m = (out >= a) & (out < b)
+        x = (out[m] - a) / s.length
+        out[m] += s.height * (1.0 - np.abs(2.0 * x - 1.0))
+
+
+def _hold_back(out: np.ndarray, outages: Sequence[Outage], t0: float) -> None:
+    """Hold the output times ``out`` (in place) back past the planted outages."""
+    n = out.shape[0]
+    for o in outages:
+        a, b = t0 + o.start, t0 + o.start + o.length
+        hit = np.flatnonzero(out >= a)
+        if hit.size == 0:
+            continue
+        first = hit[0]
+        if o.catch_up_rate is None:
+            out[first:] = np.maximum(out[first:], b)
+        else:
+            k = np.arange(n - first)
+            out[first:] = np.maximum(out[first:], b + k / o.catch_up_rate)
 
 
 def windowed_trace(

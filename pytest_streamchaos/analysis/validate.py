@@ -60,20 +60,10 @@ def validate(
     custom = oracle.custom_report(sent, outs)
     if custom is not None:
         return custom
-    index = IdIndex(np.asarray(sent.ids))
     exp: Expected = oracle.expected(sent)
     n_pairs = len(exp)
-    g_out = np.asarray(oracle.assign(outs, sent, exp), dtype=np.int64)
-    app_out = outs.output_of_id()
-    app_rows = index.rows(outs.ids)
-    app_g = g_out[app_out] if app_out.size else np.empty(0, dtype=np.int64)
-
-    counted = app_g != IGNORE
+    app_out, app_rows, app_g, counted, pair = _appearances(oracle, sent, outs, exp)
     ignored = int(app_out.size - np.count_nonzero(counted))
-    if exp.single_membership():
-        pair = _pairs_single(exp, app_rows, app_g, counted, ignored)
-    else:
-        pair = _pairs_general(exp, app_rows, app_g, counted)
 
     ok = pair >= 0
     wrong = counted & ~ok
@@ -88,18 +78,9 @@ def validate(
     first_ts = _first_ts(ok_pairs, ok_ts, pair_count, n_pairs)
 
     ids = np.asarray(sent.ids, dtype=np.int64)
-    need = exp.copies
-    if need is None:
-        lost_mask = pair_count == 0
-        dup_mask = pair_count > 1
-        extra = pair_count[dup_mask] - 1
-        missing = None
-    else:
-        need = np.asarray(need, dtype=np.int64)
-        lost_mask = pair_count < need
-        dup_mask = pair_count > need
-        extra = pair_count[dup_mask] - need[dup_mask]
-        missing = int((need[lost_mask] - pair_count[lost_mask]).sum())
+    need = None if exp.copies is None else np.asarray(exp.copies, dtype=np.int64)
+    lost_mask, dup_mask, extra, missing = _against_need(pair_count, need)
+    if need is not None:  # a pair is complete when its last needed copy arrived
         first_ts = _completion_ts(ok_pairs, ok_ts, pair_count, need, bool(np.all(np.diff(arrival) >= 0)))
     wrong_idx = np.flatnonzero(wrong)
 
@@ -125,6 +106,38 @@ def validate(
         appearance_rows=app_rows,
         pair_need=np.empty(0, np.int64) if need is None else need,
     )
+
+
+def _appearances(oracle: Oracle, sent: SentRecords, outs: OutputRecords,
+                 exp: Expected) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per appearance of an id in an output: the output, the sent row, the oracle's group, whether it
+    counts (not ``IGNORE``d), and the expected pair it fulfils (-1: none)."""
+    index = IdIndex(np.asarray(sent.ids))
+    g_out = np.asarray(oracle.assign(outs, sent, exp), dtype=np.int64)
+    app_out = outs.output_of_id()
+    app_rows = index.rows(outs.ids)
+    app_g = g_out[app_out] if app_out.size else np.empty(0, dtype=np.int64)
+    counted = app_g != IGNORE
+    if exp.single_membership():
+        ignored = int(app_out.size - np.count_nonzero(counted))
+        pair = _pairs_single(exp, app_rows, app_g, counted, ignored)
+    else:
+        pair = _pairs_general(exp, app_rows, app_g, counted)
+    return app_out, app_rows, app_g, counted, pair
+
+
+def _against_need(pair_count: np.ndarray,
+                  need: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+    """(lost mask, duplicated mask, extra copies of the duplicated, missing copies) of the pairs,
+    against ``need`` copies each (None: exactly one)."""
+    if need is None:
+        lost_mask = pair_count == 0
+        dup_mask = pair_count > 1
+        return lost_mask, dup_mask, pair_count[dup_mask] - 1, None
+    lost_mask = pair_count < need
+    dup_mask = pair_count > need
+    missing = int((need[lost_mask] - pair_count[lost_mask]).sum())
+    return lost_mask, dup_mask, pair_count[dup_mask] - need[dup_mask], missing
 
 
 def _pairs_single(exp: Expected, app_rows: np.ndarray, app_g: np.ndarray, counted: np.ndarray,

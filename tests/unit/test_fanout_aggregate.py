@@ -217,18 +217,18 @@ def test_collector_reads_key_window_and_amount_fields_without_ids():
     o = AggregateOracle(60.0, key_field="StoreID")
     c = Collector("127.0.0.1:1", "out", **o.collector_options())
     v = b'{"window": {"start": "2024-01-01T00:00:00", "end": "2024-01-01T00:01:00"}, "StoreID": "k3", "count": 17}'
-    ids, key, w0, w1, amount = c._read(v, None)
+    ids, key, w0, w1, amount = c._reader.read(v, None)
     assert (ids, key, w1 - w0, amount) == ([], 3, 60.0, 17.0)
     with pytest.raises(ValueError, match="no field 'count'"):
-        c._read(b'{"StoreID": "k3"}', None)
+        c._reader.read(b'{"StoreID": "k3"}', None)
     nested = Collector("127.0.0.1:1", "out", window_field="w", amount_field=lambda obj: obj["agg"]["total"])
-    ids, key, w0, w1, amount = nested._read(b'{"id": 5, "key": "k1", "w": {"start": 0, "end": 10}, '
+    ids, key, w0, w1, amount = nested._reader.read(b'{"id": 5, "key": "k1", "w": {"start": 0, "end": 10}, '
                                             b'"agg": {"total": 2.5}}', b"k9")
     assert (ids, key, w0, w1, amount) == ([5], 1, 0.0, 10.0, 2.5)
     plain = Collector("127.0.0.1:1", "out")
-    assert np.isnan(plain._read(b'{"id": 1}', None)[4])
+    assert np.isnan(plain._reader.read(b'{"id": 1}', None)[4])
     with pytest.raises(ValueError, match="no `id`"):
-        plain._read(b'{"count": 1}', None)
+        plain._reader.read(b'{"count": 1}', None)
 
 
 def test_update_mode_latency_is_measured_from_the_last_input_an_emission_reflects():

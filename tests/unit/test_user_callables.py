@@ -135,13 +135,13 @@ def test_a_raising_output_id_reader_is_the_tests_failure_not_a_malformed_output(
     col = collector_for("ledger", ledger_ids, "x:1")
     with pytest.raises(UserCodeError, match=r"outputs\['ledger'\] id reader .*ledger_ids raised KeyError: 'order_id' "
                                             r"\(output value b'\{\"id\": 3\}', key None\)"):
-        col._read(b'{"id": 3}', None)
+        col._reader.read(b'{"id": 3}', None)
     direct = Collector("x:1", "t", id_reader=ledger_ids)
     with pytest.raises(UserCodeError, match=r"^id_reader .*ledger_ids raised KeyError"):
-        direct._read(b'{"id": 3}', None)
+        direct._reader.read(b'{"id": 3}', None)
     # the harness's own "key" reader: an output without a key is a malformed output, as before
     with pytest.raises(ValueError, match="output has no key") as e:
-        collector_for("ledger", "key", "x:1")._read(b'{"id": 3}', None)
+        collector_for("ledger", "key", "x:1")._reader.read(b'{"id": 3}', None)
     assert not isinstance(e.value, UserCodeError)
 
 

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from pytest_streamchaos.observe import collector as col
+from pytest_streamchaos.observe import output_reader
 from pytest_streamchaos.workload import generator as gen
+from pytest_streamchaos.workload import poison, record_batches, send_log
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -26,25 +28,25 @@ def test_generator_rejects_bad_arguments(kwargs, match):
 
 
 def test_zipf_cdf_matches_definition():
-    cdf = gen._zipf_cdf(4, 1.0)
+    cdf = record_batches.zipf_cdf(4, 1.0)
     w = np.array([1, 1 / 2, 1 / 3, 1 / 4])
     np.testing.assert_allclose(cdf, np.cumsum(w) / w.sum())
 
 
 def test_poison_fraction_is_per_id_and_reproducible():
-    f = gen._poison_predicate(0.1, seed=3)
+    f = poison.poison_predicate(0.1, seed=3)
     ids = np.arange(200_000)
     whole = f(ids)
     split = np.concatenate([f(ids[:777]), f(ids[777:])])
     assert np.array_equal(whole, split)  # independent of batch boundaries
     assert 0.095 < whole.mean() < 0.105
-    assert not np.array_equal(whole, gen._poison_predicate(0.1, seed=4)(ids))
-    assert gen._poison_predicate(0, seed=0) is None
-    assert gen._poison_predicate([2, 5], seed=0)(np.arange(6)).tolist() == [0, 0, 1, 0, 0, 1]
+    assert not np.array_equal(whole, poison.poison_predicate(0.1, seed=4)(ids))
+    assert poison.poison_predicate(0, seed=0) is None
+    assert poison.poison_predicate([2, 5], seed=0)(np.arange(6)).tolist() == [0, 0, 1, 0, 0, 1]
 
 
 def test_buffers_grow_and_keep_content():
-    b = gen._Buffers(4)
+    b = send_log._Buffers(4)
     b.keys[:4] = [1, 2, 3, 4]
     b.ensure(9)
     assert b.capacity >= 9 and b.keys[:4].tolist() == [1, 2, 3, 4]
@@ -60,13 +62,13 @@ def test_buffers_grow_and_keep_content():
     ("1700000000000", 1.7e9),
 ])
 def test_window_times_are_read_leniently(value, seconds):
-    assert col._time_s(value) == pytest.approx(seconds)
+    assert output_reader.time_s(value) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("key, n", [("k12", 12), (b"k3", 3), (7, 7), ("12", 12), ("user", -1), (None, -1),
                                     (True, -1), (b"\xff", -1)])
 def test_key_numbers(key, n):
-    assert col._key_number(key) == n
+    assert output_reader.key_number(key) == n
 
 
 def test_collector_rejects_bad_arguments():
