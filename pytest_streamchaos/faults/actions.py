@@ -75,7 +75,7 @@ class FaultContext:
     collector: OutputSeen | None = None  #: the aimed faults' view of the output
     poison: PoisonSchedule | None = None
     recorder: Recorder | None = None  #: for what the system did in reaction
-    hdfs: HdfsCluster | None = None  #: the HDFS of a run with ``checkpoint="hdfs"``, else None
+    hdfs: HdfsCluster[Any] | None = None  #: the HDFS of a run with ``checkpoint="hdfs"``, else None
 
     @property
     def link_scope(self) -> LinkScope:
@@ -717,12 +717,12 @@ class _HdfsAction:
     def __init__(self, ctx: FaultContext) -> None:
         self.ctx = ctx
 
-    def _hdfs(self) -> HdfsCluster:
+    def _hdfs(self) -> HdfsCluster[Any]:
         if self.ctx.hdfs is None:
             raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., checkpoint=\"hdfs\")")
         return self.ctx.hdfs
 
-    def _watch_registered(self, hdfs: HdfsCluster, datanodes: list[int]) -> None:
+    def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
         """Record when each of ``datanodes`` has registered with the NameNode (polled in the
         background by ``ctx.watch``, from the heal on)."""
         for i in datanodes:

@@ -19,7 +19,7 @@ import abc
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from pytest_streamchaos.stack import jobgroup
 
@@ -256,6 +256,24 @@ class LinkProxy(Protocol):
         ...
 
 
+class PartitionView(Protocol):
+    """One partition as the cluster's metadata reports it (``stack.kafka_admin.PartitionState``)."""
+
+    @property
+    def leader(self) -> int:
+        """The leading broker's id, -1 while it has none."""
+        ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        ...
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        """The in-sync replicas."""
+        ...
+
+
 class _NodeStates(Protocol):
     @property
     def dead(self) -> Sequence[str]:
@@ -263,16 +281,21 @@ class _NodeStates(Protocol):
         ...
 
 
+#: a backend's own node class (what its HDFS hands out and takes back)
+N = TypeVar("N", bound=Node)
+
+
 @runtime_checkable
-class HdfsCluster(Protocol):
-    """The stack's HDFS (``stack.hdfs.LocalHdfsCluster``) as the HDFS faults use it."""
+class HdfsCluster(Protocol[N]):
+    """The stack's HDFS (``stack.hdfs.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
+    out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
 
     @property
-    def namenode(self) -> Node:
+    def namenode(self) -> N:
         ...
 
     @property
-    def datanodes(self) -> Sequence[Node]:
+    def datanodes(self) -> Sequence[N]:
         ...
 
     @property
@@ -289,10 +312,10 @@ class HdfsCluster(Protocol):
     def datanode_registered(self, i: int) -> bool:
         ...
 
-    def kill_namenode(self, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
+    def kill_namenode(self, sig: int = signal.SIGKILL, wait: bool = True) -> N:
         ...
 
-    def restart_namenode(self, wait: bool = True, timeout: float | None = None) -> Node:
+    def restart_namenode(self, wait: bool = True, timeout: float | None = None) -> N:
         ...
 
     def pause_namenode(self, wait: bool = True) -> None:
@@ -301,16 +324,16 @@ class HdfsCluster(Protocol):
     def resume_namenode(self) -> None:
         ...
 
-    def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
+    def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> N:
         ...
 
-    def restart_datanode(self, i: int, wait: bool = True, timeout: float | None = None) -> Node:
+    def restart_datanode(self, i: int, wait: bool = True, timeout: float | None = None) -> N:
         ...
 
-    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
+    def wait_gone(self, node: N, timeout: float = 10.0) -> None:
         ...
 
-    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
+    def wait_paused(self, node: N, timeout: float = 5.0) -> None:
         ...
 
 
@@ -477,8 +500,8 @@ class KafkaCluster(abc.ABC):
         """Every broker with the ports the job and its peers connect to."""
         raise _missing(self, "endpoints")
 
-    def partition_states(self, topic: str) -> dict[int, Any] | None:
-        """Leader, replicas and ISR of each partition of ``topic`` (``kafka_admin.PartitionState``)."""
+    def partition_states(self, topic: str) -> Mapping[int, PartitionView] | None:
+        """Leader, replicas and ISR of each partition of ``topic``."""
         raise _missing(self, "partition_states")
 
     def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:

@@ -253,6 +253,13 @@ def current() -> JobGroup | None:
     return g if g is not None and g.available else None
 
 
+def job_processes() -> list[int]:
+    """PIDs in this process's job group now (its own processes, not its child groups'), [] when no group
+    isolates the job: where a search for the job's processes starts instead of every process on the host."""
+    g = current()
+    return g.members() if g is not None else []
+
+
 def unavailable_reason() -> str:
     """Why job processes are not isolated (without setting a group up)."""
     g = _group
