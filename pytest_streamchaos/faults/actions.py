@@ -695,7 +695,9 @@ def _aim_until(aimed: Callable[[], Aim | None], stop: threading.Event, deadline:
     or ``deadline`` (on ``time.time()``) passes (None then)."""
 
     def found() -> Aim | bool | None:
-        return True if stop.is_set() else aimed()
+        if stop.is_set() or time.time() >= deadline:
+            return True  # given up: never aimed past the deadline
+        return aimed()
 
     try:
         got = poll(found, deadline - time.time(), lambda _: TimeoutError(), interval=POLL_S, clock=time.time)
