@@ -12,21 +12,32 @@ apart, as ``confirmed`` seconds in the ``fault_injected`` event's detail.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pytest_streamchaos.faults import network as net
-from pytest_streamchaos.faults.scheduler import Aim, MomentDetector
+from pytest_streamchaos.faults.scheduler import Aim, MomentDetector, Recorder
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.faults.toxics import ToxicFault, toxic_fault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import jobgroup
-from pytest_streamchaos.stack.base import Endpoint
+from pytest_streamchaos.stack.base import (
+    CheckpointView,
+    Endpoint,
+    ExecutorRef,
+    HdfsCluster,
+    JobHandle,
+    KafkaCluster,
+    LinkProxy,
+    LinkScope,
+    SparkCluster,
+)
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 
@@ -36,25 +47,53 @@ CONFIRM_DRIVER_KILL_S = 15.0
 CONFIRM_PAUSE_S = 5.0
 
 
+class OutputSeen(Protocol):
+    """What the aimed faults read of the run's output (``observe.collector.Collector``)."""
+
+    @property
+    def last_written(self) -> float | None:
+        """When the newest output read was written (its broker's append time), or None."""
+        ...
+
+    @property
+    def last_arrival(self) -> float | None:
+        """When the newest output was read, or None."""
+        ...
+
+
 @dataclass
 class FaultContext:
-    """Handles of everything a fault may hit during one run."""
+    """Handles of everything a fault may hit during one run. The runner gives all of them; a unit
+    test of one fault may pass None for what that fault does not touch."""
 
-    cluster: Any  #: SparkCluster
-    kafka: Any  #: KafkaCluster (the session cluster, not the per-test view)
-    job: Any  #: SparkJob
+    cluster: SparkCluster
+    kafka: KafkaCluster  #: the session cluster, not the per-test view
+    job: JobHandle
     input_topic: str
     output_topic: str | None = None  #: the job's output topic (None: its output is not Kafka)
-    checkpoint: Any = None  #: observe.checkpoints.CheckpointWatcher
-    collector: Any = None  #: observe.collector.Collector
+    checkpoint: CheckpointView | None = None  #: the aimed faults' view of the query's checkpoint
+    collector: OutputSeen | None = None  #: the aimed faults' view of the output
     poison: PoisonSchedule | None = None
-    recorder: Any = None  #: faults.scheduler.Recorder, for what the system did in reaction
-    hdfs: Any = None  #: stack.hdfs.LocalHdfsCluster of a run with ``checkpoint="hdfs"``, else None
+    recorder: Recorder | None = None  #: for what the system did in reaction
+    hdfs: HdfsCluster[Any] | None = None  #: the HDFS of a run with ``checkpoint="hdfs"``, else None
 
-    def watch(self, kind: str, target: str, predicate: Any, timeout: float = 90.0) -> None:
+    @property
+    def link_scope(self) -> LinkScope:
+        """Whose connections network faults act on (the job's where the stack can tell them apart)."""
+        return (self.cluster if self.cluster is not None else self.kafka).link_scope
+
+    def aimed(self) -> tuple[CheckpointView, OutputSeen]:
+        """The checkpoint and output views an aimed fault reads; an error naming what is missing."""
+        if self.checkpoint is None or self.collector is None:
+            raise RuntimeError("an aimed fault needs the run's checkpoint and output views (FaultContext's "
+                               "checkpoint= and collector=)")
+        return self.checkpoint, self.collector
+
+    def watch(self, kind: str, target: str, predicate: Callable[[], Any], timeout: float = 90.0) -> None:
         """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
         background, given up silently after ``timeout``: the metrics show what did not happen)."""
-        if self.recorder is None:
+        recorder = self.recorder
+        if recorder is None:
             return
 
         def probe() -> Any:
@@ -69,7 +108,7 @@ class FaultContext:
             except TimeoutError:
                 return
             # a string result names the target more precisely
-            self.recorder.record(kind, got if isinstance(got, str) else target)
+            recorder.record(kind, got if isinstance(got, str) else target)
 
         threading.Thread(target=run, name=f"watch-{kind}", daemon=True).start()
 
@@ -114,7 +153,7 @@ def _sig(planned: PlannedFault) -> int:
     return _SIGNALS[planned.spec.params.get("signal", "SIGKILL")]
 
 
-def busiest_worker(cluster: Any) -> int:
+def busiest_worker(cluster: SparkCluster) -> int:
     """The worker running the most executors (ties: the lowest index)."""
     counts = [len(cluster.executors(i)) if w.alive else -1 for i, w in enumerate(cluster.workers)]
     return int(np.argmax(counts)) if counts else 0
@@ -158,7 +197,7 @@ class KillExecutor:
     def target(self, planned: PlannedFault) -> str:
         return f"executor@worker-{_worker_index(self.ctx, planned)}"
 
-    def inject(self, planned: PlannedFault) -> Any:
+    def inject(self, planned: PlannedFault) -> ExecutorRef:
         i = _worker_index(self.ctx, planned)
         found = self.ctx.cluster.executors(i)
         if not found:
@@ -166,14 +205,14 @@ class KillExecutor:
         self.ctx.cluster.signal_executor(found[0], _sig(planned))
         return found[0]
 
-    def confirm(self, planned: PlannedFault, executor: Any) -> None:
+    def confirm(self, planned: PlannedFault, executor: ExecutorRef) -> None:
         """The executor is gone (the worker reaps it: poll, it is not our child)."""
         c = self.ctx.cluster
         poll(lambda: c.executor_state(executor) is None, CONFIRM_KILL_S, interval=0.02, clock=time.time,
              on_timeout=lambda _: TimeoutError(f"executor {executor} still running {CONFIRM_KILL_S:g}s after the "
                                                "signal"))
 
-    def heal(self, planned: PlannedFault, pid: int) -> None:
+    def heal(self, planned: PlannedFault, executor: ExecutorRef) -> None:
         """Nothing: the master relaunches a lost executor by itself."""
 
 
@@ -310,7 +349,7 @@ class IsolateBroker(_Resolving):
         self.resolved[id(planned)] = ids
         kafka = self.ctx.kafka
         cuts = [net.BrokerCut(kafka.peer_ports(b), [p for o in kafka.broker_ids if o != b for p in kafka.peer_ports(o)],
-                              kafka.node_mark(b)) for b in ids]
+                              kafka.node_mark(b), unmarked_reason=kafka.link_scope.unscoped_reason()) for b in ids]
         group = net.FaultGroup(cuts, [f"broker-{b}" for b in ids])
         group.inject()
         return group
@@ -398,7 +437,7 @@ class Pause:
             c.resume_master(h)
 
 
-def job_proxies(ctx: FaultContext, target: str) -> list[Any]:
+def job_proxies(ctx: FaultContext, target: str) -> list[LinkProxy]:
     """The Toxiproxy proxies of the job's links to ``target`` (``kafka``: every broker and the bootstrap
     port; ``broker-<id>``: that broker's), [] when the stack has none."""
     base, _, idx = target.partition("-")
@@ -406,7 +445,7 @@ def job_proxies(ctx: FaultContext, target: str) -> list[Any]:
         return []
     if base == "broker" and int(idx or 0) not in ctx.kafka.broker_ids:
         raise ValueError(f"target {target!r}: brokers are {[f'broker-{b}' for b in ctx.kafka.broker_ids]}")
-    return ctx.kafka.job_links(None if base == "kafka" else [int(idx)])
+    return list(ctx.kafka.job_links(None if base == "kafka" else [int(idx)]))
 
 
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
@@ -444,7 +483,7 @@ class NetworkAction:
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
 
-    def build(self, planned: PlannedFault) -> net.NetworkFault:
+    def build(self, planned: PlannedFault) -> net.LinkFault:
         s = planned.spec
         eps = link_endpoints(self.ctx, str(s.target))
         # only the ports peers connect to (not web UIs): that is the link the fault is about
@@ -459,9 +498,10 @@ class NetworkAction:
                  else self._fault(s.kind, s.params, ports))
         # the job's connections only: the generator and the collector use the same broker ports and
         # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
-        if jobgroup.current() is None or fault.scope_limit():
+        mark = self.ctx.link_scope.job_mark()
+        if mark is None or fault.scope_limit():
             return fault
-        return fault.only_marked(jobgroup.MARK, jobgroup.MASK)
+        return fault.only_marked(*mark)
 
     def _in_namespaces(self, planned: PlannedFault, sides: list[tuple[str, str]], eps: list[Endpoint],
                        ports: frozenset[int]) -> net.FaultGroup:
@@ -498,12 +538,12 @@ class NetworkAction:
             return net.BandwidthLimit(ports, params["kbit"])
         raise ValueError(kind)
 
-    def inject(self, planned: PlannedFault) -> net.NetworkFault:
+    def inject(self, planned: PlannedFault) -> net.LinkFault:
         fault = self.build(planned)
         fault.inject()
         return fault
 
-    def confirm(self, planned: PlannedFault, fault: net.NetworkFault) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, fault: net.LinkFault) -> dict[str, Any]:
         """Probe the link under the fault: what it measured (``measured_delay_ms``,
         ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises. The probe
         gets half the fault's duration, so that it never holds the fault past its heal. ``scope``
@@ -516,14 +556,15 @@ class NetworkAction:
             return {**measured, "scope": "job", "mechanism": "toxiproxy"}
         if fault.conn_mark is not None:
             return {**measured, "scope": "job"}
-        why = fault.scope_limit() if jobgroup.current() is not None else jobgroup.unavailable_reason()
+        scope = self.ctx.link_scope
+        why = fault.scope_limit() if scope.job_mark() is not None else scope.unscoped_reason()
         return {**measured, "scope": "all", "scope_reason": why}
 
-    def check(self, planned: PlannedFault, fault: net.NetworkFault) -> str | None:
+    def check(self, planned: PlannedFault, fault: net.LinkFault) -> str | None:
         """While active: why the fault stopped acting (delayer died, rule gone), or None."""
         return fault.stopped_acting()
 
-    def heal(self, planned: PlannedFault, fault: net.NetworkFault) -> None:
+    def heal(self, planned: PlannedFault, fault: net.LinkFault) -> None:
         fault.heal()
 
 
@@ -576,13 +617,14 @@ ARRIVAL_SLACK_S = 0.06
 def written_since_planned(ctx: FaultContext, batch: int) -> bool:
     """Whether output written after ``batch`` was planned has been seen: that batch's sink has written
     (the previous batch's output was flushed before its commit, which precedes this batch's offsets)."""
-    started = ctx.checkpoint.planned_time(batch)
+    checkpoint, collector = ctx.aimed()
+    started = checkpoint.planned_time(batch)
     if started is None:
         return False
-    written = ctx.collector.last_written
+    written = collector.last_written
     if written is not None:
         return written > started
-    last = ctx.collector.last_arrival
+    last = collector.last_arrival
     return last is not None and last > started + ARRIVAL_SLACK_S
 
 
@@ -590,7 +632,7 @@ def batch_phase(ctx: FaultContext, batch: int | None) -> str:
     """The phase of micro-batch ``batch`` now (:data:`~pytest_streamchaos.faults.scheduler.PHASES`)."""
     if batch is None:
         return "idle"
-    done = ctx.checkpoint.latest_committed_batch()
+    done = ctx.aimed()[0].latest_committed_batch()
     if done is not None and done >= batch:
         return "committed"
     return "sink_written" if written_since_planned(ctx, batch) else "running"
@@ -604,20 +646,23 @@ def wait_uncommitted_output(ctx: FaultContext):
     the driver and tries the next batch; after :data:`MAX_AIM_ATTEMPTS` it fires anyway, ``missed``."""
 
     def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
-        cp, job = ctx.checkpoint, ctx.job
+        cp, job = ctx.aimed()[0], ctx.job
         attempts = 0
-        while time.time() < deadline and not stop.is_set():
+
+        def aimed() -> Aim | None:
+            nonlocal attempts
             n = cp.uncommitted_batch()
             if n is None or not written_since_planned(ctx, n):
-                time.sleep(POLL_S)
-                continue
+                return None
             job.pause()
             attempts += 1
             phase = batch_phase(ctx, n)
             if phase == "sink_written" or attempts >= MAX_AIM_ATTEMPTS:
                 return Aim("uncommitted_output", n, phase, phase == "sink_written", attempts)
             job.resume()
-        return None
+            return None
+
+        return _aim_until(aimed, stop, deadline)
 
     return wait
 
@@ -629,18 +674,36 @@ def wait_tasks_running(ctx: FaultContext):
 
     def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
         attempts, tried = 0, None
-        while time.time() < deadline and not stop.is_set():
-            n = ctx.checkpoint.uncommitted_batch()
-            if n is not None and n != tried and ctx.cluster.workers[_worker_index(ctx, planned)].executor_pids():
-                attempts, tried = attempts + 1, n
-                phase = batch_phase(ctx, n)
-                hit = phase in ("running", "sink_written")
-                if hit or attempts >= MAX_AIM_ATTEMPTS:
-                    return Aim("tasks_running", n, phase, hit, attempts)
-            time.sleep(POLL_S)
-        return None
+
+        def aimed() -> Aim | None:
+            nonlocal attempts, tried
+            n = ctx.aimed()[0].uncommitted_batch()
+            if n is None or n == tried or not ctx.cluster.executors(_worker_index(ctx, planned)):
+                return None
+            attempts, tried = attempts + 1, n
+            phase = batch_phase(ctx, n)
+            hit = phase in ("running", "sink_written")
+            return Aim("tasks_running", n, phase, hit, attempts) if hit or attempts >= MAX_AIM_ATTEMPTS else None
+
+        return _aim_until(aimed, stop, deadline)
 
     return wait
+
+
+def _aim_until(aimed: Callable[[], Aim | None], stop: threading.Event, deadline: float) -> Aim | None:
+    """Poll ``aimed`` every :data:`POLL_S` until it finds the moment (its :class:`Aim`), ``stop`` is set
+    or ``deadline`` (on ``time.time()``) passes (None then)."""
+
+    def found() -> Aim | bool | None:
+        if stop.is_set() or time.time() >= deadline:
+            return True  # given up: never aimed past the deadline
+        return aimed()
+
+    try:
+        got = poll(found, deadline - time.time(), lambda _: TimeoutError(), interval=POLL_S, clock=time.time)
+    except TimeoutError:
+        return None
+    return got if isinstance(got, Aim) else None
 
 
 def moments_for(ctx: FaultContext) -> dict[str, MomentDetector]:
@@ -656,16 +719,16 @@ class _HdfsAction:
     def __init__(self, ctx: FaultContext) -> None:
         self.ctx = ctx
 
-    def _hdfs(self) -> Any:
+    def _hdfs(self) -> HdfsCluster[Any]:
         if self.ctx.hdfs is None:
             raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., checkpoint=\"hdfs\")")
         return self.ctx.hdfs
 
-    def _watch_registered(self, hdfs: Any, datanodes: list[int]) -> None:
+    def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
         """Record when each of ``datanodes`` has registered with the NameNode (polled in the
         background by ``ctx.watch``, from the heal on)."""
         for i in datanodes:
-            self.ctx.watch("datanode_registered", f"datanode-{i}", lambda i=i: hdfs.datanode_registered(i))
+            self.ctx.watch("datanode_registered", f"datanode-{i}", functools.partial(hdfs.datanode_registered, i))
 
 
 class HdfsKillNamenode(_HdfsAction):

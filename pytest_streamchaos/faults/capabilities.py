@@ -17,37 +17,25 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 from dataclasses import dataclass, field
+
+from pytest_streamchaos.stack import commands
+from pytest_streamchaos.stack.commands import has_net_admin
 
 #: How to get what is missing (also printed in skip reasons).
 APT_PACKAGES = ("iptables", "iproute2", "libnetfilter-queue-dev")
 PIP_EXTRA = "NetfilterQueue>=1.1"
 NFQ_FIX = "apt-get install -y libnetfilter-queue-dev && pip install NetfilterQueue"
 
-CAP_NET_ADMIN = 12
-
 
 def _run(argv: list[str], timeout: float = 10.0) -> tuple[bool, str]:
     """Run ``argv``; return (succeeded, stderr-or-stdout text)."""
     try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        p = commands.completed(argv, timeout=timeout)
+    except commands.CommandError as exc:
         return False, str(exc)
     return p.returncode == 0, (p.stderr or p.stdout).strip()
-
-
-def has_net_admin() -> bool:
-    """Whether this process has CAP_NET_ADMIN in its effective set (root normally has)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> CAP_NET_ADMIN & 1)
-    except OSError:
-        pass
-    return os.geteuid() == 0
 
 
 @dataclass
@@ -129,12 +117,8 @@ class Capabilities:
             return ("bandwidth_limit needs tc with htb, u32 and tbf (per-port shaping on lo): "
                     f"{self._why('tc', 'htb', 'u32', 'tbf')}")
         if kind == "isolate_broker":  # iptables rules on the broker's peer ports and its marked connections
-            if not self.iptables:
-                return f"isolate_broker needs iptables: {self._why('iptables')}"
-            from pytest_streamchaos.stack import jobgroup
-
-            group = jobgroup.get_job_group()
-            return None if group.available else f"isolate_broker needs the job's cgroup marks: {group.reason}"
+            # (the mark itself comes from the stack, KafkaCluster.node_mark: BrokerCut refuses to act without)
+            return None if self.iptables else f"isolate_broker needs iptables: {self._why('iptables')}"
         raise ValueError(f"unknown fault kind {kind!r} for Capabilities.missing()")
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError  # noqa: F401  (re-exported: faults raise it)
 
 #: ``-m multiport`` takes at most 15 ports per rule.
@@ -27,7 +27,7 @@ MULTIPORT_MAX = 15
 DIRECTIONS = ("both", "to", "from")
 PROTOCOLS = ("tcp", "udp")
 IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
-
+IPT_FIX = "network faults need root/CAP_NET_ADMIN and a working iptables"
 
 
 def _check_ports(ports: Iterable[int]) -> tuple[int, ...]:
@@ -100,7 +100,7 @@ def jump_spec(chain: str, iface: str | None = "lo") -> list[str]:
 
 
 def nsenter(netns: str | None) -> list[str]:
-    """The prefix that runs a command in network namespace ``netns`` (a ``/proc/<pid>/ns/net`` path);
+    """The prefix that runs a command in network namespace ``netns`` (a process's network-namespace file);
     nothing for this host's own namespace."""
     return ["nsenter", f"--net={netns}"] if netns else []
 
@@ -113,17 +113,12 @@ def chain_cleanup_script(chain: str, netns: str | None = None, iface: str | None
             f"{ipt} -F {chain} 2>/dev/null; {ipt} -X {chain} 2>/dev/null; true")
 
 
-def run_ipt(args: list[str], *, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess:
+def run_ipt(args: list[str], *, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``iptables -w 5 <args>`` (in ``netns``, see :func:`nsenter`); raise :class:`NetFaultError`
     naming the command on failure."""
-    if shutil.which(IPT[0]) is None:
-        raise NetFaultError("no `iptables` on PATH: apt-get install iptables")
-    argv = nsenter(netns) + IPT + args
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
-    if check and p.returncode != 0:
-        raise NetFaultError(f"`{' '.join(argv)}` failed (exit {p.returncode}): {p.stderr.strip()}"
-                            " - network faults need root/CAP_NET_ADMIN and a working iptables")
-    return p
+    commands.need(IPT[0], "apt-get install iptables", NetFaultError)
+    p = commands.completed(nsenter(netns) + IPT + args, fix=IPT_FIX, error=NetFaultError)
+    return commands.check(p, fix=IPT_FIX, error=NetFaultError) if check else p
 
 
 @dataclass(frozen=True)
@@ -166,7 +161,7 @@ class RuleManager:
             self._ipt(["-I", "INPUT", "1", *jump_spec(self.chain, self.iface)])
         self._chain_up = True
 
-    def _ipt(self, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+    def _ipt(self, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run_ipt(args, check=check, netns=self.netns)
 
     def _cleanup_script(self) -> str:
@@ -181,7 +176,7 @@ class RuleManager:
             self._reaper().unregister_command(key)
 
     def _drop_chain(self) -> None:
-        subprocess.run(["sh", "-c", self._cleanup_script()], capture_output=True, timeout=30)
+        commands.completed(["sh", "-c", self._cleanup_script()], error=NetFaultError)
         self._unregister(f"ipt-chain-{self.chain}")
         self._chain_up = False
 

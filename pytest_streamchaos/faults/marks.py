@@ -61,7 +61,7 @@ def specs_for_item(item: pytest.Item) -> list[FaultSpec]:
     for mark in reversed(list(item.iter_markers())):
         if mark.name in KINDS:
             try:
-                specs.append(parse(mark.name, mark.args, mark.kwargs))
+                specs.append(parse(mark.name, mark.args, dict(mark.kwargs)))
             except FaultSpecError as exc:
                 raise FaultSpecError(f"{item.nodeid}: {exc}") from None
     return specs

@@ -28,15 +28,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_streamchaos.faults import iptables as ipt
 from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
-from pytest_streamchaos.stack import jobgroup
+from pytest_streamchaos.poll import poll
 
 __all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
            "FaultGroup", "NetFaultError"]
@@ -134,7 +133,7 @@ class NetworkFault(_Healing):
         return self
 
     def in_namespace(self, netns: str, peer: str) -> NetworkFault:
-        """Act in network namespace ``netns`` (a container's ``/proc/<pid>/ns/net``) on the packets
+        """Act in network namespace ``netns`` (the network-namespace file of a container's process) on the packets
         the target at ``peer`` sends into it: one node's side of the link, as on a real network. The
         harness, outside that namespace, is never touched. Call before :meth:`inject`; returns ``self``."""
         if self.active:
@@ -279,12 +278,14 @@ class BrokerCut(Partition):
 
     kind = "isolate_broker"
 
-    def __init__(self, own_ports: Iterable[int], peer_ports: Iterable[int], mark: tuple[int, int] | None) -> None:
+    def __init__(self, own_ports: Iterable[int], peer_ports: Iterable[int], mark: tuple[int, int] | None, *,
+                 unmarked_reason: str = "the stack does not mark them") -> None:
+        """``unmarked_reason``: why the stack gives no ``mark`` (its :class:`~pytest_streamchaos.stack.base.LinkScope`'s
+        ``unscoped_reason()``), for the error."""
         super().__init__(own_ports, proto="tcp")
         if mark is None:
             raise NetFaultError("isolate_broker needs the broker's connections told apart, which needs the job "
-                                f"group ({jobgroup.unavailable_reason()}): run as root on a host with cgroup v2 "
-                                "and iptables")
+                                f"group ({unmarked_reason}): run as root on a host with cgroup v2 and iptables")
         self.peer_ports, self.mark = ipt._check_ports(peer_ports), mark
 
     def specs(self) -> list[list[str]]:
@@ -374,7 +375,7 @@ class NetworkDelay(NetworkFault):
         self.backend, self.reorder, self.seed = backend, reorder, seed
         self.queue_num: int | None = None
         self.stats: dict | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[str] | None = None
         self._rules: ipt.RuleHandle | None = None
         self._shape: tcshaper.ShapeHandle | None = None
         self.base_rtt_ms = 0.0
@@ -384,7 +385,7 @@ class NetworkDelay(NetworkFault):
 
     def _inject(self) -> None:
         backend = self.backend or get_capabilities().delay_backend
-        _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend, "network_delay"))
+        _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend or "", "network_delay"))
         self.stats = None
         # the link's round trip before the delay, subtracted from what the probe measures under it
         self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5, **self.probe_where) or 0.0
@@ -393,16 +394,17 @@ class NetworkDelay(NetworkFault):
                 self.ports, tcshaper.netem_leaf_args(self.ms, self.jitter_ms), direction=self.direction,
                 proto=self.proto)
         else:
-            self._start_delayer()
+            queue_num = self._start_delayer()
             try:
                 self._rules = ipt.get_rule_manager(self.netns).add(ipt.nfqueue_specs(
-                    self.ports, self.queue_num, direction=self.direction, proto=self.proto,
+                    self.ports, queue_num, direction=self.direction, proto=self.proto,
                     tag=f"sc-delay-{id(self):x}", owner=self.owner_match))
             except Exception:
                 self._stop_delayer()
                 raise
 
-    def _start_delayer(self) -> None:
+    def _start_delayer(self) -> int:
+        """Start the NFQUEUE delayer on a free queue; the queue's number."""
         from pytest_streamchaos.stack.reaper import get_reaper
 
         last_err = ""
@@ -423,7 +425,7 @@ class NetworkDelay(NetworkFault):
             line = self._await_ready(proc)
             if line == f"ready {q}":
                 self._proc, self.queue_num = proc, q
-                return
+                return q
             proc.kill()
             err = proc.communicate(timeout=10)[1]
             get_reaper().unregister_pgid(proc.pid)
@@ -434,16 +436,22 @@ class NetworkDelay(NetworkFault):
                             f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
                             f"{get_capabilities().missing('nfqueue_delay') or 'see its error above'}")
 
-    def _await_ready(self, proc: subprocess.Popen) -> str:
-        deadline = time.monotonic() + self.READY_TIMEOUT
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([proc.stdout], [], [], 0.2)
-            if r:
-                return proc.stdout.readline().strip()
-            if proc.poll() is not None:
-                return ""
-        return f"timed out after {self.READY_TIMEOUT}s waiting for 'ready' (pid {proc.pid} alive)"
+    def _await_ready(self, proc: subprocess.Popen[str]) -> str:
+        """The delayer's first line ('' when it exited first), or why none came in time."""
+        out = proc.stdout
+        assert out is not None
+
+        def answered() -> tuple[str] | None:  # a 1-tuple: '' (it exited) is an answer too
+            if select.select([out], [], [], 0.2)[0]:
+                return (out.readline().strip(),)
+            return ("",) if proc.poll() is not None else None
+
+        try:  # select itself waits between the checks
+            line = poll(answered, self.READY_TIMEOUT, lambda _: TimeoutError(), interval=0)
+        except TimeoutError:
+            return f"timed out after {self.READY_TIMEOUT}s waiting for 'ready' (pid {proc.pid} alive)"
+        assert line is not None  # poll returns only an answer
+        return line[0]
 
     def _stop_delayer(self) -> None:
         proc, self._proc = self._proc, None
@@ -521,12 +529,12 @@ class FaultGroup(_Healing):
 
     conn_mark = None
 
-    def __init__(self, faults: list[NetworkFault], nodes: list[str], labels: list[str] | None = None) -> None:
+    def __init__(self, faults: Sequence[NetworkFault], nodes: list[str], labels: list[str] | None = None) -> None:
         """``nodes``: the node each fault acts on (in order); ``labels``: a name per fault where a node
         holds several (one per peer host), for messages and per-fault measurements."""
         if not faults:
             raise ValueError("a fault group needs at least one fault")
-        self.faults, self.labels = faults, labels or nodes
+        self.faults, self.labels = list(faults), labels or nodes
         self.nodes = list(dict.fromkeys(nodes))
         self.kind = faults[0].kind
 
@@ -569,3 +577,7 @@ class FaultGroup(_Healing):
 
     def __repr__(self) -> str:
         return f"FaultGroup({self.faults[0]!r} on {self.nodes})"
+
+
+#: what a network fault action holds: one fault, or the same fault on several nodes
+LinkFault = NetworkFault | FaultGroup

@@ -22,13 +22,16 @@ import statistics
 import struct
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 CLONE_NEWNET = 0x40000000
 
 
 def enter_netns(netns: str) -> None:
-    """Move the *calling thread* into network namespace ``netns`` (``/proc/<pid>/ns/net``): sockets it
-    opens afterwards live there. Only for a thread of its own (the probes' threads end after one probe)."""
+    """Move the *calling thread* into network namespace ``netns`` (a process's network-namespace
+    file): sockets it opens afterwards live there. Only for a thread of its own (the probes' threads
+    end after one probe)."""
     libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(netns, os.O_RDONLY)
     try:
@@ -71,10 +74,13 @@ def round_trip_ms(port: int, n: int = 3, timeout: float = 10.0, mark: int | None
     return statistics.median(got) if got else None
 
 
-def _concurrently(fn, n: int, timeout: float, netns: str | None = None) -> list[float | None]:
+R = TypeVar("R")
+
+
+def _concurrently(fn: Callable[[], R], n: int, timeout: float, netns: str | None = None) -> list[R]:
     """``fn()`` in ``n`` threads at once (each in ``netns`` if given); the results that came back
     within ``timeout`` + 5 s."""
-    results: list[float | None] = []
+    results: list[R] = []
     lock = threading.Lock()
 
     def one() -> None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import atexit
 import os
 import re
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_streamchaos.faults.iptables import DIRECTIONS, NetFaultError, _check_ports
+from pytest_streamchaos.stack import commands
 
 DEV = "lo"
 #: lo's MTU is 64 KiB: a tbf bucket smaller than one packet would drop every large segment.
@@ -57,14 +57,11 @@ def u32_filter_args(major: str, prio: int, port: int, side: str, proto: str, cla
             "flowid", classid]
 
 
-def run_tc(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+def run_tc(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run ``tc <args>``; raise :class:`NetFaultError` naming the command on failure."""
-    if shutil.which("tc") is None:
-        raise NetFaultError("no `tc` on PATH: apt-get install iproute2")
-    p = subprocess.run(["tc", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
-    if check and p.returncode != 0:
-        raise NetFaultError(f"`tc {' '.join(args)}` failed (exit {p.returncode}): {p.stderr.strip()}")
-    return p
+    commands.need("tc", "apt-get install iproute2", NetFaultError)
+    p = commands.completed(["tc", *args], error=NetFaultError)
+    return commands.check(p, error=NetFaultError) if check else p
 
 
 def root_qdisc_line(dev: str = DEV) -> str:

@@ -45,8 +45,8 @@ from typing import Any
 
 from pytest_streamchaos.faults import probe
 from pytest_streamchaos.faults.network import NetworkFault
-from pytest_streamchaos.stack.base import NetFaultError
-from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyError
+from pytest_streamchaos.stack.base import LinkProxy, NetFaultError
+from pytest_streamchaos.stack.toxiproxy import ToxiproxyError
 
 __all__ = ["ToxicFault", "ToxicDelay", "ToxicPartition", "ToxicBandwidth", "ToxicResetPeer", "ToxicSlicer",
            "ToxicLimitData", "toxic_fault", "kbit_to_rate"]
@@ -68,7 +68,7 @@ class ToxicFault(NetworkFault):
 
     kind = "toxic"
 
-    def __init__(self, proxies: Sequence[ToxiProxy]) -> None:
+    def __init__(self, proxies: Sequence[LinkProxy]) -> None:
         if not proxies:
             raise ValueError("a toxic fault needs at least one proxy")
         super().__init__([p.listen_port for p in proxies], "both")
@@ -91,7 +91,7 @@ class ToxicFault(NetworkFault):
         raise NetFaultError(f"{self!r}: proxies run on this host; a fault in a node's namespace is for packet rules")
 
     def _inject(self) -> None:
-        done: list[ToxiProxy] = []
+        done: list[LinkProxy] = []
         try:
             for p in self.proxies:
                 done.append(p)
@@ -105,11 +105,11 @@ class ToxicFault(NetworkFault):
         for p in self.proxies:
             self._undo(p, missing_ok=True)
 
-    def _act(self, proxy: ToxiProxy) -> None:
+    def _act(self, proxy: LinkProxy) -> None:
         for kind, stream, attributes in self.toxic_specs():
             proxy.add_toxic(kind, stream, attributes, name=self._name(kind, stream))
 
-    def _undo(self, proxy: ToxiProxy, missing_ok: bool) -> None:
+    def _undo(self, proxy: LinkProxy, missing_ok: bool) -> None:
         """Remove what :meth:`_act` did; a dead server, or a toxic already gone, has nothing left to heal."""
         if not proxy.server.alive:
             return
@@ -156,7 +156,7 @@ class ToxicDelay(ToxicFault):
 
     kind = "network_delay"
 
-    def __init__(self, proxies: Sequence[ToxiProxy], ms: float, jitter_ms: float = 0.0) -> None:
+    def __init__(self, proxies: Sequence[LinkProxy], ms: float, jitter_ms: float = 0.0) -> None:
         super().__init__(proxies)
         if ms < 0 or jitter_ms < 0:
             raise ValueError(f"ms={ms!r} and jitter_ms={jitter_ms!r} must be >= 0")
@@ -201,7 +201,7 @@ class ToxicPartition(ToxicFault):
     kind = "network_partition"
     MODES = ("refuse", "blackhole")
 
-    def __init__(self, proxies: Sequence[ToxiProxy], mode: str = "blackhole") -> None:
+    def __init__(self, proxies: Sequence[LinkProxy], mode: str = "blackhole") -> None:
         super().__init__(proxies)
         if mode not in self.MODES:
             raise ValueError(f"mode={mode!r} must be one of {self.MODES}")
@@ -210,12 +210,12 @@ class ToxicPartition(ToxicFault):
     def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
         return [("timeout", s, {"timeout": 0}) for s in BOTH] if self.mode == "blackhole" else []
 
-    def _act(self, proxy: ToxiProxy) -> None:
+    def _act(self, proxy: LinkProxy) -> None:
         super()._act(proxy)
         if self.mode == "refuse":
             proxy.disable()
 
-    def _undo(self, proxy: ToxiProxy, missing_ok: bool) -> None:
+    def _undo(self, proxy: LinkProxy, missing_ok: bool) -> None:
         super()._undo(proxy, missing_ok)
         if self.mode == "refuse" and proxy.server.alive:
             proxy.enable()
@@ -244,7 +244,7 @@ class ToxicBandwidth(ToxicFault):
 
     kind = "bandwidth_limit"
 
-    def __init__(self, proxies: Sequence[ToxiProxy], kbit: float) -> None:
+    def __init__(self, proxies: Sequence[LinkProxy], kbit: float) -> None:
         super().__init__(proxies)
         self.kbit, self.rate = float(kbit), kbit_to_rate(kbit)
 
@@ -260,7 +260,7 @@ class ToxicResetPeer(ToxicFault):
 
     kind = "reset_peer"
 
-    def __init__(self, proxies: Sequence[ToxiProxy], timeout_ms: int = 0) -> None:
+    def __init__(self, proxies: Sequence[LinkProxy], timeout_ms: int = 0) -> None:
         super().__init__(proxies)
         self.timeout_ms = int(timeout_ms)
 
@@ -284,7 +284,7 @@ class ToxicSlicer(ToxicFault):
 
     kind = "slicer"
 
-    def __init__(self, proxies: Sequence[ToxiProxy], average_size: int = 8, size_variation: int = 4,
+    def __init__(self, proxies: Sequence[LinkProxy], average_size: int = 8, size_variation: int = 4,
                  delay_us: int = 100) -> None:
         super().__init__(proxies)
         self.attributes = {"average_size": average_size, "size_variation": size_variation, "delay": delay_us}
@@ -301,7 +301,7 @@ class ToxicLimitData(ToxicFault):
 
     kind = "limit_data"
 
-    def __init__(self, proxies: Sequence[ToxiProxy], bytes: int) -> None:
+    def __init__(self, proxies: Sequence[LinkProxy], bytes: int) -> None:
         super().__init__(proxies)
         self.bytes = int(bytes)
 
@@ -312,7 +312,7 @@ class ToxicLimitData(ToxicFault):
         return {"bytes": self.bytes}
 
 
-def toxic_fault(kind: str, params: dict[str, Any], proxies: Sequence[ToxiProxy]) -> ToxicFault:
+def toxic_fault(kind: str, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
     """The Toxiproxy fault for a network fault mark (``kind`` and its ``params``) on ``proxies``."""
     if kind == "network_delay":
         return ToxicDelay(proxies, params["ms"], params.get("jitter_ms", 0))

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from pytest_streamchaos.stack import commands
 
 
 def _version(dist: str) -> str | None:
@@ -31,8 +32,8 @@ def java_version(java_home: str = "") -> str | None:
     home = java_home or os.environ.get("JAVA_HOME", "")
     java = str(Path(home) / "bin" / "java") if home else "java"
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
+        out = commands.completed([java, "-version"], timeout=20)
+    except commands.CommandError:
         return None
     text = (out.stderr or out.stdout).strip().splitlines()
     return text[0] if text else None
@@ -40,16 +41,14 @@ def java_version(java_home: str = "") -> str | None:
 
 def git_commit(root: Path) -> dict[str, Any] | None:
     """The commit checked out in ``root`` and whether the work tree has uncommitted changes."""
+    git = ["git", "-C", str(root)]
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        sha = commands.completed([*git, "rev-parse", "HEAD"], timeout=10)
         if sha.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-        branch = subprocess.run(["git", "-C", str(root), "rev-parse", "--abbrev-ref", "HEAD"],
-                                capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+        dirty = commands.completed([*git, "status", "--porcelain", "--untracked-files=no"], timeout=10)
+        branch = commands.completed([*git, "rev-parse", "--abbrev-ref", "HEAD"], timeout=10)
+    except commands.CommandError:
         return None
     return {"id": sha.stdout.strip(), "branch": branch.stdout.strip() or None, "dirty": bool(dirty.stdout.strip())}
 

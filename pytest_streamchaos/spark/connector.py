@@ -49,11 +49,12 @@ class ConnectorPin:
 
 def scala_binary(spark_jars: Path) -> str:
     """The Scala binary version (``2.13``) of a Spark distribution, from the Scala library it ships."""
-    found = sorted(spark_jars.glob("scala-library-*.jar"))
+    names = sorted(p.name for p in spark_jars.iterdir()) if spark_jars.is_dir() else []
+    found = [n for n in names if n.startswith("scala-library-") and n.endswith(".jar")]
     if not found:
         raise artifacts.ResolutionError(f"no scala-library-*.jar in {spark_jars}: cannot tell pyspark's Scala line; "
                                         "reinstall pyspark (pip install --force-reinstall pyspark)")
-    version = found[-1].name.removeprefix("scala-library-").removesuffix(".jar")
+    version = found[-1].removeprefix("scala-library-").removesuffix(".jar")
     return ".".join(version.split(".")[:2])
 
 

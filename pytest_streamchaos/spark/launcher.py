@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,10 +41,10 @@ from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.spark import connector, job_files
-from pytest_streamchaos.stack import cds, ports
+from pytest_streamchaos.stack import cds, jobgroup, ports
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.process import ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
+from pytest_streamchaos.stack.spark_daemons import EXECUTOR_CLASS, jvm_tmp_opts
 
 HOST = "127.0.0.1"
 
@@ -404,16 +404,11 @@ class SparkJob:
         app = self.app_id
         if app is None:
             return []
-        pids: list[int] = []
-        for p in psutil.process_iter(["cmdline"]):
-            cmd = p.info.get("cmdline") or []
-            if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and app in cmd:
-                pids.append(p.pid)
-                try:
-                    pids.extend(c.pid for c in p.children(recursive=True))
-                except psutil.Error:
-                    pass
-        return pids
+        # the local cluster's executors are workers' children, so in the job group: look there, and on the
+        # whole host only where they are not (executors in containers, a host without the group)
+        members = jobgroup.job_processes()
+        found = _executors_of(app, _processes(members)) if members else []
+        return found or _executors_of(app, psutil.process_iter())
 
     @property
     def progress(self) -> SparkProgress:
@@ -471,6 +466,31 @@ class SparkJob:
                 launch.ended_at = time.time()
                 launch.returncode = self._process.returncode
                 _ = self.app_id
+
+
+def _processes(pids: Iterable[int]) -> Iterator[psutil.Process]:
+    for pid in pids:
+        try:
+            yield psutil.Process(pid)
+        except psutil.Error:  # gone meanwhile
+            continue
+
+
+def _executors_of(app: str, procs: Iterable[psutil.Process]) -> list[int]:
+    """PIDs of the executor JVMs of application ``app`` among ``procs``, and of their children."""
+    pids: list[int] = []
+    for p in procs:
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:
+            continue
+        if EXECUTOR_CLASS in cmd and app in cmd:
+            pids.append(p.pid)
+            try:
+                pids.extend(c.pid for c in p.children(recursive=True))
+            except psutil.Error:
+                pass
+    return pids
 
 
 class DriverSupervisor:

@@ -4,14 +4,24 @@ tests and faults do not change when the backend does.
 A *target* is anything a fault can hit: a Spark master or worker, the driver, a broker. Local targets
 are process groups; container targets are containers. The faults and the runner use only the methods
 here; a backend implements them (the ones it lacks fail the fault that needs them, naming the method).
+
+What the clusters hand out is typed by the protocols below, so the faults need nothing of a backend's
+own classes: :class:`Node` (a master, worker or broker), :class:`Executor`, :class:`JobHandle` (the
+user's running job, its driver), :class:`CheckpointView` (the query's checkpoint as the aimed faults
+and the drain read it), :class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose
+connections a fault on this host acts on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one
+of the job's links).
 """
 
 from __future__ import annotations
 
 import abc
 import signal
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+
+from pytest_streamchaos.stack import jobgroup
 
 
 class StackError(RuntimeError):
@@ -33,6 +43,300 @@ class Endpoint:
     ports: dict[str, int] = field(default_factory=dict)  #: e.g. {"rpc": 7077, "webui": 8080}
 
 
+# -- what the clusters hand out --------------------------------------------------------------------
+
+@runtime_checkable
+class Node(Protocol):
+    """One node of a cluster as a fault target: a Spark master or worker, a Kafka or HDFS node."""
+
+    @property
+    def name(self) -> str:
+        """``master-0``, ``worker-1``, ``broker-2`` ..."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """Its process (container) is running; paused counts as alive."""
+        ...
+
+    def endpoint(self) -> Endpoint:
+        """Where its peers reach it (the ports a network fault on it acts on)."""
+        ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """One Spark executor as a fault target, for a backend that hands out executor objects."""
+
+    @property
+    def id(self) -> str:
+        """A name for messages and the timeline (the executor id, or its process id)."""
+        ...
+
+    @property
+    def pid(self) -> int | None:
+        """Its JVM's process id on this host (None where it has none here, e.g. in a container)."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        ...
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the executor (SIGKILL / SIGTERM to kill, SIGSTOP / SIGCONT to pause)."""
+        ...
+
+
+#: what :meth:`SparkCluster.executors` hands out and :meth:`~SparkCluster.signal_executor` /
+#: :meth:`~SparkCluster.executor_state` take back: an :class:`Executor`, or (the local backend) the
+#: executor JVM's pid. The faults only hand it back to the cluster and name it in messages.
+ExecutorRef: TypeAlias = "Executor | int"
+
+
+@runtime_checkable
+class JobHandle(Protocol):
+    """The user's running streaming job (``spark.launcher.SparkJob``): its driver in a process group of
+    its own, as the faults and the runner drive it."""
+
+    @property
+    def pid(self) -> int | None:
+        """The driver's pid (None before the first launch)."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        ...
+
+    @property
+    def returncode(self) -> int | None:
+        """The driver's exit code once it exited, else None."""
+        ...
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        """Every ``--conf`` the driver was started with (``spark.driver.port`` ...)."""
+        ...
+
+    def kill(self, timeout: float = 15.0, wait: bool = True) -> None:
+        """SIGKILL the driver's whole group (JVM and Python children); ``wait``: until reaped."""
+        ...
+
+    def wait_gone(self, timeout: float = 15.0) -> None:
+        ...
+
+    def restart(self, timeout: float = 30.0) -> JobHandle:
+        """Launch the driver again (same script, conf and checkpoint)."""
+        ...
+
+    def pause(self, wait: bool = True) -> None:
+        """SIGSTOP the driver's group."""
+        ...
+
+    def wait_paused(self, timeout: float = 5.0) -> None:
+        ...
+
+    def resume(self) -> None:
+        ...
+
+    def stop(self, timeout: float = 30.0) -> None:
+        ...
+
+    def tail_log(self, n: int = 40) -> str:
+        ...
+
+
+@runtime_checkable
+class CheckpointView(Protocol):
+    """A streaming query's checkpoint, read only (``observe.checkpoints.CheckpointWatcher``): batch N
+    is planned once ``offsets/N`` is written and done once ``commits/N`` is."""
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """Where it is (a path or an ``hdfs://`` URL), for messages."""
+        ...
+
+    def latest_committed_batch(self) -> int | None:
+        ...
+
+    def uncommitted_batch(self) -> int | None:
+        """The planned batch not committed yet, or None."""
+        ...
+
+    def planned_time(self, batch_id: int) -> float | None:
+        """When ``offsets/<batch_id>`` was written (epoch seconds), or None."""
+        ...
+
+    def commit_time(self, batch_id: int) -> float | None:
+        ...
+
+    def offsets(self, batch_id: int) -> dict[str, Any] | None:
+        """The source offsets batch ``batch_id`` was planned with (``{"metadata", "sources"}``), or None."""
+        ...
+
+    def starting_offsets_written(self) -> bool:
+        """The query's sources fixed where they start (its initial offsets), or a batch was planned."""
+        ...
+
+
+@runtime_checkable
+class LinkScope(Protocol):
+    """Whose connections a network fault on this host acts on (Jepsen's ``Net`` of a backend): the
+    job's, told apart by a connection mark, or all on the link's ports when the host cannot tell."""
+
+    def job_mark(self) -> tuple[int, int] | None:
+        """(mark, mask) of the connections the job's processes open; None when they are not marked."""
+        ...
+
+    def unscoped_reason(self) -> str:
+        """Why :meth:`job_mark` is None (for the run's report and fault errors)."""
+        ...
+
+
+class _Exited(Protocol):
+    @property
+    def returncode(self) -> int | None:
+        ...
+
+
+class _Serving(Protocol):
+    """The server behind a :class:`LinkProxy` (its toxics die with it)."""
+
+    @property
+    def alive(self) -> bool:
+        ...
+
+    @property
+    def pid(self) -> int:
+        ...
+
+    @property
+    def proc(self) -> _Exited:
+        ...
+
+
+@runtime_checkable
+class LinkProxy(Protocol):
+    """A proxy on one of the job's links (``stack.toxiproxy.ToxiProxy``): faults add toxics to it or
+    disable it; only connections through it are touched."""
+
+    @property
+    def name(self) -> str:
+        ...
+
+    @property
+    def listen_port(self) -> int:
+        """Where the job's clients connect (the link's port)."""
+        ...
+
+    @property
+    def upstream(self) -> str:
+        """Where the proxy forwards to (``host:port``)."""
+        ...
+
+    @property
+    def server(self) -> _Serving:
+        """The proxy server (a dead one takes the toxics with it)."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """The proxy as the server has it (``enabled``, ``toxics`` ...)."""
+        ...
+
+    def add_toxic(self, kind: str, stream: str = "downstream", attributes: dict[str, Any] | None = None,
+                  toxicity: float = 1.0, name: str | None = None) -> Any:
+        ...
+
+    def remove_toxic(self, name: str) -> None:
+        ...
+
+    def disable(self) -> None:
+        ...
+
+    def enable(self) -> None:
+        ...
+
+
+class PartitionView(Protocol):
+    """One partition as the cluster's metadata reports it (``stack.kafka_admin.PartitionState``)."""
+
+    @property
+    def leader(self) -> int:
+        """The leading broker's id, -1 while it has none."""
+        ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        ...
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        """The in-sync replicas."""
+        ...
+
+
+class _NodeStates(Protocol):
+    @property
+    def dead(self) -> Sequence[str]:
+        """The DataNodes the NameNode has declared dead (``datanode-<i>``)."""
+        ...
+
+
+#: a backend's own node class (what its HDFS hands out and takes back)
+N = TypeVar("N", bound=Node)
+
+
+@runtime_checkable
+class HdfsCluster(Protocol[N]):
+    """The stack's HDFS (``stack.hdfs.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
+    out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
+
+    @property
+    def namenode(self) -> N:
+        ...
+
+    @property
+    def datanodes(self) -> Sequence[N]:
+        ...
+
+    @property
+    def dead_after_s(self) -> float:
+        """Seconds without heartbeats until the NameNode declares a DataNode dead."""
+        ...
+
+    def state(self) -> _NodeStates:
+        ...
+
+    def out_of_safemode(self) -> bool:
+        ...
+
+    def datanode_registered(self, i: int) -> bool:
+        ...
+
+    def kill_namenode(self, sig: int = signal.SIGKILL, wait: bool = True) -> N:
+        ...
+
+    def restart_namenode(self, wait: bool = True, timeout: float | None = None) -> N:
+        ...
+
+    def pause_namenode(self, wait: bool = True) -> None:
+        ...
+
+    def resume_namenode(self) -> None:
+        ...
+
+    def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> N:
+        ...
+
+    def restart_datanode(self, i: int, wait: bool = True, timeout: float | None = None) -> N:
+        ...
+
+    def wait_gone(self, node: N, timeout: float = 10.0) -> None:
+        ...
+
+    def wait_paused(self, node: N, timeout: float = 5.0) -> None:
+        ...
+
+
 class SparkCluster(abc.ABC):
     """A Spark standalone cluster: one or two masters (HA with ZooKeeper), N workers."""
 
@@ -43,13 +347,19 @@ class SparkCluster(abc.ABC):
     driver_host: str = "127.0.0.1"
 
     @property
+    def link_scope(self) -> LinkScope:
+        """Whose connections a network fault on this host acts on: the job's, by the mark of the job
+        group its processes start in (:mod:`.jobgroup`), where the host has one."""
+        return jobgroup.HostScope()
+
+    @property
     @abc.abstractmethod
-    def workers(self) -> list:  # list of worker handles (backend specific, see LocalWorker)
+    def workers(self) -> Sequence[Node]:
         """The workers, indexable by position."""
 
     @property
     @abc.abstractmethod
-    def masters(self) -> list:
+    def masters(self) -> Sequence[Node]:
         """The masters (one, or two in HA mode)."""
 
     @abc.abstractmethod
@@ -71,7 +381,7 @@ class SparkCluster(abc.ABC):
         """Every node with the ports its peers connect to (masters, workers, ZooKeeper)."""
         raise _missing(self, "endpoints")
 
-    def active_master(self) -> Any:
+    def active_master(self) -> Node:
         """The master that leads now (the only one without HA)."""
         raise _missing(self, "active_master")
 
@@ -83,7 +393,7 @@ class SparkCluster(abc.ABC):
         """Send ``sig`` to worker ``i`` and everything it runs (its executors)."""
         raise _missing(self, "kill_worker")
 
-    def restart_worker(self, i: int) -> Any:
+    def restart_worker(self, i: int) -> Node:
         """Start worker ``i`` again (after a kill); returns its handle."""
         raise _missing(self, "restart_worker")
 
@@ -94,11 +404,11 @@ class SparkCluster(abc.ABC):
     def resume_worker(self, i: int) -> None:
         raise _missing(self, "resume_worker")
 
-    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Any:
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
         """Send ``sig`` to master ``i`` (the active one when None)."""
         raise _missing(self, "kill_master")
 
-    def restart_master(self, i: int) -> Any:
+    def restart_master(self, i: int) -> Node:
         raise _missing(self, "restart_master")
 
     def pause_master(self, i: int, wait: bool = True) -> None:
@@ -107,29 +417,30 @@ class SparkCluster(abc.ABC):
     def resume_master(self, i: int) -> None:
         raise _missing(self, "resume_master")
 
-    def wait_gone(self, node: Any, timeout: float = 10.0) -> None:
+    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
         """Return once ``node`` (a master or worker handle) and all it ran are gone."""
         raise _missing(self, "wait_gone")
 
-    def wait_paused(self, node: Any, timeout: float = 5.0) -> None:
+    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
         """Return once every process of ``node`` is frozen."""
         raise _missing(self, "wait_paused")
 
-    def executors(self, i: int) -> list[Any]:
+    def executors(self, i: int) -> Sequence[ExecutorRef]:
         """Handles of the executors worker ``i`` runs now (empty when none)."""
         raise _missing(self, "executors")
 
-    def signal_executor(self, executor: Any, sig: int) -> None:
+    def signal_executor(self, executor: ExecutorRef, sig: int) -> None:
         """Send ``sig`` to one executor (SIGKILL/SIGTERM to kill, SIGSTOP/SIGCONT to pause)."""
         raise _missing(self, "signal_executor")
 
     def link_sides(self) -> list[tuple[str, str]]:
-        """The network namespaces the job's side of a link lives in, as (node name, ``/proc/<pid>/ns/net``):
-        a network fault acts there. [] when the job shares this host's namespace (the local backend,
-        where the job group's mark tells its connections apart)."""
+        """The network namespaces the job's side of a link lives in, as (node name, the network-namespace
+        file of a process in it, ``/proc/<pid>/ns/net``): a network fault acts there. [] when the job
+        shares this host's namespace (the local backend, where :attr:`link_scope` tells its connections
+        apart)."""
         raise _missing(self, "link_sides")
 
-    def executor_state(self, executor: Any) -> str | None:
+    def executor_state(self, executor: ExecutorRef) -> str | None:
         """``running``, ``stopped`` (paused) ..., or None once the executor is gone."""
         raise _missing(self, "executor_state")
 
@@ -150,6 +461,12 @@ class KafkaCluster(abc.ABC):
     broker_ids: list[int]
     #: the settings the brokers run with (failure detection, replication), for the run's JSON
     effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
+
+    @property
+    def link_scope(self) -> LinkScope:
+        """Whose connections a network fault on this host acts on: the job's, by the mark of the job
+        group its processes start in (:mod:`.jobgroup`), where the host has one."""
+        return jobgroup.HostScope()
 
     @property
     def job_bootstrap_servers(self) -> str:
@@ -183,8 +500,8 @@ class KafkaCluster(abc.ABC):
         """Every broker with the ports the job and its peers connect to."""
         raise _missing(self, "endpoints")
 
-    def partition_states(self, topic: str) -> dict[int, Any] | None:
-        """Leader, replicas and ISR of each partition of ``topic`` (``kafka_admin.PartitionState``)."""
+    def partition_states(self, topic: str) -> Mapping[int, PartitionView] | None:
+        """Leader, replicas and ISR of each partition of ``topic``."""
         raise _missing(self, "partition_states")
 
     def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
@@ -239,7 +556,7 @@ class KafkaCluster(abc.ABC):
         tell its own connections from its peers'; None where the host cannot mark them."""
         raise _missing(self, "node_mark")
 
-    def job_links(self, broker_ids: list[int] | None = None) -> list[Any]:
+    def job_links(self, broker_ids: list[int] | None = None) -> Sequence[LinkProxy]:
         """The proxies of the job's links to these brokers (all when None), for network faults on
         Kafka links; [] when the backend has none (the faults act on the brokers' job ports then)."""
         return []

@@ -28,6 +28,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from pytest_streamchaos.stack import commands
+
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).
 MARK = 0x5C0000
 MASK = 0xFF0000
@@ -178,7 +180,7 @@ class JobGroup:
         """Remove the rules and the group (the group only once its processes are gone; the reaper
         entry stays until then)."""
         with self._lock:
-            subprocess.run(["sh", "-c", self._rules_cleanup()], capture_output=True, timeout=30)
+            commands.completed(["sh", "-c", self._rules_cleanup()])
             self._rules_up = False
             if self.path is not None:
                 for child in self.path.glob("*/"):
@@ -200,8 +202,8 @@ class JobGroup:
 
         return get_reaper()
 
-    def _ipt(self, args: list[str]) -> subprocess.CompletedProcess:
-        return subprocess.run(_IPT + args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    def _ipt(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        return commands.completed(_IPT + args)
 
     def _install_rules(self) -> None:
         with self._lock:
@@ -251,9 +253,27 @@ def current() -> JobGroup | None:
     return g if g is not None and g.available else None
 
 
+def job_processes() -> list[int]:
+    """PIDs in this process's job group now (its own processes, not its child groups'), [] when no group
+    isolates the job: where a search for the job's processes starts instead of every process on the host."""
+    g = current()
+    return g.members() if g is not None else []
+
+
 def unavailable_reason() -> str:
     """Why job processes are not isolated (without setting a group up)."""
     g = _group
     if g is None:
         return "no process of the job was started in a job group"
     return g.reason or "the job group's marking rules are not installed"
+
+
+class HostScope:
+    """This host's :class:`~pytest_streamchaos.stack.base.LinkScope`: the job's connections carry the
+    job group's mark once a group isolates the job."""
+
+    def job_mark(self) -> tuple[int, int] | None:
+        return (MARK, MASK) if current() is not None else None
+
+    def unscoped_reason(self) -> str:
+        return unavailable_reason()

@@ -1,0 +1,37 @@
+"""Type-checked only (tests/unit/test_typecheck.py runs mypy on it, nothing imports it): the local
+backend's classes are what stack/base.py's protocols say the faults get. A backend class that stops
+fitting a protocol fails the type check, naming the member."""
+
+from pytest_streamchaos.faults.actions import OutputSeen
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
+from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.spark.launcher import SparkJob
+from pytest_streamchaos.stack.base import (
+    CheckpointView,
+    HdfsCluster,
+    JobHandle,
+    LinkProxy,
+    LinkScope,
+    Node,
+    PartitionView,
+)
+from pytest_streamchaos.stack.hdfs import HdfsNode, LocalHdfsCluster
+from pytest_streamchaos.stack.jobgroup import HostScope
+from pytest_streamchaos.stack.kafka_admin import PartitionState
+from pytest_streamchaos.stack.kafka_local import KafkaNode
+from pytest_streamchaos.stack.spark_local import LocalMaster, LocalWorker
+from pytest_streamchaos.stack.toxiproxy import ToxiProxy
+
+
+def local_backend_fits(worker: LocalWorker, master: LocalMaster, broker: KafkaNode, hdfs_node: HdfsNode,
+                       job: SparkJob, watcher: CheckpointWatcher, collector: Collector, hdfs: LocalHdfsCluster,
+                       scope: HostScope, proxy: ToxiProxy, partition: PartitionState) -> None:
+    nodes: list[Node] = [worker, master, broker, hdfs_node]
+    driver: JobHandle = job
+    checkpoint: CheckpointView = watcher
+    output: OutputSeen = collector
+    storage: HdfsCluster[HdfsNode] = hdfs
+    links: LinkScope = scope
+    link: LinkProxy = proxy
+    state: PartitionView = partition
+    del nodes, driver, checkpoint, output, storage, links, link, state

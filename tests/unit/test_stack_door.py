@@ -1,0 +1,36 @@
+"""Outside stack/, nothing signals a process, scans the file system with glob or reads /proc: that is
+the stack's business (issue 25, "the stack interface is the only door")."""
+
+import ast
+import re
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
+#: ``os.kill``, a ``glob`` (module or ``Path.glob``; not the word ``global``), a ``/proc`` path
+DOOR = re.compile(r"os\.kill|\.glob\(|\bglob\b|/proc")
+
+
+def test_only_the_stack_touches_processes_and_proc():
+    hits = [f"{path.relative_to(PKG.parent)}:{n}: {line.strip()}"
+            for path in sorted(PKG.rglob("*.py")) if path.relative_to(PKG).parts[0] != "stack"
+            for n, line in enumerate(path.read_text().splitlines(), 1) if DOOR.search(line)]
+    assert not hits, "move these into pytest_streamchaos/stack/:\n" + "\n".join(hits)
+
+
+#: what of stack/ the faults may import: the interface, the command runner, the session's reaper, and the
+#: error the Toxiproxy API raises
+FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.commands",
+                     "pytest_streamchaos.stack.reaper", "pytest_streamchaos.stack.toxiproxy"}
+
+
+def test_the_faults_reach_the_stack_only_through_its_interface():
+    used = {}
+    for path in sorted((PKG / "faults").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_streamchaos.stack"):
+                names = [node.module] if node.module != "pytest_streamchaos.stack" else \
+                    [f"{node.module}.{a.name}" for a in node.names]
+                for name in names:
+                    used.setdefault(name, []).append(path.name)
+    extra = {m: files for m, files in used.items() if m not in FAULTS_MAY_IMPORT}
+    assert not extra, f"the faults use the stack beyond its interface (stack/base.py): {extra}"
