@@ -8,7 +8,7 @@ import pytest
 
 from pytest_streamchaos.spark import launcher
 from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.spark_local import EXECUTOR_CLASS
+from pytest_streamchaos.stack.spark_daemons import EXECUTOR_CLASS
 
 
 class Custom(RuntimeError):
