@@ -1,6 +1,9 @@
-"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fixtures, SLA checks, summary.
+"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fault-mark validation, fixtures,
+SLA checks, JUnit properties.
 
-Registered through the ``pytest11`` entry point ``streamchaos``.
+Registered through the ``pytest11`` entry point ``streamchaos``. The session's state, and the hooks
+that collect the results, write the reports and print the summary, are one object registered at
+configure time: :class:`~pytest_streamchaos.report.session.ChaosSession`.
 """
 
 from __future__ import annotations
