@@ -43,7 +43,8 @@ COMPARISONS_KEY = pytest.StashKey[list]()
 def chaos_session(config: pytest.Config) -> ChaosSession:
     """The session's :class:`ChaosSession`, registered by the plugin at configure time."""
     plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
-    assert isinstance(plugin, ChaosSession), "pytest_streamchaos.plugin is not loaded"
+    if not isinstance(plugin, ChaosSession):
+        raise RuntimeError("no ChaosSession: the streamchaos plugin is not loaded (-p no:streamchaos?)")
     return plugin
 
 
