@@ -217,5 +217,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Headline metrics as JUnit XML properties (``--junitxml``), before the teardown report copies
     ``user_properties``, so that CI dashboards show them per test."""
-    for index, result in enumerate(item.stash.get(RUNS_KEY, [])):
+    results: list[Any] = item.stash.get(RUNS_KEY, [])
+    for index, result in enumerate(results):
         item.user_properties.extend(junit_properties(result, index))

@@ -131,8 +131,8 @@ class ChaosSession:
         for nodeid, _index, specs, run in self.entries:
             row = run.summary_row()
             row["test"] = nodeid.split("::")[-1]
-            labels = run.meta.get("faults") if "faults" in run.meta else [s.get("label", s["kind"]) for s in specs]
-            row["faults"] = ", ".join(labels) or "-"
+            labels = run.meta["faults"] if "faults" in run.meta else [s.get("label", s["kind"]) for s in specs]
+            row["faults"] = ", ".join(map(str, labels)) or "-"
             rows.append(row)
         tr.section("streamchaos: chaos runs")
         for line in format_table(rows):
