@@ -87,7 +87,7 @@ class ChaosSession:
         the report directory: every file here, none in the terminal summary, which only prints
         (``-p no:terminal`` has none)."""
         config = session.config
-        if not self.entries or getattr(config, "workerinput", None) is not None:  # xdist: the controller
+        if not self.entries or getattr(config, "workerinput", None) is not None:  # an xdist worker: not here
             return
         st, root = self.settings, Path(str(config.rootpath))
         self._baseline(session, root)
