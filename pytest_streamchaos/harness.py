@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.versus import Versus
+from pytest_streamchaos.analysis.versus import Versus, versus
 from pytest_streamchaos.runner import Chaos
 
 _MERGED = ("conf", "env")
@@ -90,13 +90,6 @@ class ChaosHarness(Chaos):
         ``.faults`` verdicts, ``.describe()``). ``slo_latency`` (s) separates degraded from outage."""
         run_a = self.run(job, **merged_args(common, a))
         run_b = self.run(job, **merged_args(common, b))
-        result = versus_of(run_b, run_a, slo_latency, labels)
+        result = versus(run_b, run_a, slo_latency=slo_latency, labels=labels)
         self.comparisons.append(result)
         return result
-
-
-def versus_of(b: Any, a: Any, slo_latency: float | None, labels: tuple[str, str]) -> Versus:
-    """``b.versus(a)`` with labels, for single and repeated runs alike."""
-    from pytest_streamchaos.analysis.versus import versus
-
-    return versus(b, a, slo_latency=slo_latency, labels=labels)

@@ -1,11 +1,13 @@
-"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fixtures, SLA checks, summary.
+"""pytest hooks of pytest-streamchaos: options, ini keys, markers, fault-mark validation, fixtures,
+SLA checks, JUnit properties.
 
-Registered through the ``pytest11`` entry point ``streamchaos``.
+Registered through the ``pytest11`` entry point ``streamchaos``. The session's state, and the hooks
+that collect the results, write the reports and print the summary, are one object registered at
+configure time: :class:`~pytest_streamchaos.report.session.ChaosSession`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,16 @@ import pytest
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
 from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
+from pytest_streamchaos.report.baseline import parse_gates
+from pytest_streamchaos.report.session import (
+    COMPARISONS_KEY,
+    FAULTS_KEY,
+    PLUGIN_NAME,
+    RUNS_KEY,
+    ChaosSession,
+    chaos_session,
+    junit_properties,
+)
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     hdfs,
     kafka,
@@ -37,40 +49,32 @@ MARKERS = (
     *marker_lines(),
 )
 
-SETTINGS_KEY = _settings.SETTINGS_KEY
-FAULTS_KEY = pytest.StashKey[list]()
-#: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun). Test seam: a
-#: test (or a fake ``chaos`` fixture) may append runs it built itself, e.g. from analysis.synthetic
-RUNS_KEY = pytest.StashKey[list]()
-#: the test's A/B comparisons (``chaos.compare``)
-COMPARISONS_KEY = pytest.StashKey[list]()
-#: (nodeid, index, faults, result) of every result of the session
-ALL_RUNS_KEY = pytest.StashKey[list]()
-ALL_COMPARISONS_KEY = pytest.StashKey[list]()
-GATES_KEY = pytest.StashKey[list]()
-OUTCOME_KEY = pytest.StashKey[dict]()
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     _settings.addoptions(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Markers; the settings, checked now (a bad option value fails before the first fixture); the
+    session's :class:`~pytest_streamchaos.report.session.ChaosSession`, registered as a plugin."""
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    # Fail on a bad option value now, not at the first fixture.
-    settings = config.stash[SETTINGS_KEY] = _settings.Settings.from_config(config)
-    config.stash[ALL_RUNS_KEY] = []
-    config.stash[ALL_COMPARISONS_KEY] = []
-    config.stash[OUTCOME_KEY] = {}
-    from pytest_streamchaos.report.baseline import parse_gates
-
+    settings = _settings.Settings.from_config(config)
+    # the stack fixtures (stack/fixtures.py) read the settings from here
+    config.stash[_settings.SETTINGS_KEY] = settings
     if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
         _check_docker(settings.docker_image)
     try:
-        config.stash[GATES_KEY] = parse_gates(settings.compare_fail)
+        gates = parse_gates(settings.compare_fail)
     except ValueError as exc:
         raise pytest.UsageError(f"--chaos-compare-fail / ini streamchaos_compare_fail: {exc}") from None
+    config.pluginmanager.register(ChaosSession(settings, gates), PLUGIN_NAME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if session is not None:
+        config.pluginmanager.unregister(session)
 
 
 def _check_docker(image: str) -> None:
@@ -114,7 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             repeat = mark.kwargs.get("repeat", 1)
             if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
                 errors.append(f"{item.nodeid}: @chaos: repeat={repeat!r} must be an int >= 1")
-            backend = mark.kwargs.get("backend", config.stash[SETTINGS_KEY].backend)
+            backend = mark.kwargs.get("backend", chaos_session(config).settings.backend)
             if backend not in _settings.BACKENDS:
                 errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
                               f"{', '.join(map(repr, _settings.BACKENDS))}")
@@ -213,117 +217,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Headline metrics as JUnit XML properties (``--junitxml``), before the teardown report copies
     ``user_properties``, so that CI dashboards show them per test."""
-    from pytest_streamchaos.report.session import junit_properties
-
-    for index, result in enumerate(item.stash.get(RUNS_KEY, [])):
+    results: list[Any] = item.stash.get(RUNS_KEY, [])
+    for index, result in enumerate(results):
         item.user_properties.extend(junit_properties(result, index))
-
-
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
-    if call.when != "teardown":
-        return
-    runs = item.stash.get(RUNS_KEY, [])
-    specs = [{**s.to_dict(), "label": s.label} for s in item.stash.get(FAULTS_KEY, [])]
-    item.config.stash[ALL_RUNS_KEY].extend((item.nodeid, i, specs, r) for i, r in enumerate(runs))
-    item.config.stash[ALL_COMPARISONS_KEY].extend((item.nodeid, v) for v in item.stash.get(COMPARISONS_KEY, []))
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Compare with the baseline (failing the session on a gate), then save, then write the report
-    directory; the terminal summary prints what happened."""
-    from pytest_streamchaos.report import session as rs
-
-    config = session.config
-    st = config.stash[SETTINGS_KEY]
-    entries = config.stash.get(ALL_RUNS_KEY, [])
-    outcome = config.stash[OUTCOME_KEY]
-    gates = config.stash[GATES_KEY]
-    if not entries or getattr(config, "workerinput", None) is not None:  # xdist workers: the controller does it
-        return
-    which = st.compare or (_settings.LATEST if gates else "")
-    if st.save or which:
-        from pytest_streamchaos.report import baseline as bl
-        from pytest_streamchaos.report import envinfo
-
-        env = envinfo.environment(Path(str(config.rootpath)), st.java_home)
-        storage = bl.Storage(Path(str(config.rootpath)) / st.storage)
-        if which:
-            try:
-                outcome["compare"] = rs.compare_with_baseline(storage, which, entries, gates, env)
-            except (FileNotFoundError, ValueError) as exc:
-                outcome["compare_error"] = str(exc)
-                if gates:  # a gate that cannot be checked must not pass silently
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            else:
-                if outcome["compare"].regressions:
-                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if st.save:
-            name = bl.default_name(env) if st.save == _settings.AUTO else st.save
-            outcome["saved"] = storage.save(bl.session_doc(entries, env), name)
-    if st.report_dir:
-        from pytest_streamchaos.report import plots
-
-        draw = plots.available()
-        outcome["artifacts"] = rs.write_artifacts(Path(str(config.rootpath)) / st.report_dir, entries,
-                                                  config.stash[ALL_COMPARISONS_KEY], draw)
-        outcome["draw"] = draw
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_streamchaos.report.terminal import format_table
-
-    runs = config.stash.get(ALL_RUNS_KEY, [])
-    if not runs:
-        return
-    rows = []
-    for nodeid, _index, specs, run in runs:
-        row = run.summary_row()
-        row["test"] = nodeid.split("::")[-1]
-        labels = run.meta.get("faults") if "faults" in run.meta else [s.get("label", s["kind"]) for s in specs]
-        row["faults"] = ", ".join(labels) or "-"
-        rows.append(row)
-    terminalreporter.section("streamchaos: chaos runs")
-    for line in format_table(rows):
-        terminalreporter.write_line(line)
-    if any(len(getattr(r, "runs", [])) > 1 for *_, r in runs):
-        terminalreporter.write_line("(repeated runs: median (min-max) over the repeats)")
-    path = config.stash[SETTINGS_KEY].report
-    if path:
-        out = [{"test": nodeid, "faults": specs, **run.to_dict()} for nodeid, _index, specs, run in runs]
-        Path(path).write_text(json.dumps(out, indent=1, default=str))
-        terminalreporter.write_line(f"streamchaos: wrote {len(out)} run(s) to {path}")
-    for nodeid, v in config.stash.get(ALL_COMPARISONS_KEY, []):
-        terminalreporter.section(f"streamchaos: {nodeid.split('::')[-1]}: {v.labels[1]} versus {v.labels[0]}", sep="-")
-        for line in v.describe().splitlines()[1:]:
-            terminalreporter.write_line(line)
-    _summary_outcome(terminalreporter, config.stash[OUTCOME_KEY])
-
-
-def _summary_outcome(tr: Any, outcome: dict[str, Any]) -> None:
-    """Baseline comparison, gate failures, saved baseline and report files, as found at sessionfinish."""
-    from pytest_streamchaos.report.plots import MISSING
-
-    if "compare" in outcome or "compare_error" in outcome:
-        tr.section("streamchaos: compared with the baseline", sep="-")
-        if "compare_error" in outcome:
-            tr.write_line(f"streamchaos: cannot compare: {outcome['compare_error']}", red=True)
-        else:
-            for line in outcome["compare"].lines:
-                tr.write_line(line, red="REGRESSION" in line)
-            regs = outcome["compare"].regressions
-            if regs:
-                tr.write_line(f"streamchaos: {len(regs)} regression(s) beyond --chaos-compare-fail; the session "
-                              "fails:", red=True, bold=True)
-                for r in regs:
-                    tr.write_line(f"  {r}", red=True)
-    if "saved" in outcome:
-        tr.write_line(f"streamchaos: saved the baseline {outcome['saved']}")
-    if "artifacts" in outcome:
-        arts, pics = outcome["artifacts"]
-        if not outcome.get("draw"):
-            tr.write_line(MISSING)
-        for a in arts:
-            files = ", ".join(str(p) for p in [a.json, *a.pictures])
-            tr.write_line(f"streamchaos: {a.test}{f' [run {a.index}]' if a.index else ''}: {files}")
-        for p in pics:
-            tr.write_line(f"streamchaos: comparison picture: {p}")

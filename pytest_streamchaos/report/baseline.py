@@ -26,6 +26,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis import keys
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION
+from pytest_streamchaos.report.jsonfile import write_json
 
 _FILE = re.compile(r"^(\d{4})_(.+)\.json$")
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -77,9 +78,7 @@ class Storage:
         existing = self.files()
         n = int(_FILE.match(existing[-1].name).group(1)) + 1 if existing else 1  # type: ignore[union-attr]
         safe = re.sub(r"[^\w.-]+", "-", name).strip("-") or "session"
-        out = self.path / f"{n:04d}_{safe}.json"
-        out.write_text(json.dumps({**doc, "name": safe}, indent=1, default=str))
-        return out
+        return write_json(self.path / f"{n:04d}_{safe}.json", {**doc, "name": safe})
 
     def find(self, which: str) -> Path:
         """``latest``, a number (``3`` / ``0003``), a name, or a path; FileNotFoundError lists the saved."""

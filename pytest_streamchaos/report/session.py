@@ -1,5 +1,9 @@
-"""What the plugin does with a session's finished runs besides the table: JUnit properties, the
-per-run JSON + timeline pictures, and the baseline save / compare / gates.
+"""The plugin's state for one pytest session and what it does with the session's finished runs.
+
+:class:`ChaosSession` is registered as a plugin by ``plugin.pytest_configure`` (as pytest's junitxml
+registers its ``LogXML``): it holds the settings, the regression gates and every result, and its
+hooks collect each test's results, write every file at session end and print the summary.
+Per-test data lives on the test item (``item.stash``, pytest's per-item store) under the keys below.
 
 Each entry is ``(nodeid, index, faults, result)``: ``index`` counts the results of one test (a test
 may call ``chaos.run`` more than once), ``result`` is a ``ChaosRun`` or a ``RepeatedRun``.
@@ -7,7 +11,6 @@ may call ``chaos.run`` more than once), ``result`` is a ``ChaosRun`` or a ``Repe
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -15,11 +18,164 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.metrics import NotRecovered
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import envinfo, plots
+from pytest_streamchaos.report.jsonfile import write_json
+from pytest_streamchaos.report.terminal import format_table
 
 Entry = tuple[str, int, list[dict[str, Any]], Any]
+
+#: the name :class:`ChaosSession` is registered under (``config.pluginmanager.get_plugin``)
+PLUGIN_NAME = "streamchaos-session"
+#: a test's fault specs, validated at collection
+FAULTS_KEY = pytest.StashKey[list]()
+#: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun). Test seam: a
+#: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from analysis.synthetic
+RUNS_KEY = pytest.StashKey[list]()
+#: the test's A/B comparisons (``chaos.compare``)
+COMPARISONS_KEY = pytest.StashKey[list]()
+
+
+def chaos_session(config: pytest.Config) -> ChaosSession:
+    """The session's :class:`ChaosSession`, registered by the plugin at configure time."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if not isinstance(plugin, ChaosSession):
+        raise RuntimeError("no ChaosSession: the streamchaos plugin is not loaded (-p no:streamchaos?)")
+    return plugin
+
+
+@dataclass
+class Outcome:
+    """What session end did, for the terminal summary to print."""
+
+    compare: GateOutcome | None = None
+    compare_error: str | None = None
+    saved: Path | None = None
+    #: the ``--chaos-report`` file and how many results it holds
+    report: tuple[str, int] | None = None
+    artifacts: tuple[list[Artifacts], list[Path]] | None = None
+    draw: bool = False
+
+
+class ChaosSession:
+    """The plugin's state for one pytest session (see the module docstring)."""
+
+    def __init__(self, settings: _settings.Settings, gates: list[bl.Gate]) -> None:
+        self.settings = settings
+        self.gates = gates
+        #: every result of the session, in the order the tests finished
+        self.entries: list[Entry] = []
+        #: (nodeid, Versus) of every A/B comparison of the session
+        self.comparisons: list[tuple[str, Any]] = []
+        self.outcome = Outcome()
+
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
+        """Collect the test's results once it is torn down."""
+        if call.when != "teardown":
+            return
+        runs = item.stash.get(RUNS_KEY, [])
+        specs = [{**s.to_dict(), "label": s.label} for s in item.stash.get(FAULTS_KEY, [])]
+        self.entries.extend((item.nodeid, i, specs, r) for i, r in enumerate(runs))
+        self.comparisons.extend((item.nodeid, v) for v in item.stash.get(COMPARISONS_KEY, []))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Compare with the baseline (failing the session on a gate), save it, write the report and
+        the report directory: every file here, none in the terminal summary, which only prints
+        (``-p no:terminal`` has none)."""
+        config = session.config
+        if not self.entries or getattr(config, "workerinput", None) is not None:  # an xdist worker: not here
+            return
+        st, root = self.settings, Path(str(config.rootpath))
+        self._baseline(session, root)
+        if st.report:
+            out = [{"test": nodeid, "faults": specs, **run.to_dict()} for nodeid, _index, specs, run in self.entries]
+            write_json(st.report, out)
+            self.outcome.report = (st.report, len(out))
+        if st.report_dir:
+            draw = plots.available()
+            self.outcome.artifacts = write_artifacts(root / st.report_dir, self.entries, self.comparisons, draw)
+            self.outcome.draw = draw
+
+    def _baseline(self, session: pytest.Session, root: Path) -> None:
+        """``--chaos-compare`` / ``--chaos-compare-fail`` (a regression fails the session), ``--chaos-save``."""
+        st, gates = self.settings, self.gates
+        which = st.compare or (_settings.LATEST if gates else "")
+        if not (st.save or which):
+            return
+        env = envinfo.environment(root, st.java_home)
+        storage = bl.Storage(root / st.storage)
+        if which:
+            try:
+                self.outcome.compare = compare_with_baseline(storage, which, self.entries, gates, env)
+            except (FileNotFoundError, ValueError) as exc:
+                self.outcome.compare_error = str(exc)
+                if gates:  # a gate that cannot be checked must not pass silently
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            else:
+                if self.outcome.compare.regressions:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if st.save:
+            name = bl.default_name(env) if st.save == _settings.AUTO else st.save
+            self.outcome.saved = storage.save(bl.session_doc(self.entries, env), name)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The table of the session's runs, its A/B comparisons, and what session end wrote."""
+        tr = terminalreporter
+        if not self.entries:
+            return
+        rows = []
+        for nodeid, _index, specs, run in self.entries:
+            row = run.summary_row()
+            row["test"] = nodeid.split("::")[-1]
+            labels = run.meta["faults"] if "faults" in run.meta else [s.get("label", s["kind"]) for s in specs]
+            row["faults"] = ", ".join(map(str, labels)) or "-"
+            rows.append(row)
+        tr.section("streamchaos: chaos runs")
+        for line in format_table(rows):
+            tr.write_line(line)
+        if any(len(getattr(r, "runs", [])) > 1 for *_, r in self.entries):
+            tr.write_line("(repeated runs: median (min-max) over the repeats)")
+        if self.outcome.report:
+            path, count = self.outcome.report
+            tr.write_line(f"streamchaos: wrote {count} run(s) to {path}")
+        for nodeid, v in self.comparisons:
+            tr.section(f"streamchaos: {nodeid.split('::')[-1]}: {v.labels[1]} versus {v.labels[0]}", sep="-")
+            for line in v.describe().splitlines()[1:]:
+                tr.write_line(line)
+        self._summary_outcome(tr)
+
+    def _summary_outcome(self, tr: Any) -> None:
+        """Baseline comparison, gate failures, saved baseline and report files, as session end left them."""
+        out = self.outcome
+        if out.compare is not None or out.compare_error is not None:
+            tr.section("streamchaos: compared with the baseline", sep="-")
+            if out.compare_error is not None:
+                tr.write_line(f"streamchaos: cannot compare: {out.compare_error}", red=True)
+            elif out.compare is not None:
+                for line in out.compare.lines:
+                    tr.write_line(line, red="REGRESSION" in line)
+                regs = out.compare.regressions
+                if regs:
+                    tr.write_line(f"streamchaos: {len(regs)} regression(s) beyond --chaos-compare-fail; the session "
+                                  "fails:", red=True, bold=True)
+                    for r in regs:
+                        tr.write_line(f"  {r}", red=True)
+        if out.saved is not None:
+            tr.write_line(f"streamchaos: saved the baseline {out.saved}")
+        if out.artifacts is not None:
+            arts, pics = out.artifacts
+            if not out.draw:
+                tr.write_line(plots.MISSING)
+            for a in arts:
+                files = ", ".join(str(p) for p in [a.json, *a.pictures])
+                tr.write_line(f"streamchaos: {a.test}{f' [run {a.index}]' if a.index else ''}: {files}")
+            for p in pics:
+                tr.write_line(f"streamchaos: comparison picture: {p}")
+
 
 #: JUnit XML properties per run: (name, attribute of the run)
 JUNIT: tuple[tuple[str, str], ...] = (
@@ -88,9 +244,7 @@ def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Seq
     for nodeid, index, faults, result in entries:
         base = slug(nodeid) + (f"-{index}" if index else "")
         d = {"test": nodeid, "faults": faults, **result.to_dict()}
-        jpath = report_dir / f"{base}.json"
-        jpath.write_text(json.dumps(d, indent=1, default=str))
-        art = Artifacts(nodeid, index, jpath)
+        art = Artifacts(nodeid, index, write_json(report_dir / f"{base}.json", d))
         if draw:
             runs = d.get("runs") or [d]
             for k, run in enumerate(runs):

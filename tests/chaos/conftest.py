@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_streamchaos.plugin import FAULTS_KEY
+from pytest_streamchaos.report.session import FAULTS_KEY
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,7 +13,7 @@ CONFTEST = """
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace
-from pytest_streamchaos.plugin import RUNS_KEY
+from pytest_streamchaos.report.session import RUNS_KEY
 
 class FakeChaos:
     def __init__(self):

@@ -25,7 +25,7 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosHarness
-from pytest_streamchaos.plugin import COMPARISONS_KEY, RUNS_KEY, SETTINGS_KEY
+from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY, chaos_session
 from pytest_streamchaos.report.progress import status_for
 
 class FakeHarness(ChaosHarness):
@@ -51,7 +51,7 @@ class FakeHarness(ChaosHarness):
 @pytest.fixture
 def chaos(request, tmp_path):
     mark = request.node.get_closest_marker("chaos")
-    repeat = mark.kwargs.get("repeat", 1) if mark else request.config.stash[SETTINGS_KEY].repeat
+    repeat = mark.kwargs.get("repeat", 1) if mark else chaos_session(request.config).settings.repeat
     h = FakeHarness(cluster=None, kafka=None, workdir=tmp_path, faults=specs_for_item(request.node),
                     nodeid=request.node.nodeid, repeat=repeat, status=status_for(request.config, request.node.nodeid))
     request.node.stash[RUNS_KEY] = h.results
@@ -250,6 +250,20 @@ def test_chaos_repeat_option(project: pytest.Pytester) -> None:
     data = json.loads((project.path / "r.json").read_text())
     assert [d["repeat"] for d in data] == [2, 2] and len(data[0]["runs"]) == 2
     assert data[0]["spread"]["downtime"][0] == pytest.approx(4.0, abs=1)
+
+
+# --no-summary skips plugins' terminal summaries on pytest 8 (not on 9); without the terminal plugin
+# there is no summary at all
+@pytest.mark.parametrize("quiet", [["--no-summary"], ["-p", "no:terminal"]], ids=["no-summary", "no-terminal"])
+def test_reports_are_written_without_a_terminal_summary(project: pytest.Pytester, quiet: list[str]) -> None:
+    """The files are written at session end, not by the terminal summary."""
+    result = project.runpytest(*quiet, "--chaos-report=r.json", "--chaos-report-dir=reports", "--chaos-save=quiet")
+    assert result.ret == pytest.ExitCode.OK
+    data = json.loads((project.path / "r.json").read_text())
+    assert [d["test"].split("::")[-1] for d in data] == ["test_kill", "test_quiet"]
+    assert data[0]["faults"][0]["kind"] == "kill_worker" and data[0]["schema_version"] >= 2
+    assert (project.path / "reports" / "test_jobs.test_kill.json").is_file()
+    assert [p.name for p in _saved(project)] == ["0001_quiet.json"]
 
 
 AB = """

@@ -1,0 +1,16 @@
+"""The one way the plugin writes a JSON file: the ``--chaos-report`` list, each run's file of
+``--chaos-report-dir`` and a saved baseline all read the same (indented, anything not JSON by
+nature -- a path, a numpy scalar -- as its ``str``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` to ``path`` (its directory must exist) and return the path."""
+    path = Path(path)
+    path.write_text(json.dumps(obj, indent=1, default=str))
+    return path
