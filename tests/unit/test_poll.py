@@ -53,7 +53,7 @@ def test_wait_for_and_settled_count_their_timeout_on_the_clock_given():
     looks = itertools.count()
     ticks = jumping()
     assert not settled(lambda: next(looks) > 100, 15.0, interval=0.0, clock=lambda: next(ticks))
-    assert next(looks) == 2  # at 0 (deadline 15), then after 10 and after 20
+    assert next(looks) == 2  # the clock reads 10 after the first look, 20 (past 15) after the second
     ticks = jumping()
     with pytest.raises(TimeoutError, match=r"waited 15.0s for the clock; last seen 0"):
         wait_for(lambda: 0, 15.0, "the clock", interval=0.0, clock=lambda: next(ticks))
