@@ -62,9 +62,10 @@ class Drain:
         self._ends: dict[str, dict[int, int]] = {}  # input topic -> partition -> end offset at the drain's start
 
     def run(self) -> DrainResult:
-        s = self.ctx.spec
+        s, began = self.ctx.spec, time.time()
         self._ends = {t: input_end_offsets(self.topics.bootstrap, t) for t in self.topics.inputs}
-        ended = poll_until(self._ended, s.drain_timeout)
+        # the drain's timeout counts from its start, the end offsets' round trips included
+        ended = poll_until(self._ended, s.drain_timeout - (time.time() - began))
         if ended is not None:
             self.result.ended = ended
         else:
