@@ -11,8 +11,7 @@ from typing import Any
 from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.timeline import load_end
-from pytest_streamchaos.poll import settled
-from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code
+from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 
@@ -48,7 +47,7 @@ class LoadPhase:
         ends as soon as every fault has recovered for good (:meth:`_recovered_for_good`)."""
         self.obs.scheduler.start(steady)
         planned_until = steady + self.ctx.spec.duration
-        settled(lambda: self._over(planned_until), math.inf, interval=POLL_S, clock=time.time)
+        poll_until(lambda: self._over(planned_until), math.inf)  # its end moves: _over checks it
         self.obs.generator.stop()
         self.ctx.phases["load_end"] = time.time()
         self.ctx.recorder.record("load_end")
