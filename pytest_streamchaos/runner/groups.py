@@ -9,7 +9,7 @@ naming both: which one would win is not obvious.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -104,7 +104,4 @@ def grouped(name: str, cls: type[G], group: G | None, flat: Mapping[str, Any]) -
         both = ", ".join(f"{k}=" for k in passed)
         raise ValueError(f"chaos.run got both {name}={cls.__name__}(...) and {both}: give "
                          f"{'it' if len(passed) == 1 else 'them'} inside {cls.__name__}(...) or drop {name}=")
-    if group is not None:
-        return group
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in passed.items() if k in names})
+    return group if group is not None else cls(**passed)
