@@ -28,6 +28,9 @@ _LAZY = {
     "TumblingWindowOracle": "pytest_streamchaos.analysis.oracle",
     "FaultSpec": "pytest_streamchaos.faults.spec",
     "FaultSpecError": "pytest_streamchaos.faults.spec",
+    "Load": "pytest_streamchaos.runner.groups",
+    "Watch": "pytest_streamchaos.runner.groups",
+    "JobSetup": "pytest_streamchaos.runner.groups",
     **dict.fromkeys(
         ["bandwidth_limit", "isolate_broker", "kill_broker", "kill_datanode", "kill_driver", "kill_executor",
          "kill_master", "kill_namenode", "kill_worker", "network_delay", "network_partition", "packet_loss", "pause",
@@ -74,5 +77,8 @@ __all__ = [
     "kill_datanode",
     "RecordSpec",
     "UserCodeError",
+    "Load",
+    "Watch",
+    "JobSetup",
 ]
 __version__ = "0.1.0"

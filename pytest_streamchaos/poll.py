@@ -32,23 +32,24 @@ def poll(cond: Callable[[], T], timeout: float, on_timeout: Callable[[T], BaseEx
 
 
 def wait_for(cond: Callable[[], T], timeout: float, what: str, last: Callable[[], Any] | None = None, *,
-             interval: float = 0.05) -> T:
+             interval: float = 0.05, clock: Callable[[], float] = time.monotonic) -> T:
     """Poll ``cond`` until it returns something truthy and return that. After ``timeout`` seconds
-    raise ``TimeoutError`` naming ``what`` and the last value seen (``last()`` if given, else the
-    last result of ``cond``)."""
+    (on ``clock``) raise ``TimeoutError`` naming ``what`` and the last value seen (``last()`` if
+    given, else the last result of ``cond``)."""
 
     def timed_out(value: Any) -> TimeoutError:
         seen = last() if last is not None else value
         return TimeoutError(f"waited {timeout}s for {what}; last seen {seen!r}")
 
-    return poll(cond, timeout, timed_out, interval=interval)
+    return poll(cond, timeout, timed_out, interval=interval, clock=clock)
 
 
-def settled(cond: Callable[[], Any], timeout: float, *, interval: float = 0.05) -> bool:
-    """Poll ``cond`` for up to ``timeout`` seconds; whether it came true (for waits whose timeout is
-    not an error, e.g. a grace period before a harder signal)."""
+def settled(cond: Callable[[], Any], timeout: float, *, interval: float = 0.05,
+            clock: Callable[[], float] = time.monotonic) -> bool:
+    """Poll ``cond`` for up to ``timeout`` seconds (on ``clock``); whether it came true (for waits
+    whose timeout is not an error, e.g. a grace period before a harder signal)."""
     try:
-        poll(cond, timeout, lambda _: TimeoutError(), interval=interval)
+        poll(cond, timeout, lambda _: TimeoutError(), interval=interval, clock=clock)
     except TimeoutError:
         return False
     return True

@@ -40,3 +40,22 @@ def test_wait_for_names_what_it_waited_for():
 
 def test_old_import_path_is_the_same_helper():
     assert testing.wait_for is poll_module.wait_for
+
+
+def test_wait_for_and_settled_count_their_timeout_on_the_clock_given():
+    """A clock that jumps 10 s per reading: the 15 s timeout passes after the second look, whatever
+    the wall clock says (the runner polls on the run's ``time.time``)."""
+    from pytest_streamchaos.poll import settled
+
+    def jumping() -> itertools.count:
+        return itertools.count(0.0, 10.0)
+
+    looks = itertools.count()
+    ticks = jumping()
+    assert not settled(lambda: next(looks) > 100, 15.0, interval=0.0, clock=lambda: next(ticks))
+    assert next(looks) == 2  # the clock reads 10 after the first look, 20 (past 15) after the second
+    ticks = jumping()
+    with pytest.raises(TimeoutError, match=r"waited 15.0s for the clock; last seen 0"):
+        wait_for(lambda: 0, 15.0, "the clock", interval=0.0, clock=lambda: next(ticks))
+    ticks = jumping()
+    assert settled(lambda: True, 15.0, clock=lambda: next(ticks))

@@ -244,21 +244,19 @@ def test_pictures_are_written(runs: dict[str, ChaosRun], tmp_path: Path) -> None
 
 
 def test_runner_status_hook_fields_and_rate() -> None:
-    """The runner's hook (``_Run._status``), without a stack: fields, at most one call a second."""
+    """The runner's hook (``runner.context.Status``), without a stack: fields, at most one call a second."""
     from types import SimpleNamespace
 
     from pytest_streamchaos.faults.scheduler import Recorder
-    from pytest_streamchaos.runner import _Run
+    from pytest_streamchaos.runner.context import Status
 
     got: list[dict] = []
-    run = object.__new__(_Run)
-    run.c = SimpleNamespace(status=got.append)
-    run.recorder = Recorder()
-    run.recorder.record("fault_injected", "worker-1")
-    run._gen, run._col = SimpleNamespace(acked=500), SimpleNamespace(count=420, ids_seen=450)
-    run._last_status, run._phase = 0.0, ("start", 0.0, 0.0)
-    run._status("load", 30.0)
-    run._status("load", 30.0)  # within the second: not reported
+    recorder = Recorder()
+    recorder.record("fault_injected", "worker-1")
+    status = Status(got.append, recorder)
+    status.watch(SimpleNamespace(acked=500), SimpleNamespace(count=420, ids_seen=450))
+    status("load", 30.0)
+    status("load", 30.0)  # within the second: not reported
     assert len(got) == 1
     assert {k: got[0][k] for k in ("phase", "planned", "sent", "outputs", "backlog", "faults")} == {
         "phase": "load", "planned": 30.0, "sent": 500, "outputs": 420, "backlog": 50, "faults": 1}

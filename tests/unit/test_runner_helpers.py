@@ -47,18 +47,17 @@ def test_a_job_down_in_the_drain_ends_it_once_its_output_settled(monkeypatch: py
     waits only until its last output settles, counted from when the job was first seen down."""
     from types import SimpleNamespace
 
-    from pytest_streamchaos import runner
+    from pytest_streamchaos.runner.phases import drain
 
     now = [1000.0]
-    monkeypatch.setattr(runner.time, "time", lambda: now[0])
-    run = object.__new__(runner._Run)
-    run.spec, run._seen_down_at = SimpleNamespace(settle_seconds=3.0, outputs=None), None
+    monkeypatch.setattr(drain.time, "time", lambda: now[0])
+    down = drain.DownSince(settle_seconds=3.0)
     collector = SimpleNamespace(last_arrival=999.0)  # output in flight when the job died still counts
-    assert not run._settled_after_exit(None, collector, None)  # first seen down now: wait from here
+    assert not down.settled(collector.last_arrival)  # first seen down now: wait from here
     now[0] = 1002.0
     collector.last_arrival = 1001.5  # a late output restarts the wait
-    assert not run._settled_after_exit(None, collector, None)
+    assert not down.settled(collector.last_arrival)
     now[0] = 1004.0
-    assert not run._settled_after_exit(None, collector, None)
+    assert not down.settled(collector.last_arrival)
     now[0] = 1004.6
-    assert run._settled_after_exit(None, collector, None)
+    assert down.settled(collector.last_arrival)

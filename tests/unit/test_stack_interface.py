@@ -12,7 +12,7 @@ from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
-USERS = [PKG / "faults" / "actions.py", PKG / "runner.py"]
+USERS = [PKG / "faults" / "actions.py", *sorted((PKG / "runner").rglob("*.py"))]
 
 
 def _uses(pattern: str) -> set[str]:

@@ -1,0 +1,104 @@
+"""What every phase of one run shares: the run's spec and inputs, its directory and storage, the
+recorder of its timeline, its warnings and phase times; the live status line; the polling pace."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_streamchaos.faults.scheduler import Recorder
+from pytest_streamchaos.observe.storage import RunStorage
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.runner.errors import RunError
+from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.usercode import UserCodeError
+
+log = logging.getLogger(__name__)
+
+#: how often the run's phases look at the job, the observers and the clock
+POLL_S = 0.25
+
+T = TypeVar("T")
+
+
+class _Passed(Exception):
+    """The timeout of :func:`poll_until` passed (never leaves it)."""
+
+
+@dataclass
+class RunContext:
+    """One run's shared state. ``chaos`` is the :class:`~pytest_streamchaos.runner.chaos.Chaos` that
+    started it (its stack, seed, callbacks); ``recorder``, ``warnings`` and ``phases`` (name -> time)
+    are what the phases add to as they go."""
+
+    chaos: Any
+    spec: RunSpec
+    inputs: RunInputs
+    dir: Path
+    storage: RunStorage
+    tag: str  #: names the run's own topics (unique per run: nothing of an earlier run is ever read)
+    recorder: Recorder = field(default_factory=Recorder)
+    warnings: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def poll_until(cond: Callable[[], T], timeout: float) -> T | None:
+    """``cond``'s first truthy result, asked every :data:`POLL_S` on the run's clock (``time.time``);
+    None once ``timeout`` seconds passed without one (the caller says what that means)."""
+    try:
+        return poll(cond, timeout, lambda _: _Passed(), interval=POLL_S, clock=time.time)
+    except _Passed:
+        return None
+
+
+def check_user_code(generator: Any, collector: Any) -> None:
+    """Stop the run at once when the load or the output reading stopped working: a callable of the test
+    raised (the factory or an ``annotate`` / oracle callable in the generator's thread, an output id
+    reader in the collector's; its :class:`~pytest_streamchaos.usercode.UserCodeError` is raised here,
+    the user's traceback chained), or the generator's thread ended for another reason."""
+    if getattr(generator, "failure", None) is not None:
+        err = generator.claim_failure()  # reported here: stopping the generator will not raise it again
+        if isinstance(err, UserCodeError):
+            raise err
+        raise RunError(f"the load generator stopped: {err!r}") from err
+    col_failure = getattr(collector, "failure", None)
+    if col_failure is not None:
+        raise col_failure
+
+
+class Status:
+    """Tells ``Chaos.status`` (at most once a second) how the run goes: ``phase``, ``elapsed`` in it
+    and its ``planned`` length (a timeout for warm-up and drain), records ``sent`` (acked),
+    ``outputs`` read, ``backlog`` (sent ids not yet seen in the output) and ``faults`` injected."""
+
+    def __init__(self, callback: Callable[[dict[str, Any]], None] | None, recorder: Recorder) -> None:
+        self.callback = callback
+        self.recorder = recorder
+        self.generator: Any = None  #: what sends (``acked``), once the observers are wired
+        self.collector: Any = None  #: what reads (``count``, ``ids_seen``)
+        self.last = 0.0  #: when the callback was last called
+        self.phase: tuple[str, float, float] = ("start", time.time(), 0.0)  # name, since, planned s
+
+    def watch(self, generator: Any, collector: Any) -> None:
+        """Count what ``generator`` sent and ``collector`` read from now on."""
+        self.generator, self.collector = generator, collector
+
+    def __call__(self, phase: str, planned: float) -> None:
+        now = time.time()
+        if self.phase[0] != phase:
+            self.phase = (phase, now, planned)
+        if self.callback is None or now - self.last < 1.0:
+            return
+        self.last = now
+        sent, col = getattr(self.generator, "acked", 0), self.collector
+        fields = {"phase": phase, "elapsed": now - self.phase[1], "planned": planned, "sent": sent,
+                  "outputs": getattr(col, "count", 0), "backlog": max(0, sent - getattr(col, "ids_seen", 0)),
+                  "faults": sum(e.kind == "fault_injected" for e in self.recorder.events())}
+        try:
+            self.callback(fields)
+        except Exception:  # a display problem must never fail the run
+            log.exception("status callback failed")

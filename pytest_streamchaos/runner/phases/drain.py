@@ -1,0 +1,156 @@
+"""Phase 6: the drain -- the load has stopped; the run goes on until the job has committed every
+input offset and its outputs settle."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.analysis.oracle import IdentityOracle
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
+from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
+from pytest_streamchaos.runner.phases.observers import Observers
+from pytest_streamchaos.runner.phases.topics import RunTopics
+
+
+@dataclass
+class DrainResult:
+    """How the drain ended."""
+
+    #: when the job had committed every input offset (None: it never did)
+    caught_up_at: float | None = None
+    #: what ended it: ``ids`` (every acknowledged id came out), ``settled`` (no output for
+    #: ``settle_seconds``), ``idle`` (the query ran no micro-batch), ``exited`` (the job is down for
+    #: good) or ``timeout`` (``drain_timeout`` passed)
+    ended: str = "timeout"
+
+
+class DownSince:
+    """A job that is down (exited, not restarted): when it was first seen down, and whether no
+    output came for ``settle_seconds`` since (output still in flight when it died is read)."""
+
+    def __init__(self, settle_seconds: float) -> None:
+        self.settle_seconds = settle_seconds
+        self.seen_at: float | None = None  #: when the job was first seen down
+
+    def settled(self, last_output: float | None) -> bool:
+        """Whether the output settled, the last one at ``last_output`` (None: none yet)."""
+        now = time.time()
+        if self.seen_at is None:
+            self.seen_at = now
+        last = max(last_output or 0.0, self.seen_at)
+        return now - last > self.settle_seconds
+
+
+class Drain:
+    """Until the job has committed every input offset (it caught up), then until the outputs
+    settle (no new output for ``settle_seconds``, every acknowledged id came out, or -- unless the
+    test gave ``settle_seconds`` -- the query idle, :meth:`_query_idle`). A job that
+    has exited by now stays down (the faults are healed: no restart is coming), so its outputs
+    only need to settle: waiting out the drain timeout for it would change nothing but the time."""
+
+    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.topics = topics
+        self.obs = obs
+        self.status = status
+        self.result = DrainResult()
+        self.down = DownSince(ctx.spec.settle_seconds)
+        self._ends: dict[str, dict[int, int]] = {}  # input topic -> partition -> end offset at the drain's start
+
+    def run(self) -> DrainResult:
+        s, began = self.ctx.spec, time.time()
+        self._ends = {t: input_end_offsets(self.topics.bootstrap, t) for t in self.topics.inputs}
+        # the drain's timeout counts from its start, the end offsets' round trips included
+        ended = poll_until(self._ended, s.drain_timeout - (time.time() - began))
+        if ended is not None:
+            self.result.ended = ended
+        else:
+            what = ("the outputs to settle" if self.result.caught_up_at
+                    else f"the job to commit the input's end offsets {self._ends}")
+            if not self.obs.checkpoint.found:
+                what += " (the query's checkpoint was not found: pass its path in args or conf)"
+            self.ctx.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
+                                     "inputs still in flight then are reported as lost")
+        self.ctx.phases["drain_end"] = time.time()
+        self.ctx.recorder.record("drain_end")
+        return self.result
+
+    def _ended(self) -> str | None:
+        """One look during the drain: what ended it, or None."""
+        ctx, obs, job, r = self.ctx, self.obs, self.job, self.result
+        obs.progress.poll()
+        check_user_code(obs.generator, obs.collector)
+        obs.checkpoint.find(obs.progress)
+        if r.caught_up_at is None and all(committed_past(obs.checkpoint.watcher, t, e) for t, e in self._ends.items()):
+            r.caught_up_at = time.time()
+            ctx.recorder.record("caught_up", "", t=r.caught_up_at)
+        obs.supervisor.check()
+        if (r.caught_up_at is None and not job.alive and not obs.supervisor.will_restart()
+                and self.down.settled(obs.sinks.last_output(obs.collector, obs.progress))):
+            ctx.warnings.append(f"the job had exited (code {job.returncode}) before it caught up, and nothing "
+                                "restarts it after the load: inputs it did not output are reported as lost")
+            return "exited"
+        if r.caught_up_at is not None:
+            ended = self._settled(r.caught_up_at)
+            if ended:
+                return ended
+        self.status("drain", ctx.spec.drain_timeout)
+        return None
+
+    def _settled(self, caught_up_at: float) -> str | None:
+        """After the job caught up: whether its outputs are complete or settled (how), else None."""
+        s, inputs, obs = self.ctx.spec, self.ctx.inputs, self.obs
+        collector, oracle = obs.collector, inputs.oracle
+        if (isinstance(collector, Collector) and isinstance(oracle, IdentityOracle)
+                and oracle.filter is None and collector.ids_seen >= obs.generator.acked):
+            return "ids"
+        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at)
+        if time.time() - last > s.settle_seconds:
+            return "settled"
+        if not inputs.settle_pinned and self._query_idle(caught_up_at):
+            return "idle"
+        return None
+
+    def _query_idle(self, caught_up_at: float) -> bool:
+        """The job has committed every input and then run no micro-batch for two triggers (at least
+        1 s): it has nothing left to write. A sink writes a batch's output before Spark commits the
+        batch, and a stateful query emits what the watermark finalises in a no-data batch right after
+        the last data batch; what was written is read to the output's end offsets when the collector
+        stops. A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
+        last_batch_end = max((b["t_end"] for b in self.obs.progress.batches), default=0.0)
+        return time.time() - max(caught_up_at, last_batch_end) >= max(1.0, 2 * self.ctx.spec.trigger_seconds)
+
+
+def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """The end offset (high watermark) of every partition of ``topic`` now."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "streamchaos-drain",
+                  "enable.auto.commit": False})
+    try:
+        parts = c.list_topics(topic, timeout=timeout).topics[topic].partitions
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in parts}
+    finally:
+        c.close()
+
+
+def committed_past(watcher: CheckpointWatcher, topic: str, ends: dict[int, int]) -> bool:
+    """True when the latest committed micro-batch read ``topic`` up to ``ends`` (every partition).
+
+    Reads the checkpoint's offsets log entry of the newest committed batch; the Kafka source offset
+    (Spark's connector and ours alike) is ``{topic: {partition: next_offset}}``."""
+    n = watcher.latest_committed_batch()
+    if n is None:
+        return not any(ends.values())
+    entry = watcher.offsets(n)
+    if entry is None:
+        return False
+    for src in entry["sources"]:
+        if isinstance(src, dict) and topic in src:
+            got = {int(p): int(o) for p, o in src[topic].items()}
+            return all(got.get(p, 0) >= end for p, end in ends.items())
+    return False

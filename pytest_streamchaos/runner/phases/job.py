@@ -1,0 +1,148 @@
+"""Phase 2: the job prepared, not started -- its STREAMCHAOS_* contract, its arguments with the
+run's names filled in, the conf the stated delay classes need, the directories its checkpoint may
+be in, and no checkpoint of an earlier run where it will look."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.analysis.delay_class import DelaySpec
+from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
+from pytest_streamchaos.job.config import JobConfig
+from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
+from pytest_streamchaos.runner.context import RunContext
+from pytest_streamchaos.runner.errors import RunError
+from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.spark.connector import kafka_timeouts
+from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
+
+
+@dataclass
+class PreparedJob:
+    """The job ready to start, and what the run learnt preparing it."""
+
+    job: Any  #: the launcher's job (``start`` / ``stop`` / ``alive`` / its log and conf)
+    checkpoint_roots: list  #: where the query's checkpoint may be (places of the run's storage)
+    job_kafka: dict[str, tuple[str, str]]  #: Kafka client timeouts the job's code sets
+    delay_choices: list  #: faults.timeouts.DelayClassChoice, one per timeout changed
+
+
+class PrepareJob:
+    """Builds the :class:`PreparedJob` of a run from its spec, storage and topics."""
+
+    def __init__(self, ctx: RunContext, topics: RunTopics) -> None:
+        self.ctx = ctx
+        self.topics = topics
+
+    def run(self) -> PreparedJob:
+        ctx, s, t = self.ctx, self.ctx.spec, self.topics
+        script, storage, chaos = ctx.inputs.script, ctx.storage, ctx.chaos
+        checkpoint = storage.checkpoint
+        job_dir = ctx.dir / "jobs" / script.stem  # the driver's working directory (see prepare)
+        cfg = JobConfig(bootstrap_servers=t.job_bootstrap, input_topic=t.inputs[0],
+                        input_topics=tuple(t.inputs), output_topic=t.out_topic or "",
+                        checkpoint_dir=str(checkpoint), trigger_seconds=s.trigger_seconds,
+                        side_topic=t.side_topic, transactional_id=f"streamchaos-{uuid.uuid4().hex[:12]}")
+        subst = {"bootstrap_servers": t.job_bootstrap, "input_topic": t.inputs[0],
+                 "output_topic": t.out_topic or "", "checkpoint_dir": str(checkpoint), "workdir": str(job_dir)}
+        argv = [a.format(**subst) for a in s.args]
+        job_kafka = kafka_timeouts(script)  # the Kafka link's timeouts, as the job's code sets them
+        named = self._named_checkpoints(argv)
+        self._no_stale_checkpoint(named)
+        launcher = JobLauncher.for_cluster(chaos.cluster, ctx.dir / "jobs", java_home=chaos.java_home,
+                                           jit=chaos.jit, progress=chaos.progress)
+        # the timeouts a stated delay class needs, on the conf the launcher will pass
+        conf_add, choices = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf},
+                                                        job_kafka)
+        job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
+                               env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files)
+        ctx.warnings.extend(job.notes)
+        self._check_delay_classes(job, job_kafka)
+        roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,
+                                            *paths_in([*argv, *s.conf.values()], job.workdir))]
+        roots += [place for place, _ in named]  # a location hard-coded in the job's code
+        return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices)
+
+    def _named_checkpoints(self, argv: Sequence[str]) -> list[tuple[Any, str]]:
+        """The checkpoint locations the job names where the run can see them before it starts: absolute
+        literals in its code (``checkpoint_literals``) and absolute paths in its args, each as (place, where).
+        A relative one lands in the driver's fresh working directory (or fresh HDFS home): never stale."""
+        script, storage = self.ctx.inputs.script, self.ctx.storage
+        try:
+            source = script.read_text(errors="replace")
+        except OSError:
+            source = ""
+        named = [(loc, where) for loc, where in checkpoint_literals(source, script.name)
+                 if loc.startswith(("/", "file:", "hdfs:"))]
+        named += [(a, "args") for a in paths_in(argv, self.ctx.dir)]
+        out: list[tuple[Any, str]] = []
+        for loc, where in named:
+            # on HDFS storage the default filesystem is HDFS: a bare absolute path is there
+            bare = "://" not in loc and not loc.startswith("file:")
+            place = storage.place(f"{storage.hdfs.default_fs}{loc}" if storage.hdfs and bare else loc)
+            if all(str(place) != str(p) for p, _ in out):
+                out.append((place, where))
+        return out
+
+    def _no_stale_checkpoint(self, named: list[tuple[Any, str]]) -> None:
+        """A checkpoint the job names that exists before it starts is an earlier run's: the query would
+        resume from it (offsets of topics made anew, state of records this run never sent). Fail naming
+        it, or (``stale_checkpoint="clear"``) delete it and say so."""
+        for place, where in named:
+            if not is_checkpoint(place):
+                continue
+            if self.ctx.spec.stale_checkpoint == "fail":
+                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query would "
+                               "resume from it: delete it, or pass chaos.run(..., stale_checkpoint=\"clear\") to start "
+                               "each run fresh")
+            place.fs.rm(place.path, recursive=True)
+            self.ctx.warnings.append(f"the job's checkpoint {place} ({where}) was left by an earlier run: deleted "
+                                     "before the job started (stale_checkpoint=\"clear\")")
+
+    def _resolve_delay_classes(self, job_conf: Mapping[str, str],
+                               job_kafka: dict[str, tuple[str, str]]) -> tuple[dict[str, str], list]:
+        """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
+        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add and the
+        choices made. What the test pins itself is not changed."""
+        ctx = self.ctx
+        pinned = frozenset(ctx.spec.conf)
+        conf: dict[str, str] = {}
+        choices = []
+        for p in ctx.inputs.planned:
+            if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
+                continue
+            choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
+                                         p.spec.params["above_timeout"], ctx.chaos.cluster.effective_conf,
+                                         {**job_conf, **conf}, pinned, job_kafka)
+            if choice is None:
+                continue
+            conf.update(choice.conf)
+            choices.append(choice)
+            ctx.recorder.record("timeout_set", choice.target, setting=choice.setting, value=choice.after,
+                                was=choice.before, reason=choice.describe())
+        return conf, choices
+
+    def _check_delay_classes(self, job: Any, job_kafka: dict[str, tuple[str, str]]) -> None:
+        """Every stated class holds on the conf finally passed (two delays on one link that want
+        opposite sides fail here, naming the setting)."""
+        for p in self.ctx.inputs.planned:
+            if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
+                to = governing_timeout(str(p.spec.target), self.ctx.chaos.cluster.effective_conf,
+                                       job.effective_conf, job_kafka)
+                check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
+                                  str(p.spec.target))
+
+
+def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
+                job_kafka: dict[str, tuple[str, str]]) -> list[DelaySpec]:
+    """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
+    specs = []
+    for p in planned:
+        if p.spec.kind == "network_delay":
+            to = governing_timeout(str(p.spec.target), cluster_conf, job.effective_conf, job_kafka)
+            specs.append(DelaySpec(p.label, float(p.spec.params["ms"]), p.spec.params.get("above_timeout"),
+                                   to.setting, to.seconds, to.where))
+    return specs

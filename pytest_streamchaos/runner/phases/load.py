@@ -1,0 +1,113 @@
+"""Phase 5: the load for the run's duration from steady state, with the faults on their timeline;
+a run without a ``duration`` ends it once every fault has recovered for good."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.analysis.metrics import recovery_settled
+from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.faults.timeline import load_end
+from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
+from pytest_streamchaos.runner.phases.observers import Observers
+from pytest_streamchaos.runner.phases.topics import RunTopics
+
+#: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
+#: is a verdict on the run so far: tens of milliseconds for a few thousand records)
+RECOVERY_CHECK_S = 1.0
+
+
+@dataclass
+class LoadResult:
+    """How the load went against its plan."""
+
+    ended: str | None = None  #: why the load did not last its planned length (None: it did)
+    #: the load could end on recovery (``RunSpec.end_on_recovery``, off once judging mid-run failed)
+    end_on_recovery: bool = False
+
+
+class LoadPhase:
+    """Starts the faults' clock at steady state and keeps the load on (:meth:`run`)."""
+
+    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.topics = topics
+        self.obs = obs
+        self.status = status
+        self.result = LoadResult(end_on_recovery=ctx.spec.end_on_recovery)
+        self._next_check = 0.0  # when to ask again whether every fault has recovered
+
+    def run(self, steady: float) -> LoadResult:
+        """Keep the load on until ``steady`` + duration, then stop it and the faults. A run without a
+        ``duration`` goes on past it while its faults heal later than planned (:meth:`_load_end`), and
+        ends as soon as every fault has recovered for good (:meth:`_recovered_for_good`)."""
+        self.obs.scheduler.start(steady)
+        planned_until = steady + self.ctx.spec.duration
+        poll_until(lambda: self._over(planned_until), math.inf)  # its end moves: _over checks it
+        self.obs.generator.stop()
+        self.ctx.phases["load_end"] = time.time()
+        self.ctx.recorder.record("load_end")
+        self.obs.scheduler.stop()
+        return self.result
+
+    def _over(self, planned_until: float) -> bool:
+        """One look during the load: whether it is over."""
+        obs = self.obs
+        if time.time() >= self._load_end(planned_until):
+            return True
+        obs.progress.poll()
+        check_user_code(obs.generator, obs.collector)
+        if self.result.end_on_recovery and time.time() >= self._next_check and obs.scheduler.done():
+            self._next_check = time.time() + RECOVERY_CHECK_S
+            if self._recovered_for_good():
+                return True
+        obs.supervisor.check()  # an exit is a finding; supervised, the driver comes back
+        self.status("load", self.ctx.spec.duration)
+        return False
+
+    def _load_end(self, planned_until: float) -> float:
+        """When the load ends (:func:`~pytest_streamchaos.faults.timeline.load_end`: a run without a
+        ``duration`` counts its recovery window from the actual last heal, and waits for an aimed
+        fault still looking for its moment); says so once it has run a second past the plan."""
+        window = self.ctx.spec.recovery_window
+        end = load_end(planned_until, window, self.obs.scheduler.last_heal_due() if window else None,
+                       aim_slack(self.ctx.inputs.planned))
+        if window is not None and self.result.ended is None and time.time() >= planned_until + 1.0:
+            self.result.ended = ("extended past the plan: the faults healed later than planned (a fault aimed at a "
+                                 "moment fires when it comes, or gives up after its timeout), and the recovery "
+                                 f"window of {window:g}s counts from the actual last heal")
+        return end
+
+    def _recovered_for_good(self) -> bool:
+        """Whether the verdict on the run so far settles every fault's recovery point
+        (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`): then more load would not
+        change it, and the load ends. The same analysis as the final verdict, on what was seen so far;
+        if it fails the load runs its planned length."""
+        ctx, t = self.ctx, time.time()
+        try:
+            trace = self.obs.trace(ctx, self.job, self.topics.inputs)
+            metrics = ChaosRun.from_trace(trace, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params,
+                                          per_record=not self.obs.sinks.progress_only).metrics
+        except Exception as exc:  # the verdict at the end will say what is wrong; here only the length is at stake
+            self.result.end_on_recovery = False
+            ctx.warnings.append(f"the load ran its planned length: judging recovery mid-run failed ({exc})")
+            return False
+        if not recovery_settled(metrics, trace.timeline):
+            return False
+        ctx.recorder.record("load_ended_on_recovery", "", t=t,
+                            recovery_time=[round(float(f.recovery_time), 3) for f in metrics.faults],
+                            masked=[f.output_symptom is None for f in metrics.faults])
+        extended = f"{self.result.ended}; then " if self.result.ended else ""
+        self.result.ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "
+                                        "sign in the output) and more load could not change its recovery time")
+        return True
+
+
+def aim_slack(planned: list) -> float:
+    """How much longer than planned an aimed fault may wait for its moment: the longest
+    ``timeout`` of the run's aimed faults (0 without)."""
+    return max((p.spec.timeout for p in planned if p.at is None), default=0.0)

@@ -1,0 +1,128 @@
+"""Phase 3: what watches and hits the job, built around it (nothing started yet): the collector of
+its outputs, the load generator, its Spark progress, the checkpoint and sink watchers, the Kafka
+events, the fault scheduler and the driver's supervisor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.analysis.from_progress import outputs_from_progress
+from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
+from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
+from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.kafka_events import KafkaWatcher
+from pytest_streamchaos.observe.outputs import Outputs, collector_for
+from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.runner.context import RunContext
+from pytest_streamchaos.runner.phases.job import PreparedJob
+from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, SinkJudge
+from pytest_streamchaos.spark.launcher import DriverSupervisor
+from pytest_streamchaos.workload.generator import Generator
+from pytest_streamchaos.workload.joined import JoinedGenerators
+
+
+@dataclass
+class Observers:
+    """What :class:`WireObservers` built around the job, and (``started``) which of it is running."""
+
+    collector: Any
+    generator: Any
+    progress: SparkProgress
+    checkpoint: CheckpointTracker
+    sinks: SinkJudge
+    kafka_events: KafkaWatcher
+    faults: FaultContext
+    scheduler: FaultScheduler
+    supervisor: DriverSupervisor
+    started: list = field(default_factory=list)
+
+    def start(self, what: Any) -> None:
+        """Start ``what`` (one of the observers) and note it for :meth:`cleanup`."""
+        what.start()
+        self.started.append(what)
+
+    def cleanup(self, job: Any) -> None:
+        """Whatever happened: stop the faults, the load if it runs, the job, and the collector if it
+        was started (even when stopping the job fails)."""
+        self.scheduler.stop()
+        if self.generator in self.started and self.generator.running:
+            self.generator.stop()
+        try:
+            job.stop()
+        finally:
+            if self.kafka_events in self.started:
+                self.kafka_events.stop()
+            if self.collector in self.started:
+                self.collector.stop(drain_timeout=10.0)
+
+    def trace(self, ctx: RunContext, job: Any, inputs: list[str]) -> Trace:
+        """What the run recorded so far, as the analysis takes it."""
+        sent = self.generator.sent()
+        # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
+        outputs = (outputs_from_progress(sent, self.progress.batches, len(inputs), inputs[0])
+                   if self.sinks.progress_only else self.collector.outputs())
+        events: list[TimelineEvent] = [*ctx.recorder.events(), *job.timeline, *self.progress.timeline]
+        return Trace(sent=sent, outputs=outputs, batches=list(self.progress.batches), timeline=events,
+                     phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds)
+
+
+class WireObservers:
+    """Builds the :class:`Observers` of a prepared job and tells the oracle the run's topics."""
+
+    def __init__(self, ctx: RunContext, topics: RunTopics, prepared: PreparedJob) -> None:
+        self.ctx = ctx
+        self.topics = topics
+        self.prepared = prepared
+
+    def run(self) -> Observers:
+        ctx, t, job = self.ctx, self.topics, self.prepared.job
+        poison = PoisonSchedule()
+        collector = self._collector(job.workdir)
+        generator = self._generator(poison)
+        progress = SparkProgress(job.event_log_dir)
+        watcher = CheckpointWatcher(ctx.storage.place(ctx.storage.checkpoint))
+        faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
+                              input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
+                              collector=collector, poison=poison, hdfs=ctx.storage.hdfs,
+                              recorder=ctx.recorder)
+        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, moments_for(faults))
+        supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
+                                      hold=scheduler.acting_on_driver)
+        # the run names the topics, so the oracle learns them here unless the test set its own
+        oracle = ctx.inputs.oracle
+        if oracle.topic is None and ctx.spec.outputs is None:
+            oracle.topic = t.out_topic
+        if oracle.side_topic is None and t.side_topic is not None:
+            oracle.side_topic = t.side_topic
+        kafka_events = KafkaWatcher(ctx.chaos.kafka, [*t.inputs, t.out_topic], ctx.recorder)
+        return Observers(collector=collector, generator=generator, progress=progress,
+                         checkpoint=CheckpointTracker(ctx, watcher, self.prepared.checkpoint_roots, job),
+                         sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
+                         scheduler=scheduler, supervisor=supervisor)
+
+    def _collector(self, workdir: Path) -> Any:
+        ctx, t = self.ctx, self.topics
+        # an aggregate oracle reads each output's key, window and value (it carries no ids)
+        oracle = ctx.inputs.oracle
+        opts = oracle.collector_options() if hasattr(oracle, "collector_options") else {}
+        if ctx.spec.outputs is None:
+            return Collector(t.bootstrap, [t.out_topic, t.side_topic], id_reader=ctx.inputs.id_reader, **opts)
+        return Outputs([collector_for(name, ids, t.bootstrap, ctx.storage.output(name[len("file:"):], workdir)
+                                      if name.startswith("file:") else None, **opts)
+                        for name, ids in ctx.inputs.output_ids.items()])
+
+    def _generator(self, poison: PoisonSchedule) -> Any:
+        s, inputs = self.ctx.spec, self.ctx.inputs
+        parts = []
+        for i, topic in enumerate(self.topics.inputs):
+            factory = inputs.factories.get(topic) if s.inputs is not None else None
+            parts.append(Generator(self.topics.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
+                                   record_size=s.record_size, late_fraction=s.late_fraction,
+                                   poison=poison if i == 0 else 0, seed=self.ctx.chaos.seed, record_factory=factory,
+                                   annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory"))
+        return parts[0] if len(parts) == 1 else JoinedGenerators(parts)

@@ -1,0 +1,82 @@
+"""Phase 1: the run's topics -- its own, named per run, by default; the exact names a job hard-codes
+when the test names them (deleted and created anew: nothing of an earlier run is read)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_streamchaos.job.eos import control_topic_for
+from pytest_streamchaos.runner.spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+#: the output topics the run creates: the broker stamps each record when it appends it, so the collector
+#: knows when the job's sink wrote (which micro-batch an output belongs to, whether an aimed fault hit)
+#: without its own read lag and whatever timestamps the job sets
+OUTPUT_TOPIC_CONFIG = {"message.timestamp.type": "LogAppendTime"}
+
+
+@dataclass
+class RunTopics:
+    """The topics of one run and how each side reaches the brokers: the harness directly
+    (``bootstrap``), the job through its own links (``job_bootstrap``)."""
+
+    bootstrap: str
+    job_bootstrap: str
+    inputs: list[str]
+    out_topic: str | None = None
+    side_topic: str | None = None
+    #: the topics made for this run alone, deleted after it (the session's cluster stays small)
+    own: list[str] = field(default_factory=list)
+
+    def describe(self, spec: RunSpec) -> dict[str, Any]:
+        """The run JSON's ``topics``."""
+        topics: dict[str, Any] = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
+        if len(self.inputs) > 1 or spec.inputs is not None:
+            topics["inputs"] = list(self.inputs)
+        if spec.outputs is not None:
+            topics["outputs"] = list(spec.outputs)
+        return topics
+
+
+class MakeTopics:
+    """Creates the run's topics (``run``) and deletes its own ones afterwards (``forget``)."""
+
+    def __init__(self, kafka: Any, spec: RunSpec, tag: str) -> None:
+        self.kafka = kafka
+        self.spec = spec
+        self.tag = tag
+
+    def run(self) -> RunTopics:
+        s, kafka = self.spec, self.kafka
+        topics = RunTopics(bootstrap=kafka.bootstrap_servers, job_bootstrap=kafka.job_bootstrap_servers, inputs=[])
+        if s.inputs is None:
+            topics.inputs = [self._own(topics, "in", s.partitions)]
+        else:
+            topics.inputs = [kafka.create_topic(t, partitions=s.partitions) for t in s.inputs]
+        fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
+        if s.outputs is None:
+            topics.out_topic = self._own(topics, "out", s.partitions, OUTPUT_TOPIC_CONFIG)
+            topics.side_topic = self._own(topics, "late", 1)
+            # the exactly-once sink's commit log (job.kafka_sink): it must exist before the query starts
+            topics.own.append(kafka.create_topic(control_topic_for(topics.out_topic), partitions=1))
+        else:
+            for t in fixed_out:
+                kafka.create_topic(t, partitions=s.partitions, config=OUTPUT_TOPIC_CONFIG)
+            topics.out_topic = fixed_out[0] if fixed_out else None
+        return topics
+
+    def _own(self, topics: RunTopics, role: str, partitions: int, config: dict[str, str] | None = None) -> str:
+        name = self.kafka.create_topic(f"streamchaos-{self.tag}-{role}", partitions=partitions, config=config)
+        topics.own.append(name)
+        return name
+
+    def forget(self, topics: RunTopics) -> None:
+        """Delete the run's own topics: the next run makes its own."""
+        for name in topics.own:
+            try:
+                self.kafka.delete_topic(name)
+            except Exception as exc:  # a broker a fault left down: the topic stays, harmless
+                log.warning("could not delete the run's topic %s: %s", name, exc)
