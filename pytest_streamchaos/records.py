@@ -2,8 +2,7 @@
 
 The bottom of the package's import graph: it imports nothing of ``pytest_streamchaos``, so every
 layer (``workload``, ``observe``, ``faults``, ``spark.launcher``, ``runner``, ``analysis``) can use
-these types without importing the analysis. :mod:`pytest_streamchaos.analysis.trace` re-exports
-them under their old names.
+these types without importing the analysis.
 
 This is the contract between the recording side (``workload`` generator, ``observe`` collector and
 Spark progress capture, ``faults`` timeline) and the pure ``analysis`` code. Columns are NumPy
@@ -20,14 +19,9 @@ from typing import Any
 
 import numpy as np
 
-#: Timeline ``kind`` values shared by the recorder and the analysis. The fault timeline records
-#: ``FAULT_INJECTED`` when a fault takes effect and ``FAULT_HEALED`` when it is removed; the analysis
-#: adds the derived ``FIRST_OUTPUT_AFTER_FAULT``, ``RECOVERED`` and ``NOT_RECOVERED`` events.
+#: The timeline ``kind`` the fault timeline records when a fault takes effect: the analysis measures
+#: every fault from it.
 FAULT_INJECTED = "fault_injected"
-FAULT_HEALED = "fault_healed"
-FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
-RECOVERED = "recovered"
-NOT_RECOVERED_EVENT = "not_recovered"
 
 
 @dataclass

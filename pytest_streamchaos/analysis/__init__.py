@@ -3,12 +3,12 @@
 Entry point: :meth:`ChaosRun.from_trace` (validation + metrics of one recorded :class:`Trace`).
 """
 
+from ..records import OutputRecords, SentRecords, TimelineEvent, Trace
 from .aggregate import AggregateOracle
 from .metrics import NOT_RECOVERED, MetricParams, RunMetrics, compute_metrics
 from .oracle import CustomOracle, IdentityOracle, Oracle, TumblingWindowOracle
 from .result import ChaosRun
 from .sla import SLA, SLAViolation, Violation, check_sla
-from .trace import OutputRecords, SentRecords, TimelineEvent, Trace
 from .validate import GuaranteeReport, validate
 
 __all__ = [

@@ -470,11 +470,6 @@ class NetworkDelay(NetworkFault):
         lines = [ln for ln in out.splitlines() if ln.startswith("{")]
         self.stats = json.loads(lines[-1]) if lines else {"error": err.strip()[-500:], "rc": proc.returncode}
 
-    @property
-    def delayer_alive(self) -> bool:
-        """False when the NFQUEUE delayer died (packets then bypass it: no delay)."""
-        return self._proc is not None and self._proc.poll() is None
-
     def stopped_acting(self) -> str | None:
         if not self.active:
             return None

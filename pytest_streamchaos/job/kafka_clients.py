@@ -79,24 +79,6 @@ def _cached(cache: dict, conf: dict, factory: Any) -> Any:
         return client
 
 
-def forget_admin(conf: Mapping[str, object]) -> None:
-    """Drop the cached admin client for ``conf`` (it closes when garbage-collected)."""
-    with _lock:
-        _admins.pop(_key(conf), None)
-
-
-def drop_consumer(conf: Mapping[str, object], c: Consumer) -> None:
-    """Forget a consumer that is in a bad state (closed, errored) so the next call builds a new one."""
-    with _lock:
-        for k, v in list(_consumers.items()):
-            if v is c:
-                del _consumers[k]
-    try:
-        c.close()
-    except Exception:
-        pass
-
-
 @atexit.register
 def _close_all() -> None:
     if os.getpid() != _pid:

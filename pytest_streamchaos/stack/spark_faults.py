@@ -103,11 +103,6 @@ class SparkFaults:
         """[]: the job shares this host's namespace; the job group's mark scopes network faults."""
         return []
 
-    def kill_zookeeper(self, sig: int = signal.SIGKILL) -> None:
-        if self.zookeeper is None:
-            raise StackError("no ZooKeeper: the cluster was started without ha; fix: --chaos-ha")
-        self._signal(self.zookeeper, sig)
-
     def _signal(self, d: Daemon, sig: int, wait: bool = True) -> None:
         if d.process is None:
             raise StackError(f"{d.name} was never started")

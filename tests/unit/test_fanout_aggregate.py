@@ -9,9 +9,9 @@ from pytest_streamchaos.analysis.oracle import COPIES as COPIES_ANNOTATION
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import aggregate_trace, fanout_trace, stateless_trace
-from pytest_streamchaos.analysis.trace import OutputRecords
 from pytest_streamchaos.analysis.validate import validate
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.workload import records
 
 N = 20_000
@@ -235,7 +235,7 @@ def test_update_mode_latency_is_measured_from_the_last_input_an_emission_reflect
     """An update-mode emission reports a group's running count long before its window closes: its
     latency reference is the input at which the count reached the emitted value (never negative)."""
     from pytest_streamchaos.analysis.aggregate import AggregateOracle
-    from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords
+    from pytest_streamchaos.records import OutputRecords, SentRecords
 
     sent = SentRecords(ids=np.arange(5), keys=np.array([0, 0, 0, 0, 1]),
                        event_ts=np.array([1.0, 2.0, 3.0, 4.0, 30.0]), send_ts=np.array([1.0, 2.0, 3.0, 4.0, 30.0]))

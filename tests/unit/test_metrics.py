@@ -14,7 +14,7 @@ from pytest_streamchaos.analysis.metrics import (
 )
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 from pytest_streamchaos.analysis.synthetic import T0, Outage, Spike, stateless_trace, windowed_trace
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.records import TimelineEvent
 
 B = 1.0  # default bucket
 
@@ -267,7 +267,7 @@ def test_job_that_never_outputs():
 
 
 def test_multi_id_output_latency_is_from_latest_input():
-    from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords, Trace
+    from pytest_streamchaos.records import OutputRecords, SentRecords, Trace
 
     sent = SentRecords(np.arange(4), np.zeros(4, np.int64), np.array([0.0, 1, 2, 3]), np.array([0.0, 1, 2, 3]))
     outs = OutputRecords.from_lists([2.5, 4.0], [[0, 1], [2, 3, 99]])

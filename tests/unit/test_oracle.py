@@ -11,7 +11,7 @@ from pytest_streamchaos.analysis.oracle import (
     IdentityOracle,
     TumblingWindowOracle,
 )
-from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords
+from pytest_streamchaos.records import OutputRecords, SentRecords
 
 
 def sent_of(event_ts, keys=None, send_ts=None, ids=None, poison=None):

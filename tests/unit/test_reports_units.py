@@ -14,8 +14,8 @@ from pytest_streamchaos.analysis.repeat import RepeatedRun, weakest_guarantee
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION, ChaosRun
 from pytest_streamchaos.analysis.sla import SLAViolation, render_timeline
 from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
-from pytest_streamchaos.analysis.trace import TimelineEvent
 from pytest_streamchaos.harness import merged_args
+from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import plots
 from pytest_streamchaos.report.progress import StatusLine

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_streamchaos.analysis.metrics import NOT_RECOVERED
 from pytest_streamchaos.analysis.sla import SLA, SLAViolation, check_sla, render_timeline
-from pytest_streamchaos.analysis.trace import TimelineEvent
+from pytest_streamchaos.records import TimelineEvent
 
 
 @dataclass

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from pytest_streamchaos.analysis.oracle import CustomOracle, IdentityOracle, TumblingWindowOracle
 from pytest_streamchaos.analysis.synthetic import stateless_trace, windowed_trace
-from pytest_streamchaos.analysis.trace import OutputRecords, SentRecords
 from pytest_streamchaos.analysis.validate import IdIndex, validate
+from pytest_streamchaos.records import OutputRecords, SentRecords
 
 
 def test_clean_stateless_run_is_exactly_once():

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
-from pytest_streamchaos.analysis.trace import TimelineEvent, Trace
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -17,6 +16,7 @@ from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.records import TimelineEvent, Trace
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.phases.job import PreparedJob
 from pytest_streamchaos.runner.phases.topics import RunTopics

@@ -9,10 +9,10 @@ from typing import Any
 
 from pytest_streamchaos.analysis.delay_class import delay_outcomes
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.trace import Trace
 from pytest_streamchaos.analysis.validate import exactly_once_check
 from pytest_streamchaos.client_stats import observer_report
 from pytest_streamchaos.observe.sinks import query_sinks
+from pytest_streamchaos.records import Trace
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.phases.job import PreparedJob, delay_specs
 from pytest_streamchaos.runner.phases.load import LoadResult
