@@ -14,6 +14,7 @@ from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Watch, default, grouped
 from pytest_streamchaos.runner.run import Run
 from pytest_streamchaos.runner.spec import JobPlace, Timing, build_run, check_checkpoint
+from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.workload.seed import resolve_seed
 
 
@@ -24,7 +25,7 @@ class Chaos:
     in :attr:`runs` for the SLA marks, the terminal summary and ``--chaos-report``.
     """
 
-    def __init__(self, *, cluster: Any, kafka: Any, workdir: Path, faults: Sequence[FaultSpec] = (),
+    def __init__(self, *, cluster: SparkCluster, kafka: KafkaCluster, workdir: Path, faults: Sequence[FaultSpec] = (),
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None,

@@ -1,4 +1,4 @@
-"""The stack interface and the faults type-check: mypy (pinned in the ``test`` extra, configured in
+"""The stack interface, the faults and the runner type-check: mypy (pinned in the ``test`` extra, configured in
 pyproject.toml's ``[tool.mypy]``) finds nothing in the paths below. The faults reach a backend only
 through stack/base.py's types, so a backend that breaks them, or a fault that needs more, shows here."""
 
@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: what is type-checked (the runner joins once its split lands)
+#: what is type-checked: the faults, the runner and the stack's door
 TYPECHECKED_PATHS = [
     "pytest_streamchaos/faults/",
+    "pytest_streamchaos/runner/",
     "pytest_streamchaos/stack/base.py",
     "pytest_streamchaos/stack/commands.py",
     # the local backend's classes fit the protocols of stack/base.py

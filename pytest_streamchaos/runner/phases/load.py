@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -98,8 +98,9 @@ class LoadPhase:
             return False
         if not recovery_settled(metrics, trace.timeline):
             return False
+        # settled: every fault has a recovery time in seconds (none is NOT_RECOVERED or unknown)
         ctx.recorder.record("load_ended_on_recovery", "", t=t,
-                            recovery_time=[round(float(f.recovery_time), 3) for f in metrics.faults],
+                            recovery_time=[round(float(cast(float, f.recovery_time)), 3) for f in metrics.faults],
                             masked=[f.output_symptom is None for f in metrics.faults])
         extended = f"{self.result.ended}; then " if self.result.ended else ""
         self.result.ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "

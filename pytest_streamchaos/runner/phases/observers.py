@@ -99,7 +99,7 @@ class WireObservers:
             oracle.topic = t.out_topic
         if oracle.side_topic is None and t.side_topic is not None:
             oracle.side_topic = t.side_topic
-        kafka_events = KafkaWatcher(ctx.chaos.kafka, [*t.inputs, t.out_topic], ctx.recorder)
+        kafka_events = KafkaWatcher(ctx.chaos.kafka, t.watched(), ctx.recorder)
         return Observers(collector=collector, generator=generator, progress=progress,
                          checkpoint=CheckpointTracker(ctx, watcher, self.prepared.checkpoint_roots, job),
                          sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
@@ -111,7 +111,7 @@ class WireObservers:
         oracle = ctx.inputs.oracle
         opts = oracle.collector_options() if hasattr(oracle, "collector_options") else {}
         if ctx.spec.outputs is None:
-            return Collector(t.bootstrap, [t.out_topic, t.side_topic], id_reader=ctx.inputs.id_reader, **opts)
+            return Collector(t.bootstrap, t.outputs(), id_reader=ctx.inputs.id_reader, **opts)
         return Outputs([collector_for(name, ids, t.bootstrap, ctx.storage.output(name[len("file:"):], workdir)
                                       if name.startswith("file:") else None, **opts)
                         for name, ids in ctx.inputs.output_ids.items()])

@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.runner.spec import RunSpec
+from pytest_streamchaos.stack.base import KafkaCluster
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,15 @@ class RunTopics:
     #: the topics made for this run alone, deleted after it (the session's cluster stays small)
     own: list[str] = field(default_factory=list)
 
+    def outputs(self) -> list[str]:
+        """The run's own output topics (main and late side output) that exist: what the collector
+        reads when the test names no outputs."""
+        return [t for t in (self.out_topic, self.side_topic) if t]
+
+    def watched(self) -> list[str]:
+        """The topics whose leaders and ISR the timeline follows: the inputs and the main output."""
+        return [*self.inputs, *([self.out_topic] if self.out_topic else [])]
+
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         """The run JSON's ``topics``."""
         topics: dict[str, Any] = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
@@ -44,7 +54,7 @@ class RunTopics:
 class MakeTopics:
     """Creates the run's topics (``run``) and deletes its own ones afterwards (``forget``)."""
 
-    def __init__(self, kafka: Any, spec: RunSpec, tag: str) -> None:
+    def __init__(self, kafka: KafkaCluster, spec: RunSpec, tag: str) -> None:
         self.kafka = kafka
         self.spec = spec
         self.tag = tag
