@@ -26,7 +26,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis import keys
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION
-from pytest_streamchaos.report.jsonfile import write_json
+from pytest_streamchaos.jsonfile import write_json
 
 _FILE = re.compile(r"^(\d{4})_(.+)\.json$")
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")

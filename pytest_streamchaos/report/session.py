@@ -22,9 +22,9 @@ import pytest
 
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.metrics import NotRecovered
+from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import envinfo, plots
-from pytest_streamchaos.report.jsonfile import write_json
 from pytest_streamchaos.report.terminal import format_table
 
 Entry = tuple[str, int, list[dict[str, Any]], Any]

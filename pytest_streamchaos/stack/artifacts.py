@@ -25,6 +25,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
+from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.stack.base import StackError
 
 #: Apache Kafka, the brokers' release (KRaft; Java 17)
@@ -136,8 +137,8 @@ def _resolve_now(jars: JarSet, progress: Progress, java: str) -> list[Path]:
     names = sorted(p.name for p in (folder / "lib").glob("*.jar"))
     if not names:
         raise ResolutionError(_failure(jars, f"the resolver retrieved no jar; its output:\n{out[-2000:]}"))
-    (folder / "manifest.json").write_text(json.dumps({"coordinates": list(jars.coordinates), "jars": names,
-                                                      "repository": repo, "resolved_at": time.time()}))
+    write_json(folder / "manifest.json", {"coordinates": list(jars.coordinates), "jars": names,
+                                          "repository": repo, "resolved_at": time.time()})
     size = sum((folder / "lib" / n).stat().st_size for n in names) / 1e6
     progress(f"pytest-streamchaos: resolved {jars.what}: {len(names)} jars, {size:.0f} MB in "
              f"{time.monotonic() - started:.1f}s")

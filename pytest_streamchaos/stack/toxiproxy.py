@@ -47,6 +47,7 @@ from urllib.parse import quote
 import requests
 
 from pytest_streamchaos.assets import cache_dir
+from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import NetFaultError, StackError
@@ -176,8 +177,8 @@ def _build(go: str, progress: Progress) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         raise StackError(f"`go install {target}` failed: {why}; fix: "
                          + _fix("check that this machine reaches the Go module proxy (GOPROXY) and run again"))
-    (folder / "done.json").write_text(json.dumps({"version": TOXIPROXY_VERSION, "package": target, "go": go,
-                                                  "built_at": time.time()}))
+    write_json(folder / "done.json", {"version": TOXIPROXY_VERSION, "package": target, "go": go,
+                                      "built_at": time.time()})
     progress(f"pytest-streamchaos: built toxiproxy-server {TOXIPROXY_VERSION} in {time.monotonic() - started:.1f}s")
     return exe
 

@@ -1,6 +1,7 @@
 """The one way the plugin writes a JSON file: the ``--chaos-report`` list, each run's file of
-``--chaos-report-dir`` and a saved baseline all read the same (indented, anything not JSON by
-nature -- a path, a numpy scalar -- as its ``str``)."""
+``--chaos-report-dir``, a saved baseline and the cache's markers (resolved jars, the built Toxiproxy)
+all read the same (indented, anything not JSON by nature -- a path, a numpy scalar -- as its
+``str``). Imports nothing of the package, so every layer may use it."""
 
 from __future__ import annotations
 
