@@ -76,11 +76,27 @@ def test_000_full_driver_kill_restarted(chaos):
 @pytest.mark.papers
 @pytest.mark.chaos
 @pytest.mark.slow
+@kill_master(after=10)
+def test_000_full_master_kill_without_ha_left_down(chaos):
+    """§V-A, the paper's case: without HA the master is gone and stays gone; a running application does
+    not need it (its driver holds the executors), so it goes on: nothing lost, no new application."""
+    run = ledger(chaos, rate=200, duration=30)
+    (f,) = run.faults
+    paper_line("000", "master kill, no HA, left down (full)", **fault_numbers(run, f), lost=run.lost,
+               driver_launches=run.meta["driver_launches"])
+    assert not any(e.kind == "executor_removed" for e in run.timeline), "the executors outlive the master"
+    assert run.lost == 0 and run.meta["driver_launches"] == 1
+    assert f.recovered, f
+
+
+@pytest.mark.papers
+@pytest.mark.chaos
+@pytest.mark.slow
 @pytest.mark.sla(guarantee=None)
 @kill_master(after=10, restart_after=5)
 def test_000_full_master_kill_without_ha(chaos):
-    """§V-A: without HA the application does not survive the master (here: the restarted master kills
-    its executors when the workers re-register, and it gets no new ones)."""
+    """Beyond the paper: without HA the application does not survive a master that comes back (the
+    restarted master kills its executors when the workers re-register, and it gets no new ones)."""
     run = ledger(chaos, rate=200, duration=30, drain_timeout=15)
     (f,) = run.faults
     paper_line("000", "master kill, no HA (full)", **fault_numbers(run, f), lost=run.lost)
