@@ -39,6 +39,7 @@ import psutil
 from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.spark import connector, job_files
 from pytest_streamchaos.stack import cds, jobgroup, ports
@@ -421,23 +422,22 @@ class SparkJob:
                  interval: float = 0.25) -> None:
         """Poll ``predicate(job)`` until it holds. Raises :class:`JobFailed` (with the log tail) as
         soon as the driver exits, and ``TimeoutError`` naming ``what`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def holds() -> bool:
             if predicate(self):
-                return
+                return True
             if not self.alive:
                 if predicate(self):  # the exit may have produced what we wait for
-                    return
+                    return True
                 code = self.returncode
                 tail = self.tail_log(40)
                 raise JobFailed(
                     f"job {self.name} ({self.script}): driver exited with code {code} while waiting for "
                     f"{what}; full log {self.log_path}; last lines:\n{tail}", code, tail)
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"job {self.name}: timed out after {timeout:.0f}s waiting for {what}; driver alive, "
-                    f"app {self.app_id}; last log lines:\n{self.tail_log(15)}")
-            time.sleep(interval)
+            return False
+
+        poll(holds, timeout, lambda _: TimeoutError(
+            f"job {self.name}: timed out after {timeout:.0f}s waiting for {what}; driver alive, "
+            f"app {self.app_id}; last log lines:\n{self.tail_log(15)}"), interval=interval)
 
     def wait_for_query_start(self, timeout: float = 120.0) -> None:
         """Wait until the current launch's streaming query has started (QueryStartedEvent)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_streamchaos.poll import settled
+from pytest_streamchaos.poll import poll, settled
 from pytest_streamchaos.stack.reaper import get_reaper
 
 
@@ -169,21 +169,20 @@ class ManagedProcess(LogFile):
         self.paused = False
         self._await_states(lambda st: st != psutil.STATUS_STOPPED, "running", timeout)
 
-    def _await_states(self, ok, what: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            states = {}
+    def _await_states(self, ok: Callable[[str], bool], what: str, timeout: float) -> None:
+        states: dict[int, str] = {}
+
+        def reached() -> bool:
+            states.clear()
             for pid in self.members():
                 try:
                     states[pid] = psutil.Process(pid).status()
                 except psutil.Error:
                     continue
-            if all(ok(st) for st in states.values()):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.name} (pgid {self.pgid}): members not all {what} after "
-                                   f"{timeout}s; states {states}")
-            time.sleep(0.02)
+            return all(ok(st) for st in states.values())
+
+        poll(reached, timeout, lambda _: TimeoutError(f"{self.name} (pgid {self.pgid}): members not all {what} "
+                                                      f"after {timeout}s; states {dict(states)}"), interval=0.02)
 
     def kill(self, timeout: float = 10.0, wait: bool = True) -> None:
         """SIGKILL the whole group and, unless ``wait=False``, wait until every member is gone
@@ -227,14 +226,12 @@ class ManagedProcess(LogFile):
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self._popen.wait(5)
-        while self.members():
-            if time.monotonic() > deadline:
-                self.signal(signal.SIGKILL)
-                raise TimeoutError(
-                    f"{self.name} (pgid {self.pgid}): group members {self.members()} still alive "
-                    f"{timeout:.0f}s after the leader was stopped"
-                )
-            time.sleep(0.05)
+        def still_alive(_: bool) -> TimeoutError:
+            self.signal(signal.SIGKILL)
+            return TimeoutError(f"{self.name} (pgid {self.pgid}): group members {self.members()} still alive "
+                                f"{timeout:.0f}s after the leader was stopped")
+
+        poll(lambda: not self.members(), max(0.0, deadline - time.monotonic()), still_alive, interval=0.05)
         if not self._stopped:
             self._stopped = True
             try:
