@@ -645,6 +645,23 @@ def compute_metrics(
     return m.result(faults)
 
 
+def occurrence_window(ft: np.ndarray, i: int, bucket: float, judge_end: float,
+                      owner: np.ndarray) -> tuple[float, np.ndarray]:
+    """The horizon of the ``i``-th fault (injection times ``ft``, sorted) and the abnormal gaps it owns
+    (indices into ``owner``, each gap's owning fault). Faults injected less than a bucket apart (two
+    marks at the same moment: both workers killed at once) are one occurrence: each is judged up to
+    the next fault that is not part of it and owns the gaps of all of them -- else the first would get
+    a zero-length window and be called masked, and the last the whole outage."""
+    g0, g1 = i, i
+    while g0 > 0 and ft[g0] - ft[g0 - 1] < bucket:
+        g0 -= 1
+    while g1 + 1 < ft.size and ft[g1 + 1] - ft[g1] < bucket:
+        g1 += 1
+    f = float(ft[i])
+    horizon = max(f, min(float(ft[g1 + 1]) if g1 + 1 < ft.size else math.inf, judge_end))
+    return horizon, np.flatnonzero((owner >= g0) & (owner <= g1))
+
+
 class _Measure:
     """The working state of :func:`compute_metrics`: one method per step of the definitions in the
     module docstring, each leaving its results as attributes for the next."""
@@ -807,8 +824,7 @@ class _Measure:
         p, ft, arr_sorted = self.p, self.ft, self.arr_sorted
         ab_start, ab_end, ab_len = self.ab_start, self.ab_end, self.ab_len
         f = float(ft[i])
-        horizon = max(f, min(float(ft[i + 1]) if i + 1 < ft.size else math.inf, self.judge_end))
-        mine = np.flatnonzero(self.owner == i)
+        horizon, mine = occurrence_window(ft, i, self.B, self.judge_end, self.owner)
         if mine.size:
             j = mine[np.argmax(ab_len[mine])]
             downtime, gs, ge = float(ab_len[j]), float(ab_start[j]), float(ab_end[j])

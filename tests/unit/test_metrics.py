@@ -297,3 +297,25 @@ def test_a_fault_before_warm_up_with_every_bucket_in_band_degrades_not_crashes()
                         params=MetricParams(hold_seconds=1))
     assert "no usable baseline" in m.unavailable["recovery_time"]
     assert m.faults[0].recovered is None
+
+
+@pytest.mark.parametrize("apart", [0.0, 0.3])
+def test_faults_injected_at_once_are_one_occurrence_with_the_same_window(apart):
+    """Two marks at the same moment (both workers killed at once) inject one after the other; each is
+    judged over the whole occurrence, not the first over a zero-length window (masked) and the second
+    over all of it. The same planted gap as above: downtime 12 s, recovery ~19 s, for both."""
+    alone = compute_metrics(stateless_trace(faults=[30], outages=[Outage(31, 12, catch_up_rate=3000)])).faults[0]
+    m = compute_metrics(stateless_trace(faults=[30, 30 + apart], outages=[Outage(31, 12, catch_up_rate=3000)]))
+    assert len(m.faults) == 2
+    for f in m.faults:
+        assert f.verdict == "outage", f
+        assert f.downtime == pytest.approx(alone.downtime, abs=0.01)
+        assert f.horizon == alone.horizon
+        assert f.recovery_time == pytest.approx(alone.recovery_time + 30 - (f.t - T0), abs=B)
+
+
+def test_faults_a_few_seconds_apart_keep_their_own_windows():
+    m = compute_metrics(stateless_trace(faults=[30, 33], outages=[Outage(31, 12, catch_up_rate=3000)]))
+    first, second = m.faults
+    assert first.horizon == pytest.approx(T0 + 33)  # up to the next fault, as before
+    assert first.downtime == pytest.approx(12.0, abs=0.01) and second.downtime == 0.0
