@@ -72,7 +72,8 @@ def test_001_full_two_workers_killed_at_once(chaos):
     """Both workers of the cluster at once: no executor until they are back, so every kill stops the
     output (the paper's 2-pod kill on 8 workers left six)."""
     run = ledger(chaos, rate=200, duration=160, params=PAPER_DETECTOR)
-    # two injections per occurrence: the metrics see each as a fault; judge per occurrence
+    # two injections per occurrence, a few ms apart, measured as one (docs/metrics.md#recovery-time): both
+    # kills share the occurrence's window, so neither reads masked (the first did before: an empty window)
     st = recurrent(run, 30.0, "2 workers killed at once, 5 kills every 30 s (full)")
-    assert all(f.downtime > 0 for f in run.faults[::2])
+    assert all(f.downtime > 0 and f.verdict != "masked" for f in run.faults), [f.verdict for f in run.faults]
     assert st.not_recovered <= len(run.faults) // 2
