@@ -6,6 +6,7 @@ import sys
 import psutil
 import pytest
 
+from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.spark import launcher
 from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.spark_daemons import EXECUTOR_CLASS
@@ -48,6 +49,9 @@ def test_executors_are_found_among_the_given_processes():
     """SparkJob.executor_pids looks among the job group's members before the whole host."""
     fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", EXECUTOR_CLASS, "app-7"])
     try:
+        # right after fork the child may not have exec'd yet (its command line is still pytest's)
+        wait_for(lambda: EXECUTOR_CLASS in psutil.Process(fake.pid).cmdline(), 10,
+                 "the fake executor's command line", last=lambda: psutil.Process(fake.pid).cmdline())
         assert launcher._executors_of("app-7", launcher._processes([fake.pid, 2 ** 22 + 1])) == [fake.pid]
         assert launcher._executors_of("app-8", launcher._processes([fake.pid])) == []
         assert fake.pid in launcher._executors_of("app-7", psutil.process_iter())
