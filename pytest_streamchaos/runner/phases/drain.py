@@ -11,7 +11,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
-from pytest_streamchaos.runner.phases.observers import Observers
+from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 
 
@@ -44,7 +44,7 @@ class DownSince:
         return now - last > self.settle_seconds
 
 
-class Drain:
+class Drain(ObservedPhase):
     """Until the job has committed every input offset (it caught up), then until the outputs
     settle (no new output for ``settle_seconds``, every acknowledged id came out, or -- unless the
     test gave ``settle_seconds`` -- the query idle, :meth:`_query_idle`). A job that
@@ -52,11 +52,7 @@ class Drain:
     only need to settle: waiting out the drain timeout for it would change nothing but the time."""
 
     def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
-        self.ctx = ctx
-        self.job = job
-        self.topics = topics
-        self.obs = obs
-        self.status = status
+        super().__init__(ctx, job, topics, obs, status)
         self.result = DrainResult()
         self.down = DownSince(ctx.spec.settle_seconds)
         self._ends: dict[str, dict[int, int]] = {}  # input topic -> partition -> end offset at the drain's start

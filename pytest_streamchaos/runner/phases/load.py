@@ -12,7 +12,7 @@ from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.timeline import load_end
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
-from pytest_streamchaos.runner.phases.observers import Observers
+from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
@@ -29,15 +29,11 @@ class LoadResult:
     end_on_recovery: bool = False
 
 
-class LoadPhase:
+class LoadPhase(ObservedPhase):
     """Starts the faults' clock at steady state and keeps the load on (:meth:`run`)."""
 
     def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
-        self.ctx = ctx
-        self.job = job
-        self.topics = topics
-        self.obs = obs
-        self.status = status
+        super().__init__(ctx, job, topics, obs, status)
         self.result = LoadResult(end_on_recovery=ctx.spec.end_on_recovery)
         self._next_check = 0.0  # when to ask again whether every fault has recovered
 

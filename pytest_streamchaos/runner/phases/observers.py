@@ -17,7 +17,7 @@ from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent, Trace
-from pytest_streamchaos.runner.context import RunContext
+from pytest_streamchaos.runner.context import RunContext, Status
 from pytest_streamchaos.runner.phases.job import PreparedJob
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, SinkJudge
@@ -69,6 +69,17 @@ class Observers:
         events: list[TimelineEvent] = [*ctx.recorder.events(), *job.timeline, *self.progress.timeline]
         return Trace(sent=sent, outputs=outputs, batches=list(self.progress.batches), timeline=events,
                      phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds)
+
+
+class ObservedPhase:
+    """A phase that runs the job under the observers' eyes (the load, the drain): what each is given."""
+
+    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.topics = topics
+        self.obs = obs
+        self.status = status
 
 
 class WireObservers:
