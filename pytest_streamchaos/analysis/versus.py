@@ -6,14 +6,17 @@ the value in A, in B and the change, and -- when B has faults -- a masking verdi
 Martin et al. (seed papers 003/004), judged against A as the fault-free reference:
 
 - **masked**: during the fault's window (injection to the next fault or the end of the load) B's
-  per-second p99 latency never rose above A's *band* -- the highest per-second p99 latency A showed
-  during its load phase -- and B's output never stopped;
+  per-second p99 latency never rose above the *band* -- the highest per-second p99 latency the job
+  showed without a fault: A during its load phase, B before its first fault -- and B's output never
+  stopped;
 - **degraded**: latency rose above the band, but output never stopped (no downtime), the fault
   recovered, and -- if ``slo_latency`` is given -- the peak latency stayed within it;
 - **outage**: output stopped (downtime > 0), the fault did not recover, or latency broke the SLO.
 
-Why A's highest per-second p99 as the band: it is what the unfaulted job does at its worst on the
-same machine, so only an effect the job never shows on its own is attributed to the fault.
+Why the highest per-second p99 as the band: it is what the unfaulted job does at its worst on the
+same machine, so only an effect the job never shows on its own is attributed to the fault. B's own
+fault-free stretch counts too: on a shared machine two runs minutes apart differ by tens of percent,
+and a B that was slower than A before any fault must not have that blamed on its fault.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class FaultVerdict:
     at: float  #: seconds from the start of B (as its timeline lines count)
     verdict: str  #: masked / degraded / outage
     peak_latency: float  #: highest per-second p99 latency of B in the fault's window
-    band: float  #: A's highest per-second p99 latency during load
+    band: float  #: the highest fault-free per-second p99 latency (A's load, B before its faults) x k
     downtime: float
     reason: str
 
@@ -120,15 +123,27 @@ class Versus:
         }
 
 
-def latency_band(run: Any) -> float:
+def latency_band(run: Any, before_faults: bool = False) -> float:
     """The highest per-second p99 latency of ``run`` during its load phase (NaN if none measured);
-    for repeated runs, the highest over all of them."""
+    for repeated runs, the highest over all of them. ``before_faults``: only the seconds that end
+    before its first fault (all of the load when it had none)."""
     if hasattr(run, "runs") and not hasattr(run, "metrics"):
-        return max((latency_band(r) for r in run.runs), default=math.nan)
+        return max((latency_band(r, before_faults) for r in run.runs), default=math.nan)
     m = run.metrics
     s = m.series
     sel = (s.t >= m.load_start) & (s.t < m.load_end) & np.isfinite(s.latency_p99)
+    if before_faults and m.faults:
+        # buckets hold outputs by arrival time: one that ends by the first injection holds no output
+        # the fault could have touched
+        sel &= s.t + m.params.bucket_seconds <= min(f.t for f in m.faults)
     return float(s.latency_p99[sel].max()) if sel.any() else math.nan
+
+
+def fault_free_band(b: Any, a: Any) -> float:
+    """The band of run ``b`` against the fault-free run ``a``: the higher of A's band and B's own
+    before its first fault (NaN only when neither measured any)."""
+    bands = [x for x in (latency_band(a), latency_band(b, before_faults=True)) if math.isfinite(x)]
+    return max(bands, default=math.nan)
 
 
 def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
@@ -173,11 +188,12 @@ def fault_kind(run: Any, t: float, default: str) -> str:
 def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B"),
            factor: float = 1.0) -> Versus:
     """Run ``b`` against run ``a`` (ChaosRun or RepeatedRun; medians for repeated runs). The fault
-    verdicts are those of ``b``'s faults (its worst run's, when repeated) against ``a``'s band times
-    ``factor``."""
+    verdicts are those of ``b``'s faults (its worst run's, when repeated) against the fault-free band
+    (:func:`fault_free_band`) times ``factor``."""
     deltas = {m: Delta(m, keys.from_run(a, m), keys.from_run(b, m)) for m in COMPARED}
     one = b.worst_run if hasattr(b, "worst_run") else b
-    return Versus(a, b, deltas, fault_verdicts(one, latency_band(a), slo_latency, factor), labels, slo_latency)
+    return Versus(a, b, deltas, fault_verdicts(one, fault_free_band(one, a), slo_latency, factor), labels,
+                  slo_latency)
 
 
 @dataclass(frozen=True)

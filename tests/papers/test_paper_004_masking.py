@@ -6,8 +6,9 @@ and restart) stops processing for more than a minute (5,000 events/s, 37 servers
 
 Spark has no active replication of tasks, but the stack it stands on does: an HDFS block lives on two
 DataNodes (replication 2), a Kafka partition on three brokers. Judged with the plugin's masking verdict
-(:func:`~pytest_streamchaos.analysis.versus.versus`: B's per-second p99 within k x the fault-free run's
-highest per-second p99, output never stopped): a replica of the checkpoint's storage lost is masked; the
+(:func:`~pytest_streamchaos.analysis.versus.versus`: B's per-second p99 within k x the highest
+per-second p99 without a fault -- the fault-free run's, and B's before its first fault --, output
+never stopped): a replica of the checkpoint's storage lost is masked; the
 driver lost (Spark's passive recovery: restart from the checkpoint) is an outage. Full (``-m slow``):
 a Kafka follower and a Kafka leader of the job's input, one per run.
 """
@@ -17,7 +18,7 @@ from papers_helpers import fault_numbers, ledger, paper_line
 
 from pytest_streamchaos import kill_broker, kill_datanode, kill_driver
 
-#: k: masked = p99 within 1.5x the fault-free run's worst per-second p99 (2 cores shared by ~10 JVMs:
+#: k: masked = p99 within 1.5x the worst fault-free per-second p99 (2 cores shared by ~10 JVMs:
 #: the fault-free run itself varies by tens of percent from run to run)
 K = 1.5
 

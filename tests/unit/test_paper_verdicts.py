@@ -38,6 +38,18 @@ def test_masking_factor_moves_the_band_by_exactly_k() -> None:
         fault_verdicts(spiked, band, factor=0)
 
 
+def test_a_run_slower_before_its_fault_is_judged_against_its_own_fault_free_stretch() -> None:
+    calm = _run(faults=())  # A: 0.2 s throughout
+    slower = _run(latency=0.3)  # B: 0.3 s from the start, the fault changes nothing
+    assert latency_band(slower, before_faults=True) == pytest.approx(0.3, abs=1e-6)
+    assert slower.versus(calm).verdicts == ["masked"]
+    assert slower.versus(calm).faults[0].band == pytest.approx(0.3, abs=1e-6)
+    # against A's band alone, B's own slowness would be blamed on the fault
+    assert fault_verdicts(slower, latency_band(calm))[0].verdict == "degraded"
+    # a rise above B's own fault-free stretch is still the fault's
+    assert _run(latency=0.3, spike=0.2).versus(calm).verdicts == ["degraded"]
+
+
 # -- stability with the paper's cap ------------------------------------------------------------------
 def test_stability_counts_not_recovered_as_the_interval_when_capped() -> None:
     s = stability([2.0, 4.0, NOT_RECOVERED])
