@@ -39,7 +39,7 @@ def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
 
 @pytest.mark.chaos(backend="local")
 @kill_datanode(index=0, after=8)
-def test_one_datanode_of_two_lost_is_masked_by_replication(chaos):
+def test_one_datanode_of_two_lost_costs_no_record_and_no_outage(chaos):
     run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once", checkpoint="hdfs")
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0

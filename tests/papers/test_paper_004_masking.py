@@ -8,9 +8,10 @@ Spark has no active replication of tasks, but the stack it stands on does: an HD
 DataNodes (replication 2), a Kafka partition on three brokers. Judged with the plugin's masking verdict
 (:func:`~pytest_streamchaos.analysis.versus.versus`: B's per-second p99 within k x the highest
 per-second p99 without a fault -- the fault-free run's, and B's before its first fault --, output
-never stopped): a replica of the checkpoint's storage lost is masked; the
-driver lost (Spark's passive recovery: restart from the checkpoint) is an outage. Full (``-m slow``):
-a Kafka follower and a Kafka leader of the job's input, one per run.
+never stopped). Measured here: the loss of a replica of the checkpoint's storage never stops the
+output, but its latency can show (masked in two runs, degraded in two); the driver lost (Spark's
+passive recovery: restart from the checkpoint) is an outage. Full (``-m slow``): a Kafka follower and
+a Kafka leader of the job's input, one per run.
 """
 
 import pytest
@@ -40,12 +41,16 @@ def judged(chaos, label: str, duration: float, **run):
 @pytest.mark.chaos(backend="local")  # HDFS runs on the local backend only
 @kill_datanode(index=0, after=8)
 @kill_driver(after=24, restart_after=0)
-def test_004_replica_loss_is_masked_driver_loss_is_not(chaos):
+def test_004_replica_loss_keeps_output_flowing_driver_loss_stops_it(chaos):
+    """HDFS replication masks the loss of a DataNode's data, not all of its latency: the output never
+    stops, but every checkpoint file written with one DataNode left waits more often for the NameNode
+    (docs/papers.md, 004), so the verdict was *masked* in two runs and *degraded* in two. Either is
+    true; an outage is not. The driver's loss stops the output."""
     run, v = judged(chaos, "HDFS checkpoint (short)", checkpoint="hdfs", duration=38)
     datanode, driver = v.faults
     assert any(e.kind == "datanode_dead" for e in run.timeline), "the NameNode should declare the DataNode dead"
-    assert datanode.verdict == "masked", datanode
-    assert driver.verdict == "outage", driver
+    assert datanode.verdict in ("masked", "degraded") and datanode.downtime == 0, datanode
+    assert driver.verdict == "outage" and driver.downtime > 0, driver
     assert run.meta["driver_launches"] == 2
 
 
