@@ -2,8 +2,10 @@
 
 The generator and the collector must not be hit by the faults they observe (docs/architecture.md, "The
 observer is outside the blast radius"). Rather than trust that, each client records, once a second,
-its request round trips to the brokers and how many responses came back. A run compares the seconds
-inside its fault windows with the baseline before them, and says so when the observer was disturbed.
+its request round trips to the brokers and how many responses came back
+(:class:`~pytest_streamchaos.facts.ClientSample`). The run's history carries the samples, and the
+observer check (:mod:`pytest_streamchaos.analysis.checkers.observer`) compares the seconds inside the
+network faults' windows with the baseline before them, and says so when the observer was disturbed.
 """
 
 from __future__ import annotations
@@ -11,22 +13,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
+
+from pytest_streamchaos.facts import ClientSample
 
 #: librdkafka statistics period; one JSON document per client per interval (cheap at this rate).
 INTERVAL_MS = 1000
-
-
-@dataclass(frozen=True)
-class ClientSample:
-    """One statistics interval of one client: when it ended, the round-trip median and maximum over
-    the brokers' requests in it (ms; None when no request completed) and the responses received."""
-
-    ts: float
-    rtt_p50_ms: float | None
-    rtt_max_ms: float | None
-    responses: int
 
 
 class ClientStats:
@@ -75,82 +67,14 @@ class ClientStats:
             return list(self._samples)
 
 
-def summarize(samples: list[ClientSample], windows: list[tuple[float, float]],
-              baseline_end: float | None) -> dict[str, Any]:
-    """The client's round trips and response rate before ``baseline_end`` and inside ``windows``
-    (fault windows, [start, end] wall times): what a run reports about its observer."""
-
-    def inside(s: ClientSample) -> bool:
-        # a sample covers the interval before its timestamp
-        return any(a < s.ts and s.ts - INTERVAL_MS / 1000.0 < b for a, b in windows)
-
-    base = [s for s in samples if baseline_end is not None and s.ts <= baseline_end and not inside(s)]
-    during = [s for s in samples if inside(s)]
-    return {"baseline": _stats(base), "during_faults": _stats(during)}
-
-
-def _stats(samples: list[ClientSample]) -> dict[str, Any]:
-    p50 = sorted(s.rtt_p50_ms for s in samples if s.rtt_p50_ms is not None)
-    mx = [s.rtt_max_ms for s in samples if s.rtt_max_ms is not None]
-    return {
-        "seconds": len(samples),
-        "rtt_p50_ms": round(p50[len(p50) // 2], 2) if p50 else None,
-        "rtt_max_ms": round(max(mx), 2) if mx else None,
-        "responses_per_s_min": min((s.responses for s in samples), default=None),
-        "silent_seconds": sum(1 for s in samples if s.responses == 0),
-    }
-
-
-def disturbed(summary: dict[str, Any], slack_ms: float = 50.0) -> str | None:
-    """Why a client looks disturbed during the faults (a silent second, or round trips far above
-    its baseline), or None."""
-    base, during = summary["baseline"], summary["during_faults"]
-    if not during["seconds"]:
-        return None
-    if during["silent_seconds"]:
-        return f"{during['silent_seconds']} s without any broker response during faults"
-    b, d = base["rtt_p50_ms"], during["rtt_p50_ms"]
-    if b is not None and d is not None and d > 3 * b + slack_ms:
-        return f"round trips rose from {b:g} ms to {d:g} ms (median) during faults"
-    return None
-
-
-#: fault kinds that must leave the observer alone (a broker kill takes the broker from everyone)
-NETWORK_FAULTS = ("network_delay", "packet_loss", "network_partition", "bandwidth_limit")
-
-
-def network_windows(events: list[Any], end: float) -> list[tuple[float, float]]:
-    """[injected, healed] wall times of the network faults among timeline ``events`` (objects with
-    ``t``, ``kind``, ``target``, ``detail``); a fault never healed lasts until ``end``."""
-    open_: dict[tuple[str, str], float] = {}
-    out = []
-    for e in sorted(events, key=lambda e: e.t):
-        fault = (e.detail or {}).get("fault")
-        if fault not in NETWORK_FAULTS:
-            continue
-        key = (fault, e.target)
-        if e.kind == "fault_injected":
-            open_[key] = e.t
-        elif e.kind == "fault_healed" and key in open_:
-            out.append((open_.pop(key), e.t))
-    out += [(t, end) for t in open_.values()]
-    return sorted(out)
-
-
-def observer_report(clients: dict[str, list[ClientSample]], events: list[Any], baseline_end: float | None,
-                    end: float, scope: str, scope_reason: str | None = None) -> dict[str, Any]:
-    """What the run says about its observer: whose connections the network faults matched
-    (``scope``), and per harness client its round trips before and during them, with ``disturbed``
-    naming any client that looks hit."""
-    windows = network_windows(events, end)
-    report: dict[str, Any] = {"scope": scope, "network_fault_windows": len(windows)}
-    if scope_reason:
-        report["scope_reason"] = scope_reason
-    disturbed_ = {}
-    for name, samples in clients.items():
-        report[name] = summarize(samples, windows, baseline_end)
-        why = disturbed(report[name]) if windows else None
-        if why:
-            disturbed_[name] = why
-    report["disturbed"] = disturbed_
-    return report
+def samples_by_client(generator: Any, collector: Any) -> dict[str, list[ClientSample]]:
+    """The harness clients' samples by client name: ``generator`` (``generator-<i>`` for several
+    inputs, one generator each) and ``collector``; a client without statistics is left out."""
+    gens = getattr(generator, "parts", None) or [generator]
+    out = {}
+    for i, g in enumerate(gens):
+        if getattr(g, "client_stats", None) is not None:
+            out["generator" if len(gens) == 1 else f"generator-{i}"] = g.client_stats.samples()
+    if getattr(collector, "client_stats", None) is not None:
+        out["collector"] = collector.client_stats.samples()
+    return out

@@ -202,7 +202,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     over = bounds.pop("over", "worst")
     for result_ in runs:
         for run in getattr(result_, "runs", None) or [result_]:
-            errors = run.meta.get("fault_errors") or []
+            errors = run.fault_errors
             if errors:  # a fault that never happened makes the run's verdict meaningless
                 raise AssertionError("faults of this run did not happen as planned:\n  " + "\n  ".join(errors)
                                      + "\n" + "\n".join(run.timeline_lines()))

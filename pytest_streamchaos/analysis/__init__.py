@@ -1,10 +1,15 @@
-"""Verdicts: guarantee validation, recovery metrics and SLA checks. Pure: data in, numbers out.
+"""Verdicts: checkers over a run's history -- guarantee validation, recovery metrics, the checks of the
+run's facts -- and SLA checks. Pure: data in, numbers out.
 
-Entry point: :meth:`ChaosRun.from_trace` (validation + metrics of one recorded :class:`Trace`).
+Entry points: :meth:`ChaosRun.judge` (the default checkers over a :class:`History`),
+:meth:`ChaosRun.from_trace` (the same for one recorded :class:`Trace`), :class:`Checker` /
+:class:`CheckResult` / :func:`compose` for checkers of one's own.
 """
 
+from ..history import History
 from ..records import OutputRecords, SentRecords, TimelineEvent, Trace
 from .aggregate import AggregateOracle
+from .checker import Checker, CheckFailed, CheckResult, compose
 from .metrics import NOT_RECOVERED, MetricParams, RunMetrics, compute_metrics
 from .oracle import CustomOracle, IdentityOracle, Oracle, TumblingWindowOracle
 from .result import ChaosRun
@@ -16,8 +21,12 @@ __all__ = [
     "SLA",
     "AggregateOracle",
     "ChaosRun",
+    "CheckFailed",
+    "CheckResult",
+    "Checker",
     "CustomOracle",
     "GuaranteeReport",
+    "History",
     "IdentityOracle",
     "MetricParams",
     "Oracle",
@@ -30,6 +39,7 @@ __all__ = [
     "TumblingWindowOracle",
     "Violation",
     "check_sla",
+    "compose",
     "compute_metrics",
     "validate",
 ]

@@ -5,37 +5,63 @@ it (PD>TO) the system notices: it declares the peer dead, fails a task, moves a 
 noticed is read from the run's timeline -- a system reaction (one of the metrics' system detection
 kinds: a task failed, an executor removed, a query terminated...) between the delay's injection and
 shortly after its heal -- and set beside the class the test stated, so a test can assert the effect it
-claims (``run.meta["delay_outcomes"]``, one line each in ``describe()``). Pure: timeline in, verdict out.
+claims (the ``delay_classes`` check, ``run.meta["delay_outcomes"]``, one line each in ``describe()``).
+Pure: timeline in, verdict out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_streamchaos.analysis.metrics import SYSTEM_DETECTION_KINDS
+from pytest_streamchaos.facts import DelaySpec
 from pytest_streamchaos.records import TimelineEvent
+
+__all__ = ["GRACE_S", "DelayOutcome", "DelaySpec", "delay_outcomes", "describe_outcome", "judge_delays"]
 
 #: a reaction this long after the heal still counts (a timeout that expired at the heal is reported late)
 GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
-class DelaySpec:
-    """One ``network_delay`` occurrence as planned: its label on the timeline and what governs its link."""
+class DelayOutcome:
+    """One delay that took effect: the timeout it was compared against, the class the test stated
+    (``PD>TO`` / ``PD<TO``, None: not stated) and the one observed (``noticed`` with the first
+    reaction as ``evidence``, else ``not noticed``)."""
 
-    label: str
-    ms: float
-    above_timeout: bool | None  #: the stated class (None: not stated)
-    timeout_setting: str
-    timeout_s: float
-    timeout_where: str = ""  #: where that value comes from (the job's code, a default)
+    fault: str
+    delay_ms: float
+    timeout: str
+    timeout_ms: float
+    timeout_where: str
+    stated: str | None
+    observed: str
+    evidence: str | None
+
+    @property
+    def as_stated(self) -> bool | None:
+        """Whether the system did what the stated class says (None: no class stated)."""
+        if self.stated is None:
+            return None
+        return (self.observed == "noticed") == (self.stated == "PD>TO")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line: the delay against its timeout, what the test stated, what was seen."""
+        stated = f"stated {self.stated}, " if self.stated else ""
+        seen = f"the system noticed: {self.evidence}" if self.observed == "noticed" else \
+            "the system did not notice (no task failure, lost executor or query end during it)"
+        where = f" ({self.timeout_where})" if self.timeout_where else ""
+        return (f"{self.fault}: {self.delay_ms:g} ms against {self.timeout} = {self.timeout_ms:g} ms{where}; "
+                f"{stated}{seen}")
 
 
-def delay_outcomes(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec]) -> list[dict[str, Any]]:
-    """Per delay that took effect: the timeout compared against, the class stated and the class observed
-    (``noticed`` with the first reaction as ``evidence``, else ``not noticed``)."""
+def judge_delays(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec]) -> list[DelayOutcome]:
+    """Per delay that took effect, its :class:`DelayOutcome`."""
     events = sorted(timeline, key=lambda e: e.t)
     out = []
     for d in delays:
@@ -46,14 +72,18 @@ def delay_outcomes(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec
                        and e.t >= injected.t), None)
         end = (healed if healed is not None else events[-1].t) + GRACE_S
         reaction = next((e for e in events if e.kind in SYSTEM_DETECTION_KINDS and injected.t <= e.t <= end), None)
-        out.append({
-            "fault": d.label, "delay_ms": d.ms, "timeout": d.timeout_setting, "timeout_ms": d.timeout_s * 1000.0,
-            "timeout_where": d.timeout_where,
-            "stated": None if d.above_timeout is None else ("PD>TO" if d.above_timeout else "PD<TO"),
-            "observed": "noticed" if reaction is not None else "not noticed",
-            "evidence": None if reaction is None else _evidence(reaction, injected.t),
-        })
+        out.append(DelayOutcome(
+            fault=d.label, delay_ms=d.ms, timeout=d.timeout_setting, timeout_ms=d.timeout_s * 1000.0,
+            timeout_where=d.timeout_where,
+            stated=None if d.above_timeout is None else ("PD>TO" if d.above_timeout else "PD<TO"),
+            observed="noticed" if reaction is not None else "not noticed",
+            evidence=None if reaction is None else _evidence(reaction, injected.t)))
     return out
+
+
+def delay_outcomes(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec]) -> list[dict[str, Any]]:
+    """:func:`judge_delays` in its JSON form (one dict per delay that took effect)."""
+    return [o.to_dict() for o in judge_delays(timeline, delays)]
 
 
 def _evidence(e: TimelineEvent, since: float) -> str:
@@ -61,11 +91,6 @@ def _evidence(e: TimelineEvent, since: float) -> str:
     return f"{e.kind} {e.target} {f'({what}) ' if what else ''}{e.t - since:+.1f}s after the injection"
 
 
-def describe_outcome(o: dict[str, Any]) -> str:
+def describe_outcome(o: DelayOutcome | Mapping[str, Any]) -> str:
     """One line: the delay against its timeout, what the test stated, what was seen."""
-    stated = f"stated {o['stated']}, " if o["stated"] else ""
-    seen = f"the system noticed: {o['evidence']}" if o["observed"] == "noticed" else \
-        "the system did not notice (no task failure, lost executor or query end during it)"
-    where = f" ({o['timeout_where']})" if o.get("timeout_where") else ""
-    return (f"{o['fault']}: {o['delay_ms']:g} ms against {o['timeout']} = {o['timeout_ms']:g} ms{where}; "
-            f"{stated}{seen}")
+    return (o if isinstance(o, DelayOutcome) else DelayOutcome(**o)).describe()

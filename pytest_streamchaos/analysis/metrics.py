@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from ..history import Aim
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
 from .validate import GuaranteeReport, validate
@@ -293,15 +294,18 @@ class FaultMetrics:
     #: what the system and the schedule did from the fault until it recovered (or its horizon): the first
     #: event of each :data:`PHASE_KINDS` kind, as ``{"at": seconds after the fault, "kind", "target"}``
     phases: list[dict[str, Any]] = field(default_factory=list)
-    #: an aimed fault (``when=``): where it landed, ``{"moment", "batch", "phase", "hit", "attempts"}``
-    #: (:class:`~pytest_streamchaos.faults.scheduler.Aim`); None for a fault fired on the clock
-    aim: dict[str, Any] | None = None
+    #: an aimed fault (``when=``): where it landed (:class:`~pytest_streamchaos.history.Aim`: moment,
+    #: batch, phase, hit, attempts; its JSON form is accepted too); None for a fault fired on the clock
+    aim: Aim | None = None
+
+    def __post_init__(self) -> None:
+        self.aim = Aim.of(self.aim)
 
     @property
     def hit(self) -> bool | None:
         """Whether an aimed fault landed in the phase its moment names (None: not aimed). A test that
         needs the moment asserts it: ``assert run.faults[0].hit``."""
-        return None if self.aim is None else bool(self.aim.get("hit"))
+        return None if self.aim is None else self.aim.hit
 
     @property
     def detection(self) -> float | None:
@@ -318,6 +322,7 @@ class FaultMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: _num(getattr(self, f.name)) for f in fields(self)}
+        d["aim"] = None if self.aim is None else self.aim.to_dict()
         d["recovered"] = self.recovered
         return d
 
@@ -839,7 +844,7 @@ class _Measure:
         common = dict(t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
                       gap_end=ge, output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
                       system_detection_event=None if sys_ev is None else sys_ev.kind,
-                      phases=recovery_phases(self.trace.timeline, f, horizon), aim=ev.detail.get("aim"))
+                      phases=recovery_phases(self.trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,

@@ -24,6 +24,7 @@ expected to be rejected, default True).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,6 +122,21 @@ class Oracle:
         self.side_topic = side_topic
 
     # -- public API -----------------------------------------------------------------------------
+    def bound(self, topic: str | None = None, side_topic: str | None = None) -> Oracle:
+        """This oracle for a run whose main output is ``topic`` and late side output ``side_topic``: a
+        copy with the topics it does not name itself filled in (itself when nothing changes). The
+        run's checkers bind the test's oracle so, never changing it: one oracle serves several runs."""
+        fill_topic = self.topic is None and topic is not None
+        fill_side = self.side_topic is None and side_topic is not None
+        if not (fill_topic or fill_side):
+            return self
+        twin = copy.copy(self)
+        if fill_topic:
+            twin.topic = topic
+        if fill_side:
+            twin.side_topic = side_topic
+        return twin
+
     def keep_mask(self, sent: SentRecords) -> np.ndarray:
         """Rows the job is expected to process (not filtered, not poison)."""
         keep = np.ones(len(sent), dtype=bool)

@@ -1,4 +1,5 @@
-"""``ChaosRun``: the verdict on one run, what a chaos test asserts on.
+"""``ChaosRun``: the verdict on one run, what a chaos test asserts on -- the run's history and what
+its checkers found.
 
 Stable API for the ``chaos`` fixture::
 
@@ -6,7 +7,11 @@ Stable API for the ``chaos`` fixture::
                               params=MetricParams())
     assert run.lost == 0 and run.downtime < 15
     run.assert_sla(max_recovery=30)     # also checks the declared guarantee by default
-    run.to_json()                       # complete record: counts, metrics, series, timeline
+    assert run.check(MyChecker()).ok    # a checker of the test's own over the same history
+    run.to_json()                       # complete record: counts, metrics, series, timeline, checks
+
+A run is judged by the default checkers (:func:`~pytest_streamchaos.analysis.checkers.default_checkers`)
+over its :class:`~pytest_streamchaos.history.History`; every number below reads their results.
 
 Run-level choices (documented here because tests assert on them):
 
@@ -27,74 +32,107 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pytest_streamchaos.analysis.delay_class import describe_outcome
-
+from ..facts import RunFacts
+from ..history import FaultRecord, History
 from ..records import TimelineEvent, Trace
-from .guarantee import GuaranteeReport, _check_guarantee
-from .metrics import (
-    NOT_RECOVERED,
-    FaultMetrics,
-    LatencySummary,
-    MetricParams,
-    RecoveryTime,
-    RunMetrics,
-    Series,
-    compute_metrics,
+from . import describe as _text
+from .checker import Checker, CheckResult, run_all, run_checker
+from .checkers import (
+    NO_VERDICT,
+    DelayResult,
+    ObserverResult,
+    RecoveryResult,
+    TransactionsResult,
+    ValidationResult,
+    default_checkers,
+    fault_errors,
 )
-from .oracle import IdentityOracle, Oracle
-from .sla import SLA, SLAViolation, Violation, check_sla, render_timeline
-from .validate import validate
+from .delay_class import DelayOutcome
+from .guarantee import GuaranteeReport
+from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, MetricParams, RecoveryTime, RunMetrics, Series
+from .oracle import Oracle
+from .sla import SLA, SLAViolation, Violation, check_sla
 
-__all__ = ["ChaosRun", "NOT_RECOVERED", "SCHEMA_VERSION"]
+__all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
 
 #: version of the JSON of :meth:`ChaosRun.to_dict` (docs/report-schema.md); bumped when a key changes
 #: meaning or goes away, not when one is added
 SCHEMA_VERSION = 2
 
+C = TypeVar("C", bound=CheckResult)
 
-@dataclass
+
+@dataclass(eq=False)
 class ChaosRun:
-    """Verdict of one run: guarantee validation + recovery metrics + timeline."""
+    """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
+    validation and the recovery metrics the others read) and the timeline with the events the
+    analysis derived; ``user_checks`` holds what :meth:`check` found."""
 
+    history: History
     guarantee: str
-    report: GuaranteeReport
-    metrics: RunMetrics
+    validation: ValidationResult
+    recovery: RecoveryResult
+    checks: dict[str, CheckResult]
     timeline: list[TimelineEvent]
-    sent: int
-    outputs: int
-    trace: Trace | None = field(default=None, repr=False)
-    #: what the harness knows about the run: parameters, effective settings, generator/collector
-    #: statistics, warnings (JSON-ready; empty for a run built from a bare trace)
-    meta: dict[str, Any] = field(default_factory=dict)
+    user_checks: dict[str, CheckResult] = field(default_factory=dict)
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
+    def judge(cls, history: History, oracle: Oracle | None = None, guarantee: str = "exactly-once",
+              params: MetricParams | None = None) -> ChaosRun:
+        """Judge ``history`` with the default checkers: the outputs against ``oracle`` (default
+        :class:`~pytest_streamchaos.analysis.oracle.IdentityOracle`, bound to the run's topics, never
+        changed), the declared ``guarantee``, the recovery metrics with ``params``."""
+        d = default_checkers(oracle, guarantee, params)
+        checks = run_all(d.all, history)
+        validation, recovery = d.validation.check(history), d.recovery.check(history)
+        assert recovery.metrics is not None
+        timeline = sorted([*history.timeline, *recovery.metrics.derived_events()], key=lambda e: e.t)
+        return cls(history, guarantee, validation, recovery, checks, timeline)
+
+    @classmethod
     def from_trace(
         cls,
-        trace: Trace,
+        trace: Trace | History,
         oracle: Oracle | None = None,
         guarantee: str = "exactly-once",
         params: MetricParams | None = None,
         keep_trace: bool = False,
         per_record: bool = True,
+        facts: RunFacts | None = None,
     ) -> ChaosRun:
-        """Validate ``trace`` against ``oracle`` (default :class:`IdentityOracle`) and compute the
+        """Judge a bare ``trace`` (or a history): validate it against ``oracle`` and compute the
         metrics with ``params``. ``guarantee`` is the declared one (checked by :meth:`assert_sla`).
         ``per_record=False``: the outputs are estimates (:mod:`.from_progress`), so the run reports
-        recovery metrics but no per-record verdict (``resolution == "none"``)."""
-        _check_guarantee(guarantee)
-        oracle = oracle or IdentityOracle()
-        report = validate(trace, oracle)
-        if not per_record:
-            report.resolution = "none"
-        metrics = compute_metrics(trace, report, oracle, params)
-        timeline = sorted([*trace.timeline, *metrics.derived_events()], key=lambda e: e.t)
-        return cls(guarantee, report, metrics, timeline, len(trace.sent), len(trace.outputs),
-                   trace if keep_trace else None)
+        recovery metrics but no per-record verdict (``resolution == "none"``). ``facts``: what is known
+        about the run besides its records (none for a synthetic trace). ``keep_trace`` is ignored: the
+        run keeps its history (``run.history``), which checkers of the test's own read."""
+        history = trace if isinstance(trace, History) else History(trace, facts=facts or RunFacts(),
+                                                                   per_record=per_record)
+        return cls.judge(history, oracle, guarantee, params)
+
+    # -- the test's own checkers ---------------------------------------------------------------
+    def check(self, checker: Checker, must_pass: bool = False) -> CheckResult:
+        """Run ``checker`` (anything with a ``name`` and ``check(history)``) over this run's history and
+        return its result, which the run's report (``describe()``, JSON ``checks``) then shows.
+        ``must_pass=True`` raises :class:`~pytest_streamchaos.analysis.checker.CheckFailed` (an
+        ``AssertionError``, with the check's lines) unless it held (an unknown is not a pass)."""
+        result = run_checker(checker, self.history)
+        self.user_checks[result.name] = result
+        return result.assert_ok() if must_pass else result
+
+    def result_of(self, kind: type[C]) -> C | None:
+        """The first default check result of type ``kind`` (e.g. ``DelayResult``), None if none."""
+        return next((r for r in self.checks.values() if isinstance(r, kind)), None)
 
     # -- guarantee -----------------------------------------------------------------------------
+    @property
+    def report(self) -> GuaranteeReport:
+        assert self.validation.report is not None
+        return self.validation.report
+
     @property
     def lost(self) -> int | None:
         """Lost input records; None when the run has no per-record verdict (``resolution == "none"``)."""
@@ -109,18 +147,12 @@ class ChaosRun:
         return None if self.resolution == "none" else self.report.incorrect
 
     @property
-    def exactly_once_check(self) -> dict[str, Any] | None:
-        """How the duplicate / exactly-once verdict was reached: ``method`` (``"collector:
-        read_committed"``), ``status``, ``reason``, ``transaction_markers`` (None for a bare trace)."""
-        return self.meta.get("exactly_once")
-
-    @property
     def expected(self) -> int:
         return self.report.expected
 
     @property
     def guarantee_delivered(self) -> str:
-        return "unknown" if self.resolution == "none" else self.report.guarantee_delivered
+        return self.validation.delivered
 
     @property
     def resolution(self) -> str:
@@ -134,7 +166,19 @@ class ChaosRun:
         """Reliability under the declared guarantee (see ``GuaranteeReport.reliability``)."""
         return None if self.resolution == "none" else self.report.reliability(self.guarantee)
 
+    @property
+    def exactly_once_check(self) -> dict[str, Any] | None:
+        """How the duplicate / exactly-once verdict was reached: ``method`` (``"collector:
+        read_committed"``), ``status``, ``reason``, ``transaction_markers`` (None for a bare trace)."""
+        r = self.result_of(TransactionsResult)
+        return None if r is None else r.as_report()
+
     # -- metrics -------------------------------------------------------------------------------
+    @property
+    def metrics(self) -> RunMetrics:
+        assert self.recovery.metrics is not None
+        return self.recovery.metrics
+
     @property
     def downtime(self) -> float:
         return self.metrics.downtime
@@ -173,6 +217,65 @@ class ChaosRun:
     def faults(self) -> list[FaultMetrics]:
         return self.metrics.faults
 
+    # -- the run's facts -----------------------------------------------------------------------
+    @property
+    def trace(self) -> Trace:
+        return self.history.trace
+
+    @property
+    def facts(self) -> RunFacts:
+        """What the harness knows about the run besides its records (empty for a bare trace)."""
+        return self.history.facts
+
+    @property
+    def sent(self) -> int:
+        return len(self.history.sent)
+
+    @property
+    def outputs(self) -> int:
+        return len(self.history.outputs)
+
+    @property
+    def fault_records(self) -> list[FaultRecord]:
+        """The run's fault occurrences as they happened (kind, target, times, aim, errors)."""
+        return self.history.faults
+
+    @property
+    def fault_errors(self) -> list[str]:
+        """Faults that did not happen as planned (each: its label and why); empty when all did."""
+        return fault_errors(self.history)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The run's warnings: the harness's, then those of its checks (a disturbed observer)."""
+        return [*self.facts.warnings, *(w for r in self.checks.values() for w in r.warnings)]
+
+    @property
+    def delay_outcomes(self) -> list[DelayOutcome]:
+        """What each network delay did against its stated class (``delay_classes`` check)."""
+        r = self.result_of(DelayResult)
+        return [] if r is None else list(r.outcomes)
+
+    @property
+    def observer(self) -> dict[str, Any] | None:
+        """Whether the network faults spared the harness (``scope``: ``job`` = only the job's
+        connections were faulted) and the harness clients' broker round trips before and during the
+        network faults (``generator``, ``collector``; ``disturbed`` names a client that was hit)."""
+        r = self.result_of(ObserverResult)
+        return None if r is None else r.as_report()
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The JSON of what the harness knows about the run (the report's ``meta``, written from
+        :attr:`facts` and the checks; a new dict each time, empty for a bare trace)."""
+        meta = self.history.meta()
+        if self.facts.recorded:
+            meta.update(warnings=self.warnings, delay_outcomes=[o.to_dict() for o in self.delay_outcomes],
+                        observer=self.observer, exactly_once=self.exactly_once_check)
+        elif self.warnings:
+            meta["warnings"] = self.warnings
+        return meta
+
     # -- SLA -----------------------------------------------------------------------------------
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
@@ -190,111 +293,27 @@ class ChaosRun:
         if violations:
             raise SLAViolation(violations, self.timeline, self.metrics.t0, context=self.context())
 
+    # -- report --------------------------------------------------------------------------------
     def context(self) -> str:
         """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
-        lines = [f"guarantee: declared {self.guarantee}; {self.report.describe()}"]
-        for i, f in enumerate(self.faults):
-            lines += _fault_lines(i, f, self.metrics.t0)
-        return "\n".join(lines)
+        return _text.context(self)
 
     def describe(self) -> str:
-        """The human report of the run: headline numbers, per-fault recovery, and the timeline."""
-        lat, rt, fc = self.latency, self.recovery_time, self.failure_cost
-        rec = "not measured" if rt is None else "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
-        cost = "not measured" if fc is None else f"{fc:.2f}s"
-        lines = [
-            f"sent {self.sent} records, read {self.outputs} outputs; lost {self.lost}, duplicates "
-            f"{self.duplicates}, incorrect {self.incorrect}",
-            f"guarantee declared {self.guarantee}, delivered {self.guarantee_delivered}; reliability "
-            f"{_num(self.reliability, '.6f')}; reliable throughput {self.reliable_throughput:.1f} ids/s",
-            f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
-            f"(baseline {lat.baseline:.2f}s)",
-            f"downtime {self.downtime:.2f}s, recovery time {rec}, failure cost {cost}",
-            *(f"{name} not measured: {why}" for name, why in self.metrics.unavailable.items()),
-            *([f"no per-record verdict: {NO_VERDICT}"] if self.resolution == "none" else
-              [] if self.resolution == "record" else
-              [f"resolution: per {self.resolution}, not per record (lost / duplicates are input records "
-               "inferred from aggregate values; no ids known)",
-               *(f"  {line}" for line in self.report.wrong_group_lines())]),
-            *self.context().splitlines()[1:],
-            *self.setup_lines(),
-            "timeline:",
-            *("  " + line for line in self.timeline_lines()),
-        ]
-        for w in self.meta.get("warnings", []):
-            lines.append(f"warning: {w}")
-        return "\n".join(lines)
+        """The human report of the run: headline numbers, per-fault recovery, the checks, the timeline."""
+        return _text.describe(self)
 
     def setup_lines(self) -> list[str]:
-        """How long the load ran and why, and the timeouts the run set for a delay class (from
-        :attr:`meta`; empty for a run built from a bare trace)."""
-        load = self.meta.get("load") or {}
-        lines = [f"load ran {load.get('ran_s', 0):.1f}s (planned {load.get('planned_s', 0):g}s: {load.get('why')}"
-                 + (f"; {load['ended']})" if load.get("ended") else ")")] if load else []
-        lines += self.sink_lines()
-        lines += [f"timeout: {c['note']}" for c in self.meta.get("delay_class", [])]
-        lines += [f"delay: {describe_outcome(o)}" for o in self.meta.get("delay_outcomes", [])]
-        lines += self.observer_lines()
-        check = self.exactly_once_check
-        if check:
-            lines.append(f"exactly-once check: {check['method']} ({check['status']}): {check['reason']}"
-                         + (f"; to verify: {check['verify_with']}" if check.get("verify_with") else ""))
-        return lines
-
-    def sink_lines(self) -> list[str]:
-        """Where each streaming query of the job wrote (from its progress), and, when the run found the
-        output unreadable, what it did instead (from :attr:`meta`)."""
-        sinks = self.meta.get("sinks") or []
-        lines = ["sinks: " + "; ".join(f"query {repr(q['query']) if q['query'] else q['id'][:8]}: {q['kind']}"
-                                       + (f" {q['path']}" if q.get("path") else "")
-                                       + (f" (files to {', '.join(q['writes'])})" if q.get("writes") else "")
-                                       for q in sinks)] if sinks else []
-        if self.meta.get("sink_note"):
-            lines.append(f"outputs: {self.meta['sink_note']}")
-        return lines
-
-    @property
-    def observer(self) -> dict[str, Any] | None:
-        """Whether the network faults spared the harness (``scope``: ``job`` = only the job's
-        connections were faulted) and the harness clients' broker round trips before and during the
-        network faults (``generator``, ``collector``; ``disturbed`` names a client that was hit)."""
-        return self.meta.get("observer")
-
-    def observer_lines(self) -> list[str]:
-        """One line on the observer when the run had network faults."""
-        obs = self.observer
-        if not obs or not obs.get("network_fault_windows"):
-            return []
-        scope = ("network faults hit the job's connections only" if obs["scope"] == "job" else
-                 f"network faults hit every connection on the faulted ports ({obs.get('scope_reason')})")
-        parts = []
-        for name in sorted(k for k, v in obs.items() if isinstance(v, dict) and "during_faults" in v):
-            b, d = obs[name]["baseline"]["rtt_p50_ms"], obs[name]["during_faults"]["rtt_p50_ms"]
-            parts.append(f"{name} round trip {_num(b, '.1f')} ms before, {_num(d, '.1f')} ms during")
-        return [f"observer: {scope}; " + "; ".join(parts)]
+        """How long the load ran and why, the sinks, the timeouts the run set for a delay class, and what
+        the run's other checks found (empty for a run built from a bare trace)."""
+        return _text.setup_lines(self)
 
     def timeline_lines(self) -> list[str]:
-        return render_timeline(self.timeline, self.metrics.t0)
+        return _text.timeline_lines(self)
 
     # -- export --------------------------------------------------------------------------------
     def summary_row(self) -> dict[str, Any]:
         """One row of the terminal summary table (short, human values)."""
-        rt = self.recovery_time
-        return {
-            "guarantee": self.guarantee,
-            "delivered": self.guarantee_delivered,
-            "sent": self.sent,
-            "lost": self.lost,
-            "dup": self.duplicates,
-            "incorrect": self.incorrect,
-            "reliability": None if self.reliability is None else round(self.reliability, 6),
-            "downtime_s": round(self.downtime, 2),
-            "recovery_s": rt if rt is NOT_RECOVERED or rt is None else round(float(rt), 2),
-            "failure_cost_s": None if self.failure_cost is None else round(self.failure_cost, 2),
-            "p99_latency_s": round(self.latency.p99, 3),
-            "reliable_tput": round(self.reliable_throughput, 1),
-            "faults": len(self.faults),
-        }
+        return _text.summary_row(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Complete JSON-ready record (NaN -> null, NOT_RECOVERED -> null with ``recovered: false``)."""
@@ -317,7 +336,8 @@ class ChaosRun:
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
                                  "unavailable")},
             "metrics": m,
-            "timeline": [_event_dict(e) for e in self.timeline],
+            "timeline": [_text.event_dict(e) for e in self.timeline],
+            "checks": {name: r.to_dict() for name, r in {**self.checks, **self.user_checks}.items()},
             "meta": self.meta,
         }
 
@@ -341,43 +361,7 @@ class ChaosRun:
 
         return overhead(self, reference)
 
-
-#: why a run built from Spark's progress alone has no per-record verdict
-NO_VERDICT = ("the job's output is not readable (outputs={}: console, noop, an external system), so no input "
-              "record is tracked to an output; downtime, recovery and throughput come from Spark's query progress "
-              "(latency is estimated from micro-batch end times)")
-
-
-def _fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
-    """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``)."""
-    head = (f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, "
-            f"downtime {f.downtime:.1f}s")
-    sysd = ("system detection -" if f.system_detection is None
-            else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
-    sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
-    if f.recovered is None:
-        lines = [f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap {f.output_gap:.1f}s)"]
-    elif f.recovered:
-        lines = [f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
-                 f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"]
-    else:
-        lines = [f"{head}, not recovered by +{f.horizon - t0:.1f}s ({sysd})"]
-    if f.aim is not None:
-        a = f.aim
-        lines.append(f"  aimed at {a['moment']}: {'hit' if a['hit'] else 'MISSED'} (batch {a['batch']} "
-                     f"{a['phase']}, {a['attempts']} batch{'es' if a['attempts'] != 1 else ''} tried)")
-    if f.phases:
-        lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
-                                              for ph in f.phases))
-    return lines
-
-
-def _num(v: float | None, fmt: str) -> str:
-    return "unknown" if v is None else format(v, fmt)
-
-
-def _event_dict(e: TimelineEvent) -> dict[str, Any]:
-    d = e.to_dict()
-    if "detail" in d:
-        d["detail"] = {k: (None if v is NOT_RECOVERED else v) for k, v in d["detail"].items()}
-    return d
+    def __repr__(self) -> str:
+        return (f"ChaosRun(sent={self.sent}, lost={self.lost}, duplicates={self.duplicates}, "
+                f"incorrect={self.incorrect}, delivered={self.guarantee_delivered!r}, downtime={self.downtime:.2f}, "
+                f"recovery_time={self.recovery_time!r}, faults={len(self.faults)})")

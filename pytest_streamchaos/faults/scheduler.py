@@ -11,10 +11,10 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.history import Aim  # the history types where an aimed fault landed
 from pytest_streamchaos.records import TimelineEvent
 
 #: how often an active fault's ``check`` runs (a delayer that died shows within this)
@@ -44,19 +44,6 @@ class Recorder:
 #: commit; offsets logged and tasks running with nothing written yet; output written, not committed;
 #: committed
 PHASES = ("idle", "running", "sink_written", "committed")
-
-
-@dataclass(frozen=True)
-class Aim:
-    """Where an aimed fault landed in the micro-batch cycle: the phase of ``batch`` when it was
-    injected, whether that is the phase its moment names (``hit``), and how many batches the detector
-    tried (a miss on one batch is retried on the next, a bounded number of times)."""
-
-    moment: str
-    batch: int | None
-    phase: str
-    hit: bool
-    attempts: int = 1
 
 
 #: a moment detector: ``(planned, stop, deadline)`` -> an :class:`Aim` once the moment came (the

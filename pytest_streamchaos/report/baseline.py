@@ -26,6 +26,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis import keys
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION
+from pytest_streamchaos.facts import RunSetup
 from pytest_streamchaos.jsonfile import write_json
 
 _FILE = re.compile(r"^(\d{4})_(.+)\.json$")
@@ -206,17 +207,9 @@ def compare_result(test: str, index: int, before: Mapping[str, Any], after: Mapp
 
 def explain(before: Mapping[str, Any], after: Mapping[str, Any], limit: int = 8) -> list[str]:
     """What differs between the two runs' effective settings (Spark conf, cluster conf, run spec, seed)."""
-    mb = _one(before).get("meta") or {}
-    ma = _one(after).get("meta") or {}
-    lines: list[str] = []
-    for section in ("run", "spark_conf", "cluster_conf"):
-        sb, sa = mb.get(section) or {}, ma.get(section) or {}
-        for k in sorted(set(sb) | set(sa)):
-            if k in ("job",) or sb.get(k) == sa.get(k):
-                continue
-            lines.append(f"{section}.{k}: {sb.get(k, '(unset)')} -> {sa.get(k, '(unset)')}")
-    if mb.get("seed") != ma.get("seed"):
-        lines.append(f"seed: {mb.get('seed')} -> {ma.get('seed')}")
+    sb = RunSetup.from_meta(_one(before).get("meta") or {})
+    sa = RunSetup.from_meta(_one(after).get("meta") or {})
+    lines = sb.differences(sa)
     return lines[:limit] + ([f"... and {len(lines) - limit} more"] if len(lines) > limit else [])
 
 

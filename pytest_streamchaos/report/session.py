@@ -131,7 +131,7 @@ class ChaosSession:
         for nodeid, _index, specs, run in self.entries:
             row = run.summary_row()
             row["test"] = nodeid.split("::")[-1]
-            labels = run.meta["faults"] if "faults" in run.meta else [s.get("label", s["kind"]) for s in specs]
+            labels = planned_labels(run, specs)
             row["faults"] = ", ".join(map(str, labels)) or "-"
             rows.append(row)
         tr.section("streamchaos: chaos runs")
@@ -175,6 +175,14 @@ class ChaosSession:
                 tr.write_line(f"streamchaos: {a.test}{f' [run {a.index}]' if a.index else ''}: {files}")
             for p in pics:
                 tr.write_line(f"streamchaos: comparison picture: {p}")
+
+
+def planned_labels(result: Any, specs: list[dict[str, Any]]) -> list[str]:
+    """The labels of the faults a result's run planned (a repeated run: its worst run's), or, for a run
+    without a setup (built from a bare trace), those of the test's fault marks."""
+    run = getattr(result, "worst_run", result)
+    setup = run.facts.setup
+    return list(setup.planned_faults) if setup is not None else [s.get("label", s["kind"]) for s in specs]
 
 
 #: JUnit XML properties per run: (name, attribute of the run)

@@ -99,12 +99,13 @@ def test_a_given_duration_shorter_than_the_timeline_fails_naming_both() -> None:
 def test_report_says_how_long_the_load_ran_and_which_timeout_was_set() -> None:
     from pytest_streamchaos.analysis.result import ChaosRun
     from pytest_streamchaos.analysis.synthetic import stateless_trace
+    from pytest_streamchaos.facts import LoadFacts, RunFacts, RunSetup, TimeoutChoice
 
-    run = ChaosRun.from_trace(stateless_trace(rate=100, faults=[30]))
     c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF)
     assert c is not None
-    run.meta.update({"load": {"planned_s": 630.0, "ran_s": 630.4, "why": "no duration given: ..."},
-                     "delay_class": [c.to_dict() | {"note": c.describe()}]})
+    facts = RunFacts(setup=RunSetup(timeouts=[TimeoutChoice(**c.to_dict(), note=c.describe())]),
+                     load=LoadFacts(planned_s=630.0, ran_s=630.4, why="no duration given: ...", ended=None))
+    run = ChaosRun.from_trace(stateless_trace(rate=100, faults=[30]), facts=facts)
     text = run.describe()
     assert "load ran 630.4s (planned 630s: no duration given: ...)" in text
     assert "timeout: network_delay(ms=5000, target='driver') is meant above" in text

@@ -186,16 +186,22 @@ def _offenders(graph: dict[str, set[str]], sources: tuple[str, ...], allowed: tu
                   for d in deps if not under(d, allowed))
 
 
+#: the run's history, what the analysis is handed: the records, the history of a run, its facts
+HISTORY = ("pytest_streamchaos.records", "pytest_streamchaos.history", "pytest_streamchaos.facts")
+
+
 def test_analysis_is_pure():
-    """analysis/ imports only itself and the shared record types (nothing that records or runs)."""
-    bad = _offenders(import_graph(), ("pytest_streamchaos.analysis",),
-                     ("pytest_streamchaos.analysis", "pytest_streamchaos.records"))
+    """analysis/ imports only itself and the run's history types (nothing that records or runs)."""
+    bad = _offenders(import_graph(), ("pytest_streamchaos.analysis",), ("pytest_streamchaos.analysis", *HISTORY))
     assert not bad, "analysis must stay pure: " + "; ".join(bad)
 
 
 def test_records_are_the_bottom():
-    deps = import_graph()["pytest_streamchaos.records"]
-    assert not deps, f"pytest_streamchaos.records must import nothing of the package: {sorted(deps)}"
+    graph = import_graph()
+    for bottom in ("pytest_streamchaos.records", "pytest_streamchaos.facts"):
+        assert not graph[bottom], f"{bottom} must import nothing of the package: {sorted(graph[bottom])}"
+    bad = _offenders(graph, HISTORY, HISTORY)
+    assert not bad, "the history types must import only one another: " + "; ".join(bad)
 
 
 def test_job_side_imports_nothing_of_the_harness():

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
+from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosHarness
 from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY, chaos_session
@@ -43,8 +44,8 @@ class FakeHarness(ChaosHarness):
                                 drop=np.array(drop, dtype=np.int64) if drop else None)
         for e in trace.timeline:  # as the fault scheduler records an injection
             e.detail.update(fault=self.faults[0].kind, label=self.faults[0].label)
-        run = ChaosRun.from_trace(trace, guarantee=guarantee)
-        run.meta.update({"spark_conf": dict(conf or {}), "seed": 7, "faults": [s.label for s in self.faults]})
+        setup = RunSetup(seed=7, spark_conf=dict(conf or {}), planned_faults=[s.label for s in self.faults])
+        run = ChaosRun.from_trace(trace, guarantee=guarantee, facts=RunFacts(setup=setup))
         self.runs.append(run)
         return run
 

@@ -11,6 +11,7 @@ from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.sla import SLA, SLAViolation
 from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace, windowed_trace
+from pytest_streamchaos.facts import RunFacts
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +118,7 @@ def test_report_has_headline_numbers_faults_and_timeline() -> None:
     from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace
 
     trace = stateless_trace(rate=100, duration=60, faults=[20.0], outages=[Outage(20.0, 6.0, catch_up_rate=400)])
-    run = ChaosRun.from_trace(trace, guarantee="at-least-once")
-    run.meta["warnings"] = ["drain timed out"]
+    run = ChaosRun.from_trace(trace, guarantee="at-least-once", facts=RunFacts(warnings=["drain timed out"]))
     text = run.describe()
     assert "sent 6000 records" in text and "lost 0" in text
     assert "guarantee declared at-least-once, delivered exactly-once" in text

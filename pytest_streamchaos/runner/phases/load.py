@@ -85,14 +85,13 @@ class LoadPhase(ObservedPhase):
         if it fails the load runs its planned length."""
         ctx, t = self.ctx, time.time()
         try:
-            trace = self.obs.trace(ctx, self.job, self.topics.inputs)
-            metrics = ChaosRun.from_trace(trace, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params,
-                                          per_record=not self.obs.sinks.progress_only).metrics
+            history = self.obs.history(ctx, self.job, self.topics)
+            metrics = ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params).metrics
         except Exception as exc:  # the verdict at the end will say what is wrong; here only the length is at stake
             self.result.end_on_recovery = False
             ctx.warnings.append(f"the load ran its planned length: judging recovery mid-run failed ({exc})")
             return False
-        if not recovery_settled(metrics, trace.timeline):
+        if not recovery_settled(metrics, history.timeline):
             return False
         # settled: every fault has a recovery time in seconds (none is NOT_RECOVERED or unknown)
         ctx.recorder.record("load_ended_on_recovery", "", t=t,

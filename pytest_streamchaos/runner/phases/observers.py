@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
+from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
@@ -60,15 +62,19 @@ class Observers:
             if self.collector in self.started:
                 self.collector.stop(drain_timeout=10.0)
 
-    def trace(self, ctx: RunContext, job: Any, inputs: list[str]) -> Trace:
-        """What the run recorded so far, as the analysis takes it."""
+    def history(self, ctx: RunContext, job: Any, topics: RunTopics, facts: RunFacts | None = None) -> History:
+        """What the run recorded so far, as the analysis takes it: the records, outputs, micro-batches,
+        timeline and phases, the run's topics, and ``facts`` (none while the run goes on)."""
+        inputs = topics.inputs
         sent = self.generator.sent()
         # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
         outputs = (outputs_from_progress(sent, self.progress.batches, len(inputs), inputs[0])
                    if self.sinks.progress_only else self.collector.outputs())
         events: list[TimelineEvent] = [*ctx.recorder.events(), *job.timeline, *self.progress.timeline]
-        return Trace(sent=sent, outputs=outputs, batches=list(self.progress.batches), timeline=events,
-                     phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds)
+        trace = Trace(sent=sent, outputs=outputs, batches=list(self.progress.batches), timeline=events,
+                      phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds)
+        return History(trace, topics=topics.typed(ctx.spec), facts=facts or RunFacts(),
+                       per_record=not self.sinks.progress_only)
 
 
 class ObservedPhase:
@@ -83,7 +89,8 @@ class ObservedPhase:
 
 
 class WireObservers:
-    """Builds the :class:`Observers` of a prepared job and tells the oracle the run's topics."""
+    """Builds the :class:`Observers` of a prepared job (the test's oracle is left as it is: the run's
+    checkers bind it to the run's topics, from its history)."""
 
     def __init__(self, ctx: RunContext, topics: RunTopics, prepared: PreparedJob) -> None:
         self.ctx = ctx
@@ -104,12 +111,6 @@ class WireObservers:
         scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, moments_for(faults))
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
                                       hold=scheduler.acting_on_driver)
-        # the run names the topics, so the oracle learns them here unless the test set its own
-        oracle = ctx.inputs.oracle
-        if oracle.topic is None and ctx.spec.outputs is None:
-            oracle.topic = t.out_topic
-        if oracle.side_topic is None and t.side_topic is not None:
-            oracle.side_topic = t.side_topic
         kafka_events = KafkaWatcher(ctx.chaos.kafka, t.watched(), ctx.recorder)
         return Observers(collector=collector, generator=generator, progress=progress,
                          checkpoint=CheckpointTracker(ctx, watcher, self.prepared.checkpoint_roots, job),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
+from pytest_streamchaos.facts import Topics
 from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.runner.spec import RunSpec
 from pytest_streamchaos.stack.base import KafkaCluster
@@ -41,14 +41,12 @@ class RunTopics:
         """The topics whose leaders and ISR the timeline follows: the inputs and the main output."""
         return [*self.inputs, *([self.out_topic] if self.out_topic else [])]
 
-    def describe(self, spec: RunSpec) -> dict[str, Any]:
-        """The run JSON's ``topics``."""
-        topics: dict[str, Any] = {"input": self.inputs[0], "output": self.out_topic, "side": self.side_topic}
-        if len(self.inputs) > 1 or spec.inputs is not None:
-            topics["inputs"] = list(self.inputs)
-        if spec.outputs is not None:
-            topics["outputs"] = list(spec.outputs)
-        return topics
+    def typed(self, spec: RunSpec) -> Topics:
+        """The topics as the run's history keeps them (every input when there are several or the test
+        named them; the outputs the test named)."""
+        return Topics(input=self.inputs[0], output=self.out_topic, side=self.side_topic,
+                      inputs=list(self.inputs) if len(self.inputs) > 1 or spec.inputs is not None else None,
+                      outputs=None if spec.outputs is None else list(spec.outputs))
 
 
 class MakeTopics:

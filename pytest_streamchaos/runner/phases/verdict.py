@@ -1,18 +1,25 @@
-"""Phase 7: the verdict -- what the run recorded, judged against the oracle and the declared
-guarantee, with everything the report shows about how the run went in ``meta``."""
+"""Phase 7: the verdict -- the run's history (what it recorded and every fact the report shows about
+how it went, typed) handed to the analysis, whose checkers judge it against the oracle and the declared
+guarantee. This phase computes no verdict itself."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_streamchaos.analysis.delay_class import delay_outcomes
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.validate import exactly_once_check
-from pytest_streamchaos.client_stats import observer_report
+from pytest_streamchaos.client_stats import samples_by_client
+from pytest_streamchaos.facts import (
+    CollectorStats,
+    GeneratorStats,
+    JobFacts,
+    LoadFacts,
+    RunFacts,
+    RunSetup,
+    SinkQuery,
+    TimeoutChoice,
+)
+from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.sinks import query_sinks
-from pytest_streamchaos.records import Trace
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.phases.job import PreparedJob, delay_specs
 from pytest_streamchaos.runner.phases.load import LoadResult
@@ -33,7 +40,8 @@ class Phases:
 
 
 class Verdict:
-    """Judges the run (:meth:`run`): a :class:`~pytest_streamchaos.analysis.result.ChaosRun` with its ``meta``."""
+    """Hands the run's :class:`~pytest_streamchaos.history.History` to the analysis (:meth:`run`): a
+    :class:`~pytest_streamchaos.analysis.result.ChaosRun` of it."""
 
     def __init__(self, ctx: RunContext, done: Phases) -> None:
         self.ctx = ctx
@@ -41,88 +49,61 @@ class Verdict:
 
     def run(self) -> ChaosRun:
         ctx, d = self.ctx, self.done
-        collector = d.obs.collector
-        trace = d.obs.trace(ctx, d.prepared.job, d.topics.inputs)
-        if collector.lost_to_retention:
+        if d.obs.collector.lost_to_retention:
             ctx.warnings.append(
-                f"{collector.lost_to_retention} outputs were deleted by the broker before the collector read them "
-                "(retention): their ids count as lost. Check the output topic's retention settings")
-        run = ChaosRun.from_trace(trace, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params,
-                                  per_record=not d.obs.sinks.progress_only)
-        run.meta.update(self._run_meta())
-        run.meta.update(self._observed_meta(trace))
-        return run
+                f"{d.obs.collector.lost_to_retention} outputs were deleted by the broker before the collector read "
+                "them (retention): their ids count as lost. Check the output topic's retention settings")
+        history = self.history()
+        return ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params)
 
-    def _run_meta(self) -> dict[str, Any]:
-        """The run's arguments, its stack and its job as they were."""
+    def history(self) -> History:
+        """The run's history with its facts."""
         ctx, d = self.ctx, self.done
-        chaos, job, spec = ctx.chaos, d.prepared.job, ctx.spec
-        return {
-            "test": chaos.nodeid,
-            "seed": chaos.seed,
-            "run": {**spec.__dict__, "end_on_recovery": d.load.end_on_recovery},
-            "faults": [p.label for p in ctx.inputs.planned],
-            "fault_errors": d.obs.scheduler.errors,
-            "topics": d.topics.describe(spec),
-            "spark_conf": job.effective_conf,
-            "cluster_conf": dict(chaos.cluster.effective_conf),
-        }
+        obs, job = d.obs, d.prepared.job
+        facts = RunFacts(
+            setup=self._setup(), job=self._job(), load=self._load(), generators=self._generators(),
+            collector=self._collector(), poisoned_ids=list(obs.faults.poison.poisoned if obs.faults.poison else []),
+            fault_errors=list(obs.scheduler.errors), warnings=list(ctx.warnings),
+            sinks=[SinkQuery(q.name, q.query_id, q.kind, q.description, q.path, list(q.writes))
+                   for q in query_sinks(obs.progress.batches, obs.progress.writes)],
+            sink_note=obs.sinks.note,
+            delays=delay_specs(ctx.inputs.planned, ctx.chaos.cluster.effective_conf, job, d.prepared.job_kafka),
+            client_samples=samples_by_client(obs.generator, obs.collector),
+            transaction_markers=None if obs.sinks.progress_only else dict(obs.collector.transaction_markers))
+        return obs.history(ctx, job, d.topics, facts)
 
-    def _observed_meta(self, trace: Trace) -> dict[str, Any]:
-        """What the observers saw: the load, the outputs, the driver, the checkpoint, the faults' effects."""
+    def _setup(self) -> RunSetup:
+        """The run's arguments, its stack's settings and the timeouts it set, as they were."""
         ctx, d = self.ctx, self.done
-        chaos, job, obs, collector = ctx.chaos, d.prepared.job, d.obs, d.obs.collector
-        return {
-            "generator": obs.generator.stats(),
-            "collector": {"count": collector.count, "malformed": collector.malformed,
-                          "lost_to_retention": collector.lost_to_retention,
-                          "retention_gaps": collector.retention_gaps, "errors": collector.errors[-20:]},
-            "poisoned_ids": obs.faults.poison.poisoned if obs.faults.poison else [],
-            "driver_launches": len(getattr(job, "launches", [])),
-            "driver_restarts_by_supervisor": obs.supervisor.restarts,
-            "job_log": str(getattr(job, "log_path", "")),
-            "warnings": ctx.warnings,
-            "checkpoint": obs.checkpoint.checkpoint_dir,
-            "checkpoint_storage": ctx.storage.kind,
-            "job_args": job.argv[job.argv.index(str(ctx.inputs.script)) + 1:],
-            "job_workdir": str(job.workdir),
-            "spark_master_used": d.warm.local_master or chaos.cluster.master_url,
-            "load": {"planned_s": ctx.spec.duration, "why": ctx.inputs.load_why, "ended": d.load.ended,
-                     "ran_s": round(ctx.phases.get("load_end", 0.0) - ctx.phases.get("warmup_end", 0.0), 3)},
-            "delay_class": [c.to_dict() | {"note": c.describe()} for c in d.prepared.delay_choices],
-            "delay_outcomes": delay_outcomes(trace.timeline, delay_specs(
-                ctx.inputs.planned, chaos.cluster.effective_conf, job, d.prepared.job_kafka)),
-            "observer": self._observer(trace),
-            "sinks": [q.to_dict() for q in query_sinks(obs.progress.batches, obs.progress.writes)],
-            "sink_note": obs.sinks.note,
-            "exactly_once": None if obs.sinks.progress_only else exactly_once_check(
-                getattr(collector, "transaction_markers", {})),
-            "kafka_conf": dict(getattr(chaos.kafka, "effective_conf", {})),
-        }
+        chaos, spec = ctx.chaos, ctx.spec
+        return RunSetup(
+            test=chaos.nodeid, seed=chaos.seed, arguments={**spec.__dict__, "end_on_recovery": d.load.end_on_recovery},
+            planned_faults=[p.label for p in ctx.inputs.planned], spark_conf=dict(d.prepared.job.effective_conf),
+            cluster_conf=dict(chaos.cluster.effective_conf), kafka_conf=dict(chaos.kafka.effective_conf),
+            timeouts=[TimeoutChoice(**c.to_dict(), note=c.describe()) for c in d.prepared.delay_choices])
 
-    def _observer(self, trace: Trace) -> dict[str, Any]:
-        """Whether the network faults spared the harness: their scope and the harness clients' round
-        trips during them against the baseline (a disturbed client becomes a warning)."""
-        ctx, obs = self.ctx, self.done.obs
-        injected = [e.detail for e in trace.timeline if e.kind == "fault_injected" and "scope" in e.detail]
-        # "namespace": in the job's containers (docker backend), which the harness is never in
-        unscoped = [d.get("scope_reason") for d in injected if d["scope"] not in ("job", "namespace")]
-        report = observer_report(client_samples(obs.generator, obs.collector), trace.timeline,
-                                 ctx.phases.get("warmup_end"), ctx.phases.get("load_end", time.time()),
-                                 scope="all" if unscoped else "job", scope_reason=unscoped[0] if unscoped else None)
-        for name, why in report["disturbed"].items():
-            ctx.warnings.append(f"the harness's {name} was disturbed during the network faults ({why}): "
-                                "latency and downtime may include the observer's own delay")
-        return report
+    def _job(self) -> JobFacts:
+        """The job as it ran: its arguments, directory, log, master, launches, checkpoint."""
+        ctx, d = self.ctx, self.done
+        job, obs = d.prepared.job, d.obs
+        return JobFacts(args=job.argv[job.argv.index(str(ctx.inputs.script)) + 1:], workdir=str(job.workdir),
+                        log=str(job.log_path), master=d.warm.local_master or ctx.chaos.cluster.master_url,
+                        launches=len(job.launches), restarts_by_supervisor=obs.supervisor.restarts,
+                        checkpoint=obs.checkpoint.checkpoint_dir, checkpoint_storage=ctx.storage.kind)
 
+    def _load(self) -> LoadFacts:
+        ctx = self.ctx
+        ran = ctx.phases.get("load_end", 0.0) - ctx.phases.get("warmup_end", 0.0)
+        return LoadFacts(planned_s=ctx.spec.duration, why=ctx.inputs.load_why, ended=self.done.load.ended,
+                         ran_s=round(ran, 3))
 
-def client_samples(generator: Any, collector: Any) -> dict[str, list]:
-    """The harness clients' statistics samples by client name (several inputs: one per generator)."""
-    gens = getattr(generator, "parts", [generator])
-    out = {}
-    for i, g in enumerate(gens):
-        if getattr(g, "client_stats", None) is not None:
-            out["generator" if len(gens) == 1 else f"generator-{i}"] = g.client_stats.samples()
-    if getattr(collector, "client_stats", None) is not None:
-        out["collector"] = collector.client_stats.samples()
-    return out
+    def _generators(self) -> dict[str, GeneratorStats]:
+        """What each input's generator counted, by input topic."""
+        gen, inputs = self.done.obs.generator, self.done.topics.inputs
+        parts = getattr(gen, "parts", None) or [gen]
+        return {topic: GeneratorStats.of(g.stats()) for topic, g in zip(inputs, parts, strict=False)}
+
+    def _collector(self) -> CollectorStats:
+        c = self.done.obs.collector
+        return CollectorStats(count=c.count, malformed=c.malformed, lost_to_retention=c.lost_to_retention,
+                              retention_gaps=list(c.retention_gaps), errors=list(c.errors[-20:]))

@@ -1,0 +1,85 @@
+"""The checkers every run is judged with, one module per concern (a new one is one module here, plus a
+line in :func:`default_checkers` when every run should have it):
+
+- :mod:`.guarantee`: :class:`Validation` (the outputs against the oracle, once), :class:`Lost`,
+  :class:`Duplicates`, :class:`Incorrect`, :class:`GuaranteeDelivered`, :class:`Reliability`;
+- :mod:`.recovery`: :class:`Recovery` (the metrics, once), :class:`Downtime`, :class:`RecoveryTime`,
+  :class:`FailureCost`;
+- :mod:`.transactions`: :class:`ExactlyOnceTransactions`, how the exactly-once verdict was reached;
+- :mod:`.delays`: :class:`DelayClasses`, each network delay's class observed against the stated one;
+- :mod:`.observer`: :class:`ObserverCheck`, the network faults spared the harness's clients;
+- :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened.
+
+A test's own checker needs none of this: anything with a ``name`` and ``check(history)``
+(:class:`~pytest_streamchaos.analysis.checker.Checker`), given to ``run.check(...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checker import Checker
+from ..metrics import MetricParams
+from ..oracle import Oracle
+from .delays import DelayClasses, DelayResult
+from .faults import FaultsAsPlanned, fault_errors
+from .guarantee import (
+    NO_VERDICT,
+    Duplicates,
+    GuaranteeDelivered,
+    Incorrect,
+    Lost,
+    Reliability,
+    Validation,
+    ValidationResult,
+)
+from .observer import ObserverCheck, ObserverResult
+from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
+from .transactions import ExactlyOnceTransactions, TransactionsResult
+
+__all__ = [
+    "NO_VERDICT",
+    "DefaultCheckers",
+    "DelayClasses",
+    "DelayResult",
+    "Downtime",
+    "Duplicates",
+    "ExactlyOnceTransactions",
+    "FailureCost",
+    "FaultsAsPlanned",
+    "GuaranteeDelivered",
+    "Incorrect",
+    "Lost",
+    "ObserverCheck",
+    "ObserverResult",
+    "Recovery",
+    "RecoveryResult",
+    "RecoveryTime",
+    "Reliability",
+    "TransactionsResult",
+    "Validation",
+    "ValidationResult",
+    "default_checkers",
+    "fault_errors",
+]
+
+
+@dataclass(frozen=True)
+class DefaultCheckers:
+    """The checkers of every run, with the two that the others read (``validation``, ``recovery``)."""
+
+    validation: Validation
+    recovery: Recovery
+    all: tuple[Checker, ...]
+
+
+def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-once",
+                     params: MetricParams | None = None) -> DefaultCheckers:
+    """The checkers ``ChaosRun`` judges every run with: the outputs against ``oracle`` and the declared
+    ``guarantee``, the recovery metrics with ``params``, and the checks of the run's facts."""
+    validation = Validation(oracle, guarantee)
+    recovery = Recovery(validation, params)
+    return DefaultCheckers(validation, recovery, (
+        validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
+        Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
+        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned()))

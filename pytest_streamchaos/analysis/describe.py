@@ -1,0 +1,149 @@
+"""The text of a run's report: :meth:`ChaosRun.describe` and the lines it is made of, the terminal
+table's row and the timeline's JSON. Reads the run's typed results and facts only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..facts import RunFacts
+from ..records import TimelineEvent
+from .checkers import NO_VERDICT, DelayResult, ObserverResult, TransactionsResult
+from .metrics import NOT_RECOVERED, FaultMetrics
+from .sla import render_timeline
+
+#: what these functions read: a :class:`~pytest_streamchaos.analysis.result.ChaosRun` (not imported:
+#: it imports this module)
+ChaosRun = Any
+
+
+def describe(run: ChaosRun) -> str:
+    """The human report of the run: headline numbers, per-fault recovery, the run's setup and checks,
+    the timeline, the warnings."""
+    lat, rt, fc = run.latency, run.recovery_time, run.failure_cost
+    rec = "not measured" if rt is None else "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
+    cost = "not measured" if fc is None else f"{fc:.2f}s"
+    lines = [
+        f"sent {run.sent} records, read {run.outputs} outputs; lost {run.lost}, duplicates "
+        f"{run.duplicates}, incorrect {run.incorrect}",
+        f"guarantee declared {run.guarantee}, delivered {run.guarantee_delivered}; reliability "
+        f"{_num(run.reliability, '.6f')}; reliable throughput {run.reliable_throughput:.1f} ids/s",
+        f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
+        f"(baseline {lat.baseline:.2f}s)",
+        f"downtime {run.downtime:.2f}s, recovery time {rec}, failure cost {cost}",
+        *(f"{name} not measured: {why}" for name, why in run.metrics.unavailable.items()),
+        *_resolution_lines(run),
+        *context(run).splitlines()[1:],
+        *setup_lines(run),
+        *check_lines(run),
+        "timeline:",
+        *("  " + line for line in timeline_lines(run)),
+    ]
+    lines += [f"warning: {w}" for w in run.warnings]
+    return "\n".join(lines)
+
+
+def _resolution_lines(run: ChaosRun) -> list[str]:
+    if run.resolution == "none":
+        return [f"no per-record verdict: {NO_VERDICT}"]
+    if run.resolution == "record":
+        return []
+    return [f"resolution: per {run.resolution}, not per record (lost / duplicates are input records "
+            "inferred from aggregate values; no ids known)", *(f"  {line}" for line in run.report.wrong_group_lines())]
+
+
+def context(run: ChaosRun) -> str:
+    """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
+    lines = [f"guarantee: declared {run.guarantee}; {run.report.describe()}"]
+    for i, f in enumerate(run.faults):
+        lines += fault_lines(i, f, run.metrics.t0)
+    return "\n".join(lines)
+
+
+def setup_lines(run: ChaosRun) -> list[str]:
+    """How long the load ran and why, the sinks, the timeouts the run set for a delay class, and the
+    lines of the run's delay-class, observer and exactly-once checks (empty for a bare trace)."""
+    facts = run.facts
+    lines = [facts.load.describe()] if facts.load is not None else []
+    lines += sink_lines(facts)
+    lines += [f"timeout: {c.note}" for c in (facts.setup.timeouts if facts.setup is not None else [])]
+    for kind in (DelayResult, ObserverResult, TransactionsResult):
+        r = run.result_of(kind)
+        lines += [] if r is None else r.lines
+    return lines
+
+
+def check_lines(run: ChaosRun) -> list[str]:
+    """The default checks that were violated, in one line, then each check of the test's own."""
+    violated = [name for name, r in run.checks.items() if r.ok is False]
+    lines = [f"checks violated: {', '.join(violated)}"] if violated else []
+    for r in run.user_checks.values():
+        head, *rest = r.describe().splitlines()
+        lines += [f"check {head}", *rest]
+    return lines
+
+
+def sink_lines(facts: RunFacts) -> list[str]:
+    """Where each streaming query of the job wrote (from its progress), and, when the run found the
+    output unreadable, what it did instead."""
+    lines = ["sinks: " + "; ".join(q.describe() for q in facts.sinks)] if facts.sinks else []
+    if facts.sink_note:
+        lines.append(f"outputs: {facts.sink_note}")
+    return lines
+
+
+def timeline_lines(run: ChaosRun) -> list[str]:
+    return render_timeline(run.timeline, run.metrics.t0)
+
+
+def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
+    """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``)."""
+    head = (f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, "
+            f"downtime {f.downtime:.1f}s")
+    sysd = ("system detection -" if f.system_detection is None
+            else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
+    sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
+    if f.recovered is None:
+        lines = [f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap {f.output_gap:.1f}s)"]
+    elif f.recovered:
+        lines = [f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
+                 f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"]
+    else:
+        lines = [f"{head}, not recovered by +{f.horizon - t0:.1f}s ({sysd})"]
+    if f.aim is not None:
+        lines.append(f"  {f.aim.describe()}")
+    if f.phases:
+        lines.append("  phases: " + "; ".join(f"+{ph['at']:.1f}s {ph['kind']} {ph['target']}".rstrip()
+                                              for ph in f.phases))
+    return lines
+
+
+def summary_row(run: ChaosRun) -> dict[str, Any]:
+    """One row of the terminal summary table (short, human values)."""
+    rt = run.recovery_time
+    return {
+        "guarantee": run.guarantee,
+        "delivered": run.guarantee_delivered,
+        "sent": run.sent,
+        "lost": run.lost,
+        "dup": run.duplicates,
+        "incorrect": run.incorrect,
+        "reliability": None if run.reliability is None else round(run.reliability, 6),
+        "downtime_s": round(run.downtime, 2),
+        "recovery_s": rt if rt is NOT_RECOVERED or rt is None else round(float(rt), 2),
+        "failure_cost_s": None if run.failure_cost is None else round(run.failure_cost, 2),
+        "p99_latency_s": round(run.latency.p99, 3),
+        "reliable_tput": round(run.reliable_throughput, 1),
+        "faults": len(run.faults),
+    }
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "unknown" if v is None else format(v, fmt)
+
+
+def event_dict(e: TimelineEvent) -> dict[str, Any]:
+    """A timeline event's JSON (``NOT_RECOVERED`` in a detail -> null)."""
+    d = e.to_dict()
+    if "detail" in d:
+        d["detail"] = {k: (None if v is NOT_RECOVERED else v) for k, v in d["detail"].items()}
+    return d

@@ -1,0 +1,280 @@
+"""The history of one run: everything the runner recorded, typed, and all that a checker sees.
+
+Jepsen's checkers decide from the recorded history alone; so do ours (:mod:`pytest_streamchaos.analysis`).
+A :class:`History` is the :class:`~pytest_streamchaos.records.Trace` (records sent, outputs, Spark's
+micro-batches, the timeline, the phase boundaries, the trigger) plus what the timeline says about the
+faults (:class:`FaultRecord`: kind, label, target, injected / healed times and where an aimed one
+landed, :class:`Aim`) and the run's facts (:class:`RunFacts`: its arguments, the effective settings,
+what the generator and collector counted, the driver's launches, the checkpoint, the sinks, the
+warnings...). The runner hands the analysis exactly this; nothing is read back from a dict by key.
+
+Near the bottom of the import graph: it imports only :mod:`pytest_streamchaos.records` and
+:mod:`pytest_streamchaos.facts` (the run's facts), so every layer can build or read a history without
+importing the analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from pytest_streamchaos.facts import (
+    ClientSample,
+    CollectorStats,
+    DelaySpec,
+    GeneratorStats,
+    JobFacts,
+    LoadFacts,
+    RunFacts,
+    RunSetup,
+    SinkQuery,
+    TimeoutChoice,
+    Topics,
+)
+from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
+
+
+@dataclass(frozen=True)
+class Aim:
+    """Where an aimed fault landed in the micro-batch cycle: the phase of ``batch`` when it was
+    injected, whether that is the phase its moment names (``hit``), and how many batches the detector
+    tried (a miss on one batch is retried on the next, a bounded number of times)."""
+
+    moment: str
+    batch: int | None
+    phase: str
+    hit: bool
+    attempts: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, value: Aim | Mapping[str, Any] | None) -> Aim | None:
+        """An :class:`Aim` from itself or its JSON form (the timeline's ``fault_injected`` detail)."""
+        if value is None or isinstance(value, Aim):
+            return value
+        return cls(**{f.name: value[f.name] for f in fields(cls) if f.name in value})
+
+    def describe(self) -> str:
+        tried = f"{self.attempts} batch{'es' if self.attempts != 1 else ''} tried"
+        return f"aimed at {self.moment}: {'hit' if self.hit else 'MISSED'} (batch {self.batch} {self.phase}, {tried})"
+
+
+#: the ``fault_injected`` detail keys that are the record's own fields, not what a probe measured
+_OWN_DETAIL = ("fault", "label", "confirmed", "aim")
+
+
+@dataclass
+class FaultRecord:
+    """One planned fault occurrence as the timeline tells it (times on the run's clock; None: it did
+    not happen). ``detail`` is what the injection measured (a probe's delay, the ``scope`` of a
+    network fault: whose connections it acted on)."""
+
+    kind: str
+    label: str
+    target: str = ""
+    occurrence: int = 0
+    planned_at: float | None = None
+    injected_at: float | None = None
+    healed_at: float | None = None
+    #: seconds from the injection to its confirmation (None: not confirmed or nothing to confirm)
+    confirmed_s: float | None = None
+    aim: Aim | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    skipped: str | None = None  #: why an aimed fault never fired (its moment did not come)
+
+    @property
+    def injected(self) -> bool:
+        return self.injected_at is not None
+
+    @property
+    def hit(self) -> bool | None:
+        """Whether an aimed fault landed in the phase its moment names (None: not aimed)."""
+        return None if self.aim is None else self.aim.hit
+
+    @property
+    def scope(self) -> str | None:
+        """Whose connections a network fault acted on (``job``, ``namespace``, ``all``); None for a
+        fault that is not on a link."""
+        scope = self.detail.get("scope")
+        return None if scope is None else str(scope)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["aim"] = None if self.aim is None else self.aim.to_dict()
+        d["detail"] = dict(self.detail)
+        return d
+
+
+def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:
+    """The fault occurrences of a timeline, in the order they were planned (then injected). An
+    injection without a label (a synthetic trace) is an occurrence of its own."""
+    records: list[FaultRecord] = []
+    by_label: dict[str, FaultRecord] = {}
+
+    def of(label: str | None, kind: str, target: str) -> FaultRecord:
+        if label is not None and label in by_label:
+            return by_label[label]
+        rec = FaultRecord(kind=kind, label=label or f"{kind} {target}".strip(), target=target)
+        records.append(rec)
+        if label is not None:
+            by_label[label] = rec
+        return rec
+
+    for e in sorted(timeline, key=lambda e: e.t):
+        d = e.detail
+        if e.kind == "fault_planned":
+            rec = of(e.target, str(d.get("fault", "")), "")
+            rec.planned_at, rec.occurrence = e.t, int(d.get("occurrence", 0))
+        elif e.kind == FAULT_INJECTED:
+            rec = of(d.get("label"), str(d.get("fault") or e.kind), e.target)
+            rec.kind, rec.target, rec.injected_at = str(d.get("fault") or e.kind), e.target, e.t
+            rec.confirmed_s, rec.aim = d.get("confirmed"), Aim.of(d.get("aim"))
+            rec.detail = {k: v for k, v in d.items() if k not in _OWN_DETAIL}
+        elif e.kind == "fault_healed":
+            healed = _healed_one(records, by_label, d.get("label"), e.target)
+            if healed is not None:
+                healed.healed_at = e.t
+        elif e.kind in ("fault_error", "fault_skipped"):
+            rec = of(e.target, "", "")
+            if e.kind == "fault_error":
+                rec.errors.append(str(d.get("error", "")))
+            else:
+                rec.skipped = str(d.get("reason", ""))
+    return records
+
+
+def _healed_one(records: list[FaultRecord], by_label: dict[str, FaultRecord], label: str | None,
+                target: str) -> FaultRecord | None:
+    """The occurrence a ``fault_healed`` event ends: by label, else the earliest open one on its target."""
+    if label is not None:
+        return by_label.get(label)
+    return next((r for r in records if r.injected and r.healed_at is None and r.target == target), None)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch of a streaming query, from Spark's ``StreamingQueryProgress`` (times on the run's
+    clock: the trigger's start and end; ``duration`` in seconds)."""
+
+    query_id: str
+    batch_id: int
+    start: float
+    end: float
+    duration: float
+    input_rows: int
+
+    @classmethod
+    def of(cls, progress: Mapping[str, Any]) -> MicroBatch:
+        """From a progress dict as :class:`~pytest_streamchaos.observe.progress.SparkProgress` keeps it
+        (Spark's JSON plus ``t_start`` / ``t_end``); Spark's own ISO ``timestamp`` when those are absent."""
+        trig = (progress.get("durationMs") or {}).get("triggerExecution")
+        duration = math.nan if trig is None else float(trig) / 1000.0
+        start = progress.get("t_start")
+        if start is None:
+            start = _iso(progress.get("timestamp"))
+        end = progress.get("t_end")
+        end = float(start) + (0.0 if math.isnan(duration) else duration) if end is None else end
+        return cls(str(progress.get("id") or ""), int(progress.get("batchId", -1)), float(start), float(end),
+                   duration, int(progress.get("numInputRows", -1) or 0))
+
+
+def _iso(ts: Any) -> float:
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return math.nan
+    return math.nan if ts is None else float(ts)
+
+
+@dataclass(eq=False)
+class History:
+    """One run's history (see the module docstring). ``topics``: the run's topics (None: a bare
+    trace), which the oracle is bound to. ``per_record``: the outputs were read (every input id can be
+    tracked); False when they are estimated from Spark's progress (a job whose output cannot be read),
+    which leaves no per-record verdict."""
+
+    trace: Trace
+    topics: Topics | None = None
+    facts: RunFacts = field(default_factory=lambda: RunFacts())
+    per_record: bool = True
+
+    @classmethod
+    def of(cls, trace: Trace | History, per_record: bool = True) -> History:
+        """A history of a bare trace (no topics, no run facts: a synthetic trace, a trace of your own)."""
+        return trace if isinstance(trace, History) else cls(trace, per_record=per_record)
+
+    def meta(self) -> dict[str, Any]:
+        """The run JSON's ``meta`` object as far as the history knows it (:meth:`RunFacts.meta` and the
+        topics; empty for a bare trace)."""
+        meta = self.facts.meta()
+        if self.facts.recorded and self.topics is not None:
+            meta["topics"] = self.topics.to_dict()
+        return meta
+
+    # -- what was recorded ----------------------------------------------------------------------
+    @property
+    def sent(self) -> SentRecords:
+        return self.trace.sent
+
+    @property
+    def outputs(self) -> OutputRecords:
+        return self.trace.outputs
+
+    @property
+    def timeline(self) -> list[TimelineEvent]:
+        return self.trace.timeline
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """Phase boundaries on the run's clock: ``start``, ``warmup_end``, ``load_end``, ``drain_end``."""
+        return self.trace.phases
+
+    @property
+    def trigger_seconds(self) -> float:
+        return self.trace.trigger_seconds
+
+    @cached_property
+    def micro_batches(self) -> list[MicroBatch]:
+        """Spark's micro-batches, in the order they were reported."""
+        return [MicroBatch.of(b) for b in self.trace.batches]
+
+    @cached_property
+    def faults(self) -> list[FaultRecord]:
+        """The fault occurrences (planned, injected, healed, aimed, failed), from the timeline."""
+        return faults_of(self.trace.timeline)
+
+    def injected(self) -> list[FaultRecord]:
+        """The faults that took effect, in injection order."""
+        return sorted((f for f in self.faults if f.injected), key=lambda f: f.injected_at or 0.0)
+
+    def phase(self, name: str) -> float | None:
+        """The time a phase ended (``warmup_end`` ...), None if the run did not get there."""
+        return self.trace.phases.get(name)
+
+
+__all__ = [
+    "Aim",
+    "ClientSample",
+    "CollectorStats",
+    "DelaySpec",
+    "FaultRecord",
+    "GeneratorStats",
+    "History",
+    "JobFacts",
+    "LoadFacts",
+    "MicroBatch",
+    "RunFacts",
+    "RunSetup",
+    "SinkQuery",
+    "TimeoutChoice",
+    "Topics",
+    "faults_of",
+]
