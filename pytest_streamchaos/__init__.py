@@ -19,6 +19,11 @@ from typing import Any
 # pytest_streamchaos.job (also as pytest_streamchaos.spark), which must not drag in pytest and the harness.
 _LAZY = {
     "AggregateOracle": "pytest_streamchaos.analysis.aggregate",
+    "CheckResult": "pytest_streamchaos.analysis.checker",
+    "CheckFailed": "pytest_streamchaos.analysis.checker",
+    "Checker": "pytest_streamchaos.analysis.checker",
+    "compose": "pytest_streamchaos.analysis.checker",
+    "History": "pytest_streamchaos.history",
     "RecordSpec": "pytest_streamchaos.workload.records",
     "UserCodeError": "pytest_streamchaos.usercode",
     "NOT_RECOVERED": "pytest_streamchaos.analysis.metrics",
@@ -54,6 +59,11 @@ def __dir__() -> list[str]:
 __all__ = [
     "NOT_RECOVERED",
     "AggregateOracle",
+    "CheckFailed",
+    "CheckResult",
+    "Checker",
+    "History",
+    "compose",
     "CustomOracle",
     "IdentityOracle",
     "MetricParams",

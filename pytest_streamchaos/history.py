@@ -255,6 +255,11 @@ class History:
         """The faults that took effect, in injection order."""
         return sorted((f for f in self.faults if f.injected), key=lambda f: f.injected_at or 0.0)
 
+    def batch_at(self, t: float) -> MicroBatch | None:
+        """The micro-batch that was running at ``t`` (its trigger's start to its end), None between
+        batches: where a fault fired on the clock landed."""
+        return next((b for b in self.micro_batches if b.start <= t <= b.end), None)
+
     def phase(self, name: str) -> float | None:
         """The time a phase ended (``warmup_end`` ...), None if the run did not get there."""
         return self.trace.phases.get(name)

@@ -71,7 +71,7 @@ class CheckResult:
             d["warnings"] = list(self.warnings)
         return d
 
-    def assert_ok(self) -> CheckResult:
+    def assert_ok(self: R) -> R:
         """Raise :class:`CheckFailed` unless the check held (an unknown is not a pass); else return self."""
         if self.ok is not True:
             raise CheckFailed(self)

@@ -137,6 +137,18 @@ def summary_row(run: ChaosRun) -> dict[str, Any]:
     }
 
 
+def meta(run: ChaosRun) -> dict[str, Any]:
+    """The run JSON's ``meta``: the history's facts and, for a run of the harness, the verdicts the
+    report has kept there (the delay outcomes, the observer, the exactly-once check) and every warning."""
+    out = run.history.meta()
+    if run.facts.recorded:
+        out.update(warnings=run.warnings, delay_outcomes=[o.to_dict() for o in run.delay_outcomes],
+                   observer=run.observer, exactly_once=run.exactly_once_check)
+    elif run.warnings:
+        out["warnings"] = run.warnings
+    return out
+
+
 def _num(v: float | None, fmt: str) -> str:
     return "unknown" if v is None else format(v, fmt)
 

@@ -13,7 +13,8 @@ five times and return a ``RepeatedRun``::
 
 Why the worst run by default for SLAs: an SLA is a promise about every run, and the repeats are
 there to show the noise, not to average a bad run away. Attributes that are not metrics
-(``timeline``, ``faults``, ``meta``, ``describe`` of one run...) come from :attr:`worst_run`.
+(``timeline``, ``faults``, ``facts``, ``meta``, ``describe`` of one run...) come from :attr:`worst_run`;
+``runs.check(checker)`` runs a checker of the test's own over every run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import keys
+from .checker import Checker, ComposedResult
 from .guarantee import GUARANTEES, SATISFIES
 from .metrics import NOT_RECOVERED, LatencySummary
 from .result import SCHEMA_VERSION, ChaosRun
@@ -78,8 +80,7 @@ class RepeatedRun:
     def worst_run(self) -> ChaosRun:
         """The run that recovered last (then: longest downtime, highest failure cost, most records
         wrong): the one whose timeline explains a violated bound."""
-        return max(self.runs, key=lambda r: (float(r.recovery_time), r.downtime, r.failure_cost,
-                                             r.lost + r.duplicates + r.incorrect))
+        return max(self.runs, key=_badness)
 
     # -- attribute access: medians ------------------------------------------------------------
     def _agg(self, metric: str, over: str) -> Any:
@@ -103,7 +104,7 @@ class RepeatedRun:
         return getattr(self.worst_run, name)
 
     def _latency(self, over: str) -> LatencySummary:
-        vals = {}
+        vals: dict[str, Any] = {}
         for f in fields(LatencySummary):
             agg = self.median(f"latency.{f.name}") if over == "median" else self.worst(f"latency.{f.name}")
             vals[f.name] = int(agg) if f.name == "count" else agg
@@ -132,6 +133,17 @@ class RepeatedRun:
             w = self.worst_run
             head = f"judged on the {over} of {len(self.runs)} runs; timeline of the worst run"
             raise SLAViolation(violations, w.timeline, w.metrics.t0, context=head + "\n" + self.spread_text())
+
+    def check(self, checker: Checker, must_pass: bool = False) -> ComposedResult:
+        """``checker`` over every run's history (each run keeps its own result): ok when it held on
+        every run, violated when it failed on one (``results``: ``run<k>`` -> that run's result)."""
+        results = {f"run{k}": r.check(checker) for k, r in enumerate(self.runs)}
+        oks = [r.ok for r in results.values()]
+        ok = False if False in oks else None if None in oks else True
+        name = next(iter(results.values())).name
+        combined = ComposedResult(name, ok, [f"{k}: {r.headline()}" for k, r in results.items()],
+                                  {"runs": len(oks), "held": oks.count(True)}, results=results)
+        return combined.assert_ok() if must_pass else combined
 
     def versus(self, baseline: Any, slo_latency: float | None = None) -> Any:
         """These runs (medians; fault verdicts of the worst run) against ``baseline``
@@ -189,6 +201,14 @@ class RepeatedRun:
 
     def __repr__(self) -> str:
         return f"RepeatedRun({len(self.runs)} runs, median downtime {keys.fmt(self.median('downtime'))}s)"
+
+
+def _badness(r: ChaosRun) -> tuple[float, float, float, int]:
+    """How bad a run is, for :attr:`RepeatedRun.worst_run`: its recovery time (not recovered: inf; not
+    measured: below every measured one), downtime, failure cost, records wrong (unknown: 0)."""
+    rt, cost = r.recovery_time, r.failure_cost
+    return (-1.0 if rt is None else float(rt), r.downtime, -1.0 if cost is None else cost,
+            sum(n or 0 for n in (r.lost, r.duplicates, r.incorrect)))
 
 
 class _View:

@@ -120,7 +120,8 @@ class ChaosRun:
         ``must_pass=True`` raises :class:`~pytest_streamchaos.analysis.checker.CheckFailed` (an
         ``AssertionError``, with the check's lines) unless it held (an unknown is not a pass)."""
         result = run_checker(checker, self.history)
-        self.user_checks[result.name] = result
+        # checked again under the same name: the new result replaces the old; a default's name is kept
+        self.user_checks[result.name if result.name not in self.checks else f"test:{result.name}"] = result
         return result.assert_ok() if must_pass else result
 
     def result_of(self, kind: type[C]) -> C | None:
@@ -268,13 +269,7 @@ class ChaosRun:
     def meta(self) -> dict[str, Any]:
         """The JSON of what the harness knows about the run (the report's ``meta``, written from
         :attr:`facts` and the checks; a new dict each time, empty for a bare trace)."""
-        meta = self.history.meta()
-        if self.facts.recorded:
-            meta.update(warnings=self.warnings, delay_outcomes=[o.to_dict() for o in self.delay_outcomes],
-                        observer=self.observer, exactly_once=self.exactly_once_check)
-        elif self.warnings:
-            meta["warnings"] = self.warnings
-        return meta
+        return _text.meta(self)
 
     # -- SLA -----------------------------------------------------------------------------------
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner.phases import drain, job, observers
@@ -165,7 +166,8 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     kafka, status = FakeKafka(), []
     cluster = SimpleNamespace(effective_conf={}, master_url="spark://fake:7077")
     chaos = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "runs", test_dir=tmp_path, status=status.append)
-    run = chaos.run("job.py", rate=10, duration=1.0, settle_seconds=0.3, trigger_seconds=0.5)
+    oracle = IdentityOracle()
+    run = chaos.run("job.py", rate=10, duration=1.0, settle_seconds=0.3, trigger_seconds=0.5, oracle=oracle)
     phases = run.meta["load"]
     assert chaos.runs == [run] and FakeLauncher.job is not None and FakeLauncher.job.calls == ["start", "stop"]
     assert 0.9 <= phases["ran_s"] < 3 and phases["ended"] is None
@@ -178,3 +180,8 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     assert run.meta["spark_master_used"] == "spark://fake:7077" and run.meta["job_args"] == ["arg"]
     assert {s["phase"] for s in status} <= {"warm-up", "load", "drain"} and any(s["phase"] == "load" for s in status)
     assert run.lost == 0
+    # the history the analysis got: typed facts (the JSON above is written from them), the run's topics
+    assert run.facts.load is not None and run.facts.load.ran_s == phases["ran_s"]
+    assert run.facts.job is not None and run.facts.job.args == ["arg"] and run.facts.job.launches == 0
+    assert run.history.topics is not None and run.history.topics.output == run.meta["topics"]["output"]
+    assert oracle.topic is None and oracle.side_topic is None, "the run binds its own copy of the test's oracle"

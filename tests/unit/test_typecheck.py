@@ -1,5 +1,6 @@
-"""The stack interface, the faults and the runner type-check: mypy (pinned in the ``test`` extra, configured in
-pyproject.toml's ``[tool.mypy]``) finds nothing in the paths below. The faults reach a backend only
+"""The stack interface, the faults, the runner, the run's history and its checkers type-check: mypy
+(pinned in the ``test`` extra, configured in pyproject.toml's ``[tool.mypy]``) finds nothing in the
+paths below. The faults reach a backend only
 through stack/base.py's types, so a backend that breaks them, or a fault that needs more, shows here."""
 
 import importlib.util
@@ -14,6 +15,19 @@ TYPECHECKED_PATHS = [
     "pytest_streamchaos/runner/",
     "pytest_streamchaos/stack/base.py",
     "pytest_streamchaos/stack/commands.py",
+    # the run's history and the checkers over it, and what reads their results
+    "pytest_streamchaos/history.py",
+    "pytest_streamchaos/facts.py",
+    "pytest_streamchaos/analysis/checker.py",
+    "pytest_streamchaos/analysis/checkers/",
+    "pytest_streamchaos/analysis/result.py",
+    "pytest_streamchaos/analysis/describe.py",
+    "pytest_streamchaos/analysis/delay_class.py",
+    "pytest_streamchaos/analysis/repeat.py",
+    "pytest_streamchaos/client_stats.py",
+    "pytest_streamchaos/report/",
+    "pytest_streamchaos/plugin.py",
+    "pytest_streamchaos/harness.py",
     # the local backend's classes fit the protocols of stack/base.py
     "tests/unit/stack_conformance.py",
 ]
