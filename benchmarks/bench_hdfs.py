@@ -55,7 +55,7 @@ def _summary(run) -> dict:
     return {"p50_s": round(run.latency.p50, 3), "p99_s": round(run.latency.p99, 3),
             "batch_p50_s": run.metrics.batches.summary().get("p50"),
             "reliable_throughput": round(run.reliable_throughput, 1), "lost": run.lost,
-            "checkpoint": run.meta.get("checkpoint")}
+            "checkpoint": run.facts.job.checkpoint if run.facts.job else None}
 
 
 def bench_runs(workdir: Path, rate: float, duration: float) -> dict:
@@ -83,7 +83,7 @@ def bench_runs(workdir: Path, rate: float, duration: float) -> dict:
         (f,) = run.faults
         out["namenode_kill"] = {"lost": run.lost, "downtime_s": round(run.downtime, 2),
                                 "recovery_s": None if not f.recovered else round(float(f.recovery_time), 2),
-                                "driver_restarts": run.meta["driver_restarts_by_supervisor"], "phases": f.phases}
+                                "driver_restarts": run.facts.job.restarts_by_supervisor, "phases": f.phases}
         print(f"NameNode kill: {out['namenode_kill']}", flush=True)
     finally:
         for stack in (hdfs, kafka, spark):

@@ -64,7 +64,7 @@ def main() -> None:
                 row = {"rate": rate, "sustained": ok, "p50_s": run.latency.p50, "p99_s": run.latency.p99,
                        "reliable_throughput": run.reliable_throughput, "lost": run.lost, "backlog_end": backlog_end,
                        "batch_p50_s": run.metrics.batches.summary().get("p50"), "wall_s": time.time() - t0,
-                       "load_avg": os.getloadavg()[0], "warnings": run.meta.get("warnings", [])}
+                       "load_avg": os.getloadavg()[0], "warnings": run.warnings}
                 rows.append(row)
                 print(f"rate {rate:>6.0f}/s  {'sustained' if ok else 'NOT sustained':<13}  p50 {row['p50_s']:.2f}s  "
                       f"p99 {row['p99_s']:.2f}s  reliable {row['reliable_throughput']:.0f}/s  lost {run.lost}  "

@@ -57,7 +57,7 @@ TEST = textwrap.dedent('''
             false.append(f"duplicates {{run.duplicates}}")
         row = {{**case, "sent": run.sent, "lost": run.lost, "duplicates": run.duplicates,
                "incorrect": run.incorrect, "delivered": run.guarantee_delivered,
-               "fault_errors": run.meta.get("fault_errors"), "false_verdicts": false,
+               "fault_errors": run.fault_errors, "false_verdicts": false,
                "observer": (run.observer or {{}}).get("disturbed")}}
         with open(os.environ["SOAK_OUT"], "a") as f:
             f.write(json.dumps(row) + "\\n")

@@ -6,7 +6,9 @@ These use the ``chaos`` fixture without fault marks: the run is a plain load tes
 
 import numpy as np
 import pytest
+from readme_examples import readme_checker
 
+from pytest_streamchaos import CheckFailed
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 
 pytestmark = pytest.mark.integration
@@ -28,6 +30,18 @@ def test_broken_job_is_caught_with_the_ids_it_breaks(chaos):
     assert run.reliability == pytest.approx(1 - (dropped.size + repeated.size) / run.sent)
     violations = run.check_sla()
     assert [v.metric for v in violations] == ["guarantee"]
+    # the default checks judged the same history: the broken counts are violations
+    assert (run.checks["lost"].ok, run.checks["duplicates"].ok, run.checks["incorrect"].ok) == (False, False, True)
+    # a checker of the test's own (the README's) over the real run, both ways: every output of this unfaulted
+    # run came within a minute of its input, and none within a microsecond
+    OutputWithin = readme_checker()["OutputWithin"]
+    timely = run.check(OutputWithin(seconds=60), must_pass=True)
+    assert timely.numbers["outputs"] == run.outputs > 0
+    with pytest.raises(CheckFailed, match="output_within_1e-06s: VIOLATED"):
+        run.check(OutputWithin(seconds=1e-6), must_pass=True)
+    assert run.user_checks["output_within_1e-06s"].numbers["late"] == run.outputs
+    checks = run.to_dict()["checks"]
+    assert checks["output_within_60s"]["ok"] is True and checks["output_within_1e-06s"]["ok"] is False
 
 
 def test_window_count_delivers_every_finalized_window_exactly(chaos):
@@ -35,6 +49,8 @@ def test_window_count_delivers_every_finalized_window_exactly(chaos):
     run = chaos.run("pipelines/window_count.py", rate=100, duration=20, guarantee="exactly-once", oracle=oracle,
                     key_space=10, env={"STREAMCHAOS_WINDOW_SECONDS": "5", "STREAMCHAOS_WATERMARK_SECONDS": "2"})
     print(run.describe())
+    # the run judged its outputs on its own topics with a bound copy: the test's oracle is as it was given
+    assert oracle.topic is None and oracle.side_topic is None
     assert run.report.expected > 1000  # finalized windows' ids (the last windows are still open)
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
     assert run.guarantee_delivered == "exactly-once"

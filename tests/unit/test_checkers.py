@@ -6,12 +6,11 @@ both ways."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from readme_examples import readme_checker
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import CheckFailed, CheckResult, compose, run_all
@@ -31,7 +30,6 @@ from pytest_streamchaos.facts import (
 from pytest_streamchaos.history import Aim, History, MicroBatch, faults_of
 from pytest_streamchaos.records import OutputRecords, TimelineEvent, Trace
 
-ROOT = Path(__file__).resolve().parents[2]
 DROPS, DUPS = np.array([5, 6]), np.array([10])
 
 
@@ -307,16 +305,6 @@ def test_the_reports_meta_is_written_from_the_typed_facts() -> None:
     other = RunSetup(seed=8, arguments={"rate": 20.0, "job": "k.py"}, spark_conf={"spark.a": "2"})
     assert again.differences(other) == ["run.rate: 10.0 -> 20.0", "spark_conf.spark.a: 1 -> 2",
                                         "cluster_conf.spark.worker.timeout: 60 -> (unset)", "seed: 7 -> 8"]
-
-
-def readme_checker() -> dict[str, Any]:
-    """The README's checker of one's own (the block after its ``readme-checker`` marker), executed."""
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- readme-checker:[^>]*-->\s*```python\n(.*?)```", text, re.S)
-    assert block, "README.md lost its checker example"
-    namespace: dict[str, Any] = {}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)
-    return namespace
 
 
 def test_the_readmes_own_checker_passes_a_timely_run_and_fails_a_late_one() -> None:
