@@ -4,7 +4,7 @@ Part of the run's :class:`~pytest_streamchaos.history.History`: the arguments th
 the settings in effect (:class:`RunSetup`), the job as it ran (:class:`JobFacts`: its launches, the
 supervisor's restarts, its checkpoint), the load (:class:`LoadFacts`, :class:`GeneratorStats`), the
 collector (:class:`CollectorStats`), the sinks Spark reported (:class:`SinkQuery`), the timeouts the
-run set for a delay class (:class:`TimeoutChoice`), and the raw material of the checks that are not
+run set for a delay class (:class:`DelayClassChoice`), and the raw material of the checks that are not
 about records: the harness clients' round trips (:class:`ClientSample`), the timeouts that govern
 each network delay (:class:`DelaySpec`), the transaction markers the collector saw.
 
@@ -48,8 +48,9 @@ class DelaySpec:
 
 
 @dataclass(frozen=True)
-class TimeoutChoice:
-    """A timeout the run set so that a ``network_delay``'s stated class holds (``note``: the report's line)."""
+class DelayClassChoice:
+    """What the plugin set for one run so that a ``network_delay``'s stated class holds (made by
+    :func:`pytest_streamchaos.faults.timeouts.resolve_delay_class`)."""
 
     target: str
     ms: float
@@ -57,11 +58,19 @@ class TimeoutChoice:
     setting: str  #: the governing timeout it changed
     before: str  #: its effective value before
     after: str  #: the value chosen for this run
-    conf: dict[str, str] = field(default_factory=dict)
-    note: str = ""
+    conf: dict[str, str]  #: Spark conf of the job to apply (``spark.*``)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def describe(self) -> str:
+        """One line for the report: which setting, from what, to what, and why."""
+        side = "above" if self.above_timeout else "below"
+        extra = ", ".join(f"{k}={v}" for k, v in self.conf.items() if k != self.setting)
+        return (f"network_delay(ms={self.ms:g}, target={self.target!r}) is meant {side} its link's timeout: "
+                f"{self.setting} set to {self.after} for this run (was {self.before})"
+                + (f", with {extra}" if extra else ""))
+
+    def to_dict(self) -> dict[str, object]:
+        return {"target": self.target, "ms": self.ms, "above_timeout": self.above_timeout, "setting": self.setting,
+                "before": self.before, "after": self.after, "conf": dict(self.conf)}
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ class RunSetup:
     cluster_conf: Mapping[str, str] = field(default_factory=dict)
     kafka_conf: Mapping[str, str] = field(default_factory=dict)
     #: the timeouts the run changed so that each delay's stated class holds
-    timeouts: list[TimeoutChoice] = field(default_factory=list)
+    timeouts: list[DelayClassChoice] = field(default_factory=list)
 
     #: the sections of the settings a baseline comparison explains a difference with
     EXPLAINED = ("arguments", "spark_conf", "cluster_conf")
@@ -282,7 +291,7 @@ class RunFacts:
         return {"test": s.test, "seed": s.seed, "run": dict(s.arguments), "faults": list(s.planned_faults),
                 "spark_conf": dict(s.spark_conf),
                 "cluster_conf": dict(s.cluster_conf), "kafka_conf": dict(s.kafka_conf),
-                "delay_class": [c.to_dict() for c in s.timeouts]}
+                "delay_class": [c.to_dict() | {"note": c.describe()} for c in s.timeouts]}
 
     @staticmethod
     def _job_meta(j: JobFacts) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 from pytest_streamchaos.facts import (
     ClientSample,
     CollectorStats,
+    DelayClassChoice,
     DelaySpec,
     GeneratorStats,
     JobFacts,
@@ -32,7 +33,6 @@ from pytest_streamchaos.facts import (
     RunFacts,
     RunSetup,
     SinkQuery,
-    TimeoutChoice,
     Topics,
 )
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
@@ -269,6 +269,7 @@ __all__ = [
     "Aim",
     "ClientSample",
     "CollectorStats",
+    "DelayClassChoice",
     "DelaySpec",
     "FaultRecord",
     "GeneratorStats",
@@ -279,7 +280,6 @@ __all__ = [
     "RunFacts",
     "RunSetup",
     "SinkQuery",
-    "TimeoutChoice",
     "Topics",
     "faults_of",
 ]

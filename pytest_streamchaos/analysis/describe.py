@@ -65,7 +65,7 @@ def setup_lines(run: ChaosRun) -> list[str]:
     facts = run.facts
     lines = [facts.load.describe()] if facts.load is not None else []
     lines += sink_lines(facts)
-    lines += [f"timeout: {c.note}" for c in (facts.setup.timeouts if facts.setup is not None else [])]
+    lines += [f"timeout: {c.describe()}" for c in (facts.setup.timeouts if facts.setup is not None else [])]
     for kind in (DelayResult, ObserverResult, TransactionsResult):
         r = run.result_of(kind)
         lines += [] if r is None else r.lines

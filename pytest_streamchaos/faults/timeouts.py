@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pytest_streamchaos.facts import DelayClassChoice  # what the run set: a fact of its history
+
 
 class DelayClassError(ValueError):
     """The stated delay class does not hold for the effective timeout. Names the setting."""
@@ -86,31 +88,6 @@ TIMEOUT_INTERVAL = "spark.network.timeoutInterval"
 #: the Kafka clients' request timeout, a Kafka option of the job (only its code sets it)
 KAFKA_REQUEST_TIMEOUT = "kafka.request.timeout.ms"
 KAFKA_REQUEST_TIMEOUT_DEFAULT_MS = 30_000
-
-
-@dataclass(frozen=True)
-class DelayClassChoice:
-    """What the plugin set for one run so that a ``network_delay``'s stated class holds."""
-
-    target: str
-    ms: float
-    above_timeout: bool
-    setting: str  #: the governing timeout it changed
-    before: str  #: its effective value before
-    after: str  #: the value chosen for this run
-    conf: dict[str, str]  #: Spark conf of the job to apply (``spark.*``)
-
-    def describe(self) -> str:
-        """One line for the report: which setting, from what, to what, and why."""
-        side = "above" if self.above_timeout else "below"
-        extra = ", ".join(f"{k}={v}" for k, v in self.conf.items() if k != self.setting)
-        return (f"network_delay(ms={self.ms:g}, target={self.target!r}) is meant {side} its link's timeout: "
-                f"{self.setting} set to {self.after} for this run (was {self.before})"
-                + (f", with {extra}" if extra else ""))
-
-    def to_dict(self) -> dict[str, object]:
-        return {"target": self.target, "ms": self.ms, "above_timeout": self.above_timeout, "setting": self.setting,
-                "before": self.before, "after": self.after, "conf": dict(self.conf)}
 
 
 def resolve_delay_class(target: str, ms: float, above_timeout: bool | None, cluster_conf: Mapping[str, str],

@@ -99,11 +99,11 @@ def test_a_given_duration_shorter_than_the_timeline_fails_naming_both() -> None:
 def test_report_says_how_long_the_load_ran_and_which_timeout_was_set() -> None:
     from pytest_streamchaos.analysis.result import ChaosRun
     from pytest_streamchaos.analysis.synthetic import stateless_trace
-    from pytest_streamchaos.facts import LoadFacts, RunFacts, RunSetup, TimeoutChoice
+    from pytest_streamchaos.facts import LoadFacts, RunFacts, RunSetup
 
     c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF)
     assert c is not None
-    facts = RunFacts(setup=RunSetup(timeouts=[TimeoutChoice(**c.to_dict(), note=c.describe())]),
+    facts = RunFacts(setup=RunSetup(timeouts=[c]),
                      load=LoadFacts(planned_s=630.0, ran_s=630.4, why="no duration given: ...", ended=None))
     run = ChaosRun.from_trace(stateless_trace(rate=100, faults=[30]), facts=facts)
     text = run.describe()

@@ -98,6 +98,16 @@ class _Part:
         raise NotImplementedError
 
 
+def _count(name: str, n: int, ids: Any, what: str, permitted_by: str, declared: str) -> CheckResult:
+    """A count of wrong records: violated when there are some, unless ``declared`` is the guarantee
+    that permits them (``permitted_by``)."""
+    permitted = declared == permitted_by
+    line = f"{n} {what}" + (f", e.g. ids {ids[:5].tolist()}" if n else "")
+    if n and permitted:
+        line += f"; {declared} permits them"
+    return CheckResult(name, n == 0 or permitted, [line], {name: n})
+
+
 class Lost(_Part):
     """Expected input records never seen in their output; violated unless the declared guarantee
     permits loss (at-most-once)."""
@@ -105,11 +115,7 @@ class Lost(_Part):
     name = "lost"
 
     def judge(self, report: GuaranteeReport, declared: str) -> CheckResult:
-        n, permitted = report.lost, declared == "at-most-once"
-        line = f"{n} input record(s) lost" + (f", e.g. ids {report.lost_ids[:5].tolist()}" if n else "")
-        if n and permitted:
-            line += f"; {declared} permits loss"
-        return CheckResult(self.name, n == 0 or permitted, [line], {"lost": n, "expected": report.expected})
+        return _count(self.name, report.lost, report.lost_ids, "input record(s) lost", "at-most-once", declared)
 
 
 class Duplicates(_Part):
@@ -119,11 +125,8 @@ class Duplicates(_Part):
     name = "duplicates"
 
     def judge(self, report: GuaranteeReport, declared: str) -> CheckResult:
-        n, permitted = report.duplicates, declared == "at-least-once"
-        line = f"{n} duplicate appearance(s)" + (f", e.g. ids {report.duplicate_ids[:5].tolist()}" if n else "")
-        if n and permitted:
-            line += f"; {declared} permits duplicates"
-        return CheckResult(self.name, n == 0 or permitted, [line], {"duplicates": n})
+        return _count(self.name, report.duplicates, report.duplicate_ids, "duplicate appearance(s)", "at-least-once",
+                      declared)
 
 
 class Incorrect(_Part):

@@ -27,7 +27,7 @@ class PreparedJob:
     job: Any  #: the launcher's job (``start`` / ``stop`` / ``alive`` / its log and conf)
     checkpoint_roots: list  #: where the query's checkpoint may be (places of the run's storage)
     job_kafka: dict[str, tuple[str, str]]  #: Kafka client timeouts the job's code sets
-    delay_choices: list  #: faults.timeouts.DelayClassChoice, one per timeout changed
+    delay_choices: list  #: facts.DelayClassChoice, one per timeout changed
 
 
 class PrepareJob:

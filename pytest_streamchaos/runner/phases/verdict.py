@@ -16,7 +16,6 @@ from pytest_streamchaos.facts import (
     RunFacts,
     RunSetup,
     SinkQuery,
-    TimeoutChoice,
 )
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.sinks import query_sinks
@@ -80,7 +79,7 @@ class Verdict:
             test=chaos.nodeid, seed=chaos.seed, arguments={**spec.__dict__, "end_on_recovery": d.load.end_on_recovery},
             planned_faults=[p.label for p in ctx.inputs.planned], spark_conf=dict(d.prepared.job.effective_conf),
             cluster_conf=dict(chaos.cluster.effective_conf), kafka_conf=dict(chaos.kafka.effective_conf),
-            timeouts=[TimeoutChoice(**c.to_dict(), note=c.describe()) for c in d.prepared.delay_choices])
+            timeouts=list(d.prepared.delay_choices))
 
     def _job(self) -> JobFacts:
         """The job as it ran: its arguments, directory, log, master, launches, checkpoint."""
