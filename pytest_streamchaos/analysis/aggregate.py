@@ -234,7 +234,8 @@ class AggregateOracle(TumblingWindowOracle):
             ws = None if outputs.window_start is None else outputs.window_start[j]
             rows.append({"group": f"unexpected output #{j} (key {key}, window start {ws})", "kind": "incorrect",
                          "records": 1, "expected": 0.0, "expected_min": 0.0,
-                         "observed": float(np.nan_to_num(outputs.values[j])), "emissions": 1})
+                         "observed": 0.0 if outputs.values is None else float(np.nan_to_num(outputs.values[j])),
+                         "emissions": 1})
         return rows
 
 

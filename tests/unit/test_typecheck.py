@@ -15,15 +15,10 @@ TYPECHECKED_PATHS = [
     "pytest_streamchaos/runner/",
     "pytest_streamchaos/stack/base.py",
     "pytest_streamchaos/stack/commands.py",
-    # the run's history and the checkers over it, and what reads their results
+    # the run's history, the analysis and its checkers over it, and what reads their results
     "pytest_streamchaos/history.py",
     "pytest_streamchaos/facts.py",
-    "pytest_streamchaos/analysis/checker.py",
-    "pytest_streamchaos/analysis/checkers/",
-    "pytest_streamchaos/analysis/result.py",
-    "pytest_streamchaos/analysis/describe.py",
-    "pytest_streamchaos/analysis/delay_class.py",
-    "pytest_streamchaos/analysis/repeat.py",
+    "pytest_streamchaos/analysis/",
     "pytest_streamchaos/client_stats.py",
     "pytest_streamchaos/report/",
     "pytest_streamchaos/plugin.py",
