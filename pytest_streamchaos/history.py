@@ -22,19 +22,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from pytest_streamchaos.facts import (
-    ClientSample,
-    CollectorStats,
-    DelayClassChoice,
-    DelaySpec,
-    GeneratorStats,
-    JobFacts,
-    LoadFacts,
-    RunFacts,
-    RunSetup,
-    SinkQuery,
-    Topics,
-)
+from pytest_streamchaos.facts import RunFacts, Topics
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
 
@@ -265,21 +253,4 @@ class History:
         return self.trace.phases.get(name)
 
 
-__all__ = [
-    "Aim",
-    "ClientSample",
-    "CollectorStats",
-    "DelayClassChoice",
-    "DelaySpec",
-    "FaultRecord",
-    "GeneratorStats",
-    "History",
-    "JobFacts",
-    "LoadFacts",
-    "MicroBatch",
-    "RunFacts",
-    "RunSetup",
-    "SinkQuery",
-    "Topics",
-    "faults_of",
-]
+__all__ = ["Aim", "FaultRecord", "History", "MicroBatch", "faults_of"]
