@@ -19,6 +19,9 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +40,10 @@ HADOOP_VERSION = "3.5.0"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 #: how long one resolution may take (a cold Hadoop closure is ~100 MB)
 RESOLVE_TIMEOUT_S = 900.0
+#: how long a cached list of an artifact's published versions is trusted before it is fetched again
+VERSIONS_MAX_AGE_S = 86400.0
+#: how long fetching a ``maven-metadata.xml`` may take
+METADATA_TIMEOUT_S = 20.0
 
 Progress = Callable[[str], None]
 
@@ -87,6 +94,46 @@ def spark_kafka_connector(spark_version: str, scala: str, present: Sequence[str]
                   frozenset(present))
 
 
+def maven_repo() -> str:
+    """The Maven repository in use: ``STREAMCHAOS_MAVEN_REPO`` or Maven Central (with a final ``/``)."""
+    repo = os.environ.get("STREAMCHAOS_MAVEN_REPO", MAVEN_CENTRAL)
+    return repo if repo.endswith("/") else repo + "/"
+
+
+def is_resolved(jars: JarSet) -> bool:
+    """Whether ``jars`` is in the cache already (then :func:`resolve` needs neither Java nor the network)."""
+    return _cached(jars) is not None
+
+
+def published_versions(group: str, artifact: str, *, max_age: float = VERSIONS_MAX_AGE_S) -> list[str] | None:
+    """The versions of ``group:artifact`` the repository publishes, from its ``maven-metadata.xml``;
+    cached in ``<cache>/jars/<artifact>.versions.json`` and fetched again only when older than
+    ``max_age`` (``0``: now). None when they cannot be had (no network and nothing cached)."""
+    repo = maven_repo()
+    path = jars_root() / f"{artifact}.versions.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("repository") != repo:
+            cached = None
+    except (OSError, ValueError):
+        cached = None
+    if cached is not None and time.time() - max(cached.get("fetched_at", 0), cached.get("tried_at", 0)) < max_age:
+        return list(cached["versions"])
+    url = f"{repo}{group.replace('.', '/')}/{artifact}/maven-metadata.xml"
+    try:
+        with urllib.request.urlopen(url, timeout=METADATA_TIMEOUT_S) as answer:
+            root = ET.fromstring(answer.read())
+    except (OSError, urllib.error.URLError, ET.ParseError, ValueError):
+        if cached is None:
+            return None
+        write_json(path, {**cached, "tried_at": time.time()})  # offline: the last answer stands, for a while
+        return list(cached["versions"])
+    versions = [v.text.strip() for v in root.iter("version") if v.text and v.text.strip()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"repository": repo, "url": url, "fetched_at": time.time(), "versions": versions})
+    return versions
+
+
 def resolve(jars: JarSet, progress: Progress | None = None, *, java: str | None = None) -> list[Path]:
     """The jars of ``jars``, resolved on first use (see the module docstring). ``progress`` gets one
     line when a resolution starts and one when it ends (default: stderr)."""
@@ -100,7 +147,7 @@ def resolve(jars: JarSet, progress: Progress | None = None, *, java: str | None 
         found = _cached(jars)
         if found is not None:
             return found
-        return _resolve_now(jars, progress or _stderr, java or _java())
+        return _resolve_now(jars, progress or stderr, java or _java())
 
 
 def _cached(jars: JarSet) -> list[Path] | None:
@@ -120,7 +167,7 @@ def _cached(jars: JarSet) -> list[Path] | None:
 
 def _resolve_now(jars: JarSet, progress: Progress, java: str) -> list[Path]:
     folder = jars.folder()
-    repo = os.environ.get("STREAMCHAOS_MAVEN_REPO", MAVEN_CENTRAL)
+    repo = maven_repo()
     progress(f"pytest-streamchaos: resolving {jars.what} ({', '.join(jars.coordinates)}) from {repo} into "
              f"{folder} (once per machine) ...")
     started = time.monotonic()
@@ -226,5 +273,6 @@ def _java() -> str:
     return str(find_java()[0])
 
 
-def _stderr(line: str) -> None:
+def stderr(line: str) -> None:
+    """The default progress: one line on stderr, flushed."""
     print(line, file=sys.stderr, flush=True)
