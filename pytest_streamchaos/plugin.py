@@ -224,7 +224,11 @@ def pytest_runtest_makereport(item: pytest.Item,
         if runs:
             from pytest_streamchaos.report.failure import TITLE, failure_section
 
-            report.sections.append((TITLE, failure_section(runs)))
+            try:
+                text = failure_section(runs)
+            except Exception as exc:  # the account of a failure must never fail the session itself
+                text = f"(the account of this test's chaos runs could not be made: {exc!r})"
+            report.sections.append((TITLE, text))
     return report
 
 

@@ -37,7 +37,8 @@ def failure_section(results: Sequence[Any]) -> str:
         run = result.worst_run if len(runs) > 1 else runs[0]
         head = f"run {i + 1} of {len(results)}" if len(results) > 1 else "run"
         if len(runs) > 1:
-            head += f" (repeat={len(runs)}: the worst run, {runs.index(run) + 1}; the others: " + "; ".join(
+            index = next(k for k, r in enumerate(runs) if r is run)
+            head += f" (repeat={len(runs)}: the worst run, {index + 1}; the others: " + "; ".join(
                 repr(r) for r in runs if r is not run) + ")"
         parts.append("\n".join([f"{head}: {run!r}", *explain(run), "", run.describe()]))
     return "\n\n".join(parts)

@@ -161,7 +161,7 @@ def connector(spark_home: Path) -> artifacts.JarSet:
 
 
 def connector_jars(spark_home: Path, progress: Callable[[str], None] | None = None,
-                   java: str | None = None) -> list[Path]:
+                   java: str | None = None, announce: bool = True) -> list[Path]:
     """The connector's jars, resolved on first use (with one line when it is not the installed release's
     own, :attr:`Choice.note`). A failed resolution names the coordinate and the fix."""
     chosen = choice(spark_home)
@@ -169,7 +169,7 @@ def connector_jars(spark_home: Path, progress: Callable[[str], None] | None = No
     if chosen.note and not artifacts.is_resolved(jar_set):
         (progress or artifacts.stderr)(f"pytest-streamchaos: {chosen.note}")
     try:
-        return artifacts.resolve(jar_set, progress, java=java)
+        return artifacts.resolve(jar_set, progress, java=java, announce=announce)
     except artifacts.ResolutionError as exc:
         raise artifacts.ResolutionError(
             f"{exc}\nSpark's Kafka connector for pyspark {chosen.installed} ({jar_set.coordinates[0]}) is needed for "

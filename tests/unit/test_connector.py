@@ -145,54 +145,24 @@ METADATA = ("<metadata><groupId>org.apache.spark</groupId><artifactId>spark-sql-
             + "</versions></versioning></metadata>")
 
 
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A Maven repository on 127.0.0.1 serving the connector's metadata, and an empty cache; yields the
-    list of paths asked for."""
-    import http.server
-    import threading
-
-    asked: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-            asked.append(self.path)
-            ok = self.path == "/org/apache/spark/spark-sql-kafka-0-10_2.12/maven-metadata.xml"
-            body = METADATA.encode() if ok else b"not found"
-            self.send_response(200 if ok else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("STREAMCHAOS_MAVEN_REPO", f"http://127.0.0.1:{server.server_address[1]}/")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    try:
-        yield asked, server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+META_PATH = "org/apache/spark/spark-sql-kafka-0-10_2.12/maven-metadata.xml"
 
 
-def test_published_versions_are_fetched_once_and_cached(repo) -> None:
-    asked, server = repo
+def test_published_versions_are_fetched_once_and_cached(maven_repo) -> None:
+    maven_repo.files[META_PATH] = METADATA.encode()
     assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12") == SCALA_212
     assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12") == SCALA_212
-    assert len(asked) == 1  # the second answer came from the cache
-    server.shutdown()
-    server.server_close()  # offline: a stale list still answers, and is not asked for again for a while
+    assert maven_repo.asked == [META_PATH]  # the second answer came from the cache
+    maven_repo.stop.set()  # offline: a stale list still answers, and is not asked for again for a while
     assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12", max_age=0) == SCALA_212
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12", max_age=60) == SCALA_212
+    assert len(maven_repo.asked) == 2
     assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.13") is None  # never had
 
 
-def test_a_pyspark_without_its_connector_runs_on_the_newest_of_its_line(repo, tmp_path: Path,
+def test_a_pyspark_without_its_connector_runs_on_the_newest_of_its_line(maven_repo, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    maven_repo.files[META_PATH] = METADATA.encode()
     home = tmp_path / "spark"
     (home / "jars").mkdir(parents=True)
     (home / "jars" / "scala-library-2.12.18.jar").touch()

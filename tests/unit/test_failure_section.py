@@ -150,3 +150,15 @@ def test_a_failed_chaos_test_shows_the_section_on_purpose(pytester: pytest.Pytes
     other = out[out.index("_ test_other_failure_after_a_good_run _"):].split("- chaos run -")[1]
     assert "restarts: the driver was started 1 more time" in other
     assert "supervise=True" not in other.split("short test summary")[0]  # nothing lost: no such line
+
+
+def test_a_repeated_scenario_shows_its_worst_run_and_the_others_in_one_line_each() -> None:
+    from pytest_streamchaos.analysis.repeat import RepeatedRun
+
+    good, bad = dying_run(supervise=True, restarted=True), dying_run()
+    text = failure_section([RepeatedRun([good, bad])])
+    head = text.splitlines()[0]
+    assert head.startswith("run (repeat=2: the worst run, 2; the others: ChaosRun(sent 6000, lost 0,")
+    assert head.endswith("): ChaosRun(sent 6000, lost 3020, duplicates 0, incorrect 0, at-least-once declared, "
+                         "at-most-once delivered, 1 fault not recovered, downtime 30.0s)")
+    assert "lost: 3020 records because the job stopped" in text
