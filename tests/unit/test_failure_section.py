@@ -87,23 +87,15 @@ def test_section_has_the_account_then_the_full_report() -> None:
 
 
 CONFTEST = """
+import types
 import pytest
 from pytest_streamchaos.report.session import RUNS_KEY
 from test_failure_section import dying_run
 
-class FakeChaos:
-    def __init__(self):
-        self.results = []
-    def run(self, **kw):
-        run = dying_run(**kw)
-        self.results.append(run)
-        return run
-
 @pytest.fixture
 def chaos(request):
-    c = FakeChaos()
-    request.node.stash[RUNS_KEY] = c.results
-    return c
+    runs = request.node.stash[RUNS_KEY] = []  # what the plugin reads after the test
+    return types.SimpleNamespace(run=lambda **kw: runs.append(dying_run(**kw)) or runs[-1])
 """
 
 TEST = """
