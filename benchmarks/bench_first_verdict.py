@@ -18,7 +18,8 @@ downloading into an empty archive folder. Run it under the heavy lock::
 durations it prints), the rest of ``S`` seconds as "apt + pip + other" (the "before" of issue 32).
 
 **The suite** (``--junit FILE``): a JUnit XML of a run (``pytest --junitxml``), its time by directory
-(tests/unit, tests/integration, tests/chaos, tests/papers) and its slowest tests.
+(tests/unit, tests/integration, tests/chaos, tests/papers) and its slowest tests; ``--project``: the same
+without the tests this checkout marks ``slow`` (a projection from the XML's times, not a run).
 
 Prints a table and writes ``benchmarks/results/first_verdict.json`` (``--out`` to choose; each part
 given is replaced in it, the others kept).
@@ -171,20 +172,32 @@ def from_log(log: Path, total: float) -> dict:
             "apt + pip + dockerd + other": round(rest, 1), "log": str(log)}
 
 
-def suite(junit: Path, top: int) -> dict:
-    """The suite's time by directory and its slowest tests, from a JUnit XML."""
+def slow_tests() -> set[str]:
+    """The tests this checkout marks ``slow`` (left out of the default run), as ``classname::name``."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "slow", "-p",
+                          "no:cacheprovider", "tests"], cwd=ROOT, capture_output=True, text=True).stdout
+    ids = [line.split("::") for line in out.splitlines() if "::" in line]
+    return {f"{path.removesuffix('.py').replace('/', '.')}::{name}" for path, name, *_ in ids}
+
+
+def suite(junit: Path, top: int, without: frozenset[str] | set[str] = frozenset()) -> dict:
+    """The suite's time by directory and its slowest tests, from a JUnit XML; ``without``: tests left out
+    (the run as it would be with this checkout's ``slow`` marks: a projection from the XML's times)."""
     by_dir: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
     tests = []
     for case in ET.parse(junit).iter("testcase"):
         cls = case.get("classname", "")
+        if f"{cls}::{case.get('name')}" in without:
+            continue
         t = float(case.get("time", 0))
         d = "/".join(cls.split(".")[:2]) if cls.startswith("tests.") else cls.split(".")[0]
         by_dir[d] += t
         count[d] += 1
         tests.append((t, f"{cls}::{case.get('name')}"))
     tests.sort(reverse=True)
-    return {"junit": str(junit), "total_s": round(sum(by_dir.values()), 1), "tests": sum(count.values()),
+    return {"junit": str(junit), "left_out": sorted(without), "total_s": round(sum(by_dir.values()), 1),
+            "tests": sum(count.values()),
             "by_directory": {d: {"seconds": round(s, 1), "tests": count[d]} for d, s in sorted(by_dir.items())},
             "slowest": [{"test": name, "seconds": round(t, 1)} for t, name in tests[:top]]}
 
@@ -195,9 +208,11 @@ def show(result: dict) -> None:
             print(f"== {part}")
             for k, v in result[part].items():
                 print(f"  {k:45s} {v}")
-    if "suite" in result:
-        s = result["suite"]
-        print(f"== suite ({s['tests']} tests, {s['total_s'] / 60:.1f} min of test time)")
+    for part in ("suite", "suite_without_slow"):
+        if part not in result:
+            continue
+        s = result[part]
+        print(f"== {part} ({s['tests']} tests, {s['total_s'] / 60:.1f} min of test time)")
         for d, v in s["by_directory"].items():
             print(f"  {d:30s} {v['seconds'] / 60:6.1f} min  {v['tests']:4d} tests")
         for row in s["slowest"]:
@@ -212,6 +227,8 @@ def main() -> int:
     ap.add_argument("--log", type=Path, help="an unstamped ./dev demo log (the before)")
     ap.add_argument("--total", type=float, help="with --log: its wall time in seconds")
     ap.add_argument("--junit", type=Path, help="a JUnit XML of a suite run")
+    ap.add_argument("--project", action="store_true",
+                    help="with --junit: also the XML's run without the tests this checkout marks slow")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--label", default="after", help="the key the results go under (before, after)")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -227,6 +244,8 @@ def main() -> int:
         result.update(fresh(args.keep, args.apt))
     if args.junit:
         result["suite"] = suite(args.junit, args.top)
+        if args.project:
+            result["suite_without_slow"] = suite(args.junit, args.top, slow_tests())
     show(result)
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     saved.setdefault(args.label, {}).update(result)
