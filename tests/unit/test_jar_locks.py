@@ -63,8 +63,10 @@ def test_a_lock_of_other_coordinates_is_not_used(lock: Path) -> None:
 
 
 @pytest.mark.parametrize("jars", [artifacts.kafka_jars(), artifacts.hadoop_jars(),
-                                  artifacts.spark_kafka_connector("4.2.0", "2.13")], ids=lambda j: j.name)
+                                  artifacts.spark_kafka_connector("4.2.0", "2.13"),
+                                  artifacts.spark_kafka_connector("3.5.7", "2.12")], ids=lambda j: j.name)
 def test_the_pinned_sets_have_their_lock(jars: artifacts.JarSet) -> None:
+    assert jars.name in {j.name for j in artifacts.lockable_sets()}
     """A pinned version changed without its lock would be resolved by Ivy again (slowly): keep them together
     (``python -m pytest_streamchaos.stack.artifacts --lock``)."""
     entries = artifacts.locked(jars)
