@@ -8,7 +8,7 @@ configure time: :class:`~pytest_streamchaos.report.session.ChaosSession`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +211,25 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         else:
             result_.assert_sla(**bounds)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed chaos test's report carries a ``chaos run`` section: what its runs did and why
+    (:mod:`~pytest_streamchaos.report.failure`), shown beside the assertion, also under ``-q``."""
+    report = yield
+    if report.when == "call" and report.failed:
+        runs = item.stash.get(RUNS_KEY, [])
+        if runs:
+            from pytest_streamchaos.report.failure import TITLE, failure_section
+
+            try:
+                text = failure_section(runs)
+            except Exception as exc:  # the account of a failure must never fail the session itself
+                text = f"(the account of this test's chaos runs could not be made: {exc!r})"
+            report.sections.append((TITLE, text))
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)

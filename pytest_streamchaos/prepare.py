@@ -1,64 +1,135 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
 - the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
-  HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`);
+  HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+  set is downloaded from its lock, jar by jar in parallel);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
-Run ``python -m pytest_streamchaos.prepare`` (``./dev`` does); what is up to date is skipped, and a
-second run needs no network. Each step that fails prints one line naming the fix; the exit code is the
-number of failed steps.
+``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
+``--for demo`` only what the demo needs before it runs (``./dev demo``); the rest is prepared by
+``./dev test`` or on first use (HDFS's jars when a test first asks for HDFS; without the class-data
+archives the JVMs start, only slower). The steps run concurrently (downloads are bound by round trips,
+the build and the training by CPU), one line each as it finishes; what is up to date is skipped, and a
+second run needs no network and prints one line. Each step that fails prints one line naming the fix;
+the exit code is the number of failed steps.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.spark import connector
-from pytest_streamchaos.stack import artifacts, cds, toxiproxy
-from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.environment import check_spark_environment
+
+#: which steps each ``--for`` runs (``all`` is every step); a step's name is also its key in :func:`steps`
+PROFILES = {
+    # no HDFS in the demo; the class-data archives would cost more to train (two Spark apps, ~40 s of CPU
+    # each) than they save one demo's three JVM starts
+    "demo": ("kafka", "connector", "toxiproxy"),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to prepare: ``ready()`` is true when it is in the cache (checked without the network),
+    ``run()`` fetches or builds it."""
+
+    what: str
+    ready: Callable[[], bool]
+    run: Callable[[], object]
+
+
+def _connector_set() -> artifacts.JarSet:
+    return connector.connector(check_spark_environment().spark_home)
+
+
+def _cds_paths() -> list[tuple[str, Path]]:
+    env = check_spark_environment()
+    return [(kind, cds.archive_path(kind, str(env.java), env.spark_home, "")) for kind in cds.KINDS]
 
 
 def _cds() -> None:
+    """Both archives, one training run (a local Spark app) after the other: side by side on 2 cores, beside
+    the Toxiproxy build, they took 138 s each, against 40 s each one after the other."""
     env = check_spark_environment()
-    for kind in cds.KINDS:
-        path = cds.archive_path(kind, str(env.java), env.spark_home, "")
+    for kind, path in _cds_paths():
         if path.is_file():
-            print(f"prepare: the {kind} JVMs' class-data archive is up to date: {path}")
             continue
         t = time.monotonic()
         cds.build(kind, str(env.java), env.spark_home, fixture_path("cds", "train.py"), "")
-        print(f"prepare: built the {kind} JVMs' class-data archive in {time.monotonic() - t:.0f}s: {path}")
+        _line(f"prepare: built the {kind} JVMs' class-data archive in {time.monotonic() - t:.0f}s: {path}")
 
 
-def steps() -> dict[str, Callable[[], object]]:
-    """What ``main`` does, by name, in order."""
-    env = check_spark_environment
+def steps() -> dict[str, Step]:
+    """Every step by name. Toxiproxy's module is imported only when its step is asked about."""
+    from pytest_streamchaos.stack import toxiproxy
+
+    def jars(make: Callable[[], artifacts.JarSet]) -> Step:
+        return Step(make().what, lambda: artifacts.is_resolved(make()),
+                    lambda: artifacts.resolve(make(), _line, announce=False))
+
     return {
-        "Apache Kafka": lambda: artifacts.resolve(artifacts.kafka_jars()),
-        "Spark's Kafka connector": lambda: connector.connector_jars(env().spark_home),
-        "Hadoop HDFS": lambda: artifacts.resolve(artifacts.hadoop_jars()),
-        "Toxiproxy": toxiproxy.toxiproxy_server_binary,
-        "class-data sharing archives": _cds,
+        "kafka": jars(artifacts.kafka_jars),
+        "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
+                          lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
+                                                           announce=False)),
+        "hadoop": jars(artifacts.hadoop_jars),
+        "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
+                          lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
+        "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
     }
 
 
-def main() -> int:
-    """Run every step; a failed step is reported and the others still run."""
-    failed = 0
-    for name, step in steps().items():
+def prepare(names: tuple[str, ...]) -> int:
+    """Run the steps ``names`` concurrently; the number that failed."""
+    started = time.monotonic()
+    table = steps()
+    todo, ready = [], []
+    for name in names:
         try:
-            step()
-        except (StackError, RuntimeError, OSError) as exc:
-            failed += 1
-            print(f"prepare: {name}: {exc}", file=sys.stderr)
+            (ready if table[name].ready() else todo).append(name)
+        except Exception:  # a readiness check that cannot tell (no pyspark yet): the step will say why
+            todo.append(name)
+    if todo:
+        _line(f"prepare: fetching and building once per machine, concurrently: "
+              f"{', '.join(table[n].what for n in todo)} ...")
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        futures = {name: pool.submit(table[name].run) for name in todo}
+        for name, future in futures.items():
+            try:
+                future.result()
+            except Exception as exc:  # each step's own errors name their fix
+                failed += 1
+                _line(f"prepare: {table[name].what}: {exc}")
+    done = [table[n].what for n in ready]
+    _line(f"prepare: {'ready' if not failed else f'{failed} step(s) failed'} in {time.monotonic() - started:.1f}s"
+          + (f" ({', '.join(done)} up to date)" if done else ""))
     return failed
+
+
+def _line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
+    parser.add_argument("--for", dest="profile", choices=["all", *PROFILES], default="all",
+                        help="what to prepare: everything (default) or what the demo needs")
+    args = parser.parse_args(argv)
+    names = tuple(steps()) if args.profile == "all" else PROFILES[args.profile]
+    return prepare(names)
 
 
 if __name__ == "__main__":

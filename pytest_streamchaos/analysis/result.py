@@ -339,6 +339,16 @@ class ChaosRun:
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), **kw)
 
+    def __repr__(self) -> str:
+        """One short line (pytest shows it in a failed ``assert run.lost == 0``; the dataclass's own
+        repr would dump the whole report, cut after 240 characters)."""
+        rt = self.recovery_time
+        rec = ("no fault" if not self.faults else "recovery not measured" if rt is None
+               else "not recovered" if rt is NOT_RECOVERED else f"recovered in {float(rt):.1f}s")
+        return (f"ChaosRun(sent {self.sent}, lost {self.lost}, duplicates {self.duplicates}, incorrect "
+                f"{self.incorrect}, {self.guarantee} declared, {self.guarantee_delivered} delivered, "
+                f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {self.downtime:.1f}s)")
+
     # -- A/B -----------------------------------------------------------------------------------
     def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
         """This run against ``baseline`` (the same scenario under another configuration, or without

@@ -6,6 +6,14 @@ into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`, one folder p
 Spark lines never share one) and passed to every job as ``spark.jars`` (absolute paths: nothing is
 resolved when a job starts).
 
+**A pyspark whose own connector is not published** (pyspark 3.5.9: ``spark-sql-kafka-0-10_2.12`` stops at
+3.5.7; a new release can also come out before its connector) runs on the newest published connector of
+the same Spark line and Scala version -- what Spark's compatibility promise within a line covers --,
+saying so in one line (:attr:`Choice.note`: when it is resolved, and in every run's warnings). The
+published versions come from the repository's ``maven-metadata.xml``, cached for a day
+(:func:`~pytest_streamchaos.stack.artifacts.published_versions`); only a line with no connector at all
+fails, naming the lines that have one (:func:`choose`).
+
 Jobs often pin a connector themselves, in ``spark.jars.packages`` -- very often
 ``spark-sql-kafka-0-10_2.12:3.5.0``, the wrong Scala and Spark line for pyspark 4. The plugin's choice:
 **the job runs on the connector that matches the installed pyspark.** A pin of the installed *line*
@@ -27,7 +35,7 @@ reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,25 +73,114 @@ def spark_version(spark_home: Path) -> str:
     return pyspark.__version__
 
 
+GROUP = "org.apache.spark"
+
+
+def artifact(scala: str) -> str:
+    """The connector's artifact name for a Scala binary version."""
+    return f"spark-sql-kafka-0-10_{scala}"
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """``(3, 5, 7)`` of a release version; None for a pre-release (``4.2.0-preview1``) or anything else."""
+    parts = version.split(".")
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
+def choose(installed: str, scala: str, published: Sequence[str]) -> str:
+    """The connector version for pyspark ``installed``: its own when published, else the newest
+    published release of the same Spark line (major.minor) not newer than it (else the newest of the
+    line). :class:`~pytest_streamchaos.stack.artifacts.ResolutionError` naming the versions that do work
+    when the line has none."""
+    if installed in published:
+        return installed
+    mine = _release(installed)
+    releases = sorted(r for r in map(_release, published) if r is not None)
+    same = [r for r in releases if mine is not None and r[:2] == mine[:2]]
+    if same:
+        older = [r for r in same if r <= mine]  # type: ignore[operator]  (mine is set when same is)
+        return ".".join(map(str, (older or same)[-1]))
+    newest: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for r in releases:
+        newest[r[:2]] = r
+    working = [".".join(map(str, r)) for r in sorted(newest.values(), reverse=True)[:4]]
+    raise artifacts.ResolutionError(
+        f"Spark's Kafka connector for pyspark {installed} ({GROUP}:{artifact(scala)}:{installed}) is not on "
+        f"{artifacts.maven_repo()}, nor any release of its Spark line {'.'.join(installed.split('.')[:2])} for "
+        f"Scala {scala} (published, the newest of each line: {', '.join(working) or 'none'}). Fix: install a "
+        f"pyspark of a line that has one, e.g. pip install 'pyspark=={working[0] if working else DEFAULT}'")
+
+
+#: the pyspark ./dev installs (README, "Spark versions"), named when nothing else can be
+DEFAULT = "4.2.0"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The connector the installed pyspark's jobs run on."""
+
+    installed: str  #: pyspark's version
+    scala: str
+    version: str  #: the connector's version: ``installed``, or the newest of its line when that is not published
+
+    @property
+    def coordinate(self) -> str:
+        return f"{GROUP}:{artifact(self.scala)}:{self.version}"
+
+    @property
+    def note(self) -> str | None:
+        """One line when the connector is not the installed release's own; None when it is."""
+        if self.version == self.installed:
+            return None
+        line = ".".join(self.installed.split(".")[:2])
+        return (f"Spark's Kafka connector {artifact(self.scala)}:{self.installed} (pyspark {self.installed}) is not "
+                f"published; the job runs on {self.version}, the newest of Spark {line} for Scala {self.scala}")
+
+
+def choice(spark_home: Path) -> Choice:
+    """Which connector the Spark distribution at ``spark_home`` runs jobs on. Needs no network when the
+    installed release's connector is cached, or when the cached list of published versions (refreshed
+    daily, :func:`~pytest_streamchaos.stack.artifacts.published_versions`) decides; when the list cannot
+    be had at all, the installed release's own (its resolution then says what failed)."""
+    installed, scala = spark_version(spark_home), scala_binary(spark_home / "jars")
+    own = Choice(installed, scala, installed)
+    if artifacts.is_resolved(artifacts.spark_kafka_connector(installed, scala)):
+        return own
+    published = artifacts.published_versions(GROUP, artifact(scala))
+    if published is None:
+        return own
+    return Choice(installed, scala, choose(installed, scala, published))
+
+
 def connector(spark_home: Path) -> artifacts.JarSet:
-    """The connector jar set matching the Spark distribution at ``spark_home`` (minus what it ships)."""
+    """The connector jar set the Spark distribution at ``spark_home`` runs jobs on (:func:`choice`),
+    minus what the distribution ships."""
     jars = spark_home / "jars"
-    return artifacts.spark_kafka_connector(spark_version(spark_home), scala_binary(jars), artifacts.artifacts_in(jars))
+    chosen = choice(spark_home)
+    return artifacts.spark_kafka_connector(chosen.version, chosen.scala, artifacts.artifacts_in(jars))
 
 
 def connector_jars(spark_home: Path, progress: Callable[[str], None] | None = None,
-                   java: str | None = None) -> list[Path]:
-    """The connector's jars, resolved on first use. A failed resolution names the coordinate (a pyspark
-    release whose connector is not on Maven Central says so, with the fix)."""
+                   java: str | None = None, announce: bool = True) -> list[Path]:
+    """The connector's jars, resolved on first use (with one line when it is not the installed release's
+    own, :attr:`Choice.note`). A failed resolution names the coordinate and the fix."""
+    chosen = choice(spark_home)
     jar_set = connector(spark_home)
+    if chosen.note and not artifacts.is_resolved(jar_set):
+        (progress or artifacts.stderr)(f"pytest-streamchaos: {chosen.note}")
     try:
-        return artifacts.resolve(jar_set, progress, java=java)
+        return artifacts.resolve(jar_set, progress, java=java, announce=announce)
     except artifacts.ResolutionError as exc:
         raise artifacts.ResolutionError(
-            f"{exc}\nSpark's Kafka connector for pyspark {spark_version(spark_home)} ({jar_set.coordinates[0]}) is "
-            "needed for format(\"kafka\"); if Maven Central does not have it (a new pyspark release can come before "
-            "its connector is published), install a pyspark whose connector is there, e.g. pip install "
-            "'pyspark==4.2.0' or 'pyspark==3.5.7'") from None
+            f"{exc}\nSpark's Kafka connector for pyspark {chosen.installed} ({jar_set.coordinates[0]}) is needed for "
+            "format(\"kafka\"); if Maven Central does not have it, install a pyspark whose connector is there, e.g. "
+            f"pip install 'pyspark=={DEFAULT}' or 'pyspark==3.5.7'") from None
+
+
+def fallback_note(spark_home: Path) -> str | None:
+    """The one line a run's warnings carry when the installed pyspark's own connector is not published
+    (:attr:`Choice.note`); None otherwise."""
+    return choice(spark_home).note
 
 
 def find_pins(script: Path, conf: Mapping[str, str]) -> list[ConnectorPin]:

@@ -631,7 +631,7 @@ class JobLauncher:
             raise LaunchError(str(exc)) from None
         ours = connector.connector(home).coordinates[0]
         conf = {k: str(v) for k, v in conf.items()}
-        notes = [connector.replacement_note(connector.find_pins(script, conf), ours),
+        notes = [connector.fallback_note(home), connector.replacement_note(connector.find_pins(script, conf), ours),
                  connector.companions_note(conf.get("spark.jars.packages", ""))]
         return jars, [n for n in notes if n]
 

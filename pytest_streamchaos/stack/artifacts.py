@@ -13,15 +13,21 @@ Concurrent resolutions of one set (two pytest processes) are serialised by a loc
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
@@ -37,6 +43,10 @@ HADOOP_VERSION = "3.5.0"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 #: how long one resolution may take (a cold Hadoop closure is ~100 MB)
 RESOLVE_TIMEOUT_S = 900.0
+#: how long a cached list of an artifact's published versions is trusted before it is fetched again
+VERSIONS_MAX_AGE_S = 86400.0
+#: how long fetching a ``maven-metadata.xml`` may take
+METADATA_TIMEOUT_S = 20.0
 
 Progress = Callable[[str], None]
 
@@ -87,9 +97,50 @@ def spark_kafka_connector(spark_version: str, scala: str, present: Sequence[str]
                   frozenset(present))
 
 
-def resolve(jars: JarSet, progress: Progress | None = None, *, java: str | None = None) -> list[Path]:
+def maven_repo() -> str:
+    """The Maven repository in use: ``STREAMCHAOS_MAVEN_REPO`` or Maven Central (with a final ``/``)."""
+    repo = os.environ.get("STREAMCHAOS_MAVEN_REPO", MAVEN_CENTRAL)
+    return repo if repo.endswith("/") else repo + "/"
+
+
+def is_resolved(jars: JarSet) -> bool:
+    """Whether ``jars`` is in the cache already (then :func:`resolve` needs neither Java nor the network)."""
+    return _cached(jars) is not None
+
+
+def published_versions(group: str, artifact: str, *, max_age: float = VERSIONS_MAX_AGE_S) -> list[str] | None:
+    """The versions of ``group:artifact`` the repository publishes, from its ``maven-metadata.xml``;
+    cached in ``<cache>/jars/<artifact>.versions.json`` and fetched again only when older than
+    ``max_age`` (``0``: now). None when they cannot be had (no network and nothing cached)."""
+    repo = maven_repo()
+    path = jars_root() / f"{artifact}.versions.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("repository") != repo:
+            cached = None
+    except (OSError, ValueError):
+        cached = None
+    if cached is not None and time.time() - max(cached.get("fetched_at", 0), cached.get("tried_at", 0)) < max_age:
+        return list(cached["versions"])
+    url = f"{repo}{group.replace('.', '/')}/{artifact}/maven-metadata.xml"
+    try:
+        with urllib.request.urlopen(url, timeout=METADATA_TIMEOUT_S) as answer:
+            root = ET.fromstring(answer.read())
+    except (OSError, urllib.error.URLError, ET.ParseError, ValueError):
+        if cached is None:
+            return None
+        write_json(path, {**cached, "tried_at": time.time()})  # offline: the last answer stands, for a while
+        return list(cached["versions"])
+    versions = [v.text.strip() for v in root.iter("version") if v.text and v.text.strip()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"repository": repo, "url": url, "fetched_at": time.time(), "versions": versions})
+    return versions
+
+
+def resolve(jars: JarSet, progress: Progress | None = None, *, java: str | None = None,
+            announce: bool = True) -> list[Path]:
     """The jars of ``jars``, resolved on first use (see the module docstring). ``progress`` gets one
-    line when a resolution starts and one when it ends (default: stderr)."""
+    line when a resolution starts (unless ``announce`` is false) and one when it ends (default: stderr)."""
     found = _cached(jars)
     if found is not None:
         return found
@@ -100,7 +151,7 @@ def resolve(jars: JarSet, progress: Progress | None = None, *, java: str | None 
         found = _cached(jars)
         if found is not None:
             return found
-        return _resolve_now(jars, progress or _stderr, java or _java())
+        return _resolve_now(jars, progress or stderr, java, announce)
 
 
 def _cached(jars: JarSet) -> list[Path] | None:
@@ -118,33 +169,139 @@ def _cached(jars: JarSet) -> list[Path] | None:
     return [p for p in paths if _artifact(p.name) not in jars.skip_artifacts]
 
 
-def _resolve_now(jars: JarSet, progress: Progress, java: str) -> list[Path]:
+def _resolve_now(jars: JarSet, progress: Progress, java: str | None, announce: bool = True) -> list[Path]:
+    """Fetch the set: its lock's jars downloaded in parallel when it has one (:func:`locked`), else Ivy."""
     folder = jars.folder()
-    repo = os.environ.get("STREAMCHAOS_MAVEN_REPO", MAVEN_CENTRAL)
-    progress(f"pytest-streamchaos: resolving {jars.what} ({', '.join(jars.coordinates)}) from {repo} into "
-             f"{folder} (once per machine) ...")
+    repo = maven_repo()
+    lock = locked(jars)
+    if announce:
+        progress(f"pytest-streamchaos: {'downloading' if lock else 'resolving'} {jars.what} "
+                 f"({', '.join(jars.coordinates)}) from {repo} into {folder} (once per machine) ...")
     started = time.monotonic()
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "lib").mkdir(parents=True)
+    if lock:
+        _download(jars, lock, repo)
+    else:
+        _ivy(jars, repo, java or _java())
+    names = sorted(p.name for p in (folder / "lib").glob("*.jar"))
+    write_json(folder / "manifest.json", {"coordinates": list(jars.coordinates), "jars": names,
+                                          "repository": repo, "locked": bool(lock), "resolved_at": time.time()})
+    size = sum((folder / "lib" / n).stat().st_size for n in names) / 1e6
+    progress(f"pytest-streamchaos: {'downloaded' if lock else 'resolved'} {jars.what}: {len(names)} jars, "
+             f"{size:.0f} MB in {time.monotonic() - started:.1f}s")
+    found = _cached(jars)
+    assert found is not None
+    return found
+
+
+def _ivy(jars: JarSet, repo: str, java: str) -> None:
+    """The set's closure retrieved into its ``lib`` by Ivy (Maven's resolution rules). Each set has its
+    own Ivy cache: Ivy does not lock its cache, and sets are resolved concurrently."""
+    folder = jars.folder()
     (folder / "ivy.xml").write_text(_ivy_module(jars))
     argv = [java, "-jar", str(ivy_jar()), "-ivy", str(folder / "ivy.xml"), "-confs", "default",
             "-types", "jar", "bundle", "-retrieve", str(folder / "lib" / "[artifact]-[revision](-[classifier]).[ext]"),
-            "-sync", "-warn", "-cache", str(jars_root() / "ivy-cache")]
+            "-sync", "-warn", "-cache", str(ivy_cache(jars))]
     if repo != MAVEN_CENTRAL:
         (folder / "ivysettings.xml").write_text(_ivy_settings(repo))
         argv += ["-settings", str(folder / "ivysettings.xml")]
     out = _run(argv, jars)
-    names = sorted(p.name for p in (folder / "lib").glob("*.jar"))
-    if not names:
+    if not any((folder / "lib").glob("*.jar")):
         raise ResolutionError(_failure(jars, f"the resolver retrieved no jar; its output:\n{out[-2000:]}"))
-    write_json(folder / "manifest.json", {"coordinates": list(jars.coordinates), "jars": names,
-                                          "repository": repo, "resolved_at": time.time()})
-    size = sum((folder / "lib" / n).stat().st_size for n in names) / 1e6
-    progress(f"pytest-streamchaos: resolved {jars.what}: {len(names)} jars, {size:.0f} MB in "
-             f"{time.monotonic() - started:.1f}s")
-    found = _cached(jars)
-    assert found is not None
-    return found
+
+
+def ivy_cache(jars: JarSet) -> Path:
+    """Ivy's download cache (and its resolution report) of one set."""
+    return jars_root() / "ivy-cache" / jars.name
+
+
+# -- locked sets: the closure pinned in the package, downloaded in parallel ---------------------------------
+
+#: the lock files (``<set name>.json``): every jar of a pinned set's closure as Ivy resolved it, with its
+#: path in the repository and its SHA-256; written by ``python -m pytest_streamchaos.stack.artifacts --lock``
+LOCKS = Path(__file__).with_name("jar_locks")
+#: downloads at once: Maven Central answers each request in ~0.1 s, so a closure of 100+ jars is
+#: bound by round trips, not bandwidth (Ivy, one after the other: 30-80 s; these: a few seconds)
+DOWNLOADS = 8
+DOWNLOAD_TIMEOUT_S = 120.0
+DOWNLOAD_ATTEMPTS = 3
+
+
+def locked(jars: JarSet) -> list[dict[str, Any]] | None:
+    """The set's locked jars (``file``, ``path``, ``size``, ``sha256``), or None when it has no lock
+    for exactly its coordinates."""
+    try:
+        data = json.loads((LOCKS / f"{jars.name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return list(data["jars"]) if data.get("coordinates") == list(jars.coordinates) and data.get("jars") else None
+
+
+def _download(jars: JarSet, lock: list[dict[str, Any]], repo: str) -> None:
+    lib = jars.folder() / "lib"
+    with ThreadPoolExecutor(max_workers=DOWNLOADS, thread_name_prefix=f"fetch-{jars.name}") as pool:
+        errors = [e for e in pool.map(lambda jar: _fetch(repo, jar, lib), lock) if e]
+    if errors:
+        shutil.rmtree(jars.folder(), ignore_errors=True)
+        raise ResolutionError(_failure(jars, "; ".join(errors[:3])
+                                       + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")))
+
+
+def _fetch(repo: str, jar: dict[str, Any], lib: Path) -> str | None:
+    """Download one locked jar into ``lib`` (checked against its SHA-256); what failed, or None."""
+    url, dest = repo + jar["path"], lib / jar["file"]
+    part = dest.with_name(dest.name + ".part")
+    why = ""
+    for _ in range(DOWNLOAD_ATTEMPTS):
+        digest = hashlib.sha256()
+        try:
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as answer, open(part, "wb") as out:
+                while chunk := answer.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+        except (OSError, urllib.error.URLError) as exc:
+            why = f"{url}: {exc}"
+            continue
+        if digest.hexdigest() != jar["sha256"]:
+            part.unlink(missing_ok=True)
+            return f"{url}: its SHA-256 {digest.hexdigest()} is not the locked {jar['sha256']} (a changed artifact?)"
+        part.rename(dest)
+        return None
+    part.unlink(missing_ok=True)
+    return why
+
+
+def write_lock(jars: JarSet, java: str | None = None) -> Path:
+    """Resolve ``jars`` with Ivy (in this cache, whatever lock exists) and pin what it retrieved: the lock
+    file that later resolutions download in parallel. For a maintainer, when a pinned version changes."""
+    shutil.rmtree(jars.folder(), ignore_errors=True)
+    (jars.folder() / "lib").mkdir(parents=True)
+    _ivy(jars, maven_repo(), java or _java())
+    report = ivy_cache(jars) / f"pytest-streamchaos-{jars.name}-default.xml"
+    return lock_from_report(jars, report, jars.folder() / "lib")
+
+
+def lock_from_report(jars: JarSet, report: Path, lib: Path) -> Path:
+    """Write the lock of ``jars`` from Ivy's resolution report (where each jar came from) and the jars
+    it retrieved into ``lib`` (their SHA-256)."""
+    urls = {u.rsplit("/", 1)[1]: u for u in (o.get("location", "") for o in ET.parse(report).iter("origin-location"))}
+    repo = maven_repo()
+    entries = []
+    for path in sorted(lib.glob("*.jar")):
+        url = urls[path.name]
+        if not url.startswith(repo):
+            raise ResolutionError(f"{path.name} came from {url}, not from {repo}: cannot lock it")
+        entries.append({"file": path.name, "path": url[len(repo):], "size": path.stat().st_size,
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    LOCKS.mkdir(exist_ok=True)
+    return write_json(LOCKS / f"{jars.name}.json", {"coordinates": list(jars.coordinates), "jars": entries})
+
+
+def lockable_sets() -> list[JarSet]:
+    """The pinned sets that have a lock: the servers, and the connector of each tested Spark line."""
+    return [kafka_jars(), hadoop_jars(), spark_kafka_connector("4.2.0", "2.13"),
+            spark_kafka_connector("3.5.7", "2.12")]
 
 
 def _run(argv: list[str], jars: JarSet) -> str:
@@ -226,5 +383,21 @@ def _java() -> str:
     return str(find_java()[0])
 
 
-def _stderr(line: str) -> None:
+def stderr(line: str) -> None:
+    """The default progress: one line on stderr, flushed."""
     print(line, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_streamchaos.stack.artifacts --lock``: (re)write the lock of every lockable set."""
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["--lock"]:
+        print("usage: python -m pytest_streamchaos.stack.artifacts --lock", file=sys.stderr)
+        return 2
+    for jars in lockable_sets():
+        print(f"locked {jars.what}: {write_lock(jars)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,7 @@ and at dump time no *non-empty* directory may be on it. Spark puts ``SPARK_CONF_
 class path, so the plugin's Spark JVMs share one empty conf dir in the cache (:func:`conf_dir`);
 configuration goes in through ``--conf`` and ``-Dlog4j2.configurationFile`` instead.
 
-Build: ``python -m pytest_streamchaos.spark.prepare`` (``./dev`` runs it; a no-op once built).
+Build: ``python -m pytest_streamchaos.prepare`` (``./dev test`` runs it; a no-op once built).
 """
 
 from __future__ import annotations

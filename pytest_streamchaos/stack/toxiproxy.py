@@ -91,10 +91,19 @@ def server_version(binary: str | os.PathLike) -> str | None:
     return m.group(1) if out.returncode == 0 and m else None
 
 
-def toxiproxy_server_binary(progress: Progress | None = None) -> Path:
+def is_built() -> bool:
+    """Whether a ``toxiproxy-server`` is there to run without building one (given, on PATH, or cached)."""
+    try:
+        return toxiproxy_server_binary(build=False) is not None
+    except StackError:
+        return False
+
+
+def toxiproxy_server_binary(progress: Progress | None = None, *, announce: bool = True, build: bool = True) -> Path:
     """The ``toxiproxy-server`` to run (see the module docstring for the order); builds the pinned
-    release on first use, writing one line to ``progress`` (default stderr) when the build starts and
-    one when it ends. Raises :class:`StackError` naming the fix when there is none and none can be built."""
+    release on first use, writing one line to ``progress`` (default stderr) when the build starts
+    (unless ``announce`` is false) and one when it ends. Raises :class:`StackError` naming the fix when
+    there is none and none can be built (or ``build`` is false)."""
     given = os.environ.get(ENV_BINARY)
     if given:
         if (server_version(given) or "").startswith("2."):
@@ -108,6 +117,8 @@ def toxiproxy_server_binary(progress: Progress | None = None) -> Path:
     found = _cached()
     if found is not None:
         return found
+    if not build:
+        raise StackError(f"toxiproxy-server {TOXIPROXY_VERSION} is not built yet")
     go = _go()  # before the lock file or the folder exist: a failure leaves nothing behind
     folder = binary_folder()
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +127,7 @@ def toxiproxy_server_binary(progress: Progress | None = None) -> Path:
         found = _cached()
         if found is not None:
             return found
-        return _build(go, progress or _stderr)
+        return _build(go, progress or _stderr, announce)
 
 
 def _cached() -> Path | None:
@@ -147,11 +158,12 @@ def _go() -> str:
     return go
 
 
-def _build(go: str, progress: Progress) -> Path:
+def _build(go: str, progress: Progress, announce: bool = True) -> Path:
     folder = binary_folder()
     target = f"{TOXIPROXY_PACKAGE}@v{TOXIPROXY_VERSION}"
-    progress(f"pytest-streamchaos: building toxiproxy-server {TOXIPROXY_VERSION} (go install {target}) into "
-             f"{folder} (once per machine) ...")
+    if announce:
+        progress(f"pytest-streamchaos: building toxiproxy-server {TOXIPROXY_VERSION} (go install {target}) into "
+                 f"{folder} (once per machine) ...")
     started = time.monotonic()
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

@@ -37,6 +37,9 @@ def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
     assert fault.recovered, fault
 
 
+# slow (-m slow): tests/papers/test_paper_004's short version kills the same DataNode under the same job and
+# asserts all of this (datanode_dead, masked or degraded, nothing lost) and more (downtime 0)
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_datanode(index=0, after=8)
 def test_one_datanode_of_two_lost_costs_no_record_and_no_outage(chaos):

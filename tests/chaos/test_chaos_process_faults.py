@@ -90,6 +90,9 @@ def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
     assert run.downtime < 10
 
 
+# slow (-m slow): recurrent worker kills in the default run are tests/papers/test_paper_001's short version
+# (three kills, each recovered and taking an executor, nothing lost: what this test asserts, and stability)
+@pytest.mark.slow
 @pytest.mark.chaos
 @kill_worker(after=8, every=26, times=2, restart_after=5)
 def test_recurrent_worker_kills_each_recover(chaos):

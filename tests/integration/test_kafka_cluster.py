@@ -215,6 +215,9 @@ def _gone(pid: int, started: float) -> bool:
         return True
 
 
+# slow (-m slow): 60 s; the reaper killing a SIGKILLed pytest's JVMs is in the default run as
+# test_spark_cluster.py::test_sigkilled_pytest_leaves_no_jvm (4 s) and tests/unit/test_reaper.py
+@pytest.mark.slow
 def test_nodes_die_with_a_sigkilled_pytest(pytester):
     """A pytest process that is SIGKILLed mid-test leaves no broker JVM behind."""
     pidfile = pytester.path / "nodes.json"

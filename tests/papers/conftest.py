@@ -1,22 +1,15 @@
 """The five papers' central experiments (docs/papers.md): every test here is marked ``papers`` and
 ``chaos``. Each paper has a short version, run by default (``./dev test``), and full versions marked
-``slow``, which run only when ``-m`` names ``slow`` (``pytest tests/papers -m slow``): they take
-minutes each on the 2-core machine and would blow CI's budget."""
+``slow``, which run only when ``-m`` names ``slow`` (``pytest tests/papers -m slow``; the rule is
+tests/conftest.py's): they take minutes each on the 2-core machine and would blow CI's budget."""
 
 import pytest
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wants_slow = "slow" in (config.getoption("markexpr", "") or "")
-    keep, drop = [], []
     for item in items:
         if "tests/papers/" not in item.nodeid.replace("\\", "/"):
-            keep.append(item)
             continue
         for needed in ("papers", "chaos"):
             if item.get_closest_marker(needed) is None:
                 raise pytest.UsageError(f"{item.nodeid}: tests in tests/papers must be marked @pytest.mark.{needed}")
-        (keep if wants_slow or item.get_closest_marker("slow") is None else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep

@@ -97,3 +97,82 @@ def test_the_cds_archives_of_two_spark_lines_never_coincide(tmp_path: Path) -> N
     for kind in cds.KINDS:
         assert cds.archive_path(kind, java, s35) != cds.archive_path(kind, java, s4)
         assert cds.archive_path(kind, java, s35) == cds.archive_path(kind, java, s35)
+
+
+# -- a pyspark whose own connector is not published: the newest of its line ------------------------------
+
+SCALA_212 = ["2.4.8", "3.4.4", "3.5.0", "3.5.1", "3.5.3", "3.5.7"]
+SCALA_213 = ["3.5.9", "4.0.0-preview1", "4.0.0", "4.0.4", "4.1.0-preview4", "4.1.3", "4.2.0-preview5", "4.2.0"]
+
+
+@pytest.mark.parametrize(("installed", "scala", "published", "expected"), [
+    ("3.5.7", "2.12", SCALA_212, "3.5.7"),  # published: its own
+    ("3.5.9", "2.12", SCALA_212, "3.5.7"),  # 3.5.8 / 3.5.9 exist for Scala 2.13 only
+    ("3.5.2", "2.12", SCALA_212, "3.5.1"),  # a gap: the newest not newer than it
+    ("4.2.1", "2.13", SCALA_213, "4.2.0"),  # a patch release before its connector
+    ("4.1.9", "2.13", SCALA_213, "4.1.3"),
+    ("4.0.0", "2.13", SCALA_213, "4.0.0"),
+    ("3.5.0", "2.12", ["3.5.3", "3.5.7"], "3.5.7"),  # none older in the line: the newest of the line
+    ("4.2.0-preview5", "2.13", SCALA_213, "4.2.0-preview5"),  # a pre-release that is published
+])
+def test_the_connector_is_the_installed_release_or_the_newest_of_its_line(installed, scala, published,
+                                                                          expected) -> None:
+    assert connector.choose(installed, scala, published) == expected
+
+
+def test_a_line_without_any_connector_fails_naming_the_lines_that_have_one() -> None:
+    with pytest.raises(artifacts.ResolutionError) as err:
+        connector.choose("4.3.0", "2.13", SCALA_213)
+    msg = str(err.value)
+    assert "pyspark 4.3.0 (org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0) is not on" in msg
+    assert "nor any release of its Spark line 4.3 for Scala 2.13" in msg
+    assert "the newest of each line: 4.2.0, 4.1.3, 4.0.4, 3.5.9)" in msg  # releases only, no previews
+    assert msg.endswith("pip install 'pyspark==4.2.0'")
+    with pytest.raises(artifacts.ResolutionError, match=r"3\.5\.7, 3\.4\.4, 2\.4\.8\).*pyspark==3\.5\.7'"):
+        connector.choose("3.6.0", "2.12", SCALA_212)
+
+
+def test_the_choice_says_so_in_one_line() -> None:
+    assert connector.Choice("3.5.7", "2.12", "3.5.7").note is None
+    note = connector.Choice("3.5.9", "2.12", "3.5.7").note
+    assert note == ("Spark's Kafka connector spark-sql-kafka-0-10_2.12:3.5.9 (pyspark 3.5.9) is not published; the "
+                    "job runs on 3.5.7, the newest of Spark 3.5 for Scala 2.12")
+    assert connector.Choice("3.5.9", "2.12", "3.5.7").coordinate == "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
+
+
+METADATA = ("<metadata><groupId>org.apache.spark</groupId><artifactId>spark-sql-kafka-0-10_2.12</artifactId>"
+            "<versioning><latest>3.5.7</latest><versions>" + "".join(f"<version>{v}</version>" for v in SCALA_212)
+            + "</versions></versioning></metadata>")
+
+
+META_PATH = "org/apache/spark/spark-sql-kafka-0-10_2.12/maven-metadata.xml"
+
+
+def test_published_versions_are_fetched_once_and_cached(maven_repo) -> None:
+    maven_repo.files[META_PATH] = METADATA.encode()
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12") == SCALA_212
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12") == SCALA_212
+    assert maven_repo.asked == [META_PATH]  # the second answer came from the cache
+    maven_repo.stop.set()  # offline: a stale list still answers, and is not asked for again for a while
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12", max_age=0) == SCALA_212
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.12", max_age=60) == SCALA_212
+    assert len(maven_repo.asked) == 2
+    assert artifacts.published_versions("org.apache.spark", "spark-sql-kafka-0-10_2.13") is None  # never had
+
+
+def test_a_pyspark_without_its_connector_runs_on_the_newest_of_its_line(maven_repo, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    maven_repo.files[META_PATH] = METADATA.encode()
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "scala-library-2.12.18.jar").touch()
+    (home / "jars" / "kafka-clients-3.4.1.jar").touch()
+    monkeypatch.setattr(connector, "spark_version", lambda _home: "3.5.9")
+    chosen = connector.choice(home)
+    assert (chosen.version, chosen.coordinate) == ("3.5.7", "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7")
+    jar_set = connector.connector(home)
+    assert jar_set.coordinates == ("org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7",)
+    assert "kafka-clients" in jar_set.skip_artifacts  # what pyspark ships is still left out
+    assert connector.fallback_note(home) == chosen.note
+    monkeypatch.setattr(connector, "spark_version", lambda _home: "3.5.7")
+    assert connector.fallback_note(home) is None

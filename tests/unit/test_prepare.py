@@ -1,0 +1,48 @@
+"""``python -m pytest_streamchaos.prepare``: what is up to date is skipped, the rest runs concurrently with
+one line each, a failed step is named and counted, and ``--for demo`` asks only for what the demo needs
+(no JVM here: the steps are stand-ins)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pytest_streamchaos import prepare
+
+
+@pytest.fixture
+def fake_steps(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Every step a stand-in: ``hadoop`` is up to date, ``toxiproxy`` fails, the others wait for each other
+    (so they only finish when they run at the same time); records which ran."""
+    ran: dict[str, list[str]] = {"ran": []}
+    both = threading.Barrier(2, timeout=5)
+
+    def run(name: str):
+        def go() -> None:
+            ran["ran"].append(name)
+            if name == "toxiproxy":
+                raise RuntimeError("no `go` on PATH; fix: install Go")
+            if name in ("kafka", "connector"):
+                both.wait()  # a BrokenBarrierError if they ran one after the other
+        return go
+
+    table = {name: prepare.Step(name.upper(), (lambda n=name: n == "hadoop"), run(name))
+             for name in ("kafka", "connector", "hadoop", "toxiproxy", "cds")}
+    monkeypatch.setattr(prepare, "steps", lambda: table)
+    return ran
+
+
+def test_steps_run_concurrently_and_a_failure_is_named(fake_steps, capsys: pytest.CaptureFixture[str]) -> None:
+    assert prepare.main([]) == 1  # one failed step
+    assert sorted(fake_steps["ran"]) == ["cds", "connector", "kafka", "toxiproxy"]  # hadoop was up to date
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("prepare: fetching and building once per machine, concurrently: KAFKA, CONNECTOR, TOXIPROXY, "
+                      "CDS ...")
+    assert "prepare: TOXIPROXY: no `go` on PATH; fix: install Go" in err
+    assert err[-1].startswith("prepare: 1 step(s) failed in ") and err[-1].endswith("(HADOOP up to date)")
+
+
+def test_the_demo_asks_only_for_what_it_runs(fake_steps) -> None:
+    prepare.main(["--for", "demo"])
+    assert sorted(fake_steps["ran"]) == ["connector", "kafka", "toxiproxy"]  # no HDFS, no class-data archives
