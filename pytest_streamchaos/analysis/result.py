@@ -366,7 +366,3 @@ class ChaosRun:
 
         return overhead(self, reference)
 
-    def __repr__(self) -> str:
-        return (f"ChaosRun(sent={self.sent}, lost={self.lost}, duplicates={self.duplicates}, "
-                f"incorrect={self.incorrect}, delivered={self.guarantee_delivered!r}, downtime={self.downtime:.2f}, "
-                f"recovery_time={self.recovery_time!r}, faults={len(self.faults)})")
