@@ -10,7 +10,7 @@ fault landed in its phase is judged from what the fault left, never from the det
   visible (``_SUCCESS``: output visible, not committed), or with neither output nor state written
   (offsets logged, no task yet);
 - executor kills: the state file the held task was renaming is not there when the executor is gone
-  (state commit); Spark's event log shows a task of the batch lost with the executor (tasks running).
+  (state commit); Spark's event log shows a task lost with the executor (tasks running).
 
 Aimers: ``gate`` (the checkpoint gate holds the thread in the rename); ``poll`` (what
 ``faults/actions.py`` does today: poll the checkpoint and output every 5 ms, SIGSTOP the driver when
@@ -141,9 +141,12 @@ def poll_output_uncommitted(b: Bench, phase: str) -> dict[str, Any]:
     return {"hit": landed == phase, "landed": landed, "batch": n, "attempts": len(tried)}
 
 
-def gate_state_commit(b: Bench, phase: str) -> dict[str, Any]:
+def gate_executor(b: Bench, phase: str) -> dict[str, Any]:
+    """A task held by the gate in an executor (a state store's delta, or its output's rename): kill that
+    executor. Hit: the held file never got its name (state commit) / Spark lost a task with it (tasks running)."""
+    log, when, shift = GATED[phase]
     n = base_batch(b.watcher)
-    b.gate.arm("delta", "before", n + 1)
+    b.gate.arm(log, when, 0 if shift is None else n + shift)
     held = b.gate.wait_held(60)
     if held is None:
         return {"hit": False, "landed": "no hold within 60 s"}
@@ -151,13 +154,16 @@ def gate_state_commit(b: Bench, phase: str) -> dict[str, Any]:
     if held.pid not in executors:
         b.gate.release()
         return {"hit": False, "landed": f"held by pid {held.pid}, not an executor {executors}"}
+    t_kill = time.time()
     b.cluster.signal_executor(held.pid, signal.SIGKILL)
     b.gate.release()
     wait_for(lambda: b.cluster.executor_state(held.pid) is None, 15, f"executor {held.pid} gone")
-    hit = not Path(held.path).exists()
+    gone = not Path(held.path).exists()
     b.gate.disarm()
-    b.committed_past(held.batch - 1, timeout=240)  # the batch's tasks retried elsewhere, the batch committed
-    return {"hit": hit, "landed": phase if hit else "state already written", "batch": held.batch - 1, "attempts": 1}
+    batch = n if shift is None else held.batch - shift
+    b.committed_past(batch, timeout=240)  # the batch's tasks retried elsewhere, the batch committed
+    hit = gone if phase == "state_commit" else lost_tasks_since(b, t_kill) > 0
+    return {"hit": hit, "landed": phase if hit else "not in flight", "batch": batch, "attempts": 1}
 
 
 def lost_tasks_since(b: Bench, t: float) -> int:
@@ -193,7 +199,8 @@ AIMERS = {
     ("gate", "output_visible_uncommitted"): gate_driver,
     ("gate", "between_batches"): gate_driver,
     ("gate", "offsets_logged"): gate_driver,
-    ("gate", "state_commit"): gate_state_commit,
+    ("gate", "state_commit"): gate_executor,
+    ("gate", "tasks_running"): gate_executor,
     ("poll", "output_visible_uncommitted"): poll_output_uncommitted,
     ("poll", "tasks_running"): poll_tasks_running,
 }

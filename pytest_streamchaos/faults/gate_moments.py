@@ -10,6 +10,8 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 ``between_batches``                   ``commits after N``           the driver, batch N committed
 ``offsets_logged``                    ``offsets after N``           the driver, no task of batch N yet
 ``state_commit``                      ``delta before N+1``          an executor's task, writing state
+``tasks_running``                     ``task before``               an executor's task finishing its output
+                                                                    (a shuffle file, a file task's commit)
 ====================================  ============================  =====================================
 
 :func:`gated_moment` is a :data:`~pytest_streamchaos.faults.scheduler.MomentDetector`: it arms the
@@ -28,14 +30,19 @@ import time
 from typing import Protocol
 
 from pytest_streamchaos.faults.scheduler import Aim, MomentDetector
+from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import CheckpointView
 
-#: phase -> (checkpoint log, before / after its rename, the log's number minus the batch id)
-GATED: dict[str, tuple[str, str, int]] = {
+#: phase -> (checkpoint log, before / after its rename, the log's number minus the batch id; None: the
+#: file has no batch number, the batch is the one planned when the hold comes)
+GATED: dict[str, tuple[str, str, int | None]] = {
     "output_visible_uncommitted": ("commits", "before", 0),
     "between_batches": ("commits", "after", 0),
     "offsets_logged": ("offsets", "after", 0),
     "state_commit": ("delta", "before", 1),  # a stateful batch N commits state store version N + 1
+    # a job that neither shuffles nor writes files (a stateless Kafka-to-Kafka job) renames nothing in its
+    # tasks: there the moment is polled (faults/actions.py's tasks_running)
+    "tasks_running": ("task", "before", None),
 }
 
 
@@ -73,6 +80,18 @@ def base_batch(checkpoint: CheckpointView) -> int:
     return 0 if done is None else done + 1
 
 
+def _planned(checkpoint: CheckpointView, batch: int, stop: threading.Event, deadline: float) -> bool:
+    """Wait until ``batch`` is planned; False when ``stop`` or ``deadline`` comes first."""
+    def due() -> bool:
+        return stop.is_set() or time.time() >= deadline or base_batch(checkpoint) >= batch
+
+    try:
+        poll(due, max(0.0, deadline - time.time()), lambda _: TimeoutError(), interval=0.005, clock=time.time)
+    except TimeoutError:
+        return False
+    return base_batch(checkpoint) >= batch
+
+
 def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int = 0,
                  holds: list[Held] | None = None) -> MomentDetector:
     """A moment detector for ``phase`` (a key of :data:`GATED`) through ``gate``; each hold is appended
@@ -82,13 +101,17 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
     log, when, shift = GATED[phase]
 
     def wait(planned: object, stop: threading.Event, deadline: float) -> Aim | None:
-        gate.arm(log, when, base_batch(checkpoint) + anchor + shift)
+        first = base_batch(checkpoint) + anchor
+        if shift is None and anchor and not _planned(checkpoint, first, stop, deadline):
+            return None  # a task's file names no batch: arm once the anchored batch is planned
+        gate.arm(log, when, 0 if shift is None else first + shift)
         held = gate.wait_held(max(0.0, deadline - time.time()), stop)
         if held is None:
             gate.disarm()
             return None
         if holds is not None:
             holds.append(held)
-        return Aim(phase, held.batch - shift, phase, True, 1)
+        batch = held.batch - shift if shift is not None else checkpoint.uncommitted_batch()
+        return Aim(phase, first if batch is None else batch, phase, True, 1)
 
     return wait

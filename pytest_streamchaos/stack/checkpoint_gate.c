@@ -11,8 +11,10 @@
  * task yet", and so on.
  *
  * Control, all in $STREAMCHAOS_GATE_DIR (nothing happens without it; one stat per checkpoint rename):
- *   arm      written by the harness: one rule "<log> <when> <min>": log = commits | offsets | delta,
- *            when = before | after (the rename), min = the smallest batch (delta: state version) held
+ *   arm      written by the harness: one rule "<log> <when> <min>": log = commits | offsets | delta |
+ *            task (an executor's task finishing its output: a shuffle file, or a file-writing task's
+ *            commit; numbered 0), when = before | after (the rename), min = the smallest batch (delta:
+ *            state version) held
  *   held     written here, once per arming, by the first thread a rule matches (link(2) of a complete
  *            file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <path>"; a later
  *            match while it exists passes through (a restarted driver replaying the batch is not held)
@@ -36,8 +38,8 @@ typedef int (*rename_fn)(const char *, const char *);
 typedef int (*renameat_fn)(int, const char *, int, const char *);
 typedef int (*renameat2_fn)(int, const char *, int, const char *, unsigned int);
 
-enum { LOG_NONE = 0, LOG_COMMITS, LOG_OFFSETS, LOG_DELTA };
-static const char *const LOG_NAMES[] = {"none", "commits", "offsets", "delta"};
+enum { LOG_NONE = 0, LOG_COMMITS, LOG_OFFSETS, LOG_DELTA, LOG_TASK };
+static const char *const LOG_NAMES[] = {"none", "commits", "offsets", "delta", "task"};
 
 static const char *gate_dir(void) {
     const char *d = getenv("STREAMCHAOS_GATE_DIR");
@@ -57,6 +59,13 @@ static int classify(const char *path, long long *n) {
     if (!base || base == path) return LOG_NONE;
     const char *b = base + 1;
     size_t len = strlen(b);
+    /* a task finishing its output: a map task's shuffle file, or a file-writing task's commit
+       (FileOutputCommitter v1 renames its attempt directory to _temporary/<job>/task_...) */
+    if ((strncmp(b, "shuffle_", 8) == 0 && len > 13 && strcmp(b + len - 5, ".data") == 0) ||
+        (strncmp(b, "task_", 5) == 0 && strstr(path, "/_temporary/") != NULL)) {
+        *n = 0;
+        return LOG_TASK;
+    }
     const char *dot = strchr(b, '.');
     if (dot && (strcmp(dot, ".delta") == 0 || strcmp(dot, ".changelog") == 0) && all_digits(b, (size_t)(dot - b))) {
         *n = atoll(b);

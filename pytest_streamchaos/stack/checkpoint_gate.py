@@ -17,8 +17,10 @@ so in a marker file. The harness then fires the fault at a process that cannot m
 
 What each rule means (docs/explore.md): ``commits before N`` output visible, not committed; ``commits
 after N`` between batches; ``offsets after N`` offsets logged, no task yet; ``delta before V`` a state
-store committing version V (= batch V - 1). Only the first matching rename of an arming holds; the
-gate acts on local paths only (an ``hdfs://`` checkpoint renames by RPC: fall back to polling).
+store committing version V (= batch V - 1); ``task before 0`` an executor's task finishing its output
+(a shuffle file, or a file-writing task's commit: tasks running, nothing visible). Only the first
+matching rename of an arming holds; the gate acts on local paths only (an ``hdfs://`` checkpoint
+renames by RPC: fall back to polling).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ SOURCE = Path(__file__).with_name("checkpoint_gate.c")
 LIBRARY = "libstreamchaos_gate.so"
 ENV_DIR = "STREAMCHAOS_GATE_DIR"
 ENV_MAX_HOLD = "STREAMCHAOS_GATE_MAX_HOLD_MS"
-LOGS = ("commits", "offsets", "delta")
+LOGS = ("commits", "offsets", "delta", "task")
 WHENS = ("before", "after")
 #: how often the harness looks for the hold marker (the held thread waits, so this only adds latency)
 POLL_S = 0.002

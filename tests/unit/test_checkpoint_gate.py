@@ -162,5 +162,26 @@ def test_the_moment_detector_gives_up_at_its_deadline_and_disarms(gate):
     detect = gated_moment(gate, Checkpoint(), "between_batches")
     assert detect(None, threading.Event(), time.time() + 0.2) is None
     assert not (gate.dir / "arm").exists()
-    with pytest.raises(ValueError, match="cannot land phase 'tasks_running'"):
-        gated_moment(gate, Checkpoint(), "tasks_running")
+    with pytest.raises(ValueError, match="cannot land phase 'idle'"):
+        gated_moment(gate, Checkpoint(), "idle")
+
+
+def test_a_task_finishing_its_output_is_held_with_the_batch_planned_then(gate, tmp_path):
+    # a map task's shuffle file, or a file-writing task's commit (FileOutputCommitter v1): no batch in the name
+    detect = gated_moment(gate, Checkpoint(), "tasks_running")
+    child = renamer(gate, tmp_path / "blockmgr", "0c/shuffle_3_7_0.index", "0d/shuffle_3_7_0.data")
+    aim = detect(None, threading.Event(), time.time() + 10)
+    assert aim is not None and aim.batch == 4 and aim.phase == "tasks_running"
+    held = gate.held()
+    assert held is not None and held.log == "task" and held.path.endswith("shuffle_3_7_0.data")
+    gate.release()
+    assert child.wait(10) == 0
+    gate.arm("task", "before", 0)
+    committer = renamer(gate, tmp_path / "lake", "_temporary/0/task_202611260000_0001_m_000001/x")
+    # the attempt directory renamed to its task name: the child renames a file to .../task_.../x, whose
+    # parent path holds _temporary/ and whose name does not start with task_: not held
+    assert committer.wait(10) == 0
+    committer = renamer(gate, tmp_path / "lake2", "_temporary/0/task_202611260000_0001_m_000001")
+    assert gate.wait_held(10) is not None
+    gate.release()
+    assert committer.wait(10) == 0
