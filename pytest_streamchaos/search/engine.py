@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_streamchaos.search.coverage import Coverage
-from pytest_streamchaos.search.rules import RULES
 from pytest_streamchaos.search.schedule import Outcome, Schedule
 from pytest_streamchaos.search.shrink import shrink
+from pytest_streamchaos.search.space import Space
 
 RunSchedule = Callable[[Schedule], Outcome]
 
@@ -120,7 +120,7 @@ class Explorer:
     :meth:`search` runs it and returns the :class:`Report`. ``schedules`` replaces the space's own
     order (a replay, a benchmark's baseline)."""
 
-    def __init__(self, space: Any, run_schedule: RunSchedule, *, budget: int, max_faults: int = 3,
+    def __init__(self, space: Space, run_schedule: RunSchedule, *, budget: int, max_faults: int = 3,
                  retry_missed: int = 1, confirm_attempts: int = 3, shrink_budget: int = 12,
                  schedules: Iterable[Schedule] | None = None) -> None:
         if not isinstance(budget, int) or budget < 1:
@@ -132,8 +132,8 @@ class Explorer:
         self.confirm_attempts = confirm_attempts
         self.shrink_left = shrink_budget
         self.order = iter(schedules) if schedules is not None else space.schedules(max_faults)
-        rules = {r.name: r.why for r in getattr(space, "rules", RULES)}
-        self.report = Report(budget, Coverage(space.cells(), space.pruned_cells(), rules))
+        why = {r.name: r.why for r in space.rules}
+        self.report = Report(budget, Coverage(space.cells(), space.pruned_cells(), why))
         self._failures: dict[Schedule, Outcome] = {}
 
     def _run(self, schedule: Schedule, purpose: str) -> Outcome:
@@ -205,7 +205,7 @@ class Explorer:
         return True
 
 
-def explore(space: Any, run_schedule: RunSchedule, *, budget: int, **knobs: Any) -> Report:
+def explore(space: Space, run_schedule: RunSchedule, *, budget: int, **knobs: Any) -> Report:
     """Search ``space`` with ``run_schedule`` for at most ``budget`` exploring runs (:class:`Explorer`'s
     knobs: ``max_faults``, ``retry_missed``, ``confirm_attempts``, ``shrink_budget``, ``schedules``)."""
     return Explorer(space, run_schedule, budget=budget, **knobs).search()

@@ -90,16 +90,21 @@ def assert_landed_between_output_and_commit(run, gate) -> int:
     return n
 
 
+def assert_replay_duplicated(run, gate) -> None:
+    """The kill landed between output and commit, and the replayed batch's records came out twice."""
+    assert_landed_between_output_and_commit(run, gate)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.duplicates > 0, "the replayed batch's records are written a second time"
+    assert run.guarantee_delivered == "at-least-once"
+
+
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
 @kill_driver(when="uncommitted_output", after=3, restart_after=0)
 def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files(chaos, gate, hardcoded_paths):
     run = run_clicks(chaos, gate, APPEND, "/tmp/streamchaos-test-clicks-lake")
     print(run.describe())
-    assert_landed_between_output_and_commit(run, gate)
-    assert run.lost == 0 and run.incorrect == 0
-    assert run.duplicates > 0, "the replayed batch's clicks are appended a second time"
-    assert run.guarantee_delivered == "at-least-once"
+    assert_replay_duplicated(run, gate)  # appended a second time
 
 
 @pytest.mark.chaos(backend="local")
@@ -124,10 +129,7 @@ def run_ledger(chaos, gate, guarantee: str):
 def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos, gate, hardcoded_paths):
     run = run_ledger(chaos, gate, "exactly-once")
     print(run.describe())
-    assert_landed_between_output_and_commit(run, gate)
-    assert run.lost == 0 and run.incorrect == 0
-    assert run.duplicates > 0, "the replayed batch is produced to the ledger again"
-    assert run.guarantee_delivered == "at-least-once"
+    assert_replay_duplicated(run, gate)  # produced to the ledger again
 
 
 @pytest.mark.chaos(backend="local")
