@@ -10,16 +10,18 @@
  * visible, its commit not written", "after the rename of offsets/N" is "batch N's offsets logged, no
  * task yet", and so on.
  *
- * Control, all in $STREAMCHAOS_GATE_DIR (nothing happens without it; one stat per checkpoint rename):
- *   arm      written by the harness: one rule "<log> <when> <min>": log = commits | offsets | delta |
- *            task (an executor's task finishing its output: a shuffle file, or a file-writing task's
- *            commit; numbered 0), when = before | after (the rename), min = the smallest batch (delta:
- *            state version) held
- *   held     written here, once per arming, by the first thread a rule matches (link(2) of a complete
- *            file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <path>"; a later
- *            match while it exists passes through (a restarted driver replaying the batch is not held)
- *   release  written by the harness: the held thread goes on (so does removing arm); a thread is never
- *            held longer than $STREAMCHAOS_GATE_MAX_HOLD_MS (default 120000)
+ * Control, all in $STREAMCHAOS_GATE_DIR (nothing happens without it; one open per checkpoint rename):
+ *   arm        written by the harness: one rule "<log> <when> <min> <gen>": log = commits | offsets |
+ *              delta | task (an executor's task finishing its output: a shuffle file, or a file-writing
+ *              task's commit; numbered 0), when = before | after (the rename), min = the smallest batch
+ *              (delta: state version) held, gen = this arming's number
+ *   held       written here, once per arming, by the first thread a rule matches (link(2) of a complete
+ *              file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <path>"; a later
+ *              match while it exists passes through (a restarted driver replaying the batch is not held)
+ *   release.<gen>  written by the harness: the thread held by arming <gen> goes on. So it does once arm
+ *              is gone or names another arming (a state, not an event: a hold never misses its release
+ *              however fast the harness re-arms); and never later than $STREAMCHAOS_GATE_MAX_HOLD_MS
+ *              (default 120000)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -88,16 +90,25 @@ static int exists(const char *dir, const char *name) {
     return stat(path, &st) == 0;
 }
 
-/* The armed rule matches (log, when, n)? */
-static int armed(const char *dir, int log, const char *when, long long n) {
-    char path[PATH_MAX], rlog[16], rwhen[16];
-    long long min = 0;
+/* The armed rule, if any: its log and when in rlog / rwhen (16 bytes each), its min batch; its
+   generation, or -1 when nothing is armed. */
+static long long read_arm(const char *dir, char *rlog, char *rwhen, long long *min) {
+    char path[PATH_MAX];
+    long long gen = -1;
     snprintf(path, sizeof path, "%s/arm", dir);
     FILE *f = fopen(path, "re");
-    if (!f) return 0;
-    int got = fscanf(f, "%15s %15s %lld", rlog, rwhen, &min);
+    if (!f) return -1;
+    int got = fscanf(f, "%15s %15s %lld %lld", rlog, rwhen, min, &gen);
     fclose(f);
-    return got == 3 && strcmp(rlog, LOG_NAMES[log]) == 0 && strcmp(rwhen, when) == 0 && n >= min;
+    return got == 4 ? gen : -1;
+}
+
+/* The generation of the armed rule if it matches (log, when, n), else -1. */
+static long long armed(const char *dir, int log, const char *when, long long n) {
+    char rlog[16], rwhen[16];
+    long long min = 0, gen = read_arm(dir, rlog, rwhen, &min);
+    if (gen < 0 || strcmp(rlog, LOG_NAMES[log]) != 0 || strcmp(rwhen, when) != 0 || n < min) return -1;
+    return gen;
 }
 
 /* Announce the hold (exclusively: only the first match of an arming holds). */
@@ -118,11 +129,15 @@ static int announce(const char *dir, int log, const char *when, long long n, con
     return won;
 }
 
-static void hold(const char *dir) {
+/* Wait while arming `gen` is in force and not released. */
+static void hold(const char *dir, long long gen) {
     const char *cap = getenv("STREAMCHAOS_GATE_MAX_HOLD_MS");
     long long left_ms = cap && *cap ? atoll(cap) : 120000;
     struct timespec ms = {0, 1000000};
-    while (left_ms-- > 0 && exists(dir, "arm") && !exists(dir, "release"))
+    char release[64], rlog[16], rwhen[16];
+    long long min;
+    snprintf(release, sizeof release, "release.%lld", gen);
+    while (left_ms-- > 0 && read_arm(dir, rlog, rwhen, &min) == gen && !exists(dir, release))
         nanosleep(&ms, NULL);
 }
 
@@ -132,9 +147,10 @@ static void gate(const char *to, const char *when) {
     long long n = 0;
     if (!dir || !to) return;
     int log = classify(to, &n);
-    if (log == LOG_NONE || !armed(dir, log, when, n)) return;
+    if (log == LOG_NONE) return;
     int saved = errno;
-    if (announce(dir, log, when, n, to)) hold(dir);
+    long long gen = armed(dir, log, when, n);
+    if (gen >= 0 && announce(dir, log, when, n, to)) hold(dir, gen);
     errno = saved;
 }
 

@@ -132,6 +132,7 @@ class CheckpointGate:
         self.library = library if library is not None else gate_library()
         self.max_hold_ms = int(max_hold_s * 1000)
         self._lock = threading.Lock()
+        self._gen = 0  #: the current arming's number (0: never armed)
 
     def env(self, base: str | None = None) -> dict[str, str]:
         """The driver's environment additions (``base``: an ``LD_PRELOAD`` the job already has, kept)."""
@@ -156,8 +157,9 @@ class CheckpointGate:
         (:class:`GateRule`); a previous hold is forgotten, a thread it held released."""
         rule = GateRule(log, when, min_batch)
         with self._lock:
-            self._remove("arm", "held", "release")
-            self._write("arm", f"{rule.log} {rule.when} {rule.min_batch}\n")
+            self._remove("held", f"release.{self._gen}")
+            self._gen += 1  # a thread held by the previous arming sees another number: it goes on
+            self._write("arm", f"{rule.log} {rule.when} {rule.min_batch} {self._gen}\n")
 
     def held(self) -> Hold | None:
         """The hold of this arming, or None yet."""
@@ -178,13 +180,14 @@ class CheckpointGate:
         return got if isinstance(got, Hold) else None
 
     def release(self) -> None:
-        """Let a held thread go on (the rule stays armed, and spent: the hold marker stays)."""
-        self._write("release", "")
+        """Let the thread this arming holds go on (the rule stays armed, and spent: the hold marker stays)."""
+        with self._lock:
+            self._write(f"release.{self._gen}", "")
 
     def disarm(self) -> None:
         """No rule armed, no thread held, no marker: renames pass through."""
         with self._lock:
-            self._remove("arm", "release", "held")
+            self._remove("arm", "held", f"release.{self._gen}")
 
     def close(self) -> None:
         self.disarm()

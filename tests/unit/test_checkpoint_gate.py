@@ -97,6 +97,23 @@ def test_only_the_first_match_of_an_arming_holds(gate, tmp_path):
     assert second.wait(10) == 0 and (cp / "again/commits/8").exists()
 
 
+def test_a_release_is_never_missed_however_fast_the_harness_arms_again(gate, tmp_path):
+    # released, disarmed and armed again within microseconds: the held thread must still go on (a hold
+    # waits on the arming it belongs to, not on a file that comes and goes), and the next rule must hold
+    cp = tmp_path / "cp"
+    gate.arm("commits", "before", 3)
+    child = renamer(gate, cp, "commits/3", "offsets/4", "commits/4", "offsets/5", "commits/5")
+    assert gate.wait_held(10) is not None
+    gate.release()
+    gate.disarm()
+    gate.arm("offsets", "after", 5)
+    held = gate.wait_held(10)
+    assert held is not None and (held.log, held.batch, held.pid) == ("offsets", 5, child.pid)
+    assert (cp / "offsets/5").exists() and not (cp / "commits/5").exists()
+    gate.arm("commits", "after", 9)  # arming anew releases the thread the last arming held
+    assert child.wait(10) == 0
+
+
 def test_state_store_deltas_and_nothing_else(gate, tmp_path):
     cp = tmp_path / "cp"
     gate.arm("delta", "before", 5)
