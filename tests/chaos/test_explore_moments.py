@@ -141,3 +141,28 @@ def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, gate, hardcod
     assert_landed_between_output_and_commit(run, gate)
     assert run.lost == 0 and run.incorrect == 0
     assert run.guarantee_delivered in ("at-least-once", "exactly-once")
+
+
+def batch_ran_again(run, n: int) -> bool:
+    """Whether batch ``n``'s progress came only from the second driver launch (it was replayed)."""
+    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress.poll()
+    return [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:2]
+
+
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_whether_it_landed(chaos):
+    """The gate cannot act on HDFS (a rename is an RPC to the NameNode), so the moment is polled: output
+    seen and the commit not, the driver SIGSTOPped and checked. Hit or missed, the aim must say what
+    happened: a hit is a replayed batch whose output was seen, so duplicates; a miss has none."""
+    run = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, guarantee="at-least-once",
+                    checkpoint="hdfs")
+    print(run.describe())
+    (fault,) = run.faults
+    print("aim on HDFS:", fault.aim)
+    assert fault.aim is not None and run.meta["checkpoint"].startswith("hdfs://")
+    if fault.hit:
+        assert batch_ran_again(run, fault.aim["batch"]), fault.aim
+    assert fault.hit == (run.duplicates > 0), (fault.aim, run.duplicates)
+    assert run.lost == 0 and run.incorrect == 0
