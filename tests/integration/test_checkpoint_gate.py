@@ -38,33 +38,33 @@ def gated_job(spark_cluster, tmp_path: Path):
         launcher.stop_all()
 
 
-def _next(watcher: CheckpointWatcher) -> int:
-    return (watcher.latest_offset_batch() or 0) + 1
+def hold_next(gate: CheckpointGate, watcher: CheckpointWatcher, log: str, when: str, shift: int = 0):
+    """Arm the gate for the next batch to be planned (``shift``: the log's number minus the batch id) and
+    wait for the hold: ``(batch, hold)``."""
+    n = (watcher.latest_offset_batch() or 0) + 1
+    gate.arm(log, when, n + shift)
+    held = gate.wait_held(60)
+    assert held is not None, f"no hold at {log} {when} {n + shift} within 60 s"
+    return n, held
 
 
 def test_the_jvms_checkpoint_renames_are_held_where_each_rule_says(gated_job):
     job, gate, watcher, out = gated_job
     cp = Path(watcher.checkpoint_dir)
 
-    n = _next(watcher)
-    gate.arm("commits", "before", n)
-    held = gate.wait_held(60)
-    assert held is not None and held.batch == n and held.pid in job.driver_pids(), (held, job.driver_pids())
+    n, held = hold_next(gate, watcher, "commits", "before")
+    assert held.batch == n and held.pid in job.driver_pids(), (held, job.driver_pids())
     assert (cp / "offsets" / str(n)).exists() and not (cp / "commits" / str(n)).exists()
     assert (out / f"batch={n}" / "_SUCCESS").exists(), "held at commits/N: the batch's output is visible"
     gate.release()
 
-    n = _next(watcher)
-    gate.arm("offsets", "after", n)
-    held = gate.wait_held(60)
-    assert held is not None and held.batch == n and held.pid in job.driver_pids()
+    n, held = hold_next(gate, watcher, "offsets", "after")
+    assert held.batch == n and held.pid in job.driver_pids()
     assert (cp / "offsets" / str(n)).exists() and not (out / f"batch={n}").exists()
     gate.release()
 
-    n = _next(watcher)
-    gate.arm("delta", "before", n + 1)  # batch N commits state store version N + 1
-    held = gate.wait_held(60)
-    assert held is not None and held.batch == n + 1 and held.path.endswith(f"/{n + 1}.delta")
+    n, held = hold_next(gate, watcher, "delta", "before", shift=1)  # batch N commits state store version N + 1
+    assert held.batch == n + 1 and held.path.endswith(f"/{n + 1}.delta")
     assert held.pid in job.executor_pids() and held.pid not in job.driver_pids()
     assert not Path(held.path).exists()
     gate.release()
@@ -74,10 +74,7 @@ def test_the_jvms_checkpoint_renames_are_held_where_each_rule_says(gated_job):
 def test_a_driver_killed_while_held_at_the_commit_replays_the_batch(gated_job):
     job, gate, watcher, out = gated_job
     cp = Path(watcher.checkpoint_dir)
-    n = _next(watcher)
-    gate.arm("commits", "before", n)
-    held = gate.wait_held(60)
-    assert held is not None
+    n, _ = hold_next(gate, watcher, "commits", "before")
     job.kill(wait=False)
     gate.release()  # the kill is sent: the held thread dies with its process
     job.wait_gone(15)
