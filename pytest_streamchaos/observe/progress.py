@@ -184,6 +184,26 @@ class EventLogTailer:
         return out
 
 
+def _own_time(ev: dict[str, Any]) -> float | None:
+    """An event's own time (its ``Timestamp``, epoch ms), in epoch seconds; None when it has none."""
+    ts = ev.get("Timestamp")
+    return ts / 1000.0 if isinstance(ts, (int, float)) else None
+
+
+def _known_by(events: list[tuple[str, dict[str, Any]]], read_at: float) -> list[float]:
+    """For each event, the own time of the next event of the same application that has one, else
+    ``read_at``: the earliest instant by which it is known to have happened."""
+    out = [read_at] * len(events)
+    later: dict[str, float] = {}
+    for i in range(len(events) - 1, -1, -1):
+        app, ev = events[i]
+        out[i] = later.get(app, read_at)
+        own = _own_time(ev)
+        if own is not None:
+            later[app] = own
+    return out
+
+
 class SparkProgress:
     """Micro-batch progress and driver/executor events of one job, from its event-log directory.
 
@@ -209,7 +229,6 @@ class SparkProgress:
         self.batches: list[dict[str, Any]] = []
         self.timeline: list[TimelineEvent] = []
         self.app_ids: list[str] = []
-        self._last_t: dict[str, float] = {}  # last event time per app, for events without a timestamp
         self.live_executors: dict[tuple[str, str], float] = {}
         #: ``spark.master`` of each application as the driver actually ran it (a job may set its own
         #: ``.master("local[3]")`` in code, which overrides the one the plugin passed)
@@ -217,16 +236,22 @@ class SparkProgress:
         self.writes: list[dict[str, Any]] = []
 
     def poll(self) -> int:
-        """Consume new events; return how many were read."""
+        """Consume new events; return how many were read.
+
+        An event without a time of its own (Spark's ``QueryTerminatedEvent`` has none) is stamped at the
+        earliest instant it is known to have happened by: the time of the next event of its application
+        that has one (the log is written in order), else the moment it was read. Never the time of the
+        event before it: a query that failed because the NameNode was killed would then be stamped
+        before the kill -- an effect before its cause."""
         events = self.tailer.poll()
-        for app, ev in events:
-            self._handle(app, ev)
+        for (app, ev), known_by in zip(events, _known_by(events, time.time()), strict=True):
+            self._handle(app, ev, known_by)
         return len(events)
 
-    def _handle(self, app: str, ev: dict[str, Any]) -> None:
+    def _handle(self, app: str, ev: dict[str, Any], known_by: float) -> None:
         kind = ev.get("Event", "")
-        ts = ev.get("Timestamp")
-        t = ts / 1000.0 if isinstance(ts, (int, float)) else self._last_t.get(app, time.time())
+        own = _own_time(ev)
+        t = own if own is not None else known_by
         if kind == "SparkListenerApplicationStart":
             app_id = ev.get("App ID") or app
             if app_id not in self.app_ids:
@@ -277,7 +302,6 @@ class SparkProgress:
             progress["t_start"] = start
             progress["t_end"] = start + duration / 1000.0
             progress["app_id"] = app
-            self._last_t[app] = progress["t_end"]
             self.batches.append(progress)
 
     def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
@@ -303,7 +327,6 @@ class SparkProgress:
                    "stage": ev.get("Stage ID"), "attempt": info.get("Attempt")})
 
     def _add(self, t: float, app: str, kind: str, target: str, detail: dict[str, Any]) -> None:
-        self._last_t[app] = t
         self.timeline.append(TimelineEvent(t=t, kind=kind, target=target, detail=detail))
 
     # -- convenience -------------------------------------------------------------------------------

@@ -196,6 +196,12 @@ def test_analysis_is_pure():
     assert not bad, "analysis must stay pure: " + "; ".join(bad)
 
 
+def test_the_schedule_search_is_pure():
+    """search/ imports only itself: what runs a schedule on the stack is its caller's (docs/explore.md)."""
+    bad = _offenders(import_graph(), ("pytest_streamchaos.search",), ("pytest_streamchaos.search",))
+    assert not bad, "the schedule search must stay pure: " + "; ".join(bad)
+
+
 def test_records_are_the_bottom():
     graph = import_graph()
     for bottom in ("pytest_streamchaos.records", "pytest_streamchaos.facts"):

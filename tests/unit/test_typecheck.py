@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: what is type-checked: the faults, the runner and the stack's door
+#: what is type-checked: the faults, the runner, the schedule search and the stack's door
 TYPECHECKED_PATHS = [
     "pytest_streamchaos/faults/",
     "pytest_streamchaos/runner/",
+    "pytest_streamchaos/search/",
     "pytest_streamchaos/stack/base.py",
     "pytest_streamchaos/stack/commands.py",
     # the run's history, the analysis and its checkers over it, and what reads their results

@@ -1,0 +1,117 @@
+"""Moments landed by the checkpoint gate instead of by polling (issue 33; docs/explore.md).
+
+The gate (``stack/checkpoint_gate.py``) holds the job's thread inside the rename that moves a
+checkpoint file into place, so a fault fired while it holds lands exactly at a micro-batch phase:
+
+====================================  ============================  =====================================
+phase (``search.schedule.PHASES``)    gate rule                     what holds
+====================================  ============================  =====================================
+``output_visible_uncommitted``        ``commits before N``          the driver, its sink done for batch N
+``between_batches``                   ``commits after N``           the driver, batch N committed
+``offsets_logged``                    ``offsets after N``           the driver, no task of batch N yet
+``state_commit``                      ``delta before N+1``          an executor's task, writing state
+``tasks_running``                     ``task before``               an executor's task finishing its output
+                                                                    (a shuffle file, a file task's commit)
+====================================  ============================  =====================================
+
+:func:`gated_moment` is a :data:`~pytest_streamchaos.faults.scheduler.MomentDetector`: it arms the
+gate for the first batch ``>= base + anchor`` (``base``: the batch planned when it armed), waits for
+the hold and reports the :class:`Aim` -- a hit by construction, as the held thread cannot pass the
+rename until the gate lets it (a killed one never does). The thread stays held after the detector
+returns: the fault is injected at once, and :meth:`Gate.release` (or ``disarm`` at the end of the run)
+lets it go. The gate holds one thread per arming, so a driver restarted by the fault replays the
+batch without being held again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+from pytest_streamchaos.faults.scheduler import Aim, MomentDetector
+from pytest_streamchaos.poll import poll
+from pytest_streamchaos.stack.base import CheckpointView
+
+#: phase -> (checkpoint log, before / after its rename, the log's number minus the batch id; None: the
+#: file has no batch number, the batch is the one planned when the hold comes)
+GATED: dict[str, tuple[str, str, int | None]] = {
+    "output_visible_uncommitted": ("commits", "before", 0),
+    "between_batches": ("commits", "after", 0),
+    "offsets_logged": ("offsets", "after", 0),
+    "state_commit": ("delta", "before", 1),  # a stateful batch N commits state store version N + 1
+    # a job that neither shuffles nor writes files (a stateless Kafka-to-Kafka job) renames nothing in its
+    # tasks: there the moment is polled (faults/actions.py's tasks_running)
+    "tasks_running": ("task", "before", None),
+}
+
+
+class Held(Protocol):
+    """A hold the gate reports (``stack.checkpoint_gate.Hold``)."""
+
+    @property
+    def batch(self) -> int: ...
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def t(self) -> float: ...
+
+
+class Gate(Protocol):
+    """The harness's side of the checkpoint gate (``stack.checkpoint_gate.CheckpointGate``)."""
+
+    def arm(self, log: str, when: str, min_batch: int) -> None: ...
+
+    def wait_held(self, timeout: float, stop: threading.Event | None = None) -> Held | None: ...
+
+    def release(self) -> None: ...
+
+    def disarm(self) -> None: ...
+
+
+def base_batch(checkpoint: CheckpointView) -> int:
+    """The batch the anchors count from: the one planned and not committed now, else the next one."""
+    planned = checkpoint.uncommitted_batch()
+    if planned is not None:
+        return planned
+    done = checkpoint.latest_committed_batch()
+    return 0 if done is None else done + 1
+
+
+def _planned(checkpoint: CheckpointView, batch: int, stop: threading.Event, deadline: float) -> bool:
+    """Wait until ``batch`` is planned; False when ``stop`` or ``deadline`` comes first."""
+    def due() -> bool:
+        return stop.is_set() or time.time() >= deadline or base_batch(checkpoint) >= batch
+
+    try:
+        poll(due, max(0.0, deadline - time.time()), lambda _: TimeoutError(), interval=0.005, clock=time.time)
+    except TimeoutError:
+        return False
+    return base_batch(checkpoint) >= batch
+
+
+def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int = 0,
+                 holds: list[Held] | None = None) -> MomentDetector:
+    """A moment detector for ``phase`` (a key of :data:`GATED`) through ``gate``; each hold is appended
+    to ``holds`` when given (the fault's target may be the held process: an executor's pid)."""
+    if phase not in GATED:
+        raise ValueError(f"the checkpoint gate cannot land phase {phase!r}; it lands {', '.join(GATED)}")
+    log, when, shift = GATED[phase]
+
+    def wait(planned: object, stop: threading.Event, deadline: float) -> Aim | None:
+        first = base_batch(checkpoint) + anchor
+        if shift is None and anchor and not _planned(checkpoint, first, stop, deadline):
+            return None  # a task's file names no batch: arm once the anchored batch is planned
+        gate.arm(log, when, 0 if shift is None else first + shift)
+        held = gate.wait_held(max(0.0, deadline - time.time()), stop)
+        if held is None:
+            gate.disarm()
+            return None
+        if holds is not None:
+            holds.append(held)
+        batch = held.batch - shift if shift is not None else checkpoint.uncommitted_batch()
+        return Aim(phase, first if batch is None else batch, phase, True, 1)
+
+    return wait

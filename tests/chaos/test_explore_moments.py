@@ -1,0 +1,168 @@
+"""Planted moment-bugs, landed by the checkpoint gate (issue 33, items 2 and 3).
+
+Jobs written the way people write them (hard-coded broker, topics and absolute paths, Spark's defaults,
+nothing of the plugin): a non-idempotent ``foreachBatch`` file writer and a Kafka-sink job, both
+believed exactly-once by their authors, beside their correct twins (an idempotent ``foreachBatch``
+keyed by the batch id; the Kafka-sink job held to what it does deliver, at-least-once with nothing
+lost). A driver killed while batch N's output is visible and ``commits/N`` not yet written makes the
+buggy ones duplicate and the correct ones not.
+
+The kill is aimed through the checkpoint gate: the driver's thread is held inside the rename that would
+write ``commits/N``, so the kill cannot miss. Until ``@explore`` is integrated (after issue 30's fault
+families) the gate's detector replaces the polled ``uncommitted_output`` one through the ``gate``
+fixture; the integration registers it among the aimed moments. Each test checks that the kill really
+landed there from Spark's own event log: batch N ran in both driver launches.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import pytest_streamchaos.runner.phases.observers as observers
+from pytest_streamchaos import RecordSpec, kill_driver
+from pytest_streamchaos.faults.gate_moments import gated_moment
+from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
+
+JOBS = Path(__file__).parent / "jobs"
+APPEND = "jobs/clicks_to_json_lake.py"
+BY_BATCH = "jobs/clicks_to_json_lake_by_batch.py"
+LEDGER = "jobs/payments_to_ledger.py"
+#: what the jobs hard-code under /tmp (absent before each test and removed after it)
+PATHS = ("/tmp/streamchaos-test-clicks-lake", "/tmp/streamchaos-test-clicks-chk",
+         "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
+         "/tmp/streamchaos-test-payments-chk")
+
+
+def click(rec: RecordSpec) -> dict:
+    return {"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{rec.key_index}", "clickedAt": rec.ts}
+
+
+def payment(rec: RecordSpec) -> dict:
+    return {"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}
+
+
+@pytest.fixture
+def hardcoded_paths():
+    for p in PATHS:
+        shutil.rmtree(p, ignore_errors=True)
+    yield
+    for p in PATHS:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.fixture
+def gate(tmp_path, monkeypatch):
+    """The checkpoint gate, preloaded into the run's driver and executors, landing ``uncommitted_output``."""
+    g = CheckpointGate(tmp_path / "gate")
+    holds: list = []
+    real = observers.moments_for
+
+    def moments(ctx):
+        return {**real(ctx), "uncommitted_output": gated_moment(g, ctx.checkpoint, "output_visible_uncommitted",
+                                                                 holds=holds)}
+
+    monkeypatch.setattr(observers, "moments_for", moments)
+    g.holds = holds
+    yield g
+    g.close()
+
+
+def run_clicks(chaos, gate, job: str, lake: str):
+    return chaos.run(job, rate=100, duration=20, guarantee="exactly-once", kafka_port=9092,
+                     inputs={"clicks": click}, outputs={f"file:{lake}": "clickId"},
+                     env=gate.env(), conf=gate.executor_conf())
+
+
+def assert_landed_between_output_and_commit(run, gate) -> int:
+    """The kill landed where it was aimed: held at ``commits/N``, and batch N ran again after the restart
+    (Spark reports a batch's progress after its commit: only the second launch did for batch N)."""
+    (fault,) = run.faults
+    assert fault.hit and fault.aim["phase"] == "output_visible_uncommitted", fault.aim
+    (held,) = gate.holds
+    n = fault.aim["batch"]
+    assert held.log == "commits" and held.when == "before" and held.batch == n
+    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress.poll()
+    runs_of_n = [b["app_id"] for b in progress.batches if b["batchId"] == n]
+    assert runs_of_n == progress.app_ids[1:] and len(progress.app_ids) == 2, (n, runs_of_n, progress.app_ids)
+    assert run.meta["driver_launches"] == 2
+    return n
+
+
+def assert_replay_duplicated(run, gate) -> None:
+    """The kill landed between output and commit, and the replayed batch's records came out twice."""
+    assert_landed_between_output_and_commit(run, gate)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.duplicates > 0, "the replayed batch's records are written a second time"
+    assert run.guarantee_delivered == "at-least-once"
+
+
+@pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
+@pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files(chaos, gate, hardcoded_paths):
+    run = run_clicks(chaos, gate, APPEND, "/tmp/streamchaos-test-clicks-lake")
+    print(run.describe())
+    assert_replay_duplicated(run, gate)  # appended a second time
+
+
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_a_foreach_batch_writer_keyed_by_batch_id_stays_exactly_once(chaos, gate, hardcoded_paths):
+    run = run_clicks(chaos, gate, BY_BATCH, "/tmp/streamchaos-test-clicks-by-batch-lake")
+    print(run.describe())
+    assert_landed_between_output_and_commit(run, gate)
+    assert run.lost == 0 and run.incorrect == 0 and run.duplicates == 0
+    assert run.guarantee_delivered == "exactly-once"
+
+
+def run_ledger(chaos, gate, guarantee: str):
+    return chaos.run(LEDGER, rate=100, duration=20, guarantee=guarantee, kafka_port=9092,
+                     inputs={"payments": payment}, outputs={"ledger": "key"},
+                     env=gate.env(), conf=gate.executor_conf())
+
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos, gate, hardcoded_paths):
+    run = run_ledger(chaos, gate, "exactly-once")
+    print(run.describe())
+    assert_replay_duplicated(run, gate)  # produced to the ledger again
+
+
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, gate, hardcoded_paths):
+    run = run_ledger(chaos, gate, "at-least-once")
+    print(run.describe())
+    assert_landed_between_output_and_commit(run, gate)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.guarantee_delivered in ("at-least-once", "exactly-once")
+
+
+def batch_ran_again(run, n: int) -> bool:
+    """Whether batch ``n``'s progress came only from the second driver launch (it was replayed)."""
+    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress.poll()
+    return [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:2]
+
+
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="uncommitted_output", after=3, restart_after=0)
+def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_whether_it_landed(chaos):
+    """The gate cannot act on HDFS (a rename is an RPC to the NameNode), so the moment is polled: output
+    seen and the commit not, the driver SIGSTOPped and checked. Hit or missed, the aim must say what
+    happened: a hit is a replayed batch whose output was seen, so duplicates; a miss has none."""
+    run = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, guarantee="at-least-once",
+                    checkpoint="hdfs")
+    print(run.describe())
+    (fault,) = run.faults
+    print("aim on HDFS:", fault.aim)
+    assert fault.aim is not None and run.meta["checkpoint"].startswith("hdfs://")
+    if fault.hit:
+        assert batch_ran_again(run, fault.aim["batch"]), fault.aim
+    assert fault.hit == (run.duplicates > 0), (fault.aim, run.duplicates)
+    assert run.lost == 0 and run.incorrect == 0

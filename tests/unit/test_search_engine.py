@@ -1,0 +1,212 @@
+"""The schedule search on synthetic systems with planted bugs (issue 33): it finds them within the
+budget, shrinks to the minimal schedule, reports flakiness, counts a missed aim as not run, and never
+runs what a pruning rule left out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from pytest_streamchaos.search.engine import explore, replay
+from pytest_streamchaos.search.kinds import KindInfo
+from pytest_streamchaos.search.schedule import Landed, Outcome, Schedule, Step
+from pytest_streamchaos.search.space import Space
+
+ALL = ["kill_driver", "kill_executor", "kill_worker", "kill_broker"]
+DOV = Step("kill_driver", "driver", "output_visible_uncommitted")
+EXEC_RUNNING = Step("kill_executor", "executor@worker-0", "tasks_running")
+
+
+class System:
+    """A synthetic system under test: ``fails(schedule, call)`` is its property's violation; ``misses(step)``
+    says which aims never land (they land ``between_batches`` instead, and the property sees that)."""
+
+    def __init__(self, fails: Callable[[Schedule, int], bool],
+                 misses: Callable[[Step], bool] = lambda step: False) -> None:
+        self.fails = fails
+        self.misses = misses
+        self.calls: list[Schedule] = []
+
+    def __call__(self, schedule: Schedule) -> Outcome:
+        n = len(self.calls)
+        self.calls.append(schedule)
+        landed = tuple(Landed(not self.misses(s), 7 + s.batch, "between_batches" if self.misses(s) else s.phase)
+                       for s in schedule.steps)
+        as_landed = Schedule(tuple(Step(s.kind, s.target, x.phase or s.phase, s.batch)
+                                   for s, x in zip(schedule.steps, landed, strict=True)))
+        failed = self.fails(as_landed, n)
+        return Outcome(failed, landed, message="assert run.duplicates == 0" if failed else "", seconds=40.0)
+
+
+def has(*wanted: tuple[str, str]) -> Callable[[Schedule, int], bool]:
+    """Fails when the schedule has every (kind, phase) of ``wanted``, in that order."""
+    def fails(schedule: Schedule, call: int) -> bool:
+        cells = [s.cell for s in schedule.steps]
+        pos = 0
+        for w in wanted:
+            try:
+                pos = cells.index(w, pos) + 1
+            except ValueError:
+                return False
+        return True
+    return fails
+
+
+def test_finds_a_driver_kill_between_output_and_commit_first_whatever_the_kinds_order():
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    report = explore(Space(list(reversed(ALL))), system, budget=10)
+    assert report.found is not None and report.found.schedule == Schedule.of(DOV)
+    # output_visible_uncommitted is the likeliest phase: every kind's cell of it comes before the others
+    assert report.first_violation_at is not None and report.first_violation_at <= 3
+    assert report.runs_for("confirm") == 1 and report.flaky == []
+    assert "kill_driver at batch 7 (+0), phase output_visible_uncommitted (hit)" in report.summary()[0]
+
+
+def test_a_pair_that_fails_only_together_is_found_and_not_shrunk_below_two_faults():
+    system = System(has(("kill_executor", "tasks_running"), ("kill_driver", "output_visible_uncommitted")))
+    space = Space(["kill_driver", "kill_executor"], stateful=False)
+    report = explore(space, system, budget=20)
+    assert report.found is not None, [r.schedule.words() for r in report.runs]
+    assert report.found.schedule == Schedule.of(EXEC_RUNNING, DOV)
+    # every single fault ran first, and none of them failed
+    singles = [r for r in report.runs if len(r.schedule) == 1 and r.purpose == "explore"]
+    assert len(singles) == len(space.singles()) and not any(r.outcome.falsified for r in singles)
+    assert report.first_violation_at is not None and report.first_violation_at <= 20
+
+
+def test_a_triple_shrinks_to_the_one_fault_that_matters_at_the_earliest_batch():
+    big = Schedule.of(Step("kill_worker", "worker-0", "tasks_running", 0), Step("kill_driver", "driver",
+                      "output_visible_uncommitted", 1), Step("kill_driver", "driver", "output_visible_uncommitted", 2))
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    report = explore(Space(ALL), system, budget=1, schedules=[big], shrink_budget=40)
+    assert report.found is not None
+    assert report.found.original == big
+    assert report.found.schedule == Schedule.of(DOV)  # one fault, batch anchor 0
+    sizes = [len(s) for s in report.found.path]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+
+
+def test_shrinking_takes_the_simplest_target_and_phase_that_still_fail():
+    worker = KindInfo("kill_worker", "executor", ("busiest", "worker-1"),
+                      ("between_batches", "tasks_running", "output_visible_uncommitted"))
+    space = Space([worker])
+    # fails whenever a worker dies once its batch's tasks started (tasks_running or later)
+    system = System(lambda s, n: any(x.phase in ("tasks_running", "output_visible_uncommitted") for x in s.steps))
+    start = Schedule.of(Step("kill_worker", "worker-1", "output_visible_uncommitted", 3))
+    report = explore(space, system, budget=1, schedules=[start], shrink_budget=40)
+    assert report.found is not None
+    assert report.found.schedule == Schedule.of(Step("kill_worker", "busiest", "tasks_running", 0))
+
+
+def test_each_accepted_shrink_failed_twice():
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    big = Schedule.of(Step("kill_executor", "executor@worker-0", "tasks_running"), DOV)
+    report = explore(Space(ALL), system, budget=1, schedules=[big])
+    assert report.found is not None
+    for accepted in report.found.path:
+        runs = [r for r in report.runs if r.schedule == accepted]
+        assert [r.purpose for r in runs] == ["shrink", "confirm"] and all(r.outcome.falsified for r in runs)
+
+
+def test_a_violation_that_does_not_come_back_is_flaky_not_found():
+    # the property fails once, on the third run, whatever its schedule
+    system = System(lambda s, n: n == 2)
+    report = explore(Space(ALL, stateful=False), system, budget=6)
+    assert report.found is None and report.passed
+    assert len(report.flaky) == 1
+    flaky = report.flaky[0]
+    assert flaky.schedule == system.calls[2] and flaky.passed is not None
+    assert "flaky, not found" in report.summary()[0]
+    assert report.runs_for("explore") == 6  # the search went on after it
+
+
+def test_a_missed_aim_counts_as_not_run_and_is_tried_once_more():
+    # the state-commit moment never comes (the aim always lands elsewhere): even a property that would fail
+    # there is not falsified, and the hit rate says so
+    system = System(has(("kill_executor", "state_commit")), misses=lambda s: s.phase == "state_commit")
+    report = explore(Space(["kill_executor"]), system, budget=8)
+    assert report.found is None
+    single = Schedule.of(Step("kill_executor", "executor@worker-0", "state_commit"))
+    assert [r.purpose for r in report.runs if r.schedule == single] == ["explore", "retry"]
+    missed = [r for r in report.runs if not r.outcome.all_hit(r.schedule)]
+    assert missed and all(any(s.phase == "state_commit" for s in r.schedule.steps) for r in missed)
+    cov = report.coverage
+    assert ("kill_executor", "state_commit") not in cov.cells_covered
+    assert cov.by_phase["state_commit"][0] == 0 and cov.by_phase["state_commit"][1] >= 2
+    assert cov.hit_rate is not None and cov.hit_rate < 1.0
+    assert cov.schedules_run == cov.attempts - len(missed)
+
+
+def test_a_failure_under_a_missed_aim_is_not_a_finding():
+    system = System(lambda s, n: True, misses=lambda s: True)
+    report = explore(Space(["kill_driver"]), system, budget=4)
+    assert report.found is None and report.first_violation_at is None
+    assert report.coverage.hits == 0 and report.coverage.schedules_run == 0
+
+
+def test_a_run_without_a_verdict_is_neither_pass_nor_failure():
+    def broken(schedule: Schedule) -> Outcome:
+        return Outcome(True, (), error="the stack did not come back")
+
+    report = explore(Space(["kill_driver"]), broken, budget=3)
+    assert report.found is None and report.coverage.errors == 3
+    assert "3 without a verdict" in report.coverage.summary()
+
+
+def test_a_correct_system_passes_within_the_budget_and_says_what_was_covered():
+    system = System(lambda s, n: False)
+    space = Space(ALL, stateful=False)
+    report = explore(space, system, budget=25)
+    assert report.passed and report.flaky == []
+    assert len(system.calls) == 25 == report.runs_for("explore")
+    cov = report.coverage
+    assert cov.cells_covered == space.cells()  # 25 runs cover every single-fault cell
+    assert set(cov.pruned) == {"no_state_store", "clean_restart", "idle_executor", "idle_broker",
+                               "interchangeable_targets"}
+    assert cov.hit_rate == 1.0
+    line = cov.summary()
+    assert line.startswith("25 schedules run (25 attempts), ") and "aims hit" in line
+
+
+def test_pruned_steps_are_never_run():
+    system = System(lambda s, n: False)
+    space = Space(ALL, stateful=False)
+    explore(space, system, budget=200)
+    ran = {s for sched in system.calls for s in sched.steps}
+    assert not any(space.pruned(Step(s.kind, s.target, s.phase)) for s in ran)
+    assert not any(s.phase == "state_commit" for s in ran)
+    assert not any(s.kind == "kill_driver" and s.phase == "offsets_logged" for s in ran)
+
+
+def test_shrinking_stops_at_its_budget():
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    big = Schedule.of(Step("kill_worker", "worker-0", "tasks_running"), DOV, Step("kill_driver", "driver",
+                      "output_visible_uncommitted", 2))
+    report = explore(Space(ALL), system, budget=1, schedules=[big], shrink_budget=3)
+    assert report.runs_for("shrink") + report.runs_for("confirm") <= 3 + 1
+    assert report.found is not None
+
+
+@pytest.mark.parametrize("budget", [0, -1, 2.5, "10"])
+def test_a_budget_below_one_is_refused_naming_the_fix(budget):
+    with pytest.raises(ValueError, match=r"budget=.*an int >= 1"):
+        explore(Space(ALL), System(lambda s, n: False), budget=budget)
+
+
+def test_an_unknown_fault_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown fault 'kill_drvier'; the search can aim kill_driver, "):
+        Space(["kill_drvier"])
+
+
+def test_replay_runs_exactly_the_schedule_until_it_lands():
+    misses = iter([True, False])
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+
+    def run(schedule: Schedule) -> Outcome:
+        out = system(schedule)
+        return Outcome(out.falsified, (Landed(False),)) if next(misses) else out
+
+    report = replay(Schedule.of(DOV), run)
+    assert [r.purpose for r in report.runs] == ["replay", "replay"]
+    assert report.found is not None and report.found.schedule == Schedule.of(DOV)
