@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,18 +116,16 @@ def disturbed(summary: dict[str, Any], slack_ms: float = 50.0) -> str | None:
     return None
 
 
-#: fault kinds that must leave the observer alone (a broker kill takes the broker from everyone)
-NETWORK_FAULTS = ("network_delay", "packet_loss", "network_partition", "bandwidth_limit")
-
-
-def network_windows(events: list[Any], end: float) -> list[tuple[float, float]]:
+def network_windows(events: list[Any], end: float, link_faults: Collection[str]) -> list[tuple[float, float]]:
     """[injected, healed] wall times of the network faults among timeline ``events`` (objects with
-    ``t``, ``kind``, ``target``, ``detail``); a fault never healed lasts until ``end``."""
+    ``t``, ``kind``, ``target``, ``detail``); a fault never healed lasts until ``end``. ``link_faults``:
+    the fault kinds that must leave the observer alone (those on a link: a broker kill takes the
+    broker from everyone)."""
     open_: dict[tuple[str, str], float] = {}
     out = []
     for e in sorted(events, key=lambda e: e.t):
         fault = (e.detail or {}).get("fault")
-        if fault not in NETWORK_FAULTS:
+        if fault not in link_faults:
             continue
         key = (fault, e.target)
         if e.kind == "fault_injected":
@@ -138,11 +137,12 @@ def network_windows(events: list[Any], end: float) -> list[tuple[float, float]]:
 
 
 def observer_report(clients: dict[str, list[ClientSample]], events: list[Any], baseline_end: float | None,
-                    end: float, scope: str, scope_reason: str | None = None) -> dict[str, Any]:
-    """What the run says about its observer: whose connections the network faults matched
-    (``scope``), and per harness client its round trips before and during them, with ``disturbed``
-    naming any client that looks hit."""
-    windows = network_windows(events, end)
+                    end: float, scope: str, scope_reason: str | None = None, *,
+                    link_faults: Collection[str]) -> dict[str, Any]:
+    """What the run says about its observer: whose connections the network faults (``link_faults``:
+    their kinds) matched (``scope``), and per harness client its round trips before and during them,
+    with ``disturbed`` naming any client that looks hit."""
+    windows = network_windows(events, end, link_faults)
     report: dict[str, Any] = {"scope": scope, "network_fault_windows": len(windows)}
     if scope_reason:
         report["scope_reason"] = scope_reason

@@ -294,7 +294,7 @@ class FaultMetrics:
     #: event of each :data:`PHASE_KINDS` kind, as ``{"at": seconds after the fault, "kind", "target"}``
     phases: list[dict[str, Any]] = field(default_factory=list)
     #: an aimed fault (``when=``): where it landed, ``{"moment", "batch", "phase", "hit", "attempts"}``
-    #: (:class:`~pytest_streamchaos.faults.scheduler.Aim`); None for a fault fired on the clock
+    #: (:class:`~pytest_streamchaos.faults.moments.Aim`); None for a fault fired on the clock
     aim: dict[str, Any] | None = None
 
     @property

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_streamchaos.analysis.delay_class import DelaySpec
+from pytest_streamchaos.faults.kind import LinkDelay
+from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
@@ -104,18 +106,15 @@ class PrepareJob:
 
     def _resolve_delay_classes(self, job_conf: Mapping[str, str],
                                job_kafka: dict[str, tuple[str, str]]) -> tuple[dict[str, str], list]:
-        """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
-        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add and the
+        """Make every stated delay class (a link delay's ``above_timeout=...``) hold by changing its
+        link's timeout for this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add and the
         choices made. What the test pins itself is not changed."""
         ctx = self.ctx
         pinned = frozenset(ctx.spec.conf)
         conf: dict[str, str] = {}
         choices = []
-        for p in ctx.inputs.planned:
-            if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
-                continue
-            choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
-                                         p.spec.params["above_timeout"], ctx.chaos.cluster.effective_conf,
+        for d in stated_delays(ctx.inputs.planned):
+            choice = resolve_delay_class(d.target, d.ms, d.above_timeout, ctx.chaos.cluster.effective_conf,
                                          {**job_conf, **conf}, pinned, job_kafka)
             if choice is None:
                 continue
@@ -128,12 +127,9 @@ class PrepareJob:
     def _check_delay_classes(self, job: Any, job_kafka: dict[str, tuple[str, str]]) -> None:
         """Every stated class holds on the conf finally passed (two delays on one link that want
         opposite sides fail here, naming the setting)."""
-        for p in self.ctx.inputs.planned:
-            if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
-                to = governing_timeout(str(p.spec.target), self.ctx.chaos.cluster.effective_conf,
-                                       job.effective_conf, job_kafka)
-                check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
-                                  str(p.spec.target))
+        for d in stated_delays(self.ctx.inputs.planned):
+            to = governing_timeout(d.target, self.ctx.chaos.cluster.effective_conf, job.effective_conf, job_kafka)
+            check_delay_class(d.ms, d.above_timeout, to, d.target)
 
 
 def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
@@ -141,8 +137,14 @@ def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
     """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
     specs = []
     for p in planned:
-        if p.spec.kind == "network_delay":
-            to = governing_timeout(str(p.spec.target), cluster_conf, job.effective_conf, job_kafka)
-            specs.append(DelaySpec(p.label, float(p.spec.params["ms"]), p.spec.params.get("above_timeout"),
-                                   to.setting, to.seconds, to.where))
+        d = kind_of(p.spec).link_delay(p.spec)
+        if d is not None:
+            to = governing_timeout(d.target, cluster_conf, job.effective_conf, job_kafka)
+            specs.append(DelaySpec(p.label, d.ms, d.above_timeout, to.setting, to.seconds, to.where))
     return specs
+
+
+def stated_delays(planned: list) -> list[LinkDelay]:
+    """The link delays of the plan that state their class (``above_timeout`` given)."""
+    delays = [kind_of(p.spec).link_delay(p.spec) for p in planned]
+    return [d for d in delays if d is not None and d.above_timeout is not None]

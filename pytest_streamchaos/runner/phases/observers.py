@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
-from pytest_streamchaos.faults.actions import FaultContext, PoisonSchedule, actions_for, moments_for
+from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
+from pytest_streamchaos.faults.moments import detectors
+from pytest_streamchaos.faults.registry import actions_for
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
@@ -101,7 +103,7 @@ class WireObservers:
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
                               collector=collector, poison=poison, hdfs=ctx.storage.hdfs,
                               recorder=ctx.recorder)
-        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, moments_for(faults))
+        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults))
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
                                       hold=scheduler.acting_on_driver)
         # the run names the topics, so the oracle learns them here unless the test set its own

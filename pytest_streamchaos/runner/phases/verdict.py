@@ -11,6 +11,7 @@ from pytest_streamchaos.analysis.delay_class import delay_outcomes
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.validate import exactly_once_check
 from pytest_streamchaos.client_stats import observer_report
+from pytest_streamchaos.faults.registry import on_link
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.records import Trace
 from pytest_streamchaos.runner.context import RunContext
@@ -109,7 +110,8 @@ class Verdict:
         unscoped = [d.get("scope_reason") for d in injected if d["scope"] not in ("job", "namespace")]
         report = observer_report(client_samples(obs.generator, obs.collector), trace.timeline,
                                  ctx.phases.get("warmup_end"), ctx.phases.get("load_end", time.time()),
-                                 scope="all" if unscoped else "job", scope_reason=unscoped[0] if unscoped else None)
+                                 scope="all" if unscoped else "job", scope_reason=unscoped[0] if unscoped else None,
+                                 link_faults=on_link())
         for name, why in report["disturbed"].items():
             ctx.warnings.append(f"the harness's {name} was disturbed during the network faults ({why}): "
                                 "latency and downtime may include the observer's own delay")
