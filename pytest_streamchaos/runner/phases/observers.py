@@ -102,7 +102,7 @@ class WireObservers:
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
                               collector=collector, poison=poison, hdfs=ctx.storage.hdfs,
-                              recorder=ctx.recorder)
+                              recorder=ctx.recorder, prepared=self.prepared.prepared)
         scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults))
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
                                       hold=scheduler.acting_on_driver)
