@@ -207,3 +207,13 @@ class FaultKind(FaultAction):
         or None when nothing is needed; raise (one line naming the fix) when it cannot be done, leaving
         nothing behind. The runner releases what it returns once the run is over."""
         return None
+
+
+class Kill(FaultKind):
+    """A kind that kills a process: its ``signal`` (SIGKILL by default, or SIGTERM) and ``restart_after``."""
+
+    args: ClassVar[Mapping[str, str]] = KILL_ARGS
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        check_signal(cls.name, params)

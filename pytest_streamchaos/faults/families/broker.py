@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
-from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, check_signal
+from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import NetFaultError
@@ -81,7 +81,7 @@ class _OnBrokers(FaultKind):
         return ids
 
 
-class KillBroker(_OnBrokers):
+class KillBroker(_OnBrokers, Kill):
     """SIGKILL (or SIGTERM) of broker JVMs; started again on heal (same ports and log directory)."""
 
     name = "kill_broker"
@@ -93,7 +93,7 @@ class KillBroker(_OnBrokers):
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        check_signal(cls.name, params)
+        super().check_params(params)  # the kill's signal
         check_broker_args(cls.name, params)
 
     def inject(self, planned: PlannedFault) -> list[int]:

@@ -8,7 +8,7 @@ import functools
 from typing import Any
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
-from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, check_signal
+from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import HdfsCluster
 
@@ -28,18 +28,13 @@ class _OnHdfs(FaultKind):
             self.ctx.watch("datanode_registered", f"datanode-{i}", functools.partial(hdfs.datanode_registered, i))
 
 
-class KillNamenode(_OnHdfs):
+class KillNamenode(_OnHdfs, Kill):
     """Signal the NameNode; heal restarts it on the same ports and name dir."""
 
     name = "kill_namenode"
     doc = ("kill the HDFS NameNode; restart it (same ports, same name dir) after "
            "restart_after (default 0: at once)")
-    args = KILL_ARGS
     default_restart_after = 0.0  # a NameNode comes back, as a killed driver does
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        check_signal(cls.name, params)
 
     def target(self, planned: PlannedFault) -> str:
         return "namenode"
@@ -80,18 +75,13 @@ class PauseNamenode(_OnHdfs):
         self._hdfs().resume_namenode()
 
 
-class KillDatanode(_OnHdfs):
+class KillDatanode(_OnHdfs, Kill):
     """Signal DataNode ``index`` (default 0); record when the NameNode declares it dead; heal (with
     restart_after) starts it again on its ports and data dir."""
 
     name = "kill_datanode"
     doc = ("kill HDFS DataNode index= (an int, default 0); restart it after restart_after, "
            "or leave it dead")
-    args = KILL_ARGS
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        check_signal(cls.name, params)
 
     def _index(self, planned: PlannedFault) -> int:
         i = planned.spec.index if isinstance(planned.spec.index, int) else 0

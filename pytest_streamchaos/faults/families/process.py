@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 from pytest_streamchaos.faults.context import (
     CONFIRM_DRIVER_KILL_S,
@@ -17,7 +17,7 @@ from pytest_streamchaos.faults.context import (
     worker_index,
 )
 from pytest_streamchaos.faults.families.broker import BROKER_ARGS, BROKER_ROLES, brokers_of, check_broker_args
-from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, check_signal
+from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.moments import TASKS_RUNNING, UNCOMMITTED_OUTPUT
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -25,17 +25,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import ExecutorRef
 
 
-class _Kill(FaultKind):
-    """A kill: ``signal`` (SIGKILL by default, or SIGTERM) and ``restart_after``."""
-
-    args: ClassVar[dict[str, str]] = KILL_ARGS
-
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        check_signal(cls.name, params)
-
-
-class KillWorker(_Kill):
+class KillWorker(Kill):
     name = "kill_worker"
     doc = "kill a Spark worker and its executors (process group)"
     roles = ("busiest",)
@@ -69,7 +59,7 @@ class KillWorker(_Kill):
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
-class KillExecutor(_Kill):
+class KillExecutor(Kill):
     name = "kill_executor"
     doc = "kill one executor JVM (its worker stays)"
     roles = ("busiest",)
@@ -101,7 +91,7 @@ class KillExecutor(_Kill):
         """Nothing: the master relaunches a lost executor by itself."""
 
 
-class KillDriver(_Kill):
+class KillDriver(Kill):
     name = "kill_driver"
     doc = ("kill the driver (JVM and Python children); restart it from the checkpoint "
            "after restart_after (default 0)")
@@ -129,7 +119,7 @@ class KillDriver(_Kill):
         self.ctx.job.restart()
 
 
-class KillMaster(_Kill):
+class KillMaster(Kill):
     name = "kill_master"
     doc = "kill a Spark master (the active one by default)"
     roles = ("active", "standby")
