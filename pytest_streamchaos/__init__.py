@@ -43,6 +43,15 @@ def _fault_marks() -> dict[str, Any]:
     return dict(importlib.import_module(_FAULT_MARKS).DECORATORS)
 
 
+def _submodule(name: str) -> bool:
+    """Whether ``name`` is a module of this package (``from pytest_streamchaos import job`` asks for it
+    before importing it: that must not load the fault registry, and with it pytest)."""
+    import os
+
+    here = os.path.dirname(__file__)
+    return os.path.isdir(os.path.join(here, name)) or os.path.isfile(os.path.join(here, f"{name}.py"))
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
@@ -50,7 +59,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "__all__":  # the fault decorators are the registry's: listed on first use
         return [*_LAZY, *_fault_marks()]
-    if not name.startswith("_"):
+    if not name.startswith("_") and not _submodule(name):
         marks = _fault_marks()
         if name in marks:
             return marks[name]

@@ -5,6 +5,8 @@ registry and the kind's properties instead (issue 30)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,14 @@ def test_every_kind_is_importable_from_the_package(name):
 
     assert getattr(pytest_streamchaos, name).__name__ == name
     assert name in pytest_streamchaos.__all__
+
+
+def test_importing_a_submodule_from_the_package_loads_no_fault_registry():
+    """The decorators are looked up on first use: ``from pytest_streamchaos import job`` (job-side code)
+    must not load them, and with them pytest and the harness."""
+    code = ("import sys\nfrom pytest_streamchaos import job\n"
+            "print(' '.join(m for m in sys.modules if m.startswith(('pytest', '_pytest'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = out.stdout.split()
+    assert all(m == "pytest_streamchaos" or m.startswith("pytest_streamchaos.job") for m in loaded), loaded
