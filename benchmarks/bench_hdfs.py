@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_streamchaos.faults.spec import parse
+from pytest_streamchaos.faults.registry import parse
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster

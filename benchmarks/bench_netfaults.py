@@ -163,7 +163,7 @@ def inject_heal_cost(port: int) -> dict:
     caps = get_capabilities()
     faults = {"partition": lambda: Partition([port]), "loss_10pct": lambda: PacketLoss([port], 10),
               "delay_nfqueue": lambda: NetworkDelay([port], ms=10)}
-    if not caps.missing("bandwidth_limit"):
+    if not caps.missing("shaping", "bandwidth_limit"):
         faults["bandwidth"] = lambda: BandwidthLimit([port], kbit=1000)
     out = {}
     for name, make in faults.items():
@@ -183,7 +183,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     caps = get_capabilities()
-    reason = caps.missing("nfqueue_delay")
+    reason = caps.missing("nfqueue", "NFQUEUE delay")
     if reason:
         raise SystemExit(f"bench_netfaults: {reason}")
     echo = Echo()

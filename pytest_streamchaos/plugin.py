@@ -16,7 +16,8 @@ import pytest
 
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
-from pytest_streamchaos.faults.spec import KINDS, FaultSpecError
+from pytest_streamchaos.faults.registry import kind_of
+from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.report.baseline import parse_gates
 from pytest_streamchaos.report.session import (
     COMPARISONS_KEY,
@@ -126,18 +127,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
 
 
-def needs_host_network(spec: Any) -> bool:
-    """Whether a fault needs the host's network machinery (iptables, tc, NFQUEUE): every network fault
-    but those on the job's Kafka links, which the stack's Toxiproxy carries (packet loss excepted:
-    Toxiproxy has no loss toxic), and the cut between brokers."""
-    if spec.kind == "isolate_broker":
-        return True
-    if not KINDS[spec.kind].network:
-        return False
-    kafka_link = str(spec.target or "kafka").split("-")[0] in ("kafka", "broker")
-    return not kafka_link or spec.kind == "packet_loss"
-
-
 @pytest.fixture
 def checkpoint_dir(tmp_path: Path) -> Path:
     """A fresh, empty checkpoint directory for this test's streaming query."""
@@ -151,7 +140,6 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
           streamchaos_settings: _settings.Settings) -> Iterator[Any]:  # noqa: F811
     """Runs your streaming job on the stack under load with this test's fault marks:
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
-    from pytest_streamchaos.faults.capabilities import get_capabilities
     from pytest_streamchaos.harness import ChaosHarness
     from pytest_streamchaos.report.progress import status_for
     from pytest_streamchaos.workload.seed import resolve_seed
@@ -165,13 +153,10 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     specs = item.stash.get(FAULTS_KEY, None)
     if specs is None:
         specs = specs_for_item(item)
-    caps = None
     for spec in specs:
-        if needs_host_network(spec):
-            caps = caps or get_capabilities()
-            reason = caps.missing(spec.kind)
-            if reason:
-                pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
+        reason = kind_of(spec).unavailable(spec)
+        if reason:
+            pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
     cluster = request.getfixturevalue("spark_cluster_ha" if ha else "spark_cluster")
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
     harness = ChaosHarness(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,

@@ -8,7 +8,7 @@ so that even a SIGKILL in the middle of the probe leaves no trace.
 Use::
 
     caps = get_capabilities()
-    reason = caps.missing("network_delay")
+    reason = caps.missing("delay", "a packet delay")
     if reason:
         pytest.skip(reason)
 """
@@ -27,6 +27,8 @@ from pytest_streamchaos.stack.commands import has_net_admin
 APT_PACKAGES = ("iptables", "iproute2", "libnetfilter-queue-dev")
 PIP_EXTRA = "NetfilterQueue>=1.1"
 NFQ_FIX = "apt-get install -y libnetfilter-queue-dev && pip install NetfilterQueue"
+#: what a network fault's mechanism can need of the host (:meth:`Capabilities.missing`)
+NEEDS = ("drop", "loss", "delay", "nfqueue", "netem", "shaping")
 
 
 def _run(argv: list[str], timeout: float = 10.0) -> tuple[bool, str]:
@@ -79,47 +81,45 @@ class Capabilities:
     def _why(self, *flags: str) -> str:
         return "; ".join(self.reasons[f] for f in flags if f in self.reasons) or "unknown reason"
 
-    def missing(self, kind: str) -> str | None:
-        """Why fault ``kind`` cannot run on this host (a skip reason naming the fix), or None.
+    def missing(self, need: str, what: str | None = None) -> str | None:
+        """Why a fault that needs ``need`` of the host cannot run here (a skip reason naming the fix),
+        or None. ``what`` names the fault in the message (default: the need).
 
-        Kinds: ``packet_loss``, ``network_partition``, ``network_delay``, ``nfqueue_delay``,
-        ``netem_delay``, ``bandwidth_limit``, ``isolate_broker``. (Faults on the job's Kafka links go
-        through the stack's own Toxiproxy and need none of these.)
+        Needs (:data:`NEEDS`): ``drop`` (iptables DROP rules: a cut link, a broker cut from its
+        peers), ``loss`` (DROP with the statistic match), ``delay`` (netem, else NFQUEUE), ``nfqueue``
+        and ``netem`` (one delay mechanism), ``shaping`` (per-port bandwidth limits on lo). (Faults on
+        the job's Kafka links go through the stack's own Toxiproxy and need none of these.)
         """
-        if kind in ("packet_loss", "network_partition", "network_delay", "nfqueue_delay",
-                    "netem_delay", "bandwidth_limit", "isolate_broker") and not self.net_admin:
-            return (f"{kind} needs root or CAP_NET_ADMIN (run pytest as root, or "
+        if need not in NEEDS:
+            raise ValueError(f"unknown need {need!r} for Capabilities.missing(); needs: {', '.join(NEEDS)}")
+        what = what or need
+        if not self.net_admin:
+            return (f"{what} needs root or CAP_NET_ADMIN (run pytest as root, or "
                     "`setcap cap_net_admin+ep` on the interpreter)")
-        if kind == "network_partition":
-            return None if self.iptables else f"network_partition needs iptables: {self._why('iptables')}"
-        if kind == "packet_loss":
+        if need == "drop":
+            return None if self.iptables else f"{what} needs iptables: {self._why('iptables')}"
+        if need == "loss":
             if not self.iptables or not self.statistic:
-                return ("packet_loss needs iptables with the statistic match: "
-                        f"{self._why('iptables', 'statistic')}")
+                return f"{what} needs iptables with the statistic match: {self._why('iptables', 'statistic')}"
             return None
-        if kind == "network_delay":
+        if need == "delay":
             if self.delay_backend:
                 return None
-            return ("network_delay needs netem or NFQUEUE+NetfilterQueue: "
+            return (f"{what} needs netem or NFQUEUE+NetfilterQueue: "
                     f"{self._why('netem', 'nfqueue_target', 'netfilterqueue')}; fix: {NFQ_FIX}")
-        if kind == "nfqueue_delay":
+        if need == "nfqueue":
             if self.nfqueue:
                 return None
             return (f"NFQUEUE delay needs iptables' NFQUEUE target and NetfilterQueue: "
                     f"{self._why('iptables', 'nfqueue_target', 'netfilterqueue')}; fix: {NFQ_FIX}")
-        if kind == "netem_delay":
+        if need == "netem":
             if self.netem and self.htb and self.u32:
                 return None
             return f"netem delay needs the netem, htb qdiscs and u32 filter: {self._why('netem', 'htb', 'u32')}"
-        if kind == "bandwidth_limit":
-            if self.shaping:
-                return None
-            return ("bandwidth_limit needs tc with htb, u32 and tbf (per-port shaping on lo): "
-                    f"{self._why('tc', 'htb', 'u32', 'tbf')}")
-        if kind == "isolate_broker":  # iptables rules on the broker's peer ports and its marked connections
-            # (the mark itself comes from the stack, KafkaCluster.node_mark: BrokerCut refuses to act without)
-            return None if self.iptables else f"isolate_broker needs iptables: {self._why('iptables')}"
-        raise ValueError(f"unknown fault kind {kind!r} for Capabilities.missing()")
+        if self.shaping:
+            return None
+        return (f"{what} needs tc with htb, u32 and tbf (per-port shaping on lo): "
+                f"{self._why('tc', 'htb', 'u32', 'tbf')}")
 
 
 def _probe_iptables(caps: Capabilities, reaper) -> None:

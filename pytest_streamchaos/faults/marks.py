@@ -1,9 +1,10 @@
 """Fault marks as importable decorators (``from pytest_streamchaos import kill_worker``).
 
-Each decorator validates its arguments the moment the test module is imported -- collection time --
-and then applies the plain pytest mark of the same name, so ``@kill_worker(after=30)`` and
-``@pytest.mark.kill_worker(after=30)`` are the same thing. Raw ``pytest.mark`` uses are validated by
-the plugin's collection hook (:func:`specs_for_item`).
+Every registered fault kind has one (:data:`DECORATORS`, made from the registry: a new kind needs no
+line here). Each decorator validates its arguments the moment the test module is imported --
+collection time -- and then applies the plain pytest mark of the same name, so ``@kill_worker(after=30)``
+and ``@pytest.mark.kill_worker(after=30)`` are the same thing. Raw ``pytest.mark`` uses are validated
+by the plugin's collection hook (:func:`specs_for_item`).
 """
 
 from __future__ import annotations
@@ -13,40 +14,36 @@ from typing import Any
 
 import pytest
 
-from pytest_streamchaos.faults.spec import KINDS, FaultSpec, FaultSpecError, parse
+from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.registry import KINDS
+from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
 
-def _decorator(kind: str) -> Callable[..., Any]:
-    def decorator(*args: Any, **kwargs: Any) -> Any:
+def decorator(kind: type[FaultKind]) -> Callable[..., Any]:
+    """The importable decorator of fault ``kind``: checks its arguments, then applies its mark."""
+    name = kind.name
+
+    def apply(*args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and callable(args[0]) and not kwargs:  # bare @kill_worker
-            parse(kind)
-            return getattr(pytest.mark, kind)(args[0])
-        parse(kind, args, kwargs)
-        return getattr(pytest.mark, kind)(**kwargs)
+            kind.parse()
+            return getattr(pytest.mark, name)(args[0])
+        kind.parse(args, kwargs)
+        return getattr(pytest.mark, name)(**kwargs)
 
-    fk = KINDS[kind]
-    decorator.__name__ = decorator.__qualname__ = kind
-    decorator.__doc__ = f"Fault mark: {fk.doc}.\n\nArguments: " + "; ".join(
-        f"{k}: {v}" for k, v in fk.args.items()
-    )
-    return decorator
+    apply.__name__ = apply.__qualname__ = name
+    apply.__doc__ = f"Fault mark: {kind.doc}.\n\nArguments: " + "; ".join(f"{k}: {v}" for k, v in kind.args.items())
+    return apply
 
 
-kill_worker = _decorator("kill_worker")
-kill_executor = _decorator("kill_executor")
-kill_driver = _decorator("kill_driver")
-kill_master = _decorator("kill_master")
-kill_broker = _decorator("kill_broker")
-isolate_broker = _decorator("isolate_broker")
-pause = _decorator("pause")
-network_delay = _decorator("network_delay")
-packet_loss = _decorator("packet_loss")
-network_partition = _decorator("network_partition")
-bandwidth_limit = _decorator("bandwidth_limit")
-poison_records = _decorator("poison_records")
-kill_namenode = _decorator("kill_namenode")
-pause_namenode = _decorator("pause_namenode")
-kill_datanode = _decorator("kill_datanode")
+#: the decorator of every fault kind, by its mark's name
+DECORATORS: dict[str, Callable[..., Any]] = {name: decorator(k) for name, k in KINDS.items()}
+
+
+def __getattr__(name: str) -> Callable[..., Any]:
+    """``from pytest_streamchaos.faults.marks import kill_worker``: a kind's decorator."""
+    if name in DECORATORS:
+        return DECORATORS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def marker_lines() -> list[str]:
@@ -61,7 +58,7 @@ def specs_for_item(item: pytest.Item) -> list[FaultSpec]:
     for mark in reversed(list(item.iter_markers())):
         if mark.name in KINDS:
             try:
-                specs.append(parse(mark.name, mark.args, dict(mark.kwargs)))
+                specs.append(KINDS[mark.name].parse(mark.args, dict(mark.kwargs)))
             except FaultSpecError as exc:
                 raise FaultSpecError(f"{item.nodeid}: {exc}") from None
     return specs

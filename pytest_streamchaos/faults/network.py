@@ -77,8 +77,8 @@ def ports_of(*targets, names: Iterable[str] | None = None) -> frozenset[int]:
 TC_UNSCOPED = "it is shaped by tc, which cannot tell the job's packets from the harness's on this kernel"
 
 
-def _require(kind: str) -> None:
-    reason = get_capabilities().missing(kind)
+def _require(need: str, what: str) -> None:
+    reason = get_capabilities().missing(need, what)
     if reason:
         raise NetFaultError(reason)
 
@@ -103,7 +103,11 @@ class _Healing:
 class NetworkFault(_Healing):
     """Base: ``inject()``/``heal()`` are idempotent; ``with fault:`` injects and always heals."""
 
+    #: the mechanism, in the tags of its rules
     kind = "network"
+    #: what the mechanism needs of the host (:meth:`~.capabilities.Capabilities.missing`), and its name there
+    need = ""
+    what = "a network fault"
 
     def __init__(self, ports: Iterable[int], direction: str = "both") -> None:
         self.ports = ipt._check_ports(ports)
@@ -218,7 +222,7 @@ class _DropFault(NetworkFault):
                                         tag=tag, owner=self.owner_match)]
 
     def _inject(self) -> None:
-        _require(self.kind)
+        _require(self.need, self.what)
         # first=True: drops precede NFQUEUE rules, whose accept would skip the rest of the chain.
         self._handle = ipt.get_rule_manager(self.netns).add(self.specs(), first=True)
 
@@ -253,7 +257,7 @@ class _DropFault(NetworkFault):
 class PacketLoss(_DropFault):
     """Drop each of the target's packets independently with probability ``percent``/100."""
 
-    kind = "packet_loss"
+    kind, need, what = "loss", "loss", "packet loss"
 
     def __init__(self, ports: Iterable[int], percent: float, *, direction: str = "both",
                  proto: str = "tcp") -> None:
@@ -263,7 +267,7 @@ class PacketLoss(_DropFault):
 class Partition(_DropFault):
     """Cut the target off: drop all its packets (``direction="to"``/``"from"``: one way only)."""
 
-    kind = "network_partition"
+    kind, need, what = "partition", "drop", "a partition"
 
     def __init__(self, ports: Iterable[int], *, direction: str = "both", proto: str = "all") -> None:
         super().__init__(ports, 100.0, direction, proto)
@@ -276,7 +280,7 @@ class BrokerCut(Partition):
     <pytest_streamchaos.stack.base.KafkaCluster.node_mark>`), is dropped. Its client listeners (the
     job's, the harness's) are not peer ports, so both still reach it."""
 
-    kind = "isolate_broker"
+    kind, need, what = "broker-cut", "drop", "a broker's cut"
 
     def __init__(self, own_ports: Iterable[int], peer_ports: Iterable[int], mark: tuple[int, int] | None, *,
                  unmarked_reason: str = "the stack does not mark them") -> None:
@@ -284,7 +288,7 @@ class BrokerCut(Partition):
         ``unscoped_reason()``), for the error."""
         super().__init__(own_ports, proto="tcp")
         if mark is None:
-            raise NetFaultError("isolate_broker needs the broker's connections told apart, which needs the job "
+            raise NetFaultError("a broker's cut needs the broker's connections told apart, which needs the job "
                                 f"group ({unmarked_reason}): run as root on a host with cgroup v2 and iptables")
         self.peer_ports, self.mark = ipt._check_ports(peer_ports), mark
 
@@ -310,7 +314,7 @@ class BrokerCut(Partition):
 class BandwidthLimit(NetworkFault):
     """Limit the target's traffic to ``kbit`` kbit/s per direction (htb class + tbf leaf on lo)."""
 
-    kind = "bandwidth_limit"
+    kind, need, what = "bandwidth", "shaping", "a bandwidth limit"
 
     def __init__(self, ports: Iterable[int], kbit: float, *, direction: str = "both", proto: str = "tcp") -> None:
         super().__init__(ports, direction)
@@ -325,7 +329,7 @@ class BandwidthLimit(NetworkFault):
         return TC_UNSCOPED
 
     def _inject(self) -> None:
-        _require(self.kind)
+        _require(self.need, self.what)
         if self.netns is not None:
             raise NetFaultError(f"{self!r}: a bandwidth limit inside a container's namespace is not implemented "
                                 "(the tc shaper works on this host's loopback only); run it on the local backend")
@@ -358,7 +362,7 @@ class NetworkDelay(NetworkFault):
     delayer's statistics after heal.
     """
 
-    kind = "network_delay"
+    kind, need, what = "delay", "delay", "a packet delay"
     READY_TIMEOUT = 15.0
 
     def __init__(self, ports: Iterable[int], ms: float, jitter_ms: float = 0.0, *, direction: str = "from",
@@ -385,7 +389,12 @@ class NetworkDelay(NetworkFault):
 
     def _inject(self) -> None:
         backend = self.backend or get_capabilities().delay_backend
-        _require({"netem": "netem_delay", "nfqueue": "nfqueue_delay"}.get(backend or "", "network_delay"))
+        if backend == "netem":
+            _require("netem", "netem delay")
+        elif backend == "nfqueue":
+            _require("nfqueue", "NFQUEUE delay")
+        else:
+            _require(self.need, self.what)
         self.stats = None
         # the link's round trip before the delay, subtracted from what the probe measures under it
         self.base_rtt_ms = probe.round_trip_ms(self.probe_port, n=3, timeout=0.5, **self.probe_where) or 0.0
@@ -434,7 +443,7 @@ class NetworkDelay(NetworkFault):
                 break
         raise NetFaultError(f"the NFQUEUE delayer did not start: {last_err}. Check `python -m "
                             f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
-                            f"{get_capabilities().missing('nfqueue_delay') or 'see its error above'}")
+                            f"{get_capabilities().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
 
     def _await_ready(self, proc: subprocess.Popen[str]) -> str:
         """The delayer's first line ('' when it exited first), or why none came in time."""

@@ -11,65 +11,21 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.history import Aim  # the history types where an aimed fault landed
-from pytest_streamchaos.records import TimelineEvent
+from pytest_streamchaos.faults.kind import FaultAction
+from pytest_streamchaos.faults.moments import Aim, MomentDetector
+from pytest_streamchaos.faults.registry import kind_of
+from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 
 #: how often an active fault's ``check`` runs (a delayer that died shows within this)
 CHECK_EVERY_S = 1.0
 
 
-class Recorder:
-    """Thread-safe list of timeline events on the run clock (``time.time``)."""
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self.clock = clock
-        self._events: list[TimelineEvent] = []
-        self._lock = threading.Lock()
-
-    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
-        ev = TimelineEvent(self.clock() if t is None else t, kind, target, detail)
-        with self._lock:
-            self._events.append(ev)
-        return ev
-
-    def events(self) -> list[TimelineEvent]:
-        with self._lock:
-            return sorted(self._events, key=lambda e: e.t)
-
-
-#: the micro-batch phases an aimed fault can land in, in cycle order: nothing planned beyond the last
-#: commit; offsets logged and tasks running with nothing written yet; output written, not committed;
-#: committed
-PHASES = ("idle", "running", "sink_written", "committed")
-
-
-#: a moment detector: ``(planned, stop, deadline)`` -> an :class:`Aim` once the moment came (the
-#: scheduler injects at once), or None when it did not come before ``deadline`` or ``stop``
-MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
-
-
-class FaultAction(Protocol):
-    """What a fault kind does to the stack. ``inject`` returns a handle that ``heal`` gets back, as
-    soon as the fault has taken effect (signal sent, rule installed, broker down) and without
-    waiting for more; ``target`` names what was hit (for the timeline). An action may also have
-    ``confirm(planned, handle)``: it blocks until the effect is confirmed (process gone, group
-    stopped) and raises if it is not within its own timeout; a dict it returns (what a probe
-    measured) goes into the ``fault_injected`` event. An action may also have ``check(planned,
-    handle)``, called every :data:`CHECK_EVERY_S` while the fault is active: a string it returns says
-    why the fault stopped acting, which is recorded as a ``fault_error`` (a fault that did not happen)."""
-
-    def target(self, planned: PlannedFault) -> str: ...
-
-    def inject(self, planned: PlannedFault) -> Any: ...
-
-    def heal(self, planned: PlannedFault, handle: Any) -> None: ...
-
-
 class FaultScheduler:
-    """Runs a list of planned faults against actions (one per fault kind)."""
+    """Runs a list of planned faults against actions (one per fault kind, :class:`~.kind.FaultAction`)
+    on ``clock``, the run's clock (``time.time``: the recorder's, the moments' and the stamps of
+    Spark's files are on it)."""
 
     def __init__(
         self,
@@ -77,6 +33,7 @@ class FaultScheduler:
         actions: dict[str, FaultAction],
         recorder: Recorder,
         moments: dict[str, MomentDetector] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         missing = sorted({p.spec.kind for p in planned} - set(actions))
         if missing:
@@ -85,6 +42,7 @@ class FaultScheduler:
         self.actions = actions
         self.recorder = recorder
         self.moments = moments or {}
+        self.clock = clock
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -105,7 +63,7 @@ class FaultScheduler:
 
     def _run_one(self, i: int, p: PlannedFault, at: float) -> None:
         action = self.actions[p.spec.kind]
-        if self._stop.wait(max(0.0, at - time.time())):
+        if self._stop.wait(max(0.0, at - self.clock())):
             return
         aim: dict[str, Any] = {}
         if p.at is None:  # aimed: wait for the moment
@@ -121,20 +79,18 @@ class FaultScheduler:
         # The fault's time is when it took effect: inject returns right after the signal / rule /
         # broker-down, before any wait for confirmation (a reap can take seconds, which would put
         # the fault after the system's own reaction to it and shorten every measured delay).
-        t_injected = time.time()
+        t_injected = self.clock()
         with self._lock:
             self._active[i] = (p, handle)
             self._fired[i] = t_injected
         unconfirmed = None
         confirmed: float | None = 0.0
         measured: dict[str, Any] = {}
-        confirm = getattr(action, "confirm", None)
-        if confirm is not None:
-            try:
-                measured = confirm(p, handle) or {}
-                confirmed = time.time() - t_injected
-            except Exception as exc:
-                confirmed, unconfirmed = None, f"not confirmed: {exc}"
+        try:
+            measured = action.confirm(p, handle) or {}
+            confirmed = self.clock() - t_injected
+        except Exception as exc:
+            confirmed, unconfirmed = None, f"not confirmed: {exc}"
         try:
             target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
         except Exception as exc:
@@ -155,7 +111,7 @@ class FaultScheduler:
         if wait is None:
             self._error(p, f"no detector for moment {p.spec.when!r}")
             return None
-        found = wait(p, self._stop, time.time() + p.spec.timeout)
+        found = wait(p, self._stop, self.clock() + p.spec.timeout)
         if not found:
             why = (f"the load phase ended before moment {p.spec.when!r} came" if self._stop.is_set()
                    else f"moment {p.spec.when!r} not seen within timeout={p.spec.timeout:g}s")
@@ -166,13 +122,10 @@ class FaultScheduler:
 
     def _watch(self, i: int, p: PlannedFault, handle: Any, heal_at: float | None) -> None:
         """Wait until ``heal_at`` (None: until stop), asking the action's ``check`` meanwhile
-        whether the fault still acts; the first time it does not is a fault error."""
-        check = getattr(self.actions[p.spec.kind], "check", None)
-        if check is None:
-            if heal_at is not None:
-                self._stop.wait(max(0.0, heal_at - time.time()))  # a scheduled delay; stop() heals early
-            return
-        while not self._stop.is_set() and (heal_at is None or time.time() < heal_at):
+        whether the fault still acts; the first time it does not is a fault error. (A wait on the
+        stop event: a scheduled delay, which stop() cuts short to heal early.)"""
+        check = self.actions[p.spec.kind].check
+        while not self._stop.is_set() and (heal_at is None or self.clock() < heal_at):
             with self._lock:
                 if i not in self._active:
                     return  # healed by stop()
@@ -184,10 +137,10 @@ class FaultScheduler:
                 self._error(p, f"stopped acting while active: {why}")
                 self.recorder.record("fault_stopped_acting", self.actions[p.spec.kind].target(p), reason=why)
                 break
-            wait = CHECK_EVERY_S if heal_at is None else min(CHECK_EVERY_S, max(0.0, heal_at - time.time()))
+            wait = CHECK_EVERY_S if heal_at is None else min(CHECK_EVERY_S, max(0.0, heal_at - self.clock()))
             self._stop.wait(wait)
         if heal_at is not None:
-            self._stop.wait(max(0.0, heal_at - time.time()))
+            self._stop.wait(max(0.0, heal_at - self.clock()))
 
     def _heal(self, i: int) -> None:
         with self._lock:
@@ -207,11 +160,11 @@ class FaultScheduler:
         self.recorder.record("fault_error", p.label, error=msg)
 
     def acting_on_driver(self) -> bool:
-        """Whether a fault that stops the driver (``kill_driver``, a driver ``pause``) is in effect: a
-        supervisor must leave the driver to it (the fault restarts or resumes it on heal)."""
+        """Whether a fault that stops the driver (a kill of the driver, a driver paused: its kind's
+        ``stops_driver``) is in effect: a supervisor must leave the driver to it (the fault restarts or
+        resumes it on heal)."""
         with self._lock:
-            return any(p.spec.kind == "kill_driver" or (p.spec.kind == "pause" and p.spec.target == "driver")
-                       for p, _ in self._active.values())
+            return any(kind_of(p.spec).stops_driver(p.spec) for p, _ in self._active.values())
 
     def done(self) -> bool:
         """Whether the schedule has played out: every occurrence fired and healed, or was skipped or

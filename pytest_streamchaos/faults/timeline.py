@@ -2,13 +2,19 @@
 
 :func:`plan` turns validated :class:`FaultSpec` objects into concrete occurrences on the run's clock
 (offsets from steady state). It is pure so that schedules are unit-tested without a stack.
+:class:`Recorder` keeps what actually happened, as timeline events.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_streamchaos.faults.spec import FaultSpec
+from pytest_streamchaos.records import TimelineEvent
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,26 @@ class PlannedFault:
     def label(self) -> str:
         n = f"#{self.occurrence + 1}" if self.spec.times > 1 else ""
         return self.spec.label + n
+
+
+class Recorder:
+    """Thread-safe list of timeline events on the run clock (``time.time``): what the faults did, and
+    what the system did in reaction."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._events: list[TimelineEvent] = []
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+        ev = TimelineEvent(self.clock() if t is None else t, kind, target, detail)
+        with self._lock:
+            self._events.append(ev)
+        return ev
+
+    def events(self) -> list[TimelineEvent]:
+        with self._lock:
+            return sorted(self._events, key=lambda e: e.t)
 
 
 def plan(specs: list[FaultSpec]) -> list[PlannedFault]:

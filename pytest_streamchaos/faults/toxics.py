@@ -9,14 +9,15 @@ have :class:`~.network.NetworkFault`'s interface (idempotent ``inject``/``heal``
     with ToxicDelay(proxies, ms=200):
         ...    # every request and every reply through the proxies is held 200 ms
 
-What each does, and how the fault marks map (:func:`toxic_fault`):
+What each does, and how the network family's marks map to them (each kind's ``toxic``, in
+:mod:`pytest_streamchaos.faults.families.network`):
 
-- ``network_delay`` -> :class:`ToxicDelay`: a ``latency`` toxic (``latency`` = ``ms``, ``jitter`` =
+- a delay -> :class:`ToxicDelay`: a ``latency`` toxic (``latency`` = ``ms``, ``jitter`` =
   ``jitter_ms``: uniform in ms ± jitter) on **both** streams: a request is held ``ms`` on its way to
   the broker and its reply ``ms`` on the way back, so a round trip grows by 2·``ms`` (± 2·jitter),
   as with :class:`~.network.NetworkDelay` ``direction="both"``. ``measured_delay_ms`` is the added
   delay per direction (comparable to ``ms``, as NetworkDelay's), ``measured_rtt_added_ms`` the whole.
-- ``network_partition`` -> :class:`ToxicPartition`. ``mode="blackhole"`` (default): a ``timeout``
+- a partition -> :class:`ToxicPartition`. ``mode="blackhole"`` (default): a ``timeout``
   toxic with ``timeout`` 0 on both streams: connections stay open and new connects are accepted, but
   every byte is **discarded** (Toxiproxy drops it, it does not hold it) until heal, so the job
   notices only by its own timeouts, as behind a silent cut (iptables DROP, :class:`~.network.Partition`,
@@ -24,9 +25,9 @@ What each does, and how the fault marks map (:func:`toxic_fault`):
   connection with a hole in its byte stream survives the heal: clients reconnect. ``mode="refuse"``:
   the proxies are disabled: every connection through them is closed and new connects are refused at
   once until heal, as when the broker's host is up but nothing listens; the job notices at once.
-- ``bandwidth_limit`` -> :class:`ToxicBandwidth`: a ``bandwidth`` toxic on both streams; Toxiproxy's
+- a bandwidth limit -> :class:`ToxicBandwidth`: a ``bandwidth`` toxic on both streams; Toxiproxy's
   ``rate`` is in KB/s (1000 bytes), so ``rate = kbit / 8`` (at least 1: 0 would mean unlimited).
-- ``packet_loss``: none. Toxiproxy 2.12 has no loss toxic, and through a TCP proxy a lost segment
+- packet loss: none. Toxiproxy 2.12 has no loss toxic, and through a TCP proxy a lost segment
   would only be resent; it stays with iptables (:class:`~.network.PacketLoss`).
 - Without a mark of their own: :class:`ToxicResetPeer` (``reset_peer``: a connection that sends is
   reset, after ``timeout_ms``), :class:`ToxicSlicer` (``slicer``: replies cut into small pieces) and
@@ -49,7 +50,7 @@ from pytest_streamchaos.stack.base import LinkProxy, NetFaultError
 from pytest_streamchaos.stack.toxiproxy import ToxiproxyError
 
 __all__ = ["ToxicFault", "ToxicDelay", "ToxicPartition", "ToxicBandwidth", "ToxicResetPeer", "ToxicSlicer",
-           "ToxicLimitData", "toxic_fault", "kbit_to_rate"]
+           "ToxicLimitData", "kbit_to_rate"]
 
 BOTH = ("upstream", "downstream")
 #: how long a probe waits for a reply that a partition should withhold
@@ -154,7 +155,7 @@ class ToxicFault(NetworkFault):
 class ToxicDelay(ToxicFault):
     """Hold every chunk ``ms`` ± ``jitter_ms`` each way (a round trip + 2·``ms``)."""
 
-    kind = "network_delay"
+    kind = "latency"
 
     def __init__(self, proxies: Sequence[LinkProxy], ms: float, jitter_ms: float = 0.0) -> None:
         super().__init__(proxies)
@@ -198,7 +199,7 @@ class ToxicPartition(ToxicFault):
     """Cut the link: ``mode="blackhole"`` (default) discards every byte, ``"refuse"`` disables the
     proxies (see the module docstring for the difference)."""
 
-    kind = "network_partition"
+    kind = "partition"
     MODES = ("refuse", "blackhole")
 
     def __init__(self, proxies: Sequence[LinkProxy], mode: str = "blackhole") -> None:
@@ -242,7 +243,7 @@ class ToxicPartition(ToxicFault):
 class ToxicBandwidth(ToxicFault):
     """Limit each direction to ``kbit`` kbit/s (checked through the API; see :func:`kbit_to_rate`)."""
 
-    kind = "bandwidth_limit"
+    kind = "bandwidth"
 
     def __init__(self, proxies: Sequence[LinkProxy], kbit: float) -> None:
         super().__init__(proxies)
@@ -310,17 +311,3 @@ class ToxicLimitData(ToxicFault):
 
     def _args(self) -> dict[str, Any]:
         return {"bytes": self.bytes}
-
-
-def toxic_fault(kind: str, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-    """The Toxiproxy fault for a network fault mark (``kind`` and its ``params``) on ``proxies``."""
-    if kind == "network_delay":
-        return ToxicDelay(proxies, params["ms"], params.get("jitter_ms", 0))
-    if kind == "network_partition":
-        return ToxicPartition(proxies, params.get("mode", "blackhole"))
-    if kind == "bandwidth_limit":
-        return ToxicBandwidth(proxies, params["kbit"])
-    if kind == "packet_loss":
-        raise NetFaultError("packet_loss through Toxiproxy: it has no loss toxic (2.12), and a TCP proxy's lost "
-                            "segment would only be resent; use the iptables fault (faults.network.PacketLoss)")
-    raise ValueError(f"no Toxiproxy fault for {kind!r}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_streamchaos.faults.scheduler import Recorder
+from pytest_streamchaos.faults.timeline import Recorder
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.errors import RunError

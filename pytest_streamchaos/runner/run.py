@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.runner.context import RunContext, Status
 from pytest_streamchaos.runner.errors import RunError
@@ -64,15 +65,18 @@ class Run:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault
         scheduler around it, drive it through the phases, always clean up, then judge."""
         prepared = PrepareJob(ctx, topics).run()
-        job = prepared.job
-        obs = WireObservers(ctx, topics, prepared).run()
-        status = Status(self.chaos.status, ctx.recorder)
-        status.watch(obs.generator, obs.collector)
         try:
-            warm = WarmUp(ctx, job, obs, status).run()
-            load = LoadPhase(ctx, job, topics, obs, status).run(warm.steady)
-            Drain(ctx, job, topics, obs, status).run()
-        finally:
-            obs.cleanup(job)
-        obs.progress.poll()
-        return Verdict(ctx, Phases(topics=topics, prepared=prepared, obs=obs, warm=warm, load=load)).run()
+            job = prepared.job
+            obs = WireObservers(ctx, topics, prepared).run()
+            status = Status(self.chaos.status, ctx.recorder)
+            status.watch(obs.generator, obs.collector)
+            try:
+                warm = WarmUp(ctx, job, obs, status).run()
+                load = LoadPhase(ctx, job, topics, obs, status).run(warm.steady)
+                Drain(ctx, job, topics, obs, status).run()
+            finally:
+                obs.cleanup(job)
+            obs.progress.poll()
+            return Verdict(ctx, Phases(topics=topics, prepared=prepared, obs=obs, warm=warm, load=load)).run()
+        finally:  # what the faults made ready for the job (a mount under its checkpoint), once the job is gone
+            ctx.warnings.extend(release(prepared.prepared))

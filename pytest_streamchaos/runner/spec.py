@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
+from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.runner.errors import RunError
@@ -111,6 +112,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     starts) and build the run's spec and inputs."""
     check_run_args(guarantee, load.rate, load.duration, setup.args, inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
+    check_run(faults, checkpoint=checkpoint)  # a fault this run's arguments cannot have
     script = resolve_job(job, place.test_dir, place.rootdir)
     planned = plan(list(faults))
     t = timing

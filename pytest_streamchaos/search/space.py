@@ -25,21 +25,6 @@ TRIPLE_SINGLES = 12
 PAIR_GAPS = (0, 1)
 
 
-#: the process faults of today's stack as the search sees them (the families' registry replaces this)
-DEFAULT_KINDS: dict[str, KindInfo] = {k.name: k for k in (
-    KindInfo("kill_driver", "driver", ("driver",),
-             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted")),
-    KindInfo("kill_executor", "executor", ("executor@worker-0", "executor@worker-1"),
-             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted", "state_commit"),
-             interchangeable=(("executor@worker-0", "executor@worker-1"),)),
-    KindInfo("kill_worker", "executor", ("worker-0", "worker-1"),
-             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted", "state_commit"),
-             interchangeable=(("worker-0", "worker-1"),)),
-    KindInfo("kill_broker", "broker", ("input_leader", "output_leader"),
-             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted")),
-)}
-
-
 @dataclass(frozen=True)
 class Pruned:
     """A single step left out, the rule that left it out, and the step that stands for it (None: the
@@ -56,7 +41,8 @@ class Space:
 
     def __init__(self, kinds: Sequence[str | KindInfo], *, stateful: bool | None = None,
                  catalogue: dict[str, KindInfo] | None = None, rules: Sequence[Rule] = RULES) -> None:
-        known = catalogue if catalogue is not None else DEFAULT_KINDS
+        # the fault kinds as the search sees them come from the fault registry (by name) or as KindInfo
+        known = catalogue or {}
         self.kinds: dict[str, KindInfo] = {}
         for k in kinds:
             info = k if isinstance(k, KindInfo) else known.get(k)

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 DEFAULT_TIMEOUT_S = 30.0
 
 ErrorFactory = Callable[[str], Exception]
-#: the bit of CAP_NET_ADMIN in a capability set (linux/capability.h)
+#: the bits of CAP_NET_ADMIN and CAP_SYS_ADMIN in a capability set (linux/capability.h)
 CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21
 
 
 class CommandError(RuntimeError):
@@ -75,6 +76,18 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S, fix: str = "
 def has_net_admin(status: str | None = None) -> bool:
     """Whether this process has CAP_NET_ADMIN in its effective set (root normally has), which iptables
     and tc commands need; ``status``: the text of the process's status file (read when None)."""
+    return has_capability(CAP_NET_ADMIN, status)
+
+
+def has_sys_admin(status: str | None = None) -> bool:
+    """Whether this process has CAP_SYS_ADMIN in its effective set (root normally has), which
+    ``mount`` needs (a fault's small filesystem)."""
+    return has_capability(CAP_SYS_ADMIN, status)
+
+
+def has_capability(bit: int, status: str | None = None) -> bool:
+    """Whether capability ``bit`` (linux/capability.h) is in this process's effective set; without a
+    status file to read, whether it runs as root."""
     if status is None:
         try:
             with open("/proc/self/status") as f:
@@ -83,5 +96,5 @@ def has_net_admin(status: str | None = None) -> bool:
             return os.geteuid() == 0
     for line in status.splitlines():
         if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> CAP_NET_ADMIN & 1)
+            return bool(int(line.split()[1], 16) >> bit & 1)
     return os.geteuid() == 0

@@ -17,10 +17,10 @@ import psutil
 import pytest
 import requests
 
-from pytest_streamchaos.faults.actions import FaultContext, actions_for
-from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
-from pytest_streamchaos.faults.spec import parse
-from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.registry import actions_for, parse
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.poll import settled, wait_for
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.hdfs import LocalHdfsCluster

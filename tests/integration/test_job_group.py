@@ -35,8 +35,8 @@ def group():
     g = jobgroup.get_job_group()
     if not g.available:
         pytest.skip(f"no job group on this host: {g.reason}")
-    if get_capabilities().missing("network_partition"):
-        pytest.skip(get_capabilities().missing("network_partition"))
+    if get_capabilities().missing("drop", "network_partition"):
+        pytest.skip(get_capabilities().missing("drop", "network_partition"))
     return g
 
 
@@ -120,8 +120,8 @@ def test_an_unscoped_partition_cuts_everyone(group, server, tmp_path):
 
 
 def test_a_delay_scoped_to_the_job_delays_only_the_job(group, server):
-    if get_capabilities().missing("network_delay"):
-        pytest.skip(get_capabilities().missing("network_delay"))
+    if get_capabilities().missing("delay", "network_delay"):
+        pytest.skip(get_capabilities().missing("delay", "network_delay"))
     from pytest_streamchaos.faults import probe
 
     fault = net.NetworkDelay([server], ms=300, direction="both").only_marked(jobgroup.MARK, jobgroup.MASK)

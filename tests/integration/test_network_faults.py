@@ -19,21 +19,22 @@ import time
 
 import pytest
 
-from pytest_streamchaos.faults.actions import FaultContext, actions_for
 from pytest_streamchaos.faults.capabilities import get_capabilities
+from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.iptables import NetFaultError, chain_name
 from pytest_streamchaos.faults.network import BandwidthLimit, NetworkDelay, PacketLoss, Partition, ports_of
-from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
-from pytest_streamchaos.faults.spec import parse
-from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.faults.registry import actions_for, kind, parse
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.stack.base import Endpoint
 from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
 
-def need(kind: str) -> None:
-    reason = get_capabilities().missing(kind)
+def need(name: str) -> None:
+    caps = get_capabilities()
+    reason = caps.missing("nfqueue", "NFQUEUE delay") if name == "nfqueue_delay" else kind(name).host_missing(caps)
     if reason:
         pytest.skip(reason)
 
@@ -280,7 +281,7 @@ def test_other_ports_unaffected(echo, clean_host):
     other = EchoServer()
     try:
         with Partition([echo.port]), BandwidthLimit([echo.port], kbit=100) if not get_capabilities().missing(
-                "bandwidth_limit") else Partition([echo.port]):
+                "shaping", "bandwidth_limit") else Partition([echo.port]):
             r = rtts_ms(other.port, 5)
         assert max(r) < 100, f"a fault on port {echo.port} slowed port {other.port}: {r}"
     finally:
@@ -308,7 +309,7 @@ CHILD = textwrap.dedent("""
     Partition([cut]).inject()
     d = NetworkDelay([port], ms=300)
     d.inject()
-    shaped = not get_capabilities().missing("bandwidth_limit")
+    shaped = not get_capabilities().missing("shaping", "bandwidth_limit")
     if shaped:
         BandwidthLimit([slow], kbit=500).inject()
     print(chain_name(), d._proc.pid if d._proc else 0, int(shaped), flush=True)

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from pytest_streamchaos.faults import probe
+from pytest_streamchaos.faults.registry import kind
 from pytest_streamchaos.faults.toxics import (
     ToxicBandwidth,
     ToxicDelay,
@@ -25,7 +26,6 @@ from pytest_streamchaos.faults.toxics import (
     ToxicPartition,
     ToxicResetPeer,
     ToxicSlicer,
-    toxic_fault,
 )
 from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import NetFaultError
@@ -313,11 +313,11 @@ def test_partial_inject_is_undone(server, proxy, echo):
 
 
 def test_marks_map_to_toxic_faults(proxy):
-    assert isinstance(toxic_fault("network_delay", {"ms": 10}, [proxy]), ToxicDelay)
-    assert toxic_fault("network_partition", {}, [proxy]).mode == "blackhole"
-    assert toxic_fault("bandwidth_limit", {"kbit": 800}, [proxy]).rate == 100
+    assert isinstance(kind("network_delay").toxic({"ms": 10}, [proxy]), ToxicDelay)
+    assert kind("network_partition").toxic({}, [proxy]).mode == "blackhole"
+    assert kind("bandwidth_limit").toxic({"kbit": 800}, [proxy]).rate == 100
     with pytest.raises(NetFaultError, match="no loss toxic"):
-        toxic_fault("packet_loss", {"percent": 10}, [proxy])
+        kind("packet_loss").toxic({"percent": 10}, [proxy])
 
 
 def test_api_versions_probe_is_answered_by_a_real_broker(kafka):

@@ -2,7 +2,7 @@
 backend's classes are what stack/base.py's protocols say the faults get. A backend class that stops
 fitting a protocol fails the type check, naming the member."""
 
-from pytest_streamchaos.faults.actions import OutputSeen
+from pytest_streamchaos.faults.context import OutputSeen
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.spark.launcher import SparkJob

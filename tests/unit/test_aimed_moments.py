@@ -12,15 +12,12 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.analysis.metrics import FaultMetrics
-from pytest_streamchaos.faults.actions import (
-    MAX_AIM_ATTEMPTS,
-    FaultContext,
-    batch_phase,
-    wait_uncommitted_output,
-)
-from pytest_streamchaos.faults.scheduler import Aim, FaultScheduler, Recorder
-from pytest_streamchaos.faults.spec import parse
-from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.kind import FaultAction
+from pytest_streamchaos.faults.moments import MAX_AIM_ATTEMPTS, Aim, batch_phase, wait_uncommitted_output
+from pytest_streamchaos.faults.registry import parse
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.testing import wait_for
 
@@ -125,7 +122,7 @@ def test_the_moment_that_never_comes_gives_none(tmp_path: Path) -> None:
     assert got is None
 
 
-class Target:
+class Target(FaultAction):
     def __init__(self) -> None:
         self.injected = 0
 

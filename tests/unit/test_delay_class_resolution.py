@@ -3,7 +3,7 @@ and a run without ``duration`` lasts the fault timeline plus a recovery window."
 
 import pytest
 
-from pytest_streamchaos.faults.spec import parse
+from pytest_streamchaos.faults.registry import parse
 from pytest_streamchaos.faults.timeline import DEFAULT_LOAD_S, RECOVERY_WINDOW_S, load_end, load_seconds, plan
 from pytest_streamchaos.faults.timeouts import (
     DelayClassError,

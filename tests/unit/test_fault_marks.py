@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_streamchaos import kill_driver, kill_worker, network_delay
-from pytest_streamchaos.faults.spec import FaultSpecError, parse
+from pytest_streamchaos.faults.registry import parse
+from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.faults.timeline import horizon, plan
 
 

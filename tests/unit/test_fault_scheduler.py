@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 import time
 
-from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
-from pytest_streamchaos.faults.spec import parse
-from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.faults.kind import FaultAction
+from pytest_streamchaos.faults.registry import parse
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.testing import wait_for
 
 
-class FakeTarget:
+class FakeTarget(FaultAction):
     """A stand-in fault target (the scheduler's own logic is under test, not the stack)."""
 
     def __init__(self) -> None:

@@ -5,10 +5,11 @@ import time
 
 import pytest
 
-from pytest_streamchaos.faults.actions import FaultContext, actions_for
-from pytest_streamchaos.faults.scheduler import FaultScheduler, Recorder
-from pytest_streamchaos.faults.spec import FaultSpecError, parse
-from pytest_streamchaos.faults.timeline import plan
+from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.registry import actions_for, parse
+from pytest_streamchaos.faults.scheduler import FaultScheduler
+from pytest_streamchaos.faults.spec import FaultSpecError
+from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.poll import wait_for
 
 

@@ -9,6 +9,7 @@ from pytest_streamchaos.faults import tcshaper
 from pytest_streamchaos.faults.capabilities import Capabilities
 from pytest_streamchaos.faults.network import NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.faults.nfq_delayer import Delayer
+from pytest_streamchaos.faults.registry import kind
 from pytest_streamchaos.stack.base import Endpoint
 
 
@@ -165,12 +166,12 @@ def test_capability_reasons_name_the_fix():
     caps = Capabilities(net_admin=True, iptables=True, statistic=True, tc=True, tbf=True,
                         reasons={"netem": "netem unknown", "netfilterqueue": "not importable",
                                  "htb": "no htb"})
-    assert caps.missing("network_partition") is None and caps.missing("packet_loss") is None
-    why = caps.missing("network_delay")
+    assert kind("network_partition").host_missing(caps) is None and kind("packet_loss").host_missing(caps) is None
+    why = kind("network_delay").host_missing(caps)
     assert "netem or NFQUEUE+NetfilterQueue" in why and "pip install NetfilterQueue" in why
-    assert "no htb" in caps.missing("bandwidth_limit")
-    assert "CAP_NET_ADMIN" in Capabilities().missing("packet_loss")
+    assert "no htb" in kind("bandwidth_limit").host_missing(caps)
+    assert "CAP_NET_ADMIN" in kind("packet_loss").host_missing(Capabilities())
     caps.nfqueue_target = caps.netfilterqueue = True
-    assert caps.delay_backend == "nfqueue" and caps.missing("network_delay") is None
+    assert caps.delay_backend == "nfqueue" and kind("network_delay").host_missing(caps) is None
     with pytest.raises(ValueError):
         caps.missing("earthquake")

@@ -247,7 +247,7 @@ def test_runner_status_hook_fields_and_rate() -> None:
     """The runner's hook (``runner.context.Status``), without a stack: fields, at most one call a second."""
     from types import SimpleNamespace
 
-    from pytest_streamchaos.faults.scheduler import Recorder
+    from pytest_streamchaos.faults.timeline import Recorder
     from pytest_streamchaos.runner.context import Status
 
     got: list[dict] = []

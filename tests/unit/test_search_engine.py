@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from search_catalogue import CATALOGUE
 
 from pytest_streamchaos.search.engine import explore, replay
 from pytest_streamchaos.search.kinds import KindInfo
 from pytest_streamchaos.search.schedule import Landed, Outcome, Schedule, Step
-from pytest_streamchaos.search.space import Space
+from pytest_streamchaos.search.space import Space as _Space
+
+
+def Space(kinds, **kw):  # noqa: N802  (the synthetic catalogue's Space)
+    return _Space(kinds, catalogue=CATALOGUE, **kw)
 
 ALL = ["kill_driver", "kill_executor", "kill_worker", "kill_broker"]
 DOV = Step("kill_driver", "driver", "output_visible_uncommitted")

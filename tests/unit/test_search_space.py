@@ -5,14 +5,19 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from search_catalogue import CATALOGUE
 
 from pytest_streamchaos.search.kinds import KindInfo
 from pytest_streamchaos.search.schedule import PHASES, Schedule, Step
 from pytest_streamchaos.search.shrink import candidates, size
-from pytest_streamchaos.search.space import DEFAULT_KINDS, Space
+from pytest_streamchaos.search.space import Space as _Space
 from pytest_streamchaos.search.token import ReplayTokenError, decode, encode
 
-ALL = list(DEFAULT_KINDS)
+
+def Space(kinds, **kw):  # noqa: N802  (the synthetic catalogue's Space)
+    return _Space(kinds, catalogue=CATALOGUE, **kw)
+
+ALL = list(CATALOGUE)
 NODE = "tests/chaos/test_orders.py::test_orders_job_is_exactly_once"
 
 

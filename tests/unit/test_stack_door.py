@@ -25,12 +25,12 @@ FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.
 
 def test_the_faults_reach_the_stack_only_through_its_interface():
     used = {}
-    for path in sorted((PKG / "faults").glob("*.py")):
+    for path in sorted((PKG / "faults").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_streamchaos.stack"):
                 names = [node.module] if node.module != "pytest_streamchaos.stack" else \
                     [f"{node.module}.{a.name}" for a in node.names]
                 for name in names:
-                    used.setdefault(name, []).append(path.name)
+                    used.setdefault(name, []).append(str(path.relative_to(PKG / "faults")))
     extra = {m: files for m, files in used.items() if m not in FAULTS_MAY_IMPORT}
     assert not extra, f"the faults use the stack beyond its interface (stack/base.py): {extra}"

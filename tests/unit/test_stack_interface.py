@@ -12,7 +12,10 @@ from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
 from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
-USERS = [PKG / "faults" / "actions.py", *sorted((PKG / "runner").rglob("*.py"))]
+#: what acts on the stack: the fault families, their shared context and moments, and the runner
+FAULTS = [PKG / "faults" / "context.py", PKG / "faults" / "moments.py",
+          *sorted((PKG / "faults" / "families").glob("*.py"))]
+USERS = [*FAULTS, *sorted((PKG / "runner").rglob("*.py"))]
 
 
 def _uses(pattern: str) -> set[str]:
@@ -40,8 +43,9 @@ def test_the_local_backend_implements_the_whole_interface(local, iface):
 
 
 def test_the_faults_send_no_signal_themselves():
-    text = (PKG / "faults" / "actions.py").read_text()
-    assert "os.kill(" not in text and "psutil" not in text, "signal through the stack (stack/base.py)"
+    for path in FAULTS:
+        text = path.read_text()
+        assert "os.kill(" not in text and "psutil" not in text, f"{path.name}: signal through the stack (stack/base.py)"
 
 
 def test_a_backend_lacking_an_operation_fails_naming_it():

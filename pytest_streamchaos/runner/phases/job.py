@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.delay_class import DelaySpec
+from pytest_streamchaos.faults.kind import JobSite, LinkDelay, Preparation
+from pytest_streamchaos.faults.registry import kind_of, prepare
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
@@ -18,6 +21,7 @@ from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
+from pytest_streamchaos.stack.commands import CommandError
 
 
 @dataclass
@@ -28,6 +32,9 @@ class PreparedJob:
     checkpoint_roots: list  #: where the query's checkpoint may be (places of the run's storage)
     job_kafka: dict[str, tuple[str, str]]  #: Kafka client timeouts the job's code sets
     delay_choices: list  #: facts.DelayClassChoice, one per timeout changed
+    #: what the plan's fault kinds made ready before the job starts (``FaultKind.before_job``), by kind
+    #: name: released by the run once it is over (``faults.registry.release``)
+    prepared: dict[str, Preparation] = field(default_factory=dict)
 
 
 class PrepareJob:
@@ -64,7 +71,29 @@ class PrepareJob:
         roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,
                                             *paths_in([*argv, *s.conf.values()], job.workdir))]
         roots += [place for place, _ in named]  # a location hard-coded in the job's code
-        return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices)
+        return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
+                           prepared=self._prepare_faults(argv, job))
+
+    def _prepare_faults(self, argv: Sequence[str], job: Any) -> dict[str, Preparation]:
+        """What the plan's fault kinds make ready before the job starts (their ``before_job``: e.g. a small
+        filesystem where the checkpoint will be), last, so that nothing after it here can fail."""
+        specs = list({id(p.spec): p.spec for p in self.ctx.inputs.planned}.values())
+        if not specs:
+            return {}
+        s, storage = self.ctx.spec, self.ctx.storage
+        try:
+            source = self.ctx.inputs.script.read_text(errors="replace")
+        except OSError:
+            source = ""
+        places = (checkpoint_places(source, argv, s.conf, s.outputs, job.workdir, str(storage.checkpoint))
+                  if storage.kind == "local" else [])
+        site = JobSite(workdir=job.workdir, checkpoints=tuple(places), storage=storage.kind,
+                       harness=(job.event_log_dir, job.log_path, job.workdir / "local"),
+                       separate_hosts=bool(self.ctx.chaos.cluster.link_sides()))
+        try:
+            return prepare(specs, site)
+        except (ValueError, CommandError) as exc:
+            raise RunError(str(exc)) from None
 
     def _named_checkpoints(self, argv: Sequence[str]) -> list[tuple[Any, str]]:
         """The checkpoint locations the job names where the run can see them before it starts: absolute
@@ -104,18 +133,15 @@ class PrepareJob:
 
     def _resolve_delay_classes(self, job_conf: Mapping[str, str],
                                job_kafka: dict[str, tuple[str, str]]) -> tuple[dict[str, str], list]:
-        """Make every ``network_delay(above_timeout=...)`` hold by changing its link's timeout for
-        this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add and the
+        """Make every stated delay class (a link delay's ``above_timeout=...``) hold by changing its
+        link's timeout for this run (``faults.timeouts.resolve_delay_class``); return the Spark conf to add and the
         choices made. What the test pins itself is not changed."""
         ctx = self.ctx
         pinned = frozenset(ctx.spec.conf)
         conf: dict[str, str] = {}
         choices = []
-        for p in ctx.inputs.planned:
-            if p.spec.kind != "network_delay" or p.spec.params.get("above_timeout") is None:
-                continue
-            choice = resolve_delay_class(str(p.spec.target), float(p.spec.params["ms"]),
-                                         p.spec.params["above_timeout"], ctx.chaos.cluster.effective_conf,
+        for d in stated_delays(ctx.inputs.planned):
+            choice = resolve_delay_class(d.target, d.ms, d.above_timeout, ctx.chaos.cluster.effective_conf,
                                          {**job_conf, **conf}, pinned, job_kafka)
             if choice is None:
                 continue
@@ -128,12 +154,31 @@ class PrepareJob:
     def _check_delay_classes(self, job: Any, job_kafka: dict[str, tuple[str, str]]) -> None:
         """Every stated class holds on the conf finally passed (two delays on one link that want
         opposite sides fail here, naming the setting)."""
-        for p in self.ctx.inputs.planned:
-            if p.spec.kind == "network_delay" and p.spec.params.get("above_timeout") is not None:
-                to = governing_timeout(str(p.spec.target), self.ctx.chaos.cluster.effective_conf,
-                                       job.effective_conf, job_kafka)
-                check_delay_class(float(p.spec.params["ms"]), p.spec.params["above_timeout"], to,
-                                  str(p.spec.target))
+        for d in stated_delays(self.ctx.inputs.planned):
+            to = governing_timeout(d.target, self.ctx.chaos.cluster.effective_conf, job.effective_conf, job_kafka)
+            check_delay_class(d.ms, d.above_timeout, to, d.target)
+
+
+def checkpoint_places(source: str, argv: Sequence[str], conf: Mapping[str, str], outputs: Sequence[str] | None,
+                      workdir: Path, run_checkpoint: str) -> list[str]:
+    """Where a query's checkpoint on the local disk will be, as far as the run can tell before the job
+    starts: the ``checkpointLocation`` its code names (a relative one in the driver's working directory
+    ``workdir``), the absolute paths in its args that are not its declared file outputs, the session-wide
+    ``spark.sql.streaming.checkpointLocation`` of its conf; else the run's ``{checkpoint_dir}`` (which the
+    job reads from its STREAMCHAOS_* contract)."""
+    found = []
+    for loc, _ in checkpoint_literals(source):
+        if "://" in loc.removeprefix("file://"):
+            continue  # another filesystem's
+        loc = loc.removeprefix("file://").removeprefix("file:")
+        found.append(loc if loc.startswith("/") else str(workdir / loc))
+    files = [o.removeprefix("file:") for o in outputs or [] if o.startswith("file:")]
+    declared = {f if f.startswith("/") else str(workdir / f) for f in files}
+    found += [a for a in paths_in(argv, workdir) if a not in declared and "://" not in a]
+    session = conf.get("spark.sql.streaming.checkpointLocation", "").removeprefix("file:")
+    if session.startswith("/"):
+        found.append(session)
+    return list(dict.fromkeys(found)) or [run_checkpoint]
 
 
 def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
@@ -141,8 +186,14 @@ def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
     """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
     specs = []
     for p in planned:
-        if p.spec.kind == "network_delay":
-            to = governing_timeout(str(p.spec.target), cluster_conf, job.effective_conf, job_kafka)
-            specs.append(DelaySpec(p.label, float(p.spec.params["ms"]), p.spec.params.get("above_timeout"),
-                                   to.setting, to.seconds, to.where))
+        d = kind_of(p.spec).link_delay(p.spec)
+        if d is not None:
+            to = governing_timeout(d.target, cluster_conf, job.effective_conf, job_kafka)
+            specs.append(DelaySpec(p.label, d.ms, d.above_timeout, to.setting, to.seconds, to.where))
     return specs
+
+
+def stated_delays(planned: list) -> list[LinkDelay]:
+    """The link delays of the plan that state their class (``above_timeout`` given)."""
+    delays = [kind_of(p.spec).link_delay(p.spec) for p in planned]
+    return [d for d in delays if d is not None and d.above_timeout is not None]

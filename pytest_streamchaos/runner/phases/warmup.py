@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code, poll_until
@@ -21,8 +22,6 @@ from pytest_streamchaos.runner.phases.observers import Observers
 #: piled up meanwhile: two calm batches after those show the start-up is over; a third costs another
 #: trigger interval per run (docs/architecture.md, "Start-up").
 STEADY_BATCHES = 2
-#: faults whose target is the cluster's JVMs: they cannot reach a job that runs in local mode
-CLUSTER_FAULTS = ("kill_worker", "kill_executor", "kill_master")
 
 
 @dataclass
@@ -87,9 +86,7 @@ class WarmUp:
         local = sorted({m for m in self.obs.progress.masters.values() if m.startswith("local")})
         if not local:
             return None
-        cluster_faults = [p.label for p in self.ctx.inputs.planned if p.spec.kind in CLUSTER_FAULTS
-                          or (p.spec.kind == "pause" and str(p.spec.target or "") in ("worker", "executor", "master"))
-                          or str(p.spec.target or "").startswith(("worker", "master"))]
+        cluster_faults = [p.label for p in self.ctx.inputs.planned if kind_of(p.spec).reaches_cluster(p.spec)]
         if cluster_faults:
             raise self._fail(f"the job runs in local mode (its code sets spark.master={local[0]}, "
                              f"which overrides the plugin's cluster), so {', '.join(cluster_faults)} "

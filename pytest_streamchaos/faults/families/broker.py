@@ -1,0 +1,162 @@
+"""The broker family: a Kafka broker killed, or cut from the other brokers while its clients still
+reach it. Which broker: a role of a partition of the job's topics (its leader, a follower), the
+active KRaft controller, all of them, or a broker id."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pytest_streamchaos.faults import network as net
+from pytest_streamchaos.faults.capabilities import get_capabilities
+from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
+from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill
+from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.stack.base import NetFaultError
+
+#: which broker a broker fault hits: a role of a partition of the job's topics, or a broker id
+BROKER_ROLES = ("leader", "follower", "controller", "all")
+BROKER_ARGS = {
+    "topic": "whose partition's 'leader' / 'follower' is meant: 'input' (default) or 'output'",
+    "partition": "that partition (default 0)",
+}
+
+
+def check_broker_args(kind: str, params: dict[str, Any]) -> None:
+    """``topic`` and ``partition`` of a broker role, if given."""
+    if "topic" in params and params["topic"] not in ("input", "output"):
+        raise FaultSpecError(f"@{kind}: topic={params['topic']!r} must be 'input' or 'output'")
+    if "partition" in params:
+        number(kind, "partition", params["partition"], integer=True)
+
+
+def brokers_of(ctx: FaultContext, planned: PlannedFault) -> list[int]:
+    """The broker(s) a Kafka fault hits: a broker id, or a role (default ``leader``) of a partition of
+    the job's input (``topic='output'``: its output) as the cluster reports it now."""
+    idx = planned.spec.index if planned.spec.index is not None else "leader"
+    kafka = ctx.kafka
+    if isinstance(idx, int):
+        if idx not in kafka.broker_ids:
+            raise ValueError(f"index={idx}: the broker ids are {kafka.broker_ids}")
+        return [idx]
+    if idx == "all":
+        return list(kafka.broker_ids)
+    if idx == "controller":
+        controller = kafka.controller_id()
+        if controller is None:
+            raise RuntimeError("the KRaft quorum has no active controller now")
+        return [controller]
+    topic = ctx.output_topic if planned.spec.params.get("topic") == "output" else ctx.input_topic
+    if topic is None:
+        raise ValueError("topic='output': the job's output is not a Kafka topic of this run")
+    partition = int(planned.spec.params.get("partition", 0))
+    if idx == "follower":
+        followers = kafka.followers_of(topic, partition)
+        if not followers:
+            raise RuntimeError(f"{topic}[{partition}] has no in-sync follower (a cluster of one broker?)")
+        return [followers[0]]
+    return [kafka.leader_of(topic, partition)]
+
+
+def broker_names(ids: list[int]) -> str:
+    return ",".join(f"broker-{b}" for b in ids)
+
+
+class _OnBrokers(FaultKind):
+    """Remembers which brokers each occurrence hit (a role resolves when it is injected)."""
+
+    roles: ClassVar[tuple[str, ...]] = BROKER_ROLES
+
+    def __init__(self, ctx: FaultContext) -> None:
+        super().__init__(ctx)
+        self.resolved: dict[int, list[int]] = {}
+
+    def target(self, planned: PlannedFault) -> str:
+        got = self.resolved.get(id(planned))
+        return broker_names(got) if got else "broker-?"
+
+    def _brokers(self, planned: PlannedFault) -> list[int]:
+        ids = brokers_of(self.ctx, planned)
+        self.resolved[id(planned)] = ids
+        return ids
+
+
+class KillBroker(_OnBrokers, Kill):
+    """SIGKILL (or SIGTERM) of broker JVMs; started again on heal (same ports and log directory)."""
+
+    name = "kill_broker"
+    doc = ("kill a Kafka broker's JVM (SIGKILL: a lost machine) and start it again after "
+           "restart_after/duration; index: 'leader' (default) of a partition of the job's input (or "
+           "output: topic='output'), 'follower', 'controller' (the active KRaft controller), 'all', "
+           "or a broker id")
+    args = {**KILL_ARGS, **BROKER_ARGS}
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        super().check_params(params)  # the kill's signal
+        check_broker_args(cls.name, params)
+
+    def inject(self, planned: PlannedFault) -> list[int]:
+        ids = self._brokers(planned)
+        for b in ids:
+            self.ctx.kafka.kill_broker(b, signal_of(planned), wait=False)
+        return ids
+
+    def confirm(self, planned: PlannedFault, ids: list[int]) -> None:
+        """Every killed broker's JVM is gone."""
+        for b in ids:
+            self.ctx.kafka.wait_gone(b, CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, ids: list[int]) -> None:
+        for b in ids:
+            self.ctx.kafka.restart_broker(b, wait=False)
+
+
+class IsolateBroker(_OnBrokers):
+    """A broker cut from the other brokers (replication, the KRaft quorum) while the job's clients and
+    the harness still reach it: iptables rules on its peer ports and on the connections it opens to
+    its peers (:class:`pytest_streamchaos.faults.network.BrokerCut`)."""
+
+    name = "isolate_broker"
+    doc = ("cut a Kafka broker from the other brokers (replication and the KRaft quorum) while clients still "
+           "reach it, for duration")
+    args = BROKER_ARGS
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        check_broker_args(cls.name, params)
+
+    @classmethod
+    def needs_host_network(cls, spec: FaultSpec) -> bool:
+        return True  # iptables rules on the broker's peer ports and on its marked connections
+
+    @classmethod
+    def unavailable(cls, spec: FaultSpec) -> str | None:
+        # (the mark itself comes from the stack, KafkaCluster.node_mark: BrokerCut refuses to act without)
+        return get_capabilities().missing("drop", cls.name)
+
+    def inject(self, planned: PlannedFault) -> net.FaultGroup:
+        ids = self._brokers(planned)
+        kafka = self.ctx.kafka
+        if any(kafka.node_mark(b) is None for b in ids):
+            raise NetFaultError(f"{self.name} needs the broker's connections told apart, which needs the job group "
+                                f"({kafka.link_scope.unscoped_reason()}): run as root on a host with cgroup v2 and "
+                                "iptables")
+        cuts = [net.BrokerCut(kafka.peer_ports(b), [p for o in kafka.broker_ids if o != b for p in kafka.peer_ports(o)],
+                              kafka.node_mark(b), unmarked_reason=kafka.link_scope.unscoped_reason()) for b in ids]
+        group = net.FaultGroup(cuts, [f"broker-{b}" for b in ids])
+        group.inject()
+        return group
+
+    def confirm(self, planned: PlannedFault, group: net.FaultGroup) -> dict[str, Any]:
+        """A connect to the broker's peer port goes unanswered (the cut is in effect)."""
+        return group.measure()
+
+    def check(self, planned: PlannedFault, group: net.FaultGroup) -> str | None:
+        return group.stopped_acting()
+
+    def heal(self, planned: PlannedFault, group: net.FaultGroup) -> None:
+        group.heal()
+
+
+KINDS = (KillBroker, IsolateBroker)

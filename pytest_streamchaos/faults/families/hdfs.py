@@ -1,0 +1,113 @@
+"""The HDFS family: the run's HDFS (``chaos.run(..., checkpoint="hdfs")``) losing its NameNode (killed
+or frozen) or a DataNode. Each records what HDFS did in reaction: safe mode left, DataNodes
+registered again or declared dead."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
+from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.stack.base import HdfsCluster
+
+
+class _OnHdfs(FaultKind):
+    """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
+
+    def _hdfs(self) -> HdfsCluster[Any]:
+        if self.ctx.hdfs is None:
+            raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., checkpoint=\"hdfs\")")
+        return self.ctx.hdfs
+
+    def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
+        """Record when each of ``datanodes`` has registered with the NameNode (polled in the
+        background by ``ctx.watch``, from the heal on)."""
+        for i in datanodes:
+            self.ctx.watch("datanode_registered", f"datanode-{i}", functools.partial(hdfs.datanode_registered, i))
+
+
+class KillNamenode(_OnHdfs, Kill):
+    """Signal the NameNode; heal restarts it on the same ports and name dir."""
+
+    name = "kill_namenode"
+    doc = ("kill the HDFS NameNode; restart it (same ports, same name dir) after "
+           "restart_after (default 0: at once)")
+    default_restart_after = 0.0  # a NameNode comes back, as a killed driver does
+
+    def target(self, planned: PlannedFault) -> str:
+        return "namenode"
+
+    def inject(self, planned: PlannedFault) -> None:
+        self._hdfs().kill_namenode(signal_of(planned), wait=False)
+
+    def confirm(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_gone(hdfs.namenode, CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.restart_namenode(wait=False)
+        # a new NameNode starts in safe mode and knows no DataNode: each registers again and reports
+        # its blocks, then the NameNode leaves safe mode
+        self.ctx.watch("namenode_safemode_exit", "namenode", hdfs.out_of_safemode)
+        self._watch_registered(hdfs, list(range(len(hdfs.datanodes))))
+
+
+class PauseNamenode(_OnHdfs):
+    """SIGSTOP the NameNode (clients hang, DataNodes miss heartbeat replies)."""
+
+    name = "pause_namenode"
+    doc = "SIGSTOP the HDFS NameNode for duration seconds (SIGCONT on heal)"
+
+    def target(self, planned: PlannedFault) -> str:
+        return "namenode"
+
+    def inject(self, planned: PlannedFault) -> None:
+        self._hdfs().pause_namenode(wait=False)
+
+    def confirm(self, planned: PlannedFault, handle: None) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_paused(hdfs.namenode, CONFIRM_PAUSE_S)
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        self._hdfs().resume_namenode()
+
+
+class KillDatanode(_OnHdfs, Kill):
+    """Signal DataNode ``index`` (default 0); record when the NameNode declares it dead; heal (with
+    restart_after) starts it again on its ports and data dir."""
+
+    name = "kill_datanode"
+    doc = ("kill HDFS DataNode index= (an int, default 0); restart it after restart_after, "
+           "or leave it dead")
+
+    def _index(self, planned: PlannedFault) -> int:
+        i = planned.spec.index if isinstance(planned.spec.index, int) else 0
+        n = len(self._hdfs().datanodes)
+        if i >= n:
+            raise IndexError(f"index={i}: the HDFS cluster has {n} DataNodes")
+        return i
+
+    def target(self, planned: PlannedFault) -> str:
+        return f"datanode-{self._index(planned)}"
+
+    def inject(self, planned: PlannedFault) -> int:
+        hdfs, i = self._hdfs(), self._index(planned)
+        hdfs.kill_datanode(i, signal_of(planned), wait=False)
+        self.ctx.watch("datanode_dead", f"datanode-{i}", lambda: f"datanode-{i}" in hdfs.state().dead,
+                       timeout=hdfs.dead_after_s + 30)
+        return i
+
+    def confirm(self, planned: PlannedFault, i: int) -> None:
+        hdfs = self._hdfs()
+        hdfs.wait_gone(hdfs.datanodes[i], CONFIRM_KILL_S)
+
+    def heal(self, planned: PlannedFault, i: int) -> None:
+        hdfs = self._hdfs()
+        hdfs.restart_datanode(i, wait=False)
+        self._watch_registered(hdfs, [i])
+
+
+KINDS = (KillNamenode, PauseNamenode, KillDatanode)

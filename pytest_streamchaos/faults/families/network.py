@@ -1,0 +1,285 @@
+"""The network family: a link between components delayed, lossy, cut or throttled -- the job's
+connections only (``only_marked``), so the harness's own clients keep their view.
+
+A link is named by its ``target``: ``kafka`` (the job's links to every broker), ``broker-<i>``,
+``master``, ``worker-<i>``, ``driver``, ``zookeeper``. The job's Kafka links go through the stack's
+Toxiproxy proxies, where the faults are toxics (:mod:`pytest_streamchaos.faults.toxics`); elsewhere
+they are iptables / NFQUEUE / tc rules on the link's ports (:mod:`pytest_streamchaos.faults.network`),
+and on the docker backend they act in the namespaces of the job's nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pytest_streamchaos.faults import network as net
+from pytest_streamchaos.faults.capabilities import Capabilities, get_capabilities
+from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.kind import FaultKind, LinkDelay
+from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.faults.toxics import ToxicBandwidth, ToxicDelay, ToxicFault, ToxicPartition
+from pytest_streamchaos.stack.base import Endpoint, LinkProxy, NetFaultError
+
+NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
+#: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
+ON_NODE = "docker backend: the one node whose side of the link is hit, e.g. 'worker-0' (default: every worker)"
+#: what a link's target may start with (``broker-<i>``, ``worker-<i>``: an index after the dash)
+LINK_BASES = ("kafka", "broker", "master", "worker", "driver", "zookeeper")
+
+
+def job_proxies(ctx: FaultContext, target: str) -> list[LinkProxy]:
+    """The Toxiproxy proxies of the job's links to ``target`` (``kafka``: every broker and the bootstrap
+    port; ``broker-<id>``: that broker's), [] when the stack has none."""
+    base, _, idx = target.partition("-")
+    if base not in ("kafka", "broker") or ctx.kafka is None:
+        return []
+    if base == "broker" and int(idx or 0) not in ctx.kafka.broker_ids:
+        raise ValueError(f"target {target!r}: brokers are {[f'broker-{b}' for b in ctx.kafka.broker_ids]}")
+    return list(ctx.kafka.job_links(None if base == "kafka" else [int(idx)]))
+
+
+def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
+    """The endpoints (and so the ports) a network fault on ``target`` acts on."""
+    base, _, idx = target.partition("-")
+    if base in ("kafka", "broker"):  # the job's client links only: replication and the quorum are not the job's
+        proxies = job_proxies(ctx, target)
+        if proxies:  # the job reaches the brokers through these: their listen ports are its links
+            return [Endpoint(p.name, "broker", "127.0.0.1", {"kafka": p.listen_port}) for p in proxies]
+        eps = [Endpoint(e.name, e.role, e.host, {"kafka": e.ports["kafka"]}) for e in ctx.kafka.endpoints()
+               if base == "kafka" or e.name == target]
+        if not eps:
+            raise ValueError(f"target {target!r}: brokers are {[e.name for e in ctx.kafka.endpoints()]}")
+        return eps
+    if base == "master":
+        return [ctx.cluster.active_master().endpoint()]
+    if base == "worker":
+        i = int(idx or 0)
+        return [ctx.cluster.workers[i].endpoint()]
+    if base == "zookeeper":
+        return [e for e in ctx.cluster.endpoints() if e.role == "zookeeper"]
+    if base == "driver":
+        conf = ctx.job.effective_conf
+        return [Endpoint("driver", "driver", host=ctx.cluster.driver_host, ports={
+            "rpc": int(conf["spark.driver.port"]), "blockmanager": int(conf["spark.driver.blockManager.port"])})]
+    raise ValueError(f"unknown network target {target!r}")
+
+
+def _on_kafka_link(spec: FaultSpec) -> bool:
+    return str(spec.target or "kafka").split("-")[0] in ("kafka", "broker")
+
+
+class _OnALink(FaultKind):
+    """A fault on a link's ports: what the four network kinds share. A kind says what it is as a rule
+    (:meth:`rule`), as a toxic on the job's Kafka proxies (:meth:`toxic`), and what the host must have."""
+    #: what the rule needs of the host (:meth:`Capabilities.missing`)
+    need: ClassVar[str]
+    #: whether the kind has a toxic for the job's Kafka links (Toxiproxy has no loss toxic)
+    toxics: ClassVar[bool] = True
+
+    @classmethod
+    def check_target(cls, target: str | None) -> str | None:
+        target = target or "kafka"
+        base, _, idx = target.partition("-")
+        if base not in LINK_BASES or (idx and not idx.isdigit()):
+            raise FaultSpecError(f"@{cls.name}: target={target!r} is not a link; use {NET_TARGETS}")
+        return target
+
+    @classmethod
+    def needs_host_network(cls, spec: FaultSpec) -> bool:
+        """Every network fault but those on the job's Kafka links, which the stack's Toxiproxy carries."""
+        return not _on_kafka_link(spec)
+
+    @classmethod
+    def host_missing(cls, caps: Capabilities) -> str | None:
+        """Why a host with ``caps`` cannot run this kind's rule (the fix named), or None."""
+        return caps.missing(cls.need, cls.name)
+
+    @classmethod
+    def unavailable(cls, spec: FaultSpec) -> str | None:
+        return cls.host_missing(get_capabilities()) if cls.needs_host_network(spec) else None
+
+    @classmethod
+    def reaches_cluster(cls, spec: FaultSpec) -> bool:
+        return str(spec.target or "").startswith(("worker", "master"))
+
+    @classmethod
+    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        """The fault as host rules on ``ports``."""
+        raise NotImplementedError
+
+    @classmethod
+    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
+        """The fault as Toxiproxy toxics on the job's Kafka ``proxies``."""
+        raise NotImplementedError
+
+    def target(self, planned: PlannedFault) -> str:
+        return str(planned.spec.target)
+
+    def build(self, planned: PlannedFault) -> net.LinkFault:
+        s = planned.spec
+        eps = link_endpoints(self.ctx, str(s.target))
+        # only the ports peers connect to (not web UIs): that is the link the fault is about
+        ports = net.ports_of(*eps, names=[n for e in eps for n in e.ports if n != "webui"])
+        sides = self.ctx.cluster.link_sides() if self.ctx.cluster is not None else []
+        if sides:
+            return self._in_namespaces(planned, sides, eps, ports)
+        proxies = job_proxies(self.ctx, str(s.target))
+        # through Toxiproxy where the job's Kafka links have proxies (no loss toxic there: iptables on
+        # the proxies' ports, which only the job's clients use)
+        fault = self.toxic(s.params, proxies) if proxies and self.toxics else self.rule(s.params, ports)
+        # the job's connections only: the generator and the collector use the same broker ports and
+        # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
+        mark = self.ctx.link_scope.job_mark()
+        if mark is None or fault.scope_limit():
+            return fault
+        return fault.only_marked(*mark)
+
+    def _in_namespaces(self, planned: PlannedFault, sides: list[tuple[str, str]], eps: list[Endpoint],
+                       ports: frozenset[int]) -> net.FaultGroup:
+        """The fault in the namespace of each node on the job's side of the link (``on``: one node
+        only), on the packets each peer host sends into it (a link to several hosts, such as the
+        brokers, is one fault per host with that host's ports): each node loses its side of the
+        link, as on a network."""
+        s = planned.spec
+        on = s.params.get("on")
+        chosen = [(n, ns) for n, ns in sides if on is None or n == on]
+        if not chosen:
+            raise ValueError(f"on={on!r}: the job's nodes are {[n for n, _ in sides]}")
+        hosts = sorted({e.host for e in eps})
+        faults, nodes, labels = [], [], []
+        for node, ns in chosen:
+            for host in hosts:
+                host_ports = net.ports_of(*[e for e in eps if e.host == host]) & ports
+                faults.append(self.rule(s.params, host_ports).in_namespace(ns, host))
+                nodes.append(node)
+                labels.append(node if len(hosts) == 1 else f"{node}<-{host}")
+        return net.FaultGroup(faults, nodes, labels)
+
+    def inject(self, planned: PlannedFault) -> net.LinkFault:
+        fault = self.build(planned)
+        fault.inject()
+        return fault
+
+    def confirm(self, planned: PlannedFault, fault: net.LinkFault) -> dict[str, Any]:
+        """Probe the link under the fault: what it measured (``measured_delay_ms``,
+        ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises. The probe
+        gets half the fault's duration, so that it never holds the fault past its heal. ``scope``
+        says whose connections the fault acts on: ``job`` (the harness's own clients are spared) or
+        ``all`` (the observer shares the fault: no job group on this host, with the reason)."""
+        measured = fault.measure(None if planned.heal_after is None else planned.heal_after / 2)
+        if isinstance(fault, net.FaultGroup):
+            return {**measured, "scope": "namespace", "nodes": fault.nodes}
+        if isinstance(fault, ToxicFault):  # only the job's clients connect through the proxies
+            return {**measured, "scope": "job", "mechanism": "toxiproxy"}
+        if fault.conn_mark is not None:
+            return {**measured, "scope": "job"}
+        scope = self.ctx.link_scope
+        why = fault.scope_limit() if scope.job_mark() is not None else scope.unscoped_reason()
+        return {**measured, "scope": "all", "scope_reason": why}
+
+    def check(self, planned: PlannedFault, fault: net.LinkFault) -> str | None:
+        """While active: why the fault stopped acting (delayer died, rule gone), or None."""
+        return fault.stopped_acting()
+
+    def heal(self, planned: PlannedFault, fault: net.LinkFault) -> None:
+        fault.heal()
+
+
+class NetworkDelay(_OnALink):
+    name = "network_delay"
+    doc = "delay packets on a link"
+    args = {"ms": "added one-way delay in ms", "jitter_ms": "uniform jitter in ms (default 0)",
+            "target": NET_TARGETS, "on": ON_NODE,
+            "above_timeout": "True: PD>TO (peer declared dead); False: PD<TO (only slower)"}
+    required = ("ms",)
+    need = "delay"
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        number(cls.name, "ms", params["ms"], strict=True)
+        number(cls.name, "jitter_ms", params.setdefault("jitter_ms", 0))
+        above = params.get("above_timeout")
+        if above is not None and not isinstance(above, bool):
+            raise FaultSpecError(f"@{cls.name}: above_timeout={above!r} must be True or False")
+
+    @classmethod
+    def link_delay(cls, spec: FaultSpec) -> LinkDelay:
+        return LinkDelay(str(spec.target), float(spec.params["ms"]), spec.params.get("above_timeout"))
+
+    @classmethod
+    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        # every packet of the link, either way, is held ``ms``: a heartbeat and its reply are both
+        # late, as with netem on both hosts of a link (PGVal's packet delay)
+        return net.NetworkDelay(ports, params["ms"], params.get("jitter_ms", 0), direction="both")
+
+    @classmethod
+    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
+        return ToxicDelay(proxies, params["ms"], params.get("jitter_ms", 0))
+
+
+class PacketLoss(_OnALink):
+    name = "packet_loss"
+    doc = "drop a percentage of packets on a link"
+    args = {"percent": "0 < percent <= 100", "target": NET_TARGETS, "on": ON_NODE}
+    required = ("percent",)
+    need = "loss"
+    toxics = False
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        pct = number(cls.name, "percent", params["percent"], strict=True)
+        if pct > 100:
+            raise FaultSpecError(f"@{cls.name}: percent={pct!r} must be at most 100")
+
+    @classmethod
+    def needs_host_network(cls, spec: FaultSpec) -> bool:
+        return True  # on the job's Kafka links too: iptables on the proxies' ports
+
+    @classmethod
+    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        return net.PacketLoss(ports, params["percent"])
+
+    @classmethod
+    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
+        raise NetFaultError(f"{cls.name} through Toxiproxy: it has no loss toxic (2.12), and a TCP proxy's lost "
+                            "segment would only be resent; use the iptables fault (faults.network.PacketLoss)")
+
+
+class NetworkPartition(_OnALink):
+    name = "network_partition"
+    doc = "cut a link (both directions)"
+    args = {"target": NET_TARGETS, "on": ON_NODE}
+    need = "drop"
+
+    @classmethod
+    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        return net.Partition(ports)
+
+    @classmethod
+    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
+        return ToxicPartition(proxies, params.get("mode", "blackhole"))
+
+
+class BandwidthLimit(_OnALink):
+    name = "bandwidth_limit"
+    doc = "limit a link's bandwidth"
+    args = {"kbit": "kilobits per second", "target": NET_TARGETS}
+    required = ("kbit",)
+    need = "shaping"
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        number(cls.name, "kbit", params["kbit"], strict=True)
+
+    @classmethod
+    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
+        return net.BandwidthLimit(ports, params["kbit"])
+
+    @classmethod
+    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
+        return ToxicBandwidth(proxies, params["kbit"])
+
+
+KINDS = (NetworkDelay, PacketLoss, NetworkPartition, BandwidthLimit)

@@ -1,0 +1,158 @@
+"""The moments an aimed fault (``when=...``) waits for, and where in the micro-batch cycle it landed.
+
+A fault kind names the moments it can aim at (``FaultKind.moments``); each moment here is a
+:class:`Moment`: its name, one line saying what it is, and a detector factory. A detector, bound to a
+run's :class:`~.context.FaultContext`, watches the query's checkpoint (``offsets/N`` written when
+batch N is planned, ``commits/N`` once its sink finished) and the output's stamps, and returns an
+:class:`Aim` once the moment has come -- the scheduler injects at once -- or None when it did not come
+in time. A new moment is one more entry in :data:`MOMENTS`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.faults.context import FaultContext, worker_index
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.history import Aim  # where a fault landed is history: the analysis reads it
+from pytest_streamchaos.poll import poll
+
+#: the micro-batch phases an aimed fault can land in, in cycle order: nothing planned beyond the last
+#: commit; offsets logged and tasks running with nothing written yet; output written, not committed;
+#: committed
+PHASES = ("idle", "running", "sink_written", "committed")
+
+POLL_S = 0.005
+#: how many micro-batches an aimed fault tries before it fires anyway and reports ``missed``
+MAX_AIM_ATTEMPTS = 5
+#: without a broker's append stamp, output that reached the collector this long after a batch was planned
+#: is taken to be that batch's (the previous batch's output is read a little late)
+ARRIVAL_SLACK_S = 0.06
+
+
+#: a moment detector: ``(planned, stop, deadline)`` -> an :class:`Aim` once the moment came (the
+#: scheduler injects at once), or None when it did not come before ``deadline`` or ``stop``
+MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A moment an aimed fault can wait for: its ``name`` (the mark's ``when=``), what it is, and the
+    factory of its detector for one run."""
+
+    name: str
+    description: str
+    detector: Callable[[FaultContext], MomentDetector]
+
+
+def written_since_planned(ctx: FaultContext, batch: int) -> bool:
+    """Whether output written after ``batch`` was planned has been seen: that batch's sink has written
+    (the previous batch's output was flushed before its commit, which precedes this batch's offsets)."""
+    checkpoint, collector = ctx.aimed()
+    started = checkpoint.planned_time(batch)
+    if started is None:
+        return False
+    written = collector.last_written
+    if written is not None:
+        return written > started
+    last = collector.last_arrival
+    return last is not None and last > started + ARRIVAL_SLACK_S
+
+
+def batch_phase(ctx: FaultContext, batch: int | None) -> str:
+    """The phase of micro-batch ``batch`` now (:data:`PHASES`)."""
+    if batch is None:
+        return "idle"
+    done = ctx.aimed()[0].latest_committed_batch()
+    if done is not None and done >= batch:
+        return "committed"
+    return "sink_written" if written_since_planned(ctx, batch) else "running"
+
+
+def wait_uncommitted_output(ctx: FaultContext) -> MomentDetector:
+    """Moment detector: micro-batch N's output is visible in the output topic, but N is not yet in
+    the checkpoint's ``commits/``. When it sees the output it freezes the driver (SIGSTOP of its
+    group) and takes the batch's phase: a frozen driver cannot commit, so the kill that follows lands
+    exactly in the window where at-least-once sinks duplicate. If the commit won the race it resumes
+    the driver and tries the next batch; after :data:`MAX_AIM_ATTEMPTS` it fires anyway, ``missed``."""
+
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
+        cp, job = ctx.aimed()[0], ctx.job
+        attempts = 0
+
+        def aimed() -> Aim | None:
+            nonlocal attempts
+            n = cp.uncommitted_batch()
+            if n is None or not written_since_planned(ctx, n):
+                return None
+            job.pause()
+            attempts += 1
+            phase = batch_phase(ctx, n)
+            if phase == "sink_written" or attempts >= MAX_AIM_ATTEMPTS:
+                return Aim(UNCOMMITTED_OUTPUT, n, phase, phase == "sink_written", attempts)
+            job.resume()
+            return None
+
+        return _aim_until(aimed, stop, deadline)
+
+    return wait
+
+
+def wait_tasks_running(ctx: FaultContext) -> MomentDetector:
+    """Moment detector: a micro-batch is executing (planned in ``offsets/``, not committed) and the
+    chosen worker runs an executor, so its tasks are in flight. The phase is taken at that instant;
+    a batch that committed meanwhile is retried like a missed output moment."""
+
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
+        attempts, tried = 0, None
+
+        def aimed() -> Aim | None:
+            nonlocal attempts, tried
+            n = ctx.aimed()[0].uncommitted_batch()
+            if n is None or n == tried or not ctx.cluster.executors(worker_index(ctx, planned)):
+                return None
+            attempts, tried = attempts + 1, n
+            phase = batch_phase(ctx, n)
+            hit = phase in ("running", "sink_written")
+            return Aim(TASKS_RUNNING, n, phase, hit, attempts) if hit or attempts >= MAX_AIM_ATTEMPTS else None
+
+        return _aim_until(aimed, stop, deadline)
+
+    return wait
+
+
+def _aim_until(aimed: Callable[[], Aim | None], stop: threading.Event, deadline: float) -> Aim | None:
+    """Poll ``aimed`` every :data:`POLL_S` until it finds the moment (its :class:`Aim`), ``stop`` is set
+    or ``deadline`` (on ``time.time()``) passes (None then)."""
+
+    def found() -> Aim | bool | None:
+        if stop.is_set() or time.time() >= deadline:
+            return True  # given up: never aimed past the deadline
+        return aimed()
+
+    try:
+        got = poll(found, deadline - time.time(), lambda _: TimeoutError(), interval=POLL_S, clock=time.time)
+    except TimeoutError:
+        return None
+    return got if isinstance(got, Aim) else None
+
+
+UNCOMMITTED_OUTPUT = "uncommitted_output"
+TASKS_RUNNING = "tasks_running"
+
+#: every moment an aimed fault can wait for, by name
+MOMENTS: dict[str, Moment] = {m.name: m for m in (
+    Moment(UNCOMMITTED_OUTPUT, "a micro-batch's output is visible and the batch is not committed yet (the driver is "
+                               "frozen until the fault fires)", wait_uncommitted_output),
+    Moment(TASKS_RUNNING, "a micro-batch is planned, not committed, and the chosen worker runs an executor",
+           wait_tasks_running),
+)}
+
+
+def detectors(ctx: FaultContext) -> dict[str, MomentDetector]:
+    """Every moment's detector, bound to one run."""
+    return {name: m.detector(ctx) for name, m in MOMENTS.items()}

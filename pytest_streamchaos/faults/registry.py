@@ -1,0 +1,92 @@
+"""The fault families, and every question the generic code asks about a fault kind.
+
+The plugin, the runner, the scheduler and the reports never match a fault's name: they look its kind
+up here and ask its properties (:mod:`pytest_streamchaos.faults.kind`). A new family is one module in
+``faults/families/`` and one entry in :data:`FAMILIES`; its marks, decorators, checks and behaviour
+follow from its kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.families import broker, disk, hdfs, network, process, workload
+from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
+from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
+
+#: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
+FAMILIES = (process, broker, network, hdfs, workload, disk)
+
+#: every fault kind by its mark's name
+KINDS: dict[str, type[FaultKind]] = {k.name: k for family in FAMILIES for k in family.KINDS}
+
+
+def kind(name: str) -> type[FaultKind]:
+    """The kind of the mark called ``name``; :class:`~.spec.FaultSpecError` naming the known ones."""
+    found = KINDS.get(name)
+    if found is None:
+        raise FaultSpecError(f"unknown fault {name!r}; known faults: {', '.join(sorted(KINDS))}")
+    return found
+
+
+def kind_of(spec: FaultSpec) -> type[FaultKind]:
+    """The kind of a validated spec."""
+    return KINDS[spec.kind]
+
+
+def parse(name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> FaultSpec:
+    """Validate one fault mark's arguments and return its :class:`~.spec.FaultSpec`.
+
+    Raises :class:`~.spec.FaultSpecError` with a message that names the mark, the argument and the
+    allowed values (with a did-you-mean for misspelt argument names)."""
+    return kind(name).parse(args, kwargs)
+
+
+def actions_for(ctx: FaultContext) -> dict[str, FaultAction]:
+    """One action per fault kind, bound to this run's stack."""
+    return {name: k(ctx) for name, k in KINDS.items()}
+
+
+def by_kind(specs: Iterable[FaultSpec]) -> dict[type[FaultKind], list[FaultSpec]]:
+    """``specs`` grouped by kind, in order of first appearance."""
+    out: dict[type[FaultKind], list[FaultSpec]] = {}
+    for s in specs:
+        out.setdefault(kind_of(s), []).append(s)
+    return out
+
+
+def check_run(specs: Iterable[FaultSpec], *, checkpoint: str) -> None:
+    """Fail (``ValueError``, one line naming the fix) when a fault of the plan cannot be had in a run
+    with these arguments: before anything starts."""
+    for s in specs:
+        why = kind_of(s).refused_by_run(s, checkpoint=checkpoint)
+        if why:
+            raise ValueError(f"@{s.kind}: {why}")
+
+
+def prepare(specs: Iterable[FaultSpec], site: JobSite) -> dict[str, Preparation]:
+    """What the plan's kinds make ready before the job starts (their ``before_job``), by kind name. If
+    one fails, what the others made is released before the error goes on: nothing half-made stays."""
+    made: dict[str, Preparation] = {}
+    try:
+        for k, group in by_kind(specs).items():
+            got = k.before_job(group, site)
+            if got is not None:
+                made[k.name] = got
+    except BaseException:
+        release(made)
+        raise
+    return made
+
+
+def release(prepared: Mapping[str, Preparation]) -> list[str]:
+    """Release everything :func:`prepare` made (each even when another fails); what failed, as warnings."""
+    failed = []
+    for name, p in prepared.items():
+        try:
+            p.release()
+        except Exception as exc:  # the others still go; the reaper undoes this one when pytest exits
+            failed.append(f"@{name}: could not undo what it prepared before the job: {exc}")
+    return failed
