@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess
 from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
@@ -120,12 +120,13 @@ class KRaftConfig:
     def _format(self) -> None:
         """Format every node's storage with one cluster id (static quorum: no quorum flag)."""
         self._cluster_id = _random_cluster_id()
-        procs = {n.node_id: subprocess.Popen(
-            self._java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
-                            str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self._env(), text=True) for n in self.nodes}
-        for nid, proc in procs.items():
-            out, _ = proc.communicate(timeout=self.start_timeout)
+        done = commands.completed_all(
+            [self._java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
+                             str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted")
+             for n in self.nodes], timeout=self.start_timeout, env=self._env(), error=StackError,
+            fix="raise --chaos-start-timeout on a busy machine")
+        for nid, proc in zip((n.node_id for n in self.nodes), done, strict=True):
+            out = proc.stdout
             if proc.returncode != 0:
                 raise StackError(f"Kafka's StorageTool could not format broker-{nid}'s log directory "
                                  f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(out)}; "

@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -71,8 +72,8 @@ class ManagedProcess(LogFile):
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
     starts in the constructor. ``job=True``: a process of the system under test (Spark, the user's
     driver), started in the job's group (:mod:`.jobgroup`) so network faults hit it and not the harness.
-    ``pipe=True``: stdin and stdout are pipes to this process (``_popen.stdin`` / ``_popen.stdout``,
-    e.g. a helper speaking JSON lines), only stderr goes to the log.
+    ``pipe=True``: stdin and stdout are text pipes to this process (:attr:`stdin` / :attr:`stdout`, e.g. a
+    helper that answers ``ready``), only stderr goes to the log.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class ManagedProcess(LogFile):
                     stderr=log if pipe else subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    text=pipe,
                 )
             except OSError as exc:
                 raise OSError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
@@ -123,6 +125,20 @@ class ManagedProcess(LogFile):
     def __repr__(self) -> str:
         state = "paused" if self.paused else ("alive" if self.alive else f"exited {self.returncode}")
         return f"<ManagedProcess {self.name} pid={self.pid} {state}>"
+
+    @property
+    def stdout(self) -> IO[str]:
+        """Its standard output (``pipe=True`` only)."""
+        if self._popen.stdout is None:
+            raise ValueError(f"{self.name} was started without pipe=True: its output goes to {self.log_path}")
+        return self._popen.stdout
+
+    @property
+    def stdin(self) -> IO[str]:
+        """Its standard input (``pipe=True`` only)."""
+        if self._popen.stdin is None:
+            raise ValueError(f"{self.name} was started without pipe=True")
+        return self._popen.stdin
 
     # -- state ---------------------------------------------------------------------------------
     @property

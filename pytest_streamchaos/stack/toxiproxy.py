@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -49,7 +48,7 @@ import requests
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import ports
+from pytest_streamchaos.stack import commands, ports
 from pytest_streamchaos.stack.base import NetFaultError, StackError
 from pytest_streamchaos.stack.process import ManagedProcess
 
@@ -84,8 +83,8 @@ def binary_folder() -> Path:
 def server_version(binary: str | os.PathLike) -> str | None:
     """The version ``binary -version`` prints (``2.12.0``), or None when it does not run or say one."""
     try:
-        out = subprocess.run([str(binary), "-version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = commands.completed([str(binary), "-version"], timeout=10)
+    except commands.CommandError:
         return None
     m = re.search(r"(\d+\.\d+\.\d+)", out.stdout + out.stderr)
     return m.group(1) if out.returncode == 0 and m else None
@@ -136,10 +135,8 @@ def _go() -> str:
     go = shutil.which("go")
     if not go:
         raise StackError(f"cannot build toxiproxy-server {TOXIPROXY_VERSION}: no `go` on PATH; fix: {_fix()}")
-    try:
-        out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StackError(f"cannot build toxiproxy-server: `{go} env GOVERSION` failed ({exc}); fix: {_fix()}") from None
+    out = commands.completed([go, "env", "GOVERSION"], timeout=60, error=lambda why: StackError(
+        f"cannot build toxiproxy-server: {why}; fix: {_fix()}")).stdout
     m = re.match(r"go(\d+)\.(\d+)", out.strip())
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_GO:
         raise StackError(f"cannot build toxiproxy-server {TOXIPROXY_VERSION}: {go} is {out.strip() or 'unknown'}, "
@@ -161,11 +158,10 @@ def _build(go: str, progress: Progress) -> Path:
     try:
         # the version is stamped at link time, as Toxiproxy's release builds do (else it says "git")
         stamp = f"-ldflags=-X github.com/Shopify/toxiproxy/v2.Version={TOXIPROXY_VERSION}"
-        proc = subprocess.run([go, "install", stamp, target], env=env, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+        proc = commands.completed([go, "install", stamp, target], env=env, timeout=BUILD_TIMEOUT_S)
         why = None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    except subprocess.TimeoutExpired:
-        why = f"it did not finish within {BUILD_TIMEOUT_S:.0f}s"
+    except commands.CommandError as exc:
+        why = str(exc)
     exe = folder / "toxiproxy-server"
     if why is None and not (folder / "server").is_file():
         why = f"it succeeded but left no `server` binary in {folder}"
