@@ -21,13 +21,19 @@ from dataclasses import dataclass
 
 from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError  # noqa: F401  (re-exported: faults raise it)
+from pytest_streamchaos.stack.netfilter import (  # noqa: F401  (the one iptables wrapper: re-exported)
+    IPT,
+    IPT_FIX,
+    chain_cleanup_script,
+    jump_spec,
+    nsenter,
+    run_ipt,
+)
 
 #: ``-m multiport`` takes at most 15 ports per rule.
 MULTIPORT_MAX = 15
 DIRECTIONS = ("both", "to", "from")
 PROTOCOLS = ("tcp", "udp")
-IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
-IPT_FIX = "network faults need root/CAP_NET_ADMIN and a working iptables"
 
 
 def _check_ports(ports: Iterable[int]) -> tuple[int, ...]:
@@ -91,34 +97,6 @@ def nfqueue_specs(ports: Iterable[int], queue_num: int, *, direction: str = "bot
 def chain_name(pid: int | None = None) -> str:
     """This process's chain (iptables chain names are limited to 28 characters)."""
     return f"STREAMCHAOS-{os.getpid() if pid is None else pid}"
-
-
-def jump_spec(chain: str, iface: str | None = "lo") -> list[str]:
-    """The INPUT rule that sends packets arriving on ``iface`` (every packet when None: in a
-    container's namespace) through our chain."""
-    return (["-i", iface] if iface else []) + ["-j", chain]
-
-
-def nsenter(netns: str | None) -> list[str]:
-    """The prefix that runs a command in network namespace ``netns`` (a process's network-namespace file);
-    nothing for this host's own namespace."""
-    return ["nsenter", f"--net={netns}"] if netns else []
-
-
-def chain_cleanup_script(chain: str, netns: str | None = None, iface: str | None = "lo") -> str:
-    """Shell commands removing the jump, the rules and the chain (each step tolerates absence)."""
-    ipt = " ".join(nsenter(netns) + IPT)
-    jump = " ".join(jump_spec(chain, iface))
-    return (f"while {ipt} -D INPUT {jump} 2>/dev/null; do :; done; "
-            f"{ipt} -F {chain} 2>/dev/null; {ipt} -X {chain} 2>/dev/null; true")
-
-
-def run_ipt(args: list[str], *, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``iptables -w 5 <args>`` (in ``netns``, see :func:`nsenter`); raise :class:`NetFaultError`
-    naming the command on failure."""
-    commands.need(IPT[0], "apt-get install iptables", NetFaultError)
-    p = commands.completed(nsenter(netns) + IPT + args, fix=IPT_FIX, error=NetFaultError)
-    return commands.check(p, fix=IPT_FIX, error=NetFaultError) if check else p
 
 
 @dataclass(frozen=True)

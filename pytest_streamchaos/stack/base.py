@@ -22,15 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from pytest_streamchaos.stack import jobgroup
-
-
-class StackError(RuntimeError):
-    """The stack cannot be brought up or healed. The message names the problem and the fix."""
-
-
-class NetFaultError(RuntimeError):
-    """A network fault could not be injected or healed. The message names the command and the fix.
-    (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+from pytest_streamchaos.stack.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
 
 
 @dataclass

@@ -28,7 +28,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.stack import commands, netfilter
 
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).
 MARK = 0x5C0000
@@ -37,7 +37,6 @@ MASK = 0xFF0000
 #: (:meth:`JobGroup.mark_sub`): 1..15, so that a fault can cut one node's own connections
 SUB_MASK = 0x00F000
 SUB_SHIFT = 12
-_IPT = ["iptables", "-w", "5", "-t", "mangle"]
 
 
 def cgroup2_mount(mounts: str | None = None) -> str | None:
@@ -203,7 +202,7 @@ class JobGroup:
         return get_reaper()
 
     def _ipt(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        return commands.completed(_IPT + args)
+        return netfilter.run_ipt(args, table="mangle", check=False)
 
     def _install_rules(self) -> None:
         with self._lock:
@@ -214,15 +213,13 @@ class JobGroup:
                 if p.returncode != 0:
                     raise RuntimeError(f"the job's connections cannot be marked (`iptables -t mangle -A "
                                        f"{' '.join(spec)}` failed: {p.stderr.strip()})")
-            p = self._ipt(["-I", "OUTPUT", "1", "-o", "lo", "-j", self.chain])
+            p = self._ipt(["-I", "OUTPUT", "1", *netfilter.jump_spec(self.chain, "lo", "OUTPUT")])
             if p.returncode != 0:
                 raise RuntimeError(f"cannot hook the marking chain into mangle OUTPUT: {p.stderr.strip()}")
             self._rules_up = True
 
     def _rules_cleanup(self) -> str:
-        ipt = " ".join(_IPT)
-        return (f"while {ipt} -D OUTPUT -o lo -j {self.chain} 2>/dev/null; do :; done; "
-                f"{ipt} -F {self.chain} 2>/dev/null; {ipt} -X {self.chain} 2>/dev/null; true")
+        return netfilter.chain_cleanup_script(self.chain, None, "lo", hook="OUTPUT", table="mangle")
 
     def _cleanup_script(self) -> str:
         # run by the reaper after it killed the registered process groups: the group empties as the
