@@ -22,16 +22,79 @@ from pytest_streamchaos.poll import poll, settled
 from pytest_streamchaos.stack.reaper import get_reaper
 
 
-def group_members(pgid: int) -> list[int]:
-    """PIDs of the live (non-zombie) processes in process group ``pgid``."""
-    members = []
-    for p in psutil.process_iter(["status"]):
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid``, from the kernel's list of each of its threads
+    (``/proc/<pid>/task/<tid>/children``): no scan of the host's processes. [] once it is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
         try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
-                members.append(p.pid)
-        except (ProcessLookupError, psutil.Error, OSError):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return _children_by_psutil(pid)  # a kernel without CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
             continue
-    return members
+    return out
+
+
+def _children_by_psutil(pid: int) -> list[int]:
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, their children ... (not ``pid`` itself), found from the process tree down."""
+    out: list[int] = []
+    todo = children(pid)
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo.extend(children(child))
+    return out
+
+
+def _live_in_group(pid: int, pgid: int) -> float | None:
+    """The start time of ``pid`` when it is a live (non-zombie) member of process group ``pgid``, else None."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE or os.getpgid(pid) != pgid:
+            return None
+        return proc.create_time()
+    except (ProcessLookupError, psutil.Error, OSError):
+        return None
+
+
+class GroupMembers:
+    """The live processes of one process group, found from its leader's process tree down, with no
+    scan of the host's processes. A member whose parent died is re-parented out of that tree, so every
+    member once seen is remembered (with its start time, against pid reuse) and looked at again, with
+    its own descendants: what a group kill leaves behind is found as long as it was seen once."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self._seen: dict[int, float] = {}
+
+    def __call__(self) -> list[int]:
+        found: dict[int, float] = {}
+        roots = [(self.leader, None), *self._seen.items()]
+        for root, started in roots:
+            if root in found:
+                continue
+            if root != self.leader and _live_in_group(root, self.leader) != started:
+                continue  # gone, or its pid now names another process
+            for pid in (root, *descendants(root)):
+                if pid not in found and (t := _live_in_group(pid, self.leader)) is not None:
+                    found[pid] = t
+        self._seen = found
+        return sorted(found)
 
 
 class LogFile:
@@ -119,6 +182,7 @@ class ManagedProcess(LogFile):
                 raise OSError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
         self.pid: int = self._popen.pid
         self.pgid: int = self._popen.pid  # new session => pgid == pid
+        self._members = GroupMembers(self.pgid)
         self._reaper = reaper
         reaper.register_pgid(self.pgid)
 
@@ -152,8 +216,9 @@ class ManagedProcess(LogFile):
         return self._popen.poll()
 
     def members(self) -> list[int]:
-        """PIDs of all live processes in this process group (the leader and its descendants)."""
-        return group_members(self.pgid)
+        """PIDs of all live processes in this process group (the leader and its descendants, and what
+        of them outlived their parent: :class:`GroupMembers`)."""
+        return self._members()
 
     # -- signals -------------------------------------------------------------------------------
     def signal(self, sig: int) -> None:
