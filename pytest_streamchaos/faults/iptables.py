@@ -11,7 +11,6 @@ Rule *specs* (argv fragments after ``-A CHAIN``) are built by pure functions so 
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import os
 import subprocess
@@ -124,9 +123,9 @@ class RuleManager:
         self._chain_up = False
 
     def _reaper(self):
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        return get_reaper()
+        return current().reaper
 
     def _ensure_chain(self) -> None:
         if self._chain_up:
@@ -213,27 +212,15 @@ class RuleManager:
         return p.stdout if p.returncode == 0 else ""
 
 
-_MANAGER: RuleManager | None = None
-_NS_MANAGERS: dict[str, RuleManager] = {}
-_MANAGER_LOCK = threading.Lock()
-
-
 def get_rule_manager(netns: str | None = None) -> RuleManager:
-    """The rule manager of this process (a forked child gets its own chain), or of its chain in
-    network namespace ``netns`` (a container's)."""
-    global _MANAGER
-    with _MANAGER_LOCK:
-        if netns is not None:
-            mgr = _NS_MANAGERS.get(netns)
-            if mgr is None or mgr.chain != chain_name():
-                mgr = _NS_MANAGERS[netns] = RuleManager(netns=netns)
-            return mgr
-        if _MANAGER is None or _MANAGER.chain != chain_name():
-            _MANAGER = RuleManager()
-        return _MANAGER
+    """The session's rule manager (its host's, :mod:`pytest_streamchaos.stack.host`; a forked child gets its
+    own chain), or of its chain in network namespace ``netns`` (a container's)."""
+    from pytest_streamchaos.stack.host import current
+
+    return current().shared(("iptables", netns), lambda: RuleManager(netns=netns),
+                            valid=lambda m: m.chain == chain_name(), close=None if netns else _remove_rules)
 
 
-@atexit.register
-def _cleanup_at_exit() -> None:  # normal exit with a fault still injected: no rule outlives us
-    if _MANAGER is not None and _MANAGER.chain == chain_name() and _MANAGER._rules:
-        _MANAGER.remove_all()
+def _remove_rules(manager: RuleManager) -> None:  # the session ends with a fault still injected
+    if manager.chain == chain_name() and manager._rules:
+        manager.remove_all()

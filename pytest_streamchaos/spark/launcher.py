@@ -42,8 +42,9 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.spark import connector, job_files
-from pytest_streamchaos.stack import cds, jobgroup, ports
+from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.artifacts import ResolutionError
+from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_daemons import EXECUTOR_CLASS, jvm_tmp_opts
 
@@ -407,7 +408,8 @@ class SparkJob:
             return []
         # the local cluster's executors are workers' children, so in the job group: look there, and on the
         # whole host only where they are not (executors in containers, a host without the group)
-        members = jobgroup.job_processes()
+        group = current().isolating_group()
+        members = group.members() if group is not None else []
         found = _executors_of(app, _processes(members)) if members else []
         return found or _executors_of(app, psutil.process_iter())
 
@@ -672,7 +674,7 @@ class JobLauncher:
                 effective["spark.jars.packages"] = packages
         _add_java_options(effective, dirs=dirs, home=home, java_env=java_env, jit=self.jit)
         if effective.get("spark.ui.enabled", "false").lower() == "true" and "spark.ui.port" not in effective:
-            effective["spark.ui.port"] = str(ports.free_port())
+            effective["spark.ui.port"] = str(current().ports.free())
         return effective
 
     def _job_conf(self, name: str, dirs: _JobDirs, pythonpath: str) -> dict[str, str]:
@@ -682,10 +684,10 @@ class JobLauncher:
             "spark.app.name": name,
             "spark.driver.host": self.driver_host,
             "spark.driver.bindAddress": self.driver_host,
-            "spark.driver.port": str(ports.free_port()),
-            "spark.driver.blockManager.port": str(ports.free_port()),
+            "spark.driver.port": str(current().ports.free()),
+            "spark.driver.blockManager.port": str(current().ports.free()),
             # Executors start at this port and count up (spark.port.maxRetries) when several share a host.
-            "spark.blockManager.port": str(ports.free_port()),
+            "spark.blockManager.port": str(current().ports.free()),
             "spark.eventLog.dir": dirs.event.as_uri(),
             "spark.local.dir": str(dirs.local),
             "spark.pyspark.python": self.python,

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from pytest_streamchaos.stack import jobgroup
 from pytest_streamchaos.stack.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
+from pytest_streamchaos.stack.host import current as current_host
 
 
 @dataclass
@@ -342,7 +343,7 @@ class SparkCluster(abc.ABC):
     def link_scope(self) -> LinkScope:
         """Whose connections a network fault on this host acts on: the job's, by the mark of the job
         group its processes start in (:mod:`.jobgroup`), where the host has one."""
-        return jobgroup.HostScope()
+        return jobgroup.HostScope(lambda: current_host().isolating_group())
 
     @property
     @abc.abstractmethod
@@ -458,7 +459,7 @@ class KafkaCluster(abc.ABC):
     def link_scope(self) -> LinkScope:
         """Whose connections a network fault on this host acts on: the job's, by the mark of the job
         group its processes start in (:mod:`.jobgroup`), where the host has one."""
-        return jobgroup.HostScope()
+        return jobgroup.HostScope(lambda: current_host().isolating_group())
 
     @property
     def job_bootstrap_servers(self) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
+from pytest_streamchaos.stack.host import Host, activate
 
 
 @pytest.fixture(scope="session")
@@ -28,13 +29,17 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
 
 
 class Stacks:
-    """The session's stacks by backend, started on first use, stopped by :meth:`close`."""
+    """The session's stacks by backend, started on first use, stopped by :meth:`close`; and the host
+    resources they share (:attr:`host`: ports, reaper, job group), closed last."""
 
     def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                 project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> None:
+                 project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None,
+                 host: Host | None = None) -> None:
         """``project``: the user's project directories (pytest's rootdir), readable by the nodes.
-        ``progress``: where a line goes while something slow happens once (jars resolved, a binary built)."""
+        ``progress``: where a line goes while something slow happens once (jars resolved, a binary built).
+        ``host``: the session's host resources (a new :class:`~.host.Host` when None)."""
         self.settings, self.tmp, self.project, self.progress = settings, tmp_path_factory, project, progress
+        self.host = host or Host()
         self._stacks: dict[tuple[str, str], Any] = {}
         self._docker: Any = None
         self._docker_error: str | None = None
@@ -124,6 +129,7 @@ class Stacks:
         if self._docker is not None:
             self._docker.close()
             self._docker = None
+        self.host.close()
         if errors:
             raise RuntimeError("could not stop every stack: " + "; ".join(errors))
 
@@ -131,13 +137,21 @@ class Stacks:
 @pytest.fixture(scope="session")
 def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
                        pytestconfig: pytest.Config) -> Iterator[Stacks]:
-    """Every stack of the session, by backend (see :class:`Stacks`)."""
+    """Every stack of the session, by backend (see :class:`Stacks`); its host is the session's current one."""
     stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),),
                     progress=progress_writer(pytestconfig))
     try:
-        yield stacks
+        with activate(stacks.host):
+            yield stacks
     finally:
         stacks.close()
+
+
+@pytest.fixture(scope="session")
+def streamchaos_host(streamchaos_stacks: Stacks) -> Host:
+    """The session's host resources (:class:`~.host.Host`): the ports it handed out, its reaper, the job
+    group, the faults' host-wide machinery."""
+    return streamchaos_stacks.host
 
 
 def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:

@@ -17,7 +17,8 @@ from xml.sax.saxutils import escape
 
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
-from pytest_streamchaos.stack.ports import HOST, free_port, port_holder, port_is_free, reserve
+from pytest_streamchaos.stack.host import current
+from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess
 from pytest_streamchaos.stack.spark_daemons import DAEMON_JAVA_OPTS, jvm_tmp_opts
 
@@ -120,10 +121,10 @@ class HdfsLaunch:
         if unknown:
             raise StackError(f"fixed_ports: unknown keys {unknown}; fix: use {', '.join(keys)}")
         for port in self.fixed_ports.values():
-            reserve(port)  # before any allocation, so no other node is handed a pinned port
+            current().ports.reserve(port)  # before any allocation, so no other node is handed a pinned port
 
     def _port(self, key: str) -> int:
-        return self.fixed_ports.get(key) or free_port()
+        return self.fixed_ports.get(key) or current().ports.free()
 
     def _write_conf(self, rpc: int, http_port: int) -> None:
         conf = self.workdir / "conf"

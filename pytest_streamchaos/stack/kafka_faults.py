@@ -95,9 +95,7 @@ class KafkaNodeFaults:
 
     def node_mark(self, broker_id: int) -> tuple[int, int] | None:
         """The mark the job group puts on connections the node opens (its child group ``broker-<id>``)."""
-        from pytest_streamchaos.stack.jobgroup import get_job_group
-
-        return get_job_group().mark_sub(self.node(broker_id).name, broker_id)
+        return self.host.job_group.mark_sub(self.node(broker_id).name, broker_id)
 
     def endpoints(self) -> list[Endpoint]:
         return [n.endpoint() for n in self.nodes]

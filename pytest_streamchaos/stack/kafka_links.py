@@ -68,7 +68,7 @@ class JobLinks:
             raise StackError(f"kafka port {port}: 127.0.0.1:{port} is already in use by {holder}; stop that process "
                              "or choose another port (--chaos-kafka-port / ini streamchaos_kafka_port, or "
                              "chaos.run(kafka_port=...))")
-        ports.reserve(port)
+        self.server.host.ports.reserve(port)
         self.bootstrap[port] = self.server.create_proxy(f"job-bootstrap-{port}", upstream, listen_port=port)
 
     def unlisten(self, port: int) -> None:

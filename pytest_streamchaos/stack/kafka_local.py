@@ -34,11 +34,12 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import KafkaCluster, StackError
 from pytest_streamchaos.stack.environment import find_java
+from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.kafka_admin import KafkaAdmin, PartitionState, client_conf
 from pytest_streamchaos.stack.kafka_faults import KafkaNodeFaults
 from pytest_streamchaos.stack.kafka_kraft import LISTENERS, KafkaNode, KRaftConfig
 from pytest_streamchaos.stack.kafka_links import JobLinks
-from pytest_streamchaos.stack.ports import HOST, free_port
+from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
 
 KAFKA_MAIN = "kafka.Kafka"
@@ -126,7 +127,7 @@ class LocalKafkaCluster(KafkaNodeFaults, KRaftConfig, KafkaCluster):
         self.broker_ids = list(range(1, self.brokers + 1))
         self.nodes = []
         for nid in self.broker_ids:
-            ports = {name.lower(): free_port() for name in LISTENERS}
+            ports = {name.lower(): current().ports.free() for name in LISTENERS}
             data = self.workdir / "data" / f"broker-{nid}"
             node = KafkaNode(nid, ports, data, lambda nid=nid: self._launch_node(nid))
             node.host = self._address(node.name)

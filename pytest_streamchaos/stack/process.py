@@ -14,12 +14,14 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import psutil
 
 from pytest_streamchaos.poll import poll, settled
-from pytest_streamchaos.stack.reaper import get_reaper
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.host import Host
 
 
 def children(pid: int) -> list[int]:
@@ -135,7 +137,8 @@ class ManagedProcess(LogFile):
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
     starts in the constructor. ``job=True``: a process of the system under test (Spark, the user's
     driver), started in the job's group (:mod:`.jobgroup`) so network faults hit it and not the harness.
-    ``pipe=True``: stdin and stdout are text pipes to this process (:attr:`stdin` / :attr:`stdout`, e.g. a
+    ``host``: the session's :class:`~.host.Host` whose reaper and job group it uses (default: the current
+    one). ``pipe=True``: stdin and stdout are text pipes to this process (:attr:`stdin` / :attr:`stdout`, e.g. a
     helper that answers ``ready``), only stderr goes to the log.
     """
 
@@ -150,18 +153,20 @@ class ManagedProcess(LogFile):
         job: bool = False,
         subgroup: str | None = None,
         pipe: bool = False,
+        host: Host | None = None,
     ) -> None:
+        from pytest_streamchaos.stack.host import current
+
+        host = host or current()
         self.argv = [str(a) for a in argv]
         self.name = name or Path(self.argv[0]).name
         if job:  # a process of the job under test: in the job's group, so faults can tell it from the harness
-            from pytest_streamchaos.stack.jobgroup import get_job_group
-
-            self.argv = get_job_group().wrap(self.argv, subgroup)
+            self.argv = host.job_group.wrap(self.argv, subgroup)
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.paused = False
         self._stopped = False
-        reaper = get_reaper()  # before spawning: a failing watchdog must not leave an orphan behind
+        reaper = host.reaper  # before spawning: a failing watchdog must not leave an orphan behind
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())

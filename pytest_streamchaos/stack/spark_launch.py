@@ -18,7 +18,8 @@ from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment
-from pytest_streamchaos.stack.ports import HOST, free_port
+from pytest_streamchaos.stack.host import current
+from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.spark_daemons import (
     DAEMON_JAVA_OPTS,
@@ -76,7 +77,7 @@ class SparkLaunch:
 
     # -- planning: ports, dirs, conf -----------------------------------------------------------
     def _port(self, key: str) -> int:
-        return self.fixed_ports.get(key) or free_port()
+        return self.fixed_ports.get(key) or current().ports.free()
 
     def _plan(self) -> None:
         assert self.env is not None

@@ -27,7 +27,7 @@ import psutil
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, SparkCluster, StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
-from pytest_streamchaos.stack.ports import reserve
+from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess, terminate_all
 from pytest_streamchaos.stack.spark_daemons import LocalMaster, LocalWorker, LocalZooKeeper, check_alive
 from pytest_streamchaos.stack.spark_faults import SparkFaults
@@ -108,7 +108,7 @@ class LocalSparkCluster(SparkFaults, SparkLaunch, SparkCluster):
             return
         self.env = check_spark_environment(self.java_home, self.fixed_ports)
         for port in self.fixed_ports.values():
-            reserve(port)
+            current().ports.reserve(port)
         self._plan()
         self._started = True
         try:

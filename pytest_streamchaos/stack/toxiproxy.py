@@ -48,8 +48,9 @@ import requests
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import commands, ports
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError, StackError
+from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.process import ManagedProcess
 
 #: the pinned Toxiproxy release (the latest 2.x when pinned; needs Go >= 1.23 to build)
@@ -194,14 +195,16 @@ class ToxiproxyServer:
     with the reaper), ready when the constructor returns. Its log is ``<workdir>/toxiproxy-<port>.log``."""
 
     def __init__(self, workdir: str | os.PathLike, port: int | None = None, *, binary: str | os.PathLike | None = None,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 15.0, host: Host | None = None) -> None:
         self.binary = Path(binary) if binary is not None else toxiproxy_server_binary()
-        self.port = port or ports.free_port()
+        self.host = host or current()
+        self.port = port or self.host.ports.free()
         self.url = f"http://127.0.0.1:{self.port}"
         self._http = requests.Session()
         self.proc = ManagedProcess([self.binary, "-host", "127.0.0.1", "-port", str(self.port)],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LOG_LEVEL": "info"},
-                                   log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server")
+                                   log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server",
+                                   host=self.host)
         try:
             self.started_in = self._await_ready(timeout)
         except BaseException:
@@ -304,9 +307,9 @@ class ToxiProxy:
     @classmethod
     def create(cls, server: ToxiproxyServer, name: str, upstream: str, listen_port: int = 0) -> ToxiProxy:
         """Create proxy ``name`` listening on 127.0.0.1:``listen_port`` and forwarding to ``upstream``
-        (``host:port``). Port 0 takes one from :mod:`.ports`, below the ephemeral range: a disabled
-        proxy releases its port, and re-enabling must find it still free."""
-        port = listen_port or ports.free_port()
+        (``host:port``). Port 0 takes one from the server's host (:mod:`.ports`), below the ephemeral
+        range: a disabled proxy releases its port, and re-enabling must find it still free."""
+        port = listen_port or server.host.ports.free()
         got = server.api("POST", "/proxies", {"name": name, "upstream": upstream, "listen": f"127.0.0.1:{port}",
                                               "enabled": True})
         return cls(server, name, int(got["listen"].rsplit(":", 1)[1]))

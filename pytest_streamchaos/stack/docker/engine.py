@@ -129,9 +129,9 @@ class DockerSession:
     def open(self) -> DockerSession:
         """Sweep orphans, register the reaper's clean-up, create the network."""
         sweep_orphans(self.client)
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        get_reaper().register_command(self.id, ["sh", "-c", self.cleanup_script()])
+        current().reaper.register_command(self.id, ["sh", "-c", self.cleanup_script()])
         self.subnet = free_subnet(self.client)
         import docker
 
@@ -166,6 +166,6 @@ class DockerSession:
             except Exception:
                 pass
             self.network = None
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        get_reaper().unregister_command(self.id)
+        current().reaper.unregister_command(self.id)
