@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pytest_streamchaos.runner import Chaos, RunError
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "max_rate.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 
 RESULTS = Path(__file__).parent / "results" / "stack.json"
 

@@ -9,3 +9,8 @@ class StackError(RuntimeError):
 class NetFaultError(RuntimeError):
     """A network fault could not be injected or healed. The message names the command and the fix.
     (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+
+
+class LaunchError(RuntimeError):
+    """A job cannot be launched as asked (missing script, unsupported mode, no Java). The message
+    names the problem and the fix."""

@@ -68,11 +68,12 @@ class Stacks:
                 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 
                 cluster = DockerSparkCluster.from_settings(self.settings, workdir, ha=ha, session=self.docker(),
-                                                           shared=(self.tmp.getbasetemp(),), project=self.project)
+                                                           shared=(self.tmp.getbasetemp(),), project=self.project,
+                                                           host=self.host)
             else:
-                from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+                from pytest_streamchaos.stack.local import LocalSparkCluster
 
-                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha)
+                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha, host=self.host)
             self._start(key, cluster)
         return self._stacks[key]
 

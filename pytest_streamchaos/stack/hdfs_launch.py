@@ -18,9 +18,9 @@ from xml.sax.saxutils import escape
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.stack.host import current
+from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, jvm_tmp_opts
 from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import DAEMON_JAVA_OPTS, jvm_tmp_opts
 
 NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"

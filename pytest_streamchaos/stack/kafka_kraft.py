@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import Endpoint, StackError
+from pytest_streamchaos.stack.jvm import jvm_tmp_opts
 from pytest_streamchaos.stack.process import Daemon, ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 LISTENERS = ("CLIENT", "JOB", "REPLICATION", "CONTROLLER")

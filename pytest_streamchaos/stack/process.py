@@ -14,11 +14,13 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
 import psutil
 
 from pytest_streamchaos.poll import poll, settled
+from pytest_streamchaos.stack.base import Endpoint
+from pytest_streamchaos.stack.errors import StackError
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.host import Host
@@ -299,6 +301,11 @@ class ManagedProcess(LogFile):
 
     stop = terminate
 
+    @property
+    def stopped(self) -> bool:
+        """Stopped by this handle (terminated or killed and reaped): signals go nowhere any more."""
+        return self._stopped
+
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the group leader to exit and return its exit code
         (raises ``subprocess.TimeoutExpired``)."""
@@ -326,10 +333,10 @@ class ManagedProcess(LogFile):
                 pass
 
 
-def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None:
+def terminate_all(procs: Sequence[DaemonProcess], timeout: float = 3.0) -> None:
     """Stop many processes at once: SIGTERM every group, wait up to ``timeout`` for all of them
     together, then SIGKILL the rest (teardown costs one timeout, not one per process)."""
-    live = [p for p in procs if not p._stopped]
+    live = [p for p in procs if not p.stopped]
     for p in live:
         p.signal(signal.SIGTERM)
         p.signal(signal.SIGCONT)
@@ -339,6 +346,45 @@ def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None
         p.kill(timeout=10)
 
 
+class DaemonProcess(Protocol):
+    """One start of a daemon as the clusters drive it: a :class:`ManagedProcess` on this host, a container
+    (``stack.docker.container.ContainerProcess``) in the docker backend."""
+
+    pid: int
+    pgid: int
+    paused: bool
+    log_path: Path
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stopped(self) -> bool: ...
+
+    def members(self) -> list[int]: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    def kill(self, timeout: float = 10.0, wait: bool = True) -> None: ...
+
+    def wait_gone(self, timeout: float = 10.0) -> None: ...
+
+    def pause(self, timeout: float = 5.0, wait: bool = True) -> None: ...
+
+    def wait_paused(self, timeout: float = 5.0) -> None: ...
+
+    def resume(self, timeout: float = 5.0) -> None: ...
+
+    def terminate(self, timeout: float = 10.0) -> None: ...
+
+    def tail_log(self, n: int = 40) -> str: ...
+
+    def log_since_start(self, max_bytes: int = 1 << 20) -> str: ...
+
+
 class Daemon:
     """A restartable daemon (a Spark master or worker, a Kafka node): the current process (or None) plus what
     it takes to start it again. ``role`` and ``index`` name it (``worker-1``, ``broker-2``)."""
@@ -346,16 +392,22 @@ class Daemon:
     role = "daemon"
     host = "127.0.0.1"  #: where its peers and the harness reach it (a container's address in the docker backend)
 
-    def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
+    def __init__(self, index: int, start: Callable[[], DaemonProcess]) -> None:
         self.index = index
         self._start = start
-        self.process: ManagedProcess | None = None
+        self.process: DaemonProcess | None = None
 
     @property
     def name(self) -> str:
         return f"{self.role}-{self.index}"
 
-    def start(self) -> ManagedProcess:
+    def started(self) -> DaemonProcess:
+        """Its current process; :class:`~.errors.StackError` when it was never started."""
+        if self.process is None:
+            raise StackError(f"{self.name} was never started")
+        return self.process
+
+    def start(self) -> DaemonProcess:
         self.process = self._start()
         return self.process
 
@@ -378,6 +430,10 @@ class Daemon:
 
     def tail_log(self, n: int = 30) -> str:
         return self.process.tail_log(n) if self.process else "<never started>"
+
+    def endpoint(self) -> Endpoint:
+        """Where its peers reach it: its address and ports (each kind of daemon says which)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its endpoint")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.process!r}>"

@@ -40,7 +40,8 @@ class FakeJob:
         self.workdir = workdir
         self.event_log_dir = workdir / "events"
         self.effective_conf: dict[str, str] = {}
-        self.argv = ["spark-submit", str(script), "arg"]
+        self.script, self.args = script, ("arg",)
+        self.progress = FakeProgress(self.event_log_dir)
         self.timeline: list[TimelineEvent] = []
         self.alive, self.returncode, self.name, self.launches, self.log_path = False, None, "driver", [], ""
         self.calls: list[str] = []
@@ -58,7 +59,7 @@ class FakeJob:
 
 
 class FakeLauncher:
-    conf: dict[str, str] = {}
+    defaults: dict[str, str] = {}
     job: FakeJob | None = None
 
     @classmethod
@@ -153,7 +154,7 @@ class FakeKafkaEvents:
 @pytest.fixture
 def fake_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job, "JobLauncher", FakeLauncher)
-    for name, fake in (("SparkProgress", FakeProgress), ("Generator", FakeGenerator), ("Collector", FakeCollector),
+    for name, fake in (("Generator", FakeGenerator), ("Collector", FakeCollector),
                        ("CheckpointWatcher", FakeWatcher), ("KafkaWatcher", FakeKafkaEvents)):
         monkeypatch.setattr(observers, name, fake)
     monkeypatch.setattr(drain, "input_end_offsets", lambda bootstrap, topic: {0: 0})

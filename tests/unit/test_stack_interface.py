@@ -9,7 +9,7 @@ import pytest
 
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
 USERS = [PKG / "faults" / "actions.py", *sorted((PKG / "runner").rglob("*.py"))]

@@ -17,14 +17,15 @@ from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.spark.connector import kafka_timeouts
-from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
+from pytest_streamchaos.spark.launcher import JobLauncher
+from pytest_streamchaos.stack.base import JobHandle
 
 
 @dataclass
 class PreparedJob:
     """The job ready to start, and what the run learnt preparing it."""
 
-    job: Any  #: the launcher's job (``start`` / ``stop`` / ``alive`` / its log and conf)
+    job: JobHandle  #: the job, not started (the cluster's launcher made it)
     checkpoint_roots: list  #: where the query's checkpoint may be (places of the run's storage)
     job_kafka: dict[str, tuple[str, str]]  #: Kafka client timeouts the job's code sets
     delay_choices: list  #: faults.timeouts.DelayClassChoice, one per timeout changed
@@ -55,8 +56,7 @@ class PrepareJob:
         launcher = JobLauncher.for_cluster(chaos.cluster, ctx.dir / "jobs", java_home=chaos.java_home,
                                            jit=chaos.jit, progress=chaos.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
-        conf_add, choices = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf},
-                                                        job_kafka)
+        conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
         job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
                                env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files)
         ctx.warnings.extend(job.notes)
@@ -125,7 +125,7 @@ class PrepareJob:
                                 was=choice.before, reason=choice.describe())
         return conf, choices
 
-    def _check_delay_classes(self, job: Any, job_kafka: dict[str, tuple[str, str]]) -> None:
+    def _check_delay_classes(self, job: JobHandle, job_kafka: dict[str, tuple[str, str]]) -> None:
         """Every stated class holds on the conf finally passed (two delays on one link that want
         opposite sides fail here, naming the setting)."""
         for p in self.ctx.inputs.planned:
@@ -136,7 +136,7 @@ class PrepareJob:
                                   str(p.spec.target))
 
 
-def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
+def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: JobHandle,
                 job_kafka: dict[str, tuple[str, str]]) -> list[DelaySpec]:
     """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
     specs = []

@@ -21,7 +21,8 @@ from pytest_streamchaos.runner.context import RunContext, Status
 from pytest_streamchaos.runner.phases.job import PreparedJob
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, SinkJudge
-from pytest_streamchaos.spark.launcher import DriverSupervisor
+from pytest_streamchaos.runner.supervisor import DriverSupervisor
+from pytest_streamchaos.stack.base import JobHandle
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 
@@ -46,7 +47,7 @@ class Observers:
         what.start()
         self.started.append(what)
 
-    def cleanup(self, job: Any) -> None:
+    def cleanup(self, job: JobHandle) -> None:
         """Whatever happened: stop the faults, the load if it runs, the job, and the collector if it
         was started (even when stopping the job fails)."""
         self.scheduler.stop()
@@ -60,7 +61,7 @@ class Observers:
             if self.collector in self.started:
                 self.collector.stop(drain_timeout=10.0)
 
-    def trace(self, ctx: RunContext, job: Any, inputs: list[str]) -> Trace:
+    def trace(self, ctx: RunContext, job: JobHandle, inputs: list[str]) -> Trace:
         """What the run recorded so far, as the analysis takes it."""
         sent = self.generator.sent()
         # nothing readable: outputs estimated from Spark's progress, for the recovery metrics only
@@ -74,7 +75,7 @@ class Observers:
 class ObservedPhase:
     """A phase that runs the job under the observers' eyes (the load, the drain): what each is given."""
 
-    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, topics: RunTopics, obs: Observers, status: Status) -> None:
         self.ctx = ctx
         self.job = job
         self.topics = topics
@@ -95,7 +96,7 @@ class WireObservers:
         poison = PoisonSchedule()
         collector = self._collector(job.workdir)
         generator = self._generator(poison)
-        progress = SparkProgress(job.event_log_dir)
+        progress = job.progress
         watcher = CheckpointWatcher(ctx.storage.place(ctx.storage.checkpoint))
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,

@@ -1,0 +1,33 @@
+"""The ``local`` backend: every daemon a process of this host on 127.0.0.1 (:mod:`.placement`).
+
+Its clusters are the shared ones on the local placement: :class:`LocalSparkCluster` (Spark standalone,
+:mod:`..standalone`), ``LocalKafkaCluster`` (KRaft, :mod:`..kraft`) and ``LocalHdfsCluster`` (:mod:`..hdfs`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pytest_streamchaos.stack.host import Host
+from pytest_streamchaos.stack.local.placement import LocalPlacement
+from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
+
+
+class LocalSparkCluster(StandaloneCluster):
+    """A Spark standalone cluster of local JVMs: 1 master (2 with ``ha``) and ``workers`` workers, every
+    daemon bound to 127.0.0.1 on a pinned port, in the job's group (ZooKeeper excepted)."""
+
+    def __init__(self, workdir: str | os.PathLike, *, host: Host | None = None, **kwargs: Any) -> None:
+        """``host``: the session's host resources (default: the current one); the rest:
+        :class:`~..standalone.cluster.StandaloneCluster`."""
+        super().__init__(workdir, placement=LocalPlacement(host), **kwargs)
+
+    @classmethod
+    def from_settings(cls, settings: Any, workdir: str | os.PathLike, *, ha: bool | None = None,
+                      host: Host | None = None) -> LocalSparkCluster:
+        """Build from the plugin's :class:`~pytest_streamchaos.settings.Settings` (``ha`` overrides ``settings.ha``)."""
+        return cls(workdir, host=host, **cls.settings_kwargs(settings, ha=ha))
+
+
+__all__ = ["LocalPlacement", "LocalSparkCluster"]
