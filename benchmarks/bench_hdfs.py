@@ -27,8 +27,7 @@ from pathlib import Path
 from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "hdfs.json"

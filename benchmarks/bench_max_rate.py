@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 
 from pytest_streamchaos.runner import Chaos, RunError
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "max_rate.json"

@@ -29,8 +29,7 @@ from pathlib import Path
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.spark.launcher import JobLauncher
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 from pytest_streamchaos.workload.generator import Generator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,7 +45,7 @@ def spark_run(workers: int) -> dict:
 
 def kafka_run(brokers: int) -> dict | None:
     try:
-        from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+        from pytest_streamchaos.stack.local import LocalKafkaCluster
     except ImportError as exc:
         print(f"kafka: skipped ({exc})")
         return None

@@ -368,7 +368,7 @@ class LinkProxy(Protocol):
 
 
 class PartitionView(Protocol):
-    """One partition as the cluster's metadata reports it (``stack.kafka_admin.PartitionState``)."""
+    """One partition as the cluster's metadata reports it (``stack.kraft.admin.PartitionState``)."""
 
     @property
     def leader(self) -> int:
@@ -587,10 +587,19 @@ class KafkaCluster(abc.ABC):
     fault on the job's links touches, and :attr:`job_bootstrap_servers` for the job, whose links
     network faults act on."""
 
-    bootstrap_servers: str  #: the harness's listeners, ``host:port,host:port,...``
-    broker_ids: list[int]
-    #: the settings the brokers run with (failure detection, replication), for the run's JSON
-    effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
+    @property
+    def bootstrap_servers(self) -> str:
+        """The harness's listeners, ``host:port,host:port,...``."""
+        raise _missing(self, "bootstrap_servers")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        raise _missing(self, "broker_ids")
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        """The settings the brokers run with (failure detection, replication), for the run's JSON."""
+        return {}
 
     @property
     def link_scope(self) -> LinkScope:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
+from pytest_streamchaos.stack.base import KafkaCluster
 from pytest_streamchaos.stack.host import Host, activate
 
 
@@ -80,18 +81,20 @@ class Stacks:
     def kafka(self, backend: str) -> Any:
         key = (backend, "kafka")
         if key not in self._stacks:
-            kwargs = {"brokers": self.settings.kafka_brokers, "java_home": self.settings.java_home,
-                      "start_timeout": self.settings.start_timeout, "progress": self.progress}
+            s = self.settings
             workdir = self.tmp.mktemp(f"kafka-{backend}")
+            cluster: KafkaCluster
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 
-                cluster = DockerKafkaCluster(workdir, session=self.docker(), image=self.settings.docker_image,
-                                             **kwargs)
+                cluster = DockerKafkaCluster(workdir, s.kafka_brokers, session=self.docker(), image=s.docker_image,
+                                             java_home=s.java_home, start_timeout=s.start_timeout,
+                                             progress=self.progress, host=self.host)
             else:
-                from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+                from pytest_streamchaos.stack.local import LocalKafkaCluster
 
-                cluster = LocalKafkaCluster(workdir, **kwargs)
+                cluster = LocalKafkaCluster(workdir, s.kafka_brokers, java_home=s.java_home,
+                                            start_timeout=s.start_timeout, progress=self.progress, host=self.host)
             self._start(key, cluster)
             if self.settings.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
                 cluster.listen(self.settings.kafka_port)

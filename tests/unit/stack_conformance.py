@@ -20,8 +20,8 @@ from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
 from pytest_streamchaos.stack.hdfs import HdfsNode, LocalHdfsCluster
 from pytest_streamchaos.stack.jobgroup import HostScope
-from pytest_streamchaos.stack.kafka_admin import PartitionState
-from pytest_streamchaos.stack.kafka_local import KafkaNode
+from pytest_streamchaos.stack.kraft.admin import PartitionState
+from pytest_streamchaos.stack.kraft.plan import KafkaNode
 from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker
 from pytest_streamchaos.stack.standalone.executors import ProcessExecutor
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
 USERS = [PKG / "faults" / "actions.py", *sorted((PKG / "runner").rglob("*.py"))]

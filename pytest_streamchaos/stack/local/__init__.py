@@ -7,9 +7,11 @@ Its clusters are the shared ones on the local placement: :class:`LocalSparkClust
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from pytest_streamchaos.stack.host import Host
+from pytest_streamchaos.stack.kraft.cluster import KRaftCluster
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
@@ -30,4 +32,15 @@ class LocalSparkCluster(StandaloneCluster):
         return cls(workdir, host=host, **cls.settings_kwargs(settings, ha=ha))
 
 
-__all__ = ["LocalPlacement", "LocalSparkCluster"]
+class LocalKafkaCluster(KRaftCluster):
+    """N KRaft nodes (ids 1..N) as local JVMs on 127.0.0.1, each in its own child group of the job's (a cut
+    between brokers tells one node's connections from the others'), the job's links through Toxiproxy."""
+
+    def __init__(self, workdir: str | os.PathLike, brokers: int = 3, *, java_home: str = "",
+                 start_timeout: float = 90.0, progress: Callable[[str], None] | None = None,
+                 host: Host | None = None) -> None:
+        super().__init__(workdir, brokers, placement=LocalPlacement(host), java_home=java_home,
+                         start_timeout=start_timeout, progress=progress)
+
+
+__all__ = ["LocalKafkaCluster", "LocalPlacement", "LocalSparkCluster"]
