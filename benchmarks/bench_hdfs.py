@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.runner import Chaos
-from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent

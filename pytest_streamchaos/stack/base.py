@@ -398,7 +398,7 @@ N = TypeVar("N", bound=Node)
 
 @runtime_checkable
 class HdfsCluster(Protocol[N]):
-    """The stack's HDFS (``stack.hdfs.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
+    """The stack's HDFS (``stack.hdfs.cluster.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
     out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
 
     @property

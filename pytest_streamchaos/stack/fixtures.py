@@ -107,7 +107,7 @@ class Stacks:
                         "run this test with --chaos-backend local")
         key = (backend, "hdfs")
         if key not in self._stacks:
-            from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
+            from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
             self._start(key, LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"), java_home=self.settings.java_home,
                                               start_timeout=self.settings.start_timeout))

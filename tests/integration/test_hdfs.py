@@ -23,8 +23,8 @@ from pytest_streamchaos.faults.spec import parse
 from pytest_streamchaos.faults.timeline import plan
 from pytest_streamchaos.poll import settled, wait_for
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
-from pytest_streamchaos.stack.hdfs_watcher import HdfsWatcher
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.watcher import HdfsWatcher
 from pytest_streamchaos.stack.ports import port_holder
 
 pytestmark = pytest.mark.integration

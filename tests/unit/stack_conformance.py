@@ -18,7 +18,8 @@ from pytest_streamchaos.stack.base import (
 )
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
-from pytest_streamchaos.stack.hdfs import HdfsNode, LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.plan import HdfsNode
 from pytest_streamchaos.stack.jobgroup import HostScope
 from pytest_streamchaos.stack.kraft.admin import PartitionState
 from pytest_streamchaos.stack.kraft.plan import KafkaNode

@@ -1,7 +1,8 @@
 """The ``local`` backend: every daemon a process of this host on 127.0.0.1 (:mod:`.placement`).
 
 Its clusters are the shared ones on the local placement: :class:`LocalSparkCluster` (Spark standalone,
-:mod:`..standalone`), ``LocalKafkaCluster`` (KRaft, :mod:`..kraft`) and ``LocalHdfsCluster`` (:mod:`..hdfs`).
+:mod:`..standalone`) and :class:`LocalKafkaCluster` (KRaft, :mod:`..kraft`); HDFS runs here only
+(``stack.hdfs.cluster.LocalHdfsCluster``).
 """
 
 from __future__ import annotations
