@@ -31,6 +31,7 @@ _LAZY = {
     "Load": "pytest_streamchaos.runner.groups",
     "Watch": "pytest_streamchaos.runner.groups",
     "JobSetup": "pytest_streamchaos.runner.groups",
+    "Timing": "pytest_streamchaos.runner.groups",
     **dict.fromkeys(
         ["bandwidth_limit", "isolate_broker", "kill_broker", "kill_datanode", "kill_driver", "kill_executor",
          "kill_master", "kill_namenode", "kill_worker", "network_delay", "network_partition", "packet_loss", "pause",
@@ -80,5 +81,6 @@ __all__ = [
     "Load",
     "Watch",
     "JobSetup",
+    "Timing",
 ]
 __version__ = "0.1.0"

@@ -7,6 +7,7 @@ These use the ``chaos`` fixture without fault marks: the run is a plain load tes
 import numpy as np
 import pytest
 
+from pytest_streamchaos import JobSetup, Load
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 
 pytestmark = pytest.mark.integration
@@ -33,7 +34,8 @@ def test_broken_job_is_caught_with_the_ids_it_breaks(chaos):
 def test_window_count_delivers_every_finalized_window_exactly(chaos):
     oracle = TumblingWindowOracle(size_seconds=5, watermark_seconds=2)
     run = chaos.run("pipelines/window_count.py", rate=100, duration=20, guarantee="exactly-once", oracle=oracle,
-                    key_space=10, env={"STREAMCHAOS_WINDOW_SECONDS": "5", "STREAMCHAOS_WATERMARK_SECONDS": "2"})
+                    load=Load(key_space=10),
+                    setup=JobSetup(env={"STREAMCHAOS_WINDOW_SECONDS": "5", "STREAMCHAOS_WATERMARK_SECONDS": "2"}))
     print(run.describe())
     assert run.report.expected > 1000  # finalized windows' ids (the last windows are still open)
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_streamchaos import Timing
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner.phases import drain, job, observers
@@ -165,7 +166,7 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     kafka, status = FakeKafka(), []
     cluster = SimpleNamespace(effective_conf={}, master_url="spark://fake:7077")
     chaos = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "runs", test_dir=tmp_path, status=status.append)
-    run = chaos.run("job.py", rate=10, duration=1.0, settle_seconds=0.3, trigger_seconds=0.5)
+    run = chaos.run("job.py", rate=10, duration=1.0, timing=Timing(settle_seconds=0.3, trigger_seconds=0.5))
     phases = run.meta["load"]
     assert chaos.runs == [run] and FakeLauncher.job is not None and FakeLauncher.job.calls == ["start", "stop"]
     assert 0.9 <= phases["ran_s"] < 3 and phases["ended"] is None
