@@ -836,10 +836,11 @@ class _Measure:
         signs, j0 = self._signs(f, horizon, mine)
         sys_ev = _first_system_event(self.trace.timeline, p.system_detection_kinds, f, horizon)
         sys_det = None if sys_ev is None else sys_ev.t - f
-        common = dict(t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs,
-                      gap_end=ge, output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
-                      system_detection_event=None if sys_ev is None else sys_ev.kind,
-                      phases=recovery_phases(self.trace.timeline, f, horizon), aim=ev.detail.get("aim"))
+        common: dict[str, Any] = dict(
+            t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=downtime, gap_start=gs, gap_end=ge,
+            output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
+            system_detection_event=None if sys_ev is None else sys_ev.kind,
+            phases=recovery_phases(self.trace.timeline, f, horizon), aim=ev.detail.get("aim"))
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,

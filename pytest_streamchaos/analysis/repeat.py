@@ -78,8 +78,12 @@ class RepeatedRun:
     def worst_run(self) -> ChaosRun:
         """The run that recovered last (then: longest downtime, highest failure cost, most records
         wrong): the one whose timeline explains a violated bound."""
-        return max(self.runs, key=lambda r: (float(r.recovery_time), r.downtime, r.failure_cost,
-                                             r.lost + r.duplicates + r.incorrect))
+        def rank(r: ChaosRun) -> tuple[float, float, float, int]:
+            known = [n for n in (r.lost, r.duplicates, r.incorrect) if n is not None]
+            return (-1.0 if r.recovery_time is None else float(r.recovery_time), _num(r.downtime),
+                    _num(r.failure_cost), sum(known))
+
+        return max(self.runs, key=rank)
 
     # -- attribute access: medians ------------------------------------------------------------
     def _agg(self, metric: str, over: str) -> Any:
@@ -103,7 +107,7 @@ class RepeatedRun:
         return getattr(self.worst_run, name)
 
     def _latency(self, over: str) -> LatencySummary:
-        vals = {}
+        vals: dict[str, Any] = {}
         for f in fields(LatencySummary):
             agg = self.median(f"latency.{f.name}") if over == "median" else self.worst(f"latency.{f.name}")
             vals[f.name] = int(agg) if f.name == "count" else agg
@@ -205,3 +209,6 @@ class _View:
         return getattr(self._rr, name)
 
 
+def _num(value: float | None) -> float:
+    """``value``, or -1 when it is unknown (a run without it ranks below any run with it)."""
+    return -1.0 if value is None else float(value)

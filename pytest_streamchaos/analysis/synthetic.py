@@ -239,6 +239,7 @@ def aggregate_trace(
     nonempty = out.lengths() > 0
     vals = np.zeros(len(out))
     vals[nonempty] = np.add.reduceat(flat_w, out.offsets[:-1][nonempty])
+    assert out.keys is not None and out.window_start is not None and out.window_end is not None  # windowed_trace's
     arrival, ks, ws, we = out.arrival_ts, out.keys, out.window_start, out.window_end
     if output_mode != "append":  # an earlier partial update per group: only the last value counts
         arrival = np.concatenate((arrival - 0.5 * size, arrival))

@@ -68,7 +68,8 @@ def spark_version(spark_home: Path) -> str:
 def connector(spark_home: Path) -> artifacts.JarSet:
     """The connector jar set matching the Spark distribution at ``spark_home`` (minus what it ships)."""
     jars = spark_home / "jars"
-    return artifacts.spark_kafka_connector(spark_version(spark_home), scala_binary(jars), artifacts.artifacts_in(jars))
+    return artifacts.spark_kafka_connector(spark_version(spark_home), scala_binary(jars),
+                                           sorted(artifacts.artifacts_in(jars)))
 
 
 def connector_jars(spark_home: Path, progress: Callable[[str], None] | None = None,

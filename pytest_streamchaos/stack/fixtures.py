@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
-from pytest_streamchaos.stack.base import KafkaCluster
+from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
 
 
@@ -65,6 +65,7 @@ class Stacks:
         key = (backend, "spark-ha" if ha else "spark")
         if key not in self._stacks:
             workdir = self.tmp.mktemp(f"{key[1]}-{backend}")
+            cluster: SparkCluster
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 

@@ -149,15 +149,15 @@ class JobGroup:
     def mark_sub(self, sub: str, n: int) -> tuple[int, int] | None:
         """Mark the connections child group ``sub`` opens with ``n`` (1..15) in :data:`SUB_MASK`, on top
         of the job's mark; the (mark, mask) a rule matches them by, None when the group is not available."""
-        if not self.available or not 0 < n < 16:
+        if not self.available or self.path is None or not 0 < n < 16:
             return None
-        rel = self.sub_path(sub)
+        path, rel = self.path, self.sub_path(sub)
         value = (n << SUB_SHIFT, SUB_MASK)
         spec = ["-m", "conntrack", "--ctstate", "NEW", "-m", "cgroup", "--path", str(rel), "-j", "CONNMARK",
                 "--set-xmark", f"{value[0]:#x}/{value[1]:#x}"]
         with self._lock:
             if self._ipt(["-C", self.chain, *spec]).returncode != 0:
-                (self.path / sub).mkdir(exist_ok=True)  # type: ignore[operator]  (available: path is set)
+                (path / sub).mkdir(exist_ok=True)
                 p = self._ipt(["-A", self.chain, *spec])
                 if p.returncode != 0:
                     return None

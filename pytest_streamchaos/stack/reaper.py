@@ -143,7 +143,8 @@ class Reaper:
                 f"the reaper watchdog ({sys.executable} -I -c ...) did not start "
                 f"(exit code {self._proc.poll()}); check that this Python can run subprocesses"
             )
-        self._proc.stdout.close()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self.pid = self._proc.pid
 
     # -- registrations -------------------------------------------------------------------------

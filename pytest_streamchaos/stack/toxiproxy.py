@@ -201,7 +201,7 @@ class ToxiproxyServer:
         self.port = port or self.host.ports.free()
         self.url = f"http://127.0.0.1:{self.port}"
         self._http = requests.Session()
-        self.proc = ManagedProcess([self.binary, "-host", "127.0.0.1", "-port", str(self.port)],
+        self.proc = ManagedProcess([str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LOG_LEVEL": "info"},
                                    log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server",
                                    host=self.host)

@@ -46,7 +46,8 @@ class StackContainer(DockerContainer):
         self.with_kwargs(init=True, labels=dict(session.labels), hostname=name, network=net,
                          networking_config={net: docker.types.EndpointConfig("1.41", ipv4_address=ip)})
         self.with_command(list(command))
-        self.volumes = {h: dict(m) for h, m in volumes.items()}
+        # docker-py's {host: {"bind", "mode"}} form, which testcontainers passes on (its type names its own Mount)
+        self.volumes = {h: dict(m) for h, m in volumes.items()}  # type: ignore[misc]
         self.ip = ip
 
 

@@ -25,7 +25,7 @@ from pytest_streamchaos.stack.base import StackError
 LABEL = "org.pytest-streamchaos.session"  #: the session id
 OWNER = "org.pytest-streamchaos.owner"  #: "<hostname>:<pid>" of the pytest process that created it
 #: where the session network's /24 is taken from (first one that no route or network uses)
-SUBNET_POOL = ipaddress.ip_network("10.213.0.0/16")
+SUBNET_POOL = ipaddress.IPv4Network("10.213.0.0/16")
 DOCKER_FIX = ("start the Docker daemon (`dockerd > /var/log/dockerd.log 2>&1 &` where there is no systemd; "
               "`./dev setup` does it), or point DOCKER_HOST at one")
 

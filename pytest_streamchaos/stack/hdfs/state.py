@@ -117,7 +117,9 @@ class HdfsReadiness:
             seen[0] = st = self.state()
             return st if st.safemode is False and len(st.live) == self.plan.n_datanodes else None
 
-        return poll(ready, timeout, lambda _: StackError(self._not_ready(seen[0], timeout)), interval=0.2)
+        got = poll(ready, timeout, lambda _: StackError(self._not_ready(seen[0], timeout)), interval=0.2)
+        assert got is not None  # poll returns only a truthy answer
+        return got
 
     def _not_ready(self, st: HdfsState, timeout: float) -> str:
         logs = self.plan.workdir / "logs"

@@ -4,6 +4,7 @@ per-node settings, each node's command line, and the storage format before the f
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
@@ -87,7 +88,7 @@ class KRaftPlan:
         self.nodes = []
         for nid in self.broker_ids:
             ports = {name.lower(): self.placement.host.ports.free() for name in LISTENERS}
-            node = KafkaNode(nid, ports, self.workdir / "data" / f"broker-{nid}", lambda nid=nid: self._launch(nid))
+            node = KafkaNode(nid, ports, self.workdir / "data" / f"broker-{nid}", functools.partial(self._launch, nid))
             node.host = self.placement.address(node.name)
             self.nodes.append(node)
         self.bootstrap_servers = ",".join(f"{n.host}:{n.ports['client']}" for n in self.nodes)
