@@ -113,6 +113,7 @@ class FakeCollector:
     count, malformed, lost_to_retention, ids_seen = 20, 0, 0, 20
     errors: list[str] = []
     retention_gaps: list[Any] = []
+    transaction_markers: dict[str, int] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.last_arrival = time.time()

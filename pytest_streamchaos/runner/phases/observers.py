@@ -17,7 +17,7 @@ from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent, Trace
-from pytest_streamchaos.runner.context import RunContext, Status
+from pytest_streamchaos.runner.context import Reader, RunContext, Sender, Status
 from pytest_streamchaos.runner.phases.job import PreparedJob
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, SinkJudge
@@ -31,8 +31,8 @@ from pytest_streamchaos.workload.joined import JoinedGenerators
 class Observers:
     """What :class:`WireObservers` built around the job, and (``started``) which of it is running."""
 
-    collector: Any
-    generator: Any
+    collector: Reader
+    generator: Sender
     progress: SparkProgress
     checkpoint: CheckpointTracker
     sinks: SinkJudge
@@ -117,7 +117,7 @@ class WireObservers:
                          sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
                          scheduler=scheduler, supervisor=supervisor)
 
-    def _collector(self, workdir: Path) -> Any:
+    def _collector(self, workdir: Path) -> Reader:
         ctx, t = self.ctx, self.topics
         # an aggregate oracle reads each output's key, window and value (it carries no ids)
         oracle = ctx.inputs.oracle
@@ -128,7 +128,7 @@ class WireObservers:
                                       if name.startswith("file:") else None, **opts)
                         for name, ids in ctx.inputs.output_ids.items()])
 
-    def _generator(self, poison: PoisonSchedule) -> Any:
+    def _generator(self, poison: PoisonSchedule) -> Sender:
         s, inputs = self.ctx.spec, self.ctx.inputs
         parts = []
         for i, topic in enumerate(self.topics.inputs):

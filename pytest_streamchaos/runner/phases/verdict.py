@@ -11,14 +11,16 @@ from pytest_streamchaos.analysis.delay_class import delay_outcomes
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.validate import exactly_once_check
 from pytest_streamchaos.client_stats import observer_report
+from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.records import Trace
-from pytest_streamchaos.runner.context import RunContext
+from pytest_streamchaos.runner.context import Reader, RunContext, Sender
 from pytest_streamchaos.runner.phases.job import PreparedJob, delay_specs
 from pytest_streamchaos.runner.phases.load import LoadResult
 from pytest_streamchaos.runner.phases.observers import Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.warmup import WarmUpResult
+from pytest_streamchaos.workload.joined import JoinedGenerators
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,8 @@ class Verdict:
             "sinks": [q.to_dict() for q in query_sinks(obs.progress.batches, obs.progress.writes)],
             "sink_note": obs.sinks.note,
             "exactly_once": None if obs.sinks.progress_only else exactly_once_check(
-                getattr(collector, "transaction_markers", {})),
-            "kafka_conf": dict(getattr(chaos.kafka, "effective_conf", {})),
+                collector.transaction_markers),
+            "kafka_conf": dict(chaos.kafka.effective_conf),
         }
 
     def _observer(self, trace: Trace) -> dict[str, Any]:
@@ -116,13 +118,13 @@ class Verdict:
         return report
 
 
-def client_samples(generator: Any, collector: Any) -> dict[str, list]:
+def client_samples(generator: Sender, collector: Reader) -> dict[str, list]:
     """The harness clients' statistics samples by client name (several inputs: one per generator)."""
-    gens = getattr(generator, "parts", [generator])
+    gens = generator.parts if isinstance(generator, JoinedGenerators) else [generator]
     out = {}
     for i, g in enumerate(gens):
-        if getattr(g, "client_stats", None) is not None:
+        if g.client_stats is not None:
             out["generator" if len(gens) == 1 else f"generator-{i}"] = g.client_stats.samples()
-    if getattr(collector, "client_stats", None) is not None:
+    if isinstance(collector, Collector) and collector.client_stats is not None:
         out["collector"] = collector.client_stats.samples()
     return out
