@@ -73,6 +73,6 @@ def missing_file_hint(exception_line: str, script_dir: Path, workdir: Path) -> s
             return f" ({name} is an absolute path the job names: it must exist on this machine)"
     if (script_dir / path).exists():
         return (f" ({path} is in the job's folder, but the driver runs in {workdir}: "
-                f"pass chaos.run(..., files=[{str(path)!r}]))")
+                f"pass chaos.run(..., setup=JobSetup(files=[{str(path)!r}])))")
     return (f" (a relative path is opened in the driver's working directory {workdir}, not the job's folder: "
-            f"pass the file with chaos.run(..., files=[...]))")
+            f"pass the file with chaos.run(..., setup=JobSetup(files=[...])))")

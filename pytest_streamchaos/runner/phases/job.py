@@ -95,9 +95,9 @@ class PrepareJob:
             if not is_checkpoint(place):
                 continue
             if self.ctx.spec.stale_checkpoint == "fail":
-                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query would "
-                               "resume from it: delete it, or pass chaos.run(..., stale_checkpoint=\"clear\") to start "
-                               "each run fresh")
+                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query "
+                               "would resume from it: delete it, or pass chaos.run(..., setup=JobSetup("
+                               "stale_checkpoint=\"clear\")) to start each run fresh")
             place.fs.rm(place.path, recursive=True)
             self.ctx.warnings.append(f"the job's checkpoint {place} ({where}) was left by an earlier run: deleted "
                                      "before the job started (stale_checkpoint=\"clear\")")
