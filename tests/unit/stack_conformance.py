@@ -1,6 +1,7 @@
-"""Type-checked only (tests/unit/test_typecheck.py runs mypy on it, nothing imports it): the local
-backend's classes are what stack/base.py's protocols say the faults get. A backend class that stops
-fitting a protocol fails the type check, naming the member."""
+"""Type-checked only (tests/unit/test_typecheck.py runs mypy on it, nothing imports it): the backends'
+classes are what stack/base.py's protocols say the faults and the runner get, and both placements are
+what the clusters take (stack/placement.py). A class that stops fitting a protocol fails the type
+check, naming the member."""
 
 from pytest_streamchaos.faults.actions import OutputSeen
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -16,6 +17,7 @@ from pytest_streamchaos.stack.base import (
     Node,
     PartitionView,
 )
+from pytest_streamchaos.stack.docker.placement import DockerPlacement
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
@@ -23,9 +25,16 @@ from pytest_streamchaos.stack.hdfs.plan import HdfsNode
 from pytest_streamchaos.stack.jobgroup import HostScope
 from pytest_streamchaos.stack.kraft.admin import PartitionState
 from pytest_streamchaos.stack.kraft.plan import KafkaNode
+from pytest_streamchaos.stack.local.placement import LocalPlacement
+from pytest_streamchaos.stack.placement import Placement
 from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker
 from pytest_streamchaos.stack.standalone.executors import ProcessExecutor
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy
+
+
+def placements_fit(local: LocalPlacement, docker: DockerPlacement) -> None:
+    placements: list[Placement] = [local, docker]
+    del placements
 
 
 def local_backend_fits(worker: SparkWorker, master: SparkMaster, broker: KafkaNode, hdfs_node: HdfsNode,
