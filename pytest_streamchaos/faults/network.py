@@ -36,6 +36,7 @@ from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.process import ManagedProcess
 
 __all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
@@ -420,6 +421,7 @@ class NetworkDelay(NetworkFault):
                 argv += ["--seed", str(self.seed)]
             # its errors go to a log file of its own (the fault has no run directory), removed at heal
             log = Path(tempfile.gettempdir()) / f"streamchaos-nfq-{os.getpid()}-{q}.log"
+            current().reaper.register_path(log)  # removed with pytest even if it is killed
             proc = ManagedProcess(argv, env=os.environ, log_path=log, name=f"nfq-delayer-{q}", pipe=True)
             line = self._await_ready(proc)
             if line == f"ready {q}":
@@ -428,6 +430,7 @@ class NetworkDelay(NetworkFault):
             proc.kill()
             err = proc.log_since_start().split("\n", 1)[-1]  # after the start line
             log.unlink(missing_ok=True)
+            current().reaper.unregister_path(log)
             last_err = (err.strip().splitlines() or [line or "no output"])[-1]
             if "Failed to create queue" not in err:
                 break
@@ -459,6 +462,7 @@ class NetworkDelay(NetworkFault):
         out = proc.stdout.read()
         err = proc.log_since_start().split("\n", 1)[-1]
         proc.log_path.unlink(missing_ok=True)
+        current().reaper.unregister_path(proc.log_path)
         lines = [ln for ln in out.splitlines() if ln.startswith("{")]
         self.stats = json.loads(lines[-1]) if lines else {"error": err.strip()[-500:], "rc": proc.returncode}
 
