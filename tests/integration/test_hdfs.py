@@ -1,4 +1,4 @@
-"""The embedded HDFS (stack/hdfs.py) on real JVMs: start-up, WebHDFS through fsspec, replication, the
+"""The embedded HDFS (stack/hdfs/) on real JVMs: start-up, WebHDFS through fsspec, replication, the
 fault operations and what the NameNode reports after them, the timeline watcher, the fault actions,
 bad input, and a local PySpark session writing parquet and a streaming checkpoint to it.
 
