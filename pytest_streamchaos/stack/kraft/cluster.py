@@ -83,6 +83,16 @@ class KRaftCluster(KafkaCluster):
         return list(self.plan.nodes)
 
     @property
+    def replication(self) -> int:
+        """The replication factor of every topic it creates (3, or fewer with fewer nodes)."""
+        return self.plan.replication
+
+    @property
+    def min_isr(self) -> int:
+        """``min.insync.replicas`` (2, or 1 with one node)."""
+        return self.plan.min_isr
+
+    @property
     def start_timeout(self) -> float:
         return self.plan.start_timeout
 
