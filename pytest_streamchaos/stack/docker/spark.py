@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_streamchaos.settings import Settings
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.placement import DockerPlacement
 from pytest_streamchaos.stack.host import Host
@@ -38,7 +39,7 @@ class DockerSparkCluster(StandaloneCluster):
         super().__init__(workdir, placement=self.docker, **kwargs)
 
     @classmethod
-    def from_settings(cls, settings: Any, workdir: str | os.PathLike, *, session: DockerSession,
+    def from_settings(cls, settings: Settings, workdir: str | os.PathLike, *, session: DockerSession,
                       ha: bool | None = None, shared: Sequence[str | os.PathLike] = (),
                       project: Sequence[str | os.PathLike] = (), host: Host | None = None) -> DockerSparkCluster:
         return cls(workdir, session=session, shared=shared, project=project, image=settings.docker_image, host=host,

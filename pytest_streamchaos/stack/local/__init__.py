@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pytest_streamchaos.settings import Settings
 from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.kraft.cluster import KRaftCluster
 from pytest_streamchaos.stack.local.placement import LocalPlacement
@@ -27,7 +28,7 @@ class LocalSparkCluster(StandaloneCluster):
         super().__init__(workdir, placement=LocalPlacement(host), **kwargs)
 
     @classmethod
-    def from_settings(cls, settings: Any, workdir: str | os.PathLike, *, ha: bool | None = None,
+    def from_settings(cls, settings: Settings, workdir: str | os.PathLike, *, ha: bool | None = None,
                       host: Host | None = None) -> LocalSparkCluster:
         """Build from the plugin's :class:`~pytest_streamchaos.settings.Settings` (``ha`` overrides ``settings.ha``)."""
         return cls(workdir, host=host, **cls.settings_kwargs(settings, ha=ha))

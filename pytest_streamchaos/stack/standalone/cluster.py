@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.settings import Settings
 from pytest_streamchaos.stack.base import (
     Endpoint,
     Executor,
@@ -272,7 +273,7 @@ class StandaloneCluster(SparkCluster):
         return SubmitLauncher(site, workdir, options or LaunchOptions())
 
     @classmethod
-    def settings_kwargs(cls, settings: Any, *, ha: bool | None = None) -> dict[str, Any]:
+    def settings_kwargs(cls, settings: Settings, *, ha: bool | None = None) -> dict[str, Any]:
         """The constructor's arguments from the plugin's :class:`~pytest_streamchaos.settings.Settings`."""
         return {"workers": settings.workers, "worker_cores": settings.worker_cores,
                 "worker_memory": settings.worker_memory, "ha": settings.ha if ha is None else ha,
