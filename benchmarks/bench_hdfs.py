@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_streamchaos import JobSetup
 from pytest_streamchaos.faults.registry import parse
 from pytest_streamchaos.runner import Chaos
-from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "hdfs.json"
@@ -71,7 +71,7 @@ def bench_runs(workdir: Path, rate: float, duration: float) -> dict:
                          faults=list(faults), hdfs=lambda: hdfs)
 
         for where in ("local", "hdfs"):
-            run = chaos(where).run(JOB, rate=rate, duration=duration, checkpoint=where)
+            run = chaos(where).run(JOB, rate=rate, duration=duration, setup=JobSetup(checkpoint=where))
             out[where] = _summary(run)
             print(f"{where:5s}: {out[where]}", flush=True)
             spark.heal()
@@ -79,7 +79,8 @@ def bench_runs(workdir: Path, rate: float, duration: float) -> dict:
                                         for k in ("p50_s", "p99_s", "batch_p50_s", "reliable_throughput")
                                         if out["local"].get(k) and out["hdfs"].get(k)}
         kill = parse("kill_namenode", (), {"after": 8, "restart_after": 4})
-        run = chaos("namenode-kill", [kill]).run(JOB, rate=rate, duration=duration, checkpoint="hdfs", supervise=True)
+        run = chaos("namenode-kill", [kill]).run(JOB, rate=rate, duration=duration,
+                                                 setup=JobSetup(checkpoint="hdfs", supervise=True))
         (f,) = run.faults
         out["namenode_kill"] = {"lost": run.lost, "downtime_s": round(run.downtime, 2),
                                 "recovery_s": None if not f.recovered else round(float(f.recovery_time), 2),

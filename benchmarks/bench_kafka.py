@@ -34,7 +34,7 @@ import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from pytest_streamchaos.stack import artifacts
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kafka.json"
 GOAL_START_S = 20.0

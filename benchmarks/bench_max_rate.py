@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_streamchaos import Load, Timing
 from pytest_streamchaos.runner import Chaos, RunError
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "max_rate.json"
@@ -52,7 +52,8 @@ def main() -> None:
                 t0 = time.time()
                 try:
                     run = chaos.run("pipelines/enrich_at_least_once.py", rate=rate, duration=args.duration,
-                                    guarantee="at-least-once", partitions=args.partitions, warmup_timeout=180)
+                                    guarantee="at-least-once", load=Load(partitions=args.partitions),
+                            timing=Timing(warmup_timeout=180))
                 except RunError as e:  # e.g. the source's data-loss check: input deleted before it was read
                     first = str(e).splitlines()[0]
                     rows.append({"rate": rate, "sustained": False, "error": first, "wall_s": time.time() - t0})

@@ -29,8 +29,7 @@ from pathlib import Path
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.spark.launcher import JobLauncher
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 from pytest_streamchaos.workload.generator import Generator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +54,7 @@ def one_run(spark: LocalSparkCluster, kafka: LocalKafkaCluster, workdir: Path, r
     src = kafka.create_topic(f"bench-in-{run}", 2)
     out = kafka.create_topic(f"bench-out-{run}", 2)
     ids = _preload(kafka.bootstrap_servers, src, n)
-    launcher = JobLauncher(spark.master_url, workdir / f"run{run}", conf=conf)
+    launcher = JobLauncher.for_cluster(spark, workdir / f"run{run}", conf=conf)
     cfg = JobConfig(kafka.bootstrap_servers, src, out, str(workdir / f"run{run}" / "checkpoint"), 1.0)
     load = os.getloadavg()[0]
     with Collector(kafka.bootstrap_servers, out) as collector:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 
 RESULTS = Path(__file__).parent / "results" / "stack.json"
 
@@ -45,7 +45,7 @@ def spark_run(workers: int) -> dict:
 
 def kafka_run(brokers: int) -> dict | None:
     try:
-        from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+        from pytest_streamchaos.stack.local import LocalKafkaCluster
     except ImportError as exc:
         print(f"kafka: skipped ({exc})")
         return None

@@ -22,7 +22,7 @@ import numpy as np
 from confluent_kafka import Producer
 
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+from pytest_streamchaos.stack.local import LocalKafkaCluster
 from pytest_streamchaos.workload import records
 from pytest_streamchaos.workload.generator import Generator
 

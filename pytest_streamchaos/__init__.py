@@ -36,6 +36,7 @@ _LAZY = {
     "Load": "pytest_streamchaos.runner.groups",
     "Watch": "pytest_streamchaos.runner.groups",
     "JobSetup": "pytest_streamchaos.runner.groups",
+    "Timing": "pytest_streamchaos.runner.groups",
 }
 #: where every fault kind's decorator is (``kill_worker`` ...): made from the fault registry, so a new
 #: kind is importable from here without a line in this file

@@ -9,13 +9,14 @@ Kept apart from the runner on purpose: the runner owns one run's life cycle, thi
   :class:`~pytest_streamchaos.analysis.repeat.RepeatedRun` (medians, spread, worst).
 - ``chaos.run(job, ..., faults=False)``: the same scenario without the test's fault marks.
 - ``chaos.compare(job, a={...}, b={...}, **common)``: runs A then B (each ``common`` updated with its
-  own arguments; ``conf`` and ``env`` dicts are merged) and returns B ``.versus(A)``: per-metric
-  deltas and a masking verdict per fault of B.
+  own arguments; a group given in both is merged, its ``conf`` and ``env`` dicts key by key) and returns
+  B ``.versus(A)``: per-metric deltas and a masking verdict per fault of B.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +24,33 @@ from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.versus import Versus, versus
 from pytest_streamchaos.runner import Chaos
+from pytest_streamchaos.runner.groups import GROUPS
 
+#: the fields of a group that two runs' groups merge key by key
 _MERGED = ("conf", "env")
 
 
 def merged_args(common: Mapping[str, Any], own: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``common`` updated by ``own``; ``conf`` / ``env`` dicts are merged key by key, so that
-    ``a={"conf": {"spark.sql.shuffle.partitions": 4}}`` keeps the common Spark conf."""
+    """``common`` updated by ``own``; a group in both (``setup=JobSetup(...)``) is merged: ``own``'s fields
+    that differ from the group's defaults win, and its ``conf`` / ``env`` dicts are merged key by key,
+    so that ``a={"setup": JobSetup(conf={"spark.sql.shuffle.partitions": 4})}`` keeps the common Spark conf."""
     out = {**common, **(own or {})}
-    for k in _MERGED:
-        if isinstance(common.get(k), Mapping) and isinstance((own or {}).get(k), Mapping):
-            out[k] = {**common[k], **own[k]}  # type: ignore[index]
+    for key in GROUPS:
+        mine, theirs = (own or {}).get(key), common.get(key)
+        if mine is not None and theirs is not None and type(mine) is type(theirs):
+            out[key] = _merged_group(theirs, mine)
     return out
+
+
+def _merged_group(common: Any, own: Any) -> Any:
+    changes: dict[str, Any] = {}
+    for f in fields(own):
+        value = getattr(own, f.name)
+        if f.name in _MERGED and isinstance(value, Mapping):
+            changes[f.name] = {**(getattr(common, f.name) or {}), **value}
+        elif value != f.default:
+            changes[f.name] = value
+    return replace(common, **changes)
 
 
 class ChaosHarness(Chaos):

@@ -34,6 +34,7 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
     progress_writer,
     spark_cluster,
     spark_cluster_ha,
+    streamchaos_host,
     streamchaos_kafka_session,
     streamchaos_settings,
     streamchaos_spark_session,

@@ -95,7 +95,8 @@ def prepare(names: tuple[str, ...]) -> int:
     """Run the steps ``names`` concurrently; the number that failed."""
     started = time.monotonic()
     table = steps()
-    todo, ready = [], []
+    todo: list[str] = []
+    ready: list[str] = []
     for name in names:
         try:
             (ready if table[name].ready() else todo).append(name)

@@ -48,9 +48,9 @@ OPTIONS: tuple[Option, ...] = (
            "about 5 s less start-up per run on a 2-core machine, where C2's compiler threads compete with the "
            "job) or 'full' (the JVM's default tiered compilation); a job's own -XX:*Tiered* options win",
            "quick", str, choices=("quick", "full")),
-    Option("checkpoint", "where every chaos run keeps its checkpoint unless chaos.run(checkpoint=...) says: 'local' "
-           "(a directory of the run) or 'hdfs' (the stack's NameNode and two DataNodes, started on first use, as "
-           "the job's default filesystem)", "local", str, choices=("local", "hdfs")),
+    Option("checkpoint", "where every chaos run keeps its checkpoint unless its JobSetup(checkpoint=...) says: "
+           "'local' (a directory of the run) or 'hdfs' (the stack's NameNode and two DataNodes, started on first use, "
+           "as the job's default filesystem)", "local", str, choices=("local", "hdfs")),
     Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
     Option("kafka_port", "a fixed port on 127.0.0.1 where the Kafka cluster also answers the job's clients as a "

@@ -229,13 +229,13 @@ class AggregateOracle(TumblingWindowOracle):
                 "expected": float(grp.e_hi[i]), "expected_min": float(grp.e_lo[i]),
                 "observed": float(grp.observed[i]), "emissions": int(grp.emissions[i]),
             })
+        values = outputs.values if outputs.values is not None else np.full(len(outputs), np.nan)
         for j in unknown[: max(0, limit - len(rows))].tolist():
             key = None if outputs.keys is None else outputs.keys[j]
             ws = None if outputs.window_start is None else outputs.window_start[j]
             rows.append({"group": f"unexpected output #{j} (key {key}, window start {ws})", "kind": "incorrect",
                          "records": 1, "expected": 0.0, "expected_min": 0.0,
-                         "observed": 0.0 if outputs.values is None else float(np.nan_to_num(outputs.values[j])),
-                         "emissions": 1})
+                         "observed": float(np.nan_to_num(values[j])), "emissions": 1})
         return rows
 
 

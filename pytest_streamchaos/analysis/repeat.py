@@ -225,3 +225,6 @@ class _View:
         return getattr(self._rr, name)
 
 
+def _num(value: float | None) -> float:
+    """``value``, or -1 when it is unknown (a run without it ranks below any run with it)."""
+    return -1.0 if value is None else float(value)

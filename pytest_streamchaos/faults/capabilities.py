@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from dataclasses import dataclass, field
 
 from pytest_streamchaos.stack import commands
@@ -238,9 +237,9 @@ def probe() -> Capabilities:
         caps.reasons["iptables"] = "not root / no CAP_NET_ADMIN"
         return caps
     try:
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        reaper = get_reaper()
+        reaper = current().reaper
     except Exception:  # the probe must still work (and clean up itself) without a watchdog
         reaper = None
     _probe_iptables(caps, reaper)
@@ -249,14 +248,8 @@ def probe() -> Capabilities:
     return caps
 
 
-_CACHE: tuple[int, Capabilities] | None = None
-_LOCK = threading.Lock()
-
-
 def get_capabilities() -> Capabilities:
-    """The host's capabilities, probed on first call in this process and cached."""
-    global _CACHE
-    with _LOCK:
-        if _CACHE is None or _CACHE[0] != os.getpid():
-            _CACHE = (os.getpid(), probe())
-        return _CACHE[1]
+    """The host's capabilities, probed on first call in this process and kept by the session's host."""
+    from pytest_streamchaos.stack.host import current
+
+    return current().shared(("capabilities", os.getpid()), probe)

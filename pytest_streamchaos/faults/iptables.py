@@ -11,7 +11,6 @@ Rule *specs* (argv fragments after ``-A CHAIN``) are built by pure functions so 
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import os
 import subprocess
@@ -21,13 +20,19 @@ from dataclasses import dataclass
 
 from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError  # noqa: F401  (re-exported: faults raise it)
+from pytest_streamchaos.stack.netfilter import (  # noqa: F401  (the one iptables wrapper: re-exported)
+    IPT,
+    IPT_FIX,
+    chain_cleanup_script,
+    jump_spec,
+    nsenter,
+    run_ipt,
+)
 
 #: ``-m multiport`` takes at most 15 ports per rule.
 MULTIPORT_MAX = 15
 DIRECTIONS = ("both", "to", "from")
 PROTOCOLS = ("tcp", "udp")
-IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
-IPT_FIX = "network faults need root/CAP_NET_ADMIN and a working iptables"
 
 
 def _check_ports(ports: Iterable[int]) -> tuple[int, ...]:
@@ -93,34 +98,6 @@ def chain_name(pid: int | None = None) -> str:
     return f"STREAMCHAOS-{os.getpid() if pid is None else pid}"
 
 
-def jump_spec(chain: str, iface: str | None = "lo") -> list[str]:
-    """The INPUT rule that sends packets arriving on ``iface`` (every packet when None: in a
-    container's namespace) through our chain."""
-    return (["-i", iface] if iface else []) + ["-j", chain]
-
-
-def nsenter(netns: str | None) -> list[str]:
-    """The prefix that runs a command in network namespace ``netns`` (a process's network-namespace file);
-    nothing for this host's own namespace."""
-    return ["nsenter", f"--net={netns}"] if netns else []
-
-
-def chain_cleanup_script(chain: str, netns: str | None = None, iface: str | None = "lo") -> str:
-    """Shell commands removing the jump, the rules and the chain (each step tolerates absence)."""
-    ipt = " ".join(nsenter(netns) + IPT)
-    jump = " ".join(jump_spec(chain, iface))
-    return (f"while {ipt} -D INPUT {jump} 2>/dev/null; do :; done; "
-            f"{ipt} -F {chain} 2>/dev/null; {ipt} -X {chain} 2>/dev/null; true")
-
-
-def run_ipt(args: list[str], *, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``iptables -w 5 <args>`` (in ``netns``, see :func:`nsenter`); raise :class:`NetFaultError`
-    naming the command on failure."""
-    commands.need(IPT[0], "apt-get install iptables", NetFaultError)
-    p = commands.completed(nsenter(netns) + IPT + args, fix=IPT_FIX, error=NetFaultError)
-    return commands.check(p, fix=IPT_FIX, error=NetFaultError) if check else p
-
-
 @dataclass(frozen=True)
 class RuleHandle:
     """Rules added together by one :meth:`RuleManager.add` call."""
@@ -146,9 +123,9 @@ class RuleManager:
         self._chain_up = False
 
     def _reaper(self):
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        return get_reaper()
+        return current().reaper
 
     def _ensure_chain(self) -> None:
         if self._chain_up:
@@ -235,27 +212,15 @@ class RuleManager:
         return p.stdout if p.returncode == 0 else ""
 
 
-_MANAGER: RuleManager | None = None
-_NS_MANAGERS: dict[str, RuleManager] = {}
-_MANAGER_LOCK = threading.Lock()
-
-
 def get_rule_manager(netns: str | None = None) -> RuleManager:
-    """The rule manager of this process (a forked child gets its own chain), or of its chain in
-    network namespace ``netns`` (a container's)."""
-    global _MANAGER
-    with _MANAGER_LOCK:
-        if netns is not None:
-            mgr = _NS_MANAGERS.get(netns)
-            if mgr is None or mgr.chain != chain_name():
-                mgr = _NS_MANAGERS[netns] = RuleManager(netns=netns)
-            return mgr
-        if _MANAGER is None or _MANAGER.chain != chain_name():
-            _MANAGER = RuleManager()
-        return _MANAGER
+    """The session's rule manager (its host's, :mod:`pytest_streamchaos.stack.host`; a forked child gets its
+    own chain), or of its chain in network namespace ``netns`` (a container's)."""
+    from pytest_streamchaos.stack.host import current
+
+    return current().shared(("iptables", netns), lambda: RuleManager(netns=netns),
+                            valid=lambda m: m.chain == chain_name(), close=None if netns else _remove_rules)
 
 
-@atexit.register
-def _cleanup_at_exit() -> None:  # normal exit with a fault still injected: no rule outlives us
-    if _MANAGER is not None and _MANAGER.chain == chain_name() and _MANAGER._rules:
-        _MANAGER.remove_all()
+def _remove_rules(manager: RuleManager) -> None:  # the session ends with a fault still injected
+    if manager.chain == chain_name() and manager._rules:
+        manager.remove_all()

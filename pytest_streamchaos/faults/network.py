@@ -24,11 +24,11 @@ import itertools
 import json
 import os
 import select
-import signal
-import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.faults import iptables as ipt
@@ -36,6 +36,8 @@ from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.iptables import NetFaultError
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.stack.host import current
+from pytest_streamchaos.stack.process import ManagedProcess
 
 __all__ = ["ports_of", "NetworkFault", "PacketLoss", "Partition", "BandwidthLimit", "NetworkDelay",
            "FaultGroup", "NetFaultError"]
@@ -379,7 +381,7 @@ class NetworkDelay(NetworkFault):
         self.backend, self.reorder, self.seed = backend, reorder, seed
         self.queue_num: int | None = None
         self.stats: dict | None = None
-        self._proc: subprocess.Popen[str] | None = None
+        self._proc: ManagedProcess | None = None
         self._rules: ipt.RuleHandle | None = None
         self._shape: tcshaper.ShapeHandle | None = None
         self.base_rtt_ms = 0.0
@@ -414,8 +416,6 @@ class NetworkDelay(NetworkFault):
 
     def _start_delayer(self) -> int:
         """Start the NFQUEUE delayer on a free queue; the queue's number."""
-        from pytest_streamchaos.stack.reaper import get_reaper
-
         last_err = ""
         for _ in range(8):  # a queue number bound by another process fails to bind: take the next
             q = next(_QUEUE_NUMS) % 65536
@@ -428,16 +428,18 @@ class NetworkDelay(NetworkFault):
                 argv.append("--reorder")
             if self.seed is not None:
                 argv += ["--seed", str(self.seed)]
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True, text=True)
-            get_reaper().register_pgid(proc.pid)
+            # its errors go to a log file of its own (the fault has no run directory), removed at heal
+            log = Path(tempfile.gettempdir()) / f"streamchaos-nfq-{os.getpid()}-{q}.log"
+            current().reaper.register_path(log)  # removed with pytest even if it is killed
+            proc = ManagedProcess(argv, env=os.environ, log_path=log, name=f"nfq-delayer-{q}", pipe=True)
             line = self._await_ready(proc)
             if line == f"ready {q}":
                 self._proc, self.queue_num = proc, q
                 return q
             proc.kill()
-            err = proc.communicate(timeout=10)[1]
-            get_reaper().unregister_pgid(proc.pid)
+            err = proc.log_since_start().split("\n", 1)[-1]  # after the start line
+            log.unlink(missing_ok=True)
+            current().reaper.unregister_path(log)
             last_err = (err.strip().splitlines() or [line or "no output"])[-1]
             if "Failed to create queue" not in err:
                 break
@@ -445,15 +447,14 @@ class NetworkDelay(NetworkFault):
                             f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
                             f"{get_capabilities().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
 
-    def _await_ready(self, proc: subprocess.Popen[str]) -> str:
+    def _await_ready(self, proc: ManagedProcess) -> str:
         """The delayer's first line ('' when it exited first), or why none came in time."""
         out = proc.stdout
-        assert out is not None
 
         def answered() -> tuple[str] | None:  # a 1-tuple: '' (it exited) is an answer too
             if select.select([out], [], [], 0.2)[0]:
                 return (out.readline().strip(),)
-            return ("",) if proc.poll() is not None else None
+            return ("",) if not proc.alive else None
 
         try:  # select itself waits between the checks
             line = poll(answered, self.READY_TIMEOUT, lambda _: TimeoutError(), interval=0)
@@ -466,16 +467,11 @@ class NetworkDelay(NetworkFault):
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # flushes (accepts) every held packet, then exits
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        get_reaper().unregister_pgid(proc.pid)
+        proc.terminate(timeout=10)  # SIGTERM flushes (accepts) every held packet, then it exits
+        out = proc.stdout.read()
+        err = proc.log_since_start().split("\n", 1)[-1]
+        proc.log_path.unlink(missing_ok=True)
+        current().reaper.unregister_path(proc.log_path)
         lines = [ln for ln in out.splitlines() if ln.startswith("{")]
         self.stats = json.loads(lines[-1]) if lines else {"error": err.strip()[-500:], "rc": proc.returncode}
 
@@ -483,7 +479,7 @@ class NetworkDelay(NetworkFault):
         if not self.active:
             return None
         proc = self._proc
-        if proc is not None and proc.poll() is not None:
+        if proc is not None and not proc.alive:
             return (f"the NFQUEUE delayer (pid {proc.pid}) exited with code {proc.returncode}: its rule's "
                     "--queue-bypass lets every packet through undelayed")
         if self._rules is not None:

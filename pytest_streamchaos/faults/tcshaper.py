@@ -12,7 +12,6 @@ registered with the reaper (``tc qdisc del dev lo root handle M:`` - only delete
 
 from __future__ import annotations
 
-import atexit
 import os
 import re
 import subprocess
@@ -92,9 +91,9 @@ class LoShaper:
         self._root_up = False
 
     def _reaper(self):
-        from pytest_streamchaos.stack.reaper import get_reaper
+        from pytest_streamchaos.stack.host import current
 
-        return get_reaper()
+        return current().reaper
 
     @property
     def _root_key(self) -> str:
@@ -185,20 +184,14 @@ class LoShaper:
                 self._drop_root()
 
 
-_SHAPER: LoShaper | None = None
-_SHAPER_LOCK = threading.Lock()
-
-
 def get_shaper() -> LoShaper:
-    """This process's lo shaper."""
-    global _SHAPER
-    with _SHAPER_LOCK:
-        if _SHAPER is None or _SHAPER.major != root_major():
-            _SHAPER = LoShaper()
-        return _SHAPER
+    """The session's lo shaper (its host's, :mod:`pytest_streamchaos.stack.host`: lo is restored when the
+    host closes)."""
+    from pytest_streamchaos.stack.host import current
+
+    return current().shared("lo-shaper", LoShaper, valid=lambda s: s.major == root_major(), close=_restore)
 
 
-@atexit.register
-def _cleanup_at_exit() -> None:  # normal exit with a shaping fault still on: restore lo
-    if _SHAPER is not None and _SHAPER.major == root_major() and _SHAPER._root_up:
-        _SHAPER.remove_all()
+def _restore(shaper: LoShaper) -> None:  # the session ends with a shaping fault still on: restore lo
+    if shaper.major == root_major() and shaper._root_up:
+        shaper.remove_all()

@@ -57,7 +57,7 @@ def governing_timeout(target: str, cluster_conf: Mapping[str, str], job_conf: Ma
                                 "the cluster (LocalSparkCluster worker_timeout_s)")
     if base == "driver":
         return GoverningTimeout(NETWORK_TIMEOUT, spark_seconds(job_conf.get(NETWORK_TIMEOUT, "120s")),
-                                "the job's Spark conf (chaos.run(conf={...}))")
+                                "the job's Spark conf (chaos.run(..., setup=JobSetup(conf={...})))")
     value, where = (job_kafka or {}).get(KAFKA_REQUEST_TIMEOUT, (str(KAFKA_REQUEST_TIMEOUT_DEFAULT_MS), ""))
     return GoverningTimeout(KAFKA_REQUEST_TIMEOUT, float(value) / 1000.0,
                             f"the job's code ({where})" if where else "kafka-clients' default, which the job's code "
@@ -124,7 +124,7 @@ def _resolve_network(target: str, ms: float, above: bool, job_conf: Mapping[str,
                      reason: str) -> DelayClassChoice:
     """``spark.network.timeout`` for this run: the driver's executor-liveness timeout."""
     if NETWORK_TIMEOUT in pinned:
-        raise DelayClassError(f"{reason}. The test pins it (chaos.run(conf={{{NETWORK_TIMEOUT!r}: "
+        raise DelayClassError(f"{reason}. The test pins it (JobSetup(conf={{{NETWORK_TIMEOUT!r}: "
                               f"{job_conf.get(NETWORK_TIMEOUT)!r}}})): drop it to let the plugin choose, or change it")
     before = job_conf.get(NETWORK_TIMEOUT, "120s")
     # Spark reads spark.network.timeout in whole seconds: "0.5s" would be 0, i.e. no timeout at all

@@ -2,7 +2,7 @@
 
 pytest-streamchaos starts every job with these set. A job written for the plugin calls
 :func:`job_config` instead of hard-coding a broker address, topic or checkpoint path; a job written
-without it (hard-coded names, argv) ignores them -- ``chaos.run(args=, inputs=, outputs=)`` wires it
+without it (hard-coded names, argv) ignores them -- ``chaos.run(inputs=, outputs=, setup=JobSetup(args=))`` wires it
 instead (docs/job-contract.md). :meth:`JobConfig.to_env` is the inverse, used by the launcher (and by
 anyone running a job by hand).
 """

@@ -188,7 +188,7 @@ class ExactlyOnceKafkaSink:
         """Check topics, fence older instances, and load the commit log. Called by the first batch."""
         if self._producer is not None:
             return
-        base = {"bootstrap.servers": self.bootstrap_servers}
+        base: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
         # Own clients, not the per-process cache: they must go away with the sink.
         self._admin = AdminClient(base)
         _check_topic(self._admin, self.bootstrap_servers, self.topic)
@@ -239,6 +239,7 @@ class ExactlyOnceKafkaSink:
         assert self._control is not None
         tp = TopicPartition(self.control_topic, 0)
         if until is None:
+            assert self._admin is not None  # made with the control consumer
             until = _last_stable_offset(self._admin, tp, self.timeout_s)
         deadline = time.monotonic() + self.timeout_s
         pos = self._control_pos

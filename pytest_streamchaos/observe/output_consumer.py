@@ -212,13 +212,15 @@ class OutputConsumer:
         now = time.time()  # one arrival time per fetched batch: they became visible together
         readable = []
         for m in msgs:
-            err = m.error()
+            err, topic, partition, offset = m.error(), m.topic(), m.partition(), m.offset()
             if err is not None:
-                if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                    self._offsets.skip_deleted(consumer, m.topic(), m.partition(), m.offset())
+                if err.code() == KafkaError._AUTO_OFFSET_RESET and topic is not None and partition is not None \
+                        and offset is not None:
+                    self._offsets.skip_deleted(consumer, topic, partition, offset)
                 elif err.code() != KafkaError._PARTITION_EOF:
                     self._note_error(str(err))
                 continue
-            self._offsets.note(m.topic(), m.partition(), m.offset())
+            if topic is not None and partition is not None and offset is not None:  # a record always has them
+                self._offsets.note(topic, partition, offset)
             readable.append(m)
         self._sink(readable, now)

@@ -98,7 +98,8 @@ def locate(where: str | Any, hdfs: Any = None) -> Place:
     url = urlparse(text)
     if url.scheme == "hdfs":
         if hdfs is None:
-            raise ValueError(f"{text}: an hdfs:// path, but this run has no HDFS (chaos.run(..., checkpoint='hdfs'))")
+            raise ValueError(f"{text}: an hdfs:// path, but this run has no HDFS "
+                             "(chaos.run(..., setup=JobSetup(checkpoint='hdfs')))")
         authority = hdfs.default_fs.removeprefix("hdfs://")
         if url.netloc and url.netloc != authority:
             raise ValueError(f"{text}: on HDFS {url.netloc}, but the stack's NameNode is {authority}")
@@ -111,7 +112,7 @@ def locate(where: str | Any, hdfs: Any = None) -> Place:
 class RunStorage:
     """Where one run's checkpoint and the job's relative paths go: a local directory, or HDFS.
 
-    On HDFS (``chaos.run(..., checkpoint="hdfs")``) the job runs with the cluster as its default
+    On HDFS (``chaos.run(..., setup=JobSetup(checkpoint="hdfs"))``) the job runs with the cluster as its default
     filesystem, under a user of its own (``streamchaos-<run tag>``), so a relative
     ``checkpointLocation`` or output path lands in that user's fresh home directory, as in production
     where HDFS is the default filesystem; the run's own checkpoint (``{checkpoint_dir}``) and the

@@ -11,7 +11,7 @@ stopped on every exit path.
 
 from pytest_streamchaos.runner.chaos import Chaos
 from pytest_streamchaos.runner.errors import RunError
-from pytest_streamchaos.runner.groups import JobSetup, Load, Watch
+from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.runner.phases.drain import committed_past, input_end_offsets
 from pytest_streamchaos.runner.phases.tracking import resumed_from_earlier
 from pytest_streamchaos.runner.spec import (
@@ -34,6 +34,7 @@ __all__ = [
     "Load",
     "RunError",
     "RunSpec",
+    "Timing",
     "Watch",
     "check_args",
     "check_run_args",

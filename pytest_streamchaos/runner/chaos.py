@@ -6,14 +6,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
-from pytest_streamchaos.runner.groups import JobSetup, Load, Watch, default, grouped
+from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
 from pytest_streamchaos.runner.run import Run
-from pytest_streamchaos.runner.spec import JobPlace, Timing, build_run, check_checkpoint
+from pytest_streamchaos.runner.spec import JobPlace, RunGroups, build_run, check_checkpoint
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.workload.seed import resolve_seed
 
@@ -56,58 +55,44 @@ class Chaos:
         #: the session's HDFS, started on first use (None: no HDFS on this backend)
         self.hdfs = hdfs
 
+    @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
             guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
-            partitions: int = default(2), key_space: int = default(100), skew: float = default(0.0),
-            record_size: int = default(100), late_fraction: float = default(0.0), trigger_seconds: float = 1.0,
-            warmup_timeout: float = 120.0, drain_timeout: float = 60.0, settle_seconds: float | None = None,
-            conf: dict[str, Any] | None = None, env: dict[str, Any] | None = None,
-            id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None,
-            params: MetricParams | None = None, args: Sequence[Any] | None = None,
             inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
             outputs: Mapping[str, IdSpec] | None = None, kafka_port: int | None = None,
-            annotate: Mapping[str, Callable[[Any], float]] | None = None, checkpoint: str | None = None,
-            supervise: bool = False, stale_checkpoint: str = "fail",
-            files: Sequence[str | Path] | None = None, py_files: Sequence[str | Path] | None = None,
-            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None) -> ChaosRun:
+            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
+            timing: Timing | None = None) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
         faults, and return the verdict. Without ``duration`` the load lasts the fault timeline plus a
         recovery window and ends sooner once every fault's recovery is settled
-        (docs/metrics.md#ending-the-load-on-recovery). The load's other arguments: :class:`Load`.
+        (docs/metrics.md#ending-the-load-on-recovery).
 
         ``guarantee`` is the declared processing guarantee (checked after the test, and by
         ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
-        identity, for stateless jobs); it and ``outputs``, ``id_reader``, ``annotate``: :class:`Watch`.
-        ``params`` sets the metric parameters (band, hold, bucket).
+        identity, for stateless jobs).
 
-        Wiring for a job written without this plugin in mind (see the README, "Chaos-test your own job"):
-        ``args``, ``conf``, ``env``, ``files``, ``py_files``: :class:`JobSetup`. ``inputs`` maps each topic
-        the job reads to its record factory (None: the built-in records); several topics get the same ids
-        (a join); named topics start empty. ``kafka_port``: the Kafka cluster also answers the job on
-        ``127.0.0.1:<port>`` during the run, for a job that hard-codes ``localhost:9092``. ``checkpoint``:
-        ``"local"`` (a directory of the run) or ``"hdfs"`` (the stack's HDFS, started on first use, is the
-        job's default filesystem); default ``--chaos-checkpoint``. ``supervise``: a driver that exits on
-        its own is started again from its checkpoint, as ``spark-submit --supervise`` would.
-        ``stale_checkpoint``: docs/job-contract.md#the-jobs-own-files.
+        For a job written without this plugin in mind (see the README, "Chaos-test your own job"):
+        ``inputs`` maps each topic the job reads to its record factory (None: the built-in records);
+        several topics get the same ids (a join); named topics start empty. ``outputs`` maps each place it
+        writes to how input ids are read there. ``kafka_port``: the Kafka cluster also answers the job on
+        ``127.0.0.1:<port>`` during the run, for a job that hard-codes ``localhost:9092``.
 
-        ``load=``, ``watch=``, ``setup=`` carry the same values as the flat arguments of their group;
-        a group together with one of its own flat arguments is a ValueError naming both.
+        The rest comes in groups: ``load=Load(...)`` (partitions, keys, skew, record size, late records),
+        ``watch=Watch(...)`` (id readers, annotations, metric parameters), ``setup=JobSetup(...)`` (the
+        job's args, conf, env, files, checkpoint place, supervision) and ``timing=Timing(...)`` (trigger,
+        phase timeouts, settle time). The flat arguments above belong to groups too (``rate`` to
+        :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
+        into them; a field given both flat and in its group is a ValueError naming it, and an argument
+        given flat that lives in a group a TypeError naming the group.
         """
-        load = grouped("load", Load, load, dict(rate=rate, duration=duration, partitions=partitions, skew=skew,
-                                                key_space=key_space, record_size=record_size,
-                                                late_fraction=late_fraction))
-        watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle, id_reader=id_reader,
-                                                    annotate=annotate))
-        setup = grouped("setup", JobSetup, setup, dict(args=args, conf=conf, env=env, files=files,
-                                                       py_files=py_files))
-        spec, run_inputs = build_run(
-            job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir), faults=self.faults, load=load,
-            watch=watch, setup=setup, guarantee=guarantee, params=params, inputs=inputs,
-            timing=Timing(trigger_seconds=trigger_seconds, warmup_timeout=warmup_timeout,
-                          drain_timeout=drain_timeout, settle_seconds=settle_seconds),
-            checkpoint=checkpoint or self.checkpoint, kafka_port=kafka_port, supervise=supervise,
-            stale_checkpoint=stale_checkpoint)
+        load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
+        watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle))
+        setup = grouped("setup", JobSetup, setup, dict(kafka_port=kafka_port))
+        spec, run_inputs = build_run(job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir),
+                                     faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
+                                                                          timing=timing or Timing()),
+                                     guarantee=guarantee, default_checkpoint=self.checkpoint)
         result = Run(self, spec, run_inputs).execute()
         self.runs.append(result)
         return result

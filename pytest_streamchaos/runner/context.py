@@ -8,14 +8,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pytest_streamchaos.faults.timeline import Recorder
+from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.outputs import Outputs
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.usercode import UserCodeError
+from pytest_streamchaos.workload.generator import Generator
+from pytest_streamchaos.workload.joined import JoinedGenerators
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +28,28 @@ log = logging.getLogger(__name__)
 POLL_S = 0.25
 
 T = TypeVar("T")
+
+#: what sends a run's records (one generator per input topic, several joined)
+Sender = Generator | JoinedGenerators
+#: what reads a run's outputs (the run's own topic, or every output the test named)
+Reader = Collector | Outputs
+
+
+class RunOwner(Protocol):
+    """What a run takes from the ``chaos`` fixture that starts it (:class:`~pytest_streamchaos.runner.chaos.Chaos`):
+    the stack, the test's identity and seed, how the job's JVMs start, where progress lines go."""
+
+    cluster: SparkCluster
+    kafka: KafkaCluster
+    hdfs: Callable[[], Any] | None  #: the session's HDFS, started on first use (None: none on this backend)
+    nodeid: str
+    seed: int
+    java_home: str | None
+    jit: str
+    progress: Callable[[str], None] | None
+    status: Callable[[dict[str, Any]], None] | None
+    workdir: Path
+    started: int
 
 
 class _Passed(Exception):
@@ -35,7 +62,7 @@ class RunContext:
     started it (its stack, seed, callbacks); ``recorder``, ``warnings`` and ``phases`` (name -> time)
     are what the phases add to as they go."""
 
-    chaos: Any
+    chaos: RunOwner
     spec: RunSpec
     inputs: RunInputs
     dir: Path
@@ -55,17 +82,17 @@ def poll_until(cond: Callable[[], T], timeout: float) -> T | None:
         return None
 
 
-def check_user_code(generator: Any, collector: Any) -> None:
+def check_user_code(generator: Sender, collector: Reader) -> None:
     """Stop the run at once when the load or the output reading stopped working: a callable of the test
     raised (the factory or an ``annotate`` / oracle callable in the generator's thread, an output id
     reader in the collector's; its :class:`~pytest_streamchaos.usercode.UserCodeError` is raised here,
     the user's traceback chained), or the generator's thread ended for another reason."""
-    if getattr(generator, "failure", None) is not None:
+    if generator.failure is not None:
         err = generator.claim_failure()  # reported here: stopping the generator will not raise it again
         if isinstance(err, UserCodeError):
             raise err
         raise RunError(f"the load generator stopped: {err!r}") from err
-    col_failure = getattr(collector, "failure", None)
+    col_failure = collector.failure
     if col_failure is not None:
         raise col_failure
 
@@ -78,12 +105,12 @@ class Status:
     def __init__(self, callback: Callable[[dict[str, Any]], None] | None, recorder: Recorder) -> None:
         self.callback = callback
         self.recorder = recorder
-        self.generator: Any = None  #: what sends (``acked``), once the observers are wired
-        self.collector: Any = None  #: what reads (``count``, ``ids_seen``)
+        self.generator: Sender | None = None  #: what sends (``acked``), once the observers are wired
+        self.collector: Reader | None = None  #: what reads (``count``, ``ids_seen``)
         self.last = 0.0  #: when the callback was last called
         self.phase: tuple[str, float, float] = ("start", time.time(), 0.0)  # name, since, planned s
 
-    def watch(self, generator: Any, collector: Any) -> None:
+    def watch(self, generator: Sender, collector: Reader) -> None:
         """Count what ``generator`` sent and ``collector`` read from now on."""
         self.generator, self.collector = generator, collector
 
@@ -94,9 +121,10 @@ class Status:
         if self.callback is None or now - self.last < 1.0:
             return
         self.last = now
-        sent, col = getattr(self.generator, "acked", 0), self.collector
+        sent = self.generator.acked if self.generator is not None else 0
+        count, seen = (self.collector.count, self.collector.ids_seen) if self.collector is not None else (0, 0)
         fields = {"phase": phase, "elapsed": now - self.phase[1], "planned": planned, "sent": sent,
-                  "outputs": getattr(col, "count", 0), "backlog": max(0, sent - getattr(col, "ids_seen", 0)),
+                  "outputs": count, "backlog": max(0, sent - seen),
                   "faults": sum(e.kind == "fault_injected" for e in self.recorder.events())}
         try:
             self.callback(fields)

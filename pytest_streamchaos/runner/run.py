@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.observe.storage import RunStorage
-from pytest_streamchaos.runner.context import RunContext, Status
+from pytest_streamchaos.runner.context import RunContext, RunOwner, Status
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.drain import Drain
 from pytest_streamchaos.runner.phases.job import PrepareJob
@@ -26,7 +25,7 @@ class Run:
     """One run of ``chaos.run``: a directory of its own (a run that failed must not hand its
     checkpoint to the next) and :meth:`execute`, the whole life cycle."""
 
-    def __init__(self, chaos: Any, spec: RunSpec, inputs: RunInputs) -> None:
+    def __init__(self, chaos: RunOwner, spec: RunSpec, inputs: RunInputs) -> None:
         self.chaos = chaos
         self.spec = spec
         self.inputs = inputs

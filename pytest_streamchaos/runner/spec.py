@@ -20,7 +20,7 @@ from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.runner.errors import RunError
-from pytest_streamchaos.runner.groups import JobSetup, Load, Watch
+from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files
 from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, annotation_label, check_arity
 
@@ -95,29 +95,28 @@ class JobPlace:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Timing:
-    """The run's trigger interval and phase limits, as ``chaos.run`` got them."""
+class RunGroups:
+    """``chaos.run``'s arguments, each group complete (its flat arguments folded in)."""
 
-    trigger_seconds: float
-    warmup_timeout: float
-    drain_timeout: float
-    settle_seconds: float | None
+    load: Load
+    watch: Watch
+    setup: JobSetup
+    timing: Timing
 
 
-def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], load: Load, watch: Watch,
-              setup: JobSetup, timing: Timing, guarantee: str, params: MetricParams | None,
-              inputs: Mapping[str, Any] | None, checkpoint: str, kafka_port: int | None, supervise: bool,
-              stale_checkpoint: str) -> tuple[RunSpec, RunInputs]:
+def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], groups: RunGroups, guarantee: str,
+              default_checkpoint: str) -> tuple[RunSpec, RunInputs]:
     """Check every argument of ``chaos.run`` (ValueError / RunError naming it, before anything
-    starts) and build the run's spec and inputs."""
-    check_run_args(guarantee, load.rate, load.duration, setup.args, inputs, checkpoint, annotate=watch.annotate,
+    starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``)."""
+    load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
+    checkpoint = setup.checkpoint or default_checkpoint
+    check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
     check_run(faults, checkpoint=checkpoint)  # a fault this run's arguments cannot have
     script = resolve_job(job, place.test_dir, place.rootdir)
     planned = plan(list(faults))
-    t = timing
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds)
-    check_stale_checkpoint(stale_checkpoint)
+    check_stale_checkpoint(setup.stale_checkpoint)
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
@@ -128,14 +127,14 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         trigger_seconds=t.trigger_seconds, warmup_timeout=t.warmup_timeout, drain_timeout=t.drain_timeout,
         settle_seconds=t.settle_seconds if t.settle_seconds is not None else max(5.0, 4 * t.trigger_seconds),
         conf={k: str(v) for k, v in (setup.conf or {}).items()}, env={k: str(v) for k, v in (setup.env or {}).items()},
-        args=[str(a) for a in (setup.args or [])], inputs=None if inputs is None else list(inputs),
-        outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=kafka_port, supervise=supervise,
-        checkpoint=checkpoint, files=own["files"], py_files=own["py_files"], stale_checkpoint=stale_checkpoint,
-        recovery_window=window, end_on_recovery=window is not None)
+        args=[str(a) for a in (setup.args or [])], inputs=None if load.inputs is None else list(load.inputs),
+        outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
+        supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
+        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,
-        oracle=oracle, id_reader=watch.id_reader, params=params, factories=dict(inputs or {}),
+        oracle=oracle, id_reader=watch.id_reader, params=watch.params, factories=dict(load.inputs or {}),
         output_ids=dict(watch.outputs or {}),
         annotate={**(watch.annotate or {}), **oracle.record_callables()})  # the oracle's ones too
     return spec, run_inputs

@@ -97,8 +97,8 @@ def choose(installed: str, scala: str, published: Sequence[str]) -> str:
     mine = _release(installed)
     releases = sorted(r for r in map(_release, published) if r is not None)
     same = [r for r in releases if mine is not None and r[:2] == mine[:2]]
-    if same:
-        older = [r for r in same if r <= mine]  # type: ignore[operator]  (mine is set when same is)
+    if same and mine is not None:
+        older = [r for r in same if r <= mine]
         return ".".join(map(str, (older or same)[-1]))
     newest: dict[tuple[int, ...], tuple[int, ...]] = {}
     for r in releases:
@@ -157,7 +157,7 @@ def connector(spark_home: Path) -> artifacts.JarSet:
     minus what the distribution ships."""
     jars = spark_home / "jars"
     chosen = choice(spark_home)
-    return artifacts.spark_kafka_connector(chosen.version, chosen.scala, artifacts.artifacts_in(jars))
+    return artifacts.spark_kafka_connector(chosen.version, chosen.scala, sorted(artifacts.artifacts_in(jars)))
 
 
 def connector_jars(spark_home: Path, progress: Callable[[str], None] | None = None,

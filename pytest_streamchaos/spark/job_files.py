@@ -4,28 +4,28 @@ A job is usually a folder: the script, helper modules it imports by bare name, a
 by a relative path (a static CSV it joins with), written to be run as ``cd job && spark-submit job.py``.
 The plugin runs the driver in a fresh working directory of its own (docs/job-contract.md), so:
 
-* the script's folder is on the driver's and the executors' ``PYTHONPATH`` (``launcher._job_pythonpath``),
+* the script's folder is on the driver's and the executors' ``PYTHONPATH`` (``stack.driver.command``),
   as ``spark-submit`` puts the primary script's folder on the driver's ``sys.path``;
 * ``files=`` are copied into the driver's working directory (a relative ``open("rates.csv")`` finds
   them) and passed as ``--files`` (executors get them in theirs; ``SparkFiles.get`` works);
 * ``py_files=`` are passed as ``--py-files`` (a folder -- a package -- is zipped first): on the driver's
   ``sys.path`` and shipped to the executors (``spark.submit.pyFiles``).
 
-A driver that dies early (a file it opens is missing) is reported by its own last exception line,
-read from the driver log by :func:`last_exception`, with :func:`missing_file_hint` naming the fix.
+This module finds the files a job names (:func:`resolve`); the stack's launcher copies and zips them into
+the driver's working directory (``stack.driver.command``). A driver that dies early (a file it opens is
+missing) is reported by its own last exception line (``JobHandle.last_error``), with
+:func:`missing_file_hint` naming the fix.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-#: names the launcher itself makes in the driver's working directory (a job file may not take one)
-RESERVED = ("eventlog", "local", "log4j2.properties", "driver.log")
+from pytest_streamchaos.stack.driver.command import RESERVED
+
 PY_SUFFIXES = (".py", ".zip", ".egg")
 
 
@@ -55,51 +55,6 @@ def resolve(kind: str, paths: Iterable[str | os.PathLike] | None, bases: Sequenc
     return out
 
 
-def stage_files(files: Sequence[Path], workdir: Path) -> None:
-    """Copy the job's data files (or folders) into the driver's working directory, under their own names."""
-    for f in files:
-        if f.is_dir():
-            shutil.copytree(f, workdir / f.name)
-        else:
-            shutil.copy2(f, workdir / f.name)
-
-
-def ship_py_files(py_files: Sequence[Path], workdir: Path) -> list[Path]:
-    """What ``--py-files`` gets: each file as it is, each folder (a package) zipped into ``workdir``
-    so that ``import <folder name>`` works on the driver and the executors."""
-    out = []
-    for p in py_files:
-        if not p.is_dir():
-            out.append(p)
-            continue
-        archive = workdir / f"{p.name}.zip"
-        with zipfile.ZipFile(archive, "w") as z:
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and "__pycache__" not in f.parts:
-                    z.write(f, Path(p.name) / f.relative_to(p))
-        out.append(archive)
-    return out
-
-
-#: an exception line as Python's traceback ends: ``Name: message`` or a bare ``Name`` (dotted allowed)
-_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$")
-
-
-def last_exception(log_text: str) -> str | None:
-    """The exception line of the last Python traceback in a driver log (``FileNotFoundError: [Errno 2]
-    No such file or directory: 'rates.csv'``), or None when there is none."""
-    lines = log_text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
-    if not starts:
-        return None
-    for line in lines[starts[-1] + 1:]:
-        if not line.strip() or line[0].isspace():
-            continue  # the frames and the source lines of the traceback
-        if _EXC_LINE.match(line.strip()):
-            return line.strip()
-    return None
-
-
 _MISSING = (re.compile(r"No such file or directory: '([^']+)'"),
             re.compile(r"Path does not exist: (?:file:)?(\S+?)\.?$"))
 
@@ -118,6 +73,6 @@ def missing_file_hint(exception_line: str, script_dir: Path, workdir: Path) -> s
             return f" ({name} is an absolute path the job names: it must exist on this machine)"
     if (script_dir / path).exists():
         return (f" ({path} is in the job's folder, but the driver runs in {workdir}: "
-                f"pass chaos.run(..., files=[{str(path)!r}]))")
+                f"pass chaos.run(..., setup=JobSetup(files=[{str(path)!r}])))")
     return (f" (a relative path is opened in the driver's working directory {workdir}, not the job's folder: "
-            f"pass the file with chaos.run(..., files=[...]))")
+            f"pass the file with chaos.run(..., setup=JobSetup(files=[...])))")

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import urllib.error
@@ -32,6 +31,7 @@ from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import StackError
 
 #: Apache Kafka, the brokers' release (KRaft; Java 17)
@@ -305,12 +305,8 @@ def lockable_sets() -> list[JarSet]:
 
 
 def _run(argv: list[str], jars: JarSet) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ResolutionError(_failure(jars, f"the resolver did not finish within {RESOLVE_TIMEOUT_S:.0f}s")) from None
-    except OSError as exc:
-        raise ResolutionError(_failure(jars, f"cannot run {argv[0]}: {exc}")) from None
+    proc = commands.completed(argv, timeout=RESOLVE_TIMEOUT_S,
+                              error=lambda why: ResolutionError(_failure(jars, f"the resolver: {why}")))
     out = proc.stdout + proc.stderr
     if proc.returncode != 0 or "UNRESOLVED DEPENDENCIES" in out or "unresolved dependency" in out:
         raise ResolutionError(_failure(jars, _ivy_problem(out)))

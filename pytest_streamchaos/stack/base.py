@@ -1,36 +1,34 @@
-"""The stack interface. Backends (``local`` processes, later ``docker`` containers) implement it, so
-tests and faults do not change when the backend does.
+"""The stack interface. Backends (``local`` processes, ``docker`` containers; a cluster manager such as
+YARN) implement it, so tests, faults and the runner do not change when the backend does.
 
-A *target* is anything a fault can hit: a Spark master or worker, the driver, a broker. Local targets
-are process groups; container targets are containers. The faults and the runner use only the methods
-here; a backend implements them (the ones it lacks fail the fault that needs them, naming the method).
+A *target* is anything a fault can hit: a Spark master or worker, an executor, the driver, a broker.
+Local targets are process groups; container targets are containers. The faults and the runner use only
+the methods here; a backend implements them (the ones it lacks fail the fault that needs them, naming
+the method).
 
-What the clusters hand out is typed by the protocols below, so the faults need nothing of a backend's
-own classes: :class:`Node` (a master, worker or broker), :class:`Executor`, :class:`JobHandle` (the
-user's running job, its driver), :class:`CheckpointView` (the query's checkpoint as the aimed faults
-and the drain read it), :class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose
-connections a fault on this host acts on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one
-of the job's links).
+What the clusters hand out is typed by the protocols below, so the faults and the runner need nothing of
+a backend's own classes: :class:`Node` (a master, worker or broker), :class:`Executor`, :class:`Launcher`
+(what starts the user's job on a cluster, from a :class:`SparkApp`) and :class:`JobHandle` (the running
+job, its driver), :class:`CheckpointView` (the query's checkpoint as the aimed faults and the drain read
+it), :class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose connections a fault on this
+host acts on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one of the job's links).
 """
 
 from __future__ import annotations
 
 import abc
+import os
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from pytest_streamchaos.stack import jobgroup
+from pytest_streamchaos.stack.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
 
-
-class StackError(RuntimeError):
-    """The stack cannot be brought up or healed. The message names the problem and the fix."""
-
-
-class NetFaultError(RuntimeError):
-    """A network fault could not be injected or healed. The message names the command and the fix.
-    (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+if TYPE_CHECKING:
+    from pytest_streamchaos.observe.progress import SparkProgress
+    from pytest_streamchaos.records import TimelineEvent
 
 
 @dataclass
@@ -66,7 +64,7 @@ class Node(Protocol):
 
 @runtime_checkable
 class Executor(Protocol):
-    """One Spark executor as a fault target, for a backend that hands out executor objects."""
+    """One Spark executor as a fault target (its ``str()`` names it in messages)."""
 
     @property
     def id(self) -> str:
@@ -75,11 +73,16 @@ class Executor(Protocol):
 
     @property
     def pid(self) -> int | None:
-        """Its JVM's process id on this host (None where it has none here, e.g. in a container)."""
+        """Its JVM's process id on this host (None where it has none here, e.g. a YARN container elsewhere)."""
         ...
 
     @property
     def alive(self) -> bool:
+        ...
+
+    @property
+    def state(self) -> str | None:
+        """``running``, ``stopped`` (paused) ..., or None once it is gone."""
         ...
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -88,19 +91,111 @@ class Executor(Protocol):
 
 
 #: what :meth:`SparkCluster.executors` hands out and :meth:`~SparkCluster.signal_executor` /
-#: :meth:`~SparkCluster.executor_state` take back: an :class:`Executor`, or (the local backend) the
-#: executor JVM's pid. The faults only hand it back to the cluster and name it in messages.
-ExecutorRef: TypeAlias = "Executor | int"
+#: :meth:`~SparkCluster.executor_state` take back (the name the faults know it by)
+ExecutorRef: TypeAlias = Executor
+
+
+@dataclass(frozen=True)
+class SparkApp:
+    """A PySpark application as the user gave it, checked and resolved (``spark.launcher`` builds it): what
+    a :class:`Launcher` starts. Where it runs -- the master, the driver's address, its directories -- is the
+    launcher's."""
+
+    script: Path  #: the job's script (absolute, an existing ``.py``)
+    name: str
+    args: tuple[str, ...] = ()  #: its own command-line arguments
+    conf: Mapping[str, str] = field(default_factory=dict)  #: Spark conf over the launcher's defaults
+    env: Mapping[str, str] = field(default_factory=dict)  #: the driver's extra environment
+    jars: tuple[Path, ...] = ()  #: first on every JVM's class path (Spark's Kafka connector)
+    files: tuple[Path, ...] = ()  #: data files, as ``--files``, also copied into the driver's working directory
+    py_files: tuple[Path, ...] = ()  #: Python files and package folders, as ``--py-files``
+    deploy_mode: str = "client"
+    notes: tuple[str, ...] = ()  #: what was changed about the job, one line each (a connector pin replaced)
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How a launcher starts drivers: ``java_home`` (default: $JAVA_HOME, else java on PATH), ``jit``
+    (``quick``: C1 only, or ``full``), ``python`` (default: this interpreter)."""
+
+    java_home: str | None = None
+    jit: str = "quick"
+    python: str | None = None
+
+
+@dataclass
+class Launch:
+    """One start of a job's driver."""
+
+    number: int
+    started_at: float
+    pid: int | None
+    ended_at: float | None = None
+    returncode: int | None = None
+    app_id: str | None = None
 
 
 @runtime_checkable
 class JobHandle(Protocol):
-    """The user's running streaming job (``spark.launcher.SparkJob``): its driver in a process group of
-    its own, as the faults and the runner drive it."""
+    """The user's running streaming job (on this host: ``stack.driver.job.SparkJob``), as the runner and the
+    faults drive it: its driver, launched any number of times from one command, and what it leaves
+    behind (its log, its event log's progress, its launches)."""
+
+    @property
+    def name(self) -> str:
+        ...
+
+    @property
+    def script(self) -> Path:
+        ...
+
+    @property
+    def args(self) -> Sequence[str]:
+        """The job's own command-line arguments (after its script)."""
+        ...
+
+    @property
+    def workdir(self) -> Path:
+        """The driver's working directory (the job's relative paths land here)."""
+        ...
+
+    @property
+    def log_path(self) -> Path:
+        """The driver's log, every launch appended."""
+        ...
+
+    @property
+    def event_log_dir(self) -> Path:
+        """Where the driver writes Spark's event log (the run reads the query's progress there)."""
+        ...
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        """Every ``--conf`` the driver was started with (``spark.driver.port`` ...)."""
+        ...
+
+    @property
+    def notes(self) -> Sequence[str]:
+        """What the launcher changed about the job, one line each."""
+        ...
+
+    @property
+    def launches(self) -> Sequence[Launch]:
+        ...
+
+    @property
+    def timeline(self) -> Sequence[TimelineEvent]:
+        """``driver_launched`` / ``driver_killed`` / ``driver_stopped``, stamped when they happened."""
+        ...
+
+    @property
+    def progress(self) -> SparkProgress:
+        """Its Spark progress from the event log (every launch); ``poll()`` it."""
+        ...
 
     @property
     def pid(self) -> int | None:
-        """The driver's pid (None before the first launch)."""
+        """The driver's pid (None before the first launch, or where it runs elsewhere)."""
         ...
 
     @property
@@ -112,9 +207,8 @@ class JobHandle(Protocol):
         """The driver's exit code once it exited, else None."""
         ...
 
-    @property
-    def effective_conf(self) -> Mapping[str, str]:
-        """Every ``--conf`` the driver was started with (``spark.driver.port`` ...)."""
+    def start(self) -> JobHandle:
+        """Launch the driver (a new launch)."""
         ...
 
     def kill(self, timeout: float = 15.0, wait: bool = True) -> None:
@@ -142,6 +236,28 @@ class JobHandle(Protocol):
         ...
 
     def tail_log(self, n: int = 40) -> str:
+        ...
+
+    def last_error(self) -> str | None:
+        """The exception line the current launch's driver died of (its last Python traceback), or None."""
+        ...
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    """Starts the user's jobs on one cluster (``SparkCluster.launcher``): builds a :class:`JobHandle` from
+    a :class:`SparkApp` without starting it."""
+
+    @property
+    def defaults(self) -> Mapping[str, str]:
+        """The Spark conf every job gets under its own."""
+        ...
+
+    def prepare(self, app: SparkApp) -> JobHandle:
+        ...
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        """Stop every job it started."""
         ...
 
 
@@ -257,7 +373,7 @@ class LinkProxy(Protocol):
 
 
 class PartitionView(Protocol):
-    """One partition as the cluster's metadata reports it (``stack.kafka_admin.PartitionState``)."""
+    """One partition as the cluster's metadata reports it (``stack.kraft.admin.PartitionState``)."""
 
     @property
     def leader(self) -> int:
@@ -287,7 +403,7 @@ N = TypeVar("N", bound=Node)
 
 @runtime_checkable
 class HdfsCluster(Protocol[N]):
-    """The stack's HDFS (``stack.hdfs.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
+    """The stack's HDFS (``stack.hdfs.cluster.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
     out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
 
     @property
@@ -338,19 +454,29 @@ class HdfsCluster(Protocol[N]):
 
 
 class SparkCluster(abc.ABC):
-    """A Spark standalone cluster: one or two masters (HA with ZooKeeper), N workers."""
+    """A Spark cluster: the standalone one (one or two masters, HA with ZooKeeper; N workers) on the
+    ``local`` or ``docker`` placement, or another cluster manager."""
 
-    master_url: str  #: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode)
-    #: the cluster's own settings (``spark.worker.timeout`` ...), as its daemons were started with them
-    effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
-    #: the address a driver on this host binds so that the cluster's executors reach it
-    driver_host: str = "127.0.0.1"
+    @property
+    def master_url(self) -> str:
+        """Where drivers submit to: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode)."""
+        raise _missing(self, "master_url")
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        """The cluster's own settings (``spark.worker.timeout`` ...), as its daemons were started with them."""
+        return {}
+
+    @property
+    def driver_host(self) -> str:
+        """The address a driver on this host binds so that the cluster's executors reach it."""
+        return "127.0.0.1"
 
     @property
     def link_scope(self) -> LinkScope:
-        """Whose connections a network fault on this host acts on: the job's, by the mark of the job
-        group its processes start in (:mod:`.jobgroup`), where the host has one."""
-        return jobgroup.HostScope()
+        """Whose connections a network fault on this host acts on (the job's, by the job group's mark,
+        where the host has one)."""
+        raise _missing(self, "link_scope")
 
     @property
     @abc.abstractmethod
@@ -444,6 +570,15 @@ class SparkCluster(abc.ABC):
         """``running``, ``stopped`` (paused) ..., or None once the executor is gone."""
         raise _missing(self, "executor_state")
 
+    def app_executors(self, app_id: str) -> Sequence[Executor]:
+        """The executors application ``app_id`` runs now, wherever they are (the cluster's own knowledge)."""
+        raise _missing(self, "app_executors")
+
+    # -- what the runner starts on the cluster ----------------------------------------------------
+    def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> Launcher:
+        """What starts the user's jobs on this cluster (their drivers, directories under ``workdir``)."""
+        raise _missing(self, "launcher")
+
 
 def _missing(backend: object, method: str) -> NotImplementedError:
     return NotImplementedError(f"the {type(backend).__name__} backend does not implement {method}() of the "
@@ -457,16 +592,25 @@ class KafkaCluster(abc.ABC):
     fault on the job's links touches, and :attr:`job_bootstrap_servers` for the job, whose links
     network faults act on."""
 
-    bootstrap_servers: str  #: the harness's listeners, ``host:port,host:port,...``
-    broker_ids: list[int]
-    #: the settings the brokers run with (failure detection, replication), for the run's JSON
-    effective_conf: dict[str, str] = {}  # noqa: RUF012  (a backend sets its own per instance)
+    @property
+    def bootstrap_servers(self) -> str:
+        """The harness's listeners, ``host:port,host:port,...``."""
+        raise _missing(self, "bootstrap_servers")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        raise _missing(self, "broker_ids")
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        """The settings the brokers run with (failure detection, replication), for the run's JSON."""
+        return {}
 
     @property
     def link_scope(self) -> LinkScope:
-        """Whose connections a network fault on this host acts on: the job's, by the mark of the job
-        group its processes start in (:mod:`.jobgroup`), where the host has one."""
-        return jobgroup.HostScope()
+        """Whose connections a network fault on this host acts on (the job's, by the job group's mark,
+        where the host has one)."""
+        raise _missing(self, "link_scope")
 
     @property
     def job_bootstrap_servers(self) -> str:

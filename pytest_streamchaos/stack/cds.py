@@ -21,11 +21,11 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from pytest_streamchaos.assets import cache_dir
+from pytest_streamchaos.stack import commands
 
 KINDS = ("driver", "executor")
 #: the JVM's CDS messages (an archive it cannot use is not an error here: it runs without)
@@ -95,7 +95,7 @@ def build(kind: str, java: str, spark_home: Path, train: Path, extra: str = "",
     argv = [java, "-cp", class_path(kind, spark_home, extra), f"-XX:ArchiveClassesAtExit={tmp}", "-Xmx1g",
             *_SPARK_JAVA_OPTS, "org.apache.spark.deploy.SparkSubmit", "--master", "local[1]", str(train)]
     try:
-        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        p = commands.completed(argv, env=env, timeout=timeout, error=RuntimeError)
         if p.returncode != 0 or not tmp.is_file():
             raise RuntimeError(f"CDS training run for the {kind} failed (exit {p.returncode}): {p.stderr[-800:]}")
         tmp.replace(path)

@@ -9,12 +9,12 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.ports import HOST, port_is_free
 
@@ -55,10 +55,8 @@ def find_java(java_home: str = "") -> tuple[Path, Path]:
 
 def java_version(java: Path) -> int:
     """The feature release of ``java`` (8 for 1.8.x, 17 for 17.0.x)."""
-    try:
-        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StackError(f"cannot run {java} -version ({exc}); {JAVA_FIX}") from None
+    out = commands.completed([str(java), "-version"], timeout=30,
+                             error=lambda why: StackError(f"cannot run {java} -version ({why}); {JAVA_FIX}"))
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if out.returncode != 0 or not m:
         raise StackError(f"{java} -version failed (exit {out.returncode}: {out.stderr.strip()[:200]}); {JAVA_FIX}")

@@ -14,11 +14,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
+from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
+from pytest_streamchaos.stack.host import Host, activate
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.docker.engine import DockerSession
+    from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+
+
+class _Stack(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Stack)
 
 
 @pytest.fixture(scope="session")
@@ -28,18 +43,25 @@ def streamchaos_settings(pytestconfig: pytest.Config) -> Settings:
 
 
 class Stacks:
-    """The session's stacks by backend, started on first use, stopped by :meth:`close`."""
+    """The session's stacks by backend, started on first use, stopped by :meth:`close`; and the host
+    resources they share (:attr:`host`: ports, reaper, job group), closed last."""
 
     def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory,
-                 project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> None:
+                 project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None,
+                 host: Host | None = None) -> None:
         """``project``: the user's project directories (pytest's rootdir), readable by the nodes.
-        ``progress``: where a line goes while something slow happens once (jars resolved, a binary built)."""
+        ``progress``: where a line goes while something slow happens once (jars resolved, a binary built).
+        ``host``: the session's host resources (a new :class:`~.host.Host` when None)."""
         self.settings, self.tmp, self.project, self.progress = settings, tmp_path_factory, project, progress
-        self._stacks: dict[tuple[str, str], Any] = {}
-        self._docker: Any = None
+        self.host = host or Host()
+        self._spark: dict[tuple[str, bool], SparkCluster] = {}
+        self._kafka: dict[str, KafkaCluster] = {}
+        self._hdfs: LocalHdfsCluster | None = None
+        self._started: list[_Stack] = []  # in start order, stopped newest first
+        self._docker: DockerSession | None = None
         self._docker_error: str | None = None
 
-    def docker(self) -> Any:
+    def docker(self) -> DockerSession:
         """The session's :class:`~.docker.engine.DockerSession` (labels, network, clean-up);
         ``pytest.skip`` with the reason when no daemon answers (``--chaos-backend docker`` fails
         earlier, at start: plugin.pytest_configure)."""
@@ -48,75 +70,83 @@ class Stacks:
             from pytest_streamchaos.stack.docker.engine import DockerSession, connect
 
             try:
-                self._docker = DockerSession(connect()).open()
+                self._docker = DockerSession(connect(), host=self.host).open()
             except StackError as exc:
                 self._docker_error = str(exc)
-        if self._docker_error:
+        if self._docker is None:
             pytest.skip(f"docker backend: {self._docker_error}")
         return self._docker
 
-    def spark(self, backend: str, *, ha: bool = False) -> Any:
-        key = (backend, "spark-ha" if ha else "spark")
-        if key not in self._stacks:
-            workdir = self.tmp.mktemp(f"{key[1]}-{backend}")
+    def spark(self, backend: str, *, ha: bool = False) -> SparkCluster:
+        """The backend's Spark cluster (``ha``: two masters and ZooKeeper), started on first use."""
+        if (backend, ha) not in self._spark:
+            workdir = self.tmp.mktemp(f"spark{'-ha' if ha else ''}-{backend}")
+            cluster: SparkCluster
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 
                 cluster = DockerSparkCluster.from_settings(self.settings, workdir, ha=ha, session=self.docker(),
-                                                           shared=(self.tmp.getbasetemp(),), project=self.project)
+                                                           shared=(self.tmp.getbasetemp(),), project=self.project,
+                                                           host=self.host)
             else:
-                from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+                from pytest_streamchaos.stack.local import LocalSparkCluster
 
-                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha)
-            self._start(key, cluster)
-        return self._stacks[key]
+                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha, host=self.host)
+            self._spark[backend, ha] = self._start(cluster)
+        return self._spark[backend, ha]
 
-    def kafka(self, backend: str) -> Any:
-        key = (backend, "kafka")
-        if key not in self._stacks:
-            kwargs = {"brokers": self.settings.kafka_brokers, "java_home": self.settings.java_home,
-                      "start_timeout": self.settings.start_timeout, "progress": self.progress}
+    def kafka(self, backend: str) -> KafkaCluster:
+        """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port)."""
+        if backend not in self._kafka:
+            s = self.settings
             workdir = self.tmp.mktemp(f"kafka-{backend}")
+            cluster: KafkaCluster
             if backend == "docker":
                 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 
-                cluster = DockerKafkaCluster(workdir, session=self.docker(), image=self.settings.docker_image,
-                                             **kwargs)
+                cluster = DockerKafkaCluster(workdir, s.kafka_brokers, session=self.docker(), image=s.docker_image,
+                                             java_home=s.java_home, start_timeout=s.start_timeout,
+                                             progress=self.progress, host=self.host)
             else:
-                from pytest_streamchaos.stack.kafka_local import LocalKafkaCluster
+                from pytest_streamchaos.stack.local import LocalKafkaCluster
 
-                cluster = LocalKafkaCluster(workdir, **kwargs)
-            self._start(key, cluster)
-            if self.settings.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
-                cluster.listen(self.settings.kafka_port)
-        return self._stacks[key]
+                cluster = LocalKafkaCluster(workdir, s.kafka_brokers, java_home=s.java_home,
+                                            start_timeout=s.start_timeout, progress=self.progress, host=self.host)
+            self._kafka[backend] = self._start(cluster)
+            if s.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
+                cluster.listen(s.kafka_port)
+        return self._kafka[backend]
 
-    def hdfs(self, backend: str) -> Any:
+    def hdfs(self, backend: str) -> LocalHdfsCluster:
         """The session's HDFS (a NameNode and two DataNodes, :mod:`.hdfs`); local backend only."""
         if backend == "docker":
             pytest.skip("HDFS runs on the local backend only (the docker backend has no HDFS nodes yet); "
                         "run this test with --chaos-backend local")
-        key = (backend, "hdfs")
-        if key not in self._stacks:
-            from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
+        if self._hdfs is None:
+            from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
-            self._start(key, LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"), java_home=self.settings.java_home,
-                                              start_timeout=self.settings.start_timeout))
-        return self._stacks[key]
+            self._hdfs = self._start(LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"),
+                                                      java_home=self.settings.java_home,
+                                                      start_timeout=self.settings.start_timeout, host=self.host))
+        return self._hdfs
 
-    def _start(self, key: tuple[str, str], stack: Any) -> None:
+    def _start(self, stack: S) -> S:
         try:
             stack.start()
         except BaseException:
             stack.stop()
             raise
-        self._stacks[key] = stack
+        self._started.append(stack)
+        return stack
 
     def close(self) -> None:
         """Stop every stack (newest first), then remove the docker session's network. Idempotent."""
         errors = []
-        while self._stacks:
-            _, stack = self._stacks.popitem()
+        self._spark.clear()
+        self._kafka.clear()
+        self._hdfs = None
+        while self._started:
+            stack = self._started.pop()
             try:
                 stack.stop()
             except Exception as exc:  # stop the others regardless
@@ -124,6 +154,7 @@ class Stacks:
         if self._docker is not None:
             self._docker.close()
             self._docker = None
+        self.host.close()
         if errors:
             raise RuntimeError("could not stop every stack: " + "; ".join(errors))
 
@@ -131,13 +162,21 @@ class Stacks:
 @pytest.fixture(scope="session")
 def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.TempPathFactory,
                        pytestconfig: pytest.Config) -> Iterator[Stacks]:
-    """Every stack of the session, by backend (see :class:`Stacks`)."""
+    """Every stack of the session, by backend (see :class:`Stacks`); its host is the session's current one."""
     stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),),
                     progress=progress_writer(pytestconfig))
     try:
-        yield stacks
+        with activate(stacks.host):
+            yield stacks
     finally:
         stacks.close()
+
+
+@pytest.fixture(scope="session")
+def streamchaos_host(streamchaos_stacks: Stacks) -> Host:
+    """The session's host resources (:class:`~.host.Host`): the ports it handed out, its reaper, the job
+    group, the faults' host-wide machinery."""
+    return streamchaos_stacks.host
 
 
 def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:
@@ -151,19 +190,20 @@ def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:
 
 
 @pytest.fixture(scope="session")
-def streamchaos_spark_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> Any:
+def streamchaos_spark_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> SparkCluster:
     """The session backend's Spark standalone cluster (started on first use, stopped at session end)."""
     return streamchaos_stacks.spark(streamchaos_settings.backend, ha=streamchaos_settings.ha)
 
 
 @pytest.fixture(scope="session")
-def streamchaos_kafka_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> Any:
+def streamchaos_kafka_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> KafkaCluster:
     """The session backend's Kafka cluster (started on first use, stopped at session end)."""
     return streamchaos_stacks.kafka(streamchaos_settings.backend)
 
 
 @pytest.fixture
-def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
+def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
+                  request: pytest.FixtureRequest) -> SparkCluster:
     """The test's Spark cluster, healed to its configured shape before the test."""
     cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=streamchaos_settings.ha)
     cluster.heal(timeout=streamchaos_settings.start_timeout)
@@ -172,7 +212,7 @@ def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings, re
 
 @pytest.fixture
 def spark_cluster_ha(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
-                     request: pytest.FixtureRequest) -> Any:
+                     request: pytest.FixtureRequest) -> SparkCluster:
     """A highly available cluster (two masters, ZooKeeper recovery), started only when a test asks for
     it (``@pytest.mark.chaos(ha=True)`` or this fixture), healed before the test."""
     cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=True)
@@ -181,7 +221,7 @@ def spark_cluster_ha(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
 
 
 @pytest.fixture
-def kafka(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
+def kafka(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> KafkaCluster:
     """The session's Kafka cluster (real brokers), healed before the test: every broker up and in
     sync, leadership on the preferred replicas, no fault left on the job's links. Topics are the
     test's to create (``kafka.create_topic(name, partitions)``: exactly that name, re-created if an
@@ -210,7 +250,8 @@ def progress_writer(config: pytest.Config) -> Callable[[str], None]:
 
 
 @pytest.fixture
-def hdfs(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: pytest.FixtureRequest) -> Any:
+def hdfs(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
+         request: pytest.FixtureRequest) -> LocalHdfsCluster:
     """The session's HDFS (:class:`~.hdfs.LocalHdfsCluster`: a NameNode and two DataNodes on
     127.0.0.1, started on first use), healed before the test: every node up, the NameNode out of safe
     mode, every DataNode live. Local backend only (skips on docker, saying so)."""

@@ -14,21 +14,22 @@ driver's UI) is not marked either: only the side that opened it counts. Probes o
 is outside the blast radius").
 
 Everything is registered with the session reaper (the rules, the group directory), so a SIGKILLed pytest
-leaves nothing behind. When cgroup v2 or iptables is unavailable, :func:`get_job_group` returns a group
-that is not :attr:`~JobGroup.available` with the reason; faults then match ports only, and the run
-says that the observer was not isolated.
+leaves nothing behind. The session's group is its host's (``Host.job_group``, :mod:`.host`). When cgroup
+v2 or iptables is unavailable, the group is not :attr:`~JobGroup.available` and says why; faults then
+match ports only, and the run says that the observer was not isolated.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.stack import commands, netfilter
+from pytest_streamchaos.stack.reaper import Reaper
 
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).
 MARK = 0x5C0000
@@ -37,7 +38,6 @@ MASK = 0xFF0000
 #: (:meth:`JobGroup.mark_sub`): 1..15, so that a fault can cut one node's own connections
 SUB_MASK = 0x00F000
 SUB_SHIFT = 12
-_IPT = ["iptables", "-w", "5", "-t", "mangle"]
 
 
 def cgroup2_mount(mounts: str | None = None) -> str | None:
@@ -90,11 +90,13 @@ def wrap_argv(procs_file: str, argv: list[str]) -> list[str]:
 
 
 class JobGroup:
-    """The cgroup of the job's processes and the marking rules of their connections."""
+    """The cgroup of the job's processes and the marking rules of their connections (a session's:
+    ``Host.job_group``). ``reaper``: where the rules and the group are registered while they exist."""
 
-    def __init__(self, name: str | None = None) -> None:
+    def __init__(self, reaper: Reaper, name: str | None = None, chain: str | None = None) -> None:
         self.name = name or f"streamchaos-{os.getpid()}"
-        self.chain = f"SC-JOB-{os.getpid()}"
+        self.chain = chain or f"SC-JOB-{os.getpid()}"
+        self.reaper = reaper
         self.reason: str | None = None
         self.path: Path | None = None
         self.rel_path = ""
@@ -124,7 +126,7 @@ class JobGroup:
             self.reason = f"cannot create the cgroup {path}: {exc}"
             return self
         self.path, self.rel_path = path, rel
-        self._reaper().register_command(f"jobgroup-{self.name}", ["sh", "-c", self._cleanup_script()])
+        self.reaper.register_command(f"jobgroup-{self.name}", ["sh", "-c", self._cleanup_script()])
         try:
             self._install_rules()
         except RuntimeError as exc:
@@ -147,15 +149,15 @@ class JobGroup:
     def mark_sub(self, sub: str, n: int) -> tuple[int, int] | None:
         """Mark the connections child group ``sub`` opens with ``n`` (1..15) in :data:`SUB_MASK`, on top
         of the job's mark; the (mark, mask) a rule matches them by, None when the group is not available."""
-        if not self.available or not 0 < n < 16:
+        if not self.available or self.path is None or not 0 < n < 16:
             return None
-        rel = self.sub_path(sub)
+        path, rel = self.path, self.sub_path(sub)
         value = (n << SUB_SHIFT, SUB_MASK)
         spec = ["-m", "conntrack", "--ctstate", "NEW", "-m", "cgroup", "--path", str(rel), "-j", "CONNMARK",
                 "--set-xmark", f"{value[0]:#x}/{value[1]:#x}"]
         with self._lock:
             if self._ipt(["-C", self.chain, *spec]).returncode != 0:
-                (self.path / sub).mkdir(exist_ok=True)  # type: ignore[operator]  (available: path is set)
+                (path / sub).mkdir(exist_ok=True)
                 p = self._ipt(["-A", self.chain, *spec])
                 if p.returncode != 0:
                     return None
@@ -194,16 +196,11 @@ class JobGroup:
                     pass
                 except OSError:
                     return  # still has processes: the reaper's entry removes it after they die
-            self._reaper().unregister_command(f"jobgroup-{self.name}")
+            self.reaper.unregister_command(f"jobgroup-{self.name}")
 
     # -- internals --------------------------------------------------------------------------------
-    def _reaper(self):
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        return get_reaper()
-
     def _ipt(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        return commands.completed(_IPT + args)
+        return netfilter.run_ipt(args, table="mangle", check=False)
 
     def _install_rules(self) -> None:
         with self._lock:
@@ -214,15 +211,13 @@ class JobGroup:
                 if p.returncode != 0:
                     raise RuntimeError(f"the job's connections cannot be marked (`iptables -t mangle -A "
                                        f"{' '.join(spec)}` failed: {p.stderr.strip()})")
-            p = self._ipt(["-I", "OUTPUT", "1", "-o", "lo", "-j", self.chain])
+            p = self._ipt(["-I", "OUTPUT", "1", *netfilter.jump_spec(self.chain, "lo", "OUTPUT")])
             if p.returncode != 0:
                 raise RuntimeError(f"cannot hook the marking chain into mangle OUTPUT: {p.stderr.strip()}")
             self._rules_up = True
 
     def _rules_cleanup(self) -> str:
-        ipt = " ".join(_IPT)
-        return (f"while {ipt} -D OUTPUT -o lo -j {self.chain} 2>/dev/null; do :; done; "
-                f"{ipt} -F {self.chain} 2>/dev/null; {ipt} -X {self.chain} 2>/dev/null; true")
+        return netfilter.chain_cleanup_script(self.chain, None, "lo", hook="OUTPUT", table="mangle")
 
     def _cleanup_script(self) -> str:
         # run by the reaper after it killed the registered process groups: the group empties as the
@@ -233,47 +228,21 @@ class JobGroup:
         return self._rules_cleanup() + "; " + rm + "true"
 
 
-_group: JobGroup | None = None
-_group_lock = threading.Lock()
-
-
-def get_job_group() -> JobGroup:
-    """This process's job group, set up on first use (check :attr:`JobGroup.available`)."""
-    global _group
-    with _group_lock:
-        if _group is None:
-            _group = JobGroup().setup()
-            atexit.register(_group.close)
-        return _group
-
-
-def current() -> JobGroup | None:
-    """The job group if one was set up in this process and isolates the job, else None."""
-    g = _group
-    return g if g is not None and g.available else None
-
-
-def job_processes() -> list[int]:
-    """PIDs in this process's job group now (its own processes, not its child groups'), [] when no group
-    isolates the job: where a search for the job's processes starts instead of every process on the host."""
-    g = current()
-    return g.members() if g is not None else []
-
-
-def unavailable_reason() -> str:
-    """Why job processes are not isolated (without setting a group up)."""
-    g = _group
-    if g is None:
-        return "no process of the job was started in a job group"
-    return g.reason or "the job group's marking rules are not installed"
-
-
 class HostScope:
     """This host's :class:`~pytest_streamchaos.stack.base.LinkScope`: the job's connections carry the
-    job group's mark once a group isolates the job."""
+    job group's mark once a group isolates the job. ``group``: the session's group once one was set
+    up (called, not set up by asking)."""
+
+    def __init__(self, group: Callable[[], JobGroup | None]) -> None:
+        self.group = group
 
     def job_mark(self) -> tuple[int, int] | None:
-        return (MARK, MASK) if current() is not None else None
+        g = self.group()
+        return (MARK, MASK) if g is not None and g.available else None
 
     def unscoped_reason(self) -> str:
-        return unavailable_reason()
+        """Why job processes are not isolated (without setting a group up)."""
+        g = self.group()
+        if g is None:
+            return "no process of the job was started in a job group"
+        return g.reason or "the job group's marking rules are not installed"

@@ -1,4 +1,4 @@
-"""Free TCP ports on 127.0.0.1, never handed out twice in one session.
+"""Free TCP ports on 127.0.0.1, never handed out twice in one session (its :class:`PortRegistry`).
 
 Ports are picked at random *below* the kernel's ephemeral range (``ip_local_port_range``): a port from
 inside it could be taken by some process's outgoing connection between our check and the server's
@@ -14,8 +14,6 @@ import threading
 
 HOST = "127.0.0.1"
 _LOW = 15000  #: lowest port we pick (above common service ports)
-_handed_out: set[int] = set()
-_lock = threading.Lock()
 
 
 def _ephemeral_low() -> int:
@@ -36,37 +34,47 @@ def port_is_free(port: int, host: str = HOST) -> bool:
     return True
 
 
-def free_port(host: str = HOST) -> int:
-    """A port free on ``host`` right now and not handed out before in this process."""
-    with _lock:
-        high = _ephemeral_low()
-        rng = random.Random()
-        if high - _LOW > 1000:
-            for _ in range(500):
-                port = rng.randrange(_LOW, high)
-                if port not in _handed_out and port_is_free(port, host):
-                    _handed_out.add(port)
+class PortRegistry:
+    """The ports one session handed out (:class:`~.host.Host`'s): each free when handed out, none twice."""
+
+    def __init__(self) -> None:
+        self._handed_out: set[int] = set()
+        self._lock = threading.Lock()
+
+    def free(self, host: str = HOST) -> int:
+        """A port free on ``host`` right now and not handed out before by this registry."""
+        with self._lock:
+            high = _ephemeral_low()
+            rng = random.Random()
+            if high - _LOW > 1000:
+                for _ in range(500):
+                    port = rng.randrange(_LOW, high)
+                    if port not in self._handed_out and port_is_free(port, host):
+                        self._handed_out.add(port)
+                        return port
+            # Fallback (tiny or odd port range): let the kernel choose.
+            for _ in range(100):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind((host, 0))
+                    port = s.getsockname()[1]
+                if port not in self._handed_out:
+                    self._handed_out.add(port)
                     return port
-        # Fallback (tiny or odd port range): let the kernel choose.
-        for _ in range(100):
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind((host, 0))
-                port = s.getsockname()[1]
-            if port not in _handed_out:
-                _handed_out.add(port)
-                return port
-    raise RuntimeError(f"no free TCP port found on {host}")
+        raise RuntimeError(f"no free TCP port found on {host}")
 
+    def free_many(self, n: int, host: str = HOST) -> list[int]:
+        """``n`` distinct free ports (see :meth:`free`)."""
+        return [self.free(host) for _ in range(n)]
 
-def free_ports(n: int, host: str = HOST) -> list[int]:
-    """``n`` distinct free ports (see :func:`free_port`)."""
-    return [free_port(host) for _ in range(n)]
+    def reserve(self, port: int) -> None:
+        """Mark a fixed, user-chosen port as taken so :meth:`free` never returns it."""
+        with self._lock:
+            self._handed_out.add(port)
 
-
-def reserve(port: int) -> None:
-    """Mark a fixed, user-chosen port as taken so :func:`free_port` never returns it."""
-    with _lock:
-        _handed_out.add(port)
+    def handed_out(self) -> frozenset[int]:
+        """Every port handed out or reserved so far."""
+        with self._lock:
+            return frozenset(self._handed_out)
 
 
 def port_holder(port: int, host: str = HOST) -> str | None:
@@ -89,9 +97,3 @@ def port_holder(port: int, host: str = HOST) -> str | None:
             except psutil.Error:
                 return f"pid {c.pid}"
     return None
-
-
-def handed_out() -> frozenset[int]:
-    """Every port handed out or reserved so far in this process."""
-    with _lock:
-        return frozenset(_handed_out)

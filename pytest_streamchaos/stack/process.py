@@ -14,23 +14,91 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Protocol
 
 import psutil
 
 from pytest_streamchaos.poll import poll, settled
-from pytest_streamchaos.stack.reaper import get_reaper
+from pytest_streamchaos.stack.base import Endpoint
+from pytest_streamchaos.stack.errors import StackError
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.host import Host
 
 
-def group_members(pgid: int) -> list[int]:
-    """PIDs of the live (non-zombie) processes in process group ``pgid``."""
-    members = []
-    for p in psutil.process_iter(["status"]):
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid``, from the kernel's list of each of its threads
+    (``/proc/<pid>/task/<tid>/children``): no scan of the host's processes. [] once it is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
         try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
-                members.append(p.pid)
-        except (ProcessLookupError, psutil.Error, OSError):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return _children_by_psutil(pid)  # a kernel without CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
             continue
-    return members
+    return out
+
+
+def _children_by_psutil(pid: int) -> list[int]:
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, their children ... (not ``pid`` itself), found from the process tree down."""
+    out: list[int] = []
+    todo = children(pid)
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo.extend(children(child))
+    return out
+
+
+def _live_in_group(pid: int, pgid: int) -> float | None:
+    """The start time of ``pid`` when it is a live (non-zombie) member of process group ``pgid``, else None."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE or os.getpgid(pid) != pgid:
+            return None
+        return proc.create_time()
+    except (ProcessLookupError, psutil.Error, OSError):
+        return None
+
+
+class GroupMembers:
+    """The live processes of one process group, found from its leader's process tree down, with no
+    scan of the host's processes. A member whose parent died is re-parented out of that tree, so every
+    member once seen is remembered (with its start time, against pid reuse) and looked at again, with
+    its own descendants: what a group kill leaves behind is found as long as it was seen once."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self._seen: dict[int, float] = {}
+
+    def __call__(self) -> list[int]:
+        found: dict[int, float] = {}
+        roots = [(self.leader, None), *self._seen.items()]
+        for root, started in roots:
+            if root in found:
+                continue
+            if root != self.leader and _live_in_group(root, self.leader) != started:
+                continue  # gone, or its pid now names another process
+            for pid in (root, *descendants(root)):
+                if pid not in found and (t := _live_in_group(pid, self.leader)) is not None:
+                    found[pid] = t
+        self._seen = found
+        return sorted(found)
 
 
 class LogFile:
@@ -71,8 +139,9 @@ class ManagedProcess(LogFile):
     ``env`` is the complete environment of the child (nothing is inherited implicitly). The process
     starts in the constructor. ``job=True``: a process of the system under test (Spark, the user's
     driver), started in the job's group (:mod:`.jobgroup`) so network faults hit it and not the harness.
-    ``pipe=True``: stdin and stdout are pipes to this process (``_popen.stdin`` / ``_popen.stdout``,
-    e.g. a helper speaking JSON lines), only stderr goes to the log.
+    ``host``: the session's :class:`~.host.Host` whose reaper and job group it uses (default: the current
+    one). ``pipe=True``: stdin and stdout are text pipes to this process (:attr:`stdin` / :attr:`stdout`, e.g. a
+    helper that answers ``ready``), only stderr goes to the log.
     """
 
     def __init__(
@@ -86,18 +155,20 @@ class ManagedProcess(LogFile):
         job: bool = False,
         subgroup: str | None = None,
         pipe: bool = False,
+        host: Host | None = None,
     ) -> None:
+        from pytest_streamchaos.stack.host import current
+
+        host = host or current()
         self.argv = [str(a) for a in argv]
         self.name = name or Path(self.argv[0]).name
         if job:  # a process of the job under test: in the job's group, so faults can tell it from the harness
-            from pytest_streamchaos.stack.jobgroup import get_job_group
-
-            self.argv = get_job_group().wrap(self.argv, subgroup)
+            self.argv = host.job_group.wrap(self.argv, subgroup)
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.paused = False
         self._stopped = False
-        reaper = get_reaper()  # before spawning: a failing watchdog must not leave an orphan behind
+        reaper = host.reaper  # before spawning: a failing watchdog must not leave an orphan behind
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             log.write(f"=== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
@@ -112,17 +183,33 @@ class ManagedProcess(LogFile):
                     stderr=log if pipe else subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    text=pipe,
                 )
             except OSError as exc:
                 raise OSError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
         self.pid: int = self._popen.pid
         self.pgid: int = self._popen.pid  # new session => pgid == pid
+        self._members = GroupMembers(self.pgid)
         self._reaper = reaper
         reaper.register_pgid(self.pgid)
 
     def __repr__(self) -> str:
         state = "paused" if self.paused else ("alive" if self.alive else f"exited {self.returncode}")
         return f"<ManagedProcess {self.name} pid={self.pid} {state}>"
+
+    @property
+    def stdout(self) -> IO[str]:
+        """Its standard output (``pipe=True`` only)."""
+        if self._popen.stdout is None:
+            raise ValueError(f"{self.name} was started without pipe=True: its output goes to {self.log_path}")
+        return self._popen.stdout
+
+    @property
+    def stdin(self) -> IO[str]:
+        """Its standard input (``pipe=True`` only)."""
+        if self._popen.stdin is None:
+            raise ValueError(f"{self.name} was started without pipe=True")
+        return self._popen.stdin
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -136,8 +223,9 @@ class ManagedProcess(LogFile):
         return self._popen.poll()
 
     def members(self) -> list[int]:
-        """PIDs of all live processes in this process group (the leader and its descendants)."""
-        return group_members(self.pgid)
+        """PIDs of all live processes in this process group (the leader and its descendants, and what
+        of them outlived their parent: :class:`GroupMembers`)."""
+        return self._members()
 
     # -- signals -------------------------------------------------------------------------------
     def signal(self, sig: int) -> None:
@@ -213,6 +301,11 @@ class ManagedProcess(LogFile):
 
     stop = terminate
 
+    @property
+    def stopped(self) -> bool:
+        """Stopped by this handle (terminated or killed and reaped): signals go nowhere any more."""
+        return self._stopped
+
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the group leader to exit and return its exit code
         (raises ``subprocess.TimeoutExpired``)."""
@@ -240,10 +333,10 @@ class ManagedProcess(LogFile):
                 pass
 
 
-def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None:
+def terminate_all(procs: Sequence[DaemonProcess], timeout: float = 3.0) -> None:
     """Stop many processes at once: SIGTERM every group, wait up to ``timeout`` for all of them
     together, then SIGKILL the rest (teardown costs one timeout, not one per process)."""
-    live = [p for p in procs if not p._stopped]
+    live = [p for p in procs if not p.stopped]
     for p in live:
         p.signal(signal.SIGTERM)
         p.signal(signal.SIGCONT)
@@ -253,6 +346,45 @@ def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 3.0) -> None
         p.kill(timeout=10)
 
 
+class DaemonProcess(Protocol):
+    """One start of a daemon as the clusters drive it: a :class:`ManagedProcess` on this host, a container
+    (``stack.docker.container.ContainerProcess``) in the docker backend."""
+
+    pid: int
+    pgid: int
+    paused: bool
+    log_path: Path
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stopped(self) -> bool: ...
+
+    def members(self) -> list[int]: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    def kill(self, timeout: float = 10.0, wait: bool = True) -> None: ...
+
+    def wait_gone(self, timeout: float = 10.0) -> None: ...
+
+    def pause(self, timeout: float = 5.0, wait: bool = True) -> None: ...
+
+    def wait_paused(self, timeout: float = 5.0) -> None: ...
+
+    def resume(self, timeout: float = 5.0) -> None: ...
+
+    def terminate(self, timeout: float = 10.0) -> None: ...
+
+    def tail_log(self, n: int = 40) -> str: ...
+
+    def log_since_start(self, max_bytes: int = 1 << 20) -> str: ...
+
+
 class Daemon:
     """A restartable daemon (a Spark master or worker, a Kafka node): the current process (or None) plus what
     it takes to start it again. ``role`` and ``index`` name it (``worker-1``, ``broker-2``)."""
@@ -260,16 +392,22 @@ class Daemon:
     role = "daemon"
     host = "127.0.0.1"  #: where its peers and the harness reach it (a container's address in the docker backend)
 
-    def __init__(self, index: int, start: Callable[[], ManagedProcess]) -> None:
+    def __init__(self, index: int, start: Callable[[], DaemonProcess]) -> None:
         self.index = index
         self._start = start
-        self.process: ManagedProcess | None = None
+        self.process: DaemonProcess | None = None
 
     @property
     def name(self) -> str:
         return f"{self.role}-{self.index}"
 
-    def start(self) -> ManagedProcess:
+    def started(self) -> DaemonProcess:
+        """Its current process; :class:`~.errors.StackError` when it was never started."""
+        if self.process is None:
+            raise StackError(f"{self.name} was never started")
+        return self.process
+
+    def start(self) -> DaemonProcess:
         self.process = self._start()
         return self.process
 
@@ -292,6 +430,10 @@ class Daemon:
 
     def tail_log(self, n: int = 30) -> str:
         return self.process.tail_log(n) if self.process else "<never started>"
+
+    def endpoint(self) -> Endpoint:
+        """Where its peers reach it: its address and ports (each kind of daemon says which)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its endpoint")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.process!r}>"

@@ -17,10 +17,9 @@ registered pgid can only hit our group - unless the whole group died and an unre
 that number as its own group. The parent sends the leader's start time (``/proc/<pid>/stat`` field 22)
 with each pgid; the watchdog skips a pgid whose leader now exists with a different start time.
 
-Usage::
+One watchdog per session: its :class:`~.host.Host` starts it (``host.reaper``). Usage::
 
-    from pytest_streamchaos.stack.reaper import get_reaper
-    r = get_reaper()
+    r = host.reaper
     r.register_pgid(proc.pgid)
     r.register_command("iptables-rule-1", ["iptables", "-D", "INPUT", ...])
     r.register_path(tmpdir)
@@ -33,6 +32,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 # The watchdog's source, run with ``python -I -c`` so it imports nothing of ours (fast, and immune to
@@ -120,7 +120,7 @@ class ReaperError(RuntimeError):
 
 
 class Reaper:
-    """The parent's handle on the watchdog process. Get it with :func:`get_reaper`."""
+    """The parent's handle on the watchdog process (a session's: ``Host.reaper``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -135,6 +135,7 @@ class Reaper:
             start_new_session=True,
             close_fds=True,
         )
+        _LIVE.add(self)
         ready = self._proc.stdout.readline() if self._proc.stdout else b""
         if ready.strip() != b"ready":
             self._proc.kill()
@@ -142,7 +143,8 @@ class Reaper:
                 f"the reaper watchdog ({sys.executable} -I -c ...) did not start "
                 f"(exit code {self._proc.poll()}); check that this Python can run subprocesses"
             )
-        self._proc.stdout.close()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self.pid = self._proc.pid
 
     # -- registrations -------------------------------------------------------------------------
@@ -178,7 +180,6 @@ class Reaper:
 
     def close(self, timeout: float = 5.0) -> None:
         """Normal end: tell the watchdog to exit *without* acting on the registrations. Idempotent."""
-        global _REAPER
         with self._lock:
             if self._closed:
                 return
@@ -194,14 +195,12 @@ class Reaper:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        if _REAPER is self:
-            _REAPER = None
 
     def _send(self, message: dict) -> None:
         line = (json.dumps(message) + "\n").encode()
         with self._lock:
             if self._closed:
-                raise ReaperError("the reaper was closed; call get_reaper() again for a new one")
+                raise ReaperError("the reaper was closed (its host was closed): nothing more can be registered")
             try:
                 assert self._proc.stdin is not None
                 self._proc.stdin.write(line)
@@ -215,6 +214,7 @@ class Reaper:
     def _drop_in_forked_child(self) -> None:
         # A forked child must not keep the write end open (the watchdog would never see EOF while it
         # lives) and must not talk to the parent's watchdog.
+        self._closed = True
         try:
             if self._proc.stdin is not None:
                 os.close(self._proc.stdin.fileno())
@@ -222,27 +222,12 @@ class Reaper:
             pass
 
 
-_REAPER: Reaper | None = None
-_REAPER_PID: int | None = None
-_CREATE_LOCK = threading.Lock()
-
-
-def get_reaper() -> Reaper:
-    """The watchdog of this process, started on first call (one per process; a forked child gets
-    its own)."""
-    global _REAPER, _REAPER_PID
-    with _CREATE_LOCK:
-        if _REAPER is None or _REAPER_PID != os.getpid() or not _REAPER.alive:
-            _REAPER = Reaper()
-            _REAPER_PID = os.getpid()
-        return _REAPER
+_LIVE: weakref.WeakSet[Reaper] = weakref.WeakSet()  # for the fork handler below, not a resource
 
 
 def _after_fork_in_child() -> None:
-    global _REAPER, _REAPER_PID
-    if _REAPER is not None:
-        _REAPER._drop_in_forked_child()
-    _REAPER, _REAPER_PID = None, None
+    for reaper in list(_LIVE):
+        reaper._drop_in_forked_child()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

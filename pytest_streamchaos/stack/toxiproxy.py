@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -49,8 +48,9 @@ import requests
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import ports
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError, StackError
+from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.process import ManagedProcess
 
 #: the pinned Toxiproxy release (the latest 2.x when pinned; needs Go >= 1.23 to build)
@@ -84,8 +84,8 @@ def binary_folder() -> Path:
 def server_version(binary: str | os.PathLike) -> str | None:
     """The version ``binary -version`` prints (``2.12.0``), or None when it does not run or say one."""
     try:
-        out = subprocess.run([str(binary), "-version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = commands.completed([str(binary), "-version"], timeout=10)
+    except commands.CommandError:
         return None
     m = re.search(r"(\d+\.\d+\.\d+)", out.stdout + out.stderr)
     return m.group(1) if out.returncode == 0 and m else None
@@ -147,10 +147,8 @@ def _go() -> str:
     go = shutil.which("go")
     if not go:
         raise StackError(f"cannot build toxiproxy-server {TOXIPROXY_VERSION}: no `go` on PATH; fix: {_fix()}")
-    try:
-        out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StackError(f"cannot build toxiproxy-server: `{go} env GOVERSION` failed ({exc}); fix: {_fix()}") from None
+    out = commands.completed([go, "env", "GOVERSION"], timeout=60, error=lambda why: StackError(
+        f"cannot build toxiproxy-server: {why}; fix: {_fix()}")).stdout
     m = re.match(r"go(\d+)\.(\d+)", out.strip())
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_GO:
         raise StackError(f"cannot build toxiproxy-server {TOXIPROXY_VERSION}: {go} is {out.strip() or 'unknown'}, "
@@ -173,11 +171,10 @@ def _build(go: str, progress: Progress, announce: bool = True) -> Path:
     try:
         # the version is stamped at link time, as Toxiproxy's release builds do (else it says "git")
         stamp = f"-ldflags=-X github.com/Shopify/toxiproxy/v2.Version={TOXIPROXY_VERSION}"
-        proc = subprocess.run([go, "install", stamp, target], env=env, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+        proc = commands.completed([go, "install", stamp, target], env=env, timeout=BUILD_TIMEOUT_S)
         why = None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    except subprocess.TimeoutExpired:
-        why = f"it did not finish within {BUILD_TIMEOUT_S:.0f}s"
+    except commands.CommandError as exc:
+        why = str(exc)
     exe = folder / "toxiproxy-server"
     if why is None and not (folder / "server").is_file():
         why = f"it succeeded but left no `server` binary in {folder}"
@@ -210,14 +207,16 @@ class ToxiproxyServer:
     with the reaper), ready when the constructor returns. Its log is ``<workdir>/toxiproxy-<port>.log``."""
 
     def __init__(self, workdir: str | os.PathLike, port: int | None = None, *, binary: str | os.PathLike | None = None,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 15.0, host: Host | None = None) -> None:
         self.binary = Path(binary) if binary is not None else toxiproxy_server_binary()
-        self.port = port or ports.free_port()
+        self.host = host or current()
+        self.port = port or self.host.ports.free()
         self.url = f"http://127.0.0.1:{self.port}"
         self._http = requests.Session()
-        self.proc = ManagedProcess([self.binary, "-host", "127.0.0.1", "-port", str(self.port)],
+        self.proc = ManagedProcess([str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LOG_LEVEL": "info"},
-                                   log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server")
+                                   log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server",
+                                   host=self.host)
         try:
             self.started_in = self._await_ready(timeout)
         except BaseException:
@@ -320,9 +319,9 @@ class ToxiProxy:
     @classmethod
     def create(cls, server: ToxiproxyServer, name: str, upstream: str, listen_port: int = 0) -> ToxiProxy:
         """Create proxy ``name`` listening on 127.0.0.1:``listen_port`` and forwarding to ``upstream``
-        (``host:port``). Port 0 takes one from :mod:`.ports`, below the ephemeral range: a disabled
-        proxy releases its port, and re-enabling must find it still free."""
-        port = listen_port or ports.free_port()
+        (``host:port``). Port 0 takes one from the server's host (:mod:`.ports`), below the ephemeral
+        range: a disabled proxy releases its port, and re-enabling must find it still free."""
+        port = listen_port or server.host.ports.free()
         got = server.api("POST", "/proxies", {"name": name, "upstream": upstream, "listen": f"127.0.0.1:{port}",
                                               "enabled": True})
         return cls(server, name, int(got["listen"].rsplit(":", 1)[1]))

@@ -53,7 +53,7 @@ def _check_args(*, bootstrap_servers: str, topic: str, rate: float, key_space: i
     _check(0 <= record_size <= records.MAX_RECORD_SIZE,
            f"record_size must be in [0, {records.MAX_RECORD_SIZE}], got {record_size!r}")
     _check(0.0 <= late_fraction <= 1.0, f"late_fraction must be in [0, 1], got {late_fraction!r}")
-    lo, hi = (late_by_seconds, late_by_seconds) if np.isscalar(late_by_seconds) else late_by_seconds
+    lo, hi = late_by_seconds if isinstance(late_by_seconds, tuple) else (late_by_seconds, late_by_seconds)
     _check(0 <= lo <= hi, f"late_by_seconds must be >= 0 (or a (lo, hi) range), got {late_by_seconds!r}")
     _check(partitions is None or partitions >= 1, f"partitions must be None or >= 1, got {partitions!r}")
     _check(max_records is None or max_records >= 0, f"max_records must be >= 0, got {max_records!r}")

@@ -29,7 +29,7 @@ def poison_predicate(poison: PoisonSpec, seed: int) -> Callable[[np.ndarray], np
         # whatever the batch boundaries were.
         return lambda ids: unit_hash(ids, seed) < frac
     try:
-        chosen = np.fromiter(poison, dtype=np.int64)
+        chosen = np.fromiter(poison, dtype=np.int64)  # type: ignore[arg-type]  # a bool: the TypeError below
     except TypeError as e:
         raise ValueError(f"poison must be a fraction, a collection of ids or a callable, got {poison!r}") from e
     return lambda ids: np.isin(ids, chosen)

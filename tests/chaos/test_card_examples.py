@@ -8,7 +8,7 @@ it once per session (``chaos.run`` with the same arguments)."""
 
 import pytest
 
-from pytest_streamchaos import kill_worker, network_delay
+from pytest_streamchaos import JobSetup, Timing, kill_worker, network_delay
 from pytest_streamchaos.faults.timeline import RECOVERY_WINDOW_S
 from pytest_streamchaos.faults.timeouts import DelayClassError
 
@@ -53,8 +53,9 @@ def test_no_duration_ends_the_load_once_the_fault_has_recovered(shared_run):
 @pytest.mark.sla(guarantee=None)
 @network_delay(ms=3000, above_timeout=True, after=6, duration=20)
 def test_delay_above_the_jobs_kafka_timeout_is_noticed(chaos):
-    run = chaos.run(FAST_TIMEOUTS, rate=100, duration=26, guarantee="at-least-once", drain_timeout=10,
-                    args=["{bootstrap_servers}", "{input_topic}", "{output_topic}", "{checkpoint_dir}"])
+    run = chaos.run(FAST_TIMEOUTS, rate=100, duration=26, guarantee="at-least-once",
+                    setup=JobSetup(args=["{bootstrap_servers}", "{input_topic}", "{output_topic}", "{checkpoint_dir}"]),
+                    timing=Timing(drain_timeout=10))
     print(run.describe())
     assert run.meta["delay_class"] == []  # it holds as the job is written: nothing to change
     injected = next(e for e in run.timeline if e.kind == "fault_injected")

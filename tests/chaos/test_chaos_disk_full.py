@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos import RecordSpec, fill_disk
+from pytest_streamchaos import JobSetup, RecordSpec, fill_disk
 from pytest_streamchaos.observe.progress import SparkProgress
 
 FULL_S = 15.0
@@ -29,7 +29,7 @@ def invoice(rec: RecordSpec) -> dict:
 def test_a_full_checkpoint_disk_stops_the_query_until_it_has_room_and_nothing_is_lost(chaos):
     run = chaos.run("pipelines/notifications.py", rate=100, guarantee="at-least-once",
                     inputs={"invoices": invoice}, outputs={"notifications": "key"}, kafka_port=9092,
-                    supervise=True)
+                    setup=JobSetup(supervise=True))
     print(run.describe())
     (fault,) = run.faults
     (injected,) = [e for e in run.timeline if e.kind == "fault_injected"]

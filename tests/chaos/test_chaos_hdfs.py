@@ -14,7 +14,7 @@ each its own JVM, faults on them, the file sink read back through WebHDFS.
 
 import pytest
 
-from pytest_streamchaos import IdentityOracle, RecordSpec, kill_datanode, kill_driver, kill_namenode
+from pytest_streamchaos import IdentityOracle, JobSetup, RecordSpec, kill_datanode, kill_driver, kill_namenode
 
 ALO = "pipelines/enrich_at_least_once.py"
 
@@ -25,7 +25,8 @@ def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
     # 52 s of load after the kill: the output comes back only once the restarted NameNode has left safe
     # mode (the DataNodes' re-registration: 5-14 s after its restart) and the supervised driver's query has
     # started again; that took 15 s on one CI run and 28-30 s on others, and the 5 s hold comes after
-    run = chaos.run(ALO, rate=100, duration=60, guarantee="at-least-once", checkpoint="hdfs", supervise=True)
+    run = chaos.run(ALO, rate=100, duration=60, guarantee="at-least-once",
+                    setup=JobSetup(checkpoint="hdfs", supervise=True))
     print(run.describe())
     assert run.meta["checkpoint_storage"] == "hdfs" and run.meta["checkpoint"].startswith("hdfs://")
     assert run.lost == 0 and run.incorrect == 0
@@ -43,7 +44,7 @@ def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
 @pytest.mark.chaos(backend="local")
 @kill_datanode(index=0, after=8)
 def test_one_datanode_of_two_lost_costs_no_record_and_no_outage(chaos):
-    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once", checkpoint="hdfs")
+    run = chaos.run(ALO, rate=100, duration=30, guarantee="at-least-once", setup=JobSetup(checkpoint="hdfs"))
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
     (fault,) = run.faults
@@ -63,8 +64,8 @@ def invoice(rec: RecordSpec) -> dict:
 @kill_driver(after=8, restart_after=1)
 def test_relative_file_sink_and_checkpoint_land_on_hdfs_and_stay_exactly_once(chaos):
     run = chaos.run("pipelines/invoice_items.py", rate=50, duration=20, guarantee="exactly-once",
-                    checkpoint="hdfs", args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
-                    outputs={"file:output": "InvoiceNumber"}, oracle=IdentityOracle())
+                    setup=JobSetup(checkpoint="hdfs", args=["{bootstrap_servers}", "invoices"]),
+                    inputs={"invoices": invoice}, outputs={"file:output": "InvoiceNumber"}, oracle=IdentityOracle())
     print(run.describe())
     assert run.meta["checkpoint"].startswith("hdfs://") and run.meta["checkpoint"].endswith("chk-point-dir")
     assert run.meta["driver_launches"] == 2

@@ -11,11 +11,12 @@ checkpoint, so the run refuses it at once, naming the path, unless told to clear
 
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos import RecordSpec
+from pytest_streamchaos import JobSetup, RecordSpec
 from pytest_streamchaos.observe.checkpoints import checkpoint_query_id
 from pytest_streamchaos.runner import RunError
 from pytest_streamchaos.spark import connector
@@ -47,9 +48,10 @@ def no_checkpoint():
     shutil.rmtree(CHECKPOINT, ignore_errors=True)
 
 
-def run_job(chaos, **kwargs):
+def run_job(chaos, setup=None, **kwargs):
     return chaos.run(JOB, rate=100, duration=10, guarantee="at-least-once", inputs={"orders": order},
-                     outputs={"orders-enriched": "key"}, kafka_port=9092, **kwargs)
+                     outputs={"orders-enriched": "key"}, setup=replace(setup or JobSetup(), kafka_port=9092),
+                     **kwargs)
 
 
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
@@ -57,7 +59,7 @@ def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_fir
         chaos, no_checkpoint):
     pin = other_line_pin()
     packages = f"{pin},org.apache.kafka:kafka-clients:3.5.1"
-    run = run_job(chaos, files=["regions.csv"], conf={"spark.jars.packages": packages})
+    run = run_job(chaos, setup=JobSetup(files=["regions.csv"], conf={"spark.jars.packages": packages}))
     print(run.describe())
     # the CSV was read and joined (an inner join: a customer without a region would be lost), and the
     # helper module imported on the driver and the executors (the UDF)
@@ -79,14 +81,14 @@ def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_fir
     # the checkpoint the first run left: refused before the job starts, naming the path and the option
     t0 = time.monotonic()
     with pytest.raises(RunError) as refused:
-        run_job(chaos, files=["regions.csv"])
+        run_job(chaos, setup=JobSetup(files=["regions.csv"]))
     first = str(refused.value).splitlines()[0]
     print(f"refused in {time.monotonic() - t0:.1f} s: {first}")
     assert time.monotonic() - t0 < 30
     assert str(no_checkpoint) in first and "enrich_orders.py:" in first and 'stale_checkpoint="clear"' in first
 
     # cleared on request: a new query (a new checkpoint) and the run's verdict holds
-    again = run_job(chaos, files=["regions.csv"], stale_checkpoint="clear")
+    again = run_job(chaos, setup=JobSetup(files=["regions.csv"], stale_checkpoint="clear"))
     print(again.describe())
     assert any(str(no_checkpoint) in w and "deleted" in w for w in again.meta["warnings"])
     assert again.expected > 500 and again.lost == 0 and again.incorrect == 0

@@ -14,7 +14,7 @@ producer, getting no error, goes on writing to the old leader.
 
 import pytest
 
-from pytest_streamchaos import isolate_broker
+from pytest_streamchaos import JobSetup, Watch, isolate_broker
 
 JOB = "jobs/orders_to_ledger.py"
 ARGS = ["{bootstrap_servers}", "{input_topic}", "{output_topic}", "{checkpoint_dir}"]
@@ -22,7 +22,8 @@ CUT = isolate_broker(index="leader", topic="output", partition=0, after=8, durat
 
 
 def run_with(chaos, acks: str):
-    run = chaos.run(JOB, rate=200, duration=30, guarantee="at-least-once", args=[*ARGS, acks], id_reader=_key_id)
+    run = chaos.run(JOB, rate=200, duration=30, guarantee="at-least-once", watch=Watch(id_reader=_key_id),
+                    setup=JobSetup(args=[*ARGS, acks]))
     print(run.describe())
     cut = next(e for e in run.timeline if e.kind == "fault_injected")
     moved = [e for e in run.timeline if e.kind == "leader_elected" and e.target.endswith("-out[0]") and e.t >= cut.t]

@@ -5,7 +5,7 @@ partition from Kafka stops the flow until it heals. None of them loses records."
 import numpy as np
 import pytest
 
-from pytest_streamchaos import network_delay, network_partition
+from pytest_streamchaos import JobSetup, network_delay, network_partition
 
 ALO = "pipelines/enrich_at_least_once.py"
 # short failure detection, so that PD>TO fits in a test (and is checked against these values)
@@ -54,7 +54,7 @@ def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_n
 @pytest.mark.chaos
 @network_delay(ms=6000, target="driver", above_timeout=True, after=8, duration=12)
 def test_driver_link_delay_above_timeout_loses_executors_and_recovers(chaos):
-    run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once", conf=FAST_DETECTION)
+    run = chaos.run(ALO, rate=200, duration=40, guarantee="at-least-once", setup=JobSetup(conf=FAST_DETECTION))
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
     fault_t = next(e.t for e in run.timeline if e.kind == "fault_injected")

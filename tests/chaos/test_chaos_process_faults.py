@@ -17,7 +17,7 @@ Analysis of Fault Recovery in Stream Processing Frameworks"; see docs/metrics.md
 import pytest
 from chaos_helpers import assert_load_outlasted_the_recovery
 
-from pytest_streamchaos import NOT_RECOVERED, kill_driver, kill_executor, kill_master, kill_worker
+from pytest_streamchaos import NOT_RECOVERED, Timing, kill_driver, kill_executor, kill_master, kill_worker
 
 ALO = "pipelines/enrich_at_least_once.py"
 EOS = "pipelines/enrich_exactly_once.py"
@@ -69,7 +69,7 @@ def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates
 @pytest.mark.sla(guarantee=None)  # the job cannot deliver at-least-once here: that is what this test shows
 @kill_master(after=8, restart_after=5)
 def test_master_killed_without_ha_the_job_does_not_recover(chaos):
-    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once", drain_timeout=15)
+    run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once", timing=Timing(drain_timeout=15))
     print(run.describe())
     assert run.incorrect == 0 and run.duplicates == 0
     assert run.recovery_time is NOT_RECOVERED

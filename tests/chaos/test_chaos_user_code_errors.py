@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos import RecordSpec, UserCodeError
+from pytest_streamchaos import JobSetup, RecordSpec, Timing, UserCodeError
 from pytest_streamchaos.poll import wait_for
 
 JOB = str(Path(__file__).parent / "jobs" / "orders_to_ledger.py")
@@ -47,8 +47,8 @@ def test_a_raising_factory_then_a_raising_output_reader_each_end_the_run_at_once
 
     with pytest.raises(UserCodeError, match=r"inputs\['orders'\] factory .*order_with_price raised ValueError: "
                                             r"no price list entry for order 20 \(record id 20\)") as failed:
-        chaos.run(JOB, rate=50, duration=15, args=ARGS, inputs={"orders": order_with_price},
-                  outputs={"ledger": "key"}, warmup_timeout=90)
+        chaos.run(JOB, rate=50, duration=15, inputs={"orders": order_with_price},
+                  outputs={"ledger": "key"}, setup=JobSetup(args=ARGS), timing=Timing(warmup_timeout=90))
     took = time.monotonic() - raised["factory"]
     print(f"raising factory: the run ended {took:.2f}s after the factory raised")
     assert took < BOUND_S
@@ -66,8 +66,8 @@ def test_a_raising_factory_then_a_raising_output_reader_each_end_the_run_at_once
 
     with pytest.raises(UserCodeError, match=r"outputs\['ledger'\] id reader .*ledger_ids raised KeyError: "
                                             r"'order_id'") as failed:
-        chaos.run(JOB, rate=50, duration=15, args=ARGS, inputs={"orders": order},
-                  outputs={"ledger": ledger_ids}, warmup_timeout=90)
+        chaos.run(JOB, rate=50, duration=15, inputs={"orders": order},
+                  outputs={"ledger": ledger_ids}, setup=JobSetup(args=ARGS), timing=Timing(warmup_timeout=90))
     took = time.monotonic() - raised["reader"]
     print(f"raising output reader: the run ended {took:.2f}s after the reader raised")
     assert took < BOUND_S

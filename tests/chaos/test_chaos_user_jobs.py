@@ -17,6 +17,8 @@ import pytest
 from pytest_streamchaos import (
     AggregateOracle,
     IdentityOracle,
+    JobSetup,
+    Load,
     RecordSpec,
     kill_driver,
     kill_executor,
@@ -60,7 +62,7 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
 def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
     """The file sink's metadata log makes it exactly-once; every invoice yields its line items."""
     run = chaos.run("pipelines/invoice_items.py", rate=100, duration=30, guarantee="exactly-once",
-                    args=["{bootstrap_servers}", "invoices"], inputs={"invoices": invoice},
+                    setup=JobSetup(args=["{bootstrap_servers}", "invoices"]), inputs={"invoices": invoice},
                     outputs={"file:output": "InvoiceNumber"},
                     oracle=IdentityOracle(copies=lambda rec: len(rec["InvoiceLineItems"])))
     print(run.describe())
@@ -81,7 +83,7 @@ def click(rec: RecordSpec) -> dict:
 @kill_executor(after=10)
 def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
     run = chaos.run("pipelines/ad_clicks_join.py", rate=50, duration=25, guarantee="at-least-once",
-                    args=["{bootstrap_servers}"], inputs={"impressions": impression, "clicks": click},
+                    setup=JobSetup(args=["{bootstrap_servers}"]), inputs={"impressions": impression, "clicks": click},
                     outputs={"ad-clicks": "key"})
     print(run.describe())
     assert run.expected > 1000
@@ -103,7 +105,7 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
     # kill for the worker's rejoin and the 5 s hold in band (20 s was not always enough: CI saw 'not
     # recovered' with the new executor added 7.5 s after the kill)
     run = chaos.run("pipelines/store_sales_window.py", rate=100, duration=40, guarantee="at-least-once",
-                    args=["{bootstrap_servers}"], inputs={"sales": sale}, key_space=5,
+                    setup=JobSetup(args=["{bootstrap_servers}"]), inputs={"sales": sale}, load=Load(key_space=5),
                     outputs={"store-sales": None}, oracle=oracle)
     print(run.describe())
     assert run.report.resolution == "aggregate"
@@ -121,7 +123,8 @@ def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
     (no per-record verdict), saying so in one line. The example sets no checkpoint location, so the
     restarted driver starts a new query (at the latest offsets): the load lasts long enough to see it
     (its progress was back about 15 s after the kill, then holds 5 s)."""
-    run = chaos.run(WORDCOUNT, rate=50, duration=40, args=["{bootstrap_servers}", "subscribe", "{input_topic}"])
+    run = chaos.run(WORDCOUNT, rate=50, duration=40,
+                    setup=JobSetup(args=["{bootstrap_servers}", "subscribe", "{input_topic}"]))
     print(run.describe())
     assert run.resolution == "none" and run.lost is None
     assert "no per-record verdict" in run.describe()
@@ -146,8 +149,8 @@ LAKE = "tests/chaos/jobs/page_views_to_lake.py"
 @pytest.mark.chaos
 def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
     """No _spark_metadata: the batch directories the commit protocol finished (_SUCCESS) are the output."""
-    run = chaos.run(LAKE, rate=100, duration=15, args=["{bootstrap_servers}"], inputs={"page-views": page_view},
-                    outputs={"file:lake/page_views": "viewId"})
+    run = chaos.run(LAKE, rate=100, duration=15, inputs={"page-views": page_view},
+                    outputs={"file:lake/page_views": "viewId"}, setup=JobSetup(args=["{bootstrap_servers}"]))
     print(run.describe())
     assert run.expected > 1000
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
@@ -161,7 +164,8 @@ def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(ch
     with pytest.raises(RunError, match=r"query \w+ writes to foreachBatch \(writing files to .*lake/page_views\).*"
                                        r"pass outputs=\{'file:lake/page_views': '<field with the input id>'\}.*"
                                        r"columns in lake/page_views: batch, viewId, url, userId, viewedAt"):
-        chaos.run(LAKE, rate=100, duration=10, args=["{bootstrap_servers}"], inputs={"page-views": page_view})
+        chaos.run(LAKE, rate=100, duration=10, setup=JobSetup(args=["{bootstrap_servers}"]),
+                  inputs={"page-views": page_view})
 
 
 @pytest.mark.chaos
@@ -169,8 +173,9 @@ def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(ch
 def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chaos):
     """Killed after the batch's files were committed but before Spark committed the batch: the
     restarted driver replays it and appends the same views again."""
-    run = chaos.run(LAKE, rate=100, duration=20, args=["{bootstrap_servers}"], inputs={"page-views": page_view},
-                    outputs={"file:lake/page_views": "viewId"}, guarantee="at-least-once")
+    run = chaos.run(LAKE, rate=100, duration=20, setup=JobSetup(args=["{bootstrap_servers}"]),
+                    inputs={"page-views": page_view}, outputs={"file:lake/page_views": "viewId"},
+                    guarantee="at-least-once")
     print(run.describe())
     (fault,) = run.faults
     assert fault.hit, f"the kill must land between the batch's files and its commit: {fault.aim}"
@@ -184,5 +189,5 @@ def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chao
 @kill_worker(after=10)
 def test_a_job_that_sets_local_master_in_code_cannot_be_hit_by_a_worker_kill(chaos):
     with pytest.raises(RunError, match=r"runs in local mode .*spark.master=local\[2\].*kill_worker"):
-        chaos.run("tests/chaos/jobs/local_master.py", rate=50, duration=30,
-                  args=["{bootstrap_servers}", "{input_topic}"], outputs={})
+        chaos.run("tests/chaos/jobs/local_master.py", rate=50, duration=30, outputs={},
+                  setup=JobSetup(args=["{bootstrap_servers}", "{input_topic}"]))

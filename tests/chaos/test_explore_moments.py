@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import pytest_streamchaos.runner.phases.observers as observers
-from pytest_streamchaos import RecordSpec, kill_driver
+from pytest_streamchaos import JobSetup, RecordSpec, kill_driver
 from pytest_streamchaos.faults.gate_moments import gated_moment
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
@@ -72,7 +72,7 @@ def gate(tmp_path, monkeypatch):
 def run_clicks(chaos, gate, job: str, lake: str):
     return chaos.run(job, rate=100, duration=20, guarantee="exactly-once", kafka_port=9092,
                      inputs={"clicks": click}, outputs={f"file:{lake}": "clickId"},
-                     env=gate.env(), conf=gate.executor_conf())
+                     setup=JobSetup(env=gate.env(), conf=gate.executor_conf()))
 
 
 def assert_landed_between_output_and_commit(run, gate) -> int:
@@ -121,7 +121,7 @@ def test_a_foreach_batch_writer_keyed_by_batch_id_stays_exactly_once(chaos, gate
 def run_ledger(chaos, gate, guarantee: str):
     return chaos.run(LEDGER, rate=100, duration=20, guarantee=guarantee, kafka_port=9092,
                      inputs={"payments": payment}, outputs={"ledger": "key"},
-                     env=gate.env(), conf=gate.executor_conf())
+                     setup=JobSetup(env=gate.env(), conf=gate.executor_conf()))
 
 
 @pytest.mark.chaos(backend="local")
@@ -157,7 +157,7 @@ def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_wheth
     seen and the commit not, the driver SIGSTOPped and checked. Hit or missed, the aim must say what
     happened: a hit is a replayed batch whose output was seen, so duplicates; a miss has none."""
     run = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, guarantee="at-least-once",
-                    checkpoint="hdfs")
+                    setup=JobSetup(checkpoint="hdfs"))
     print(run.describe())
     (fault,) = run.faults
     print("aim on HDFS:", fault.aim)

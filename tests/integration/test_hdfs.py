@@ -1,4 +1,4 @@
-"""The embedded HDFS (stack/hdfs.py) on real JVMs: start-up, WebHDFS through fsspec, replication, the
+"""The embedded HDFS (stack/hdfs/) on real JVMs: start-up, WebHDFS through fsspec, replication, the
 fault operations and what the NameNode reports after them, the timeline watcher, the fault actions,
 bad input, and a local PySpark session writing parquet and a streaming checkpoint to it.
 
@@ -23,9 +23,9 @@ from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.faults.timeline import Recorder, plan
 from pytest_streamchaos.poll import settled, wait_for
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
-from pytest_streamchaos.stack.hdfs_watcher import HdfsWatcher
-from pytest_streamchaos.stack.ports import free_port, port_holder
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.watcher import HdfsWatcher
+from pytest_streamchaos.stack.ports import port_holder
 
 pytestmark = pytest.mark.integration
 
@@ -195,10 +195,10 @@ def test_fault_actions_record_recovery_on_the_timeline(hdfs: LocalHdfsCluster) -
     hdfs.wait_ready(30)
 
 
-def test_a_taken_namenode_port_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
+def test_a_taken_namenode_port_is_one_line_and_starts_nothing(tmp_path: Path, streamchaos_host) -> None:
     import socket
 
-    port = free_port()
+    port = streamchaos_host.ports.free()
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
@@ -218,10 +218,11 @@ def test_missing_java_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_a_resolution_failure_is_one_line_and_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_resolution_failure_is_one_line_and_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             streamchaos_host) -> None:
     # an empty jar cache and a "mirror" on a closed 127.0.0.1 port: the resolver fails at once
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("STREAMCHAOS_MAVEN_REPO", f"http://127.0.0.1:{free_port()}/maven2/")
+    monkeypatch.setenv("STREAMCHAOS_MAVEN_REPO", f"http://127.0.0.1:{streamchaos_host.ports.free()}/maven2/")
     with pytest.raises(StackError, match=r"could not resolve Hadoop HDFS 3\.5\.0 .*Fix: .*MAVEN_REPO") as err:
         LocalHdfsCluster(tmp_path / "hdfs").start()
     assert "\n" not in str(err.value)

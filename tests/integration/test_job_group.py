@@ -11,7 +11,6 @@ import pytest
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.stack import jobgroup
-from pytest_streamchaos.stack.ports import free_port
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.testing import wait_for
 
@@ -31,8 +30,8 @@ for line in sys.stdin:
 
 
 @pytest.fixture
-def group():
-    g = jobgroup.get_job_group()
+def group(streamchaos_host):
+    g = streamchaos_host.job_group
     if not g.available:
         pytest.skip(f"no job group on this host: {g.reason}")
     if get_capabilities().missing("drop", "network_partition"):
@@ -41,9 +40,9 @@ def group():
 
 
 @pytest.fixture
-def server():
+def server(streamchaos_host):
     srv = socket.socket()
-    srv.bind(("127.0.0.1", free_port()))
+    srv.bind(("127.0.0.1", streamchaos_host.ports.free()))
     srv.listen(64)
     stop = threading.Event()
 
@@ -79,10 +78,10 @@ def harness_connects(port: int) -> bool:
 class JobClient:
     """A process of the job (started in the job group) that connects to ``port`` on request."""
 
-    def __init__(self, port: int, tmp_path) -> None:
+    def __init__(self, port: int, group: jobgroup.JobGroup) -> None:
         import subprocess
 
-        argv = jobgroup.get_job_group().wrap([sys.executable, "-c", CLIENT, str(port)])
+        argv = group.wrap([sys.executable, "-c", CLIENT, str(port)])
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def connects(self) -> bool:
@@ -96,7 +95,7 @@ class JobClient:
 
 
 def test_a_partition_scoped_to_the_job_spares_the_harness(group, server, tmp_path):
-    client = JobClient(server, tmp_path)
+    client = JobClient(server, group)
     try:
         wait_for(lambda: client.proc.pid in group.members(), timeout=5, what="the job's client in the group")
         assert client.connects() and harness_connects(server)
@@ -111,7 +110,7 @@ def test_a_partition_scoped_to_the_job_spares_the_harness(group, server, tmp_pat
 
 
 def test_an_unscoped_partition_cuts_everyone(group, server, tmp_path):
-    client = JobClient(server, tmp_path)
+    client = JobClient(server, group)
     try:
         with net.Partition([server]):
             assert not client.connects() and not harness_connects(server)

@@ -15,7 +15,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.kafka_local import KAFKA_MAIN, LocalKafkaCluster
+from pytest_streamchaos.stack.kraft.plan import KAFKA_MAIN
+from pytest_streamchaos.stack.local import LocalKafkaCluster
 from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration

@@ -36,11 +36,11 @@ def _roundtrip(bootstrap: str, topic: str, n: int = 20) -> list[bytes]:
         c.close()
 
 
-def test_the_cluster_answers_the_job_on_a_fixed_port_through_toxiproxy(kafka) -> None:
+def test_the_cluster_answers_the_job_on_a_fixed_port_through_toxiproxy(kafka, streamchaos_host) -> None:
     """A job that hard-codes localhost:<port> bootstraps through a proxy to a live broker; the metadata
     then leads its clients to every broker's own proxy (the job's listener). Killing the broker behind
     the bootstrap proxy moves it to a live one."""
-    port = ports.free_port()
+    port = streamchaos_host.ports.free()
     kafka.create_topic("invoices", 1)
     kafka.listen(port)
     try:

@@ -386,7 +386,7 @@ def test_killed_delayer_is_not_in_effect(echo, clean_host):
         proc = fault._proc
         assert proc is not None
         os.kill(proc.pid, signal.SIGKILL)
-        wait_for(lambda: proc.poll() is not None, 10, "the delayer to die")
+        wait_for(lambda: not proc.alive, 10, "the delayer to die")
         assert "exited with code -9" in (fault.stopped_acting() or "")
         with pytest.raises(NetFaultError, match="not in effect: the NFQUEUE delayer"):
             fault.measure()

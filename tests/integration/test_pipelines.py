@@ -15,7 +15,8 @@ from confluent_kafka import Producer
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.job.eos import control_topic_for
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.spark.launcher import JobLauncher, SparkJob
+from pytest_streamchaos.spark.launcher import JobLauncher
+from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.workload.generator import Generator
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pytest_streamchaos.stack.local import LocalSparkCluster
 from pytest_streamchaos.stack.process import ManagedProcess
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
 from pytest_streamchaos.testing import pid_alive, wait_for
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from readme_examples import readme_checker
 
-from pytest_streamchaos import CheckFailed
+from pytest_streamchaos import CheckFailed, JobSetup, Load
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 
 pytestmark = pytest.mark.integration
@@ -47,7 +47,8 @@ def test_broken_job_is_caught_with_the_ids_it_breaks(chaos):
 def test_window_count_delivers_every_finalized_window_exactly(chaos):
     oracle = TumblingWindowOracle(size_seconds=5, watermark_seconds=2)
     run = chaos.run("pipelines/window_count.py", rate=100, duration=20, guarantee="exactly-once", oracle=oracle,
-                    key_space=10, env={"STREAMCHAOS_WINDOW_SECONDS": "5", "STREAMCHAOS_WATERMARK_SECONDS": "2"})
+                    load=Load(key_space=10),
+                    setup=JobSetup(env={"STREAMCHAOS_WINDOW_SECONDS": "5", "STREAMCHAOS_WATERMARK_SECONDS": "2"}))
     print(run.describe())
     # the run judged its outputs on its own topics with a bound copy: the test's oracle is as it was given
     assert oracle.topic is None and oracle.side_topic is None

@@ -2,8 +2,11 @@
 number (``PAPER <id> <label>: name=value ...``, shown with ``pytest -s``), the source of docs/papers.md."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from pytest_streamchaos import JobSetup, Watch
 
 #: Kafka to Kafka, written without this plugin (format("kafka"), Spark's defaults, argv wiring); the
 #: output's Kafka key is the input id. Reused from the chaos examples.
@@ -20,9 +23,12 @@ def key_id(_value: bytes, key: bytes | None) -> list[int]:
 
 
 def ledger(chaos: Any, **kwargs: Any) -> Any:
-    """``chaos.run`` of the ledger job (at-least-once, acks=all) with ``kwargs``."""
+    """``chaos.run`` of the ledger job (at-least-once, acks=all) with ``kwargs`` (its ``setup`` and
+    ``watch`` groups completed with the job's args and id reader)."""
     kwargs.setdefault("guarantee", "at-least-once")
-    return chaos.run(LEDGER, args=LEDGER_ARGS, id_reader=key_id, **kwargs)
+    setup = replace(kwargs.pop("setup", None) or JobSetup(), args=LEDGER_ARGS)
+    watch = replace(kwargs.pop("watch", None) or Watch(), id_reader=key_id)
+    return chaos.run(LEDGER, setup=setup, watch=watch, **kwargs)
 
 
 def paper_line(paper: str, label: str, **numbers: Any) -> str:

@@ -11,7 +11,16 @@ reported apart. The full versions (``-m slow``) cover the paper's other failures
 import pytest
 from papers_helpers import fault_numbers, key_id, ledger, paper_line
 
-from pytest_streamchaos import NOT_RECOVERED, kill_driver, kill_master, kill_worker, poison_records
+from pytest_streamchaos import (
+    NOT_RECOVERED,
+    JobSetup,
+    Timing,
+    Watch,
+    kill_driver,
+    kill_master,
+    kill_worker,
+    poison_records,
+)
 
 
 @pytest.mark.papers
@@ -97,7 +106,7 @@ def test_000_full_master_kill_without_ha_left_down(chaos):
 def test_000_full_master_kill_without_ha(chaos):
     """Beyond the paper: without HA the application does not survive a master that comes back (the
     restarted master kills its executors when the workers re-register, and it gets no new ones)."""
-    run = ledger(chaos, rate=200, duration=30, drain_timeout=15)
+    run = ledger(chaos, rate=200, duration=30, timing=Timing(drain_timeout=15))
     (f,) = run.faults
     paper_line("000", "master kill, no HA (full)", **fault_numbers(run, f), lost=run.lost)
     assert run.recovery_time is NOT_RECOVERED
@@ -124,8 +133,9 @@ def test_000_full_master_kill_with_zookeeper_ha(chaos):
 def test_000_full_poison_record_fails_the_query_after_task_retries(chaos):
     """§VII: a record the job's code cannot take fails its task; Spark retries it (spark.task.maxFailures,
     4 by default), then fails the micro-batch, and the query stops (the driver exits)."""
-    run = chaos.run(STRICT, rate=100, duration=20, drain_timeout=10, args=["{bootstrap_servers}", "{input_topic}",
-                    "{output_topic}", "{checkpoint_dir}"], id_reader=key_id)
+    run = chaos.run(STRICT, rate=100, duration=20, watch=Watch(id_reader=key_id),
+                    setup=JobSetup(args=["{bootstrap_servers}", "{input_topic}", "{output_topic}", "{checkpoint_dir}"]),
+                    timing=Timing(drain_timeout=10))
     failed = [e for e in run.timeline if e.kind == "task_failed"]
     paper_line("000", "poison record (full)", task_failures=len(failed),
                query_ended=[e.kind for e in run.timeline if e.kind in ("query_terminated", "driver_exited")])

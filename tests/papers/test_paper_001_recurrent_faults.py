@@ -13,7 +13,7 @@ killed at once.
 import pytest
 from papers_helpers import ledger, paper_line
 
-from pytest_streamchaos import MetricParams, kill_worker
+from pytest_streamchaos import MetricParams, Watch, kill_worker
 from pytest_streamchaos.analysis.metrics import stability
 
 #: the paper's detector: throughput only (latency bound out of reach), within 15 %, held for 5 s
@@ -45,7 +45,7 @@ def recurrent(run, interval: float, label: str):
 # the interval). No duration: the load ends once the last kill's recovery has settled.
 @kill_worker(after=8, every=25, times=3, restart_after=3)
 def test_001_recurrent_worker_kills_recover_alike(chaos):
-    run = ledger(chaos, rate=100, params=PAPER_DETECTOR)
+    run = ledger(chaos, rate=100, watch=Watch(params=PAPER_DETECTOR))
     st = recurrent(run, 25.0, "3 kills every 25 s (short)")
     # the paper's direction for Spark: each kill recovers, and alike (the stability verdict: every kill
     # recovered, recovery times within 0.5 x their mean of each other)
@@ -58,7 +58,7 @@ def test_001_recurrent_worker_kills_recover_alike(chaos):
 @pytest.mark.slow
 @kill_worker(after=10, every=30, times=10, restart_after=3)
 def test_001_full_ten_kills_of_one_worker(chaos):
-    run = ledger(chaos, rate=200, duration=310, params=PAPER_DETECTOR)
+    run = ledger(chaos, rate=200, duration=310, watch=Watch(params=PAPER_DETECTOR))
     st = recurrent(run, 30.0, "1 worker killed, 10 kills every 30 s (full)")
     assert st.not_recovered == 0
 
@@ -71,7 +71,7 @@ def test_001_full_ten_kills_of_one_worker(chaos):
 def test_001_full_two_workers_killed_at_once(chaos):
     """Both workers of the cluster at once: no executor until they are back, so every kill stops the
     output (the paper's 2-pod kill on 8 workers left six)."""
-    run = ledger(chaos, rate=200, duration=160, params=PAPER_DETECTOR)
+    run = ledger(chaos, rate=200, duration=160, watch=Watch(params=PAPER_DETECTOR))
     # two injections per occurrence, a few ms apart, measured as one (docs/metrics.md#recovery-time): both
     # kills share the occurrence's window, so neither reads masked (the first did before: an empty window)
     st = recurrent(run, 30.0, "2 workers killed at once, 5 kills every 30 s (full)")

@@ -16,7 +16,7 @@ supervised (the query fails and its driver is started again), and a rate x parti
 import pytest
 from papers_helpers import FAST_ARGS, FAST_TIMEOUTS, fault_numbers, ledger, paper_line
 
-from pytest_streamchaos import kill_worker, network_delay
+from pytest_streamchaos import JobSetup, Load, kill_worker, network_delay
 
 
 def per_fault(run, label):
@@ -74,8 +74,8 @@ def test_002_full_delay_below_timeout(chaos):
 def test_002_full_delay_above_timeout_supervised(chaos):
     """PD>TO: the job's Kafka clients give up after 1.5 s, the query fails; supervised, its driver
     starts again from the checkpoint and the at-least-once sink repeats the uncommitted batch."""
-    run = chaos.run(FAST_TIMEOUTS, rate=200, duration=50, guarantee="at-least-once", args=FAST_ARGS,
-                    supervise=True)
+    run = chaos.run(FAST_TIMEOUTS, rate=200, duration=50, guarantee="at-least-once",
+                    setup=JobSetup(args=FAST_ARGS, supervise=True))
     print(run.describe())
     per_fault(run, "full PD>TO")
     (outcome,) = run.meta["delay_outcomes"]
@@ -90,7 +90,7 @@ def test_002_full_delay_above_timeout_supervised(chaos):
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_002_full_reliability_sweep(chaos, rate, partitions):
     """The paper's control experiments: reliability as data rate and partitions vary (no fault)."""
-    run = ledger(chaos, rate=rate, duration=20, partitions=partitions)
+    run = ledger(chaos, rate=rate, duration=20, load=Load(partitions=partitions))
     paper_line("002", f"sweep rate={rate} partitions={partitions}", reliability=run.reliability,
                reliable_throughput=run.reliable_throughput, p99=run.latency.p99, lost=run.lost)
     assert run.reliability == 1.0

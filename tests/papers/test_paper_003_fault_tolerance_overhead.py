@@ -15,13 +15,13 @@ less frequent commits (a 5 s trigger), and a higher rate.
 import pytest
 from papers_helpers import fault_numbers, ledger, paper_line
 
-from pytest_streamchaos import kill_worker
+from pytest_streamchaos import JobSetup, Timing, kill_worker
 
 
 def overhead_of(chaos, rate: float, label: str, **hdfs_run):
     """A fault-free run with the checkpoint on local disk, then the HDFS run (with the test's faults)."""
-    local = ledger(chaos, rate=rate, duration=14, checkpoint="local", faults=False)
-    hdfs = ledger(chaos, rate=rate, checkpoint="hdfs", **hdfs_run)
+    local = ledger(chaos, rate=rate, duration=14, faults=False, setup=JobSetup(checkpoint="local"))
+    hdfs = ledger(chaos, rate=rate, **hdfs_run, setup=JobSetup(checkpoint="hdfs"))
     print(local.describe(), hdfs.describe(), sep="\n")
     o = hdfs.overhead(local)
     print(o.describe())
@@ -66,10 +66,11 @@ def test_003_full_higher_load(chaos):
 def test_003_full_less_frequent_commits(chaos):
     """Fewer checkpoint commits: the example pipeline's trigger at 5 s instead of 1 s (a public job sets
     it in its code), both on HDFS: latency rises by about the trigger, commits are 5x fewer."""
-    every_1s = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, checkpoint="hdfs",
-                         trigger_seconds=1.0)
-    every_5s = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, checkpoint="hdfs",
-                         trigger_seconds=5.0)
+    on_hdfs = JobSetup(checkpoint="hdfs")
+    every_1s = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, setup=on_hdfs,
+                         timing=Timing(trigger_seconds=1.0))
+    every_5s = chaos.run("pipelines/enrich_at_least_once.py", rate=100, duration=20, setup=on_hdfs,
+                         timing=Timing(trigger_seconds=5.0))
     o = every_5s.overhead(every_1s)
     paper_line("003", "trigger 5 s vs 1 s on HDFS (full)", p50_ratio=o.latency_p50, p99_ratio=o.latency_p99,
                throughput_ratio=o.throughput, batches_1s=len(every_1s.metrics.batches),

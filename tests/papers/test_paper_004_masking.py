@@ -17,7 +17,7 @@ a Kafka leader of the job's input, one per run.
 import pytest
 from papers_helpers import fault_numbers, ledger, paper_line
 
-from pytest_streamchaos import kill_broker, kill_datanode, kill_driver
+from pytest_streamchaos import JobSetup, kill_broker, kill_datanode, kill_driver
 
 #: k: masked = p99 within 1.5x the worst fault-free per-second p99 (2 cores shared by ~10 JVMs:
 #: the fault-free run itself varies by tens of percent from run to run)
@@ -46,7 +46,7 @@ def test_004_replica_loss_keeps_output_flowing_driver_loss_stops_it(chaos):
     stops, but every checkpoint file written with one DataNode left waits more often for the NameNode
     (docs/papers.md, 004), so the verdict was *masked* in two runs and *degraded* in two. Either is
     true; an outage is not. The driver's loss stops the output."""
-    run, v = judged(chaos, "HDFS checkpoint (short)", checkpoint="hdfs", duration=38)
+    run, v = judged(chaos, "HDFS checkpoint (short)", duration=38, setup=JobSetup(checkpoint="hdfs"))
     datanode, driver = v.faults
     assert any(e.kind == "datanode_dead" for e in run.timeline), "the NameNode should declare the DataNode dead"
     assert datanode.verdict in ("masked", "degraded") and datanode.downtime == 0, datanode

@@ -1,32 +1,49 @@
-"""Type-checked only (tests/unit/test_typecheck.py runs mypy on it, nothing imports it): the local
-backend's classes are what stack/base.py's protocols say the faults get. A backend class that stops
-fitting a protocol fails the type check, naming the member."""
+"""Type-checked only (tests/unit/test_typecheck.py runs mypy on it, nothing imports it): the backends'
+classes are what stack/base.py's protocols say the faults and the runner get, and both placements are
+what the clusters take (stack/placement.py). A class that stops fitting a protocol fails the type
+check, naming the member."""
 
 from pytest_streamchaos.faults.context import OutputSeen
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.spark.launcher import SparkJob
 from pytest_streamchaos.stack.base import (
     CheckpointView,
+    Executor,
     HdfsCluster,
     JobHandle,
+    Launcher,
     LinkProxy,
     LinkScope,
     Node,
     PartitionView,
 )
-from pytest_streamchaos.stack.hdfs import HdfsNode, LocalHdfsCluster
+from pytest_streamchaos.stack.docker.placement import DockerPlacement
+from pytest_streamchaos.stack.driver.job import SparkJob
+from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.plan import HdfsNode
 from pytest_streamchaos.stack.jobgroup import HostScope
-from pytest_streamchaos.stack.kafka_admin import PartitionState
-from pytest_streamchaos.stack.kafka_local import KafkaNode
-from pytest_streamchaos.stack.spark_local import LocalMaster, LocalWorker
+from pytest_streamchaos.stack.kraft.admin import PartitionState
+from pytest_streamchaos.stack.kraft.plan import KafkaNode
+from pytest_streamchaos.stack.local.placement import LocalPlacement
+from pytest_streamchaos.stack.placement import Placement
+from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker
+from pytest_streamchaos.stack.standalone.executors import ProcessExecutor
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy
 
 
-def local_backend_fits(worker: LocalWorker, master: LocalMaster, broker: KafkaNode, hdfs_node: HdfsNode,
-                       job: SparkJob, watcher: CheckpointWatcher, collector: Collector, hdfs: LocalHdfsCluster,
-                       scope: HostScope, proxy: ToxiProxy, partition: PartitionState) -> None:
+def placements_fit(local: LocalPlacement, docker: DockerPlacement) -> None:
+    placements: list[Placement] = [local, docker]
+    del placements
+
+
+def local_backend_fits(worker: SparkWorker, master: SparkMaster, broker: KafkaNode, hdfs_node: HdfsNode,
+                       executor: ProcessExecutor, launcher: SubmitLauncher, job: SparkJob, watcher: CheckpointWatcher,
+                       collector: Collector, hdfs: LocalHdfsCluster, scope: HostScope, proxy: ToxiProxy,
+                       partition: PartitionState) -> None:
     nodes: list[Node] = [worker, master, broker, hdfs_node]
+    spark_executor: Executor = executor
+    starts: Launcher = launcher
     driver: JobHandle = job
     checkpoint: CheckpointView = watcher
     output: OutputSeen = collector
@@ -34,4 +51,4 @@ def local_backend_fits(worker: LocalWorker, master: LocalMaster, broker: KafkaNo
     links: LinkScope = scope
     link: LinkProxy = proxy
     state: PartitionView = partition
-    del nodes, driver, checkpoint, output, storage, links, link, state
+    del nodes, spark_executor, starts, driver, checkpoint, output, storage, links, link, state

@@ -23,10 +23,10 @@ def test_missing_fixture_names_where_it_looked_and_the_fix():
 
 
 def test_launcher_and_zookeeper_read_their_templates():
-    from pytest_streamchaos.spark import launcher
+    from pytest_streamchaos.stack.driver import command
 
-    assert launcher._LOG4J2 == (FIXTURES / "spark" / "log4j2.properties").read_text()
-    assert launcher._LOG4J2.startswith("rootLogger.level = warn\n")
+    assert command.LOG4J2 == (FIXTURES / "spark" / "log4j2.properties").read_text()
+    assert command.LOG4J2.startswith("rootLogger.level = warn\n")
     cfg = assets.read_fixture("zookeeper", "zoo.cfg.template").format(
         tick_ms=500, data_dir="/d", port=2181, host="127.0.0.1", min_session_ms=1000, max_session_ms=4000)
     assert "clientPort=2181\nclientPortAddress=127.0.0.1\n" in cfg and "maxSessionTimeout=4000\n" in cfg

@@ -7,9 +7,8 @@ import psutil
 import pytest
 
 from pytest_streamchaos.poll import wait_for
-from pytest_streamchaos.spark import launcher
 from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.spark_daemons import EXECUTOR_CLASS
+from pytest_streamchaos.stack.standalone.executors import EXECUTOR_CLASS, executors_under
 
 
 class Custom(RuntimeError):
@@ -45,16 +44,28 @@ def test_net_admin_is_read_from_the_effective_capabilities():
     assert not commands.has_net_admin("Name:\tx\nCapEff:\t0000000000000000\n")
 
 
-def test_executors_are_found_among_the_given_processes():
-    """SparkJob.executor_pids looks among the job group's members before the whole host."""
-    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", EXECUTOR_CLASS, "app-7"])
+def test_executors_are_found_in_their_workers_process_tree_only():
+    """A worker's executors are found among its descendants, by application; an executor-looking process
+    that is not the worker's is not (no scan of the host)."""
+    fake_worker = ("import subprocess, sys, time\n"
+                   f"c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {EXECUTOR_CLASS!r},"
+                   " '--app-id', 'app-7'])\n"
+                   "print(c.pid, flush=True)\ntime.sleep(60)\n")
+    worker = subprocess.Popen([sys.executable, "-c", fake_worker], stdout=subprocess.PIPE, text=True)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", EXECUTOR_CLASS, "--app-id",
+                                 "app-7"])
     try:
-        # right after fork the child may not have exec'd yet (its command line is still pytest's)
-        wait_for(lambda: EXECUTOR_CLASS in psutil.Process(fake.pid).cmdline(), 10,
-                 "the fake executor's command line", last=lambda: psutil.Process(fake.pid).cmdline())
-        assert launcher._executors_of("app-7", launcher._processes([fake.pid, 2 ** 22 + 1])) == [fake.pid]
-        assert launcher._executors_of("app-8", launcher._processes([fake.pid])) == []
-        assert fake.pid in launcher._executors_of("app-7", psutil.process_iter())
+        child = int(worker.stdout.readline())
+        # right after fork the child may not have exec'd yet (its command line is still its parent's)
+        wait_for(lambda: EXECUTOR_CLASS in psutil.Process(child).cmdline(), 10,
+                 "the fake executor's command line", last=lambda: psutil.Process(child).cmdline())
+        assert [e.pid for e in executors_under(worker.pid, "app-7")] == [child]
+        assert [e.pid for e in executors_under(worker.pid)] == [child]
+        assert executors_under(worker.pid, "app-8") == []
+        assert stranger.pid not in [e.pid for e in executors_under(worker.pid)]
     finally:
-        fake.kill()
-        fake.wait()
+        for p in (worker, stranger):
+            p.kill()
+            p.wait()
+        if psutil.pid_exists(child):
+            psutil.Process(child).kill()

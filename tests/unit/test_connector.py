@@ -69,7 +69,7 @@ def test_each_line_resolves_into_its_own_cache_folder_without_what_pyspark_ships
 def test_the_launcher_gives_the_installed_lines_connector_and_drops_conf_pins(tmp_path: Path) -> None:
     ours = connector.connector(spark_home()).coordinates[0]
     jobs = Path(__file__).resolve().parents[1] / "chaos" / "jobs"
-    launcher = JobLauncher("spark://127.0.0.1:7077", tmp_path / "jobs")
+    launcher = JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path / "jobs")
     job = launcher.prepare(jobs / "orders_pinned_spark35.py",
                            conf={"spark.jars.packages": f"{PIN_3_5_0},com.example:lib:1.0"})
     assert job.effective_conf["spark.jars.packages"] == "com.example:lib:1.0"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos import fill_disk
+from pytest_streamchaos import JobSetup, fill_disk
 from pytest_streamchaos.faults.families.disk import mount_points
 from pytest_streamchaos.faults.kind import JobSite
 from pytest_streamchaos.faults.registry import check_run, kind_of, parse
@@ -34,7 +34,7 @@ def test_the_mark_fills_the_checkpoint_by_default_and_checks_its_size():
 def test_a_checkpoint_on_hdfs_is_refused_before_anything_starts():
     spec = parse("fill_disk")
     check_run([spec], checkpoint="local")
-    refused = r"^@fill_disk: the run keeps its checkpoint on HDFS .* use checkpoint=\"local\"$"
+    refused = r"^@fill_disk: the run keeps its checkpoint on HDFS .* use setup=JobSetup\(checkpoint=\"local\"\)$"
     with pytest.raises(ValueError, match=refused):
         check_run([spec, parse("kill_worker")], checkpoint="hdfs")
     kill = parse("kill_worker")
@@ -76,5 +76,5 @@ def test_chaos_run_refuses_it_on_hdfs_before_anything_starts(tmp_path: Path):
 
     chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path / "work", faults=[parse("fill_disk", kwargs={"after": 5})])
     with pytest.raises(ValueError, match=r"^@fill_disk: the run keeps its checkpoint on HDFS"):
-        chaos.run("no_such_job.py", checkpoint="hdfs")
+        chaos.run("no_such_job.py", setup=JobSetup(checkpoint="hdfs"))
     assert not (tmp_path / "work").exists(), "nothing was made"

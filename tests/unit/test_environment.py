@@ -11,7 +11,7 @@ import pytest
 
 from pytest_streamchaos.stack import environment
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 
 
 def _my_children() -> set[int]:

@@ -13,6 +13,8 @@ from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_check
 from pytest_streamchaos.runner import check_stale_checkpoint, resumed_from_earlier
 from pytest_streamchaos.spark import connector, job_files
 from pytest_streamchaos.spark.launcher import JobLauncher, LaunchError
+from pytest_streamchaos.stack.driver import command
+from pytest_streamchaos.stack.driver.job import last_exception
 
 JOBS = Path(__file__).resolve().parents[1] / "integration" / "jobs"
 
@@ -53,7 +55,7 @@ def test_files_that_would_share_a_name_or_take_the_launchers_are_refused(job_fol
 def test_a_package_folder_in_py_files_is_zipped_so_that_it_imports(job_folder: Path, tmp_path: Path):
     out = tmp_path / "out"
     out.mkdir()
-    shipped = job_files.ship_py_files([job_folder / "util.py", job_folder / "helpers"], out)
+    shipped = command.ship_py_files([job_folder / "util.py", job_folder / "helpers"], out)
     assert shipped == [job_folder / "util.py", out / "helpers.zip"]
     code = "import helpers; print(helpers.Y)"
     done = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(out / "helpers.zip")},
@@ -62,7 +64,7 @@ def test_a_package_folder_in_py_files_is_zipped_so_that_it_imports(job_folder: P
 
 
 def test_prepare_copies_files_into_the_drivers_dir_and_ships_them(job_folder: Path, tmp_path: Path):
-    launcher = JobLauncher("spark://127.0.0.1:7077", tmp_path / "jobs")
+    launcher = JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path / "jobs")
     job = launcher.prepare(job_folder / "job.py", files=["rates.csv"], py_files=["helpers", "util.py"])
     assert (job.workdir / "rates.csv").read_text() == "a,b\n1,2\n"
     argv = job.argv
@@ -87,14 +89,14 @@ FileNotFoundError: [Errno 2] No such file or directory: 'regions.csv'
 
 
 def test_the_last_exception_of_a_driver_log_is_its_own_line():
-    assert job_files.last_exception(LOG) == "FileNotFoundError: [Errno 2] No such file or directory: 'regions.csv'"
+    assert last_exception(LOG) == "FileNotFoundError: [Errno 2] No such file or directory: 'regions.csv'"
     chained = LOG + ("\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent "
                      "call last):\n  File \"x.py\", line 1, in <module>\npyspark.errors.exceptions.captured."
                      "AnalysisException: [PATH_NOT_FOUND] Path does not exist: file:/w/jobs/x/regions.csv.\n"
                      "JVM stacktrace:\norg.apache.spark.sql.AnalysisException: ...\n")
-    assert job_files.last_exception(chained).startswith("pyspark.errors.exceptions.captured.AnalysisException: "
+    assert last_exception(chained).startswith("pyspark.errors.exceptions.captured.AnalysisException: "
                                                         "[PATH_NOT_FOUND]")
-    assert job_files.last_exception("26/11/25 INFO all fine\n") is None
+    assert last_exception("26/11/25 INFO all fine\n") is None
 
 
 def test_a_missing_relative_file_beside_the_job_is_named_with_the_files_to_pass(job_folder: Path, tmp_path: Path):

@@ -15,7 +15,7 @@ JOBS = Path(__file__).resolve().parents[1] / "integration" / "jobs"
 
 @pytest.fixture
 def launcher(tmp_path: Path) -> JobLauncher:
-    return JobLauncher("spark://127.0.0.1:7077", tmp_path / "jobs", conf={"spark.cores.max": "1"})
+    return JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path / "jobs", conf={"spark.cores.max": "1"})
 
 
 def _conf_args(argv: list[str]) -> dict[str, str]:
@@ -81,11 +81,11 @@ def test_cluster_mode_for_python_names_the_alternative(launcher: JobLauncher):
 
 def test_bad_master_url(tmp_path: Path):
     with pytest.raises(LaunchError, match="spark://"):
-        JobLauncher("127.0.0.1:7077", tmp_path)
+        JobLauncher.for_master("127.0.0.1:7077", tmp_path)
 
 
 def test_missing_java_is_named(tmp_path: Path):
-    launcher = JobLauncher("spark://127.0.0.1:7077", tmp_path, java_home=str(tmp_path / "no-jdk"))
+    launcher = JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path, java_home=str(tmp_path / "no-jdk"))
     with pytest.raises(LaunchError, match="JAVA_HOME"):
         launcher.prepare(JOBS / "batch_count.py")
     assert not (tmp_path / "batch_count").exists()  # nothing half-made
@@ -96,16 +96,16 @@ def _java_opts(job) -> list[str]:
 
 
 def test_quick_jit_runs_the_job_jvms_on_c1_unless_the_job_chose_its_tiering(tmp_path: Path):
-    quick = JobLauncher("spark://127.0.0.1:7077", tmp_path / "q")
+    quick = JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path / "q")
     assert all(o.endswith("-XX:TieredStopAtLevel=1") for o in _java_opts(quick.prepare(JOBS / "batch_count.py")))
     own = quick.prepare(JOBS / "batch_count.py", conf={"spark.executor.extraJavaOptions": "-XX:-TieredCompilation"})
     driver, executor = _java_opts(own)
     assert "-XX:TieredStopAtLevel=1" in driver
     assert executor.startswith("-XX:-TieredCompilation") and "TieredStopAtLevel" not in executor
-    full = JobLauncher("spark://127.0.0.1:7077", tmp_path / "f", jit="full")
+    full = JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path / "f", jit="full")
     assert not any("Tiered" in o for o in _java_opts(full.prepare(JOBS / "batch_count.py")))
 
 
 def test_unknown_jit_mode_is_refused(tmp_path: Path):
     with pytest.raises(LaunchError, match=r"jit='c2': use one of \('quick', 'full'\)"):
-        JobLauncher("spark://127.0.0.1:7077", tmp_path, jit="c2")
+        JobLauncher.for_master("spark://127.0.0.1:7077", tmp_path, jit="c2")

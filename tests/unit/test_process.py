@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from pytest_streamchaos.stack.process import ManagedProcess, group_members
+from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.testing import wait_for
 
 # A parent that spawns a grandchild (same group), prints both pids, and sleeps.
@@ -21,6 +21,18 @@ PARENT_WITH_CHILD = (
     "print('pids', c.pid, flush=True)\n"
     "time.sleep(600)\n"
 )
+
+
+def group_members(pgid: int) -> list[int]:
+    """Every live process of group ``pgid`` on the host (the test's own check; the stack does not scan)."""
+    members = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                members.append(p.pid)
+        except (ProcessLookupError, psutil.Error, OSError):
+            continue
+    return members
 
 
 def _env() -> dict[str, str]:
@@ -128,3 +140,22 @@ def test_wait_timeout(started):
 def test_bad_command_names_it(tmp_path):
     with pytest.raises(OSError, match="no-such-binary"):
         ManagedProcess(["/nonexistent/no-such-binary"], env=_env(), log_path=tmp_path / "x.log")
+
+
+def test_members_keep_a_child_whose_parent_exited(started, tmp_path):
+    """A member re-parented away from the leader's tree (its parent exited) is still one of the group's
+    members, found without a scan of the host, and a group kill leaves nothing behind."""
+    go = tmp_path / "exit-now"
+    leader = ("import os, subprocess, sys, time\n"
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+              "print('pids', c.pid, flush=True)\n"
+              f"while not os.path.exists({str(go)!r}): time.sleep(0.05)\n")
+    p = started([sys.executable, "-c", leader])
+    child = _child_pid(p)
+    assert sorted(p.members()) == sorted([p.pid, child])  # seen while its parent lives
+    go.touch()
+    p.wait(10)
+    assert psutil.Process(child).ppid() != p.pid  # re-parented: no longer in the leader's tree
+    assert p.members() == [child]
+    p.kill()
+    assert group_members(p.pgid) == []

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 
-from pytest_streamchaos.stack.reaper import get_reaper
+from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.testing import pid_alive, wait_for
 
 # The "parent": starts process groups through ManagedProcess (which registers them), one paused,
@@ -16,13 +16,13 @@ from pytest_streamchaos.testing import pid_alive, wait_for
 PARENT = r"""
 import json, os, sys, time
 from pytest_streamchaos.stack.process import ManagedProcess
-from pytest_streamchaos.stack.reaper import get_reaper
+from pytest_streamchaos.stack.host import current
 work = sys.argv[1]
 env = {"PATH": os.environ["PATH"]}
 child = ("import subprocess, sys, time; "
          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)")
 procs = [ManagedProcess([sys.executable, "-c", child], env=env, log_path=f"{work}/p{i}.log") for i in range(3)]
-r = get_reaper()
+r = current().reaper
 r.register_command("marker", [sys.executable, "-c", f"open({work!r} + '/cleanup-ran', 'w').write('yes')"])
 r.register_command("dropped", [sys.executable, "-c", f"open({work!r} + '/dropped-ran', 'w').write('yes')"])
 r.unregister_command("dropped")
@@ -70,7 +70,8 @@ def test_sigkilled_parent_leaves_nothing(tmp_path):
 
 
 def test_close_runs_nothing(tmp_path):
-    r = get_reaper()
+    host = Host()
+    r = host.reaper
     marker = tmp_path / "ran"
     r.register_command("m", [sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
     (tmp_path / "d").mkdir()
@@ -79,14 +80,16 @@ def test_close_runs_nothing(tmp_path):
     r.close()
     assert not pid_alive(pid)
     assert not marker.exists() and (tmp_path / "d").exists()
-    r2 = get_reaper()  # a fresh one after close
+    r2 = host.reaper  # a fresh one after close
     assert r2 is not r and r2.alive
     r2.unregister_command("m")
+    r2.close()
 
 
-def test_singleton_and_pid_reuse_guard(tmp_path):
-    r = get_reaper()
-    assert get_reaper() is r
+def test_one_per_host_and_pid_reuse_guard(tmp_path):
+    host = Host()
+    r = host.reaper
+    assert host.reaper is r
     # A pgid whose leader start time does not match must be left alone: simulate by registering our
     # own (alive) process with a wrong start time through the raw protocol, then ending the watchdog.
     victim = subprocess.Popen(["sleep", "600"], start_new_session=True)
@@ -99,5 +102,3 @@ def test_singleton_and_pid_reuse_guard(tmp_path):
     finally:
         victim.kill()
         victim.wait()
-        import pytest_streamchaos.stack.reaper as mod
-        mod._REAPER = None

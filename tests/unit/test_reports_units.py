@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_streamchaos import JobSetup
 from pytest_streamchaos.analysis import keys
 from pytest_streamchaos.analysis.metrics import NOT_RECOVERED
 from pytest_streamchaos.analysis.repeat import RepeatedRun, weakest_guarantee
@@ -175,9 +176,11 @@ def test_versus_deltas_and_masking_verdicts(runs: dict[str, ChaosRun]) -> None:
 
 
 def test_merged_args_merges_conf() -> None:
-    common = {"rate": 100, "conf": {"a": 1, "b": 2}}
-    assert merged_args(common, {"conf": {"b": 3}, "faults": False}) == {"rate": 100, "conf": {"a": 1, "b": 3},
-                                                                       "faults": False}
+    common = {"rate": 100, "setup": JobSetup(conf={"a": 1, "b": 2}, args=["x"])}
+    assert merged_args(common, {"setup": JobSetup(conf={"b": 3}), "faults": False}) == {
+        "rate": 100, "setup": JobSetup(conf={"a": 1, "b": 3}, args=["x"]), "faults": False}
+    assert merged_args(common, {"setup": JobSetup(args=["y"])})["setup"] == JobSetup(conf={"a": 1, "b": 2},
+                                                                                       args=["y"])
     assert merged_args(common, None) == common
 
 

@@ -1,5 +1,6 @@
-"""chaos.run's grouped arguments (load=Load(...), watch=Watch(...), setup=JobSetup(...)): the same
-run as the flat arguments, checked the same way, and a group with one of its flat arguments refused."""
+"""chaos.run's grouped arguments (load=Load(...), watch=Watch(...), setup=JobSetup(...), timing=Timing(...)):
+the few flat arguments build the same run as their groups, every group reaches the run, checked the same
+way; a group with one of its flat arguments is refused, and an argument that lives in a group names it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import pytest_streamchaos
-from pytest_streamchaos import IdentityOracle, JobSetup, Load, Watch
+from pytest_streamchaos import IdentityOracle, JobSetup, Load, MetricParams, Timing, Watch
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner import chaos as chaos_module
 from pytest_streamchaos.runner.groups import Default
@@ -49,43 +50,72 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_groups_are_public_and_their_defaults_are_the_flat_ones():
-    assert {"Load", "Watch", "JobSetup"} <= set(pytest_streamchaos.__all__)
+    assert {"Load", "Watch", "JobSetup", "Timing"} <= set(pytest_streamchaos.__all__)
     params = inspect.signature(Chaos.run).parameters
-    for group in (Load, Watch, JobSetup):
+    assert len(params) <= 13, list(params)  # self, job, the flat arguments and the four groups
+    for group in (Load, Watch, JobSetup, Timing):
         for f in fields(group):
-            flat = params[f.name].default
-            assert (flat.value if isinstance(flat, Default) else flat) == f.default, f.name
+            if f.name in params:  # a flat argument of the group: the same default
+                flat = params[f.name].default
+                assert (flat.value if isinstance(flat, Default) else flat) == f.default, f.name
     assert repr(params["rate"].default) == "200.0"  # help() shows the value
 
 
 def test_grouped_arguments_build_the_same_run_as_flat_ones(built):
     ids = lambda value, key: [1]  # noqa: E731
     oracle = IdentityOracle()
-    flat = built(rate=50, duration=20, partitions=3, key_space=7, skew=0.5, record_size=64, late_fraction=0.1,
-                 outputs={"totals": ids}, oracle=oracle, args=["{input_topic}"], conf={"a": 1}, env={"B": 2},
-                 files=["data.csv"])
-    grouped = built(load=Load(rate=50, duration=20, partitions=3, key_space=7, skew=0.5, record_size=64,
-                              late_fraction=0.1),
-                    watch=Watch(outputs={"totals": ids}, oracle=oracle),
-                    setup=JobSetup(args=["{input_topic}"], conf={"a": 1}, env={"B": 2}, files=["data.csv"]))
+    flat = built(rate=50, duration=20, outputs={"totals": ids}, oracle=oracle, kafka_port=9092,
+                 inputs={"orders": None})
+    grouped = built(load=Load(rate=50, duration=20, inputs={"orders": None}),
+                    watch=Watch(outputs={"totals": ids}, oracle=oracle), setup=JobSetup(kafka_port=9092))
     assert flat[0] == grouped[0]
-    assert flat[0].rate == 50 and flat[0].partitions == 3 and flat[0].files[0].endswith("data.csv")
+    assert flat[0].rate == 50 and flat[0].kafka_port == 9092 and flat[0].inputs == ["orders"]
     assert flat[1].oracle is grouped[1].oracle is oracle and grouped[1].output_ids == {"totals": ids}
 
 
-def test_a_group_mixes_with_the_flat_arguments_of_other_groups(built):
-    spec, inputs = built(load=Load(rate=80, duration=10), args=["{bootstrap_servers}"], settle_seconds=3)
-    assert (spec.rate, spec.duration, spec.args, spec.settle_seconds) == (80, 10, ["{bootstrap_servers}"], 3)
-    assert isinstance(inputs.oracle, IdentityOracle) and inputs.settle_pinned
+def test_every_group_reaches_the_run(built):
+    params = MetricParams(throughput_band=0.5)
+    spec, inputs = built(load=Load(rate=80, duration=10, partitions=3, key_space=7, skew=0.5, record_size=64,
+                                   late_fraction=0.1),
+                         watch=Watch(id_reader="key", params=params),
+                         setup=JobSetup(args=["{bootstrap_servers}"], supervise=True, stale_checkpoint="clear",
+                                        checkpoint="local"),
+                         timing=Timing(trigger_seconds=0.5, warmup_timeout=30, drain_timeout=20, settle_seconds=3))
+    assert (spec.rate, spec.duration, spec.partitions, spec.key_space, spec.skew, spec.record_size,
+            spec.late_fraction) == (80, 10, 3, 7, 0.5, 64, 0.1)
+    assert (spec.args, spec.supervise, spec.stale_checkpoint, spec.checkpoint) == (
+        ["{bootstrap_servers}"], True, "clear", "local")
+    assert (spec.trigger_seconds, spec.warmup_timeout, spec.drain_timeout, spec.settle_seconds) == (0.5, 30, 20, 3)
+    assert inputs.id_reader == "key" and inputs.params is params and inputs.settle_pinned
+    assert isinstance(inputs.oracle, IdentityOracle)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"load": Load(rate=10), "rate": 20}, r"both load=Load\(\.\.\.\) and rate=: give it inside Load\(\.\.\.\)"),
-    ({"load": Load(), "duration": 5, "skew": 0.0}, r"both load=Load\(\.\.\.\) and duration=, skew=: give them"),
-    ({"watch": Watch(), "oracle": IdentityOracle()}, r"both watch=Watch\(\.\.\.\) and oracle="),
-    ({"setup": JobSetup(), "args": ["x"]}, r"both setup=JobSetup\(\.\.\.\) and args=.*or drop setup="),
+    ({"args": ["x"]}, r"got args=: it is an argument of the JobSetup group now; fix: chaos.run\(\.\.\., "
+                      r"setup=JobSetup\(args=\.\.\.\)\) \(from pytest_streamchaos import JobSetup\)"),
+    ({"partitions": 4}, r"got partitions=: .* load=Load\(partitions=\.\.\.\)"),
+    ({"params": None}, r"got params=: .* watch=Watch\(params=\.\.\.\)"),
+    ({"settle_seconds": 3}, r"got settle_seconds=: .* timing=Timing\(settle_seconds=\.\.\.\)"),
+    ({"rat": 5}, r"unexpected keyword argument 'rat': did you mean rate=\?"),
+    ({"trigger_second": 1}, r"'trigger_second': did you mean timing=Timing\(trigger_seconds=\.\.\.\)\?"),
+    ({"zzz": 1}, r"unexpected keyword argument 'zzz'; it takes duration, guarantee, inputs, kafka_port, load"),
 ])
-def test_a_group_and_one_of_its_flat_arguments_is_refused_naming_both(tmp_path, kwargs, message):
+def test_an_argument_that_lives_in_a_group_is_named_with_its_group(tmp_path, kwargs, message):
+    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    with pytest.raises(TypeError, match=message):
+        chaos.run("no_such_job.py", **kwargs)
+    assert list(tmp_path.iterdir()) == [], "nothing was made"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"load": Load(rate=10), "rate": 20}, r"got rate= both in load=Load\(\.\.\.\) and on its own: give it once"),
+    ({"load": Load(duration=5, inputs={"a": None}), "duration": 5, "inputs": {}},
+     r"got duration=, inputs= both in load=Load\(\.\.\.\) and on its own: give them once"),
+    ({"watch": Watch(oracle=IdentityOracle()), "oracle": IdentityOracle()}, r"got oracle= both in watch=Watch"),
+    ({"setup": JobSetup(kafka_port=9093), "kafka_port": 9092},
+     r"got kafka_port= both in setup=JobSetup\(\.\.\.\) and on its own.*inside JobSetup\(\.\.\.\) or flat"),
+])
+def test_a_field_given_both_flat_and_in_its_group_is_refused_naming_it(tmp_path, kwargs, message):
     chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(ValueError, match=message):
         chaos.run("no_such_job.py", **kwargs)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_streamchaos import Timing
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent
 from pytest_streamchaos.runner import Chaos
@@ -41,7 +42,8 @@ class FakeJob:
         self.workdir = workdir
         self.event_log_dir = workdir / "events"
         self.effective_conf: dict[str, str] = {}
-        self.argv = ["spark-submit", str(script), "arg"]
+        self.script, self.args = script, ("arg",)
+        self.progress = FakeProgress(self.event_log_dir)
         self.timeline: list[TimelineEvent] = []
         self.alive, self.returncode, self.name, self.launches, self.log_path = False, None, "driver", [], ""
         self.calls: list[str] = []
@@ -59,7 +61,7 @@ class FakeJob:
 
 
 class FakeLauncher:
-    conf: dict[str, str] = {}
+    defaults: dict[str, str] = {}
     job: FakeJob | None = None
 
     @classmethod
@@ -155,7 +157,7 @@ class FakeKafkaEvents:
 @pytest.fixture
 def fake_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(job, "JobLauncher", FakeLauncher)
-    for name, fake in (("SparkProgress", FakeProgress), ("Generator", FakeGenerator), ("Collector", FakeCollector),
+    for name, fake in (("Generator", FakeGenerator), ("Collector", FakeCollector),
                        ("CheckpointWatcher", FakeWatcher), ("KafkaWatcher", FakeKafkaEvents)):
         monkeypatch.setattr(observers, name, fake)
     monkeypatch.setattr(drain, "input_end_offsets", lambda bootstrap, topic: {0: 0})
@@ -167,7 +169,8 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     cluster = SimpleNamespace(effective_conf={}, master_url="spark://fake:7077")
     chaos = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "runs", test_dir=tmp_path, status=status.append)
     oracle = IdentityOracle()
-    run = chaos.run("job.py", rate=10, duration=1.0, settle_seconds=0.3, trigger_seconds=0.5, oracle=oracle)
+    run = chaos.run("job.py", rate=10, duration=1.0, timing=Timing(settle_seconds=0.3, trigger_seconds=0.5),
+                    oracle=oracle)
     phases = run.meta["load"]
     assert chaos.runs == [run] and FakeLauncher.job is not None and FakeLauncher.job.calls == ["start", "stop"]
     assert 0.9 <= phases["ran_s"] < 3 and phases["ended"] is None

@@ -1,5 +1,6 @@
 """Outside stack/, nothing signals a process, scans the file system with glob or reads /proc: that is
-the stack's business (issue 25, "the stack interface is the only door")."""
+the stack's business (issue 25, "the stack interface is the only door"). Inside it, host commands go
+through stack/commands.py and nothing scans the host's processes (issue 30)."""
 
 import ast
 import re
@@ -17,10 +18,13 @@ def test_only_the_stack_touches_processes_and_proc():
     assert not hits, "move these into pytest_streamchaos/stack/:\n" + "\n".join(hits)
 
 
-#: what of stack/ the faults may import: the interface, the command runner, the session's reaper, and the
-#: error the Toxiproxy API raises
+#: what of stack/ the faults may import: the interface, the command runner, the iptables wrapper, the
+#: helper-process class (the NFQUEUE delayer is one), the session's host (its reaper and the faults' host-wide
+#: machinery), and the error the Toxiproxy API raises
 FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.commands",
-                     "pytest_streamchaos.stack.reaper", "pytest_streamchaos.stack.toxiproxy"}
+                     "pytest_streamchaos.stack.host", "pytest_streamchaos.stack.netfilter",
+                     "pytest_streamchaos.stack.process", "pytest_streamchaos.stack.reaper",
+                     "pytest_streamchaos.stack.toxiproxy"}
 
 
 def test_the_faults_reach_the_stack_only_through_its_interface():
@@ -34,3 +38,24 @@ def test_the_faults_reach_the_stack_only_through_its_interface():
                     used.setdefault(name, []).append(str(path.relative_to(PKG / "faults")))
     extra = {m: files for m, files in used.items() if m not in FAULTS_MAY_IMPORT}
     assert not extra, f"the faults use the stack beyond its interface (stack/base.py): {extra}"
+
+
+#: the modules that may start a subprocess themselves: the command runner, the managed process, and the
+#: reaper (its watchdog cannot be a managed process: a managed process registers with it)
+SPAWNERS = {"stack/commands.py", "stack/process.py", "stack/reaper.py"}
+
+
+def test_host_commands_go_through_the_command_runner():
+    spawn = re.compile(r"subprocess\.(run|Popen|call|check_call|check_output)\(")
+    hits = [f"{path.relative_to(PKG)}:{n}: {line.strip()}"
+            for path in sorted(PKG.rglob("*.py")) if path.relative_to(PKG).as_posix() not in SPAWNERS
+            for n, line in enumerate(path.read_text().splitlines(), 1) if spawn.search(line)]
+    assert not hits, "run these through stack/commands.py (a long-lived one: stack/process.py):\n" + "\n".join(hits)
+
+
+def test_nothing_scans_the_hosts_processes():
+    """A process group's members and a job's executors are found from the stack's own process trees."""
+    hits = [f"{path.relative_to(PKG)}:{n}: {line.strip()}"
+            for path in sorted(PKG.rglob("*.py"))
+            for n, line in enumerate(path.read_text().splitlines(), 1) if "process_iter" in line]
+    assert not hits, "no scan of every process on the host:\n" + "\n".join(hits)

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from pytest_streamchaos import AggregateOracle, IdentityOracle, RecordSpec, UserCodeError
+from pytest_streamchaos import AggregateOracle, IdentityOracle, RecordSpec, UserCodeError, Watch
 from pytest_streamchaos.analysis.aggregate import AMOUNT
 from pytest_streamchaos.analysis.oracle import COPIES
 from pytest_streamchaos.observe.collector import Collector
@@ -56,9 +56,10 @@ def test_the_record_of_a_bytes_factory_is_its_bytes():
 
 # ---------------------------------------------------------------- the arity check
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"annotate": {"amount": lambda rec, v: v["Total"]}},
+    ({"watch": Watch(annotate={"amount": lambda rec, v: v["Total"]})},
      r"annotate\['amount'\] takes 2 parameters; expected \(record\) -> number: .*<lambda>\(rec, v\)"),
-    ({"annotate": {"amount": lambda: 1}}, r"annotate\['amount'\] takes 0 parameters; expected \(record\) -> number"),
+    ({"watch": Watch(annotate={"amount": lambda: 1})},
+     r"annotate\['amount'\] takes 0 parameters; expected \(record\) -> number"),
     ({"oracle": IdentityOracle(copies=lambda sent, i: 1)},
      r"IdentityOracle\(copies=\) takes 2 parameters; expected \(record\) -> number"),
     ({"oracle": AggregateOracle(5.0, agg="sum", amount=lambda value, key: 1)},
@@ -67,17 +68,19 @@ def test_the_record_of_a_bytes_factory_is_its_bytes():
      r"inputs\['sales'\] factory takes 0 parameters; expected \(spec: RecordSpec\) -> record"),
     ({"inputs": {"sales": store_sale}, "outputs": {"totals": lambda value: [1]}},
      r"outputs\['totals'\] takes 1 parameter; expected \(value, key\) -> ids"),
-    ({"id_reader": lambda value, key, extra: [1]}, r"id_reader takes 3 parameters; expected \(value, key\) -> ids"),
+    ({"watch": Watch(id_reader=lambda value, key, extra: [1])},
+     r"id_reader takes 3 parameters; expected \(value, key\) -> ids"),
     ({"oracle": IdentityOracle(filter=lambda: None)},
      r"IdentityOracle\(filter=\) takes 0 parameters; expected \(sent: SentRecords\) -> one value per record"),
-    ({"inputs": {"sales": None}, "annotate": {"total": lambda rec: 1}},
+    ({"inputs": {"sales": None}, "watch": Watch(annotate={"total": lambda rec: 1})},
      r"annotate\['total'\] look\(s\) at the records a record factory makes, but input\(s\) \['sales'\] have none"),
     ({"oracle": IdentityOracle(copies=lambda rec: 1)}, r"IdentityOracle\(copies=\) look\(s\) at the records"),
 ])
 def test_chaos_run_refuses_a_callable_it_cannot_call_before_anything_starts(tmp_path, kwargs, message):
     """No cluster, no Kafka, no job file: the check comes before any of them is touched."""
     chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
-    if "inputs" not in kwargs and "oracle" not in kwargs and "id_reader" not in kwargs:
+    reads_ids = "watch" in kwargs and kwargs["watch"].id_reader is not None
+    if "inputs" not in kwargs and "oracle" not in kwargs and not reads_ids:
         kwargs["inputs"] = {"sales": store_sale}
     with pytest.raises(ValueError, match=message):
         chaos.run("no_such_job.py", **kwargs)
@@ -87,9 +90,9 @@ def test_chaos_run_refuses_a_callable_it_cannot_call_before_anything_starts(tmp_
 def test_callables_that_fit_pass_the_check_and_builtins_without_a_signature_are_trusted(tmp_path):
     chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(Exception, match="job script 'no_such_job.py' not found"):  # got past the check
-        chaos.run("no_such_job.py", inputs={"sales": store_sale}, annotate={"n": len, "m": lambda rec, *more: 1},
+        chaos.run("no_such_job.py", inputs={"sales": store_sale},
                   outputs={"totals": lambda value, key=None: [1], "file:out": "InvoiceNumber"},
-                  oracle=IdentityOracle(copies=max))
+                  oracle=IdentityOracle(copies=max), watch=Watch(annotate={"n": len, "m": lambda rec, *more: 1}))
     check_arity(max, 1, "annotate['x']", RECORD)  # no signature: accepted
 
 

@@ -24,7 +24,7 @@ from pytest_streamchaos.faults.kind import FaultKind, JobSite
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.reaper import get_reaper
+from pytest_streamchaos.stack.host import current
 
 DEFAULT_SIZE_MB = 64
 #: what fills the filesystem, in its root (Spark reads only its own subdirectories of a checkpoint)
@@ -48,7 +48,7 @@ class SmallFilesystem:
         missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
         self.made = missing[-1] if missing else None
         self.path.mkdir(parents=True, exist_ok=True)
-        reaper = get_reaper()
+        reaper = current().reaper
         # registered first: a pytest killed between the two still leaves no mount behind
         reaper.register_command(self._key, ["umount", "-l", str(self.path)])
         if self.made is not None:
@@ -72,8 +72,8 @@ class SmallFilesystem:
     def _unmade(self) -> None:
         if self.made is not None:
             shutil.rmtree(self.made, ignore_errors=True)
-            get_reaper().unregister_path(self.made)
-        get_reaper().unregister_command(self._key)
+            current().reaper.unregister_path(self.made)
+        current().reaper.unregister_command(self._key)
 
     def free_bytes(self) -> int:
         st = os.statvfs(self.path)
@@ -180,7 +180,7 @@ class FillDisk(FaultKind):
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
         if checkpoint != "local":
             return (f"the run keeps its checkpoint on HDFS (checkpoint={checkpoint!r}), and this fault fills a local "
-                    "filesystem: use checkpoint=\"local\"")
+                    "filesystem: use setup=JobSetup(checkpoint=\"local\")")
         return None
 
     @classmethod

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -13,6 +12,7 @@ from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.stack.base import JobHandle
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Drain(ObservedPhase):
     has exited by now stays down (the faults are healed: no restart is coming), so its outputs
     only need to settle: waiting out the drain timeout for it would change nothing but the time."""
 
-    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, topics: RunTopics, obs: Observers, status: Status) -> None:
         super().__init__(ctx, job, topics, obs, status)
         self.result = DrainResult()
         self.down = DownSince(ctx.spec.settle_seconds)

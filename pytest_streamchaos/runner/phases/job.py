@@ -20,7 +20,8 @@ from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.spark.connector import kafka_timeouts
-from pytest_streamchaos.spark.launcher import DEFAULT_CONF, JobLauncher
+from pytest_streamchaos.spark.launcher import JobLauncher
+from pytest_streamchaos.stack.base import JobHandle
 from pytest_streamchaos.stack.commands import CommandError
 
 
@@ -28,7 +29,7 @@ from pytest_streamchaos.stack.commands import CommandError
 class PreparedJob:
     """The job ready to start, and what the run learnt preparing it."""
 
-    job: Any  #: the launcher's job (``start`` / ``stop`` / ``alive`` / its log and conf)
+    job: JobHandle  #: the job, not started (the cluster's launcher made it)
     checkpoint_roots: list  #: where the query's checkpoint may be (places of the run's storage)
     job_kafka: dict[str, tuple[str, str]]  #: Kafka client timeouts the job's code sets
     delay_choices: list  #: facts.DelayClassChoice, one per timeout changed
@@ -62,8 +63,7 @@ class PrepareJob:
         launcher = JobLauncher.for_cluster(chaos.cluster, ctx.dir / "jobs", java_home=chaos.java_home,
                                            jit=chaos.jit, progress=chaos.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
-        conf_add, choices = self._resolve_delay_classes({**DEFAULT_CONF, **getattr(launcher, "conf", {}), **s.conf},
-                                                        job_kafka)
+        conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
         job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
                                env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files)
         ctx.warnings.extend(job.notes)
@@ -74,7 +74,7 @@ class PrepareJob:
         return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
                            prepared=self._prepare_faults(argv, job))
 
-    def _prepare_faults(self, argv: Sequence[str], job: Any) -> dict[str, Preparation]:
+    def _prepare_faults(self, argv: Sequence[str], job: JobHandle) -> dict[str, Preparation]:
         """What the plan's fault kinds make ready before the job starts (their ``before_job``: e.g. a small
         filesystem where the checkpoint will be), last, so that nothing after it here can fail."""
         specs = list({id(p.spec): p.spec for p in self.ctx.inputs.planned}.values())
@@ -124,9 +124,9 @@ class PrepareJob:
             if not is_checkpoint(place):
                 continue
             if self.ctx.spec.stale_checkpoint == "fail":
-                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query would "
-                               "resume from it: delete it, or pass chaos.run(..., stale_checkpoint=\"clear\") to start "
-                               "each run fresh")
+                raise RunError(f"the job's checkpoint {place} ({where}) exists from an earlier run and the query "
+                               "would resume from it: delete it, or pass chaos.run(..., setup=JobSetup("
+                               "stale_checkpoint=\"clear\")) to start each run fresh")
             place.fs.rm(place.path, recursive=True)
             self.ctx.warnings.append(f"the job's checkpoint {place} ({where}) was left by an earlier run: deleted "
                                      "before the job started (stale_checkpoint=\"clear\")")
@@ -151,7 +151,7 @@ class PrepareJob:
                                 was=choice.before, reason=choice.describe())
         return conf, choices
 
-    def _check_delay_classes(self, job: Any, job_kafka: dict[str, tuple[str, str]]) -> None:
+    def _check_delay_classes(self, job: JobHandle, job_kafka: dict[str, tuple[str, str]]) -> None:
         """Every stated class holds on the conf finally passed (two delays on one link that want
         opposite sides fail here, naming the setting)."""
         for d in stated_delays(self.ctx.inputs.planned):
@@ -181,7 +181,7 @@ def checkpoint_places(source: str, argv: Sequence[str], conf: Mapping[str, str],
     return list(dict.fromkeys(found)) or [run_checkpoint]
 
 
-def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: Any,
+def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: JobHandle,
                 job_kafka: dict[str, tuple[str, str]]) -> list[DelaySpec]:
     """Every network delay on a link with a failure-detection timeout, with that timeout as the job ran."""
     specs = []

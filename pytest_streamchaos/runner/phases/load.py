@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -14,6 +14,7 @@ from pytest_streamchaos.faults.timeline import load_end
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.stack.base import JobHandle
 
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
@@ -32,7 +33,7 @@ class LoadResult:
 class LoadPhase(ObservedPhase):
     """Starts the faults' clock at steady state and keeps the load on (:meth:`run`)."""
 
-    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, topics: RunTopics, obs: Observers, status: Status) -> None:
         super().__init__(ctx, job, topics, obs, status)
         self.result = LoadResult(end_on_recovery=ctx.spec.end_on_recovery)
         self._next_check = 0.0  # when to ask again whether every fault has recovered

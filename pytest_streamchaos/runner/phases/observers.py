@@ -21,11 +21,12 @@ from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent, Trace
-from pytest_streamchaos.runner.context import RunContext, Status
+from pytest_streamchaos.runner.context import Reader, RunContext, Sender, Status
 from pytest_streamchaos.runner.phases.job import PreparedJob
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, SinkJudge
-from pytest_streamchaos.spark.launcher import DriverSupervisor
+from pytest_streamchaos.runner.supervisor import DriverSupervisor
+from pytest_streamchaos.stack.base import JobHandle
 from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 
@@ -34,8 +35,8 @@ from pytest_streamchaos.workload.joined import JoinedGenerators
 class Observers:
     """What :class:`WireObservers` built around the job, and (``started``) which of it is running."""
 
-    collector: Any
-    generator: Any
+    collector: Reader
+    generator: Sender
     progress: SparkProgress
     checkpoint: CheckpointTracker
     sinks: SinkJudge
@@ -50,7 +51,7 @@ class Observers:
         what.start()
         self.started.append(what)
 
-    def cleanup(self, job: Any) -> None:
+    def cleanup(self, job: JobHandle) -> None:
         """Whatever happened: stop the faults, the load if it runs, the job, and the collector if it
         was started (even when stopping the job fails)."""
         self.scheduler.stop()
@@ -64,7 +65,7 @@ class Observers:
             if self.collector in self.started:
                 self.collector.stop(drain_timeout=10.0)
 
-    def history(self, ctx: RunContext, job: Any, topics: RunTopics, facts: RunFacts | None = None) -> History:
+    def history(self, ctx: RunContext, job: JobHandle, topics: RunTopics, facts: RunFacts | None = None) -> History:
         """What the run recorded so far, as the analysis takes it: the records, outputs, micro-batches,
         timeline and phases, the run's topics, and ``facts`` (none while the run goes on)."""
         inputs = topics.inputs
@@ -82,7 +83,7 @@ class Observers:
 class ObservedPhase:
     """A phase that runs the job under the observers' eyes (the load, the drain): what each is given."""
 
-    def __init__(self, ctx: RunContext, job: Any, topics: RunTopics, obs: Observers, status: Status) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, topics: RunTopics, obs: Observers, status: Status) -> None:
         self.ctx = ctx
         self.job = job
         self.topics = topics
@@ -104,7 +105,7 @@ class WireObservers:
         poison = PoisonSchedule()
         collector = self._collector(job.workdir)
         generator = self._generator(poison)
-        progress = SparkProgress(job.event_log_dir)
+        progress = job.progress
         watcher = CheckpointWatcher(ctx.storage.place(ctx.storage.checkpoint))
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
@@ -119,7 +120,7 @@ class WireObservers:
                          sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
                          scheduler=scheduler, supervisor=supervisor)
 
-    def _collector(self, workdir: Path) -> Any:
+    def _collector(self, workdir: Path) -> Reader:
         ctx, t = self.ctx, self.topics
         # an aggregate oracle reads each output's key, window and value (it carries no ids)
         oracle = ctx.inputs.oracle
@@ -130,7 +131,7 @@ class WireObservers:
                                       if name.startswith("file:") else None, **opts)
                         for name, ids in ctx.inputs.output_ids.items()])
 
-    def _generator(self, poison: PoisonSchedule) -> Any:
+    def _generator(self, poison: PoisonSchedule) -> Sender:
         s, inputs = self.ctx.spec, self.ctx.inputs
         parts = []
         for i, topic in enumerate(self.topics.inputs):

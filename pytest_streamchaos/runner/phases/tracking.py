@@ -13,6 +13,7 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
+from pytest_streamchaos.stack.base import JobHandle
 
 
 class CheckpointTracker:
@@ -20,7 +21,7 @@ class CheckpointTracker:
     it (a restarted driver of a job without a checkpoint location starts a new query elsewhere), and
     before the faults checks that the query did not resume from an earlier run's."""
 
-    def __init__(self, ctx: RunContext, watcher: CheckpointWatcher, roots: list, job: Any) -> None:
+    def __init__(self, ctx: RunContext, watcher: CheckpointWatcher, roots: list, job: JobHandle) -> None:
         self.ctx = ctx
         self.watcher = watcher
         self.roots = roots
@@ -71,7 +72,7 @@ class SinkJudge:
     """Whether the collector can read what the job writes, judged from the queries' first progress;
     when not, the run measures from Spark's progress alone (:attr:`progress_only`)."""
 
-    def __init__(self, ctx: RunContext, job: Any, out_topic: str | None) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, out_topic: str | None) -> None:
         self.ctx = ctx
         self.job = job
         self.out_topic = out_topic

@@ -25,6 +25,7 @@ from pytest_streamchaos.runner.phases.load import LoadResult
 from pytest_streamchaos.runner.phases.observers import Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.runner.phases.warmup import WarmUpResult
+from pytest_streamchaos.workload.joined import JoinedGenerators
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Verdict:
         """The job as it ran: its arguments, directory, log, master, launches, checkpoint."""
         ctx, d = self.ctx, self.done
         job, obs = d.prepared.job, d.obs
-        return JobFacts(args=job.argv[job.argv.index(str(ctx.inputs.script)) + 1:], workdir=str(job.workdir),
+        return JobFacts(args=list(job.args), workdir=str(job.workdir),
                         log=str(job.log_path), master=d.warm.local_master or ctx.chaos.cluster.master_url,
                         launches=len(job.launches), restarts_by_supervisor=obs.supervisor.restarts,
                         checkpoint=obs.checkpoint.checkpoint_dir, checkpoint_storage=ctx.storage.kind)
@@ -99,7 +100,7 @@ class Verdict:
     def _generators(self) -> dict[str, GeneratorStats]:
         """What each input's generator counted, by input topic."""
         gen, inputs = self.done.obs.generator, self.done.topics.inputs
-        parts = getattr(gen, "parts", None) or [gen]
+        parts = gen.parts if isinstance(gen, JoinedGenerators) else [gen]
         return {topic: GeneratorStats.of(g.stats()) for topic, g in zip(inputs, parts, strict=False)}
 
     def _collector(self) -> CollectorStats:

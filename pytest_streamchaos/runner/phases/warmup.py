@@ -16,6 +16,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.runner.phases.observers import Observers
+from pytest_streamchaos.stack.base import JobHandle
 
 #: micro-batches in a row with input, similar durations and no backlog that make the steady state. The
 #: first batch with output is slow (Python workers and Kafka clients start) and the next one reads what
@@ -36,7 +37,7 @@ class WarmUpResult:
 class WarmUp:
     """Starts the observers and the job and waits for the steady state (:meth:`run`)."""
 
-    def __init__(self, ctx: RunContext, job: Any, obs: Observers, status: Status) -> None:
+    def __init__(self, ctx: RunContext, job: JobHandle, obs: Observers, status: Status) -> None:
         self.ctx = ctx
         self.job = job
         self.obs = obs

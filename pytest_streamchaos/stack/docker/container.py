@@ -1,9 +1,10 @@
 """One node of the docker backend: a container that behaves like a :class:`~..process.ManagedProcess`.
 
-The Spark cluster code (``stack/spark_local.py``) restarts, kills, pauses and waits on its daemons
-through a small process API (``alive``, ``signal``, ``kill``, ``pause`` ...). :class:`ContainerProcess`
-offers the same API for a container, so the docker cluster reuses all of that logic (start-up gates,
-healing, the stall nudger) and differs only in how a daemon is started.
+The clusters (``stack/standalone``, ``stack/kraft``) restart, kill, pause and wait on their daemons through
+a small process API (``stack.process.DaemonProcess``: ``alive``, ``signal``, ``kill``, ``pause`` ...).
+:class:`ContainerProcess` offers the same API for a container, so the docker backend reuses all of that
+logic (start-up gates, healing, the stall nudger) and differs only in where a daemon is started
+(``stack.docker.placement``).
 
 A kill is ``docker kill`` (SIGKILL to the container's init, so everything in it dies at once, as a
 machine that loses power); a pause is ``docker pause`` (the cgroup freezer: sockets stay open, nothing
@@ -45,7 +46,8 @@ class StackContainer(DockerContainer):
         self.with_kwargs(init=True, labels=dict(session.labels), hostname=name, network=net,
                          networking_config={net: docker.types.EndpointConfig("1.41", ipv4_address=ip)})
         self.with_command(list(command))
-        self.volumes = {h: dict(m) for h, m in volumes.items()}
+        # docker-py's {host: {"bind", "mode"}} form, which testcontainers passes on (its type names its own Mount)
+        self.volumes = {h: dict(m) for h, m in volumes.items()}  # type: ignore[misc]
         self.ip = ip
 
 
@@ -179,6 +181,11 @@ class ContainerProcess(LogFile):
         self.remove()
 
     stop = terminate
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by this handle: signals go nowhere any more."""
+        return self._stopped
 
     def remove(self) -> None:
         try:

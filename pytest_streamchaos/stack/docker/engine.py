@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.host import Host, current
 
 LABEL = "org.pytest-streamchaos.session"  #: the session id
 OWNER = "org.pytest-streamchaos.owner"  #: "<hostname>:<pid>" of the pytest process that created it
 #: where the session network's /24 is taken from (first one that no route or network uses)
-SUBNET_POOL = ipaddress.ip_network("10.213.0.0/16")
+SUBNET_POOL = ipaddress.IPv4Network("10.213.0.0/16")
 DOCKER_FIX = ("start the Docker daemon (`dockerd > /var/log/dockerd.log 2>&1 &` where there is no systemd; "
               "`./dev setup` does it), or point DOCKER_HOST at one")
 
@@ -108,9 +109,11 @@ def free_subnet(client: Any) -> ipaddress.IPv4Network:
 
 @dataclass
 class DockerSession:
-    """One pytest session's share of the daemon: its labels, its network and its clean-up."""
+    """One pytest session's share of the daemon: its labels, its network and its clean-up (``host``: the
+    session's, whose reaper removes them if pytest dies; default: the current one)."""
 
     client: Any
+    host: Host | None = None
     id: str = field(default_factory=lambda: f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
     network: Any = None
     subnet: ipaddress.IPv4Network | None = None
@@ -129,9 +132,8 @@ class DockerSession:
     def open(self) -> DockerSession:
         """Sweep orphans, register the reaper's clean-up, create the network."""
         sweep_orphans(self.client)
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        get_reaper().register_command(self.id, ["sh", "-c", self.cleanup_script()])
+        self.host = self.host or current()
+        self.host.reaper.register_command(self.id, ["sh", "-c", self.cleanup_script()])
         self.subnet = free_subnet(self.client)
         import docker
 
@@ -166,6 +168,4 @@ class DockerSession:
             except Exception:
                 pass
             self.network = None
-        from pytest_streamchaos.stack.reaper import get_reaper
-
-        get_reaper().unregister_command(self.id)
+        (self.host or current()).reaper.unregister_command(self.id)

@@ -1,10 +1,7 @@
-"""How the HDFS nodes are configured and started: Java and ports checked, the one conf dir every node
-reads (``core-site.xml``, ``hdfs-site.xml``, ``log4j.properties``), each node's command line, and the
-NameNode's format before the first start.
-
-:class:`HdfsLaunch` is a part of :class:`~.hdfs.LocalHdfsCluster`; :class:`HdfsNode` is one node's
-handle.
-"""
+"""How the HDFS nodes are configured and started (:class:`HdfsPlan`): Java and ports checked, the one conf
+dir every node reads (``core-site.xml``, ``hdfs-site.xml``, ``log4j.properties``), each node's command
+line, and the NameNode's format before the first start; :class:`HdfsNode` is one node's handle. Every node
+binds 127.0.0.1: HDFS runs on the local placement only."""
 
 from __future__ import annotations
 
@@ -17,9 +14,10 @@ from xml.sax.saxutils import escape
 
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
-from pytest_streamchaos.stack.ports import HOST, free_port, port_holder, port_is_free, reserve
-from pytest_streamchaos.stack.process import Daemon, ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import DAEMON_JAVA_OPTS, jvm_tmp_opts
+from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, jvm_tmp_opts
+from pytest_streamchaos.stack.placement import Placement
+from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
+from pytest_streamchaos.stack.process import Daemon, DaemonProcess, ManagedProcess
 
 NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
@@ -57,7 +55,7 @@ log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 class HdfsNode(Daemon):
     """A NameNode or DataNode JVM: its current process and what it takes to start it again."""
 
-    def __init__(self, role: str, index: int, ports: Mapping[str, int], start: Callable[[], ManagedProcess]) -> None:
+    def __init__(self, role: str, index: int, ports: Mapping[str, int], start: Callable[[], DaemonProcess]) -> None:
         super().__init__(index, start)
         self.role = role  #: ``namenode`` | ``datanode``
         self.ports = dict(ports)
@@ -72,29 +70,36 @@ class HdfsNode(Daemon):
         return Endpoint(self.name, self.role, self.host, dict(self.ports))
 
 
-class HdfsLaunch:
-    """Plans the cluster (:meth:`_plan`: ports, directories, the conf dir, the node handles) and starts
-    its nodes. Part of :class:`~.hdfs.LocalHdfsCluster`, which sets the attributes below."""
+class HdfsPlan:
+    """The cluster's layout and its nodes' commands: a NameNode and ``datanodes`` DataNodes (``replication``
+    copies of each block), ``fixed_ports`` pinned instead of allocated (keys ``namenode.rpc``,
+    ``namenode.http``, ``datanode-<i>.data|http|ipc``), ``extra_conf`` over ``hdfs-site.xml``."""
 
-    workdir: Path
-    n_datanodes: int
-    replication: int
-    java_home: str
-    start_timeout: float
-    fixed_ports: dict[str, int]
-    extra_conf: dict[str, str]
-    effective_conf: dict[str, str]
-    _namenode: HdfsNode | None
-    _datanodes: list[HdfsNode]
+    def __init__(self, workdir: Path, placement: Placement, *, datanodes: int, replication: int, java_home: str,
+                 start_timeout: float, fixed_ports: Mapping[str, int], extra_conf: Mapping[str, str]) -> None:
+        self.workdir, self.placement = workdir, placement
+        self.n_datanodes, self.replication = datanodes, replication
+        self.java_home, self.start_timeout = java_home, start_timeout
+        self.fixed_ports, self.extra_conf = dict(fixed_ports), dict(extra_conf)
+        self.effective_conf: dict[str, str] = {}  #: core-site + hdfs-site as the nodes run with them
+        self.namenode: HdfsNode | None = None
+        self.datanodes: list[HdfsNode] = []
+        self._java: Path | None = None
+        self._java_home: Path | None = None
+        self._classpath = ""
 
-    def _check_java(self) -> Path:
+    def nodes(self) -> list[HdfsNode]:
+        """The NameNode (once laid out) and the DataNodes."""
+        return [*([self.namenode] if self.namenode else []), *self.datanodes]
+
+    def check_java(self) -> Path:
         java, self._java_home = find_java(self.java_home)
         version = java_version(java)
         if version < MIN_JAVA:
             raise StackError(f"{java} is Java {version}; Hadoop 3.5's HDFS needs Java {MIN_JAVA} or later; {JAVA_FIX}")
         return java
 
-    def _plan(self, java: Path, jars: list[Path]) -> None:
+    def lay_out(self, java: Path, jars: list[Path]) -> None:
         """Ports (checked free), directories, the conf dir and the node handles."""
         self._check_fixed_ports()
         ports = {f"namenode.{p}": self._port(f"namenode.{p}") for p in NAMENODE_PORTS}
@@ -107,11 +112,11 @@ class HdfsLaunch:
         self._classpath = os.pathsep.join([str(self.workdir / "conf"), *map(str, jars)])
         self._java = java
         nn_ports = {p: ports[f"namenode.{p}"] for p in NAMENODE_PORTS}
-        self._namenode = HdfsNode("namenode", 0, nn_ports, lambda: self._launch("namenode", NAMENODE_CLASS))
-        self._datanodes = []
+        self.namenode = HdfsNode("namenode", 0, nn_ports, lambda: self._launch("namenode", NAMENODE_CLASS))
+        self.datanodes = []
         for i in range(self.n_datanodes):
             dn_ports = {p: ports[f"datanode-{i}.{p}"] for p in DATANODE_PORTS}
-            self._datanodes.append(HdfsNode("datanode", i, dn_ports, self._datanode_starter(i, dn_ports)))
+            self.datanodes.append(HdfsNode("datanode", i, dn_ports, self._datanode_starter(i, dn_ports)))
 
     def _check_fixed_ports(self) -> None:
         keys = [f"namenode.{p}" for p in NAMENODE_PORTS]
@@ -120,10 +125,10 @@ class HdfsLaunch:
         if unknown:
             raise StackError(f"fixed_ports: unknown keys {unknown}; fix: use {', '.join(keys)}")
         for port in self.fixed_ports.values():
-            reserve(port)  # before any allocation, so no other node is handed a pinned port
+            self.placement.host.ports.reserve(port)  # before any allocation: no other node is handed a pinned port
 
     def _port(self, key: str) -> int:
-        return self.fixed_ports.get(key) or free_port()
+        return self.fixed_ports.get(key) or self.placement.host.ports.free()
 
     def _write_conf(self, rpc: int, http_port: int) -> None:
         conf = self.workdir / "conf"
@@ -182,11 +187,11 @@ class HdfsLaunch:
                 "LANG": os.environ.get("LANG", "C.UTF-8"), "JAVA_HOME": str(self._java_home),
                 "TMPDIR": str(self.workdir / "tmp")}
 
-    def _launch(self, name: str, cls: str, *args: str, job: bool = True) -> ManagedProcess:
-        return ManagedProcess(self._argv(cls, name, *args), env=self._env(), cwd=self.workdir,
-                              log_path=self.workdir / "logs" / f"{name}.log", name=f"hdfs-{name}", job=job)
+    def _launch(self, name: str, cls: str, *args: str) -> DaemonProcess:
+        return self.placement.launch(self._argv(cls, name, *args), env=self._env(), cwd=self.workdir,
+                                     log_path=self.workdir / "logs" / f"{name}.log", name=f"hdfs-{name}")
 
-    def _datanode_starter(self, i: int, ports: Mapping[str, int]) -> Callable[[], ManagedProcess]:
+    def _datanode_starter(self, i: int, ports: Mapping[str, int]) -> Callable[[], DaemonProcess]:
         data = self.workdir / f"data-{i}"
         opts = {"dfs.datanode.data.dir": data.as_uri(), "dfs.datanode.address": f"{HOST}:{ports['data']}",
                 "dfs.datanode.http.address": f"{HOST}:{ports['http']}",
@@ -194,9 +199,12 @@ class HdfsLaunch:
         args = [a for k, v in opts.items() for a in ("-D", f"{k}={v}")]
         return lambda: self._launch(f"datanode-{i}", DATANODE_CLASS, *args)
 
-    def _format(self) -> None:
+    def format(self) -> None:
         """``NameNode -format``: a fresh, empty name dir (a harness step: not in the job's group)."""
-        proc = self._launch("namenode-format", NAMENODE_CLASS, "-format", "-force", "-nonInteractive", job=False)
+        name = "namenode-format"
+        proc = ManagedProcess(self._argv(NAMENODE_CLASS, name, "-format", "-force", "-nonInteractive"),
+                              env=self._env(), cwd=self.workdir, log_path=self.workdir / "logs" / f"{name}.log",
+                              name=f"hdfs-{name}", host=self.placement.host)
         try:
             rc = proc.wait(self.start_timeout)
         except subprocess.TimeoutExpired:

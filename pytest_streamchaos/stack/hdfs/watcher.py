@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pytest_streamchaos.stack.hdfs import LocalHdfsCluster
+from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
 
 class HdfsWatcher:

@@ -1,24 +1,25 @@
-"""How the ``local`` Kafka cluster's KRaft nodes are configured and formatted: the listeners, the
-shared and per-node settings, each node's command line, and the storage format before the first start.
-
-:class:`KRaftConfig` is a part of :class:`~.kafka_local.LocalKafkaCluster`; :class:`KafkaNode` is one
-node's handle.
-"""
+"""How a KRaft cluster's nodes are laid out, configured and formatted: the listeners, the shared and
+per-node settings, each node's command line, and the storage format before the first start
+(:class:`KRaftPlan`); :class:`KafkaNode` is one node's handle. Where each node runs is the placement's."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_streamchaos.assets import read_fixture
+from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import Endpoint, StackError
-from pytest_streamchaos.stack.process import Daemon, ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import jvm_tmp_opts
+from pytest_streamchaos.stack.jvm import jvm_tmp_opts
+from pytest_streamchaos.stack.placement import Placement
+from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 
+KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
 LISTENERS = ("CLIENT", "JOB", "REPLICATION", "CONTROLLER")
 #: Broker JVM flags for a 2-core machine shared with Spark: a small heap, the serial GC (no GC threads
@@ -39,7 +40,7 @@ class KafkaNode(Daemon):
     role = "broker"
 
     def __init__(self, node_id: int, ports: dict[str, int], data_dir: Path,
-                 start: Callable[[], ManagedProcess]) -> None:
+                 start: Callable[[], DaemonProcess]) -> None:
         super().__init__(node_id, start)
         self.node_id = node_id
         self.ports = ports  #: listener name (lower case) -> port
@@ -59,26 +60,60 @@ class KafkaNode(Daemon):
             return None
 
 
-class KRaftConfig:
-    """Every node's configuration file, command line and formatted storage. Part of
-    :class:`~.kafka_local.LocalKafkaCluster`, which sets the attributes below."""
+class KRaftPlan:
+    """The cluster's nodes, their configuration files, command lines and formatted storage: N KRaft nodes
+    (ids 1..N) with the placement's addresses; replication 3 and ``min.insync.replicas`` 2 (fewer with fewer
+    nodes). :meth:`lay_out` fixes the ports and makes the nodes' handles."""
 
-    workdir: Path
-    nodes: list[KafkaNode]
-    replication: int
-    min_isr: int
-    start_timeout: float
-    effective_conf: dict[str, str]
-    _jars: list[Path]
-    _java: str
-    _cluster_id: str
+    def __init__(self, workdir: Path, placement: Placement, *, brokers: int, start_timeout: float) -> None:
+        self.workdir, self.placement = workdir, placement
+        self.brokers, self.start_timeout = brokers, start_timeout
+        self.replication = min(3, brokers)
+        self.min_isr = min(2, brokers)
+        self.nodes: list[KafkaNode] = []
+        self.broker_ids: list[int] = []
+        self.bootstrap_servers = ""
+        self.effective_conf: dict[str, str] = {}
+        self.jars: list[Path] = []
+        self.java = ""
+        self._cluster_id = ""
 
-    if TYPE_CHECKING:  # the cluster's job links (kafka_local.LocalKafkaCluster)
-        def _job_address(self, node: KafkaNode) -> tuple[str, int]: ...
+    def lay_out(self, java: str, jars: list[Path]) -> None:
+        """Ports, directories and every node's handle (nothing started, no file written)."""
+        self.java, self.jars = java, jars
+        for sub in ("logs", "conf", "data", "tmp"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        (self.workdir / "conf" / "log4j2.properties").write_text(read_fixture("kafka", "log4j2.properties"))
+        self.broker_ids = list(range(1, self.brokers + 1))
+        self.nodes = []
+        for nid in self.broker_ids:
+            ports = {name.lower(): self.placement.host.ports.free() for name in LISTENERS}
+            node = KafkaNode(nid, ports, self.workdir / "data" / f"broker-{nid}", functools.partial(self._launch, nid))
+            node.host = self.placement.address(node.name)
+            self.nodes.append(node)
+        self.bootstrap_servers = ",".join(f"{n.host}:{n.ports['client']}" for n in self.nodes)
+        self.effective_conf = self._shared_conf()
 
-    def _write_configs(self) -> None:
+    def node(self, broker_id: int) -> KafkaNode:
+        for n in self.nodes:
+            if n.node_id == broker_id:
+                return n
+        raise StackError(f"no broker {broker_id}: the brokers are {self.broker_ids}")
+
+    def _launch(self, nid: int) -> DaemonProcess:
+        """A node in a child group of the job's (``broker-<id>``), marked before it opens any connection:
+        a cut between brokers needs its own connections told apart (:meth:`~..placement.Placement.node_mark`)."""
+        name = f"broker-{nid}"
+        self.placement.node_mark(name, nid)
+        argv = self.java_argv(KAFKA_MAIN, str(self.workdir / "conf" / f"{name}.properties"))
+        return self.placement.launch(argv, env=self.env(), name=name, log_path=self.workdir / "logs" / f"{name}.log",
+                                     cwd=self.workdir, job=True, subgroup=name)
+
+    def write_configs(self, job_address: Callable[[KafkaNode], tuple[str, int]]) -> None:
+        """Every node's properties file; ``job_address``: where the node's JOB listener is advertised."""
         for node in self.nodes:
-            (self.workdir / "conf" / f"{node.name}.properties").write_text(_properties(self._node_conf(node)))
+            conf = self._node_conf(node, job_address(node))
+            (self.workdir / "conf" / f"{node.name}.properties").write_text(_properties(conf))
 
     def _shared_conf(self) -> dict[str, str]:
         voters = ",".join(f"{n.node_id}@{n.host}:{n.ports['controller']}" for n in self.nodes)
@@ -99,36 +134,35 @@ class KRaftConfig:
             "log.cleaner.enable": "false",
         }
 
-    def _node_conf(self, node: KafkaNode) -> dict[str, str]:
-        job_host, job_port = self._job_address(node)
+    def _node_conf(self, node: KafkaNode, job: tuple[str, int]) -> dict[str, str]:
         listeners = {x: f"{x}://{node.host}:{node.ports[x.lower()]}" for x in LISTENERS}
-        advertised = {**listeners, "JOB": f"JOB://{job_host}:{job_port}"}
+        advertised = {**listeners, "JOB": f"JOB://{job[0]}:{job[1]}"}
         return {**self.effective_conf, "node.id": str(node.node_id), "log.dirs": str(node.data_dir),
                 "listeners": ",".join(listeners.values()),
                 "advertised.listeners": ",".join(advertised[x] for x in LISTENERS if x != "CONTROLLER")}
 
-    def _java_argv(self, main: str, *args: str) -> list[str]:
-        cp = os.pathsep.join(str(j) for j in self._jars)
+    def java_argv(self, main: str, *args: str) -> list[str]:
+        cp = os.pathsep.join(str(j) for j in self.jars)
         log4j = (self.workdir / "conf" / "log4j2.properties").as_uri()
-        return [self._java, *BROKER_JAVA_OPTS.split(), *jvm_tmp_opts(self.workdir / "tmp").split(),
+        return [self.java, *BROKER_JAVA_OPTS.split(), *jvm_tmp_opts(self.workdir / "tmp").split(),
                 f"-Dlog4j2.configurationFile={log4j}", "-cp", cp, main, *args]
 
-    def _env(self) -> dict[str, str]:
+    def env(self) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(self.workdir)),
                 "LANG": os.environ.get("LANG", "C.UTF-8")}
 
-    def _format(self) -> None:
+    def format(self) -> None:
         """Format every node's storage with one cluster id (static quorum: no quorum flag)."""
         self._cluster_id = _random_cluster_id()
-        procs = {n.node_id: subprocess.Popen(
-            self._java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
-                            str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self._env(), text=True) for n in self.nodes}
-        for nid, proc in procs.items():
-            out, _ = proc.communicate(timeout=self.start_timeout)
+        done = commands.completed_all(
+            [self.java_argv(STORAGE_TOOL, "format", "-t", self._cluster_id, "-c",
+                            str(self.workdir / "conf" / f"{n.name}.properties"), "--ignore-formatted")
+             for n in self.nodes], timeout=self.start_timeout, env=self.env(), error=StackError,
+            fix="raise --chaos-start-timeout on a busy machine")
+        for nid, proc in zip((n.node_id for n in self.nodes), done, strict=True):
             if proc.returncode != 0:
                 raise StackError(f"Kafka's StorageTool could not format broker-{nid}'s log directory "
-                                 f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(out)}; "
+                                 f"{self.workdir / 'data' / f'broker-{nid}'}: {java_error(proc.stdout)}; "
                                  "fix: free disk space there, or check that the directory is writable")
 
 

@@ -1,8 +1,6 @@
-"""What the HDFS nodes report, and the waits built on it: the NameNode's JMX JSON (``/jmx``: safe
-mode, the DataNodes it counts live and dead), a DataNode's registration, readiness after a start.
-
-:class:`HdfsReadiness` is a part of :class:`~.hdfs.LocalHdfsCluster`.
-"""
+"""What the HDFS nodes report, and the waits built on it (:class:`HdfsReadiness`): the NameNode's JMX
+JSON (``/jmx``: safe mode, the DataNodes it counts live and dead), a DataNode's registration, readiness
+after a start."""
 
 from __future__ import annotations
 
@@ -11,14 +9,13 @@ import json
 import re
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.hdfs_launch import HdfsNode
+from pytest_streamchaos.stack.hdfs.plan import HdfsNode, HdfsPlan
 from pytest_streamchaos.stack.ports import HOST
-from pytest_streamchaos.stack.process import ManagedProcess
+from pytest_streamchaos.stack.process import DaemonProcess
 
 #: how long one JMX request may take (a paused NameNode accepts the connection and never answers)
 JMX_TIMEOUT_S = 1.0
@@ -49,24 +46,21 @@ class HdfsState:
 
 
 class HdfsReadiness:
-    """The cluster's state as its nodes report it, and the waits for it. Part of
-    :class:`~.hdfs.LocalHdfsCluster`, which sets the attributes below."""
+    """The cluster's state as its nodes report it (:class:`~.plan.HdfsPlan`'s nodes), and the waits.
+    ``killed``: the nodes down by the harness's own signal (their exit is not a start-up failure)."""
 
-    workdir: Path
-    n_datanodes: int
-    _namenode: HdfsNode | None
-    _datanodes: list[HdfsNode]
-    _killed: set[str]
+    def __init__(self, plan: HdfsPlan, killed: set[str]) -> None:
+        self.plan, self.killed = plan, killed
 
-    if TYPE_CHECKING:  # the cluster's shape (hdfs.LocalHdfsCluster)
-        @property
-        def namenode(self) -> HdfsNode: ...
-
-        def _nodes(self) -> list[HdfsNode]: ...
+    @property
+    def namenode(self) -> HdfsNode:
+        if self.plan.namenode is None:
+            raise StackError("the HDFS cluster is not started: call start() first")
+        return self.plan.namenode
 
     def state(self) -> HdfsState:
         """Safe mode and the live / dead DataNodes, as the NameNode reports them now."""
-        nn = self._namenode
+        nn = self.plan.namenode
         if nn is None or not nn.alive or nn.paused:
             return HdfsState(answered=False)
         port = nn.ports["http"]
@@ -85,7 +79,7 @@ class HdfsReadiness:
             nodes = json.loads(nodes_json or "{}")
         except ValueError:
             return ()
-        by_port = {dn.ports["data"]: dn.name for dn in self._datanodes}
+        by_port = {dn.ports["data"]: dn.name for dn in self.plan.datanodes}
         names = []
         for key, row in nodes.items():
             port = str(row.get("xferaddr") or key).rpartition(":")[2]
@@ -101,7 +95,7 @@ class HdfsReadiness:
         """Whether DataNode ``i``'s current process has registered with the current NameNode: its own
         JMX says its block-pool service is RUNNING (registered) and the NameNode counts it live. (The
         NameNode alone would still count a just-restarted DataNode live from its previous life.)"""
-        dn = self._datanodes[i]
+        dn = self.plan.datanodes[i]
         if not dn.alive or dn.paused:
             return False
         info = jmx_bean(dn.ports["http"], "Hadoop:service=DataNode,name=DataNodeInfo") or {}
@@ -121,42 +115,44 @@ class HdfsReadiness:
         def ready() -> HdfsState | None:
             self._check_running()
             seen[0] = st = self.state()
-            return st if st.safemode is False and len(st.live) == self.n_datanodes else None
+            return st if st.safemode is False and len(st.live) == self.plan.n_datanodes else None
 
-        return poll(ready, timeout, lambda _: StackError(self._not_ready(seen[0], timeout)), interval=0.2)
+        got = poll(ready, timeout, lambda _: StackError(self._not_ready(seen[0], timeout)), interval=0.2)
+        assert got is not None  # poll returns only a truthy answer
+        return got
 
     def _not_ready(self, st: HdfsState, timeout: float) -> str:
-        logs = self.workdir / "logs"
+        logs = self.plan.workdir / "logs"
         if not st.answered:
             return (f"HDFS NameNode did not answer JMX on {HOST}:{self.namenode.ports['http']} within {timeout:.0f}s "
                     f"(log {logs / 'namenode.log'}):\n{self.namenode.tail_log(20)}")
         if st.safemode:
-            fix = (f"free disk space where {self.workdir} is (the NameNode wants 100 MB free)"
+            fix = (f"free disk space where {self.plan.workdir} is (the NameNode wants 100 MB free)"
                    if "resources are low" in st.safemode_reason.lower() else
                    f"the DataNodes have not reported the blocks: see their logs in {logs}, heal() restarts dead "
                    "ones, a new workdir starts empty")
             return f"HDFS NameNode still in safe mode after {timeout:.0f}s: {st.safemode_reason}; fix: {fix}"
-        missing = sorted({dn.name for dn in self._datanodes} - set(st.live))
-        return (f"HDFS NameNode counts {len(st.live)} of {self.n_datanodes} DataNodes live after {timeout:.0f}s "
+        missing = sorted({dn.name for dn in self.plan.datanodes} - set(st.live))
+        return (f"HDFS NameNode counts {len(st.live)} of {self.plan.n_datanodes} DataNodes live after {timeout:.0f}s "
                 f"(missing {missing}, dead {list(st.dead)}); see their logs in {logs}")
 
     def _check_running(self) -> None:
-        for node in self._nodes():
+        for node in self.plan.nodes():
             p = node.process
-            if p is not None and not p.alive and node.name not in self._killed:
+            if p is not None and not p.alive and node.name not in self.killed:
                 raise StackError(_exit_message(node, p))
 
-    def _wait_registered(self, node: HdfsNode, timeout: float) -> None:
+    def wait_registered(self, node: HdfsNode, timeout: float) -> None:
         def registered() -> bool:
             self._check_running()
             return self.datanode_registered(node.index)
 
         poll(registered, timeout, interval=0.2, on_timeout=lambda _: StackError(
             f"HDFS {node.name} did not register with the NameNode within {timeout:.0f}s; NameNode reports "
-            f"{self.state()} (log {self.workdir / 'logs' / (node.name + '.log')}):\n{node.tail_log(15)}"))
+            f"{self.state()} (log {self.plan.workdir / 'logs' / (node.name + '.log')}):\n{node.tail_log(15)}"))
 
 
-def _exit_message(node: HdfsNode, proc: ManagedProcess) -> str:
+def _exit_message(node: HdfsNode, proc: DaemonProcess) -> str:
     """One line saying that ``node`` exited (naming a port it could not bind), then its log's tail."""
     log = proc.log_since_start()
     bind = re.search(r"BindException: Problem binding to \[([^\]]+)\]", log)

@@ -1,9 +1,6 @@
-"""How the ``local`` Spark cluster's daemons are configured and started: ports, directories, the
-cluster's settings, each daemon's environment and command line, the HA mode's ZooKeeper config.
-
-:class:`SparkLaunch` is a part of :class:`~.spark_local.LocalSparkCluster`. Its hooks :meth:`_address`
-(where a daemon lives) and :meth:`_launch` (how it is started) are what the docker backend changes.
-"""
+"""How a Spark standalone cluster is laid out and started: ports, directories, the cluster's settings,
+each daemon's environment and command line, the HA mode's ZooKeeper config. Where each daemon runs is
+the placement's (:mod:`..placement`)."""
 
 from __future__ import annotations
 
@@ -11,23 +8,20 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pytest_streamchaos.assets import read_fixture
 from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.environment import SparkEnvironment
-from pytest_streamchaos.stack.ports import HOST, free_port
-from pytest_streamchaos.stack.process import ManagedProcess
-from pytest_streamchaos.stack.spark_daemons import (
-    DAEMON_JAVA_OPTS,
-    DAEMON_MEMORY,
-    LocalMaster,
-    LocalWorker,
-    LocalZooKeeper,
-    jvm_tmp_opts,
-)
+from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, DAEMON_MEMORY, jvm_tmp_opts
+from pytest_streamchaos.stack.placement import Placement
+from pytest_streamchaos.stack.ports import HOST
+from pytest_streamchaos.stack.process import Daemon, DaemonProcess
+from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker, Starter, ZooKeeper
+
+D = TypeVar("D", bound=Daemon)
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -43,51 +37,62 @@ ZK_TICK_MS = 200
 ZK_MAX_SESSION_MS = 4000
 
 
-class SparkLaunch:
-    """Plans the cluster (:meth:`_plan`: ports, directories, settings, the daemon handles) and builds
-    what each daemon starts with. Part of :class:`~.spark_local.LocalSparkCluster`, which sets the
-    attributes below."""
+class StandalonePlan:
+    """The cluster's shape (``workers`` workers of ``worker_cores`` / ``worker_memory``, one master or two
+    with ``ha``), settings and daemons; :meth:`lay_out` fixes the ports and makes the daemons' handles.
+    ``fixed_ports`` pins chosen ports instead of allocated ones (keys ``master-<i>.rpc|webui|rest``,
+    ``worker-<i>.rpc|webui``, ``zookeeper.client``)."""
 
-    workdir: Path
-    env: SparkEnvironment | None
-    fixed_ports: dict[str, int]
-    ha: bool
-    n_workers: int
-    worker_cores: int
-    worker_memory: str
-    worker_timeout_s: int
-    master_url: str
-    effective_conf: dict[str, str]
-    zookeeper: LocalZooKeeper | None
-    _masters: list[LocalMaster]
-    _workers: list[LocalWorker]
-    _conf: dict[str, str]
+    def __init__(self, workdir: Path, placement: Placement, *, workers: int, worker_cores: int, worker_memory: str,
+                 ha: bool, worker_timeout_s: int, fixed_ports: dict[str, int]) -> None:
+        self.workdir, self.placement = workdir, placement
+        self.n_workers, self.worker_cores, self.worker_memory = workers, worker_cores, worker_memory
+        self.ha, self.worker_timeout_s, self.fixed_ports = ha, worker_timeout_s, fixed_ports
+        self.env: SparkEnvironment | None = None
+        self.master_url = ""
+        self.effective_conf: dict[str, str] = {}
+        self.masters: list[SparkMaster] = []
+        self.workers: list[SparkWorker] = []
+        self.zookeeper: ZooKeeper | None = None
+        self._conf: dict[str, str] = {}
 
-    # -- what a backend changes: where a daemon lives and how it is started ----------------------
-    def _address(self, name: str) -> str:
-        """The address daemon ``name`` (``master-0``, ``worker-1``, ``zookeeper``) binds and is reached at."""
-        return HOST
+    def daemons(self) -> list[Daemon]:
+        """Every daemon: ZooKeeper (HA) first, then the masters, then the workers."""
+        return [*([self.zookeeper] if self.zookeeper else []), *self.masters, *self.workers]
 
-    def _launch(self, argv: list[str], env: dict[str, str], name: str, job: bool = True) -> ManagedProcess:
-        """Start one daemon: a process (in the job's group, unless ``job=False``: ZooKeeper is the
-        cluster's coordination service, not the job); a container in the docker backend."""
-        return ManagedProcess(argv, env=env, log_path=self.workdir / "logs" / f"{name}.log", cwd=self.workdir,
-                              name=name, job=job)
-
-    # -- planning: ports, dirs, conf -----------------------------------------------------------
     def _port(self, key: str) -> int:
-        return self.fixed_ports.get(key) or free_port()
+        return self.fixed_ports.get(key) or self.placement.host.ports.free()
 
-    def _plan(self) -> None:
-        assert self.env is not None
+    def lay_out(self, env: SparkEnvironment) -> None:
+        """Directories, ports, the cluster's settings and every daemon's handle (nothing started)."""
+        self.env = env
         for sub in ("logs", "conf", "work", "local"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
-        n_masters = 2 if self.ha else 1
-        masters = [(self._port(f"master-{i}.rpc"), self._port(f"master-{i}.webui"),
-                    self._port(f"master-{i}.rest")) for i in range(n_masters)]
-        self.master_url = "spark://" + ",".join(f"{self._address(f'master-{i}')}:{rpc}"
+        masters = [(self._port(f"master-{i}.rpc"), self._port(f"master-{i}.webui"), self._port(f"master-{i}.rest"))
+                   for i in range(2 if self.ha else 1)]
+        self.master_url = "spark://" + ",".join(f"{self.placement.address(f'master-{i}')}:{rpc}"
                                                 for i, (rpc, _, _) in enumerate(masters))
-        conf: dict[str, str] = {
+        self._conf = self._settings()
+        self.effective_conf = {**self._conf, "spark.worker.heartbeatInterval.s": str(self.worker_timeout_s / 4),
+                               "daemon.memory": DAEMON_MEMORY, "daemon.javaOpts": DAEMON_JAVA_OPTS}
+        if self.ha:
+            self.effective_conf["zookeeper.maxSessionTimeout.ms"] = str(ZK_MAX_SESSION_MS)
+        self.masters = [self._placed(SparkMaster(i, rpc, webui, rest, self._master_starter(i, rpc, webui, rest)))
+                        for i, (rpc, webui, rest) in enumerate(masters)]
+        self.workers = []
+        for i in range(self.n_workers):
+            port, webui = self._port(f"worker-{i}.rpc"), self._port(f"worker-{i}.webui")
+            wdir = self.workdir / "work" / f"worker-{i}"
+            start = self._worker_starter(i, port, webui, wdir)
+            self.workers.append(self._placed(SparkWorker(i, port, webui, wdir, start)))
+
+    def _placed(self, daemon: D) -> D:
+        daemon.host = self.placement.address(daemon.name)
+        return daemon
+
+    def _settings(self) -> dict[str, str]:
+        """The cluster's own settings (passed to every daemon as -D options)."""
+        conf = {
             "spark.worker.timeout": str(self.worker_timeout_s),
             "spark.master.rest.enabled": "false",  # cluster-mode submit falls back to the RPC gateway
             "spark.deploy.spreadOut": "true",
@@ -100,36 +105,17 @@ class SparkLaunch:
             zk_port = self._port("zookeeper.client")
             conf.update({
                 "spark.deploy.recoveryMode": "ZOOKEEPER",
-                "spark.deploy.zookeeper.url": f"{self._address('zookeeper')}:{zk_port}",
+                "spark.deploy.zookeeper.url": f"{self.placement.address('zookeeper')}:{zk_port}",
                 "spark.deploy.zookeeper.dir": f"/spark-{uuid.uuid4().hex[:8]}",
                 "spark.deploy.recoveryTimeout": str(self.worker_timeout_s),
             })
-            self.zookeeper = LocalZooKeeper(zk_port, lambda: self._start_zookeeper(zk_port))
-            self.zookeeper.host = self._address("zookeeper")
-        self.effective_conf = dict(conf)
-        self.effective_conf.update({
-            "spark.worker.heartbeatInterval.s": str(self.worker_timeout_s / 4),
-            "daemon.memory": DAEMON_MEMORY,
-            "daemon.javaOpts": DAEMON_JAVA_OPTS,
-        })
-        if self.ha:
-            self.effective_conf["zookeeper.maxSessionTimeout.ms"] = str(ZK_MAX_SESSION_MS)
-        self._conf = conf
-        self._masters = []
-        for i, (rpc, webui, rest) in enumerate(masters):
-            self._masters.append(LocalMaster(i, rpc, webui, rest, self._master_starter(i, rpc, webui, rest)))
-            self._masters[-1].host = self._address(f"master-{i}")
-        self._workers = []
-        for i in range(self.n_workers):
-            port, webui = self._port(f"worker-{i}.rpc"), self._port(f"worker-{i}.webui")
-            wdir = self.workdir / "work" / f"worker-{i}"
-            self._workers.append(LocalWorker(i, port, webui, wdir, self._worker_starter(i, port, webui, wdir)))
-            self._workers[-1].host = self._address(f"worker-{i}")
+            self.zookeeper = self._placed(ZooKeeper(zk_port, lambda: self._start_zookeeper(zk_port)))
+        return conf
 
-    def _base_env(self, host: str = HOST) -> dict[str, str]:
+    def base_env(self, host: str = HOST) -> dict[str, str]:
         """The environment of a daemon that binds ``host``."""
         assert self.env is not None
-        env = {
+        return {
             "PATH": f"{self.env.java_home}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "HOME": os.environ.get("HOME", str(self.workdir)),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
@@ -151,17 +137,19 @@ class SparkLaunch:
             # Executors spawn Python workers; they must use this interpreter (and its site-packages).
             "PYSPARK_PYTHON": sys.executable,
         }
-        return env
 
     def driver_env(self) -> dict[str, str]:
         """A complete environment for a driver (``spark-submit``) talking to this cluster: same Java,
         SPARK_HOME and empty conf dir, 127.0.0.1 binding, this Python for the Python workers."""
         if self.env is None:
             raise StackError("driver_env() before start(): the cluster is not running")
-        env = {k: v for k, v in self._base_env().items()
-               if not k.startswith("SPARK_DAEMON") and k != "SPARK_LOG_DIR"}
+        env = {k: v for k, v in self.base_env().items() if not k.startswith("SPARK_DAEMON") and k != "SPARK_LOG_DIR"}
         env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         return env
+
+    def _launch(self, argv: list[str], env: dict[str, str], name: str, job: bool = True) -> DaemonProcess:
+        return self.placement.launch(argv, env=env, name=name, log_path=self.workdir / "logs" / f"{name}.log",
+                                     cwd=self.workdir, job=job)
 
     def _opts(self) -> str:
         return " ".join(f"-D{k}={v}" for k, v in self._conf.items())
@@ -170,21 +158,21 @@ class SparkLaunch:
         assert self.env is not None
         return ["bash", str(self.env.spark_home / "bin" / "spark-class"), cls, *args]
 
-    def _master_starter(self, i: int, rpc: int, webui: int, rest: int) -> Callable[[], ManagedProcess]:
-        def start() -> ManagedProcess:
-            host = self._address(f"master-{i}")
-            env = self._base_env(host)
+    def _master_starter(self, i: int, rpc: int, webui: int, rest: int) -> Starter:
+        def start() -> DaemonProcess:
+            host = self.placement.address(f"master-{i}")
+            env = self.base_env(host)
             env["SPARK_MASTER_OPTS"] = f"{self._opts()} -Dspark.master.rest.port={rest}"
             argv = self._spark_class(MASTER_CLASS, ["--host", host, "--port", str(rpc), "--webui-port", str(webui)])
             return self._launch(argv, env, f"master-{i}")
 
         return start
 
-    def _worker_starter(self, i: int, port: int, webui: int, wdir: Path) -> Callable[[], ManagedProcess]:
-        def start() -> ManagedProcess:
+    def _worker_starter(self, i: int, port: int, webui: int, wdir: Path) -> Starter:
+        def start() -> DaemonProcess:
             wdir.mkdir(parents=True, exist_ok=True)
-            host = self._address(f"worker-{i}")
-            env = self._base_env(host)
+            host = self.placement.address(f"worker-{i}")
+            env = self.base_env(host)
             env["SPARK_WORKER_DIR"] = str(wdir)
             env["SPARK_WORKER_OPTS"] = f"{self._opts()} -Dspark.worker.ui.port={webui}"
             argv = self._spark_class(WORKER_CLASS, [
@@ -196,7 +184,8 @@ class SparkLaunch:
 
         return start
 
-    def _start_zookeeper(self, port: int) -> ManagedProcess:
+    def _start_zookeeper(self, port: int) -> DaemonProcess:
+        """ZooKeeper is the cluster's coordination service, not the job: not in the job's group."""
         assert self.env is not None
         data = self.workdir / "zookeeper"
         if data.exists():
@@ -204,10 +193,10 @@ class SparkLaunch:
         data.mkdir(parents=True)
         cfg = self.workdir / "conf" / "zoo.cfg"
         cfg.write_text(read_fixture("zookeeper", "zoo.cfg.template").format(
-            tick_ms=ZK_TICK_MS, data_dir=data, port=port, host=self._address("zookeeper"),
+            tick_ms=ZK_TICK_MS, data_dir=data, port=port, host=self.placement.address("zookeeper"),
             min_session_ms=2 * ZK_TICK_MS, max_session_ms=ZK_MAX_SESSION_MS))
         tmp_opts = jvm_tmp_opts(self.workdir / "local").split()
         argv = [str(self.env.java), "-Xmx128m", *DAEMON_JAVA_OPTS.split(), *tmp_opts,
                 "-Dzookeeper.admin.enableServer=false", "-cp", f"{self.env.jars}/*", ZOOKEEPER_CLASS, str(cfg)]
-        env = {k: v for k, v in self._base_env().items() if not k.startswith("SPARK_")}
+        env = {k: v for k, v in self.base_env().items() if not k.startswith("SPARK_")}
         return self._launch(argv, env, "zookeeper", job=False)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.host import Host
+from pytest_streamchaos.stack.ports import HOST, port_holder
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyServer, toxiproxy_server_binary
 
 
@@ -31,13 +32,14 @@ class JobLinks:
         self.nodes: dict[int, ToxiProxy] = {}
         self.bootstrap: dict[int, ToxiProxy] = {}
 
-    @classmethod
-    def start(cls, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None) -> JobLinks:
-        """A server of their own (built once per machine), or links without one, saying why."""
+    def start_server(self, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None,
+                     host: Host | None = None) -> None:
+        """A server of their own (built once per machine), or none, saying why (:attr:`reason`)."""
         try:
-            return cls(ToxiproxyServer(workdir, binary=toxiproxy_server_binary(progress)))
+            self.server, self.reason = ToxiproxyServer(workdir, binary=toxiproxy_server_binary(progress),
+                                                       host=host), None
         except StackError as exc:
-            return cls(None, str(exc))
+            self.server, self.reason = None, str(exc)
 
     @property
     def available(self) -> bool:
@@ -48,7 +50,7 @@ class JobLinks:
         assert self.server is not None
         proxy = self.server.create_proxy(f"job-broker-{node_id}", upstream)
         self.nodes[node_id] = proxy
-        return ports.HOST, proxy.listen_port
+        return HOST, proxy.listen_port
 
     def proxies(self, node_ids: Sequence[int] | None = None) -> list[ToxiProxy]:
         """The proxies of these nodes (all, and the bootstrap ones, when None)."""
@@ -63,12 +65,12 @@ class JobLinks:
                              f"({self.reason})")
         if port in self.bootstrap:
             return
-        holder = ports.port_holder(port)
+        holder = port_holder(port)
         if holder is not None:
             raise StackError(f"kafka port {port}: 127.0.0.1:{port} is already in use by {holder}; stop that process "
                              "or choose another port (--chaos-kafka-port / ini streamchaos_kafka_port, or "
                              "chaos.run(kafka_port=...))")
-        ports.reserve(port)
+        self.server.host.ports.reserve(port)
         self.bootstrap[port] = self.server.create_proxy(f"job-bootstrap-{port}", upstream, listen_port=port)
 
     def unlisten(self, port: int) -> None:

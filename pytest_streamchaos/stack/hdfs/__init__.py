@@ -1,0 +1,3 @@
+"""A real HDFS (Hadoop 3.5.0): :class:`~.cluster.LocalHdfsCluster` composed of its plan (:mod:`.plan`),
+readiness (:mod:`.state`) and node control (:mod:`.control`); :mod:`.watcher` puts what HDFS does on a
+run's timeline. The nodes bind 127.0.0.1: the local backend's only."""
