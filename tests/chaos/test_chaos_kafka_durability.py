@@ -44,6 +44,9 @@ def test_acks_1_loses_acknowledged_records_when_the_leader_is_cut_off(chaos):
     assert run.guarantee_delivered in ("at-most-once", "none")
 
 
+# slow (-m slow): a broker lost with nothing lost is in the default run as
+# tests/chaos/test_chaos_kafka_faults.py::test_leader_broker_down_then_up_loses_nothing
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @CUT
 def test_acks_all_with_min_insync_2_loses_nothing_in_the_same_cut(chaos):

@@ -13,6 +13,9 @@ FAST_DETECTION = {"spark.network.timeout": "4s", "spark.executor.heartbeatInterv
                   "spark.network.timeoutInterval": "1s"}
 
 
+# slow (-m slow): a delay below the timeouts is in the default run as test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms
+# (latency up by the delay, nothing lost)
+@pytest.mark.slow
 @pytest.mark.chaos
 @network_delay(ms=300, target="kafka", above_timeout=False, after=8, duration=10)
 def test_kafka_delay_below_timeout_only_slows_the_job(chaos):

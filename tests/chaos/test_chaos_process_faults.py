@@ -36,6 +36,9 @@ def test_executor_killed_while_running_tasks_loses_nothing(chaos):
     assert run.guarantee_delivered == "exactly-once"
 
 
+# slow (-m slow): a driver killed with a batch's output visible and its commit not written is in the default run
+# as tests/chaos/test_explore_moments.py (landed by the checkpoint gate; polled on an HDFS checkpoint there too)
+@pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
 def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
@@ -53,6 +56,9 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
     assert run.meta["driver_launches"] == 2
 
 
+# slow (-m slow): the exactly-once twin is in the default run as tests/chaos/test_explore_moments.py's
+# foreachBatch writer keyed by batch id
+@pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
 def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates(chaos):
@@ -65,6 +71,8 @@ def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates
     assert run.reliability == 1.0
 
 
+# slow (-m slow): a master kill is in the default run as test_master_killed_with_ha_standby_takes_over
+@pytest.mark.slow
 @pytest.mark.chaos
 @pytest.mark.sla(guarantee=None)  # the job cannot deliver at-least-once here: that is what this test shows
 @kill_master(after=8, restart_after=5)

@@ -146,6 +146,9 @@ def page_view(rec: RecordSpec) -> dict:
 LAKE = "tests/chaos/jobs/page_views_to_lake.py"
 
 
+# slow (-m slow): parquet from foreachBatch read as output is in the default run as
+# test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates
+@pytest.mark.slow
 @pytest.mark.chaos
 def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
     """No _spark_metadata: the batch directories the commit protocol finished (_SUCCESS) are the output."""
