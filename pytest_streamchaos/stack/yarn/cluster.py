@@ -96,10 +96,10 @@ class LocalYarnCluster:
     def nodemanager_of(self, node_id: str) -> NodeManager:
         """The NodeManager YARN calls ``node_id`` (``host:port``)."""
         for nm in self._nms:
-            if nm.node_id == node_id:
+            if nm.is_node(node_id):
                 return nm
-        raise StackError(f"no NodeManager of this cluster is YARN node {node_id} (nodes: "
-                         f"{[nm.node_id for nm in self._nms]})")
+        raise StackError(f"no NodeManager of this cluster is YARN node {node_id} (their RPC ports: "
+                         f"{[nm.ports['rpc'] for nm in self._nms]})")
 
     # -- for a submitter -----------------------------------------------------------------------
     def submit_settings(self, spark_home: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -182,11 +182,11 @@ class LocalYarnCluster:
             self._check_running()
             try:
                 info = self.api.info()
-                running = {n.id for n in self.api.nodes() if n.state == "RUNNING"}
+                running = [n.id for n in self.api.nodes() if n.state == "RUNNING"]
             except YarnApiError as exc:
                 seen[0] = str(exc)
                 return None
-            missing = sorted({nm.node_id for nm in self._nms} - running)
+            missing = [nm.name for nm in self._nms if not any(nm.is_node(n) for n in running)]
             seen[0] = f"RM {info.state}/{info.ha_state}, NodeManagers not RUNNING: {missing}"
             return info if info.state == "STARTED" and info.ha_state == "ACTIVE" and not missing else None
 
@@ -262,8 +262,8 @@ class LocalYarnCluster:
     def _wait_node_running(self, nm: NodeManager, timeout: float) -> None:
         def running() -> bool:
             self._check_running()
-            return nm.node_id in {n.id for n in self.running_nodes()}
+            return any(nm.is_node(n.id) for n in self.running_nodes())
 
         poll(running, timeout, lambda _: StackError(
-            f"YARN {nm.name} ({nm.node_id}) not RUNNING at the RM after {timeout:.0f}s (log "
+            f"YARN {nm.name} (RPC port {nm.ports['rpc']}) not RUNNING at the RM after {timeout:.0f}s (log "
             f"{self.workdir / 'logs' / (nm.name + '.log')}):\n{nm.tail_log(15)}"), interval=0.2)

@@ -87,6 +87,7 @@ def client_site(plan: YarnPlan) -> dict[str, str]:
     rm = plan.rm_ports
     site = {
         "yarn.resourcemanager.hostname": HOST,
+        "yarn.resourcemanager.bind-host": HOST,
         "yarn.resourcemanager.address": f"{HOST}:{rm['rpc']}",
         "yarn.resourcemanager.scheduler.address": f"{HOST}:{rm['scheduler']}",
         "yarn.resourcemanager.resource-tracker.address": f"{HOST}:{rm['tracker']}",
@@ -134,6 +135,9 @@ def nodemanager_site(plan: YarnPlan, i: int) -> dict[str, str]:
     site = {
         **client_site(plan),
         "yarn.nodemanager.hostname": HOST,
+        # with a bind host, a NodeManager names itself by its address's host (127.0.0.1), not by what that
+        # resolves back to (localhost): YARN's node id is then the address the conf names
+        "yarn.nodemanager.bind-host": HOST,
         "yarn.nodemanager.address": f"{HOST}:{ports['rpc']}",
         "yarn.nodemanager.localizer.address": f"{HOST}:{ports['localizer']}",
         "yarn.nodemanager.webapp.address": f"{HOST}:{ports['web']}",
@@ -152,6 +156,7 @@ def nodemanager_site(plan: YarnPlan, i: int) -> dict[str, str]:
         # a shared machine's disk may be fuller than YARN's 90 %: the node must not call itself unhealthy
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99.9",
         "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": "100",
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-watermark-high-mb": "100",
         # a killed node loses its containers (a NodeManager that recovered them would keep them)
         "yarn.nodemanager.recovery.enabled": "false",
         "yarn.nodemanager.aux-services": "",

@@ -7,6 +7,7 @@ once per machine) on a class path of their own, after the daemon's conf dir.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -48,11 +49,15 @@ def plan_ports(n_nodemanagers: int, fixed: Mapping[str, int]) -> tuple[dict[str,
     return rm, nms
 
 
+_clusters = itertools.count(1)
+
+
 class YarnLaunch:
     """Writes the conf dirs of a :class:`~.conf.YarnPlan` and builds its daemons' handles."""
 
     def __init__(self, plan: yconf.YarnPlan, java: Path, java_home: Path, jars: Sequence[Path]) -> None:
         self.plan, self.java, self.java_home, self.jars = plan, java, java_home, list(jars)
+        self.prefix = f"yarn{next(_clusters)}"  #: names this cluster's NodeManager cgroups
 
     @property
     def conf_dir(self) -> Path:
@@ -89,8 +94,10 @@ class YarnLaunch:
                           lambda: self._launch("resourcemanager", RESOURCEMANAGER_CLASS, self.conf_dir))
 
     def nodemanager(self, i: int) -> NodeManager:
+        group = f"{self.prefix}-nodemanager-{i}"
         return NodeManager(i, self.plan.nm_ports[i],
-                           lambda: self._launch(f"nodemanager-{i}", NODEMANAGER_CLASS, self.nm_conf_dir(i)))
+                           lambda: self._launch(f"nodemanager-{i}", NODEMANAGER_CLASS, self.nm_conf_dir(i), group),
+                           group)
 
     def argv(self, name: str, cls: str, conf_dir: Path) -> list[str]:
         """One daemon's command line: small heap, the stack's daemon JVM flags (C1 only, serial GC: no GC
@@ -110,8 +117,8 @@ class YarnLaunch:
                 "LANG": os.environ.get("LANG", "C.UTF-8"), "JAVA_HOME": str(self.java_home),
                 "HADOOP_CONF_DIR": str(conf_dir), "TMPDIR": str(self.plan.workdir / "tmp")}
 
-    def _launch(self, name: str, cls: str, conf_dir: Path) -> ManagedProcess:
-        sub = name if name.startswith("nodemanager") else None  # a node's containers stay in its cgroup
+    def _launch(self, name: str, cls: str, conf_dir: Path, group: str | None = None) -> ManagedProcess:
+        """``group``: the cgroup under the job's that the daemon and all it forks stay in (a node's containers)."""
         return ManagedProcess(self.argv(name, cls, conf_dir), env=self.env(conf_dir), cwd=self.plan.workdir,
                               log_path=self.plan.workdir / "logs" / f"{name}.log", name=f"yarn-{name}",
-                              job=True, subgroup=sub)
+                              job=True, subgroup=group)

@@ -6,7 +6,7 @@ Every daemon is a :class:`~pytest_streamchaos.stack.process.ManagedProcess` in t
 starts each container in a session of its own (``setsid``), so a container is not in its
 NodeManager's process group and outlives a signal to it, as on a real node whose NodeManager dies.
 What ties a node's containers to it here is a cgroup: each NodeManager starts in a child group of the
-job's (``nodemanager-<i>``), which every process it forks stays in whatever its session. "The loss of a
+job's (``yarn<k>-nodemanager-<i>``), which every process it forks stays in whatever its session. "The loss of a
 node" kills that whole group (:meth:`NodeManager.kill_node`); the reaper is told to do the same if
 pytest dies. Without a job group (no cgroup v2 or iptables) the containers are found as the
 NodeManager's descendants instead, which only works while it runs.
@@ -55,26 +55,29 @@ class YarnDaemon(Daemon):
 class NodeManager(YarnDaemon):
     """A NodeManager and its containers (see the module docstring)."""
 
-    def __init__(self, index: int, ports: Mapping[str, int], start: Callable[[], ManagedProcess]) -> None:
+    def __init__(self, index: int, ports: Mapping[str, int], start: Callable[[], ManagedProcess],
+                 group: str | None = None) -> None:
         super().__init__("nodemanager", index, ports, start)
+        #: the name of its cgroup under the job's group (unique per cluster: two clusters never share one)
+        self.group = group or self.name
 
-    @property
-    def node_id(self) -> str:
-        """YARN's id of this node: ``host:port`` of its container-manager RPC."""
-        return f"{self.host}:{self.ports['rpc']}"
+    def is_node(self, node_id: str) -> bool:
+        """Whether YARN's ``node_id`` (``host:port`` of the container-manager RPC) names this NodeManager.
+        The port decides: YARN names the host by what its address resolves back to (``localhost``)."""
+        return node_id.rpartition(":")[2] == str(self.ports["rpc"])
 
     @property
     def cgroup(self) -> Path | None:
         """The cgroup this NodeManager and its containers run in (None without a job group)."""
         group = jobgroup.current()
-        return None if group is None or group.path is None else group.path / self.name
+        return None if group is None or group.path is None else group.path / self.group
 
     def start(self) -> ManagedProcess:
         """Start the JVM, and tell the reaper to kill the node's containers too if pytest dies."""
         proc = super().start()
         path = self.cgroup
         if path is not None:
-            get_reaper().register_command(f"yarn-{self.name}-{os.getpid()}", ["sh", "-c", _reap_script(path)])
+            get_reaper().register_command(f"yarn-{self.group}-{os.getpid()}", ["sh", "-c", _reap_script(path)])
         return proc
 
     def processes(self) -> list[int]:
@@ -113,7 +116,7 @@ class NodeManager(YarnDaemon):
     def forget(self) -> None:
         """Drop the reaper's entry (after a clean stop: nothing of the node is left)."""
         if self.cgroup is not None:
-            get_reaper().unregister_command(f"yarn-{self.name}-{os.getpid()}")
+            get_reaper().unregister_command(f"yarn-{self.group}-{os.getpid()}")
 
 
 def _cgroup_members(path: Path) -> list[int]:

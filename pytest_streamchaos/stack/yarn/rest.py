@@ -134,9 +134,11 @@ class YarnContainer:
 # -- parsing (pure) ---------------------------------------------------------------------------------
 
 def _items(doc: Mapping[str, Any] | None, outer: str, inner: str) -> list[dict[str, Any]]:
-    """``doc[outer][inner]`` as a list: YARN writes ``null`` for none and, on some versions, an object
-    instead of a one-element list."""
-    box = (doc or {}).get(outer) or {}
+    """``doc[outer][inner]`` as a list. YARN writes ``{}``, ``{outer: {}}`` or ``null`` for none, may send
+    one element as an object instead of a list, and leaves the outer wrapper out on some resources
+    (3.5.0's attempt containers: ``{"container": [...]}``)."""
+    doc = doc or {}
+    box = doc.get(outer) or ({inner: doc[inner]} if inner in doc else {})
     items = box.get(inner) if isinstance(box, Mapping) else box
     if items is None:
         return []
@@ -198,7 +200,9 @@ def parse_attempts(doc: Mapping[str, Any]) -> list[AppAttempt]:
 def parse_rm_containers(doc: Mapping[str, Any]) -> list[YarnContainer]:
     """``/ws/v1/cluster/apps/{id}/appattempts/{attempt}/containers``: the attempt's running containers."""
     return [YarnContainer(str(c.get("containerId")), str(c.get("assignedNodeId") or c.get("nodeId") or ""),
-                          str(c.get("containerState", "")), _exit_status(c.get("containerExitStatus")),
+                          str(c.get("containerState", "")),
+                          # the RM writes 0 while a container runs: only a completed one has an exit status
+                          _exit_status(c.get("containerExitStatus")) if c.get("containerState") == "COMPLETE" else None,
                           _int(c.get("allocatedMB")), str(c.get("diagnosticsInfo") or ""), dict(c))
             for c in _items(doc, "containers", "container")]
 

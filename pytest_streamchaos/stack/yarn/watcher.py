@@ -37,6 +37,8 @@ from pytest_streamchaos.stack.yarn.rest import (
     nm_containers,
 )
 
+#: node states in which the RM does not know a node's containers yet (after its own restart: not registered)
+_UNSETTLED = (None, "NEW", "REBOOTED")
 #: NodeManager container states that mean it has finished (its exit code is known)
 _NM_DONE = ("EXITED_WITH_SUCCESS", "EXITED_WITH_FAILURE", "CONTAINER_CLEANEDUP_AFTER_KILL", "DONE", "COMPLETE")
 
@@ -118,6 +120,7 @@ class YarnWatcher:
         info = self.api.info()
         if info.id != self._seen.rm_id:
             events.append(("yarn_rm_started", "resourcemanager", {"id": info.id, "yarn_time": info.started_on / 1000}))
+            self._seen.nodes.clear()  # a new RM knows no node until it registers again
         self._seen.rm_id = info.id
 
     def _nodes(self, events: list) -> None:
@@ -173,6 +176,8 @@ class YarnWatcher:
             if c.app_id != app_id or cid in running or (attempt is not None and c.attempt_id != attempt
                                                         and not self._attempt_ended(app_id, c.attempt_id)):
                 continue
+            if cid not in self._seen.exits and self._seen.nodes.get(c.node_id) in _UNSETTLED and attempt is not None:
+                continue  # its node has not (re-)registered with this RM: the RM cannot list its containers yet
             del self._seen.running[cid]
             exit_status, diag, seen_at = self._seen.exits.pop(cid, (None, "", time.time()))
             am = any(a.am_container_id == cid for a in self._seen.attempts.get(app_id, {}).values())
