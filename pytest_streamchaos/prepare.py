@@ -1,7 +1,7 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
 - the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
-  HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`);
+  HDFS and YARN, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
@@ -44,6 +44,7 @@ def steps() -> dict[str, Callable[[], object]]:
         "Apache Kafka": lambda: artifacts.resolve(artifacts.kafka_jars()),
         "Spark's Kafka connector": lambda: connector.connector_jars(env().spark_home),
         "Hadoop HDFS": lambda: artifacts.resolve(artifacts.hadoop_jars()),
+        "Hadoop YARN": lambda: artifacts.resolve(artifacts.hadoop_yarn_jars()),
         "Toxiproxy": toxiproxy.toxiproxy_server_binary,
         "class-data sharing archives": _cds,
     }

@@ -53,8 +53,12 @@ class Traffic:
             return max(at for i, at in self.seen if i in want)
 
     def close(self) -> None:
+        """Stop reading, and let go of the producer while the brokers still answer (a librdkafka client
+        destroyed after they are gone can hold the interpreter's exit)."""
         self._stop.set()
         self._thread.join(10)
+        self._producer.flush(5)
+        self._producer = None  # type: ignore[assignment]
 
     def _consume(self) -> None:
         c = Consumer({"bootstrap.servers": self.servers, "group.id": f"yarn-traffic-{self.output}",

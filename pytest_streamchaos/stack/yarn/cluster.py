@@ -47,7 +47,6 @@ class LocalYarnCluster:
         self.workdir = Path(workdir).absolute()
         self.n_nodemanagers, self.java_home, self.start_timeout = nodemanagers, java_home, start_timeout
         self.default_fs, self.fixed_ports, self.extra_conf = default_fs, dict(fixed_ports or {}), dict(conf or {})
-        self._launch: YarnLaunch | None = None
         self._rm: YarnDaemon | None = None
         self._nms: list[NodeManager] = []
         self._killed: set[str] = set()  # daemons down by our own hand (not a start-up failure)
@@ -67,10 +66,9 @@ class LocalYarnCluster:
 
     @property
     def conf_dir(self) -> Path:
-        """The Hadoop conf dir of clients (``HADOOP_CONF_DIR`` / ``YARN_CONF_DIR`` of spark-submit)."""
-        if self._launch is None:
-            raise StackError("the YARN cluster is not started: call start() first")
-        return self._launch.conf_dir
+        """The Hadoop conf dir of clients (``HADOOP_CONF_DIR`` / ``YARN_CONF_DIR`` of spark-submit), written
+        by :meth:`start`."""
+        return self.workdir / "conf"
 
     @property
     def api(self) -> ResourceManagerApi:
@@ -127,10 +125,10 @@ class LocalYarnCluster:
         jars = artifacts.resolve(artifacts.hadoop_yarn_jars(), java=str(java))
         rm_ports, nm_ports = plan_ports(self.n_nodemanagers, self.fixed_ports)
         plan = yconf.YarnPlan(self.workdir, rm_ports, nm_ports, self.default_fs, self.extra_conf)
-        self._launch = YarnLaunch(plan, java, java_home, jars)
-        self._launch.write_confs()
-        self._rm = self._launch.resourcemanager()
-        self._nms = [self._launch.nodemanager(i) for i in range(self.n_nodemanagers)]
+        launch = YarnLaunch(plan, java, java_home, jars)
+        launch.write_confs()
+        self._rm = launch.resourcemanager()
+        self._nms = [launch.nodemanager(i) for i in range(self.n_nodemanagers)]
         self._started = True
         try:
             for d in self._daemons():

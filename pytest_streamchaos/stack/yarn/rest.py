@@ -223,9 +223,19 @@ def parse_nm_containers(doc: Mapping[str, Any]) -> list[YarnContainer]:
 
 # -- HTTP ---------------------------------------------------------------------------------------------
 
-def http_json(url: str, *, method: str = "GET", body: Any = None, timeout: float = TIMEOUT_S) -> Any:
-    """The JSON document at ``url`` (``method``, ``body`` sent as JSON). :class:`YarnUnreachable` when
-    nothing answers, :class:`YarnApiError` naming the status and YARN's message when it refuses."""
+def http_json(url: str, *, timeout: float = TIMEOUT_S) -> Any:
+    """The JSON document at ``url`` (errors as :func:`http_call`'s)."""
+    text = http_call(url, timeout=timeout)
+    try:
+        return json.loads(text) if text.strip() else {}
+    except ValueError:
+        raise YarnApiError(f"GET {url}: not JSON (not a YARN REST API?): {text[:120]!r}") from None
+
+
+def http_call(url: str, *, method: str = "GET", body: Any = None, timeout: float = TIMEOUT_S) -> str:
+    """What ``url`` answers to ``method`` (``body`` sent as JSON). :class:`YarnUnreachable` when nothing
+    answers, :class:`YarnApiError` naming the status and YARN's message when it refuses. (A write's
+    answer is not always JSON: a signal is acknowledged with the text ``signal success``.)"""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method,
                                  headers={"Accept": "application/json", "Content-Type": "application/json"})
@@ -236,10 +246,7 @@ def http_json(url: str, *, method: str = "GET", body: Any = None, timeout: float
         raise YarnApiError(f"{method} {url}: HTTP {exc.code}: {_remote_message(exc)}") from None
     except (OSError, http.client.HTTPException) as exc:
         raise YarnUnreachable(f"{method} {url}: no answer ({exc})") from None
-    try:
-        return json.loads(text) if text.strip() else {}
-    except ValueError:
-        raise YarnApiError(f"{method} {url}: not JSON (not a YARN REST API?): {text[:120]!r}") from None
+    return text
 
 
 def _remote_message(exc: urllib.error.HTTPError) -> str:
@@ -298,12 +305,12 @@ class ResourceManagerApi:
         NodeManager on its next heartbeat, which signals the container's process group."""
         if command not in SIGNAL_COMMANDS:
             raise ValueError(f"command={command!r}: YARN signals with one of {SIGNAL_COMMANDS}")
-        http_json(f"{self.base}/containers/{container_id}/signal/{command}{self._as_user()}", method="POST",
+        http_call(f"{self.base}/containers/{container_id}/signal/{command}{self._as_user()}", method="POST",
                   timeout=self.timeout)
 
     def kill_app(self, app_id: str) -> None:
         """Ask YARN to kill an application (all its attempts and containers)."""
-        http_json(f"{self.base}/apps/{app_id}/state{self._as_user()}", method="PUT", body={"state": "KILLED"},
+        http_call(f"{self.base}/apps/{app_id}/state{self._as_user()}", method="PUT", body={"state": "KILLED"},
                   timeout=self.timeout)
 
     def _as_user(self) -> str:
