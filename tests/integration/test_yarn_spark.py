@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from yarn_helpers import Traffic
 
@@ -31,6 +32,24 @@ JOB = Path(__file__).resolve().parent / "jobs" / "kafka_format_passthrough.py"
 
 def report(what: str, value: str) -> None:
     print(f"\nYARN+Spark: {what}: {value}")
+
+
+def memory(cluster: LocalYarnCluster, job: YarnJob) -> str:
+    """RSS of the YARN daemons, of the containers (AM, executors and their Python workers) and of the
+    driver (client mode: spark-submit's group here)."""
+    def rss(pids: list[int]) -> float:
+        total = 0
+        for pid in pids:
+            try:
+                total += psutil.Process(pid).memory_info().rss
+            except psutil.Error:
+                continue
+        return total / 2**20
+
+    daemons = rss([p.pid for p in cluster.processes()])
+    containers = rss([pid for nm in cluster.nodemanagers for pid in nm.container_processes()])
+    driver = rss(job.process.members() if job.process is not None else [])
+    return f"daemons {daemons:.0f} MB, containers {containers:.0f} MB, driver {driver:.0f} MB"
 
 
 class Yarn:
@@ -103,6 +122,7 @@ def test_client_mode_job_runs_and_an_executor_container_kill_is_replaced(yarn: Y
     run.traffic.send(range(0, 200))
     run.traffic.wait_all(range(0, 200), 60, "before the fault")
     before = run.faults.wait_executors(2, 60)
+    report("memory (RSS) with the job running", memory(yarn.cluster, run.job))
     kill = run.faults.kill_executor(0)
     report("executor container signal -> gone at the RM", f"{kill.gone_at - kill.requested_at:.2f}s")
     done = wait_for(lambda: [e for e in run.events("yarn_container_completed") if e.target == kill.container.id], 15,
