@@ -18,7 +18,8 @@ class _OnHdfs(FaultKind):
 
     def _hdfs(self) -> HdfsCluster[Any]:
         if self.ctx.hdfs is None:
-            raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., setup=JobSetup(checkpoint=\"hdfs\"))")
+            raise RuntimeError("this run has no HDFS: an HDFS fault needs "
+                               "chaos.run(..., setup=JobSetup(checkpoint=\"hdfs\"))")
         return self.ctx.hdfs
 
     def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
