@@ -60,6 +60,11 @@ class NodeManager(YarnDaemon):
         #: the name of its cgroup under the job's group (unique per cluster: two clusters never share one)
         self.group = group or self.name
 
+    @property
+    def port(self) -> int:
+        """Its container-manager RPC port: the port of the node id YARN gives it."""
+        return self.ports["rpc"]
+
     def is_node(self, node_id: str) -> bool:
         """Whether YARN's ``node_id`` (``host:port`` of the container-manager RPC) names this NodeManager.
         The port decides: YARN names the host by what its address resolves back to (``localhost``)."""
