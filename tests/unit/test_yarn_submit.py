@@ -111,3 +111,17 @@ def test_a_container_is_killed_through_the_api_never_paused(tmp_path: Path) -> N
                                                                           "GRACEFUL_SHUTDOWN")]
     with pytest.raises(Exception, match="cannot.*pause|not pause"):
         e.kill(signal.SIGSTOP)
+
+
+def test_the_rm_restart_is_a_kind_of_its_own_family_refused_where_there_is_no_rm_to_restart(tmp_path: Path) -> None:
+    """A new kind is its family module and one entry in FAMILIES: its mark, decorator and checks follow."""
+    from pytest_streamchaos.faults import marks
+    from pytest_streamchaos.faults.registry import kind_of, parse
+    from pytest_streamchaos.stack.local import LocalSparkCluster
+
+    spec = parse("restart_resourcemanager", kwargs={"after": 10})
+    assert "restart_resourcemanager" in marks.DECORATORS and spec.restart_after == 0.0
+    kind = kind_of(spec)
+    assert kind.refused_by_cluster(spec, YarnSparkCluster(LocalYarnCluster(tmp_path / "yarn"))) is None
+    assert "attached" in (kind.refused_by_cluster(spec, attached(tmp_path)) or "")
+    assert "run the test on YARN" in (kind.refused_by_cluster(spec, LocalSparkCluster(tmp_path / "spark")) or "")

@@ -226,7 +226,7 @@ class YarnSparkCluster(SparkCluster):
         return self._local("killing the ResourceManager").kill_resourcemanager(sig)
 
     def restart_master(self, i: int) -> Node:
-        return self._local("the ResourceManager's restart").restart_resourcemanager(wait=True)
+        return self._local("the ResourceManager's restart").restart_resourcemanager(wait=False)
 
     # -- executors: containers, through the API ------------------------------------------------
     def _node_id(self, i: int) -> str | None:
