@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_streamchaos.stack.base import Executor, LaunchOptions, SparkApp
+from pytest_streamchaos.stack.base import Executor, JobHandle, LaunchOptions, SparkApp
 from pytest_streamchaos.stack.driver import command, conf
 from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
 from pytest_streamchaos.stack.errors import LaunchError
@@ -115,11 +115,16 @@ class SubmitLauncher:
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Stop every job this launcher started. Errors of one job do not keep the others running."""
-        errors = []
-        for job in self.jobs:
-            try:
-                job.stop(timeout)
-            except Exception as exc:  # keep stopping the rest
-                errors.append(f"{job.name}: {exc}")
-        if errors:
-            raise RuntimeError("could not stop every job: " + "; ".join(errors))
+        stop_jobs(self.jobs, timeout)
+
+
+def stop_jobs(jobs: Sequence[JobHandle], timeout: float) -> None:
+    """Stop every one of ``jobs``; the errors of one do not keep the others running."""
+    errors = []
+    for job in jobs:
+        try:
+            job.stop(timeout)
+        except Exception as exc:  # keep stopping the rest
+            errors.append(f"{job.name}: {exc}")
+    if errors:
+        raise RuntimeError("could not stop every job: " + "; ".join(errors))

@@ -32,7 +32,7 @@ from pytest_streamchaos.stack.base import Executor, Launch, LaunchOptions, Spark
 from pytest_streamchaos.stack.driver import command
 from pytest_streamchaos.stack.driver.conf import spark_home
 from pytest_streamchaos.stack.driver.job import SparkJob
-from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
+from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher, stop_jobs
 from pytest_streamchaos.stack.errors import LaunchError, StackError
 from pytest_streamchaos.stack.yarn.faults import YarnAppFaults
 from pytest_streamchaos.stack.yarn.rest import AppAttempt, ResourceManagerApi, YarnApiError
@@ -116,14 +116,7 @@ class YarnSubmitLauncher(SubmitLauncher):
         return yarn_conf(app, tag, cluster_conf, super()._effective_conf(app, dirs, pythonpath, home, java))
 
     def stop_all(self, timeout: float = 30.0) -> None:
-        errors = []
-        for job in self.yarn_jobs:
-            try:
-                job.stop(timeout)
-            except Exception as exc:  # keep stopping the rest
-                errors.append(f"{job.name}: {exc}")
-        if errors:
-            raise RuntimeError("could not stop every job: " + "; ".join(errors))
+        stop_jobs(self.yarn_jobs, timeout)
 
 
 class _Timeline:
