@@ -125,3 +125,26 @@ def test_the_rm_restart_is_a_kind_of_its_own_family_refused_where_there_is_no_rm
     assert kind.refused_by_cluster(spec, YarnSparkCluster(LocalYarnCluster(tmp_path / "yarn"))) is None
     assert "attached" in (kind.refused_by_cluster(spec, attached(tmp_path)) or "")
     assert "run the test on YARN" in (kind.refused_by_cluster(spec, LocalSparkCluster(tmp_path / "spark")) or "")
+
+
+def test_each_launch_is_a_new_application_under_the_jobs_tag() -> None:
+    """A driver restarted in client mode submits a new application with the same tag: the handle follows it
+    (faults and executors act on the current one), never an earlier launch's."""
+    from types import SimpleNamespace
+
+    from pytest_streamchaos.stack.yarn.rest import YarnApp
+
+    apps: list[YarnApp] = []
+    api = SimpleNamespace(apps=lambda tag: [a for a in apps if tag in a.tags])
+    started: list[int] = []
+    inner = SimpleNamespace(deploy_mode="client", start=lambda: started.append(1), alive=True)
+    job = YarnJob(inner, api, "streamchaos-x", lambda app: [])  # type: ignore[arg-type]
+    job._watcher = object()  # type: ignore[assignment]  # no RM to watch here
+    job.start()
+    assert job.app_id is None  # YARN has nothing yet: nothing cached
+    apps.append(YarnApp("application_1_0001", "j", "RUNNING", "UNDEFINED", ("streamchaos-x",), started_time=1))
+    assert job.app_id == "application_1_0001"
+    job.start()  # the driver's restart
+    assert job.app_id is None, "the earlier launch's application is not this launch's"
+    apps.append(YarnApp("application_1_0002", "j", "RUNNING", "UNDEFINED", ("streamchaos-x",), started_time=2))
+    assert job.app_id == "application_1_0002" and len(started) == 2

@@ -142,6 +142,7 @@ class YarnJob:
         self._events: list[TimelineEvent] = []
         self._watcher: YarnWatcher | None = None
         self._app_id: str | None = None
+        self._earlier: set[str] = set()  # the applications of earlier launches (same tag)
         self._killed_attempt: str | None = None
 
     def __repr__(self) -> str:
@@ -179,10 +180,11 @@ class YarnJob:
 
     @property
     def app_id(self) -> str | None:
-        """The YARN application id (the Spark one too), once the RM has it."""
+        """The YARN application id of the current launch (the Spark one too), once the RM has it: every
+        launch submits a new application under the job's tag, and the earlier ones are left out."""
         if self._app_id is None:
             try:
-                apps = self.api.apps(tag=self.tag)
+                apps = [a for a in self.api.apps(tag=self.tag) if a.id not in self._earlier]
             except YarnApiError:
                 return None
             self._app_id = min(apps, key=lambda a: a.started_time).id if apps else None
@@ -197,8 +199,9 @@ class YarnJob:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> YarnJob:
         """Submit (a new spark-submit; in cluster mode a new application), and watch YARN's events of it."""
-        if self._app_id is not None and not self.inner.alive:
-            self._app_id = None  # a new submission is a new application
+        if self.app_id is not None:  # a new submission is a new application
+            self._earlier.add(self.app_id)
+            self._app_id = None
         self.inner.start()
         if self._watcher is None:
             self._watcher = YarnWatcher(self.api, _Timeline(self._events), tag=self.tag).start()
@@ -242,7 +245,7 @@ class YarnJob:
 
     def _attempt_over(self, attempt_id: str) -> bool:
         try:
-            attempts: list[AppAttempt] = self.faults().api.attempts(self.app_id or "")
+            attempts: list[AppAttempt] = self.api.attempts(self.app_id or "")
         except YarnApiError:
             return False
         current = attempts[-1] if attempts else None
