@@ -70,8 +70,9 @@ def yarn_conf(app: SparkApp, tag: str, cluster_conf: Mapping[str, str], effectiv
     """``effective`` (the shared launcher's conf) made a YARN submission's: :data:`YARN_CONF` and the cluster's
     under the job's own conf, the tag; in cluster mode the driver's environment as the AM's
     (``spark.yarn.appMasterEnv.*``) and none of the client driver's addresses."""
-    own = dict(app.conf)
-    out = {**effective, **YARN_CONF, **cluster_conf, **own, "spark.yarn.tags": tag}
+    own = dict(app.conf)  # already in ``effective``, completed there (the connector first in spark.jars ...)
+    out = {**{k: v for k, v in {**YARN_CONF, **cluster_conf}.items() if k not in own}, **effective,
+           "spark.yarn.tags": tag}
     if app.deploy_mode == "cluster":
         for key in _CLIENT_ONLY:
             if key not in own:
