@@ -23,6 +23,7 @@ def load(duration: float | None = 15) -> Load:
 WATCH = Watch(outputs={"shipments": None})
 
 
+@pytest.mark.slow  # the two fault tests below give verdicts too, in ./dev test
 @pytest.mark.chaos(spark="yarn")
 def test_a_users_job_on_yarn_gets_a_verdict(chaos):
     run = chaos.run(JOB, guarantee="exactly-once", setup=setup(), load=load(), watch=WATCH)
@@ -47,7 +48,6 @@ def test_an_executor_container_killed_through_yarns_api(chaos):
     assert run.recovery_time is not NOT_RECOVERED
 
 
-@pytest.mark.slow
 @pytest.mark.chaos(spark="yarn")
 @kill_driver(after=8)
 def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
@@ -56,5 +56,8 @@ def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
     killed = next(e for e in run.timeline if e.kind == "driver_killed")
     attempts = [e for e in run.timeline if e.kind == "yarn_attempt_started" and e.detail.get("attempt") == 2]
     assert attempts and attempts[0].t > killed.t, "YARN started a second attempt after the AM's kill"
+    am = [e for e in run.timeline if e.kind == "yarn_container_completed" and e.detail.get("am") and e.t >= killed.t]
+    assert am and am[0].detail["exit_status"] not in (0, None), "the AM's container ended by the signal"
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
+    assert run.meta["driver_launches"] == 1, "YARN restarted the driver, not the plugin"
