@@ -51,7 +51,9 @@ def test_an_executor_container_killed_through_yarns_api(chaos):
 @pytest.mark.chaos(spark="yarn")
 @kill_driver(after=8)
 def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
-    run = chaos.run(JOB, guarantee="at-least-once", setup=setup("cluster"), load=load(None), watch=WATCH)
+    # a fixed load: YARN's next attempt took 16-23 s to output again here (the default recovery window of
+    # 30 s after the heal was too short once)
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup("cluster"), load=load(60), watch=WATCH)
     print(run.describe())
     killed = next(e for e in run.timeline if e.kind == "driver_killed")
     attempts = [e for e in run.timeline if e.kind == "yarn_attempt_started" and e.detail.get("attempt") == 2]
