@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from yarn_helpers import processes_under
+from stack_helpers import processes_under
 
 from pytest_streamchaos.faults.scheduler import Recorder
 from pytest_streamchaos.poll import wait_for

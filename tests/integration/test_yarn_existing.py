@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from yarn_helpers import processes_under
+from stack_helpers import processes_under
 
 from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.stack.process import ManagedProcess

@@ -1,4 +1,4 @@
-"""Helpers of the YARN integration tests: the processes left under a directory."""
+"""Helpers of the stack's integration tests (HDFS, YARN): the processes left under a directory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import psutil
 
 
 def processes_under(workdir: Path) -> list[int]:
-    """PIDs of live processes whose command line names ``workdir`` (YARN's daemons and containers do)."""
+    """PIDs of live processes whose command line names ``workdir`` (a cluster's JVMs and YARN's containers do)."""
     found = []
     for p in psutil.process_iter(["cmdline", "status"]):
         try:
