@@ -42,9 +42,10 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
 )
 
 MARKERS = (
-    "chaos(ha=False, repeat=1, backend=None): a chaos test of a streaming job (select with -m chaos); ha=True runs "
-    "it on a highly available cluster (two masters + ZooKeeper); repeat=N runs each scenario N times (medians, "
-    "spread); backend='docker' or 'local' runs it on that stack whatever --chaos-backend says",
+    "chaos(ha=False, repeat=1, backend=None, spark=None): a chaos test of a streaming job (select with -m chaos); "
+    "ha=True runs it on a highly available cluster (two masters + ZooKeeper); repeat=N runs each scenario N times "
+    "(medians, spread); backend='docker' or 'local' runs it on that stack whatever --chaos-backend says; "
+    "spark='yarn' or 'standalone' on that cluster manager whatever --chaos-spark says",
     "sla(**bounds): SLA bounds checked after the test's chaos run "
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee); "
     "repeated runs are judged on the worst run, or over='median'",
@@ -66,6 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_settings.SETTINGS_KEY] = settings
     if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
         _check_docker(settings.docker_image)
+    if settings.yarn_conf and not config.option.help and not config.option.collectonly:
+        _check_yarn(settings.yarn_conf)
     try:
         gates = parse_gates(settings.compare_fail)
     except ValueError as exc:
@@ -97,6 +100,18 @@ def _check_docker(image: str) -> None:
         raise pytest.UsageError(f"--chaos-backend docker: {exc}") from None
 
 
+def _check_yarn(conf_dir: str) -> None:
+    """``--chaos-yarn-conf DIR`` whose ResourceManager does not answer: one line naming the fix, before anything
+    starts."""
+    from pytest_streamchaos.stack.base import StackError
+    from pytest_streamchaos.stack.yarn.attach import attach
+
+    try:
+        attach(conf_dir)
+    except StackError as exc:
+        raise pytest.UsageError(f"--chaos-yarn-conf: {exc}") from None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Validate every fault and SLA mark now (collection time), so a typo never starts a stack."""
     from pytest_streamchaos.analysis.sla import SLA
@@ -120,6 +135,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             repeat = mark.kwargs.get("repeat", 1)
             if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
                 errors.append(f"{item.nodeid}: @chaos: repeat={repeat!r} must be an int >= 1")
+            manager = mark.kwargs.get("spark", chaos_session(config).settings.spark)
+            if manager not in _settings.SPARK_MANAGERS:
+                errors.append(f"{item.nodeid}: @chaos: spark={manager!r}: valid cluster managers: "
+                              f"{', '.join(map(repr, _settings.SPARK_MANAGERS))}")
             backend = mark.kwargs.get("backend", chaos_session(config).settings.backend)
             if backend not in _settings.BACKENDS:
                 errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
@@ -159,6 +178,10 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
         if reason:
             pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
     cluster = request.getfixturevalue("spark_cluster_ha" if ha else "spark_cluster")
+    for spec in specs:  # a fault this cluster cannot give (an attached YARN's daemons): before the job starts
+        why = kind_of(spec).refused_by_cluster(spec, cluster)
+        if why:
+            pytest.fail(f"@{spec.kind}: {why}", pytrace=False)
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
     harness = ChaosHarness(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                            test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,

@@ -2,7 +2,7 @@
 
 - the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
   HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
-  set is downloaded from its lock, jar by jar in parallel);
+  set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
@@ -32,11 +32,15 @@ from pytest_streamchaos.spark import connector
 from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.environment import check_spark_environment
 
-#: which steps each ``--for`` runs (``all`` is every step); a step's name is also its key in :func:`steps`
+#: steps that only ``--for`` names: YARN's jars (93 MB) are for those who run on YARN
+OPTIONAL = ("yarn",)
+#: which steps each ``--for`` runs (``all`` is every step but the optional ones); a step's name is also its
+#: key in :func:`steps`
 PROFILES = {
     # no HDFS in the demo; the class-data archives would cost more to train (two Spark apps, ~40 s of CPU
     # each) than they save one demo's three JVM starts
     "demo": ("kafka", "connector", "toxiproxy"),
+    "yarn": ("kafka", "connector", "toxiproxy", "yarn"),
 }
 
 
@@ -85,6 +89,7 @@ def steps() -> dict[str, Step]:
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
+        "yarn": jars(artifacts.hadoop_yarn_jars),
         "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
                           lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
@@ -126,11 +131,18 @@ def _line(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
-    parser.add_argument("--for", dest="profile", choices=["all", *PROFILES], default="all",
-                        help="what to prepare: everything (default) or what the demo needs")
+    parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
+                        help="what to prepare: everything but YARN (default), what the demo needs, what a run "
+                             "on YARN needs; repeat it for several")
     args = parser.parse_args(argv)
-    names = tuple(steps()) if args.profile == "all" else PROFILES[args.profile]
-    return prepare(names)
+    return prepare(profile_steps(args.profiles or ["all"]))
+
+
+def profile_steps(profiles: list[str]) -> tuple[str, ...]:
+    """The steps of the ``--for`` profiles, in the table's order, each once."""
+    wanted = {name for p in profiles
+              for name in ([n for n in steps() if n not in OPTIONAL] if p == "all" else PROFILES[p])}
+    return tuple(n for n in steps() if n in wanted)
 
 
 if __name__ == "__main__":

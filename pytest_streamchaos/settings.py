@@ -12,6 +12,8 @@ import pytest
 
 #: the stack backends by name
 BACKENDS: tuple[str, ...] = ("local", "docker")
+#: Spark's cluster managers by name
+SPARK_MANAGERS: tuple[str, ...] = ("standalone", "yarn")
 
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
 AUTO = "auto"
@@ -35,6 +37,13 @@ OPTIONS: tuple[Option, ...] = (
            "docs/docker-backend.md)", "local", str),
     Option("docker_image", "docker backend: the image of the Spark and broker containers (default: one built on "
            "this machine with no pull; the host's JDK and Python are mounted into it)", "", str),
+    Option("spark", "Spark's cluster manager: 'standalone' (a Spark standalone cluster) or 'yarn' (a YARN "
+           "ResourceManager and two NodeManagers, or an existing YARN with --chaos-yarn-conf; docs/yarn.md); "
+           "@pytest.mark.chaos(spark=...) per test", "standalone", str, choices=("standalone", "yarn")),
+    Option("yarn_conf", "an existing YARN to run the job on, by its Hadoop conf dir (the one with yarn-site.xml); the "
+           "plugin starts no YARN then and refuses the faults that need the daemons' processes. HADOOP_CONF_DIR is "
+           "not read for this: a chaos test attaches only to the cluster named here (implies --chaos-spark=yarn)",
+           "", str),
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
@@ -125,6 +134,8 @@ class Settings:
     report_dir: str
     #: the ``--chaos-seed`` override; None = each test's own stable seed
     seed: int | None = None
+    spark: str = "standalone"  #: the cluster manager: ``standalone`` or ``yarn``
+    yarn_conf: str = ""  #: an existing YARN's conf dir ("" : the mini cluster)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -155,6 +166,8 @@ class Settings:
             if opt.type in (int, float) and value < (1 if opt.name in ("workers", "repeat") else 0):
                 raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
             values[f.name] = value
+        if values.get("yarn_conf"):
+            values["spark"] = "yarn"
         return cls(**values)
 
 

@@ -19,7 +19,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.spec import (
@@ -34,6 +34,9 @@ from pytest_streamchaos.faults.spec import (
     schedule,
 )
 from pytest_streamchaos.faults.timeline import PlannedFault
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.base import SparkCluster
 
 #: the arguments of a fault that kills a process
 KILL_ARGS = {
@@ -179,6 +182,12 @@ class FaultKind(FaultAction):
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
         """Why a run with these arguments (``checkpoint``: ``local`` or ``hdfs``) cannot have the fault
         (one line naming the fix: the run fails before anything starts), or None."""
+        return None
+
+    @classmethod
+    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
+        """Why the run's Spark cluster cannot give this fault (e.g. a daemon's kill on a cluster the plugin
+        attached to), or None; asked before the job starts."""
         return None
 
     @classmethod

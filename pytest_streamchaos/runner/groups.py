@@ -75,7 +75,9 @@ class JobSetup:
     HDFS, started on first use, is the job's default filesystem); None: ``--chaos-checkpoint``.
     ``supervise``: a driver that exits on its own is started again from its checkpoint, as
     ``spark-submit --supervise`` would. ``stale_checkpoint``: what happens to a checkpoint of an earlier
-    run the job names (docs/job-contract.md#the-jobs-own-files): ``"fail"`` or ``"clear"``."""
+    run the job names (docs/job-contract.md#the-jobs-own-files): ``"fail"`` or ``"clear"``. ``deploy_mode``:
+    spark-submit's, ``"client"`` (the driver here) or, on YARN, ``"cluster"`` (the driver is the
+    ApplicationMaster; docs/yarn.md)."""
 
     args: Sequence[Any] | None = None
     conf: Mapping[str, Any] | None = None
@@ -86,6 +88,7 @@ class JobSetup:
     checkpoint: str | None = None
     supervise: bool = False
     stale_checkpoint: str = "fail"
+    deploy_mode: str = "client"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,6 +61,7 @@ class RunSpec:
     files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
     py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
     stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``
+    deploy_mode: str = "client"  #: spark-submit's deploy mode: ``client`` or (YARN) ``cluster``
     #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
     #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None
@@ -117,6 +118,9 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     planned = plan(list(faults))
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds)
     check_stale_checkpoint(setup.stale_checkpoint)
+    if setup.deploy_mode not in ("client", "cluster"):
+        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}): use 'client' (the driver on this host) or "
+                         "'cluster' (on YARN: the driver is the ApplicationMaster)")
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
@@ -130,7 +134,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         args=[str(a) for a in (setup.args or [])], inputs=None if load.inputs is None else list(load.inputs),
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
-        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None)
+        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None,
+        deploy_mode=setup.deploy_mode)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,

@@ -89,6 +89,17 @@ def hadoop_jars() -> JarSet:
         f"org.apache.hadoop:{a}:{HADOOP_VERSION}" for a in ("hadoop-common", "hadoop-hdfs", "hadoop-hdfs-client")))
 
 
+def hadoop_yarn_jars() -> JarSet:
+    """YARN's ResourceManager and NodeManager of the same Hadoop release as HDFS. What their POMs declare
+    as provided is listed (``hadoop-common``; the RM's web app binds ``hadoop-yarn-server-timelineservice``
+    classes even with the timeline service off), and ``hadoop-hdfs-client`` so that a NodeManager can
+    localize from HDFS. Its own folder: the HDFS set's manifest stays as it is; Ivy's download cache is shared."""
+    return JarSet(f"hadoop-yarn-{HADOOP_VERSION}", f"Hadoop YARN {HADOOP_VERSION}", tuple(
+        f"org.apache.hadoop:{a}:{HADOOP_VERSION}" for a in (
+            "hadoop-common", "hadoop-hdfs-client", "hadoop-yarn-server-resourcemanager",
+            "hadoop-yarn-server-nodemanager", "hadoop-yarn-server-timelineservice")))
+
+
 def spark_kafka_connector(spark_version: str, scala: str, present: Sequence[str] = ()) -> JarSet:
     """Spark's own Kafka connector of one Spark/Scala line and its dependencies, minus what the
     Spark distribution already has (``present``: artifact names of ``pyspark/jars``)."""

@@ -468,6 +468,12 @@ class SparkCluster(abc.ABC):
         return {}
 
     @property
+    def host_access(self) -> bool:
+        """Whether the plugin runs this cluster's daemons (and can kill or pause them); False for a cluster it
+        attached to, whose API is all it may use."""
+        return True
+
+    @property
     def driver_host(self) -> str:
         """The address a driver on this host binds so that the cluster's executors reach it."""
         return "127.0.0.1"

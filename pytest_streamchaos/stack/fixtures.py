@@ -77,8 +77,11 @@ class Stacks:
             pytest.skip(f"docker backend: {self._docker_error}")
         return self._docker
 
-    def spark(self, backend: str, *, ha: bool = False) -> SparkCluster:
-        """The backend's Spark cluster (``ha``: two masters and ZooKeeper), started on first use."""
+    def spark(self, backend: str, *, ha: bool = False, manager: str = "standalone") -> SparkCluster:
+        """The backend's Spark cluster (``ha``: two masters and ZooKeeper), started on first use; ``manager``
+        ``yarn``: YARN instead of Spark standalone (:meth:`yarn`)."""
+        if manager == "yarn":
+            return self.yarn(backend, ha=ha)
         if (backend, ha) not in self._spark:
             workdir = self.tmp.mktemp(f"spark{'-ha' if ha else ''}-{backend}")
             cluster: SparkCluster
@@ -94,6 +97,26 @@ class Stacks:
                 cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha, host=self.host)
             self._spark[backend, ha] = self._start(cluster)
         return self._spark[backend, ha]
+
+    def yarn(self, backend: str, *, ha: bool = False) -> SparkCluster:
+        """YARN as the session's Spark cluster (:mod:`.yarn.spark`): the mini cluster, started on first use,
+        or the existing one ``--chaos-yarn-conf`` names (attached: nothing started). Local backend only."""
+        if backend == "docker":
+            pytest.skip("YARN runs on the local backend only (its NodeManagers are processes here); run this test "
+                        "with --chaos-backend local")
+        if ha:
+            raise pytest.UsageError("@chaos(ha=True) is Spark standalone's two masters; on YARN the "
+                                    "ResourceManager's own HA is the cluster's: leave ha out with spark='yarn'")
+        if ("yarn", False) not in self._spark:
+            from pytest_streamchaos.stack.yarn.attach import attach
+            from pytest_streamchaos.stack.yarn.spark import YarnSparkCluster
+
+            s = self.settings
+            cluster = (YarnSparkCluster(attach(s.yarn_conf), host=self.host) if s.yarn_conf else
+                       YarnSparkCluster.mini(self.tmp.mktemp("yarn"), java_home=s.java_home,
+                                             start_timeout=s.start_timeout, host=self.host))
+            self._spark["yarn", False] = self._start(cluster)
+        return self._spark["yarn", False]
 
     def kafka(self, backend: str) -> KafkaCluster:
         """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port)."""
@@ -179,6 +202,12 @@ def streamchaos_host(streamchaos_stacks: Stacks) -> Host:
     return streamchaos_stacks.host
 
 
+def manager_of(request: pytest.FixtureRequest, settings: Settings) -> str:
+    """The test's Spark cluster manager: ``@pytest.mark.chaos(spark=...)``, else the session's."""
+    mark = request.node.get_closest_marker("chaos")
+    return mark.kwargs.get("spark", settings.spark) if mark is not None else settings.spark
+
+
 def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:
     """The test's backend: ``@pytest.mark.chaos(backend=...)``, else the session's."""
     mark = request.node.get_closest_marker("chaos")
@@ -205,7 +234,9 @@ def streamchaos_kafka_session(streamchaos_stacks: Stacks, streamchaos_settings: 
 def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
                   request: pytest.FixtureRequest) -> SparkCluster:
     """The test's Spark cluster, healed to its configured shape before the test."""
-    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=streamchaos_settings.ha)
+    manager = manager_of(request, streamchaos_settings)
+    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings),
+                                       ha=streamchaos_settings.ha and manager == "standalone", manager=manager)
     cluster.heal(timeout=streamchaos_settings.start_timeout)
     return cluster
 
@@ -215,7 +246,8 @@ def spark_cluster_ha(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
                      request: pytest.FixtureRequest) -> SparkCluster:
     """A highly available cluster (two masters, ZooKeeper recovery), started only when a test asks for
     it (``@pytest.mark.chaos(ha=True)`` or this fixture), healed before the test."""
-    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=True)
+    cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings), ha=True,
+                                       manager=manager_of(request, streamchaos_settings))
     cluster.heal(timeout=streamchaos_settings.start_timeout)
     return cluster
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
+from stack_helpers import processes_under
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.registry import actions_for, parse
@@ -44,18 +45,6 @@ def put(hdfs: LocalHdfsCluster, name: str, data: bytes | None = None) -> tuple[s
 
 def events(rec: Recorder, kind: str, target: str | None = None) -> list:
     return [e for e in rec.events() if e.kind == kind and (target is None or e.target == target)]
-
-
-def processes_under(workdir: Path) -> list[int]:
-    """PIDs of live processes whose command line names ``workdir`` (the cluster's JVMs do)."""
-    found = []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and str(workdir) in " ".join(p.info["cmdline"] or ()):
-                found.append(p.pid)
-        except psutil.Error:
-            continue
-    return found
 
 
 def test_cluster_comes_up_serves_webhdfs_and_stop_leaves_nothing(tmp_path: Path) -> None:

@@ -30,6 +30,9 @@ from pytest_streamchaos.stack.placement import Placement
 from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker
 from pytest_streamchaos.stack.standalone.executors import ProcessExecutor
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy
+from pytest_streamchaos.stack.yarn.launcher import YarnJob, YarnSubmitLauncher
+from pytest_streamchaos.stack.yarn.nodes import NodeManager, YarnDaemon
+from pytest_streamchaos.stack.yarn.spark import ApiNode, ContainerExecutor
 
 
 def placements_fit(local: LocalPlacement, docker: DockerPlacement) -> None:
@@ -52,3 +55,12 @@ def local_backend_fits(worker: SparkWorker, master: SparkMaster, broker: KafkaNo
     link: LinkProxy = proxy
     state: PartitionView = partition
     del nodes, spark_executor, starts, driver, checkpoint, output, storage, links, link, state
+
+
+def yarn_backend_fits(nodemanager: NodeManager, resourcemanager: YarnDaemon, remote: ApiNode,
+                      executor: ContainerExecutor, launcher: YarnSubmitLauncher, job: YarnJob) -> None:
+    nodes: list[Node] = [nodemanager, resourcemanager, remote]
+    spark_executor: Executor = executor
+    starts: Launcher = launcher
+    driver: JobHandle = job
+    del nodes, spark_executor, starts, driver

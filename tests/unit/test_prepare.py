@@ -28,7 +28,7 @@ def fake_steps(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         return go
 
     table = {name: prepare.Step(name.upper(), (lambda n=name: n == "hadoop"), run(name))
-             for name in ("kafka", "connector", "hadoop", "toxiproxy", "cds")}
+             for name in ("kafka", "connector", "hadoop", "yarn", "toxiproxy", "cds")}
     monkeypatch.setattr(prepare, "steps", lambda: table)
     return ran
 
@@ -46,3 +46,12 @@ def test_steps_run_concurrently_and_a_failure_is_named(fake_steps, capsys: pytes
 def test_the_demo_asks_only_for_what_it_runs(fake_steps) -> None:
     prepare.main(["--for", "demo"])
     assert sorted(fake_steps["ran"]) == ["connector", "kafka", "toxiproxy"]  # no HDFS, no class-data archives
+
+
+def test_yarn_jars_only_when_asked(fake_steps) -> None:
+    """The default prepares everything but YARN's 93 MB; ``--for yarn`` adds them, each step once."""
+    prepare.main([])
+    assert "yarn" not in fake_steps["ran"]
+    fake_steps["ran"].clear()
+    prepare.main(["--for", "all", "--for", "yarn"])
+    assert sorted(fake_steps["ran"]) == ["cds", "connector", "kafka", "toxiproxy", "yarn"]

@@ -22,7 +22,15 @@ from pytest_streamchaos.faults.moments import TASKS_RUNNING, UNCOMMITTED_OUTPUT
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import ExecutorRef
+from pytest_streamchaos.stack.base import ExecutorRef, SparkCluster
+
+
+def _daemons_refused(what: str, cluster: SparkCluster) -> str | None:
+    """The refusal of a fault on the cluster's daemons where the plugin did not start them."""
+    if cluster.host_access:
+        return None
+    return (f"{what} needs the cluster's daemons as processes, and this cluster was attached (the plugin did not "
+            "start it; its API cannot stop them): run the test on the cluster the plugin starts, or leave it out")
 
 
 class KillWorker(Kill):
@@ -38,6 +46,10 @@ class KillWorker(Kill):
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
+
+    @classmethod
+    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
+        return _daemons_refused("the loss of a worker (a YARN NodeManager)", cluster)
 
     def target(self, planned: PlannedFault) -> str:
         return f"worker-{self.resolved.get(id(planned), '?')}"
@@ -132,6 +144,10 @@ class KillMaster(Kill):
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
 
+    @classmethod
+    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
+        return _daemons_refused("a master's kill (YARN's ResourceManager)", cluster)
+
     def _index(self, planned: PlannedFault) -> int:
         masters = self.ctx.cluster.masters
         idx = planned.spec.index
@@ -203,6 +219,15 @@ class Pause(FaultKind):
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
         return spec.target == "driver"
+
+    @classmethod
+    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
+        if spec.target in ("worker", "master"):
+            return _daemons_refused(f"a pause of a {spec.target}", cluster)
+        if spec.target == "executor" and cluster.master_url == "yarn":
+            return ("a pause of an executor on YARN: its API kills a container (kill_executor) but cannot freeze "
+                    "one; pause the driver (client mode) or run the test on Spark standalone")
+        return None
 
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)

@@ -65,7 +65,8 @@ class PrepareJob:
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
         job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
-                               env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files)
+                               env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files,
+                               deploy_mode=s.deploy_mode)
         ctx.warnings.extend(job.notes)
         self._check_delay_classes(job, job_kafka)
         roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,

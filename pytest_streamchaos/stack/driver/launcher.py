@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_streamchaos.stack.base import Executor, LaunchOptions, SparkApp
+from pytest_streamchaos.stack.base import Executor, JobHandle, LaunchOptions, SparkApp
 from pytest_streamchaos.stack.driver import command, conf
 from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
 from pytest_streamchaos.stack.errors import LaunchError
@@ -54,8 +54,8 @@ class SubmitLauncher:
         options = options or LaunchOptions()
         if options.jit not in conf.JIT_MODES:
             raise LaunchError(f"jit={options.jit!r}: use one of {conf.JIT_MODES}")
-        if not (site.master_url.startswith("spark://") or site.master_url.startswith("local")):
-            raise LaunchError(f"master URL {site.master_url!r} is not spark://host:port (or local[...])")
+        if not (site.master_url.startswith(("spark://", "local")) or site.master_url == "yarn"):
+            raise LaunchError(f"master URL {site.master_url!r} is not spark://host:port, yarn (or local[...])")
         self.site, self.workdir, self.options = site, Path(workdir), options
         self.python = options.python or sys.executable
         self.jobs: list[SparkJob] = []
@@ -115,11 +115,16 @@ class SubmitLauncher:
 
     def stop_all(self, timeout: float = 30.0) -> None:
         """Stop every job this launcher started. Errors of one job do not keep the others running."""
-        errors = []
-        for job in self.jobs:
-            try:
-                job.stop(timeout)
-            except Exception as exc:  # keep stopping the rest
-                errors.append(f"{job.name}: {exc}")
-        if errors:
-            raise RuntimeError("could not stop every job: " + "; ".join(errors))
+        stop_jobs(self.jobs, timeout)
+
+
+def stop_jobs(jobs: Sequence[JobHandle], timeout: float) -> None:
+    """Stop every one of ``jobs``; the errors of one do not keep the others running."""
+    errors = []
+    for job in jobs:
+        try:
+            job.stop(timeout)
+        except Exception as exc:  # keep stopping the rest
+            errors.append(f"{job.name}: {exc}")
+    if errors:
+        raise RuntimeError("could not stop every job: " + "; ".join(errors))

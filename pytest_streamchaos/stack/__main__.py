@@ -1,0 +1,8 @@
+"""``python -m pytest_streamchaos.stack up|down yarn ...``: a part of the stack outside pytest
+(:mod:`pytest_streamchaos.stack.yarn.cli`)."""
+
+import sys
+
+from pytest_streamchaos.stack.yarn.cli import main
+
+sys.exit(main())
