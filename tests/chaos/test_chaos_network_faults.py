@@ -54,6 +54,9 @@ def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_n
     assert_observer_spared(run)
 
 
+# slow (-m slow): a delay above a failure-detection timeout, noticed, is in the default run as
+# tests/chaos/test_card_examples.py::test_delay_above_the_jobs_kafka_timeout_is_noticed
+@pytest.mark.slow
 @pytest.mark.chaos
 @network_delay(ms=6000, target="driver", above_timeout=True, after=8, duration=12)
 def test_driver_link_delay_above_timeout_loses_executors_and_recovers(chaos):

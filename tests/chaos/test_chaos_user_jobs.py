@@ -43,6 +43,9 @@ def invoice(rec: RecordSpec) -> dict:
             "TotalAmount": sum(i["TotalValue"] for i in items), "InvoiceLineItems": items}
 
 
+# slow (-m slow): a job hard-coding localhost:9092 is in the default run as tests/chaos/test_chaos_disk_full.py's
+# (kafka_port=9092); a worker kill as tests/chaos/test_demo.py's
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @kill_worker(after=10, restart_after=5)
 def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chaos):
