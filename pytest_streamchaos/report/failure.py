@@ -149,7 +149,8 @@ def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> str
                 "again although supervise=True (it exited too often: see the restarts above)")
     return (f"lost: {d['lost']} records because the job stopped at +{exits[-1]['t'] - t0:.1f}s and nothing "
             "restarted it; in production a scheduler restarts it (spark-submit --supervise, YARN attempts, "
-            "a Kubernetes restart policy): chaos.run(..., setup=JobSetup(supervise=True)) does that here, from its checkpoint")
+            "a Kubernetes restart policy): chaos.run(..., setup=JobSetup(supervise=True)) does that here, "
+            "from its checkpoint")
 
 
 def _s(v: Any) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import HdfsCluster
 
@@ -16,9 +17,17 @@ from pytest_streamchaos.stack.base import HdfsCluster
 class _OnHdfs(FaultKind):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
 
+    @classmethod
+    def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
+        if checkpoint != "hdfs":
+            return ("an HDFS fault needs the run's checkpoint on the stack's HDFS: chaos.run(..., "
+                    "setup=JobSetup(checkpoint=\"hdfs\")) or --chaos-checkpoint=hdfs")
+        return None
+
     def _hdfs(self) -> HdfsCluster[Any]:
         if self.ctx.hdfs is None:
-            raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., setup=JobSetup(checkpoint=\"hdfs\"))")
+            raise RuntimeError("this run has no HDFS: an HDFS fault needs chaos.run(..., "
+                               "setup=JobSetup(checkpoint=\"hdfs\"))")
         return self.ctx.hdfs
 
     def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
