@@ -192,6 +192,21 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
 )}
 
 
+def after_fire(ctx: FaultContext, stops_driver: Callable[[PlannedFault], bool]) -> Callable[[PlannedFault], None]:
+    """What lets the job go on once an aimed fault took effect: the checkpoint gate's held thread is
+    released; a driver the polled output moment froze (SIGSTOP) is resumed, unless the fault was one
+    that stops the driver itself (a kill of it: it is gone, and its heal restarts it)."""
+    gate = gate_of(ctx.prepared)
+
+    def release(planned: PlannedFault) -> None:
+        if gate is not None:
+            gate.release()
+        elif planned.spec.when in (UNCOMMITTED_OUTPUT, OUTPUT_VISIBLE_UNCOMMITTED) and not stops_driver(planned):
+            ctx.job.resume()
+
+    return release
+
+
 def detectors(ctx: FaultContext) -> dict[str, MomentDetector]:
     """Every moment's detector, bound to one run."""
     return {name: m.detector(ctx) for name, m in MOMENTS.items()}

@@ -35,7 +35,7 @@ class FaultScheduler:
         recorder: Recorder,
         moments: dict[str, MomentDetector] | None = None,
         clock: Callable[[], float] = time.time,
-        after_fire: Callable[[], None] | None = None,
+        after_fire: Callable[[PlannedFault], None] | None = None,
     ) -> None:
         missing = sorted({p.spec.kind for p in planned} - set(actions))
         if missing:
@@ -102,7 +102,7 @@ class FaultScheduler:
             handle = action.inject(p)
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
             self._error(p, f"inject failed: {exc}")
-            self._after_fire()
+            self._after_fire(p)
             return None
         # The fault's time is when it took effect: inject returns right after the signal / rule /
         # broker-down, before any wait for confirmation (a reap can take seconds, which would put
@@ -119,8 +119,8 @@ class FaultScheduler:
             confirmed = self.clock() - t_injected
         except Exception as exc:
             confirmed, unconfirmed = None, f"not confirmed: {exc}"
-        if aim:  # a thread held at the moment (the checkpoint gate) goes on once the fault took effect
-            self._after_fire()
+        if p.at is None:  # a thread held at the moment (the checkpoint gate) goes on once the fault took effect
+            self._after_fire(p)
         try:
             target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
         except Exception as exc:
@@ -140,10 +140,10 @@ class FaultScheduler:
         earlier = [j for j in range(i) if self.planned[j].spec.anchor is not None]
         return earlier[-1] if earlier else None
 
-    def _after_fire(self) -> None:
-        if self.after_fire is not None:
+    def _after_fire(self, p: PlannedFault) -> None:
+        if self.after_fire is not None and p.at is None:
             try:
-                self.after_fire()
+                self.after_fire(p)
             except Exception as exc:  # a held thread the gate fails to let go is released by its max hold
                 self.errors.append(f"releasing the aimed moment failed: {exc}")
 

@@ -46,4 +46,5 @@ def test_an_hdfs_fault_in_a_run_without_hdfs_says_what_is_needed(kind):
         sched.start(time.time())
         wait_for(sched.done, 5, "the fault to fail")
     assert len(sched.errors) == 1
-    assert 'this run has no HDFS: an HDFS fault needs chaos.run(..., setup=JobSetup(checkpoint="hdfs"))' in sched.errors[0]
+    needs = 'this run has no HDFS: an HDFS fault needs chaos.run(..., setup=JobSetup(checkpoint="hdfs"))'
+    assert needs in sched.errors[0]

@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.moments import OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import HdfsCluster
@@ -44,6 +45,8 @@ class KillNamenode(_OnHdfs, Kill):
     doc = ("kill the HDFS NameNode; restart it (same ports, same name dir) after "
            "restart_after (default 0: at once)")
     default_restart_after = 0.0  # a NameNode comes back, as a killed driver does
+    # polled on an HDFS checkpoint (the checkpoint gate cannot act there): what @explore may aim it at
+    moments = (OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING)
 
     def target(self, planned: PlannedFault) -> str:
         return "namenode"
