@@ -37,7 +37,7 @@ from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
-from pytest_streamchaos.stack.spark_local import LocalSparkCluster
+from pytest_streamchaos.stack.local import LocalSparkCluster
 from pytest_streamchaos.testing import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

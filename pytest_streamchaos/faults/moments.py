@@ -163,7 +163,7 @@ def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
     def factory(ctx: FaultContext) -> MomentDetector:
         gate = gate_of(ctx.prepared)
         if gate is not None and ctx.checkpoint is not None:
-            return gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds)
+            return _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
         if phase == OUTPUT_VISIBLE_UNCOMMITTED:
             return wait_uncommitted_output(ctx)
 
@@ -190,6 +190,22 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
     Moment(STATE_COMMIT, "a task writing its state store's N.delta: the executor's task held by the checkpoint gate "
            "before that rename (a local checkpoint, a stateful job)", gated(STATE_COMMIT)),
 )}
+
+
+def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> MomentDetector:
+    """``wait``, recording each hold of the gate on the run's timeline (``checkpoint_held``: the log and
+    batch of the held rename, before or after it, and the held process) -- the evidence of where the
+    fault landed, beside the aim."""
+
+    def recorded(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        found = wait(planned, stop, deadline)
+        if found is not None and gate.holds and ctx.recorder is not None:
+            h = gate.holds[-1]
+            ctx.recorder.record("checkpoint_held", f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
+                                batch=h.batch, pid=h.pid)
+        return found
+
+    return recorded
 
 
 def after_fire(ctx: FaultContext, stops_driver: Callable[[PlannedFault], bool]) -> Callable[[PlannedFault], None]:
