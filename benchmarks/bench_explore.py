@@ -37,46 +37,21 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-JOBS = ROOT / "tests" / "chaos" / "jobs"
+PLANTED = ROOT / "tests" / "chaos"  # planted.py: the jobs' records, paths and runs
 RESULTS = Path(__file__).parent / "results" / "explore.json"
-PATHS = ("/tmp/streamchaos-test-clicks-lake", "/tmp/streamchaos-test-clicks-chk", "/tmp/streamchaos-test-payments-chk")
-DURATION = 20
+DURATION = 20  # the load phase of each run (planted.py's default)
 
 COMMON = '''
-import shutil
 import pytest
+from planted import clear_paths, lake, ledger
 from pytest_streamchaos import explore, kill_driver
-
-PATHS = {paths!r}
-JOBS = "{jobs}"
-
-
-def click(rec):
-    return {{"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{{rec.key_index}}", "clickedAt": rec.ts}}
-
-
-def payment(rec):
-    return {{"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}}
 
 
 @pytest.fixture(autouse=True)
 def hardcoded_paths():
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
     yield
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def lake(chaos, guarantee="exactly-once"):
-    return chaos.run(f"{{JOBS}}/clicks_to_json_lake.py", rate=100, duration={duration}, guarantee=guarantee,
-                     kafka_port=9092, inputs={{"clicks": click}},
-                     outputs={{"file:/tmp/streamchaos-test-clicks-lake": "clickId"}})
-
-
-def ledger(chaos, guarantee="exactly-once"):
-    return chaos.run(f"{{JOBS}}/payments_to_ledger.py", rate=100, duration={duration}, guarantee=guarantee,
-                     kafka_port=9092, inputs={{"payments": payment}}, outputs={{"ledger": "key"}})
+    clear_paths()
 '''
 
 EXPLORED = '''
@@ -116,7 +91,7 @@ def session(project: Path, tests: list[str], *args: str, timeout: float = 3600) 
     """One pytest session in ``project`` (this checkout's plugin first on the path): its exit code,
     output, wall time and JSON report."""
     report = project / f"report-{time.time_ns()}.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(PLANTED), os.environ.get("PYTHONPATH", "")])}
     t0 = time.time()
     out = subprocess.run([sys.executable, "-m", "pytest", *tests, "-p", "no:cacheprovider", "-q",
                           f"--chaos-report={report}", *args], cwd=project, env=env, capture_output=True,
@@ -174,8 +149,7 @@ def main() -> None:
     results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts)}
     try:
         (project / "test_bench.py").write_text(
-            COMMON.format(paths=PATHS, jobs=JOBS, duration=DURATION)
-            + EXPLORED.format(budget=a.budget, correct=a.correct)
+            COMMON + EXPLORED.format(budget=a.budget, correct=a.correct)
             + "".join(RANDOM.format(job=job, times=t) for job, t in times.items()))
         if "explore" in parts:
             results["explore"] = part_explore(project, ["test_lake", "test_ledger"])
@@ -194,8 +168,6 @@ def main() -> None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(results, indent=1, default=str))
         shutil.rmtree(project, ignore_errors=True)
-        for p in PATHS:
-            shutil.rmtree(p, ignore_errors=True)
         print(f"wrote {a.out}")
 
 

@@ -14,63 +14,45 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+from planted import clear_paths
 
-ROOT = Path(__file__).resolve().parents[2]
-JOBS = Path(__file__).parent / "jobs"
-#: what the jobs hard-code under /tmp (absent before and after each explored test)
-PATHS = ("/tmp/streamchaos-test-clicks-lake", "/tmp/streamchaos-test-clicks-chk", "/tmp/streamchaos-test-payments-chk")
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 EXPLORED = '''
-import shutil
 import pytest
+from planted import clear_paths, lake, ledger
 from pytest_streamchaos import explore
-
-PATHS = {paths!r}
-
-
-def click(rec):
-    return {{"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{{rec.key_index}}", "clickedAt": rec.ts}}
-
-
-def payment(rec):
-    return {{"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}}
 
 
 @pytest.fixture(autouse=True)
 def hardcoded_paths():
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
     yield
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
 
 
 @pytest.mark.chaos(backend="local")
 @explore(faults=["kill_driver", "kill_executor"], budget={budget})
 def test_clicks_lake_is_exactly_once(chaos):
-    run = chaos.run("{jobs}/clicks_to_json_lake.py", rate=100, duration=20, guarantee="exactly-once",
-                    kafka_port=9092, inputs={{"clicks": click}},
-                    outputs={{"file:/tmp/streamchaos-test-clicks-lake": "clickId"}})
+    run = lake(chaos)
     assert run.duplicates == 0, f"{{run.duplicates}} clicks written twice"
 
 
 @pytest.mark.chaos(backend="local")
 @explore(faults=["kill_driver", "kill_executor"], budget={budget})
 def test_ledger_is_exactly_once(chaos):
-    run = chaos.run("{jobs}/payments_to_ledger.py", rate=100, duration=20, guarantee="exactly-once",
-                    kafka_port=9092, inputs={{"payments": payment}}, outputs={{"ledger": "key"}})
+    run = ledger(chaos)
     assert run.duplicates == 0, f"{{run.duplicates}} payments booked twice"
 
 
 @pytest.mark.chaos(backend="local")
 @explore(faults=["kill_driver", "kill_executor"], budget={budget})
 def test_ledger_loses_nothing(chaos):
-    run = chaos.run("{jobs}/payments_to_ledger.py", rate=100, duration=20, guarantee="at-least-once",
-                    kafka_port=9092, inputs={{"payments": payment}}, outputs={{"ledger": "key"}})
+    run = ledger(chaos, "at-least-once")
     assert run.lost == 0, f"{{run.lost}} payments lost"
 '''
 
@@ -79,17 +61,17 @@ def test_ledger_loses_nothing(chaos):
 def explored(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """A project with the explored tests; ``run(test, budget, *args)`` runs one of them in a session of
     its own with this worktree's plugin, its JSON report under ``report.json``."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    # this checkout's plugin, and the planted jobs' module (planted.py, beside this file)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]))
 
     def run(test: str, budget: int, *args: str) -> pytest.RunResult:
-        pytester.makepyfile(test_explored=EXPLORED.format(paths=PATHS, jobs=JOBS, budget=budget))
+        pytester.makepyfile(test_explored=EXPLORED.format(budget=budget))
         (pytester.path / "report.json").unlink(missing_ok=True)
         return pytester.runpytest_subprocess(f"test_explored.py::{test}", "-p", "no:cacheprovider",
                                              "--chaos-report=report.json", *args, timeout=1500)
 
     yield run
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
 
 
 def report(pytester: pytest.Pytester) -> dict:

@@ -14,39 +14,24 @@ Each test checks that the kill really landed there: the hold on the run's timeli
 own event log that batch N ran in both driver launches.
 """
 
-import shutil
 from pathlib import Path
 
 import pytest
+from planted import clear_paths, click, payment
 
-from pytest_streamchaos import JobSetup, RecordSpec, kill_driver
+from pytest_streamchaos import JobSetup, kill_driver
 from pytest_streamchaos.observe.progress import SparkProgress
 
-JOBS = Path(__file__).parent / "jobs"
 APPEND = "jobs/clicks_to_json_lake.py"
 BY_BATCH = "jobs/clicks_to_json_lake_by_batch.py"
 LEDGER = "jobs/payments_to_ledger.py"
-#: what the jobs hard-code under /tmp (absent before each test and removed after it)
-PATHS = ("/tmp/streamchaos-test-clicks-lake", "/tmp/streamchaos-test-clicks-chk",
-         "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
-         "/tmp/streamchaos-test-payments-chk")
-
-
-def click(rec: RecordSpec) -> dict:
-    return {"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{rec.key_index}", "clickedAt": rec.ts}
-
-
-def payment(rec: RecordSpec) -> dict:
-    return {"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}
 
 
 @pytest.fixture
 def hardcoded_paths():
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
     yield
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
 
 
 def run_clicks(chaos, job: str, lake: str):

@@ -46,9 +46,10 @@ def target_worker(ctx: FaultContext, planned: PlannedFault) -> int:
     return worker_index(ctx, planned)
 
 
-class KillWorker(Kill):
-    name = "kill_worker"
-    doc = "kill a Spark worker and its executors (process group)"
+class _OnExecutors(Kill):
+    """A kill of executors (one, or a worker's): the busiest worker's unless ``index`` says, aimed at
+    the micro-batch phases; remembers which worker each occurrence hit ('busiest' -> 1)."""
+
     roles = ("busiest",)
     moments = EXECUTOR_MOMENTS
     takes_down = "executor"
@@ -56,11 +57,16 @@ class KillWorker(Kill):
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
-        self.resolved: dict[int, int] = {}  # which worker each occurrence hit ('busiest' -> 1)
+        self.resolved: dict[int, int] = {}
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
+
+
+class KillWorker(_OnExecutors):
+    name = "kill_worker"
+    doc = "kill a Spark worker and its executors (process group)"
 
     def target(self, planned: PlannedFault) -> str:
         return f"worker-{self.resolved.get(id(planned), '?')}"
@@ -82,21 +88,9 @@ class KillWorker(Kill):
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
-class KillExecutor(Kill):
+class KillExecutor(_OnExecutors):
     name = "kill_executor"
     doc = "kill one executor JVM (its worker stays)"
-    roles = ("busiest",)
-    moments = EXECUTOR_MOMENTS
-    takes_down = "executor"
-    search_targets = ("busiest",)
-
-    def __init__(self, ctx: FaultContext) -> None:
-        super().__init__(ctx)
-        self.resolved: dict[int, int] = {}
-
-    @classmethod
-    def reaches_cluster(cls, spec: FaultSpec) -> bool:
-        return True
 
     def target(self, planned: PlannedFault) -> str:
         return f"executor@worker-{self.resolved.get(id(planned), '?')}"
