@@ -43,9 +43,9 @@ def assert_landed_between_output_and_commit(run) -> int:
     """The kill landed where it was aimed: held at ``commits/N``, and batch N ran again after the restart
     (Spark reports a batch's progress after its commit: only the second launch did for batch N)."""
     (fault,) = run.faults
-    assert fault.hit and fault.aim["phase"] == "output_visible_uncommitted", fault.aim
+    assert fault.hit and fault.aim.phase == "output_visible_uncommitted", fault.aim
     (held,) = [e for e in run.history.trace.timeline if e.kind == "checkpoint_held"]
-    n = fault.aim["batch"]
+    n = fault.aim.batch
     assert held.detail["log"] == "commits" and held.detail["when"] == "before" and held.detail["batch"] == n
     progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
     progress.poll()
@@ -126,6 +126,6 @@ def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_wheth
     print("aim on HDFS:", fault.aim)
     assert fault.aim is not None and run.meta["checkpoint"].startswith("hdfs://")
     if fault.hit:
-        assert batch_ran_again(run, fault.aim["batch"]), fault.aim
+        assert batch_ran_again(run, fault.aim.batch), fault.aim
     assert fault.hit == (run.duplicates > 0), (fault.aim, run.duplicates)
     assert run.lost == 0 and run.incorrect == 0
