@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.exploration.catalogue import schedule_specs
-from pytest_streamchaos.search.schedule import Landed, Outcome, Schedule
+from pytest_streamchaos.search.schedule import PHASES, Landed, Outcome, Schedule
 from pytest_streamchaos.usercode import UserCodeError
 
 
@@ -108,17 +108,26 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+#: a polled moment's phases (``faults.moments.PHASES``) as the search's: a polled ``tasks_running`` aim
+#: counts a batch whose output is already visible (``sink_written``) as its own, which for the search is
+#: another phase -- the step missed
+POLLED_PHASES = {"running": "tasks_running", "sink_written": "output_visible_uncommitted",
+                 "committed": "between_batches", "idle": "between_batches"}
+
+
 def landed_of(run: Any, schedule: Schedule) -> tuple[Landed, ...]:
     """Where each step of ``schedule`` landed in ``run`` (its history's fault occurrences, in plan order;
-    a step whose moment never came, or that was not injected, did not land)."""
+    a step whose moment never came, or that was not injected, did not land; one that fired in another
+    phase than its own missed)."""
     faults = list(run.history.faults)
     out = []
-    for i in range(len(schedule.steps)):
+    for i, step in enumerate(schedule.steps):
         f = faults[i] if i < len(faults) else None
         if f is None or f.aim is None or not f.injected:
             out.append(Landed(False))
-        else:
-            out.append(Landed(f.aim.hit, f.aim.batch, f.aim.phase))
+            continue
+        phase = f.aim.phase if f.aim.phase in PHASES else POLLED_PHASES.get(f.aim.phase, f.aim.phase)
+        out.append(Landed(f.aim.hit and phase == step.phase, f.aim.batch, phase))
     return tuple(out)
 
 

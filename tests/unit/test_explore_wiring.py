@@ -105,3 +105,26 @@ def test_leftovers_are_the_jobs_absolute_checkpoint_and_file_outputs() -> None:
             "topics": {"outputs": ["file:/tmp/x-lake", "file:rel/lake", "ledger"]}}
     assert leftovers(meta) == ["/tmp/x-chk", "/tmp/x-lake"]
     assert leftovers({"checkpoint": "hdfs://nn/chk", "checkpoint_storage": "hdfs"}) == []
+
+
+def test_a_polled_aim_that_found_the_output_visible_missed_tasks_running() -> None:
+    """The polled tasks_running detector calls a batch whose output is visible its hit; for the search
+    that is output_visible_uncommitted, another phase: the step missed (and shrinking cannot take a
+    kill at the output's moment for a simpler one)."""
+    from types import SimpleNamespace
+
+    from pytest_streamchaos.exploration.body import landed_of
+    from pytest_streamchaos.history import Aim, FaultRecord
+
+    def run_with(*aims):
+        faults = [FaultRecord("kill_driver", f"f{i}", injected_at=1.0, aim=a) for i, a in enumerate(aims)]
+        return SimpleNamespace(history=SimpleNamespace(faults=faults))
+
+    steps = Schedule.of(Step("kill_driver", "driver", "tasks_running"),
+                        Step("kill_driver", "driver", "output_visible_uncommitted"))
+    landed = landed_of(run_with(Aim("tasks_running", 4, "sink_written", True),
+                                Aim("output_visible_uncommitted", 5, "output_visible_uncommitted", True)), steps)
+    assert [(x.hit, x.phase, x.batch) for x in landed] == [(False, "output_visible_uncommitted", 4),
+                                                           (True, "output_visible_uncommitted", 5)]
+    assert landed_of(run_with(Aim("tasks_running", 4, "running", True)), Schedule.of(steps.steps[0]))[0].hit
+    assert not landed_of(run_with(), steps)[0].hit  # never fired
