@@ -134,10 +134,12 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
 GATE_ONLY = ("between_batches", "offsets_logged", "state_commit")
 
 
-def needs_gate(whens: Any) -> bool:
-    """Whether a plan whose aimed faults wait for ``whens`` needs the checkpoint gate preloaded into the
-    job (``tasks_running`` stays polled: a job that renames nothing in its tasks would never be held)."""
-    return any(w in GATED and w != "tasks_running" for w in whens)
+def needs_gate(specs: Any) -> bool:
+    """Whether a plan of fault ``specs`` needs the checkpoint gate preloaded into the job: a fault aimed at
+    a phase it lands. A mark's ``tasks_running`` stays polled (a job that renames nothing in its tasks --
+    a stateless Kafka-to-Kafka job -- would never be held); a step of an explored schedule aimed there is
+    gated (the poll fires on ``offsets/N``, or late: its phase is not the one the search asked for)."""
+    return any(s.when in GATED and (s.when != "tasks_running" or s.anchor is not None) for s in specs)
 
 
 class RunGate:

@@ -178,8 +178,9 @@ def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
 MOMENTS: dict[str, Moment] = {m.name: m for m in (
     Moment(UNCOMMITTED_OUTPUT, "a micro-batch's output is visible and the batch is not committed yet (the driver is "
                                "frozen until the fault fires)", wait_uncommitted_output),
-    Moment(TASKS_RUNNING, "a micro-batch is planned, not committed, and the chosen worker runs an executor",
-           wait_tasks_running),
+    Moment(TASKS_RUNNING, "a micro-batch is planned, not committed, and the chosen worker runs an executor (a step "
+           "of an explored schedule: an executor's task held by the checkpoint gate before renaming its output)",
+           lambda ctx: tasks_running(ctx)),
     Moment(OUTPUT_VISIBLE_UNCOMMITTED, "batch N's sink is done and commits/N not written: the driver's thread is "
            "held by the checkpoint gate before that rename (polled as uncommitted_output on HDFS)",
            gated(OUTPUT_VISIBLE_UNCOMMITTED)),
@@ -206,6 +207,23 @@ def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> Momen
         return found
 
     return recorded
+
+
+def tasks_running(ctx: FaultContext) -> MomentDetector:
+    """The ``tasks_running`` detector: polled for a mark's fault (:func:`wait_tasks_running`); for a step of
+    an explored schedule, when the run has the checkpoint gate, gated (a task held before renaming its
+    output: nothing of the batch is visible yet)."""
+    polled = wait_tasks_running(ctx)
+    gate = gate_of(ctx.prepared)
+    if gate is None or ctx.checkpoint is None:
+        return polled
+    gated_wait = _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, TASKS_RUNNING, holds=gate.holds))
+
+    def wait(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        step = getattr(getattr(planned, "spec", None), "anchor", None) is not None
+        return (gated_wait if step else polled)(planned, stop, deadline)
+
+    return wait
 
 
 def after_fire(ctx: FaultContext, stops_driver: Callable[[PlannedFault], bool]) -> Callable[[PlannedFault], None]:

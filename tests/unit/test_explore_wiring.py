@@ -87,8 +87,13 @@ def test_a_marks_aimed_fault_does_not_wait_for_another() -> None:
 
 
 def test_the_gate_is_preloaded_only_for_the_phases_it_lands() -> None:
-    assert needs_gate({"output_visible_uncommitted"}) and needs_gate({None, "state_commit"})
-    assert not needs_gate({None, "tasks_running", "uncommitted_output"})
+    def specs(*whens):
+        return [parse("kill_executor", kwargs={"when": w}) if w else parse("kill_executor") for w in whens]
+
+    assert needs_gate(specs("output_visible_uncommitted")) and needs_gate(specs(None, "state_commit"))
+    assert not needs_gate(specs(None, "tasks_running"))  # a mark's tasks_running stays polled
+    step = schedule_specs(Schedule.of(Step("kill_executor", "busiest", "tasks_running")))
+    assert needs_gate(step)  # an explored step's is gated
 
 
 def test_a_phase_only_the_gate_lands_is_refused_on_an_hdfs_checkpoint() -> None:

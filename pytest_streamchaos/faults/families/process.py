@@ -38,8 +38,11 @@ EXECUTOR_MOMENTS = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIB
 
 def target_worker(ctx: FaultContext, planned: PlannedFault) -> int:
     """The worker a fault on executors hits: the one whose executor the checkpoint gate holds when the
-    fault was aimed at that hold (a task at its state store's commit), else :func:`worker_index`'s."""
-    if planned.spec.when == STATE_COMMIT and not isinstance(planned.spec.index, int):
+    fault was aimed at that hold (a task at its state store's commit, or an explored step's task finishing its
+    output), else :func:`worker_index`'s."""
+    aimed_at_hold = planned.spec.when == STATE_COMMIT or (planned.spec.when == TASKS_RUNNING
+                                                          and planned.spec.anchor is not None)
+    if aimed_at_hold and not isinstance(planned.spec.index, int):
         held = held_worker(ctx.cluster, gate_of(ctx.prepared))
         if held is not None:
             return held

@@ -96,8 +96,9 @@ class PrepareJob:
         """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is
         aimed at a moment it lands and the checkpoint is on this host's file system (an HDFS checkpoint
         renames by RPC; a stack whose executors run on other hosts cannot preload this host's library)."""
-        whens = {p.spec.when for p in self.ctx.inputs.planned}
-        if not needs_gate(whens) or self.ctx.storage.kind != "local" or self.ctx.chaos.cluster.link_sides():
+        specs = [p.spec for p in self.ctx.inputs.planned]
+        whens = {s.when for s in specs}
+        if not needs_gate(specs) or self.ctx.storage.kind != "local" or self.ctx.chaos.cluster.link_sides():
             return None
         try:
             return CheckpointGate(self.ctx.dir / "gate")
