@@ -110,8 +110,10 @@ def explored_numbers(entry: dict[str, Any]) -> dict[str, Any]:
             "falsified": sum(r["falsified"] for r in runs)}
 
 
-def part_explore(project: Path, tests: list[str]) -> dict[str, Any]:
+def part_explore(project: Path, tests: list[str], log: Path | None = None) -> dict[str, Any]:
     out = session(project, [f"test_bench.py::{t}" for t in tests])
+    if log is not None:  # the whole output: the failures' text with their replay lines
+        log.write_text(out["stdout"])
     found = {e["test"].split("::")[-1]: explored_numbers(e) for e in out["report"] if "explore" in e}
     return {"session_seconds": out["seconds"], "rc": out["rc"], "tests": found, "tail": out["stdout"][-3000:]}
 
@@ -152,7 +154,7 @@ def main() -> None:
             COMMON + EXPLORED.format(budget=a.budget, correct=a.correct)
             + "".join(RANDOM.format(job=job, times=t) for job, t in times.items()))
         if "explore" in parts:
-            results["explore"] = part_explore(project, ["test_lake", "test_ledger"])
+            results["explore"] = part_explore(project, ["test_lake", "test_ledger"], a.out.with_suffix(".log"))
             print(json.dumps(results["explore"]["tests"], indent=1, default=str))
         if "random" in parts:
             results["random"] = {job: part_random(project, job, a.budget) for job in ("lake", "ledger")}
