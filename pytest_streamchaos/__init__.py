@@ -10,6 +10,16 @@ A test marks the faults it wants and asks the ``chaos`` fixture to run a job::
         run = chaos.run("pipelines/enrich_exactly_once.py", rate=500, duration=60,
                         guarantee="exactly-once")
         assert run.lost == 0 and run.duplicates == 0
+
+or lets the plugin search the fault schedules that break the test's assertions (docs/explore.md)::
+
+    from pytest_streamchaos import explore
+
+    @pytest.mark.chaos
+    @explore(faults=["kill_driver", "kill_executor"], budget=10)
+    def test_orders_job_is_exactly_once(chaos):
+        run = chaos.run("jobs/orders.py", rate=100, duration=30, guarantee="exactly-once")
+        assert run.duplicates == 0
 """
 
 from typing import Any
@@ -37,6 +47,7 @@ _LAZY = {
     "Watch": "pytest_streamchaos.runner.groups",
     "JobSetup": "pytest_streamchaos.runner.groups",
     "Timing": "pytest_streamchaos.runner.groups",
+    "explore": "pytest_streamchaos.exploration.mark",
 }
 #: where every fault kind's decorator is (``kill_worker`` ...): made from the fault registry, so a new
 #: kind is importable from here without a line in this file

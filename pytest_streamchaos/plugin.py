@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos import settings as _settings
+from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE, ExploreError, cannot_inject, spec_for_item
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
 from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.report.baseline import parse_gates
 from pytest_streamchaos.report.session import (
     COMPARISONS_KEY,
+    EXPLORED_KEY,
     FAULTS_KEY,
     PLUGIN_NAME,
     RUNS_KEY,
@@ -49,6 +51,7 @@ MARKERS = (
     "sla(**bounds): SLA bounds checked after the test's chaos run "
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee); "
     "repeated runs are judged on the worst run, or over='median'",
+    MARKER_LINE,
     *marker_lines(),
 )
 
@@ -143,8 +146,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if backend not in _settings.BACKENDS:
                 errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
                               f"{', '.join(map(repr, _settings.BACKENDS))}")
+    errors += _explore_errors(config, items)
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
+
+
+def _explore_errors(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """What each test asks of the schedule search (``@explore``, ``--chaos-explore``, ``--chaos-replay``),
+    checked now and kept in its stash; one line per problem."""
+    from pytest_streamchaos.search.token import ReplayTokenError, decode, plugin_version
+
+    settings = chaos_session(config).settings
+    replay, errors = settings.replay, []
+    if replay and items and not any(_token_for(replay, item.nodeid) for item in items):
+        try:  # the token names a test that is not selected: refuse naming both
+            decode(replay, items[0].nodeid, plugin_version())
+        except ReplayTokenError as exc:
+            return [str(exc)]
+    for item in items:
+        mine = replay if replay and _token_for(replay, item.nodeid) else ""
+        try:
+            spec = spec_for_item(item, settings.explore, mine)
+        except (ExploreError, ReplayTokenError) as exc:
+            errors.append(str(exc))
+            continue
+        if spec is not None:
+            errors += [f"{item.nodeid}: {why}" for why in cannot_inject(spec, settings.checkpoint)]
+            item.stash[EXPLORE_KEY] = spec
+    return errors
+
+
+def _token_for(token: str, nodeid: str) -> bool:
+    """Whether replay ``token`` was made for test ``nodeid`` (a damaged token: for every test, so that
+    decoding it names the fix)."""
+    from pytest_streamchaos.search.token import ReplayTokenError, decode
+
+    try:
+        decode(token, nodeid, "")
+    except ReplayTokenError as exc:
+        return "this token replays test" not in str(exc)
+    return True
 
 
 @pytest.fixture
@@ -200,26 +241,61 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After a passing test body, check its runs against ``@pytest.mark.sla`` and the declared
-    guarantee: every violated bound is reported at once, with the fault timeline."""
+    guarantee: every violated bound is reported at once, with the fault timeline. (An explored test's
+    runs were checked one by one, as part of its property.)"""
     result = yield
     runs = item.stash.get(RUNS_KEY, [])
-    if not runs:
-        return result
+    if runs and EXPLORE_KEY not in item.stash:
+        check_fault_errors(runs)
+        check_sla(item, runs)
+    return result
+
+
+def check_fault_errors(runs: list[Any]) -> None:
+    """A fault that never happened makes the run's verdict meaningless: an AssertionError naming it."""
+    for result_ in runs:
+        for run in getattr(result_, "runs", None) or [result_]:
+            errors = run.fault_errors
+            if errors:
+                raise AssertionError("faults of this run did not happen as planned:\n  " + "\n  ".join(errors)
+                                     + "\n" + "\n".join(run.timeline_lines()))
+
+
+def check_sla(item: pytest.Item, runs: list[Any]) -> None:
+    """The test's ``@pytest.mark.sla`` bounds and each run's declared guarantee (AssertionError)."""
     bounds: dict[str, Any] = {}
     for sla in reversed(list(item.iter_markers("sla"))):
         bounds.update(sla.kwargs)
     over = bounds.pop("over", "worst")
     for result_ in runs:
-        for run in getattr(result_, "runs", None) or [result_]:
-            errors = run.fault_errors
-            if errors:  # a fault that never happened makes the run's verdict meaningless
-                raise AssertionError("faults of this run did not happen as planned:\n  " + "\n  ".join(errors)
-                                     + "\n" + "\n".join(run.timeline_lines()))
         if hasattr(result_, "worst_run"):  # repeated: the worst run by default (an SLA holds for every run)
             result_.assert_sla(over=over, **bounds)
         else:
             result_.assert_sla(**bounds)
-    return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """An explored test (``@explore``, ``--chaos-explore``, ``--chaos-replay``): its body runs once per
+    schedule of the search on the warm stack instead of once; it fails with the minimal falsifying
+    schedule and its replay line (docs/explore.md)."""
+    spec = pyfuncitem.stash.get(EXPLORE_KEY, None)
+    if spec is None:
+        return None
+    from pytest_streamchaos.exploration.item import ExploreUsageError, explore_item
+
+    funcargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    try:
+        explored = explore_item(pyfuncitem.nodeid, spec, pyfuncitem.obj, funcargs,
+                                lambda runs: check_sla(pyfuncitem, runs))
+    except ExploreUsageError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    pyfuncitem.stash[EXPLORED_KEY] = explored
+    harness: Any = funcargs.get("chaos")
+    harness.results[:] = explored.keep  # the session's reports show the run that decided
+    if explored.failed:
+        pytest.fail(explored.failure_text(), pytrace=False)
+    return True
 
 
 @pytest.hookimpl(wrapper=True)

@@ -79,6 +79,11 @@ OPTIONS: tuple[Option, ...] = (
            "(@pytest.mark.chaos(repeat=N) per test)", 1, int),
     Option("report_dir", "write each run's JSON and timeline picture (PNG, needs matplotlib) to this directory",
            "", str),
+    # the schedule search (docs/explore.md)
+    Option("explore", "explore every chaos test with its own fault marks as the fault set and a budget of N "
+           "schedules (0: only tests marked @explore)", 0, int),
+    Option("replay", "run exactly the fault schedule of a replay token (the `replay:` line of a test @explore "
+           "falsified) for the test it names", "", str),
 )
 
 
@@ -136,6 +141,10 @@ class Settings:
     seed: int | None = None
     spark: str = "standalone"  #: the cluster manager: ``standalone`` or ``yarn``
     yarn_conf: str = ""  #: an existing YARN's conf dir ("" : the mini cluster)
+    #: ``--chaos-explore=N``: explore every chaos test with budget N (0: only ``@explore`` tests)
+    explore: int = 0
+    #: ``--chaos-replay=<token>``: the schedule to replay ("" none)
+    replay: str = ""
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

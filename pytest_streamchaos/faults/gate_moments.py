@@ -27,11 +27,20 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from pytest_streamchaos.faults.scheduler import Aim, MomentDetector
+from pytest_streamchaos.history import Aim
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import CheckpointView
+from pytest_streamchaos.stack.base import CheckpointView, SparkCluster
+
+#: a moment detector (``faults.moments.MomentDetector``; not imported from there: that module registers these)
+MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
+
+#: where a run keeps its checkpoint gate among what was made ready before the job started
+#: (``FaultContext.prepared``); absent when the run has none (no gated moment planned, or the checkpoint
+#: is not on this host's file system)
+GATE_KEY = "checkpoint_gate"
 
 #: phase -> (checkpoint log, before / after its rename, the log's number minus the batch id; None: the
 #: file has no batch number, the batch is the one planned when the hold comes)
@@ -61,6 +70,8 @@ class Held(Protocol):
 
 class Gate(Protocol):
     """The harness's side of the checkpoint gate (``stack.checkpoint_gate.CheckpointGate``)."""
+
+    holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
 
     def arm(self, log: str, when: str, min_batch: int) -> None: ...
 
@@ -100,9 +111,11 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         raise ValueError(f"the checkpoint gate cannot land phase {phase!r}; it lands {', '.join(GATED)}")
     log, when, shift = GATED[phase]
 
-    def wait(planned: object, stop: threading.Event, deadline: float) -> Aim | None:
-        first = base_batch(checkpoint) + anchor
-        if shift is None and anchor and not _planned(checkpoint, first, stop, deadline):
+    def wait(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        # a step of an explored schedule carries its own anchor (relative to the step before it)
+        step_anchor = getattr(getattr(planned, "spec", None), "anchor", None)
+        first = base_batch(checkpoint) + (anchor if step_anchor is None else step_anchor)
+        if shift is None and first > base_batch(checkpoint) and not _planned(checkpoint, first, stop, deadline):
             return None  # a task's file names no batch: arm once the anchored batch is planned
         gate.arm(log, when, 0 if shift is None else first + shift)
         held = gate.wait_held(max(0.0, deadline - time.time()), stop)
@@ -115,3 +128,45 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         return Aim(phase, first if batch is None else batch, phase, True, 1)
 
     return wait
+
+
+#: the phases only the gate lands (no poll sees them): a run that cannot have the gate refuses them
+GATE_ONLY = ("between_batches", "offsets_logged", "state_commit")
+
+
+def needs_gate(specs: Any) -> bool:
+    """Whether a plan of fault ``specs`` needs the checkpoint gate preloaded into the job: a fault aimed at
+    a phase it lands. A mark's ``tasks_running`` stays polled (a job that renames nothing in its tasks --
+    a stateless Kafka-to-Kafka job -- would never be held); a step of an explored schedule aimed there is
+    gated (the poll fires on ``offsets/N``, or late: its phase is not the one the search asked for)."""
+    return any(s.when in GATED and (s.when != "tasks_running" or s.anchor is not None) for s in specs)
+
+
+class RunGate:
+    """The run's gate as what was made ready before the job started (``FaultContext.prepared[GATE_KEY]``):
+    closed (disarmed, its directory removed) once the run is over."""
+
+    def __init__(self, gate: Any) -> None:
+        self.gate = gate
+
+    def release(self) -> None:
+        self.gate.close()
+
+
+def gate_of(prepared: Any) -> Gate | None:
+    """The run's checkpoint gate (from ``FaultContext.prepared``), or None."""
+    found = prepared.get(GATE_KEY) if prepared else None
+    return None if found is None else found.gate
+
+
+def held_worker(cluster: SparkCluster, gate: Gate | None) -> int | None:
+    """The worker whose executor the gate holds now (a task at a state store's commit or finishing its
+    output): a fault on an executor hits the one that is in the phase, not the busiest. None when the
+    gate holds no executor's thread."""
+    if gate is None or not gate.holds:
+        return None
+    pid = gate.holds[-1].pid
+    for i in range(len(cluster.workers)):
+        if any(e.pid == pid for e in cluster.executors(i)):
+            return i
+    return None

@@ -123,6 +123,12 @@ class FaultKind(FaultAction):
     required: ClassVar[tuple[str, ...]] = ()
     roles: ClassVar[tuple[str, ...]] = ()  #: allowed string values of ``index``
     moments: ClassVar[tuple[str, ...]] = ()  #: allowed values of ``when``
+    #: what the fault takes down, as the schedule search's pruning rules reason about it (``driver``,
+    #: ``executor``, ``broker``, ``other``: :data:`pytest_streamchaos.search.kinds.ROLES`)
+    takes_down: ClassVar[str] = "other"
+    #: the targets ``@explore`` aims the fault at, simplest first: roles of ``index`` (empty: the one
+    #: target the kind has, named by its mark without ``kill_``)
+    search_targets: ClassVar[tuple[str, ...]] = ()
     #: ``restart_after`` when the mark gives neither it nor ``duration`` (None: not healed by the plugin)
     default_restart_after: ClassVar[float | None] = None
 

@@ -5,7 +5,9 @@ A fault kind names the moments it can aim at (``FaultKind.moments``); each momen
 run's :class:`~.context.FaultContext`, watches the query's checkpoint (``offsets/N`` written when
 batch N is planned, ``commits/N`` once its sink finished) and the output's stamps, and returns an
 :class:`Aim` once the moment has come -- the scheduler injects at once -- or None when it did not come
-in time. A new moment is one more entry in :data:`MOMENTS`.
+in time. A new moment is one more entry in :data:`MOMENTS`. The micro-batch phases of the schedule search
+(``output_visible_uncommitted``, ``between_batches``, ``offsets_logged``, ``state_commit``) are landed
+by the checkpoint gate (:mod:`.gate_moments`), which the run preloads into the job when one is planned.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext, worker_index
+from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim  # where a fault landed is history: the analysis reads it
 from pytest_streamchaos.poll import poll
@@ -143,14 +146,99 @@ def _aim_until(aimed: Callable[[], Aim | None], stop: threading.Event, deadline:
 
 UNCOMMITTED_OUTPUT = "uncommitted_output"
 TASKS_RUNNING = "tasks_running"
+#: the micro-batch phases the checkpoint gate lands (docs/explore.md): the search's phase names
+OUTPUT_VISIBLE_UNCOMMITTED = "output_visible_uncommitted"
+BETWEEN_BATCHES = "between_batches"
+OFFSETS_LOGGED = "offsets_logged"
+STATE_COMMIT = "state_commit"
+
+
+def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
+    """The detector factory of a moment the checkpoint gate lands (``faults.gate_moments``): the run's gate
+    holds the thread that renames the phase's checkpoint file, the fault fires while it holds (a hit by
+    construction). A run without the gate (an HDFS checkpoint: its renames are RPCs) polls
+    ``output_visible_uncommitted`` as :data:`UNCOMMITTED_OUTPUT`; the other gated phases are refused
+    before such a run starts (``FaultKind.refused_by_run``), so they never wait here in vain."""
+
+    def factory(ctx: FaultContext) -> MomentDetector:
+        gate = gate_of(ctx.prepared)
+        if gate is not None and ctx.checkpoint is not None:
+            return _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
+        if phase == OUTPUT_VISIBLE_UNCOMMITTED:
+            return wait_uncommitted_output(ctx)
+
+        def never(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+            return None
+
+        return never
+
+    return factory
 
 #: every moment an aimed fault can wait for, by name
 MOMENTS: dict[str, Moment] = {m.name: m for m in (
     Moment(UNCOMMITTED_OUTPUT, "a micro-batch's output is visible and the batch is not committed yet (the driver is "
                                "frozen until the fault fires)", wait_uncommitted_output),
-    Moment(TASKS_RUNNING, "a micro-batch is planned, not committed, and the chosen worker runs an executor",
-           wait_tasks_running),
+    Moment(TASKS_RUNNING, "a micro-batch is planned, not committed, and the chosen worker runs an executor (a step "
+           "of an explored schedule: an executor's task held by the checkpoint gate before renaming its output)",
+           lambda ctx: tasks_running(ctx)),
+    Moment(OUTPUT_VISIBLE_UNCOMMITTED, "batch N's sink is done and commits/N not written: the driver's thread is "
+           "held by the checkpoint gate before that rename (polled as uncommitted_output on HDFS)",
+           gated(OUTPUT_VISIBLE_UNCOMMITTED)),
+    Moment(BETWEEN_BATCHES, "commits/N written, batch N+1 not planned: the driver held by the checkpoint gate after "
+           "that rename (a local checkpoint)", gated(BETWEEN_BATCHES)),
+    Moment(OFFSETS_LOGGED, "offsets/N written, no task of batch N yet: the driver held by the checkpoint gate after "
+           "that rename (a local checkpoint)", gated(OFFSETS_LOGGED)),
+    Moment(STATE_COMMIT, "a task writing its state store's N.delta: the executor's task held by the checkpoint gate "
+           "before that rename (a local checkpoint, a stateful job)", gated(STATE_COMMIT)),
 )}
+
+
+def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> MomentDetector:
+    """``wait``, recording each hold of the gate on the run's timeline (``checkpoint_held``: the log and
+    batch of the held rename, before or after it, and the held process) -- the evidence of where the
+    fault landed, beside the aim."""
+
+    def recorded(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        found = wait(planned, stop, deadline)
+        if found is not None and gate.holds and ctx.recorder is not None:
+            h = gate.holds[-1]
+            ctx.recorder.record("checkpoint_held", f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
+                                batch=h.batch, pid=h.pid)
+        return found
+
+    return recorded
+
+
+def tasks_running(ctx: FaultContext) -> MomentDetector:
+    """The ``tasks_running`` detector: polled for a mark's fault (:func:`wait_tasks_running`); for a step of
+    an explored schedule, when the run has the checkpoint gate, gated (a task held before renaming its
+    output: nothing of the batch is visible yet)."""
+    polled = wait_tasks_running(ctx)
+    gate = gate_of(ctx.prepared)
+    if gate is None or ctx.checkpoint is None:
+        return polled
+    gated_wait = _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, TASKS_RUNNING, holds=gate.holds))
+
+    def wait(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        step = getattr(getattr(planned, "spec", None), "anchor", None) is not None
+        return (gated_wait if step else polled)(planned, stop, deadline)
+
+    return wait
+
+
+def after_fire(ctx: FaultContext, stops_driver: Callable[[PlannedFault], bool]) -> Callable[[PlannedFault], None]:
+    """What lets the job go on once an aimed fault took effect: the checkpoint gate's held thread is
+    released; a driver the polled output moment froze (SIGSTOP) is resumed, unless the fault was one
+    that stops the driver itself (a kill of it: it is gone, and its heal restarts it)."""
+    gate = gate_of(ctx.prepared)
+
+    def release(planned: PlannedFault) -> None:
+        if gate is not None:
+            gate.release()
+        elif planned.spec.when in (UNCOMMITTED_OUTPUT, OUTPUT_VISIBLE_UNCOMMITTED) and not stops_driver(planned):
+            ctx.job.resume()
+
+    return release
 
 
 def detectors(ctx: FaultContext) -> dict[str, MomentDetector]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families import broker, disk, hdfs, network, process, workload, yarn
+from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
@@ -64,6 +65,10 @@ def check_run(specs: Iterable[FaultSpec], *, checkpoint: str) -> None:
         why = kind_of(s).refused_by_run(s, checkpoint=checkpoint)
         if why:
             raise ValueError(f"@{s.kind}: {why}")
+        if checkpoint == "hdfs" and s.when in GATE_ONLY:
+            raise ValueError(f"@{s.kind}: when={s.when!r} is landed by the checkpoint gate, which needs the "
+                             "checkpoint on this host's file system (on HDFS a rename is an RPC): use "
+                             "checkpoint='local', or aim at 'output_visible_uncommitted' / 'tasks_running'")
 
 
 def prepare(specs: Iterable[FaultSpec], site: JobSite) -> dict[str, Preparation]:

@@ -1,7 +1,8 @@
 """Fire planned faults on the run's clock, heal them, and record what happened.
 
 Each planned occurrence gets a small thread: wait until steady state + ``at`` (or until its aimed
-moment is detected), inject, wait ``heal_after``, heal. :meth:`FaultScheduler.stop` heals whatever is
+moment is detected), inject, wait ``heal_after``, heal. The steps of an explored schedule (specs with an
+``anchor``) fire in order: each arms once the one before it has fired. :meth:`FaultScheduler.stop` heals whatever is
 still injected -- on every exit path, including a failing test -- so nothing outlives the run.
 """
 
@@ -34,6 +35,7 @@ class FaultScheduler:
         recorder: Recorder,
         moments: dict[str, MomentDetector] | None = None,
         clock: Callable[[], float] = time.time,
+        after_fire: Callable[[PlannedFault], None] | None = None,
     ) -> None:
         missing = sorted({p.spec.kind for p in planned} - set(actions))
         if missing:
@@ -50,6 +52,10 @@ class FaultScheduler:
         self._fired: dict[int, float] = {}  # occurrence -> when it was injected (healed or not)
         self._lock = threading.Lock()
         self.steady_t: float | None = None
+        #: called once an aimed fault took effect (or failed to be injected): lets a thread its moment
+        #: holds go on (the checkpoint gate's release)
+        self.after_fire = after_fire
+        self._settled = [threading.Event() for _ in planned]  # occurrence fired, or will not
 
     def start(self, steady_t: float) -> None:
         """Start the clock: ``at`` offsets count from ``steady_t``."""
@@ -62,20 +68,42 @@ class FaultScheduler:
             th.start()
 
     def _run_one(self, i: int, p: PlannedFault, at: float) -> None:
+        try:
+            fired = self._fire(i, p, at)
+        finally:
+            self._settled[i].set()  # the next step of an explored schedule may arm now
+        if fired is None:
+            return
+        handle, t_injected = fired
+        # heal_after counts from the injection, not from its confirmation
+        self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
+        if p.heal_after is not None:
+            self._heal(i)
+
+    def _fire(self, i: int, p: PlannedFault, at: float) -> tuple[Any, float] | None:
+        """Wait for the occurrence's time (a step of an explored schedule: also for the step before it to
+        have fired), or its moment; inject, confirm and record it. (handle, injection time), or None when
+        it did not fire."""
         action = self.actions[p.spec.kind]
         if self._stop.wait(max(0.0, at - self.clock())):
-            return
+            return None
+        before = self._previous_step(i)
+        if before is not None:
+            while not self._settled[before].wait(0.2):
+                if self._stop.is_set():
+                    return None
         aim: dict[str, Any] = {}
         if p.at is None:  # aimed: wait for the moment
             found = self._await_moment(p)
             if found is None:
-                return
+                return None
             aim = {"aim": dataclasses.asdict(found)} if isinstance(found, Aim) else {}
         try:
             handle = action.inject(p)
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
             self._error(p, f"inject failed: {exc}")
-            return
+            self._after_fire(p)
+            return None
         # The fault's time is when it took effect: inject returns right after the signal / rule /
         # broker-down, before any wait for confirmation (a reap can take seconds, which would put
         # the fault after the system's own reaction to it and shorten every measured delay).
@@ -91,6 +119,8 @@ class FaultScheduler:
             confirmed = self.clock() - t_injected
         except Exception as exc:
             confirmed, unconfirmed = None, f"not confirmed: {exc}"
+        if p.at is None:  # a thread held at the moment (the checkpoint gate) goes on once the fault took effect
+            self._after_fire(p)
         try:
             target = action.target(p)  # after inject: a role ('busiest') resolves to an instance there
         except Exception as exc:
@@ -100,10 +130,22 @@ class FaultScheduler:
                              confirmed=None if confirmed is None else round(confirmed, 3), **measured, **aim)
         if unconfirmed:
             self._error(p, unconfirmed)
-        # heal_after counts from the injection, not from its confirmation
-        self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
-        if p.heal_after is not None:
-            self._heal(i)
+        return handle, t_injected
+
+    def _previous_step(self, i: int) -> int | None:
+        """The occurrence that must have fired before occurrence ``i`` arms: the step before it in an
+        explored schedule (specs with an ``anchor``); None for a mark's fault."""
+        if self.planned[i].spec.anchor is None:
+            return None
+        earlier = [j for j in range(i) if self.planned[j].spec.anchor is not None]
+        return earlier[-1] if earlier else None
+
+    def _after_fire(self, p: PlannedFault) -> None:
+        if self.after_fire is not None and p.at is None:
+            try:
+                self.after_fire(p)
+            except Exception as exc:  # a held thread the gate fails to let go is released by its max hold
+                self.errors.append(f"releasing the aimed moment failed: {exc}")
 
     def _await_moment(self, p: PlannedFault) -> Aim | bool | None:
         """Wait for an aimed fault's moment; None (recorded as skipped) when it did not come."""

@@ -53,12 +53,18 @@ class FaultSpec:
     restart_after: float | None = None
     target: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: a step of an explored schedule (``@explore``): it arms once the schedule's step before it has
+    #: fired, for the first batch at least ``anchor`` batches after the one planned then (None: a mark's
+    #: fault, which arms on its own clock)
+    anchor: int | None = None
 
     @property
     def label(self) -> str:
         """Short human label for tables and timelines, e.g. ``kill_worker[0]@30s``."""
         where = self.target or ("" if self.index is None else str(self.index))
         at = f" when={self.when}" if self.when else f"@{self.after:g}s"
+        if self.anchor:
+            at += f"+{self.anchor}"
         rep = f" x{self.times}/{self.every:g}s" if self.every else ""
         extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
         return f"{self.kind}{f'[{where}]' if where else ''}{at}{rep}{extra}"

@@ -38,6 +38,8 @@ FAULTS_KEY = pytest.StashKey[list]()
 RUNS_KEY = pytest.StashKey[list]()
 #: the test's A/B comparisons (``chaos.compare``)
 COMPARISONS_KEY = pytest.StashKey[list]()
+#: where an explored test keeps what its search gave (``exploration.item.Explored``)
+EXPLORED_KEY = pytest.StashKey[Any]()
 
 
 def chaos_session(config: pytest.Config) -> ChaosSession:
@@ -71,6 +73,8 @@ class ChaosSession:
         self.entries: list[Entry] = []
         #: (nodeid, Versus) of every A/B comparison of the session
         self.comparisons: list[tuple[str, Any]] = []
+        #: nodeid -> what the schedule search of an explored test gave (``exploration.item.Explored``)
+        self.explored: dict[str, Any] = {}
         self.outcome = Outcome()
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
@@ -81,6 +85,9 @@ class ChaosSession:
         specs = [{**s.to_dict(), "label": s.label} for s in item.stash.get(FAULTS_KEY, [])]
         self.entries.extend((item.nodeid, i, specs, r) for i, r in enumerate(runs))
         self.comparisons.extend((item.nodeid, v) for v in item.stash.get(COMPARISONS_KEY, []))
+        explored = item.stash.get(EXPLORED_KEY, None)
+        if explored is not None:
+            self.explored[item.nodeid] = explored
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Compare with the baseline (failing the session on a gate), save it, write the report and
@@ -92,13 +99,20 @@ class ChaosSession:
         st, root = self.settings, Path(str(config.rootpath))
         self._baseline(session, root)
         if st.report:
-            out = [{"test": nodeid, "faults": specs, **run.to_dict()} for nodeid, _index, specs, run in self.entries]
+            out = [{"test": nodeid, "faults": specs, **run.to_dict(), **self._explore_key(nodeid)}
+                   for nodeid, _index, specs, run in self.entries]
             write_json(st.report, out)
             self.outcome.report = (st.report, len(out))
         if st.report_dir:
             draw = plots.available()
-            self.outcome.artifacts = write_artifacts(root / st.report_dir, self.entries, self.comparisons, draw)
+            self.outcome.artifacts = write_artifacts(root / st.report_dir, self.entries, self.comparisons, draw,
+                                                     extra=self._explore_key)
             self.outcome.draw = draw
+
+    def _explore_key(self, nodeid: str) -> dict[str, Any]:
+        """The ``explore`` key of an explored test's results (docs/report-schema.md), else nothing."""
+        explored = self.explored.get(nodeid)
+        return {} if explored is None else {"explore": explored.to_dict()}
 
     def _baseline(self, session: pytest.Session, root: Path) -> None:
         """``--chaos-compare`` / ``--chaos-compare-fail`` (a regression fails the session), ``--chaos-save``."""
@@ -125,6 +139,11 @@ class ChaosSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The table of the session's runs, its A/B comparisons, and what session end wrote."""
         tr = terminalreporter
+        if self.explored:
+            tr.section("streamchaos: explored fault schedules")
+            for explored in self.explored.values():
+                for line in explored.summary():
+                    tr.write_line(line, red=explored.failed)
         if not self.entries:
             return
         rows = []
@@ -244,14 +263,15 @@ class Artifacts:
 
 
 def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Sequence[tuple[str, Any]],
-                    draw: bool) -> tuple[list[Artifacts], list[Path]]:
+                    draw: bool, extra: Any = None) -> tuple[list[Artifacts], list[Path]]:
     """Per result ``<slug>[-<index>].json`` and a timeline PNG per run (``-r<k>`` for repeats); per A/B
-    comparison one PNG with both runs. ``draw=False`` (no matplotlib): JSON only."""
+    comparison one PNG with both runs. ``draw=False`` (no matplotlib): JSON only. ``extra(nodeid)``: keys
+    to add to a test's JSON (an explored test's ``explore``)."""
     report_dir.mkdir(parents=True, exist_ok=True)
     out = []
     for nodeid, index, faults, result in entries:
         base = slug(nodeid) + (f"-{index}" if index else "")
-        d = {"test": nodeid, "faults": faults, **result.to_dict()}
+        d = {"test": nodeid, "faults": faults, **result.to_dict(), **(extra(nodeid) if extra else {})}
         art = Artifacts(nodeid, index, write_json(report_dir / f"{base}.json", d))
         if draw:
             runs = d.get("runs") or [d]

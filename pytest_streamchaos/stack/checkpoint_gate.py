@@ -133,6 +133,8 @@ class CheckpointGate:
         self.max_hold_ms = int(max_hold_s * 1000)
         self._lock = threading.Lock()
         self._gen = 0  #: the current arming's number (0: never armed)
+        #: every hold a moment detector reported (``faults.gate_moments.gated_moment``), in order
+        self.holds: list[Hold] = []
 
     def env(self, base: str | None = None) -> dict[str, str]:
         """The driver's environment additions (``base``: an ``LD_PRELOAD`` the job already has, kept)."""

@@ -7,82 +7,46 @@ keyed by the batch id; the Kafka-sink job held to what it does deliver, at-least
 lost). A driver killed while batch N's output is visible and ``commits/N`` not yet written makes the
 buggy ones duplicate and the correct ones not.
 
-The kill is aimed through the checkpoint gate: the driver's thread is held inside the rename that would
-write ``commits/N``, so the kill cannot miss. Until ``@explore`` is integrated (after issue 30's fault
-families) the gate's detector replaces the polled ``uncommitted_output`` one through the ``gate``
-fixture; the integration registers it among the aimed moments. Each test checks that the kill really
-landed there from Spark's own event log: batch N ran in both driver launches.
+The kill is aimed at the moment ``output_visible_uncommitted``, which the checkpoint gate lands: the run
+preloads the gate into the job because the plan aims at it (the job and the test say nothing of it), and
+the driver's thread is held inside the rename that would write ``commits/N``, so the kill cannot miss.
+Each test checks that the kill really landed there: the hold on the run's timeline, and from Spark's
+own event log that batch N ran in both driver launches.
 """
 
-import shutil
 from pathlib import Path
 
 import pytest
+from planted import clear_paths, click, payment
 
-import pytest_streamchaos.runner.phases.observers as observers
-from pytest_streamchaos import JobSetup, RecordSpec, kill_driver
-from pytest_streamchaos.faults.gate_moments import gated_moment
+from pytest_streamchaos import JobSetup, kill_driver
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
 
-JOBS = Path(__file__).parent / "jobs"
 APPEND = "jobs/clicks_to_json_lake.py"
 BY_BATCH = "jobs/clicks_to_json_lake_by_batch.py"
 LEDGER = "jobs/payments_to_ledger.py"
-#: what the jobs hard-code under /tmp (absent before each test and removed after it)
-PATHS = ("/tmp/streamchaos-test-clicks-lake", "/tmp/streamchaos-test-clicks-chk",
-         "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
-         "/tmp/streamchaos-test-payments-chk")
-
-
-def click(rec: RecordSpec) -> dict:
-    return {"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{rec.key_index}", "clickedAt": rec.ts}
-
-
-def payment(rec: RecordSpec) -> dict:
-    return {"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}
 
 
 @pytest.fixture
 def hardcoded_paths():
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
     yield
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+    clear_paths()
 
 
-@pytest.fixture
-def gate(tmp_path, monkeypatch):
-    """The checkpoint gate, preloaded into the run's driver and executors, landing ``uncommitted_output``."""
-    g = CheckpointGate(tmp_path / "gate")
-    holds: list = []
-    real = observers.moments_for
-
-    def moments(ctx):
-        return {**real(ctx), "uncommitted_output": gated_moment(g, ctx.checkpoint, "output_visible_uncommitted",
-                                                                 holds=holds)}
-
-    monkeypatch.setattr(observers, "moments_for", moments)
-    g.holds = holds
-    yield g
-    g.close()
-
-
-def run_clicks(chaos, gate, job: str, lake: str):
+def run_clicks(chaos, job: str, lake: str):
     return chaos.run(job, rate=100, duration=20, guarantee="exactly-once", kafka_port=9092,
-                     inputs={"clicks": click}, outputs={f"file:{lake}": "clickId"},
-                     setup=JobSetup(env=gate.env(), conf=gate.executor_conf()))
+                     inputs={"clicks": click}, outputs={f"file:{lake}": "clickId"})
 
 
-def assert_landed_between_output_and_commit(run, gate) -> int:
+def assert_landed_between_output_and_commit(run) -> int:
     """The kill landed where it was aimed: held at ``commits/N``, and batch N ran again after the restart
     (Spark reports a batch's progress after its commit: only the second launch did for batch N)."""
     (fault,) = run.faults
     assert fault.hit and fault.aim.phase == "output_visible_uncommitted", fault.aim
-    (held,) = gate.holds
+    (held,) = [e for e in run.history.trace.timeline if e.kind == "checkpoint_held"]
     n = fault.aim.batch
-    assert held.log == "commits" and held.when == "before" and held.batch == n
+    assert held.detail["log"] == "commits" and held.detail["when"] == "before" and held.detail["batch"] == n
     progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
     progress.poll()
     runs_of_n = [b["app_id"] for b in progress.batches if b["batchId"] == n]
@@ -91,9 +55,9 @@ def assert_landed_between_output_and_commit(run, gate) -> int:
     return n
 
 
-def assert_replay_duplicated(run, gate) -> None:
+def assert_replay_duplicated(run) -> None:
     """The kill landed between output and commit, and the replayed batch's records came out twice."""
-    assert_landed_between_output_and_commit(run, gate)
+    assert_landed_between_output_and_commit(run)
     assert run.lost == 0 and run.incorrect == 0
     assert run.duplicates > 0, "the replayed batch's records are written a second time"
     assert run.guarantee_delivered == "at-least-once"
@@ -101,44 +65,43 @@ def assert_replay_duplicated(run, gate) -> None:
 
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
-@kill_driver(when="uncommitted_output", after=3, restart_after=0)
-def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files(chaos, gate, hardcoded_paths):
-    run = run_clicks(chaos, gate, APPEND, "/tmp/streamchaos-test-clicks-lake")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files(chaos, hardcoded_paths):
+    run = run_clicks(chaos, APPEND, "/tmp/streamchaos-test-clicks-lake")
     print(run.describe())
-    assert_replay_duplicated(run, gate)  # appended a second time
+    assert_replay_duplicated(run)  # appended a second time
 
 
 @pytest.mark.chaos(backend="local")
-@kill_driver(when="uncommitted_output", after=3, restart_after=0)
-def test_a_foreach_batch_writer_keyed_by_batch_id_stays_exactly_once(chaos, gate, hardcoded_paths):
-    run = run_clicks(chaos, gate, BY_BATCH, "/tmp/streamchaos-test-clicks-by-batch-lake")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_a_foreach_batch_writer_keyed_by_batch_id_stays_exactly_once(chaos, hardcoded_paths):
+    run = run_clicks(chaos, BY_BATCH, "/tmp/streamchaos-test-clicks-by-batch-lake")
     print(run.describe())
-    assert_landed_between_output_and_commit(run, gate)
+    assert_landed_between_output_and_commit(run)
     assert run.lost == 0 and run.incorrect == 0 and run.duplicates == 0
     assert run.guarantee_delivered == "exactly-once"
 
 
-def run_ledger(chaos, gate, guarantee: str):
+def run_ledger(chaos, guarantee: str):
     return chaos.run(LEDGER, rate=100, duration=20, guarantee=guarantee, kafka_port=9092,
-                     inputs={"payments": payment}, outputs={"ledger": "key"},
-                     setup=JobSetup(env=gate.env(), conf=gate.executor_conf()))
+                     inputs={"payments": payment}, outputs={"ledger": "key"})
 
 
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
-@kill_driver(when="uncommitted_output", after=3, restart_after=0)
-def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos, gate, hardcoded_paths):
-    run = run_ledger(chaos, gate, "exactly-once")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos, hardcoded_paths):
+    run = run_ledger(chaos, "exactly-once")
     print(run.describe())
-    assert_replay_duplicated(run, gate)  # produced to the ledger again
+    assert_replay_duplicated(run)  # produced to the ledger again
 
 
 @pytest.mark.chaos(backend="local")
-@kill_driver(when="uncommitted_output", after=3, restart_after=0)
-def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, gate, hardcoded_paths):
-    run = run_ledger(chaos, gate, "at-least-once")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, hardcoded_paths):
+    run = run_ledger(chaos, "at-least-once")
     print(run.describe())
-    assert_landed_between_output_and_commit(run, gate)
+    assert_landed_between_output_and_commit(run)
     assert run.lost == 0 and run.incorrect == 0
     assert run.guarantee_delivered in ("at-least-once", "exactly-once")
 

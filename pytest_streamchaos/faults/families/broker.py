@@ -10,6 +10,7 @@ from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
 from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill
+from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import NetFaultError
@@ -90,6 +91,9 @@ class KillBroker(_OnBrokers, Kill):
            "output: topic='output'), 'follower', 'controller' (the active KRaft controller), 'all', "
            "or a broker id")
     args = {**KILL_ARGS, **BROKER_ARGS}
+    moments = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED)
+    takes_down = "broker"
+    search_targets = ("leader",)  # the leader of a partition of the job's input
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:

@@ -9,12 +9,21 @@ from typing import Any
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.moments import OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
+from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.base import HdfsCluster
 
 
 class _OnHdfs(FaultKind):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
+
+    @classmethod
+    def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
+        if checkpoint != "hdfs":
+            return ("an HDFS fault needs the run's checkpoint on the stack's HDFS: chaos.run(..., "
+                    "setup=JobSetup(checkpoint=\"hdfs\")) or --chaos-checkpoint=hdfs")
+        return None
 
     def _hdfs(self) -> HdfsCluster[Any]:
         if self.ctx.hdfs is None:
@@ -36,6 +45,8 @@ class KillNamenode(_OnHdfs, Kill):
     doc = ("kill the HDFS NameNode; restart it (same ports, same name dir) after "
            "restart_after (default 0: at once)")
     default_restart_after = 0.0  # a NameNode comes back, as a killed driver does
+    # polled on an HDFS checkpoint (the checkpoint gate cannot act there): what @explore may aim it at
+    moments = (OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING)
 
     def target(self, planned: PlannedFault) -> str:
         return "namenode"

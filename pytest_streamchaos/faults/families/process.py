@@ -17,8 +17,16 @@ from pytest_streamchaos.faults.context import (
     worker_index,
 )
 from pytest_streamchaos.faults.families.broker import BROKER_ARGS, BROKER_ROLES, brokers_of, check_broker_args
+from pytest_streamchaos.faults.gate_moments import gate_of, held_worker
 from pytest_streamchaos.faults.kind import FaultKind, Kill
-from pytest_streamchaos.faults.moments import TASKS_RUNNING, UNCOMMITTED_OUTPUT
+from pytest_streamchaos.faults.moments import (
+    BETWEEN_BATCHES,
+    OFFSETS_LOGGED,
+    OUTPUT_VISIBLE_UNCOMMITTED,
+    STATE_COMMIT,
+    TASKS_RUNNING,
+    UNCOMMITTED_OUTPUT,
+)
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
@@ -32,20 +40,44 @@ def _daemons_refused(what: str, cluster: SparkCluster) -> str | None:
     return (f"{what} needs the cluster's daemons as processes, and this cluster was attached (the plugin did not "
             "start it; its API cannot stop them): run the test on the cluster the plugin starts, or leave it out")
 
+#: the moments a fault on an executor can aim at (the gate's: docs/explore.md)
+EXECUTOR_MOMENTS = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, STATE_COMMIT)
 
-class KillWorker(Kill):
-    name = "kill_worker"
-    doc = "kill a Spark worker and its executors (process group)"
+
+def target_worker(ctx: FaultContext, planned: PlannedFault) -> int:
+    """The worker a fault on executors hits: the one whose executor the checkpoint gate holds when the
+    fault was aimed at that hold (a task at its state store's commit, or an explored step's task finishing its
+    output), else :func:`worker_index`'s."""
+    aimed_at_hold = planned.spec.when == STATE_COMMIT or (planned.spec.when == TASKS_RUNNING
+                                                          and planned.spec.anchor is not None)
+    if aimed_at_hold and not isinstance(planned.spec.index, int):
+        held = held_worker(ctx.cluster, gate_of(ctx.prepared))
+        if held is not None:
+            return held
+    return worker_index(ctx, planned)
+
+
+class _OnExecutors(Kill):
+    """A kill of executors (one, or a worker's): the busiest worker's unless ``index`` says, aimed at
+    the micro-batch phases; remembers which worker each occurrence hit ('busiest' -> 1)."""
+
     roles = ("busiest",)
-    moments = (TASKS_RUNNING,)
+    moments = EXECUTOR_MOMENTS
+    takes_down = "executor"
+    search_targets = ("busiest",)
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
-        self.resolved: dict[int, int] = {}  # which worker each occurrence hit ('busiest' -> 1)
+        self.resolved: dict[int, int] = {}
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
+
+
+class KillWorker(_OnExecutors):
+    name = "kill_worker"
+    doc = "kill a Spark worker and its executors (process group)"
 
     @classmethod
     def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
@@ -55,7 +87,7 @@ class KillWorker(Kill):
         return f"worker-{self.resolved.get(id(planned), '?')}"
 
     def inject(self, planned: PlannedFault) -> int:
-        i = worker_index(self.ctx, planned)
+        i = target_worker(self.ctx, planned)
         self.resolved[id(planned)] = i
         self.ctx.cluster.kill_worker(i, signal_of(planned), wait=False)
         return i
@@ -71,21 +103,16 @@ class KillWorker(Kill):
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
-class KillExecutor(Kill):
+class KillExecutor(_OnExecutors):
     name = "kill_executor"
     doc = "kill one executor JVM (its worker stays)"
-    roles = ("busiest",)
-    moments = (TASKS_RUNNING,)
-
-    @classmethod
-    def reaches_cluster(cls, spec: FaultSpec) -> bool:
-        return True
 
     def target(self, planned: PlannedFault) -> str:
-        return f"executor@worker-{worker_index(self.ctx, planned)}"
+        return f"executor@worker-{self.resolved.get(id(planned), '?')}"
 
     def inject(self, planned: PlannedFault) -> ExecutorRef:
-        i = worker_index(self.ctx, planned)
+        i = target_worker(self.ctx, planned)
+        self.resolved[id(planned)] = i
         found = self.ctx.cluster.executors(i)
         if not found:
             raise RuntimeError(f"worker-{i} runs no executor to kill")
@@ -107,7 +134,8 @@ class KillDriver(Kill):
     name = "kill_driver"
     doc = ("kill the driver (JVM and Python children); restart it from the checkpoint "
            "after restart_after (default 0)")
-    moments = (UNCOMMITTED_OUTPUT,)
+    moments = (UNCOMMITTED_OUTPUT, OUTPUT_VISIBLE_UNCOMMITTED, BETWEEN_BATCHES, OFFSETS_LOGGED, TASKS_RUNNING)
+    takes_down = "driver"
     default_restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
 
     @classmethod

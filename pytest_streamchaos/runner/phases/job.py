@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.delay_class import DelaySpec
+from pytest_streamchaos.faults.gate_moments import GATE_KEY, RunGate, needs_gate
 from pytest_streamchaos.faults.kind import JobSite, LinkDelay, Preparation
 from pytest_streamchaos.faults.registry import kind_of, prepare
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
@@ -21,7 +22,8 @@ from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import JobLauncher
-from pytest_streamchaos.stack.base import JobHandle
+from pytest_streamchaos.stack.base import JobHandle, StackError
+from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
 from pytest_streamchaos.stack.commands import CommandError
 
 
@@ -64,16 +66,45 @@ class PrepareJob:
                                            jit=chaos.jit, progress=chaos.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass
         conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
-        job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add},
-                               env={**storage.env, **s.env}, args=argv, files=s.files, py_files=s.py_files,
-                               deploy_mode=s.deploy_mode)
+        gate = self._gate()
+        gate_env, gate_conf = (gate.env(base=s.env.get("LD_PRELOAD")), gate.executor_conf()) if gate else ({}, {})
+        try:
+            job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add, **gate_conf},
+                                   env={**storage.env, **s.env, **gate_env}, args=argv, files=s.files,
+                                   py_files=s.py_files, deploy_mode=s.deploy_mode)
+        except BaseException:
+            if gate is not None:
+                gate.close()
+            raise
         ctx.warnings.extend(job.notes)
         self._check_delay_classes(job, job_kafka)
         roots = [storage.place(r) for r in (str(job.workdir), *storage.roots,
                                             *paths_in([*argv, *s.conf.values()], job.workdir))]
         roots += [place for place, _ in named]  # a location hard-coded in the job's code
+        try:
+            prepared = self._prepare_faults(argv, job)
+        except BaseException:
+            if gate is not None:
+                gate.close()
+            raise
+        if gate is not None:
+            prepared[GATE_KEY] = RunGate(gate)
         return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
-                           prepared=self._prepare_faults(argv, job))
+                           prepared=prepared)
+
+    def _gate(self) -> CheckpointGate | None:
+        """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is
+        aimed at a moment it lands and the checkpoint is on this host's file system (an HDFS checkpoint
+        renames by RPC; a stack whose executors run on other hosts cannot preload this host's library)."""
+        specs = [p.spec for p in self.ctx.inputs.planned]
+        whens = {s.when for s in specs}
+        if not needs_gate(specs) or self.ctx.storage.kind != "local" or self.ctx.chaos.cluster.link_sides():
+            return None
+        try:
+            return CheckpointGate(self.ctx.dir / "gate")
+        except StackError as exc:
+            raise RunError(f"an aimed moment ({', '.join(sorted(w for w in whens if w))}) needs the checkpoint "
+                           f"gate: {exc}") from None
 
     def _prepare_faults(self, argv: Sequence[str], job: JobHandle) -> dict[str, Preparation]:
         """What the plan's fault kinds make ready before the job starts (their ``before_job``: e.g. a small

@@ -11,8 +11,8 @@ from typing import Any
 from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
-from pytest_streamchaos.faults.moments import detectors
-from pytest_streamchaos.faults.registry import actions_for
+from pytest_streamchaos.faults.moments import after_fire, detectors
+from pytest_streamchaos.faults.registry import actions_for, kind_of
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -111,7 +111,8 @@ class WireObservers:
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
                               collector=collector, poison=poison, hdfs=ctx.storage.hdfs,
                               recorder=ctx.recorder, prepared=self.prepared.prepared)
-        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults))
+        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults),
+                                   after_fire=after_fire(faults, lambda p: kind_of(p.spec).stops_driver(p.spec)))
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
                                       hold=scheduler.acting_on_driver)
         kafka_events = KafkaWatcher(ctx.chaos.kafka, t.watched(), ctx.recorder)

@@ -1,0 +1,177 @@
+"""Benchmark of ``@explore`` on the planted-bug jobs (issue 33): runs to the first violation, against
+the same budget of uniformly random ``after=`` driver-kill times; silence on a correct job; replays.
+
+Run under the heavy lock (it brings up the stack once per pytest session it starts)::
+
+    flock /tmp/sc/heavy.lock python benchmarks/bench_explore.py [--budget 10] [--correct 20] [--replays 5]
+
+Parts (``--parts``, default all):
+
+- ``explore``: ``@explore(faults=["kill_driver", "kill_executor"], budget=N)`` on the non-idempotent
+  ``foreachBatch`` lake writer and on the Kafka-sink ledger, both declared exactly-once and asserting
+  no duplicate: the exploring run that first falsified, the runs in all (confirm, shrink), the minimal
+  schedule, the wall time per schedule;
+- ``random``: the same jobs and assertion, one run per kill of the driver at a time drawn uniformly
+  from the load phase (``@kill_driver(after=U(0, duration))``, seeded), at most N runs, stopping at the
+  first violation (``-x``);
+- ``correct``: ``@explore`` with budget ``--correct`` on the ledger held to at-least-once, asserting
+  nothing is lost: falsified schedules (want 0) over the schedules run;
+- ``replay``: the explore part's replay lines, each run ``--replays`` times: how many reproduced.
+
+Prints a table and writes ``benchmarks/results/explore.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PLANTED = ROOT / "tests" / "chaos"  # planted.py: the jobs' records, paths and runs
+RESULTS = Path(__file__).parent / "results" / "explore.json"
+DURATION = 20  # the load phase of each run (planted.py's default)
+
+COMMON = '''
+import pytest
+from planted import clear_paths, lake, ledger
+from pytest_streamchaos import explore, kill_driver
+
+
+@pytest.fixture(autouse=True)
+def hardcoded_paths():
+    clear_paths()
+    yield
+    clear_paths()
+'''
+
+EXPLORED = '''
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@explore(faults=["kill_driver", "kill_executor"], budget={budget})
+def test_lake(chaos):
+    assert lake(chaos).duplicates == 0
+
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@explore(faults=["kill_driver", "kill_executor"], budget={budget})
+def test_ledger(chaos):
+    assert ledger(chaos).duplicates == 0
+
+
+@pytest.mark.chaos(backend="local")
+@explore(faults=["kill_driver", "kill_executor"], budget={correct})
+def test_ledger_at_least_once(chaos):
+    assert ledger(chaos, "at-least-once").lost == 0
+'''
+
+RANDOM = '''
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@pytest.mark.parametrize("k", [pytest.param(k, marks=kill_driver(after=t, restart_after=0)) for k, t in
+                               enumerate({times!r})])
+def test_{job}_random(chaos, k):
+    assert {job}(chaos).duplicates == 0
+'''
+
+
+def session(project: Path, tests: list[str], *args: str, timeout: float = 3600) -> dict[str, Any]:
+    """One pytest session in ``project`` (this checkout's plugin first on the path): its exit code,
+    output, wall time and JSON report."""
+    report = project / f"report-{time.time_ns()}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(PLANTED), os.environ.get("PYTHONPATH", "")])}
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "-m", "pytest", *tests, "-p", "no:cacheprovider", "-q",
+                          f"--chaos-report={report}", *args], cwd=project, env=env, capture_output=True,
+                         text=True, timeout=timeout)
+    runs = json.loads(report.read_text()) if report.exists() else []
+    return {"rc": out.returncode, "stdout": out.stdout, "seconds": time.time() - t0, "report": runs}
+
+
+def explored_numbers(entry: dict[str, Any]) -> dict[str, Any]:
+    ex = entry["explore"]
+    runs = ex["runs"]
+    return {"first_violation_at": ex["first_violation_at"], "runs": len(runs),
+            "by_purpose": {p: sum(r["purpose"] == p for r in runs) for p in {r["purpose"] for r in runs}},
+            "found": ex["found"] and ex["found"]["words"], "token": ex["token"], "replay": ex["replay"],
+            "seconds_per_schedule": [r["seconds"] for r in runs], "coverage": ex["coverage"],
+            "falsified": sum(r["falsified"] for r in runs)}
+
+
+def part_explore(project: Path, tests: list[str], log: Path | None = None) -> dict[str, Any]:
+    out = session(project, [f"test_bench.py::{t}" for t in tests])
+    if log is not None:  # the whole output: the failures' text with their replay lines
+        log.write_text(out["stdout"])
+    found = {e["test"].split("::")[-1]: explored_numbers(e) for e in out["report"] if "explore" in e}
+    return {"session_seconds": out["seconds"], "rc": out["rc"], "tests": found, "tail": out["stdout"][-3000:]}
+
+
+def part_random(project: Path, job: str, budget: int) -> dict[str, Any]:
+    out = session(project, [f"test_bench.py::test_{job}_random"], "-x")
+    runs = [e for e in out["report"] if e["test"].split("::")[-1].startswith(f"test_{job}_random")]
+    first = next((i + 1 for i, e in enumerate(runs) if e["duplicates"] > 0), None)
+    return {"runs": len(runs), "first_violation_at": first, "budget": budget, "session_seconds": out["seconds"],
+            "duplicates": [e["duplicates"] for e in runs],
+            "after": [e["faults"][0].get("after") for e in runs if e.get("faults")]}
+
+
+def part_replay(project: Path, token: str, test: str, times: int) -> dict[str, Any]:
+    got = []
+    for _ in range(times):
+        out = session(project, [f"test_bench.py::{test}"], f"--chaos-replay={token}")
+        got.append(bool(re.search(r"replayed kill_driver .*\(hit\)", out["stdout"])) and out["rc"] == 1)
+    return {"reproduced": sum(got), "of": times, "each": got}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", type=int, default=10)
+    ap.add_argument("--correct", type=int, default=20)
+    ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--parts", default="explore,random,correct,replay")
+    ap.add_argument("--seed", type=int, default=33)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    a = ap.parse_args()
+    parts = set(a.parts.split(","))
+    rng = random.Random(a.seed)
+    times = {job: [round(rng.uniform(0, DURATION), 2) for _ in range(a.budget)] for job in ("lake", "ledger")}
+    project = Path(tempfile.mkdtemp(prefix="bench-explore-"))
+    results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts)}
+    try:
+        (project / "test_bench.py").write_text(
+            COMMON + EXPLORED.format(budget=a.budget, correct=a.correct)
+            + "".join(RANDOM.format(job=job, times=t) for job, t in times.items()))
+        if "explore" in parts:
+            results["explore"] = part_explore(project, ["test_lake", "test_ledger"], a.out.with_suffix(".log"))
+            print(json.dumps(results["explore"]["tests"], indent=1, default=str))
+        if "random" in parts:
+            results["random"] = {job: part_random(project, job, a.budget) for job in ("lake", "ledger")}
+            print(json.dumps(results["random"], indent=1))
+        if "correct" in parts:
+            results["correct"] = part_explore(project, ["test_ledger_at_least_once"])
+            print(json.dumps(results["correct"]["tests"], indent=1, default=str))
+        if "replay" in parts and "explore" in parts:
+            results["replay"] = {t: part_replay(project, n["token"], t, a.replays)
+                                 for t, n in results["explore"]["tests"].items() if n["token"]}
+            print(json.dumps(results["replay"], indent=1))
+    finally:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(results, indent=1, default=str))
+        shutil.rmtree(project, ignore_errors=True)
+        print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The test body under one schedule: what ``@explore``'s search calls for every run.
+
+:class:`Body` holds the test function, its fixture values and the ``chaos`` fixture's harness (one warm
+stack for every run). :meth:`Body.run` sets the harness's faults to the schedule's steps (the test's own
+fault marks play no part), calls the body, applies the plugin's after-body checks (SLA marks, the
+declared guarantee), and says what happened as an :class:`~pytest_streamchaos.search.schedule.Outcome`:
+
+- an ``AssertionError`` (the body's own, a failed check or SLA) is a falsifying run, its first line
+  the message -- unless an aim missed: then the run tested another schedule and counts as not run;
+- a run that could not give a verdict (the stack or the job broke: a ``RuntimeError`` of the harness,
+  a fault that did not happen as planned) is an ``error``;
+- anything else (a ``TypeError`` in the test, a failing record factory) is the test's own bug and goes
+  up as it is: a search over a broken test would only hide it.
+
+Between runs the body's leftovers on this host are removed: the job's hard-coded absolute checkpoint
+and the ``file:`` outputs it declared absolute (a next run would resume from them or read them).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_streamchaos.exploration.catalogue import schedule_specs
+from pytest_streamchaos.search.schedule import PHASES, Landed, Outcome, Schedule
+from pytest_streamchaos.usercode import UserCodeError
+
+
+class NoChaosRun(Exception):
+    """The body ran without calling ``chaos.run``: there is nothing to explore."""
+
+
+class Body:
+    """One explored test's body (see the module docstring). ``check(runs)`` is the plugin's after-body
+    check of the runs' SLA marks and declared guarantee (raises ``AssertionError``)."""
+
+    def __init__(self, func: Callable[..., Any], funcargs: Mapping[str, Any], harness: Any,
+                 check: Callable[[list[Any]], None]) -> None:
+        self.func = func
+        self.funcargs = dict(funcargs)
+        self.harness = harness
+        self.check = check
+        #: each run's schedule, outcome and the ChaosRun(s) it made, in order
+        self.history: list[tuple[Schedule, Outcome, list[Any]]] = []
+
+    def run(self, schedule: Schedule) -> Outcome:
+        """Run the body once under ``schedule`` (see the module docstring)."""
+        h = self.harness
+        h.faults = schedule_specs(schedule)
+        h.results.clear()
+        before = len(h.runs)
+        t0 = time.time()
+        failure: BaseException | None = None
+        try:
+            self.func(**self.funcargs)
+            self.check(list(h.results))
+        except AssertionError as exc:
+            failure = exc
+        except UserCodeError:
+            raise
+        except RuntimeError as exc:  # the stack, the job or the harness broke: no verdict
+            failure = exc
+        finally:
+            runs = list(h.runs[before:])
+            self._clear_leftovers(runs)
+        seconds = time.time() - t0
+        if not runs:
+            if failure is not None and not isinstance(failure, AssertionError):
+                out = Outcome(False, error=first_line(failure), seconds=seconds)
+                self.history.append((schedule, out, runs))
+                return out
+            raise NoChaosRun()
+        out = outcome(schedule, runs[0], failure, seconds)
+        self.history.append((schedule, out, runs))
+        return out
+
+    def _clear_leftovers(self, runs: list[Any]) -> None:
+        """Remove what a run left on this host outside its own directory for the next run to trip on."""
+        own = Path(self.harness.workdir).resolve()
+        for run in runs:
+            for path in leftovers(run.meta):
+                p = Path(path).resolve()
+                if p != own and own not in p.parents and p.exists():
+                    shutil.rmtree(p, ignore_errors=True)
+
+
+def leftovers(meta: Mapping[str, Any]) -> list[str]:
+    """The absolute local paths a run's job wrote that outlive the run: its checkpoint, when it is not
+    on HDFS, and the ``file:`` outputs the test declared with an absolute path."""
+    out = []
+    checkpoint = str(meta.get("checkpoint") or "")
+    if meta.get("checkpoint_storage", "local") == "local":
+        checkpoint = checkpoint.removeprefix("file://").removeprefix("file:")
+        if checkpoint.startswith("/"):
+            out.append(checkpoint)
+    for name in (meta.get("topics") or {}).get("outputs") or []:
+        path = str(name).removeprefix("file:") if str(name).startswith("file:") else ""
+        if path.startswith("/"):
+            out.append(path)
+    return out
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+#: a polled moment's phases (``faults.moments.PHASES``) as the search's: a polled ``tasks_running`` aim
+#: counts a batch whose output is already visible (``sink_written``) as its own, which for the search is
+#: another phase -- the step missed
+POLLED_PHASES = {"running": "tasks_running", "sink_written": "output_visible_uncommitted",
+                 "committed": "between_batches", "idle": "between_batches"}
+
+
+def landed_of(run: Any, schedule: Schedule) -> tuple[Landed, ...]:
+    """Where each step of ``schedule`` landed in ``run`` (its history's fault occurrences, in plan order;
+    a step whose moment never came, or that was not injected, did not land; one that fired in another
+    phase than its own missed)."""
+    faults = list(run.history.faults)
+    out = []
+    for i, step in enumerate(schedule.steps):
+        f = faults[i] if i < len(faults) else None
+        if f is None or f.aim is None or not f.injected:
+            out.append(Landed(False))
+            continue
+        phase = f.aim.phase if f.aim.phase in PHASES else POLLED_PHASES.get(f.aim.phase, f.aim.phase)
+        out.append(Landed(f.aim.hit and phase == step.phase, f.aim.batch, phase))
+    return tuple(out)
+
+
+def outcome(schedule: Schedule, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
+    """The :class:`Outcome` of one run of ``schedule``: ``run`` its (first) ChaosRun, ``failure`` what the
+    body raised (None: it passed)."""
+    landed = landed_of(run, schedule)
+    detail = {"run": run}
+    missed = not all(x.hit for x in landed)
+    errors = [e for e in run.fault_errors if "skipped" not in e] if not missed else []
+    if errors:  # the faults did not happen as planned: the run's verdict means nothing
+        return Outcome(False, landed, error=f"faults did not happen as planned: {errors[0]}", seconds=seconds,
+                       detail=detail)
+    if failure is None:
+        return Outcome(False, landed, seconds=seconds, detail=detail)
+    if isinstance(failure, AssertionError):
+        return Outcome(True, landed, message=first_line(failure), seconds=seconds,
+                       detail={**detail, "failure": failure})
+    return Outcome(False, landed, error=first_line(failure), seconds=seconds, detail=detail)

@@ -1,0 +1,58 @@
+"""The fault kinds as the schedule search sees them, made from the fault registry, and a schedule's step
+as the fault spec the scheduler fires.
+
+A kind is explorable when it can be aimed at one of the search's micro-batch phases
+(``FaultKind.moments`` that are :data:`~pytest_streamchaos.search.schedule.PHASES`); its targets are its
+``search_targets`` (roles of ``index``), else the one target its mark names; what it takes down is its
+``takes_down``. Nothing here is a hand list: a new kind that declares those is explorable.
+"""
+
+from __future__ import annotations
+
+from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.registry import KINDS
+from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER, FaultSpec
+from pytest_streamchaos.search.kinds import KindInfo
+from pytest_streamchaos.search.schedule import PHASES, Schedule, Step
+
+#: how long an explored step waits for its moment before it counts as missed (a phase that never comes
+#: for this job -- a state commit in a stateless job -- costs this much of the run)
+STEP_TIMEOUT_S = 30.0
+
+
+def default_target(kind: type[FaultKind]) -> str:
+    """The one target of a kind without search roles: its mark's name without ``kill_`` (``driver``)."""
+    return kind.name.removeprefix("kill_")
+
+
+def info(kind: type[FaultKind]) -> KindInfo | None:
+    """``kind`` as the search sees it, or None when it cannot be aimed at any micro-batch phase."""
+    phases = tuple(m for m in kind.moments if m in PHASES)
+    if not phases:
+        return None
+    return KindInfo(kind.name, kind.takes_down, kind.search_targets or (default_target(kind),), phases)
+
+
+def catalogue() -> dict[str, KindInfo]:
+    """Every explorable fault kind of the registry, by name."""
+    return {name: found for name, k in KINDS.items() if (found := info(k)) is not None}
+
+
+def step_spec(step: Step, position: int, previous: Step | None) -> FaultSpec:
+    """The fault spec of ``step``, the ``position``-th (from 0) of its schedule: aimed at its phase,
+    its anchor counted from the step before it (which has fired when it arms), a kill healed at once
+    (a driver restarted from its checkpoint, a worker or broker started again)."""
+    kind = KINDS[step.kind]
+    index = step.target if step.target in kind.roles else None
+    restart = kind.default_restart_after
+    if restart is None and "restart_after" in kind.args:
+        restart = 0.0
+    return FaultSpec(kind=step.kind, after=AIMED_ARM_AFTER, index=index, when=step.phase,
+                     timeout=STEP_TIMEOUT_S, restart_after=restart, params={"step": position + 1},
+                     anchor=step.batch - (previous.batch if previous is not None else 0))
+
+
+def schedule_specs(schedule: Schedule) -> list[FaultSpec]:
+    """The fault specs of every step of ``schedule``, in firing order."""
+    steps = schedule.steps
+    return [step_spec(s, i, steps[i - 1] if i else None) for i, s in enumerate(steps)]

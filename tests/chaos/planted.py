@@ -1,0 +1,41 @@
+"""The planted moment-bug jobs of ``tests/chaos/jobs`` as tests drive them: their records, the paths
+they hard-code, and one ``chaos.run`` each. Shared by the chaos tests (``test_explore_moments.py``,
+``test_explore.py``, whose explored sessions import it too) and ``benchmarks/bench_explore.py``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+JOBS = Path(__file__).parent / "jobs"
+LAKE = "/tmp/streamchaos-test-clicks-lake"
+#: what the jobs hard-code under /tmp (absent before each test and removed after it)
+PATHS = (LAKE, "/tmp/streamchaos-test-clicks-chk",
+         "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
+         "/tmp/streamchaos-test-payments-chk")
+
+
+def click(rec: Any) -> dict:
+    return {"clickId": str(rec.id), "userId": rec.key, "url": f"/ad/{rec.key_index}", "clickedAt": rec.ts}
+
+
+def payment(rec: Any) -> dict:
+    return {"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}
+
+
+def clear_paths() -> None:
+    for p in PATHS:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20) -> Any:
+    """The non-idempotent ``foreachBatch`` lake writer, declared ``guarantee``."""
+    return chaos.run(str(JOBS / "clicks_to_json_lake.py"), rate=100, duration=duration, guarantee=guarantee,
+                     kafka_port=9092, inputs={"clicks": click}, outputs={f"file:{LAKE}": "clickId"})
+
+
+def ledger(chaos: Any, guarantee: str = "exactly-once", duration: float = 20) -> Any:
+    """The Kafka-sink ledger, declared ``guarantee``."""
+    return chaos.run(str(JOBS / "payments_to_ledger.py"), rate=100, duration=duration, guarantee=guarantee,
+                     kafka_port=9092, inputs={"payments": payment}, outputs={"ledger": "key"})
