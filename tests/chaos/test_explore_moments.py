@@ -87,6 +87,8 @@ def run_ledger(chaos, guarantee: str):
                      inputs={"payments": payment}, outputs={"ledger": "key"})
 
 
+# slow (-m slow): the same moment and both verdicts are in the default run on the foreachBatch lake above
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
@@ -96,6 +98,8 @@ def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos,
     assert_replay_duplicated(run)  # produced to the ledger again
 
 
+# slow (-m slow): the same moment and both verdicts are in the default run on the foreachBatch lake above
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, hardcoded_paths):
