@@ -53,3 +53,37 @@ def settled(cond: Callable[[], Any], timeout: float, *, interval: float = 0.05,
     except TimeoutError:
         return False
     return True
+
+
+class Every:
+    """Calls ``fn`` every ``interval`` seconds on a daemon thread, from :meth:`start` until :meth:`stop`
+    (the watchers of daemons the faults take down). A call that raises is skipped, not fatal: a daemon
+    between lives answers nothing sensible, and what it would say is seen once it answers again."""
+
+    def __init__(self, fn: Callable[[], Any], interval: float, name: str) -> None:
+        import threading
+
+        self.fn, self.interval, self.name = fn, interval, name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        import threading
+
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> bool:
+        """Stop calling (idempotent); whether it was running."""
+        self._stop.set()
+        th, self._thread = self._thread, None
+        if th is not None:
+            th.join(timeout=10)
+        return th is not None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.fn()
+            except Exception:  # see the class: the next call comes
+                continue

@@ -20,3 +20,14 @@ def jvm_tmp_opts(tmp: os.PathLike | str) -> str:
     the plugin removes -- and write no hsperfdata file that a SIGKILLed JVM would leave behind."""
     Path(tmp).mkdir(parents=True, exist_ok=True)
     return f"-Djava.io.tmpdir={tmp} -XX:-UsePerfData"
+
+
+# Hadoop 3.5's daemons (HDFS, YARN) log through slf4j to reload4j (log4j 1.x API): one line per event, to
+# the daemon's log file; each adds the loggers it quiets
+HADOOP_LOG4J = """\
+log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.target=System.out
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=%d{HH:mm:ss.SSS} %-5p [%t] %c{1}: %m%n
+"""

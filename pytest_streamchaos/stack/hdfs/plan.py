@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
-from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, jvm_tmp_opts
+from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, HADOOP_LOG4J, jvm_tmp_opts
 from pytest_streamchaos.stack.placement import Placement
 from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, ManagedProcess
@@ -37,13 +37,7 @@ DATANODE_HEAP = "192m"
 NAMENODE_PORTS = ("rpc", "http")
 DATANODE_PORTS = ("data", "http", "ipc")
 
-# Hadoop 3.5 logs through slf4j to reload4j (log4j 1.x API): one line per event, to the node's log file.
-LOG4J = """\
-log4j.rootLogger=INFO, out
-log4j.appender.out=org.apache.log4j.ConsoleAppender
-log4j.appender.out.target=System.out
-log4j.appender.out.layout=org.apache.log4j.PatternLayout
-log4j.appender.out.layout.ConversionPattern=%d{HH:mm:ss.SSS} %-5p [%t] %c{1}: %m%n
+LOG4J = HADOOP_LOG4J + """\
 # a line per client call or block move: noise at a chaos test's rates
 log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
 log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN

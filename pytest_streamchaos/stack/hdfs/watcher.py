@@ -3,9 +3,9 @@ the NameNode reports them (polled in a background thread)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
+from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
 
@@ -18,8 +18,7 @@ class HdfsWatcher:
 
     def __init__(self, hdfs: LocalHdfsCluster, recorder: Any, interval: float = 0.25) -> None:
         self.hdfs, self.recorder, self.interval = hdfs, recorder, interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._polling = Every(self.poll_once, interval, "hdfs-watcher")
         self._nn_pid: int | None = None
         self._dn_pids: dict[int, int | None] = {}
         self._safemode: bool | None = None
@@ -34,28 +33,18 @@ class HdfsWatcher:
         # a NameNode that does not answer yet is starting, so in safe mode
         self._safemode = st.safemode if st.answered else True
         self._live, self._dead = set(st.live), set(st.dead)
-        self._thread = threading.Thread(target=self._run, name="hdfs-watcher", daemon=True)
-        self._thread.start()
+        self._polling.start()
         return self
 
     def stop(self) -> None:
         """Stop polling (idempotent)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._polling.stop()
 
     def __enter__(self) -> HdfsWatcher:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll_once()
-            except Exception:  # a node between lives answers nothing sensible; keep watching
-                continue
 
     def poll_once(self) -> list[tuple[str, str]]:
         """One observation; records and returns the (kind, target) events it saw."""

@@ -22,6 +22,8 @@ from pathlib import Path
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
+from pytest_streamchaos.stack.jvm import HADOOP_LOG4J
+
 #: the ResourceManager's ports by name: client RPC, AM scheduler RPC, NM resource tracker, admin, web (REST)
 RM_PORTS = ("rpc", "scheduler", "tracker", "admin", "web")
 #: a NodeManager's ports: container management RPC, the localizer, web (REST)
@@ -44,13 +46,7 @@ DEFAULT_WEB_PORT = 8088
 DEFAULT_RPC_PORT = 8032
 HOST = "127.0.0.1"
 
-# Hadoop 3.5 logs through slf4j to reload4j (log4j 1.x API): one line per event, to the daemon's log file.
-LOG4J = """\
-log4j.rootLogger=INFO, out
-log4j.appender.out=org.apache.log4j.ConsoleAppender
-log4j.appender.out.target=System.out
-log4j.appender.out.layout=org.apache.log4j.PatternLayout
-log4j.appender.out.layout.ConversionPattern=%d{HH:mm:ss.SSS} %-5p [%t] %c{1}: %m%n
+LOG4J = HADOOP_LOG4J + """\
 # a line per allocation, heartbeat or audit record: noise at a chaos test's pace
 log4j.logger.org.apache.hadoop.yarn.server.resourcemanager.RMAuditLogger=WARN
 log4j.logger.org.apache.hadoop.yarn.server.nodemanager.NMAuditLogger=WARN

@@ -24,11 +24,11 @@ The state at :meth:`YarnWatcher.start` is the baseline: only changes after it ar
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.yarn.rest import (
     AppAttempt,
     ResourceManagerApi,
@@ -66,22 +66,17 @@ class YarnWatcher:
         self.app_ids, self.tag = tuple(app_ids), tag
         self._seen = _Seen()
         self._baseline = True
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._polling = Every(self.poll_once, interval, "yarn-watcher")
 
     def start(self) -> YarnWatcher:
         """Take the baseline (nothing recorded) and start polling."""
         self.poll_once()
-        self._thread = threading.Thread(target=self._run, name="yarn-watcher", daemon=True)
-        self._thread.start()
+        self._polling.start()
         return self
 
     def stop(self) -> None:
         """Stop polling (idempotent), after one last look."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        if self._polling.stop():
             self.poll_once()
 
     def __enter__(self) -> YarnWatcher:
@@ -89,13 +84,6 @@ class YarnWatcher:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll_once()
-            except Exception:  # a daemon between lives answers nothing sensible; keep watching
-                continue
 
     def poll_once(self) -> list[tuple[str, str, dict[str, Any]]]:
         """One observation; records and returns the (kind, target, detail) events it saw."""
