@@ -38,6 +38,7 @@ def test_executor_kill(chaos, kafka):
     run = chaos.run("%(job)s", **RUN)
     print(run.describe())
     assert run.lost == 0 and any(e.kind == "yarn_container_completed" for e in run.timeline)
+    assert not [e for e in run.timeline if e.kind == "controller_elected"], "no controller moves: none was made"
 
 @pytest.mark.chaos
 @kill_worker(after=8)

@@ -58,6 +58,7 @@ def test_the_attached_kafka_is_what_every_client_uses_and_it_starts_nothing() ->
     kafka = AttachedKafka("10.0.0.5:9092,10.0.0.6:9092")
     assert not kafka.host_access and StartedKafka().host_access
     assert kafka.bootstrap_servers == kafka.job_bootstrap_servers == "10.0.0.5:9092,10.0.0.6:9092"
+    assert kafka.controller_id() is None  # a KRaft client sees no controller: no false elections on the timeline
     kafka.start()  # nothing to start, nothing contacted
     kafka.stop()
 

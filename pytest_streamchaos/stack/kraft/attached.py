@@ -96,8 +96,10 @@ class AttachedKafka(KafkaCluster):
         return self.admin.brokers(timeout=2.0)
 
     def controller_id(self) -> int | None:
-        controller = int(self.admin.metadata(timeout=2.0).controller_id)
-        return controller if controller >= 0 else None
+        """Unknown: a client of a KRaft cluster cannot see the active controller (the metadata's
+        ``controller_id`` is a broker picked at random per request, which would put a stream of false
+        elections on the timeline)."""
+        return None
 
     def listen(self, port: int) -> None:
         """A job that hard-codes ``localhost:port``: the plugin cannot add a listener to brokers it did not
