@@ -7,7 +7,16 @@ driver's recovery). Each asserts the effect it claims on the run's timeline, whe
 
 import pytest
 
-from pytest_streamchaos import NOT_RECOVERED, JobSetup, Load, Watch, kill_driver, kill_executor
+from pytest_streamchaos import (
+    NOT_RECOVERED,
+    JobSetup,
+    Load,
+    Watch,
+    kill_driver,
+    kill_executor,
+    kill_worker,
+    restart_resourcemanager,
+)
 
 JOB = "jobs/orders_to_shipments.py"
 
@@ -63,3 +72,36 @@ def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
     assert run.meta["driver_launches"] == 1, "YARN restarted the driver, not the plugin"
+
+
+@pytest.mark.slow
+@pytest.mark.chaos(spark="yarn")
+@kill_worker(after=8, restart_after=20)
+def test_a_nodemanager_lost_with_its_containers(chaos):
+    # the RM declares a silent NodeManager LOST after 10 s (the mini cluster's setting; YARN's default: 10 min)
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
+    print(run.describe())
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    lost = [e for e in run.timeline if e.kind == "yarn_node_lost" and e.t > injected.t]
+    assert lost, "the RM declared the killed NodeManager LOST (on the timeline, from YARN's own state)"
+    gone = [e for e in run.timeline if e.kind in ("executor_removed", "yarn_container_completed") and e.t > injected.t]
+    assert gone, "the node's containers went with it"
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED
+
+
+@pytest.mark.slow
+@pytest.mark.chaos(spark="yarn")
+@restart_resourcemanager(after=8)
+def test_the_resourcemanager_restarts_and_the_application_goes_on(chaos):
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
+    print(run.describe())
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    back = [e for e in run.timeline if e.kind == "resourcemanager_back" and e.t > injected.t]
+    assert back, "the ResourceManager came back (its NodeManagers RUNNING again)"
+    restarted = [e for e in run.timeline if e.kind == "yarn_rm_started" and e.t > injected.t]
+    assert restarted, "YARN's own state shows a new RM start"
+    again = [e for e in run.timeline if e.kind == "yarn_attempt_started" and e.detail.get("attempt", 1) > 1]
+    assert not again, "work-preserving RM recovery: the application kept its attempt"
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED
