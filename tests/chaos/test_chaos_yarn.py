@@ -32,6 +32,12 @@ def load(duration: float | None = 15) -> Load:
 WATCH = Watch(outputs={"shipments": None})
 
 
+def after_fault(run, *kinds: str) -> list:
+    """The timeline's events of ``kinds`` after the (first) fault took effect."""
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    return [e for e in run.timeline if e.kind in kinds and e.t > injected.t]
+
+
 @pytest.mark.slow  # the two fault tests below give verdicts too, in ./dev test
 @pytest.mark.chaos(spark="yarn")
 def test_a_users_job_on_yarn_gets_a_verdict(chaos):
@@ -81,11 +87,8 @@ def test_a_nodemanager_lost_with_its_containers(chaos):
     # the RM declares a silent NodeManager LOST after 10 s (the mini cluster's setting; YARN's default: 10 min)
     run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
     print(run.describe())
-    injected = next(e for e in run.timeline if e.kind == "fault_injected")
-    lost = [e for e in run.timeline if e.kind == "yarn_node_lost" and e.t > injected.t]
-    assert lost, "the RM declared the killed NodeManager LOST (on the timeline, from YARN's own state)"
-    gone = [e for e in run.timeline if e.kind in ("executor_removed", "yarn_container_completed") and e.t > injected.t]
-    assert gone, "the node's containers went with it"
+    assert after_fault(run, "yarn_node_lost"), "the RM declared the killed NodeManager LOST (YARN's own state)"
+    assert after_fault(run, "executor_removed", "yarn_container_completed"), "the node's containers went with it"
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
 
@@ -96,11 +99,8 @@ def test_a_nodemanager_lost_with_its_containers(chaos):
 def test_the_resourcemanager_restarts_and_the_application_goes_on(chaos):
     run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
     print(run.describe())
-    injected = next(e for e in run.timeline if e.kind == "fault_injected")
-    back = [e for e in run.timeline if e.kind == "resourcemanager_back" and e.t > injected.t]
-    assert back, "the ResourceManager came back (its NodeManagers RUNNING again)"
-    restarted = [e for e in run.timeline if e.kind == "yarn_rm_started" and e.t > injected.t]
-    assert restarted, "YARN's own state shows a new RM start"
+    assert after_fault(run, "resourcemanager_back"), "the ResourceManager came back (its NodeManagers RUNNING again)"
+    assert after_fault(run, "yarn_rm_started"), "YARN's own state shows a new RM start"
     again = [e for e in run.timeline if e.kind == "yarn_attempt_started" and e.detail.get("attempt", 1) > 1]
     assert not again, "work-preserving RM recovery: the application kept its attempt"
     assert run.lost == 0 and run.incorrect == 0
