@@ -1,4 +1,4 @@
-"""``python -m pytest_streamchaos.stack up|down yarn ...``: a part of the stack outside pytest
+"""``python -m pytest_streamchaos.stack up|down yarn|kafka ...``: a part of the stack outside pytest
 (:mod:`pytest_streamchaos.stack.cli`)."""
 
 import sys
