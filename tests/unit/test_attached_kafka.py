@@ -91,3 +91,14 @@ def test_an_attached_kafka_on_the_docker_backend_is_refused_at_start(pytester: p
     result = pytester.runpytest("--chaos-kafka-bootstrap=127.0.0.1:9092", "--chaos-backend=docker")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--chaos-kafka-bootstrap: an existing Kafka is for the local backend*"])
+
+
+def test_a_job_that_hard_codes_a_port_needs_the_attached_cluster_itself_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = {"10.0.0.5:9092": "cluster-A", "127.0.0.1:9092": "cluster-B", "127.0.0.1:19092": "cluster-A"}
+    monkeypatch.setattr(AttachedKafka, "cluster_id", lambda self, timeout=5.0: ids[self.bootstrap_servers])
+    kafka = AttachedKafka("10.0.0.5:9092")
+    kafka.listen(19092)  # the same cluster answers there: nothing to add
+    with pytest.raises(StackError, match="expects Kafka at localhost:9092, and there is cluster-B, not the cluster "
+                                         "of --chaos-kafka-bootstrap=10.0.0.5:9092") as exc:
+        kafka.listen(9092)
+    assert "\n" not in str(exc.value) and "fix:" in str(exc.value)
