@@ -68,6 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _settings.Settings.from_config(config)
     # the stack fixtures (stack/fixtures.py) read the settings from here
     config.stash[_settings.SETTINGS_KEY] = settings
+    if settings.kafka_bootstrap and not config.option.help and not config.option.collectonly:
+        _check_kafka(settings)
     if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
         _check_docker(settings.docker_image)
     if settings.yarn_conf and not config.option.help and not config.option.collectonly:
@@ -113,6 +115,21 @@ def _check_yarn(conf_dir: str) -> None:
         attach(conf_dir)
     except StackError as exc:
         raise pytest.UsageError(f"--chaos-yarn-conf: {exc}") from None
+
+
+def _check_kafka(settings: _settings.Settings) -> None:
+    """``--chaos-kafka-bootstrap`` that no Kafka answers at (or on the docker backend, whose containers would
+    not reach it): one line naming the fix, before anything starts."""
+    from pytest_streamchaos.stack.base import StackError
+    from pytest_streamchaos.stack.kraft.attached import attach_kafka
+
+    if settings.backend == "docker":
+        raise pytest.UsageError("--chaos-kafka-bootstrap: an existing Kafka is for the local backend (the docker "
+                                "backend's jobs reach only its own brokers); fix: leave out --chaos-backend docker")
+    try:
+        attach_kafka(settings.kafka_bootstrap).stop()
+    except StackError as exc:
+        raise pytest.UsageError(f"--chaos-kafka-bootstrap: {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -220,7 +237,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
             pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
     cluster = request.getfixturevalue("spark_cluster_ha" if ha else "spark_cluster")
     for spec in specs:  # a fault this cluster cannot give (an attached YARN's daemons): before the job starts
-        why = kind_of(spec).refused_by_cluster(spec, cluster)
+        why = kind_of(spec).refused_by_cluster(spec, cluster) or kind_of(spec).refused_by_kafka(spec, kafka)
         if why:
             pytest.fail(f"@{spec.kind}: {why}", pytrace=False)
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None

@@ -44,6 +44,10 @@ OPTIONS: tuple[Option, ...] = (
            "plugin starts no YARN then and refuses the faults that need the daemons' processes. HADOOP_CONF_DIR is "
            "not read for this: a chaos test attaches only to the cluster named here (implies --chaos-spark=yarn)",
            "", str),
+    Option("kafka_bootstrap", "an existing Kafka to run the job against, by its bootstrap address (host:port[,...]): "
+           "the plugin starts no brokers then; the generator, the collector, the job and the topics' admin client use "
+           "it, and the faults that need the brokers' hosts (kill_broker, isolate_broker, a broker's pause, network "
+           "faults on the Kafka links) are refused", "", str),
     Option("workers", "number of Spark workers in the session's cluster", 2, int),
     Option("worker_cores", "cores each Spark worker offers", 1, int),
     Option("worker_memory", "memory each Spark worker offers (Spark size string)", "1g", str),
@@ -145,6 +149,7 @@ class Settings:
     explore: int = 0
     #: ``--chaos-replay=<token>``: the schedule to replay ("" none)
     replay: str = ""
+    kafka_bootstrap: str = ""  #: an existing Kafka's bootstrap address ("": the stack's brokers)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

@@ -36,7 +36,7 @@ from pytest_streamchaos.faults.spec import (
 from pytest_streamchaos.faults.timeline import PlannedFault
 
 if TYPE_CHECKING:
-    from pytest_streamchaos.stack.base import SparkCluster
+    from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 #: the arguments of a fault that kills a process
 KILL_ARGS = {
@@ -194,6 +194,12 @@ class FaultKind(FaultAction):
     def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
         """Why the run's Spark cluster cannot give this fault (e.g. a daemon's kill on a cluster the plugin
         attached to), or None; asked before the job starts."""
+        return None
+
+    @classmethod
+    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
+        """Why the run's Kafka cannot take this fault (a broker's kill on a Kafka the plugin attached to by its
+        bootstrap address), or None; asked before the job starts."""
         return None
 
     @classmethod

@@ -1,8 +1,8 @@
-"""``python -m pytest_streamchaos.stack up|down yarn ...``: a part of the stack outside pytest
-(:mod:`pytest_streamchaos.stack.yarn.cli`)."""
+"""``python -m pytest_streamchaos.stack up|down yarn|kafka ...``: a part of the stack outside pytest
+(:mod:`pytest_streamchaos.stack.cli`)."""
 
 import sys
 
-from pytest_streamchaos.stack.yarn.cli import main
+from pytest_streamchaos.stack.cli import main
 
 sys.exit(main())

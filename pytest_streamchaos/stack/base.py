@@ -619,6 +619,12 @@ class KafkaCluster(abc.ABC):
         raise _missing(self, "link_scope")
 
     @property
+    def host_access(self) -> bool:
+        """Whether the plugin runs these brokers (and can kill, pause or isolate them, and proxy the job's
+        links to them); False for a Kafka it attached to by its bootstrap address."""
+        return True
+
+    @property
     def job_bootstrap_servers(self) -> str:
         """Where the job's clients bootstrap (through the job's links); the harness listeners when
         the stack has no separate job links."""

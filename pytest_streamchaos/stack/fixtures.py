@@ -119,7 +119,14 @@ class Stacks:
         return self._spark["yarn", False]
 
     def kafka(self, backend: str) -> KafkaCluster:
-        """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port)."""
+        """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port), or the
+        existing one ``--chaos-kafka-bootstrap`` names (attached: nothing started)."""
+        if backend not in self._kafka and self.settings.kafka_bootstrap:  # an existing Kafka: nothing started
+            from pytest_streamchaos.stack.kraft.attached import attach_kafka
+
+            self._kafka[backend] = self._start(attach_kafka(self.settings.kafka_bootstrap))
+            if self.settings.kafka_port:
+                self._kafka[backend].listen(self.settings.kafka_port)
         if backend not in self._kafka:
             s = self.settings
             workdir = self.tmp.mktemp(f"kafka-{backend}")

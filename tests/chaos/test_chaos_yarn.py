@@ -7,7 +7,16 @@ driver's recovery). Each asserts the effect it claims on the run's timeline, whe
 
 import pytest
 
-from pytest_streamchaos import NOT_RECOVERED, JobSetup, Load, Watch, kill_driver, kill_executor
+from pytest_streamchaos import (
+    NOT_RECOVERED,
+    JobSetup,
+    Load,
+    Watch,
+    kill_driver,
+    kill_executor,
+    kill_worker,
+    restart_resourcemanager,
+)
 
 JOB = "jobs/orders_to_shipments.py"
 
@@ -21,6 +30,12 @@ def load(duration: float | None = 15) -> Load:
 
 
 WATCH = Watch(outputs={"shipments": None})
+
+
+def after_fault(run, *kinds: str) -> list:
+    """The timeline's events of ``kinds`` after the (first) fault took effect."""
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    return [e for e in run.timeline if e.kind in kinds and e.t > injected.t]
 
 
 @pytest.mark.slow  # the two fault tests below give verdicts too, in ./dev test
@@ -63,3 +78,30 @@ def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
     assert run.meta["driver_launches"] == 1, "YARN restarted the driver, not the plugin"
+
+
+@pytest.mark.slow
+@pytest.mark.chaos(spark="yarn")
+@kill_worker(after=8, restart_after=20)
+def test_a_nodemanager_lost_with_its_containers(chaos):
+    # the RM declares a silent NodeManager LOST after 10 s (the mini cluster's setting; YARN's default: 10 min)
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
+    print(run.describe())
+    assert after_fault(run, "yarn_node_lost"), "the RM declared the killed NodeManager LOST (YARN's own state)"
+    assert after_fault(run, "executor_removed", "yarn_container_completed"), "the node's containers went with it"
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED
+
+
+@pytest.mark.slow
+@pytest.mark.chaos(spark="yarn")
+@restart_resourcemanager(after=8)
+def test_the_resourcemanager_restarts_and_the_application_goes_on(chaos):
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
+    print(run.describe())
+    assert after_fault(run, "resourcemanager_back"), "the ResourceManager came back (its NodeManagers RUNNING again)"
+    assert after_fault(run, "yarn_rm_started"), "YARN's own state shows a new RM start"
+    again = [e for e in run.timeline if e.kind == "yarn_attempt_started" and e.detail.get("attempt", 1) > 1]
+    assert not again, "work-preserving RM recovery: the application kept its attempt"
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED

@@ -91,7 +91,7 @@ def test_a_lost_nodemanager_is_declared_lost_and_comes_back_and_an_rm_restart_re
 
 
 def test_up_publishes_a_conf_dir_an_attachment_finds_and_down_stops_it(tmp_path: Path, capsys) -> None:
-    from pytest_streamchaos.stack.yarn.cli import main
+    from pytest_streamchaos.stack.cli import main
 
     conf = tmp_path / "conf"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

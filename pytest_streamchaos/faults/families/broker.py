@@ -13,7 +13,7 @@ from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.stack.base import NetFaultError
+from pytest_streamchaos.stack.base import KafkaCluster, NetFaultError
 
 #: which broker a broker fault hits: a role of a partition of the job's topics, or a broker id
 BROKER_ROLES = ("leader", "follower", "controller", "all")
@@ -59,6 +59,15 @@ def brokers_of(ctx: FaultContext, planned: PlannedFault) -> list[int]:
     return [kafka.leader_of(topic, partition)]
 
 
+def brokers_refused(what: str, kafka: KafkaCluster) -> str | None:
+    """The refusal of a fault that needs the brokers' hosts, where the plugin did not start the brokers."""
+    if kafka.host_access:
+        return None
+    return (f"{what} needs the brokers' hosts, and this Kafka was attached by its bootstrap address (the plugin did "
+            "not start it; a client cannot stop a broker or get between it and the job): run the test on the Kafka "
+            "the plugin starts (without --chaos-kafka-bootstrap), or leave the fault out")
+
+
 def broker_names(ids: list[int]) -> str:
     return ",".join(f"broker-{b}" for b in ids)
 
@@ -71,6 +80,10 @@ class _OnBrokers(FaultKind):
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
         self.resolved: dict[int, list[int]] = {}
+
+    @classmethod
+    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
+        return brokers_refused(f"{cls.name} (a broker's process or its peers' connections)", kafka)
 
     def target(self, planned: PlannedFault) -> str:
         got = self.resolved.get(id(planned))

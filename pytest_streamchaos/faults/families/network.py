@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import Capabilities, get_capabilities
 from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.families.broker import brokers_refused
 from pytest_streamchaos.faults.kind import FaultKind, LinkDelay
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.faults.toxics import ToxicBandwidth, ToxicDelay, ToxicFault, ToxicPartition
-from pytest_streamchaos.stack.base import Endpoint, LinkProxy, NetFaultError
+from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, LinkProxy, NetFaultError
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
 #: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
@@ -90,6 +91,13 @@ class _OnALink(FaultKind):
     def needs_host_network(cls, spec: FaultSpec) -> bool:
         """Every network fault but those on the job's Kafka links, which the stack's Toxiproxy carries."""
         return not _on_kafka_link(spec)
+
+    @classmethod
+    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
+        if not _on_kafka_link(spec):
+            return None
+        return brokers_refused(f"{cls.name} on the job's Kafka links (target={spec.target or 'kafka'!r}: a proxy "
+                               "between the job and brokers the plugin started)", kafka)
 
     @classmethod
     def host_missing(cls, caps: Capabilities) -> str | None:

@@ -16,7 +16,13 @@ from pytest_streamchaos.faults.context import (
     signal_of,
     worker_index,
 )
-from pytest_streamchaos.faults.families.broker import BROKER_ARGS, BROKER_ROLES, brokers_of, check_broker_args
+from pytest_streamchaos.faults.families.broker import (
+    BROKER_ARGS,
+    BROKER_ROLES,
+    brokers_of,
+    brokers_refused,
+    check_broker_args,
+)
 from pytest_streamchaos.faults.gate_moments import gate_of, held_worker
 from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.moments import (
@@ -30,7 +36,7 @@ from pytest_streamchaos.faults.moments import (
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import ExecutorRef, SparkCluster
+from pytest_streamchaos.stack.base import ExecutorRef, KafkaCluster, SparkCluster
 
 
 def _daemons_refused(what: str, cluster: SparkCluster) -> str | None:
@@ -256,6 +262,10 @@ class Pause(FaultKind):
             return ("a pause of an executor on YARN: its API kills a container (kill_executor) but cannot freeze "
                     "one; pause the driver (client mode) or run the test on Spark standalone")
         return None
+
+    @classmethod
+    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
+        return brokers_refused("a pause of a broker", kafka) if spec.target == "broker" else None
 
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
