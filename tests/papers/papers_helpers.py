@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pytest_streamchaos import JobSetup, Watch
 
 #: Kafka to Kafka, written without this plugin (format("kafka"), Spark's defaults, argv wiring); the
@@ -40,6 +42,16 @@ def paper_line(paper: str, label: str, **numbers: Any) -> str:
     line = f"PAPER {paper} {label}: " + " ".join(f"{k}={fmt(v)}" for k, v in numbers.items())
     print(line)
     return line
+
+
+def checkpoint_write_ms(run: Any) -> float:
+    """Median time a micro-batch spent writing its checkpoint, in ms: Spark's own ``walCommit`` (the
+    offset log entry, before the batch) plus ``commitOffsets`` (the commit entry, after it), from the
+    query's progress. Spark stamps both around the synchronous write, so the storage's cost is measured
+    directly rather than through end-to-end latency, which the shared machine's noise swamps."""
+    per_batch = [(b.get("durationMs") or {}) for b in run.trace.batches if (b.get("numInputRows") or 0) > 0]
+    writes = [d["walCommit"] + d.get("commitOffsets", 0) for d in per_batch if "walCommit" in d]
+    return float(np.median(writes)) if writes else math.nan
 
 
 def fault_numbers(run: Any, f: Any) -> dict[str, Any]:
