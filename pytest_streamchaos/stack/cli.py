@@ -67,6 +67,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: the parts' proper names, for messages
+NAMES = {"yarn": "YARN", "kafka": "Kafka"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -92,8 +96,9 @@ def up(args: argparse.Namespace) -> int:
     """Start the part, publish its address (and conf dir), wait for a signal, stop everything."""
     conf_out = args.conf_out.absolute() if args.conf_out else None
     if conf_out is not None and (running := _state(conf_out)):
-        raise StackError(f"a {running.get('what', 'yarn')} is already up for {conf_out} (pid {running['pid']}); fix: "
-                         f"python -m pytest_streamchaos.stack down {running.get('what', 'yarn')} --conf-out {conf_out}")
+        what = running.get("what", "yarn")
+        raise StackError(f"a {NAMES.get(what, what)} is already up for {conf_out} (pid {running['pid']}); fix: "
+                         f"python -m pytest_streamchaos.stack down {what} --conf-out {conf_out}")
     workdir = args.workdir.absolute() if args.workdir else Path(tempfile.mkdtemp(prefix=f"streamchaos-{args.what}-"))
     if args.workdir is None:
         stack_host.current().reaper.register_path(workdir)
