@@ -25,15 +25,8 @@ EXPLORED = '''
 import json
 
 import pytest
-from planted import clear_paths, ledger
+from planted import hardcoded_paths, ledger  # noqa: F401  (hardcoded_paths: an autouse fixture)
 from pytest_streamchaos import explore
-
-
-@pytest.fixture(autouse=True)
-def hardcoded_paths():
-    clear_paths()
-    yield
-    clear_paths()
 
 
 def note(run):
