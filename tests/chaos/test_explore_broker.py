@@ -73,10 +73,11 @@ def kills(pytester: pytest.Pytester) -> list[tuple[dict, list[dict]]]:
 
 
 def assert_the_leader_moved_after_the_kill(kill: dict, leaders: list[dict]) -> None:
-    """The killed broker led its partition before and right after the signal, and the partition's next
-    leader event names another one, stamped after the kill (an effect never before its cause)."""
+    """The killed broker led its partition when looked up and right after the signal (when that answer
+    came soon enough to tell), and the partition's next leader event names another one, stamped after
+    the kill (an effect never before its cause)."""
     d = kill["detail"]
-    assert d["aim"]["hit"] and d["leader_after_kill"] == d["leader"], d
+    assert d["aim"]["hit"] and d["leader_after_kill"] in (d["leader"], None), d
     moved = [e for e in leaders if e["target"] == d["partition"] and e["t"] > kill["t"]
              and e["detail"].get("previous") == d["leader"]]
     assert moved, f"no leader change of {d['partition']} after broker-{d['leader']} was killed: {leaders}"
