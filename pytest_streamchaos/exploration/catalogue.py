@@ -3,13 +3,14 @@ as the fault spec the scheduler fires.
 
 A kind is explorable when it can be aimed at one of the search's micro-batch phases
 (``FaultKind.moments`` that are :data:`~pytest_streamchaos.search.schedule.PHASES`); its targets are its
-``search_targets`` (roles of ``index``), else the one target its mark names; what it takes down is its
+``search_targets`` (roles of ``index``, or :class:`~pytest_streamchaos.faults.kind.SearchTarget` entries that
+carry an ``index``, params and the topic they serve), else the one target its mark names; what it takes down is its
 ``takes_down``. Nothing here is a hand list: a new kind that declares those is explorable.
 """
 
 from __future__ import annotations
 
-from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.kind import FaultKind, SearchTarget
 from pytest_streamchaos.faults.registry import KINDS
 from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER, FaultSpec
 from pytest_streamchaos.search.kinds import KindInfo
@@ -30,7 +31,16 @@ def info(kind: type[FaultKind]) -> KindInfo | None:
     phases = tuple(m for m in kind.moments if m in PHASES)
     if not phases:
         return None
-    return KindInfo(kind.name, kind.takes_down, kind.search_targets or (default_target(kind),), phases)
+    targets = [SearchTarget.of(t) for t in kind.search_targets]
+    if not targets:
+        return KindInfo(kind.name, kind.takes_down, (default_target(kind),), phases)
+    return KindInfo(kind.name, kind.takes_down, tuple(t.name for t in targets), phases,
+                    serves=tuple((t.name, t.serves) for t in targets if t.serves is not None))
+
+
+def search_target(kind: type[FaultKind], name: str) -> SearchTarget | None:
+    """The declared search target ``name`` of ``kind`` (None: its one default target)."""
+    return next((t for t in map(SearchTarget.of, kind.search_targets) if t.name == name), None)
 
 
 def catalogue() -> dict[str, KindInfo]:
@@ -43,12 +53,14 @@ def step_spec(step: Step, position: int, previous: Step | None) -> FaultSpec:
     its anchor counted from the step before it (which has fired when it arms), a kill healed at once
     (a driver restarted from its checkpoint, a worker or broker started again)."""
     kind = KINDS[step.kind]
-    index = step.target if step.target in kind.roles else None
+    target = search_target(kind, step.target)  # its index, and params such as topic='output'
+    index = target.index if target is not None and target.index in kind.roles else None
     restart = kind.default_restart_after
     if restart is None and "restart_after" in kind.args:
         restart = 0.0
     return FaultSpec(kind=step.kind, after=AIMED_ARM_AFTER, index=index, when=step.phase,
-                     timeout=STEP_TIMEOUT_S, restart_after=restart, params={"step": position + 1},
+                     timeout=STEP_TIMEOUT_S, restart_after=restart,
+                     params={**(target.params if target is not None else {}), "step": position + 1},
                      anchor=step.batch - (previous.batch if previous is not None else 0))
 
 

@@ -94,9 +94,16 @@ def stateful(run: Any) -> bool | None:
     return any(b.get("stateOperators") for b in batches if isinstance(b, dict))
 
 
+def kafka_output(run: Any) -> bool | None:
+    """Whether a run's job writes to a Kafka topic of the run; None when it cannot tell."""
+    topics = getattr(run.history, "topics", None)
+    return None if topics is None else topics.output is not None
+
+
 class _Search:
     """The search's order with the job's traits learnt from its first run: once a run shows a job
-    without state, schedules aimed at a state store commit are left out (the ``no_state_store`` rule)."""
+    without state, schedules aimed at a state store commit are left out (the ``no_state_store`` rule);
+    once it shows an output that is not a Kafka topic, the output leader's (``no_kafka_output``)."""
 
     def __init__(self, space: Space, max_faults: int) -> None:
         self.space = space
@@ -106,6 +113,8 @@ class _Search:
         run: Any = outcome.detail.get("run")
         if self.space.stateful is None and run is not None:
             self.space.stateful = stateful(run)
+        if self.space.kafka_output is None and run is not None:
+            self.space.kafka_output = kafka_output(run)
 
     def order(self) -> Iterator[Schedule]:
         for schedule in self.space.schedules(self.max_faults):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -34,6 +34,7 @@ from pytest_streamchaos.faults.spec import (
     schedule,
 )
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.history import Aim
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
@@ -81,6 +82,30 @@ class FaultAction(abc.ABC):
         """Undo the fault (restart, resume, rule removed). Default: nothing to undo."""
         return None
 
+    def landed(self, planned: PlannedFault, handle: Any, aim: Aim) -> Aim:
+        """Where an aimed fault landed, once it was injected and confirmed: ``aim`` as its moment's
+        detector found it, or a miss when the fault hit something else than the moment's target (a
+        partition leader that moved meanwhile). Default: ``aim``."""
+        return aim
+
+
+@dataclass(frozen=True)
+class SearchTarget:
+    """A target ``@explore`` aims a fault at, as a kind declares it: the step's ``name`` (in coverage,
+    shrinking and replay tokens), the spec's ``index`` and ``params`` it stands for, and which of the
+    job's topics it ``serves`` (``input``: the job reads through it; ``output``: writes; None: neither
+    -- the pruning rules reason about it)."""
+
+    name: str
+    index: str | int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    serves: str | None = None
+
+    @staticmethod
+    def of(target: str | SearchTarget) -> SearchTarget:
+        """A plain role of ``index`` as a target of its own name."""
+        return target if isinstance(target, SearchTarget) else SearchTarget(target, target)
+
 
 @dataclass(frozen=True)
 class LinkDelay:
@@ -126,9 +151,10 @@ class FaultKind(FaultAction):
     #: what the fault takes down, as the schedule search's pruning rules reason about it (``driver``,
     #: ``executor``, ``broker``, ``other``: :data:`pytest_streamchaos.search.kinds.ROLES`)
     takes_down: ClassVar[str] = "other"
-    #: the targets ``@explore`` aims the fault at, simplest first: roles of ``index`` (empty: the one
-    #: target the kind has, named by its mark without ``kill_``)
-    search_targets: ClassVar[tuple[str, ...]] = ()
+    #: the targets ``@explore`` aims the fault at, simplest first: roles of ``index``, or
+    #: :class:`SearchTarget` entries that carry params too (empty: the one target the kind has, named by
+    #: its mark without ``kill_``)
+    search_targets: ClassVar[tuple[str | SearchTarget, ...]] = ()
     #: ``restart_after`` when the mark gives neither it nor ``duration`` (None: not healed by the plugin)
     default_restart_after: ClassVar[float | None] = None
 

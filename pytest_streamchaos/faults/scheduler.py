@@ -92,12 +92,11 @@ class FaultScheduler:
             while not self._settled[before].wait(0.2):
                 if self._stop.is_set():
                     return None
-        aim: dict[str, Any] = {}
+        found: Aim | bool | None = None
         if p.at is None:  # aimed: wait for the moment
             found = self._await_moment(p)
             if found is None:
                 return None
-            aim = {"aim": dataclasses.asdict(found)} if isinstance(found, Aim) else {}
         try:
             handle = action.inject(p)
         except Exception as exc:  # a fault that cannot be injected is a finding, not a crash of the run
@@ -127,10 +126,23 @@ class FaultScheduler:
             target = p.label
             unconfirmed = unconfirmed or f"target unknown: {exc}"
         self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
-                             confirmed=None if confirmed is None else round(confirmed, 3), **measured, **aim)
+                             confirmed=None if confirmed is None else round(confirmed, 3), **measured,
+                             **self._landed(p, handle, found))
         if unconfirmed:
             self._error(p, unconfirmed)
         return handle, t_injected
+
+    def _landed(self, p: PlannedFault, handle: Any, found: Aim | bool | None) -> dict[str, Any]:
+        """The ``aim`` detail of an aimed fault's ``fault_injected``: its moment's :class:`Aim` as the fault's
+        kind judges it once the fault took effect (a broker kill whose leader moved meanwhile missed)."""
+        if not isinstance(found, Aim):
+            return {}
+        try:
+            found = self.actions[p.spec.kind].landed(p, handle, found)
+        except Exception as exc:  # where it landed unknown: not a hit
+            self._error(p, f"landing unknown: {exc}")
+            found = dataclasses.replace(found, hit=False)
+        return {"aim": dataclasses.asdict(found)}
 
     def _previous_step(self, i: int) -> int | None:
         """The occurrence that must have fired before occurrence ``i`` arms: the step before it in an

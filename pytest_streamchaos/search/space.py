@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pytest_streamchaos.search.kinds import KindInfo
-from pytest_streamchaos.search.rules import RULES, Never, Rule
+from pytest_streamchaos.search.rules import RULES, Never, Rule, Traits
 from pytest_streamchaos.search.schedule import PHASES, Schedule, Step
 
 #: triples are built from this many of the likeliest single steps (the product of all would be cubic)
@@ -37,10 +37,12 @@ class Pruned:
 
 class Space:
     """The schedules the search may run over ``kinds`` (names, or :class:`KindInfo`), for a job whose
-    traits are known as far as ``stateful`` says (None: unknown, the state-commit cells stay in)."""
+    traits are known as far as ``stateful`` and ``kafka_output`` say (None: unknown, the state-commit
+    cells, the output leader's cells stay in)."""
 
     def __init__(self, kinds: Sequence[str | KindInfo], *, stateful: bool | None = None,
-                 catalogue: dict[str, KindInfo] | None = None, rules: Sequence[Rule] = RULES) -> None:
+                 kafka_output: bool | None = None, catalogue: dict[str, KindInfo] | None = None,
+                 rules: Sequence[Rule] = RULES) -> None:
         # the fault kinds as the search sees them come from the fault registry (by name) or as KindInfo
         known = catalogue or {}
         self.kinds: dict[str, KindInfo] = {}
@@ -52,6 +54,7 @@ class Space:
         if not self.kinds:
             raise ValueError("explore: no fault kinds to search (pass faults=[...])")
         self.stateful = stateful
+        self.kafka_output = kafka_output
         self.rules = tuple(rules)
 
     def all_steps(self) -> list[Step]:
@@ -63,8 +66,9 @@ class Space:
         info = self.kinds.get(step.kind)
         if info is None or step.target not in info.targets or step.phase not in info.phases:
             return None
+        traits = Traits(self.stateful, self.kafka_output)
         for rule in self.rules:
-            instead = rule.fold(info, step, self.stateful)
+            instead = rule.fold(info, step, traits)
             if isinstance(instead, Never):
                 return Pruned(step, rule, None)
             if instead is not None and instead != step:

@@ -5,8 +5,11 @@ they hard-code, and one ``chaos.run`` each. Shared by the chaos tests (``test_ex
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 JOBS = Path(__file__).parent / "jobs"
 LAKE = "/tmp/streamchaos-test-clicks-lake"
@@ -27,6 +30,15 @@ def payment(rec: Any) -> dict:
 def clear_paths() -> None:
     for p in PATHS:
         shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def hardcoded_paths() -> Iterator[None]:
+    """The jobs' hard-coded paths absent before each test of a module that imports this fixture, and
+    removed after it."""
+    clear_paths()
+    yield
+    clear_paths()
 
 
 def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20) -> Any:

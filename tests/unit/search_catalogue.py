@@ -16,5 +16,6 @@ CATALOGUE: dict[str, KindInfo] = {k.name: k for k in (
              ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted", "state_commit"),
              interchangeable=(("worker-0", "worker-1"),)),
     KindInfo("kill_broker", "broker", ("input_leader", "output_leader"),
-             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted")),
+             ("between_batches", "offsets_logged", "tasks_running", "output_visible_uncommitted"),
+             serves=(("input_leader", "input"), ("output_leader", "output"))),
 )}

@@ -235,3 +235,23 @@ def test_the_catalogue_comes_from_the_fault_registry() -> None:
                                                Step("kill_driver", "driver", "output_visible_uncommitted", 1)))
     assert (first.index, first.when, first.anchor, first.restart_after) == ("busiest", "state_commit", 1, 0.0)
     assert (second.index, second.anchor) == (None, 0)  # counted from the step before it
+
+
+def test_a_broker_targets_index_and_params_come_from_its_kinds_declaration() -> None:
+    """``kill_broker``'s search targets are the leaders of the job's input and output: each becomes the
+    spec's index and params, and says which topic it serves (what the pruning rules reason about)."""
+    from pytest_streamchaos.exploration.catalogue import catalogue, schedule_specs
+    from pytest_streamchaos.faults.registry import KINDS, kind_of
+
+    brokers = [info for info in catalogue().values() if info.takes_down == "broker"]
+    assert brokers, "a kind that takes a broker down is explorable"
+    for info in brokers:
+        assert info.targets == ("input_leader", "output_leader")
+        assert dict(info.serves) == {"input_leader": "input", "output_leader": "output"}
+        into, out = schedule_specs(Schedule.of(Step(info.name, "input_leader", "offsets_logged"),
+                                               Step(info.name, "output_leader", "output_visible_uncommitted")))
+        assert (into.index, into.params) == ("leader", {"step": 1})
+        assert (out.index, out.params) == ("leader", {"topic": "output", "step": 2})
+        for spec in (into, out):  # specs the kind's own mark would accept
+            kind_of(spec).check_params(dict(spec.params))
+            assert kind_of(spec) is KINDS[info.name]

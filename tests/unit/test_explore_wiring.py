@@ -133,3 +133,36 @@ def test_a_polled_aim_that_found_the_output_visible_missed_tasks_running() -> No
                                                            (True, "output_visible_uncommitted", 5)]
     assert landed_of(run_with(Aim("tasks_running", 4, "running", True)), Schedule.of(steps.steps[0]))[0].hit
     assert not landed_of(run_with(), steps)[0].hit  # never fired
+
+
+def test_the_kind_judges_where_its_aimed_fault_landed_once_it_took_effect() -> None:
+    """A fault that hit another target than its moment's (a broker kill whose partition's leader moved
+    between the lookup and the kill) turns its moment's hit into a miss; the search counts it as not
+    run. A kind that cannot tell where it landed is not a hit either, and says why."""
+    from types import SimpleNamespace
+
+    from pytest_streamchaos.exploration.body import landed_of
+    from pytest_streamchaos.history import faults_of
+
+    class Moved(Log):
+        def landed(self, planned, handle, aim):
+            if planned.spec.when == "tasks_running":
+                raise RuntimeError("no metadata answer")
+            return Aim(aim.moment, aim.batch, aim.phase, hit=False)
+
+    steps = Schedule.of(Step("kill_driver", "driver", "offsets_logged"),
+                        Step("kill_driver", "driver", "tasks_running"))
+    specs = [s.__class__(**{**s.__dict__, "after": 0.0}) for s in schedule_specs(steps)]
+    rec = Recorder()
+    moments = {w: (lambda planned, stop, deadline: Aim(planned.spec.when, 2, planned.spec.when, True))
+               for w in ("offsets_logged", "tasks_running")}
+    sched = FaultScheduler(plan(specs), {"kill_driver": Moved([])}, rec, moments)
+    sched.start(time.time())
+    wait_for(sched.done, 5.0, interval=0.01, what="both steps fired")
+    sched.stop()
+    injected = [e for e in rec.events() if e.kind == "fault_injected"]
+    assert [e.detail["aim"]["hit"] for e in injected] == [False, False]
+    assert [e.detail["aim"]["batch"] for e in injected] == [2, 2]  # the batch and phase stay the moment's
+    assert any("landing unknown: no metadata answer" in err for err in sched.errors)
+    run = SimpleNamespace(history=SimpleNamespace(faults=faults_of(rec.events())))
+    assert [x.hit for x in landed_of(run, steps)] == [False, False]  # the search counts both as not run

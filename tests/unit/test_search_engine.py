@@ -215,3 +215,21 @@ def test_replay_runs_exactly_the_schedule_until_it_lands():
     report = replay(Schedule.of(DOV), run)
     assert [r.purpose for r in report.runs] == ["replay", "replay"]
     assert report.found is not None and report.found.schedule == Schedule.of(DOV)
+
+
+def test_a_missed_schedule_is_not_retried_once_a_run_showed_its_moment_never_comes():
+    """The output leader's step misses on a job whose output is not a Kafka topic; the run shows it, and
+    the retry the miss earned is dropped (``no_kafka_output``), as are the output leader's other cells."""
+    space = Space(["kill_broker"], stateful=False)
+
+    def run(schedule: Schedule) -> Outcome:
+        space.kafka_output = False  # what the body learns from the run
+        return system(schedule)
+
+    system = System(lambda s, n: False, misses=lambda step: step.target == "output_leader")
+    report = explore(space, run, budget=10)
+    targets = [s.target for sched in system.calls for s in sched.steps]
+    assert targets[0] == "output_leader"  # the likeliest phase first: the output's, before the commit
+    assert set(targets[1:]) == {"input_leader"}  # no retry of it, no other output leader cell
+    assert report.runs_for("retry") == 0 and report.passed
+    assert "no_kafka_output" in space.pruned_cells()

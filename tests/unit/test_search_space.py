@@ -37,7 +37,8 @@ def test_single_faults_come_first_likeliest_phase_first_then_pairs_then_triples(
     (Step("kill_driver", "driver", "offsets_logged"), "clean_restart", "between_batches"),
     (Step("kill_executor", "executor@worker-0", "offsets_logged"), "idle_executor", "between_batches"),
     (Step("kill_worker", "worker-0", "output_visible_uncommitted"), "idle_executor", "between_batches"),
-    (Step("kill_broker", "input_leader", "offsets_logged"), "idle_broker", "between_batches"),
+    (Step("kill_broker", "input_leader", "output_visible_uncommitted"), "idle_broker", "between_batches"),
+    (Step("kill_broker", "output_leader", "offsets_logged"), "idle_broker", "between_batches"),
     (Step("kill_worker", "worker-1", "tasks_running"), "interchangeable_targets", "tasks_running"),
     (Step("kill_executor", "executor@worker-0", "state_commit"), "no_state_store", None),
 ])
@@ -56,6 +57,44 @@ def test_what_the_rules_leave_searched():
     cells = space.cells()
     assert ("kill_driver", "offsets_logged") not in cells and ("kill_driver", "between_batches") in cells
     assert sum(len(v) for v in space.pruned_cells().values()) + len(space.singles()) == len(space.all_steps())
+
+
+def test_a_leader_is_searched_where_the_job_reads_or_writes_through_it():
+    """The input's leader while a batch is planned (its end offsets fixed by that leader) and while its
+    tasks fetch; the output's while the tasks send and once they sent, before the commit; both between
+    batches, which stands for the phases where nothing of the job is in flight on them."""
+    space = Space(["kill_broker"], stateful=False)
+    searched = {(s.target, s.phase) for s in space.singles()}
+    assert searched == {("input_leader", "between_batches"), ("input_leader", "offsets_logged"),
+                        ("input_leader", "tasks_running"), ("output_leader", "between_batches"),
+                        ("output_leader", "tasks_running"), ("output_leader", "output_visible_uncommitted")}
+    assert space.pruned_cells() == {"idle_broker": ["kill_broker input_leader output_visible_uncommitted",
+                                                    "kill_broker output_leader offsets_logged"]}
+    # a leader the kind says nothing of (which topic it serves): idle at both, as before
+    plain = KindInfo("kill_broker", "broker", ("leader",), ("offsets_logged", "output_visible_uncommitted",
+                                                              "between_batches"))
+    assert [s.phase for s in _Space([plain]).singles()] == ["between_batches"]
+
+
+def test_an_output_leader_is_left_out_once_the_job_shows_no_kafka_output():
+    space = Space(["kill_broker"], stateful=False)
+    assert space.kafka_output is None and any(s.target == "output_leader" for s in space.singles())
+    space.kafka_output = False
+    assert {s.target for s in space.singles()} == {"input_leader"}
+    pruned = space.pruned_cells()
+    assert sorted(pruned["no_kafka_output"]) == sorted(
+        f"kill_broker output_leader {p}" for p in ("between_batches", "offsets_logged", "tasks_running",
+                                                    "output_visible_uncommitted"))
+    assert space.canonical(Step("kill_broker", "output_leader", "tasks_running")) is None
+    assert Space(["kill_broker"], kafka_output=True).singles() == Space(["kill_broker"]).singles()
+
+
+def test_what_a_kind_serves_must_be_one_of_its_targets_and_input_or_output():
+    with pytest.raises(ValueError, match=r"serves \('leader', 'both'\): a target of \('leader',\) and one of "
+                                         "input, output"):
+        KindInfo("kill_broker", "broker", ("leader",), ("tasks_running",), serves=(("leader", "both"),))
+    with pytest.raises(ValueError, match="serves"):
+        KindInfo("kill_broker", "broker", ("leader",), ("tasks_running",), serves=(("follower", "input"),))
 
 
 def test_a_kind_must_say_what_it_takes_down_and_name_real_phases():

@@ -4,15 +4,19 @@ active KRaft controller, all of them, or a broker id."""
 
 from __future__ import annotations
 
+import dataclasses
+import signal
+import time
 from typing import Any, ClassVar
 
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
-from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill
+from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.history import Aim
 from pytest_streamchaos.stack.base import KafkaCluster, NetFaultError
 
 #: which broker a broker fault hits: a role of a partition of the job's topics, or a broker id
@@ -68,6 +72,27 @@ def brokers_refused(what: str, kafka: KafkaCluster) -> str | None:
             "the plugin starts (without --chaos-kafka-bootstrap), or leave the fault out")
 
 
+#: a metadata answer about a killed leader's partition shows the leadership as it was at the kill only if it
+#: comes well before the broker is fenced (the session timeout: 4 s on the stack's KRaft cluster, 9 s by
+#: Kafka's default): one that came later (a request the client first sent to the killed broker, measured
+#: at 4.0 s) tells nothing, and the kill is judged on the lookup before it alone
+AFTER_KILL_EVIDENCE_S = 1.0
+
+
+def led_partition(ctx: FaultContext, planned: PlannedFault) -> tuple[str, int] | None:
+    """The partition whose leader a broker fault aims at (``index`` 'leader', the default), or None."""
+    if planned.spec.index not in (None, "leader"):
+        return None
+    topic = ctx.output_topic if planned.spec.params.get("topic") == "output" else ctx.input_topic
+    return None if topic is None else (topic, int(planned.spec.params.get("partition", 0)))
+
+
+def leader_now(ctx: FaultContext, topic: str, partition: int) -> int | None:
+    """The leader of ``topic``/``partition`` in a fresh metadata answer (None: none now, or no answer)."""
+    state = (ctx.kafka.partition_states(topic) or {}).get(partition)
+    return None if state is None or state.leader < 0 else state.leader
+
+
 def broker_names(ids: list[int]) -> str:
     return ",".join(f"broker-{b}" for b in ids)
 
@@ -106,7 +131,15 @@ class KillBroker(_OnBrokers, Kill):
     args = {**KILL_ARGS, **BROKER_ARGS}
     moments = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED)
     takes_down = "broker"
-    search_targets = ("leader",)  # the leader of a partition of the job's input
+    # the leader of partition 0 of the job's input, of its output (docs/explore.md: the broker phases)
+    search_targets = (SearchTarget("input_leader", "leader", serves="input"),
+                      SearchTarget("output_leader", "leader", {"topic": "output"}, serves="output"))
+
+    def __init__(self, ctx: FaultContext) -> None:
+        super().__init__(ctx)
+        #: an aimed leader kill's partition, whether its leader was the killed broker at the kill (led by
+        #: it when the kill was sent, a live broker; still led by it right after), and when it was sent
+        self.led: dict[int, tuple[str, int, bool, float]] = {}
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -114,15 +147,38 @@ class KillBroker(_OnBrokers, Kill):
         check_broker_args(cls.name, params)
 
     def inject(self, planned: PlannedFault) -> list[int]:
-        ids = self._brokers(planned)
+        ids = self._brokers(planned)  # an aimed leader: looked up now, when its moment has come
+        part = led_partition(self.ctx, planned) if planned.spec.when is not None else None
+        if part is not None:  # a leader the metadata still names after an earlier kill is dead, not leading
+            self.led[id(planned)] = (*part, ids[0] in self.ctx.kafka.alive_brokers(), time.time())
         for b in ids:
             self.ctx.kafka.kill_broker(b, signal_of(planned), wait=False)
         return ids
 
-    def confirm(self, planned: PlannedFault, ids: list[int]) -> None:
-        """Every killed broker's JVM is gone."""
+    def confirm(self, planned: PlannedFault, ids: list[int]) -> dict[str, Any] | None:
+        """Every killed broker's JVM is gone. An aimed leader kill first asks who leads its partition
+        right after the signal (milliseconds: a SIGKILLed broker is fenced only after the session
+        timeout, seconds): the killed broker still, so it led across the kill, or another one -- the
+        leader moved between the lookup and the kill."""
+        led = self.led.get(id(planned))
+        after = None
+        if led is not None and led[2] and signal_of(planned) == signal.SIGKILL:
+            # (SIGTERM: a controlled shutdown moves the leadership away on purpose, before the JVM exits)
+            after = leader_now(self.ctx, led[0], led[1])
+            if time.time() - led[3] <= AFTER_KILL_EVIDENCE_S:
+                self.led[id(planned)] = (led[0], led[1], after == ids[0], led[3])
+            else:  # answered too late to tell the leadership at the kill from the election after it
+                after = None
         for b in ids:
             self.ctx.kafka.wait_gone(b, CONFIRM_KILL_S)
+        return None if led is None else {"leader": ids[0], "leader_after_kill": after,
+                                         "partition": f"{led[0]}[{led[1]}]"}
+
+    def landed(self, planned: PlannedFault, ids: list[int], aim: Aim) -> Aim:
+        """An aimed leader kill hit only when the killed broker led the partition at the kill (see
+        :meth:`confirm`); a leader that moved meanwhile is a miss, retried like any missed moment."""
+        led = self.led.get(id(planned))
+        return aim if led is None or led[2] else dataclasses.replace(aim, hit=False)
 
     def heal(self, planned: PlannedFault, ids: list[int]) -> None:
         for b in ids:
