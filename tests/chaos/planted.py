@@ -4,12 +4,25 @@ they hard-code, and one ``chaos.run`` each. Shared by the chaos tests (``test_ex
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+#: this machine's cache of jars and binaries, read when the test module is imported: ``pytester`` points
+#: HOME at its own directory, and a nested session that followed it would download Kafka, the connector
+#: and Toxiproxy again, once per nested session
+CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
+def nested_session_env(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> None:
+    """The environment of a nested pytest session: ``paths`` first on PYTHONPATH (this checkout's plugin,
+    this module), the machine's cache of prepared jars and binaries."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
 
 JOBS = Path(__file__).parent / "jobs"
 LAKE = "/tmp/streamchaos-test-clicks-lake"

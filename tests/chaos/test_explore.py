@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from planted import clear_paths
+from planted import clear_paths, nested_session_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -62,7 +62,7 @@ def explored(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """A project with the explored tests; ``run(test, budget, *args)`` runs one of them in a session of
     its own with this worktree's plugin, its JSON report under ``report.json``."""
     # this checkout's plugin, and the planted jobs' module (planted.py, beside this file)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]))
+    nested_session_env(monkeypatch, ROOT, HERE)
 
     def run(test: str, budget: int, *args: str) -> pytest.RunResult:
         pytester.makepyfile(test_explored=EXPLORED.format(budget=budget))

@@ -11,11 +11,10 @@ test to assert the effect: the search's JSON keeps only one run's timeline.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from planted import clear_paths
+from planted import clear_paths, nested_session_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -54,7 +53,7 @@ PARTITION = {"input_leader": "payments[0]", "output_leader": "ledger[0]"}
 
 @pytest.fixture
 def explored(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]))
+    nested_session_env(monkeypatch, ROOT, HERE)
     pytester.makepyfile(test_explored=EXPLORED.format(budget=BUDGET))
     yield lambda: pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
                                                 "--chaos-report=report.json", timeout=1500)
