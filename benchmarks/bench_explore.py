@@ -43,15 +43,8 @@ DURATION = 20  # the load phase of each run (planted.py's default)
 
 COMMON = '''
 import pytest
-from planted import clear_paths, lake, ledger
+from planted import hardcoded_paths, lake, ledger  # noqa: F401  (an autouse fixture)
 from pytest_streamchaos import explore, kill_driver
-
-
-@pytest.fixture(autouse=True)
-def hardcoded_paths():
-    clear_paths()
-    yield
-    clear_paths()
 '''
 
 EXPLORED = '''

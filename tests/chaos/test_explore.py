@@ -24,15 +24,8 @@ ROOT = HERE.parents[1]
 
 EXPLORED = '''
 import pytest
-from planted import clear_paths, lake, ledger
+from planted import hardcoded_paths, lake, ledger  # noqa: F401  (an autouse fixture)
 from pytest_streamchaos import explore
-
-
-@pytest.fixture(autouse=True)
-def hardcoded_paths():
-    clear_paths()
-    yield
-    clear_paths()
 
 
 @pytest.mark.chaos(backend="local")
