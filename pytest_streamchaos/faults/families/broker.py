@@ -79,6 +79,17 @@ def brokers_refused(what: str, kafka: KafkaCluster) -> str | None:
 AFTER_KILL_EVIDENCE_S = 1.0
 
 
+@dataclasses.dataclass
+class LeaderKill:
+    """An aimed leader kill: its partition, whether the killed broker led it at the kill (led by it when
+    the kill was sent, a live broker; still led by it right after), and when the kill was sent."""
+
+    topic: str
+    partition: int
+    leading: bool
+    sent_at: float
+
+
 def led_partition(ctx: FaultContext, planned: PlannedFault) -> tuple[str, int] | None:
     """The partition whose leader a broker fault aims at (``index`` 'leader', the default), or None."""
     if planned.spec.index not in (None, "leader"):
@@ -137,9 +148,7 @@ class KillBroker(_OnBrokers, Kill):
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
-        #: an aimed leader kill's partition, whether its leader was the killed broker at the kill (led by
-        #: it when the kill was sent, a live broker; still led by it right after), and when it was sent
-        self.led: dict[int, tuple[str, int, bool, float]] = {}
+        self.led: dict[int, LeaderKill] = {}  #: each aimed leader kill, by occurrence
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -150,7 +159,7 @@ class KillBroker(_OnBrokers, Kill):
         ids = self._brokers(planned)  # an aimed leader: looked up now, when its moment has come
         part = led_partition(self.ctx, planned) if planned.spec.when is not None else None
         if part is not None:  # a leader the metadata still names after an earlier kill is dead, not leading
-            self.led[id(planned)] = (*part, ids[0] in self.ctx.kafka.alive_brokers(), time.time())
+            self.led[id(planned)] = LeaderKill(*part, ids[0] in self.ctx.kafka.alive_brokers(), time.time())
         for b in ids:
             self.ctx.kafka.kill_broker(b, signal_of(planned), wait=False)
         return ids
@@ -162,23 +171,23 @@ class KillBroker(_OnBrokers, Kill):
         leader moved between the lookup and the kill."""
         led = self.led.get(id(planned))
         after = None
-        if led is not None and led[2] and signal_of(planned) == signal.SIGKILL:
+        if led is not None and led.leading and signal_of(planned) == signal.SIGKILL:
             # (SIGTERM: a controlled shutdown moves the leadership away on purpose, before the JVM exits)
-            after = leader_now(self.ctx, led[0], led[1])
-            if time.time() - led[3] <= AFTER_KILL_EVIDENCE_S:
-                self.led[id(planned)] = (led[0], led[1], after == ids[0], led[3])
+            after = leader_now(self.ctx, led.topic, led.partition)
+            if time.time() - led.sent_at <= AFTER_KILL_EVIDENCE_S:
+                led.leading = after == ids[0]
             else:  # answered too late to tell the leadership at the kill from the election after it
                 after = None
         for b in ids:
             self.ctx.kafka.wait_gone(b, CONFIRM_KILL_S)
         return None if led is None else {"leader": ids[0], "leader_after_kill": after,
-                                         "partition": f"{led[0]}[{led[1]}]"}
+                                         "partition": f"{led.topic}[{led.partition}]"}
 
     def landed(self, planned: PlannedFault, ids: list[int], aim: Aim) -> Aim:
         """An aimed leader kill hit only when the killed broker led the partition at the kill (see
         :meth:`confirm`); a leader that moved meanwhile is a miss, retried like any missed moment."""
         led = self.led.get(id(planned))
-        return aim if led is None or led[2] else dataclasses.replace(aim, hit=False)
+        return aim if led is None or led.leading else dataclasses.replace(aim, hit=False)
 
     def heal(self, planned: PlannedFault, ids: list[int]) -> None:
         for b in ids:
