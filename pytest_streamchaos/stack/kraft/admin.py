@@ -3,8 +3,10 @@
 Everything here talks to the brokers' harness listener (never the job's), so it keeps working while a
 fault cuts or delays the job's links. Topic creation is exact: a topic gets precisely the name and the
 partition count asked for, and one that exists already is deleted and created again (an earlier test's
-records never leak into the next). Creation returns only once a fresh metadata request shows every
-partition with a leader and its full in-sync replica set.
+records never leak into the next). Creation returns only once every broker's own metadata shows every
+partition with a leader and its full in-sync replica set, and deletion once no broker lists the topic:
+KRaft brokers apply the metadata log each at its own pace, so one broker's answer says nothing of the
+next one's (a client asking another broker a moment later would still see the old topic).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pytest_streamchaos.stack.base import StackError
 
 #: how long a metadata or admin request may take before it counts as failed
 REQUEST_TIMEOUT_S = 10.0
+#: how long one broker may take to answer for itself (one that cannot, dead or paused, serves no stale view)
+BROKER_VIEW_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class KafkaAdmin:
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
         self._admin: Any = None
+        self._one_broker: dict[str, Any] = {}  #: address -> a client that asks only that broker
 
     def _client(self) -> Any:
         from confluent_kafka.admin import AdminClient
@@ -55,6 +60,23 @@ class KafkaAdmin:
         """The cluster's metadata now (all topics, or one)."""
         return self._client().list_topics(topic=topic, timeout=timeout)
 
+    def broker_views(self, topic: str) -> list[Any]:
+        """Each registered broker's own metadata of ``topic``. A client bootstrapped to one address keeps
+        asking that broker (librdkafka connects to others only when it needs them); a broker that does not
+        answer in time is left out."""
+        from confluent_kafka.admin import AdminClient
+
+        views = []
+        for b in self.metadata().brokers.values():
+            addr = f"{b.host}:{b.port}"
+            if addr not in self._one_broker:
+                self._one_broker[addr] = AdminClient(client_conf(addr, **{"allow.auto.create.topics": "false"}))
+            try:
+                views.append(self._one_broker[addr].list_topics(topic=topic, timeout=BROKER_VIEW_TIMEOUT_S))
+            except Exception:  # KafkaException: it did not answer
+                continue
+        return views
+
     def brokers(self, timeout: float = REQUEST_TIMEOUT_S) -> list[int]:
         """The ids of the brokers the cluster reports as registered (fenced ones are left out)."""
         return sorted(int(b) for b in self.metadata(timeout=timeout).brokers)
@@ -65,10 +87,7 @@ class KafkaAdmin:
 
     def partitions(self, topic: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[int, PartitionState] | None:
         """The state of every partition of ``topic``, None when the cluster does not know it."""
-        t = self.metadata(topic, timeout).topics.get(topic)
-        if t is None or t.error is not None or not t.partitions:
-            return None
-        return {p: PartitionState(int(pm.leader), tuple(pm.replicas), tuple(pm.isrs)) for p, pm in t.partitions.items()}
+        return _states(self.metadata(topic, timeout), topic)
 
     def create_topic(self, name: str, partitions: int, replication: int, config: dict[str, str] | None = None,
                      timeout: float = 30.0) -> None:
@@ -99,15 +118,19 @@ class KafkaAdmin:
         in-sync replicas; another partition count fails at once."""
         last = ["not listed yet"]
 
-        def ready() -> bool:
-            state = self.partitions(name)
+        def ready_on(view: Any) -> bool:
+            state = _states(view, name)
             if state is None:
+                last[0] = "not listed by every broker yet"
                 return False
             if len(state) != partitions:
                 raise StackError(f"topic {name!r}: asked for {partitions} partitions, the cluster reports {len(state)}")
             waiting = {p: s for p, s in state.items() if s.leader < 0 or len(s.isr) < replication}
             last[0] = f"partitions without a leader or a full ISR: {waiting}"
             return not waiting
+
+        def ready() -> bool:
+            return ready_on(self.metadata(name)) and all(ready_on(v) for v in self.broker_views(name))
 
         poll(ready, timeout, interval=0.05, on_timeout=lambda _: StackError(
             f"topic {name!r} ({partitions} partitions, replication {replication}) not ready within "
@@ -118,7 +141,11 @@ class KafkaAdmin:
         err = _future_error(self._client().delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name])
         if err is not None and "UNKNOWN_TOPIC" not in err and "does not" not in err.lower():
             raise StackError(f"cannot delete topic {name!r}: {err}")
-        poll(lambda: name not in self.metadata(timeout=REQUEST_TIMEOUT_S).topics, timeout, interval=0.1,
+        def gone() -> bool:
+            return _states(self.metadata(name), name) is None and all(
+                _states(v, name) is None for v in self.broker_views(name))
+
+        poll(gone, timeout, interval=0.1,
              on_timeout=lambda _: StackError(f"topic {name!r} still listed {timeout:g}s after its deletion"))
 
     def elect_preferred_leaders(self, timeout: float = REQUEST_TIMEOUT_S) -> None:
@@ -139,6 +166,15 @@ class KafkaAdmin:
 
     def close(self) -> None:
         self._admin = None
+        self._one_broker.clear()
+
+
+def _states(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
+    """``topic``'s partitions in one metadata answer, None when that answer does not know it."""
+    t = metadata.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return None
+    return {p: PartitionState(int(pm.leader), tuple(pm.replicas), tuple(pm.isrs)) for p, pm in t.partitions.items()}
 
 
 def _future_error(fut: Any) -> str | None:
