@@ -3,7 +3,13 @@ the same budget of uniformly random ``after=`` driver-kill times; silence on a c
 
 Run under the heavy lock (it brings up the stack once per pytest session it starts)::
 
-    flock /tmp/sc/heavy.lock python benchmarks/bench_explore.py [--budget 10] [--correct 20] [--replays 5]
+    flock /tmp/sc/heavy.lock python benchmarks/bench_explore.py [--budget 10] [--correct 20] [--replays 5] \
+        [--trigger 5]
+
+``--trigger S`` (default 5) runs the two planted jobs with ``.trigger(processingTime="S seconds")``
+added before their ``.start()`` -- the way most production jobs are written, and a violation window
+(the batch's output visible, its commit not written) that is a fraction of each trigger interval;
+``--trigger 0`` runs them as written, batch after batch, where that window is most of the cycle.
 
 Parts (``--parts``, default all):
 
@@ -12,10 +18,10 @@ Parts (``--parts``, default all):
   no duplicate: the exploring run that first falsified, the runs in all (confirm, shrink), the minimal
   schedule, the wall time per schedule;
 - ``random``: the same jobs and assertion, one run per kill of the driver at a time drawn uniformly
-  from the load phase (``@kill_driver(after=U(0, duration))``, seeded), at most N runs, stopping at the
-  first violation (``-x``);
-- ``correct``: ``@explore`` with budget ``--correct`` on the ledger held to at-least-once, asserting
-  nothing is lost: falsified schedules (want 0) over the schedules run;
+  from the load phase (``@kill_driver(after=U(0, duration))``, seeded), N runs: the first that
+  violated, and how many did (the chance a random kill time finds the bug);
+- ``correct``: ``@explore`` with budget ``--correct`` on the ledger (as written) held to at-least-once,
+  asserting nothing is lost: falsified schedules (want 0) over the schedules run;
 - ``replay``: the explore part's replay lines, each run ``--replays`` times: how many reproduced.
 
 Prints a table and writes ``benchmarks/results/explore.json``.
@@ -45,6 +51,9 @@ COMMON = '''
 import pytest
 from planted import hardcoded_paths, lake, ledger  # noqa: F401  (an autouse fixture)
 from pytest_streamchaos import explore, kill_driver
+
+LAKE_JOB = {lake_job!r}
+LEDGER_JOB = {ledger_job!r}
 '''
 
 EXPLORED = '''
@@ -53,14 +62,14 @@ EXPLORED = '''
 @pytest.mark.sla(guarantee=None)
 @explore(faults=["kill_driver", "kill_executor"], budget={budget})
 def test_lake(chaos):
-    assert lake(chaos).duplicates == 0
+    assert lake(chaos, job=LAKE_JOB).duplicates == 0
 
 
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)
 @explore(faults=["kill_driver", "kill_executor"], budget={budget})
 def test_ledger(chaos):
-    assert ledger(chaos).duplicates == 0
+    assert ledger(chaos, job=LEDGER_JOB).duplicates == 0
 
 
 @pytest.mark.chaos(backend="local")
@@ -76,7 +85,7 @@ RANDOM = '''
 @pytest.mark.parametrize("k", [pytest.param(k, marks=kill_driver(after=t, restart_after=0)) for k, t in
                                enumerate({times!r})])
 def test_{job}_random(chaos, k):
-    assert {job}(chaos).duplicates == 0
+    assert {job}(chaos, job={job_upper}_JOB).duplicates == 0
 '''
 
 
@@ -112,12 +121,31 @@ def part_explore(project: Path, tests: list[str], log: Path | None = None) -> di
 
 
 def part_random(project: Path, job: str, budget: int) -> dict[str, Any]:
-    out = session(project, [f"test_bench.py::test_{job}_random"], "-x")
+    out = session(project, [f"test_bench.py::test_{job}_random"])
     runs = [e for e in out["report"] if e["test"].split("::")[-1].startswith(f"test_{job}_random")]
     first = next((i + 1 for i, e in enumerate(runs) if e["duplicates"] > 0), None)
-    return {"runs": len(runs), "first_violation_at": first, "budget": budget, "session_seconds": out["seconds"],
-            "duplicates": [e["duplicates"] for e in runs],
-            "after": [e["faults"][0].get("after") for e in runs if e.get("faults")]}
+    violated = sum(e["duplicates"] > 0 for e in runs)
+    return {"runs": len(runs), "first_violation_at": first, "violated": violated, "budget": budget,
+            "session_seconds": out["seconds"], "duplicates": [e["duplicates"] for e in runs],
+            "after": [e["faults"][0].get("after") for e in runs if e.get("faults")],
+            # the expected runs to a first violation when each random kill finds it with the chance seen
+            "expected_runs": None if not violated else round(len(runs) / violated, 1)}
+
+
+def job_variants(project: Path, trigger: float) -> dict[str, str | None]:
+    """The planted jobs as the benchmark runs them: as written (None) or, with ``trigger`` > 0, a copy
+    of each with ``.trigger(processingTime=...)`` added before its ``.start()``."""
+    if trigger <= 0:
+        return {"lake_job": None, "ledger_job": None}
+    out: dict[str, str | None] = {}
+    for key, name in (("lake_job", "clicks_to_json_lake.py"), ("ledger_job", "payments_to_ledger.py")):
+        text = (PLANTED / "jobs" / name).read_text()
+        assert text.count(".start()") == 1, f"{name}: expected one .start() to put a trigger before"
+        path = project / "jobs" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text.replace(".start()", f'.trigger(processingTime="{trigger:g} seconds")\n     .start()'))
+        out[key] = str(path)
+    return out
 
 
 def part_replay(project: Path, token: str, test: str, times: int) -> dict[str, Any]:
@@ -135,17 +163,20 @@ def main() -> None:
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--parts", default="explore,random,correct,replay")
     ap.add_argument("--seed", type=int, default=33)
+    ap.add_argument("--trigger", type=float, default=5.0,
+                    help="the planted jobs' processing-time trigger, seconds (0: as written)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     rng = random.Random(a.seed)
     times = {job: [round(rng.uniform(0, DURATION), 2) for _ in range(a.budget)] for job in ("lake", "ledger")}
     project = Path(tempfile.mkdtemp(prefix="bench-explore-"))
-    results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts)}
+    results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts),
+                               "trigger_s": a.trigger}
     try:
         (project / "test_bench.py").write_text(
-            COMMON + EXPLORED.format(budget=a.budget, correct=a.correct)
-            + "".join(RANDOM.format(job=job, times=t) for job, t in times.items()))
+            COMMON.format(**job_variants(project, a.trigger)) + EXPLORED.format(budget=a.budget, correct=a.correct)
+            + "".join(RANDOM.format(job=job, job_upper=job.upper(), times=t) for job, t in times.items()))
         if "explore" in parts:
             results["explore"] = part_explore(project, ["test_lake", "test_ledger"], a.out.with_suffix(".log"))
             print(json.dumps(results["explore"]["tests"], indent=1, default=str))

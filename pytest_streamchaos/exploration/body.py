@@ -131,6 +131,24 @@ def landed_of(run: Any, schedule: Schedule) -> tuple[Landed, ...]:
     return tuple(out)
 
 
+#: the batches with input a run must start after a step armed, its moment not coming, before that says the
+#: job has no such moment (one batch could be a slow one; a job that has the moment has it in every batch)
+NEVER_CAME_AFTER = 3
+
+
+def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
+    """The phases inside the tasks (``Phase.in_tasks``) that ``run`` showed its job does not have: the
+    schedule's first step aimed there never fired while the job ran :data:`NEVER_CAME_AFTER` batches with
+    input after it armed. Only the first step is evidence: a later one arms after a fault, whose
+    recovery may take the rest of the run."""
+    first = next(iter(run.history.faults), None)
+    step = schedule.steps[0]
+    if first is None or first.injected or first.planned_at is None or not PHASES[step.phase].in_tasks:
+        return set()
+    after = [b for b in run.history.micro_batches if b.start >= first.planned_at and b.input_rows > 0]
+    return {step.phase} if len(after) >= NEVER_CAME_AFTER else set()
+
+
 def outcome(schedule: Schedule, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
     """The :class:`Outcome` of one run of ``schedule``: ``run`` its (first) ChaosRun, ``failure`` what the
     body raised (None: it passed)."""

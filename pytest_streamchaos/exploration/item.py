@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_streamchaos.exploration.body import Body, NoChaosRun
+from pytest_streamchaos.exploration.body import Body, NoChaosRun, phases_never_came
 from pytest_streamchaos.exploration.mark import ExploreSpec
 from pytest_streamchaos.search.engine import Explorer, Report, replay
 from pytest_streamchaos.search.schedule import Outcome, Schedule
@@ -101,20 +101,25 @@ def kafka_output(run: Any) -> bool | None:
 
 
 class _Search:
-    """The search's order with the job's traits learnt from its first run: once a run shows a job
-    without state, schedules aimed at a state store commit are left out (the ``no_state_store`` rule);
-    once it shows an output that is not a Kafka topic, the output leader's (``no_kafka_output``)."""
+    """The search's order with the job's traits learnt from its runs: once a run shows a job without
+    state, schedules aimed at a state store commit are left out (the ``no_state_store`` rule); once it
+    shows an output that is not a Kafka topic, the output leader's (``no_kafka_output``); once it shows a
+    moment inside the tasks never comes (``tasks_running`` on a job whose tasks write no file), every
+    step aimed there (``moment_never_came``)."""
 
     def __init__(self, space: Space, max_faults: int) -> None:
         self.space = space
         self.max_faults = max_faults
 
-    def learn(self, outcome: Outcome) -> None:
+    def learn(self, schedule: Schedule, outcome: Outcome) -> None:
         run: Any = outcome.detail.get("run")
-        if self.space.stateful is None and run is not None:
+        if run is None:
+            return
+        if self.space.stateful is None:
             self.space.stateful = stateful(run)
-        if self.space.kafka_output is None and run is not None:
+        if self.space.kafka_output is None:
             self.space.kafka_output = kafka_output(run)
+        self.space.never_comes |= phases_never_came(run, schedule)
 
     def order(self) -> Iterator[Schedule]:
         for schedule in self.space.schedules(self.max_faults):
@@ -141,7 +146,7 @@ def explore_item(nodeid: str, spec: ExploreSpec, func: Callable[..., Any], funca
             raise ExploreUsageError(f"{spec.source}: {nodeid} never called chaos.run: the body is the property "
                                     "the search runs under each schedule, and a run of the job is what it "
                                     "breaks -- call chaos.run(...) in it") from None
-        search.learn(out)
+        search.learn(schedule, out)
         return out
 
     if spec.replay is not None:

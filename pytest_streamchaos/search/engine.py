@@ -112,6 +112,7 @@ class Report:
                 "coverage": self.coverage.to_dict(),
                 "runs": [{"purpose": r.purpose, "schedule": sched(r.schedule), "falsified": r.outcome.falsified,
                           "hit": r.outcome.all_hit(r.schedule), "error": r.outcome.error,
+                          "landed": [{"hit": x.hit, "batch": x.batch, "phase": x.phase} for x in r.outcome.landed],
                           "seconds": round(r.outcome.seconds, 3)} for r in self.runs]}
 
 

@@ -22,13 +22,16 @@ class Never:
 
 NEVER = Never()
 
+
 @dataclass(frozen=True)
 class Traits:
     """What the search knows of the job (None: not known yet, the rule keeps its cells): whether it
-    keeps state, whether its output is a Kafka topic of the run."""
+    keeps state, whether its output is a Kafka topic of the run; ``never_comes``: the phases inside the
+    tasks that a run showed this job does not have."""
 
     stateful: bool | None = None
     kafka_output: bool | None = None
+    never_comes: frozenset[str] = frozenset()
 
 
 Fold = Callable[[KindInfo, Step, Traits], "Step | Never | None"]
@@ -53,6 +56,10 @@ def _no_state_store(kind: KindInfo, step: Step, traits: Traits) -> Step | Never 
 
 def _no_kafka_output(kind: KindInfo, step: Step, traits: Traits) -> Step | Never | None:
     return NEVER if kind.served_by(step.target) == "output" and traits.kafka_output is False else None
+
+
+def _never_came(kind: KindInfo, step: Step, traits: Traits) -> Step | Never | None:
+    return NEVER if step.phase in traits.never_comes else None
 
 
 def _clean_restart(kind: KindInfo, step: Step, traits: Traits) -> Step | Never | None:
@@ -91,6 +98,9 @@ RULES: tuple[Rule, ...] = (
          "commit never happens, so a fault aimed at it could only miss", _no_state_store),
     Rule("no_kafka_output", "the job's output is not a Kafka topic of the run: there is no output partition "
          "whose leader a fault could aim at", _no_kafka_output),
+    Rule("moment_never_came", "a run showed the job has no such moment: the step aimed there never fired "
+         "while the job ran batch after batch (a stateless Kafka-to-Kafka job's tasks write no file, so none "
+         "of them can be held while it runs), so a fault aimed at it could only miss", _never_came),
     Rule("clean_restart", "a driver killed after offsets/N and before any task ran is a clean restart, as one "
          "killed between batches: batch N's output does not exist yet, so re-running it from its logged "
          "offsets is its first run", _clean_restart),

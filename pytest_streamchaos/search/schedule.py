@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 class Phase:
     """A moment in the micro-batch cycle a fault can be aimed at. ``priority``: the search tries
     low numbers first (the phases where crash-recovery bugs live); ``simplicity``: shrinking moves a
-    step toward low numbers (the phase a reader grasps soonest)."""
+    step toward low numbers (the phase a reader grasps soonest); ``in_tasks``: a moment inside the batch's
+    tasks, which a job may not have at all (a stateless Kafka-to-Kafka job's tasks write no file: nothing
+    of theirs can be held), where the driver's phases come in every batch of every job."""
 
     name: str
     words: str
     priority: int
     simplicity: int
+    in_tasks: bool = False
 
 
 #: the phases, by name. Broker faults use the same phases: their targets say which partition's
@@ -31,10 +34,10 @@ class Phase:
 PHASES: dict[str, Phase] = {p.name: p for p in (
     Phase("between_batches", "between batches (commits/N written, N+1 not planned)", 4, 0),
     Phase("offsets_logged", "offsets logged (offsets/N written, no task yet)", 3, 1),
-    Phase("tasks_running", "tasks running (batch N's tasks in flight)", 2, 2),
+    Phase("tasks_running", "tasks running (batch N's tasks in flight)", 2, 2, in_tasks=True),
     Phase("output_visible_uncommitted", "output visible, not committed (batch N's sink done, commits/N "
           "not written)", 0, 3),
-    Phase("state_commit", "state store commit (a task writing its state's N.delta)", 1, 4),
+    Phase("state_commit", "state store commit (a task writing its state's N.delta)", 1, 4, in_tasks=True),
 )}
 
 

@@ -55,6 +55,8 @@ class Space:
             raise ValueError("explore: no fault kinds to search (pass faults=[...])")
         self.stateful = stateful
         self.kafka_output = kafka_output
+        #: phases inside the tasks a run showed this job does not have (``moment_never_came``)
+        self.never_comes: set[str] = set()
         self.rules = tuple(rules)
 
     def all_steps(self) -> list[Step]:
@@ -66,7 +68,7 @@ class Space:
         info = self.kinds.get(step.kind)
         if info is None or step.target not in info.targets or step.phase not in info.phases:
             return None
-        traits = Traits(self.stateful, self.kafka_output)
+        traits = Traits(self.stateful, self.kafka_output, frozenset(self.never_comes))
         for rule in self.rules:
             instead = rule.fold(info, step, traits)
             if isinstance(instead, Never):

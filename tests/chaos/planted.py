@@ -54,13 +54,14 @@ def hardcoded_paths() -> Iterator[None]:
     clear_paths()
 
 
-def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20) -> Any:
-    """The non-idempotent ``foreachBatch`` lake writer, declared ``guarantee``."""
-    return chaos.run(str(JOBS / "clicks_to_json_lake.py"), rate=100, duration=duration, guarantee=guarantee,
+def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job: str | None = None) -> Any:
+    """The non-idempotent ``foreachBatch`` lake writer, declared ``guarantee`` (``job``: a variant of its
+    file, e.g. with a processing-time trigger)."""
+    return chaos.run(job or str(JOBS / "clicks_to_json_lake.py"), rate=100, duration=duration, guarantee=guarantee,
                      kafka_port=9092, inputs={"clicks": click}, outputs={f"file:{LAKE}": "clickId"})
 
 
-def ledger(chaos: Any, guarantee: str = "exactly-once", duration: float = 20) -> Any:
-    """The Kafka-sink ledger, declared ``guarantee``."""
-    return chaos.run(str(JOBS / "payments_to_ledger.py"), rate=100, duration=duration, guarantee=guarantee,
+def ledger(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job: str | None = None) -> Any:
+    """The Kafka-sink ledger, declared ``guarantee`` (``job``: a variant of its file)."""
+    return chaos.run(job or str(JOBS / "payments_to_ledger.py"), rate=100, duration=duration, guarantee=guarantee,
                      kafka_port=9092, inputs={"payments": payment}, outputs={"ledger": "key"})

@@ -233,3 +233,22 @@ def test_a_missed_schedule_is_not_retried_once_a_run_showed_its_moment_never_com
     assert set(targets[1:]) == {"input_leader"}  # no retry of it, no other output leader cell
     assert report.runs_for("retry") == 0 and report.passed
     assert "no_kafka_output" in space.pruned_cells()
+
+
+def test_a_moment_a_run_showed_never_comes_is_neither_retried_nor_searched_again():
+    """A Kafka-to-Kafka job's tasks write no file: the first step aimed at ``tasks_running`` never fires;
+    the run shows it (the body learns ``never_comes``), its retry is dropped and no later schedule aims
+    there, so the budget goes to schedules that can land."""
+    space = Space(["kill_driver", "kill_executor"], stateful=False)
+
+    def run(schedule: Schedule) -> Outcome:
+        if schedule.steps[0].phase == "tasks_running":
+            space.never_comes.add("tasks_running")  # what the body learns from such a run
+        return system(schedule)
+
+    system = System(lambda s, n: False, misses=lambda step: step.phase == "tasks_running")
+    report = explore(space, run, budget=12)
+    phases = [[s.phase for s in sched.steps] for sched in system.calls]
+    assert sum("tasks_running" in p for p in phases) == 1 and report.runs_for("retry") == 0
+    assert len(system.calls) == 12 and report.coverage.schedules_run == 11
+    assert "moment_never_came" in space.pruned_cells()

@@ -164,3 +164,19 @@ def test_a_schedule_in_words():
                     Step("kill_driver", "driver", "output_visible_uncommitted", 1))
     assert s.words() == ("kill_executor on executor@worker-0 at batch +0, phase tasks_running; then "
                          "kill_driver at batch +1, phase output_visible_uncommitted")
+
+
+def test_a_moment_inside_the_tasks_a_run_showed_never_comes_is_left_out_for_every_kind():
+    space = Space(["kill_driver", "kill_executor", "kill_broker"], stateful=False, kafka_output=True)
+    assert any(s.phase == "tasks_running" for s in space.singles())
+    space.never_comes.add("tasks_running")
+    assert all(s.phase != "tasks_running" for sched in space.schedules(2) for s in sched.steps)
+    pruned = space.pruned_cells()["moment_never_came"]
+    assert {c.split()[0] for c in pruned} == {"kill_driver", "kill_executor", "kill_broker"}
+    assert all(c.endswith(" tasks_running") for c in pruned)
+    assert space.canonical(Step("kill_driver", "driver", "tasks_running")) is None
+
+
+def test_only_the_moments_inside_the_tasks_can_be_missing_from_a_job():
+    # a job without the driver's phases does not run batches at all: those are never learnt missing
+    assert {p.name for p in PHASES.values() if p.in_tasks} == {"tasks_running", "state_commit"}
