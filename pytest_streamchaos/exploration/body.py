@@ -143,8 +143,8 @@ def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
     recovery may take the rest of the run."""
     first = next(iter(run.history.faults), None)
     step = schedule.steps[0]
-    if first is None or first.injected or first.planned_at is None or not PHASES[step.phase].in_tasks:
-        return set()
+    if first is None or first.skipped is None or first.planned_at is None or not PHASES[step.phase].in_tasks:
+        return set()  # it fired, or failed to be injected (its moment came): nothing learnt
     after = [b for b in run.history.micro_batches if b.start >= first.planned_at and b.input_rows > 0]
     return {step.phase} if len(after) >= NEVER_CAME_AFTER else set()
 

@@ -112,16 +112,21 @@ def load_seconds(planned: list[PlannedFault], duration: float | None,
                            f"+ a recovery window of {window:g}s")
 
 
-def load_end(planned_until: float, window: float | None, last_heal_due: float | None, aim_slack: float) -> float:
+def load_end(planned_until: float, window: float | None, last_heal_due: float | None, aim_slack: float,
+             explored: bool = False) -> float:
     """When the load ends (an absolute time), asked again as the run goes on.
 
-    ``window`` None (the test gave a ``duration``): at ``planned_until``. Otherwise the plan counted
+    ``window`` None (the test gave a ``duration``): at ``planned_until`` -- unless the run plays an
+    explored schedule (``explored``) whose step still waits to fire: a step arms only once the one before
+    it fired, and a driver killed by that one replays its batch only after its restart, which can come
+    after the planned end; the load then goes on for at most ``aim_slack`` past the plan, so the schedule
+    is tested rather than cut short (a step that never fired counts as a miss). Otherwise the plan counted
     each aimed fault as firing at its ``after``, and its moment can come later: the load lasts at
     least ``window`` after the schedule's actual last heal (``last_heal_due``, the scheduler's), and
     while an occurrence still waits to fire (``last_heal_due`` None) it goes on for at most
     ``aim_slack`` (the aimed faults' longest ``timeout``) past the plan."""
     if window is None:
-        return planned_until
+        return planned_until + aim_slack if explored and last_heal_due is None else planned_until
     if last_heal_due is None:
         return planned_until + aim_slack
     return max(planned_until, last_heal_due + window)

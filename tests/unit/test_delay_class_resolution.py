@@ -90,6 +90,15 @@ def test_without_duration_the_recovery_window_counts_from_the_actual_last_heal()
     assert load_end(planned_until, window, 104.0, slack) == planned_until  # on time: never shorter than the plan
 
 
+def test_an_explored_schedule_keeps_the_load_on_while_a_step_waits_for_its_moment() -> None:
+    # a duration given: the plan holds, unless a step of an explored schedule has not fired yet (its driver
+    # replays the batch it waits for only after the restart the step before it caused)
+    planned_until, slack = 135.0, 30.0
+    assert load_end(planned_until, None, None, slack, explored=True) == 165.0
+    assert load_end(planned_until, None, 121.0, slack, explored=True) == planned_until  # every step fired
+    assert load_end(planned_until, None, None, slack, explored=False) == planned_until  # a mark's aim: the plan
+
+
 def test_a_given_duration_shorter_than_the_timeline_fails_naming_both() -> None:
     planned = plan([parse("kill_worker", (), {"after": 600})])
     with pytest.raises(ValueError, match=r"needs 600s .* but duration=60"):

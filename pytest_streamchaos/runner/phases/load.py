@@ -70,13 +70,18 @@ class LoadPhase(ObservedPhase):
         """When the load ends (:func:`~pytest_streamchaos.faults.timeline.load_end`: a run without a
         ``duration`` counts its recovery window from the actual last heal, and waits for an aimed
         fault still looking for its moment); says so once it has run a second past the plan."""
-        window = self.ctx.spec.recovery_window
-        end = load_end(planned_until, window, self.obs.scheduler.last_heal_due() if window else None,
-                       aim_slack(self.ctx.inputs.planned))
-        if window is not None and self.result.ended is None and time.time() >= planned_until + 1.0:
-            self.result.ended = ("extended past the plan: the faults healed later than planned (a fault aimed at a "
-                                 "moment fires when it comes, or gives up after its timeout), and the recovery "
-                                 f"window of {window:g}s counts from the actual last heal")
+        window, planned = self.ctx.spec.recovery_window, self.ctx.inputs.planned
+        explored = any(p.spec.anchor is not None for p in planned)
+        due = self.obs.scheduler.last_heal_due() if window or explored else None
+        end = load_end(planned_until, window, due, aim_slack(planned), explored)
+        if self.result.ended is None and time.time() >= planned_until + 1.0:
+            if window is not None:
+                self.result.ended = ("extended past the plan: the faults healed later than planned (a fault aimed "
+                                     "at a moment fires when it comes, or gives up after its timeout), and the "
+                                     f"recovery window of {window:g}s counts from the actual last heal")
+            elif explored:
+                self.result.ended = ("extended past the plan: a step of the explored schedule was still waiting "
+                                     "for its moment (each step arms once the one before it fired)")
         return end
 
     def _recovered_for_good(self) -> bool:
