@@ -119,7 +119,7 @@ class _OnBrokers(FaultKind):
 
     @classmethod
     def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        return brokers_refused(f"{cls.name} (a broker's process or its peers' connections)", kafka)
+        return brokers_refused("it acts on a broker's process or its peers' connections: it", kafka)
 
     def target(self, planned: PlannedFault) -> str:
         got = self.resolved.get(id(planned))

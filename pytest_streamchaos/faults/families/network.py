@@ -96,8 +96,8 @@ class _OnALink(FaultKind):
     def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
         if not _on_kafka_link(spec):
             return None
-        return brokers_refused(f"{cls.name} on the job's Kafka links (target={spec.target or 'kafka'!r}: a proxy "
-                               "between the job and brokers the plugin started)", kafka)
+        return brokers_refused(f"on the job's Kafka links (target={spec.target or 'kafka'!r}: a proxy between the job "
+                               "and brokers the plugin started), it", kafka)
 
     @classmethod
     def host_missing(cls, caps: Capabilities) -> str | None:
