@@ -230,6 +230,9 @@ class SparkProgress:
         self.timeline: list[TimelineEvent] = []
         self.app_ids: list[str] = []
         self.live_executors: dict[tuple[str, str], float] = {}
+        #: executors already reported removed: on YARN the timeline showed a lost NodeManager's executor
+        #: removed twice, and an executor id is never reused within an application
+        self._removed: set[tuple[str, str]] = set()
         #: ``spark.master`` of each application as the driver actually ran it (a job may set its own
         #: ``.master("local[3]")`` in code, which overrides the one the plugin passed)
         self.masters: dict[str, str] = {}
@@ -276,6 +279,9 @@ class SparkProgress:
         elif kind == "SparkListenerExecutorRemoved":
             exec_id = str(ev.get("Executor ID"))
             self.live_executors.pop((app, exec_id), None)
+            if (app, exec_id) in self._removed:
+                return
+            self._removed.add((app, exec_id))
             self._add(t, app, "executor_removed", f"executor-{exec_id}",
                       {"app_id": app, "reason": ev.get("Removed Reason")})
         elif kind == "SparkListenerTaskEnd":

@@ -63,6 +63,11 @@ def test_progress_and_timeline_incremental_across_restart(tmp_path: Path):
     sp.poll()
     assert [e.kind for e in sp.timeline][-1] == "executor_removed"
     assert sp.timeline[-1].detail["reason"] == "lost"
+    # YARN removes a lost NodeManager's executor a second time: one removal on the timeline
+    _write(app1, [{"Event": "SparkListenerExecutorRemoved", "Timestamp": 1003_200, "Executor ID": "0",
+                   "Removed Reason": "Container on a lost node"}])
+    sp.poll()
+    assert [e.kind for e in sp.timeline].count("executor_removed") == 1
     assert len(sp.batches) == 1 and sp.batches[0]["t_start"] == 1003.0 and sp.batches[0]["t_end"] == 1003.5
     assert sp.batches[0]["app_id"] == "app-1"
     _write(app1, [{"Event": "SparkListenerApplicationEnd", "Timestamp": 1004_000, "ExitCode": 0}])
