@@ -50,6 +50,14 @@ def test_cluster_info_and_nodes() -> None:
         rest.parse_info({"RemoteException": {"message": "x"}})
 
 
+def test_a_node_serves_once_running_with_its_memory_announced() -> None:
+    # registered (RUNNING) but its resources not in the RM's answer yet: nothing can be placed on it
+    assert not rest.YarnNode("localhost:1", "RUNNING", "localhost:2", 0, 0, 0).serving
+    assert rest.YarnNode("localhost:1", "RUNNING", "localhost:2", 0, 0, 4096).serving
+    assert rest.YarnNode("localhost:1", "RUNNING", "localhost:2", 4, 4096, 0).serving  # full, still serving
+    assert not rest.YarnNode("localhost:1", "LOST", "localhost:2", 0, 0, 4096).serving
+
+
 def test_empty_and_single_element_collections() -> None:
     """YARN answers ``{"apps": {}}``, ``{}`` or ``{"apps": null}`` for none, and may send one element as an object."""
     assert rest.parse_apps({"apps": {}}) == rest.parse_apps({}) == rest.parse_apps({"apps": None}) == []

@@ -166,15 +166,16 @@ class LocalYarnCluster:
 
     # -- readiness -----------------------------------------------------------------------------
     def running_nodes(self) -> list[YarnNode]:
-        """The NodeManagers the RM counts RUNNING now ([] when it does not answer)."""
+        """The NodeManagers the RM counts RUNNING, their memory announced, now ([] when it does not answer)."""
         try:
-            return [n for n in self.api.nodes() if n.state == "RUNNING"]
+            return [n for n in self.api.nodes() if n.serving]
         except YarnApiError:
             return []
 
     def wait_ready(self, timeout: float | None = None) -> ClusterInfo:
         """Wait until the RM serves (``STARTED``, ``ACTIVE``) and counts every NodeManager of ours
-        RUNNING; a daemon that exits meanwhile fails at once, with its log."""
+        RUNNING with its memory announced (``YarnNode.serving``); a daemon that exits meanwhile fails at
+        once, with its log."""
         timeout = self.start_timeout if timeout is None else timeout
         seen: list[object] = ["nothing: the RM did not answer"]
 
@@ -182,12 +183,12 @@ class LocalYarnCluster:
             self._check_running()
             try:
                 info = self.api.info()
-                running = [n.id for n in self.api.nodes() if n.state == "RUNNING"]
+                running = [n.id for n in self.api.nodes() if n.serving]
             except YarnApiError as exc:
                 seen[0] = str(exc)
                 return None
             missing = [nm.name for nm in self._nms if not any(nm.is_node(n) for n in running)]
-            seen[0] = f"RM {info.state}/{info.ha_state}, NodeManagers not RUNNING: {missing}"
+            seen[0] = f"RM {info.state}/{info.ha_state}, NodeManagers not RUNNING with memory announced: {missing}"
             return info if info.state == "STARTED" and info.ha_state == "ACTIVE" and not missing else None
 
         info = poll(ready, timeout, lambda _: StackError(

@@ -64,6 +64,13 @@ class YarnNode:
     available_mb: int
     health_report: str = ""
 
+    @property
+    def serving(self) -> bool:
+        """RUNNING with its memory announced: the RM can place containers on it. A NodeManager is counted
+        RUNNING as it registers, and its resources show in the RM's answer a heartbeat later (seen once as
+        0 MB available right after the start)."""
+        return self.state == "RUNNING" and self.available_mb + self.used_mb > 0
+
 
 @dataclass(frozen=True)
 class YarnApp:
