@@ -138,3 +138,16 @@ def test_yarn_jar_set_is_pinned_to_the_hdfs_release_in_a_folder_of_its_own() -> 
     names = {c.split(":")[1] for c in yarn.coordinates}
     assert {"hadoop-yarn-server-resourcemanager", "hadoop-yarn-server-nodemanager", "hadoop-common"} <= names
 
+
+
+def test_every_store_the_daemons_write_lies_under_the_workdir(tmp_path: Path) -> None:
+    # YARN's node-attribute and node-label stores default to /tmp/hadoop-yarn-<user>, outside
+    # hadoop.tmp.dir: a run left /tmp/hadoop-yarn-root behind before they were named
+    p = plan(tmp_path)
+    sites = [yconf.client_site(p), *(yconf.nodemanager_site(p, i) for i in range(len(NMS))),
+             yconf.core_site(p, tmp_path / "secret")]
+    for key in ("yarn.node-attribute.fs-store.root-dir", "yarn.node-labels.fs-store.root-dir"):
+        assert sites[0][key].startswith(tmp_path.as_uri())
+    local = [v for s in sites for v in s.values() if v.startswith(("/", "file:"))]
+    paths = [v for v in local if v != "file:///"]  # fs.defaultFS: a filesystem, not a store
+    assert paths and all(v.startswith((str(tmp_path), tmp_path.as_uri())) for v in paths), paths

@@ -96,6 +96,10 @@ def client_site(plan: YarnPlan) -> dict[str, str]:
         "yarn.resourcemanager.store.class":
             "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore",
         "yarn.resourcemanager.fs.state-store.uri": plan.rm_state_dir.as_uri(),
+        # the RM's node-attribute and node-label stores default to /tmp/hadoop-yarn-<user>, outside
+        # hadoop.tmp.dir: a run would leave them behind
+        "yarn.node-attribute.fs-store.root-dir": (plan.workdir / "tmp" / "node-attribute").as_uri(),
+        "yarn.node-labels.fs-store.root-dir": (plan.workdir / "tmp" / "node-labels").as_uri(),
         "yarn.resourcemanager.work-preserving-recovery.enabled": "true",
         "yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms": "3000",
         # failure detection in seconds: a silent NodeManager is LOST after NM_EXPIRY_S (default 10 min)
