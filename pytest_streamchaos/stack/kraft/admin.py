@@ -61,13 +61,14 @@ class KafkaAdmin:
         return self._client().list_topics(topic=topic, timeout=timeout)
 
     def broker_views(self, topic: str) -> list[Any]:
-        """Each registered broker's own metadata of ``topic``. A client bootstrapped to one address keeps
-        asking that broker (librdkafka connects to others only when it needs them); a broker that does not
-        answer in time is left out."""
+        """The cluster's metadata of ``topic``, then each registered broker's own. A client bootstrapped to
+        one address keeps asking that broker (librdkafka connects to others only when it needs them); a
+        broker that does not answer in time is left out."""
         from confluent_kafka.admin import AdminClient
 
-        views = []
-        for b in self.metadata().brokers.values():
+        first = self.metadata(topic)
+        views = [first]
+        for b in first.brokers.values():
             addr = f"{b.host}:{b.port}"
             if addr not in self._one_broker:
                 self._one_broker[addr] = AdminClient(client_conf(addr, **{"allow.auto.create.topics": "false"}))
@@ -130,7 +131,7 @@ class KafkaAdmin:
             return not waiting
 
         def ready() -> bool:
-            return ready_on(self.metadata(name)) and all(ready_on(v) for v in self.broker_views(name))
+            return all(ready_on(v) for v in self.broker_views(name))
 
         poll(ready, timeout, interval=0.05, on_timeout=lambda _: StackError(
             f"topic {name!r} ({partitions} partitions, replication {replication}) not ready within "
@@ -141,9 +142,9 @@ class KafkaAdmin:
         err = _future_error(self._client().delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name])
         if err is not None and "UNKNOWN_TOPIC" not in err and "does not" not in err.lower():
             raise StackError(f"cannot delete topic {name!r}: {err}")
+
         def gone() -> bool:
-            return _states(self.metadata(name), name) is None and all(
-                _states(v, name) is None for v in self.broker_views(name))
+            return all(_states(v, name) is None for v in self.broker_views(name))
 
         poll(gone, timeout, interval=0.1,
              on_timeout=lambda _: StackError(f"topic {name!r} still listed {timeout:g}s after its deletion"))
