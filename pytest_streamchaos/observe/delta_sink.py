@@ -22,6 +22,7 @@ naming the table's columns; a path that never became a table is an error when th
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from pytest_streamchaos.observe.delta import DeltaReadError, Snapshot, check_protocol, commits, is_table, open_table
@@ -47,6 +48,7 @@ class DeltaSinkCollector(RowOutput):
         self._prev = Snapshot.empty()
         self._done = -1  #: the newest version read
         self._checked = False  #: the id column was checked against the table's schema
+        self._reading = threading.Lock()  # the polling thread and a last read at stop() take turns
 
     def start(self) -> DeltaSinkCollector:
         """Note the table's version now (an earlier run's table: only the versions after it are read), then poll."""
@@ -68,6 +70,10 @@ class DeltaSinkCollector(RowOutput):
 
     def poll(self, fresh: bool = False) -> None:
         """Read the versions committed since the last poll."""
+        with self._reading:
+            self._poll()
+
+    def _poll(self) -> None:
         table = self._table()
         if table is None:
             self._check_other_format()

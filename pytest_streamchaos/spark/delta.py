@@ -185,9 +185,12 @@ def _local_imports(path: Path) -> list[Path]:
             names.append(node.module)
     out = []
     for name in names:
-        base = path.parent.joinpath(*name.split("."))
-        out += [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
-    return out
+        parts = name.split(".")
+        # a package's __init__ is imported on the way to its module (``lake`` of ``lake.tables``)
+        out += [path.parent.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts))]
+        base = path.parent.joinpath(*parts)
+        out += [base.with_suffix(".py"), base / "__init__.py"]
+    return [p for p in out if p.is_file()]
 
 
 def uses_delta(sources: Sequence[Path]) -> str | None:
