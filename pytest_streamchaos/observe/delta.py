@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -132,7 +133,7 @@ def iter_changes(path: str | os.PathLike, start: int = 0, end: int | None = None
     newest = open_table(path)
     last = newest.version() if end is None else min(end, newest.version())
     info_of = commits(newest, start, last)
-    prev = Snapshot.of(open_table(path, start - 1), str(path)) if start > 0 else Snapshot.empty()
+    prev = Snapshot.of(open_table(path, start - 1), str(path)) if start > 0 else Snapshot.empty(str(path))
     for v in range(max(start, 0), last + 1):
         snap = Snapshot.of(open_table(path, v), str(path))
         added = [f for f in snap.files if f not in prev.files]
@@ -151,34 +152,55 @@ def rows(table: pa.Table) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The data files of one version of a table (path -> its pyarrow fragment, partition values bound) and
-    how to read a few of them."""
+    """The data files of one version of a table -- each file's path (relative to the table, as the log names
+    it, URL-decoded as Delta's protocol says) and its partition values -- and how to read a few of them."""
 
-    files: dict[str, Any]
-    schema: Any  #: pyarrow.Schema (None for the empty snapshot before version 0)
-    dataset: Any  #: the version's pyarrow dataset (its format and filesystem)
+    root: str  #: the table's directory
+    files: dict[str, dict[str, Any]]  #: data file -> its partition values (column -> value)
+    schema: Any  #: the table's pyarrow.Schema (None for the empty snapshot before version 0)
 
     @classmethod
-    def empty(cls) -> Snapshot:
-        return cls({}, None, None)
+    def empty(cls, root: str = "") -> Snapshot:
+        return cls(root, {}, None)
 
     @classmethod
     def of(cls, table: Any, where: str) -> Snapshot:
+        """The snapshot of ``table`` (a ``deltalake.DeltaTable`` at some version) of the table at ``where``."""
+        import pyarrow as pa
+
         check_protocol(table, where)
-        ds = table.to_pyarrow_dataset()
-        return cls({f.path: f for f in ds.get_fragments()}, ds.schema, ds)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        columns = list(table.metadata().partition_columns)
+        values = {c: actions.column(f"partition.{c}").to_pylist() for c in columns}
+        files = {unquote(path): {c: values[c][i] for c in columns}
+                 for i, path in enumerate(actions.column("path").to_pylist())}
+        return cls(str(where), files, pa.schema(table.schema().to_arrow()))
 
     def read(self, paths: list[str]) -> pa.Table:
-        """The rows of the data files ``paths`` (of this snapshot), partition columns included."""
+        """The rows of the data files ``paths`` (of this snapshot), partition columns included, in the
+        table's schema."""
+        import pyarrow as pa
+        import pyarrow.dataset as pds
+        import pyarrow.fs as pafs
+
+        if self.schema is None:
+            return pa.table({})
+        fmt, fs = pds.ParquetFileFormat(), pafs.LocalFileSystem()
+        fragments = [fmt.make_fragment(os.path.join(os.path.abspath(self.root), p), filesystem=fs,
+                                       partition_expression=self._partition(p)) for p in paths]
+        return pds.FileSystemDataset(fragments, self.schema, fmt, fs).to_table()
+
+    def _partition(self, path: str) -> Any:
+        """The expression binding a file's partition columns to its values (how pyarrow fills them in)."""
         import pyarrow as pa
         import pyarrow.dataset as pds
 
-        if self.dataset is None:
-            return pa.table({})
-        if not paths:
-            return self.schema.empty_table()
-        fragments = [self.files[p] for p in paths]
-        return pds.FileSystemDataset(fragments, self.schema, self.dataset.format, self.dataset.filesystem).to_table()
+        expr = pds.scalar(True)
+        for column, value in self.files[path].items():
+            field = pds.field(column)
+            expr = expr & (field.is_null() if value is None
+                           else field == pa.scalar(value).cast(self.schema.field(column).type))
+        return expr
 
 
 def open_table(path: str | os.PathLike, version: int | None = None) -> Any:

@@ -45,9 +45,10 @@ class DeltaSinkCollector(RowOutput):
         self.since: int | None = None  #: the table's version when the collector started (None: no table)
         self.versions_read = 0  #: versions read (committed after :attr:`since`)
         self.notes: list[str] = []  #: one line each on how the table was read (an earlier run's versions)
-        self._prev = Snapshot.empty()
+        self._prev = Snapshot.empty(self.path)
         self._done = -1  #: the newest version read
         self._checked = False  #: the id column was checked against the table's schema
+        self._latest: Any = None  #: the table at its newest version, updated on each look
         self._reading = threading.Lock()  # the polling thread and a last read at stop() take turns
 
     def start(self) -> DeltaSinkCollector:
@@ -118,17 +119,20 @@ class DeltaSinkCollector(RowOutput):
                 "(row, None) -> ids")
 
     def _table(self) -> Any:
-        """The table now (a ``deltalake.DeltaTable``), None when the path holds no table (yet) or the table
-        cannot be read (then :attr:`failure` says why)."""
-        if not is_table(self.path):
-            return None
+        """The table now (a ``deltalake.DeltaTable`` at its newest version, brought up to date from the last
+        look), None when the path holds no table (yet) or the table cannot be read (:attr:`failure` says why)."""
         try:
-            table = open_table(self.path)
-            check_protocol(table, self.path)
+            if self._latest is None:
+                if not is_table(self.path):
+                    return None
+                self._latest = open_table(self.path)
+            else:
+                self._latest.update_incremental()
+            check_protocol(self._latest, self.path)
         except DeltaReadError as exc:
             self.failure = self.failure or exc
             return None
-        return table
+        return self._latest
 
     def _check_other_format(self) -> None:
         """A directory another writer committed to (the file sink's log, a batch write's ``_SUCCESS``) will

@@ -2,11 +2,12 @@
 
 Every ``StreamingQueryProgress`` names its query's sink (``sink.description``): the console
 (``...ConsoleTable$@...``), ``MemorySink``, ``NoopTable``, ``ForeachWriterTable(...)``,
-``ForeachBatchSink``, Kafka (``...KafkaSourceProvider$KafkaTable@...``) or the file sink
-(``FileSink[<path>]``). What a ``foreachBatch`` function writes with the batch ``DataFrameWriter`` shows
-in the event log as a SQL execution of that query and batch (``InsertIntoHadoopFsRelationCommand
-<path>``, see :class:`~.progress.SparkProgress`). So the first micro-batch tells the run whether the
-collector can read the job's output at all, instead of a 120 s wait for output that cannot come.
+``ForeachBatchSink``, Kafka (``...KafkaSourceProvider$KafkaTable@...``), the file sink
+(``FileSink[<path>]``) or Delta Lake's (``DeltaSink[<path>]``). What a ``foreachBatch`` function
+writes with the batch ``DataFrameWriter`` shows in the event log as a SQL execution of that query and
+batch (``InsertIntoHadoopFsRelationCommand <path>``, see :class:`~.progress.SparkProgress`). So the first
+micro-batch tells the run whether the collector can read the job's output at all, instead of a 120 s
+wait for output that cannot come.
 
 :func:`judge` makes that call for a run without ``outputs=`` (the collector reads the run's own
 output topic): the console, memory, ``noop`` and ``foreach`` sinks are never readable, and the run
@@ -27,9 +28,10 @@ UNREADABLE = ("console", "memory", "noop")
 OPAQUE = ("foreach", "foreachBatch", "other")
 _KINDS = (("ConsoleTable", "console"), ("MemorySink", "memory"), ("NoopTable", "noop"),
           ("ForeachWriterTable", "foreach"), ("ForeachBatchSink", "foreachBatch"), ("KafkaTable", "kafka"),
-          ("KafkaSink", "kafka"), ("FileSink[", "file"))
+          ("KafkaSink", "kafka"), ("FileSink[", "file"), ("DeltaSink[", "delta"))
 _LABELS = {"console": "the console", "memory": "the memory sink", "noop": "the noop sink",
            "foreach": "a foreach writer", "foreachBatch": "foreachBatch", "kafka": "Kafka", "file": "files",
+           "delta": "a Delta table",
            "other": "a sink the run does not know"}
 #: how long after its first micro-batch with input a query's silence is judged (a sink writes a batch's
 #: output before the batch ends, so this is the collector's lag with a wide margin)
@@ -38,11 +40,11 @@ GRACE_S = 5.0
 
 def classify(description: str) -> tuple[str, str | None]:
     """``(kind, path)`` of a sink description: kind one of :data:`UNREADABLE`, ``foreachBatch``,
-    ``kafka``, ``file`` (path: its directory) or ``other``."""
+    ``kafka``, ``file`` or ``delta`` (path: its directory) or ``other``."""
     for marker, kind in _KINDS:
         if marker in description:
-            if kind == "file":
-                m = re.search(r"FileSink\[(.*)\]", description)
+            if kind in ("file", "delta"):
+                m = re.search(re.escape(marker) + r"(.*)\]", description)
                 return kind, m.group(1) if m else None
             return kind, None
     return "other", None
@@ -140,6 +142,10 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
                                             "from Spark's progress only, with no per-record verdict (as with "
                                             "outputs={}); for one, write to Kafka or files and name them in "
                                             "outputs={...}")
+    tables = [q for q in sinks if q.kind == "delta" and q.path]
+    if tables and not any(q.kind == "kafka" for q in sinks):
+        dirs = list(dict.fromkeys(relative(q.path or "", bases) for q in tables))
+        return SinkVerdict("refuse", _name_files(tables, dirs, "delta"), dirs)
     files = [q for q in sinks if q.kind == "file" and q.path]
     judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
     files += [q for q in judged if q.kind != "file" and q.writes]
@@ -172,8 +178,9 @@ def relative(path: str, bases: tuple[str, ...]) -> str:
     return plain
 
 
-def _name_files(queries: list[QuerySink], dirs: list[str]) -> str:
-    entries = ", ".join(f"'file:{d}': '<field with the input id>'" for d in dirs)
+def _name_files(queries: list[QuerySink], dirs: list[str], kind: str = "file") -> str:
+    field = "column" if kind == "delta" else "field"
+    entries = ", ".join(f"'{kind}:{d}': '<{field} with the input id>'" for d in dirs)
     where = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
     return (f"{where}, which the run reads only when told: pass outputs={{{entries}}} (a field path, or a "
             "callable (row, None) -> ids)")

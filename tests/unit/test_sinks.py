@@ -40,7 +40,8 @@ def test_classify_names_every_sink_spark_reports() -> None:
     assert classify("ForeachBatchSink") == ("foreachBatch", None)
     assert classify(KAFKA) == ("kafka", None)
     assert classify("FileSink[file:/tmp/out]") == ("file", "file:/tmp/out")
-    assert classify("DeltaSink[/x]") == ("other", None)
+    assert classify("DeltaSink[file:/tmp/bronze]") == ("delta", "file:/tmp/bronze")
+    assert classify("SomethingElse@1") == ("other", None)
 
 
 def test_write_roots_and_relative_names() -> None:
@@ -93,6 +94,14 @@ def test_files_the_run_was_not_told_about_are_refused_naming_outputs() -> None:
     assert judge(fb, 0, 102.0, "out", bases=("/w/jobs/j",)).action == "wait", "the batch's other writes may come"
     v = judge(fb, 0, 106.0, "out", bases=("/w/jobs/j",))
     assert v.action == "refuse" and "outputs={'file:lake/views': " in v.message
+
+
+def test_a_delta_table_the_run_was_not_told_about_is_refused_naming_the_delta_output() -> None:
+    sink = query_sinks([batch("q1", "DeltaSink[file:/tmp/orders-bronze]", 0)], [])
+    v = judge(sink, 0, 100.0, "out", bases=("/w/jobs/j",))
+    assert v.action == "refuse" and v.dirs == ["/tmp/orders-bronze"]
+    assert "query q1 writes to a Delta table in file:/tmp/orders-bronze" in v.message
+    assert "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
 
 
 @pytest.mark.parametrize("sink", ["ForeachBatchSink", FOREACH])

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.progress import SparkProgress
@@ -119,12 +120,14 @@ class SinkJudge:
         self._judged = verdict.action != "wait"
 
     def _columns_note(self, dirs: list[str]) -> str:
-        """`` (columns in <dir>: a, b)`` for each directory the job wrote files to, to pick the id field
-        from ("" when none can be read)."""
+        """`` (columns in <dir>: a, b)`` for each directory the job wrote files or a Delta table to, to pick
+        the id field from ("" when none can be read)."""
         notes = []
         for d in dirs:
             try:
-                cols = columns_of(self.ctx.storage.output(d, self.job.workdir))
+                place = self.ctx.storage.output(d, self.job.workdir)
+                table = place.scheme == "file" and place.child("_delta_log").is_dir()
+                cols = delta.columns(place.path) if table else columns_of(place)
             except Exception:  # the refusal stands without the hint
                 cols = []
             if cols:
