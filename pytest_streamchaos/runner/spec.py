@@ -126,6 +126,9 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
     window = recovery_window(t.trigger_seconds) if load.duration is None and planned else None
+    # a step of an explored schedule: the load may end as soon as the schedule played out and recovered for
+    # good (its duration is then an upper bound), so that a schedule costs what its faults cost
+    explored = any(f.anchor is not None for f in faults)
     spec = RunSpec(
         job=str(script), rate=load.rate, duration=load_s, guarantee=guarantee, partitions=load.partitions,
         key_space=load.key_space, skew=load.skew, record_size=load.record_size, late_fraction=load.late_fraction,
@@ -135,7 +138,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         args=[str(a) for a in (setup.args or [])], inputs=None if load.inputs is None else list(load.inputs),
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
-        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None,
+        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None or explored,
         deploy_mode=setup.deploy_mode)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(

@@ -19,6 +19,9 @@ from pytest_streamchaos.stack.base import JobHandle
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
 RECOVERY_CHECK_S = 1.0
+#: the micro-batches with input an explored run's job must complete after the schedule's last heal before
+#: its load may end early: the batch a killed driver replays, and the ones after it
+AFTER_HEAL_BATCHES = 3
 
 
 @dataclass
@@ -60,7 +63,7 @@ class LoadPhase(ObservedPhase):
         check_user_code(obs.generator, obs.collector)
         if self.result.end_on_recovery and time.time() >= self._next_check and obs.scheduler.done():
             self._next_check = time.time() + RECOVERY_CHECK_S
-            if self._recovered_for_good():
+            if self._batches_after_heal() and self._recovered_for_good():
                 return True
         obs.supervisor.check()  # an exit is a finding; supervised, the driver comes back
         self.status("load", self.ctx.spec.duration)
@@ -84,6 +87,20 @@ class LoadPhase(ObservedPhase):
                                      "for its moment (each step arms once the one before it fired)")
         return end
 
+    def _batches_after_heal(self) -> bool:
+        """An explored run's job completed :data:`AFTER_HEAL_BATCHES` batches with input after the schedule's
+        last heal (a run with a ``duration`` of its own does not end early otherwise); always True for a
+        run without a ``duration``, whose recovery window counts from that heal."""
+        planned = self.ctx.inputs.planned
+        if not any(p.spec.anchor is not None for p in planned):
+            return True
+        healed = self.obs.scheduler.last_heal_due()
+        if healed is None:
+            return False
+        after = [b for b in self.obs.progress.batches
+                 if b["t_start"] >= healed and (b.get("numInputRows") or 0) > 0]
+        return len(after) >= AFTER_HEAL_BATCHES
+
     def _recovered_for_good(self) -> bool:
         """Whether the verdict on the run so far settles every fault's recovery point
         (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`): then more load would not
@@ -106,6 +123,8 @@ class LoadPhase(ObservedPhase):
         extended = f"{self.result.ended}; then " if self.result.ended else ""
         self.result.ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "
                                         "sign in the output) and more load could not change its recovery time")
+        if any(p.spec.anchor is not None for p in ctx.inputs.planned):
+            self.result.ended += f", and the job had run {AFTER_HEAL_BATCHES} batches with input since the last heal"
         return True
 
 
