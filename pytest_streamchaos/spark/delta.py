@@ -52,6 +52,11 @@ BEFORE_PER_LINE = {("2.12", "3.5"): ("delta-spark_2.12", "3.3.3")}
 #: that needs Delta unless it sets them itself (its builder's settings win over these anyway)
 SESSION_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
                 "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+#: the partitions of Delta's snapshot state (its default, 50, is sized for a production cluster): sized for the
+#: stack's cluster as ``spark.sql.shuffle.partitions`` is. Every new table version reads the log into that many
+#: tasks: on the stack's two one-core executors 50 made each micro-batch of a Kafka-to-Delta job take 9-16 s
+#: (the first 16 s), 2 made it take 1.2-2.1 s (5.6 s when Delta writes its every-10th-version checkpoint)
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 #: what in a job's code means it uses Delta Lake
 _USES = re.compile(r"""format\(\s*["']delta["']\s*\)|\bfrom\s+delta(?:\.\w+)*\s+import\b|^\s*import\s+delta\b"""
                    r"""|\bDeltaTable\b|configure_spark_with_delta_pip|io\.delta\.|\bUSING\s+DELTA\b""",

@@ -142,8 +142,9 @@ class JobLauncher:
         return jars, [n for n in notes if n]
 
     def _delta(self, sources: list[Path], conf: dict[str, str], outputs: Sequence[str]) -> tuple[list[Path], list[str]]:
-        """Delta Lake's jars for a job that needs them (:mod:`.delta`), with Delta's session settings added to
-        ``conf`` where the job sets none, and the notes on its pins; nothing for a job that does not."""
+        """Delta Lake's jars for a job that needs them (:mod:`.delta`), with Delta's session settings and its
+        snapshot partitions (as many as the shuffle's) added to ``conf`` where the job sets none, and the notes
+        on its pins; nothing for a job that does not."""
         if delta.needs_delta(sources, conf, outputs) is None:
             return [], []
         home = spark_home()
@@ -157,6 +158,7 @@ class JobLauncher:
             raise LaunchError(missing)
         for key, value in delta.SESSION_CONF.items():
             conf.setdefault(key, value)
+        conf.setdefault(delta.SNAPSHOT_PARTITIONS, {**self.defaults, **conf}.get("spark.sql.shuffle.partitions", "2"))
         notes = [chosen.note, delta.replacement_note(delta.find_pins(sources, conf), chosen.coordinate)]
         return jars, [n for n in notes if n]
 

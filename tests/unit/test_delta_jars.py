@@ -118,6 +118,7 @@ def test_the_launcher_gives_a_delta_job_the_installed_lines_jars_and_deltas_sess
     assert f"{ours.artifact}-{ours.version}.jar" in conf["spark.jars"]
     assert conf["spark.jars.packages"] == "com.example:lib:1.0"
     assert conf["spark.sql.extensions"] == delta.SESSION_CONF["spark.sql.extensions"]
+    assert conf[delta.SNAPSHOT_PARTITIONS] == conf["spark.sql.shuffle.partitions"] == "2"
     assert [n for n in job.notes if "io.delta" in n] == [delta.replacement_note(
         delta.find_pins([JOBS / "orders_to_delta_foreach_batch.py"],
                         {"spark.jars.packages": "io.delta:delta-spark_2.12:3.2.0"}), ours.coordinate)]
