@@ -12,12 +12,26 @@ again as a new version, unless it passes ``txnAppId`` / ``txnVersion``.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lakehouse import (  # noqa: F401  (hardcoded_paths: an autouse fixture)
+    BRONZE,
+    FOREACH_BATCH,
+    IDEMPOTENT,
+    INVENTORY,
+    JOBS,
+    bronze,
+    clear_paths,
+    hardcoded_paths,
+    order,
+    run_orders,
+    sku_of,
+)
+from planted import nested_session_env
 
 from pytest_streamchaos import kill_driver
 from pytest_streamchaos.observe import delta
@@ -25,33 +39,8 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark import delta as spark_delta
 from pytest_streamchaos.spark.launcher import spark_home
 
-JOBS = Path(__file__).parent / "jobs"
-BRONZE = "/tmp/streamchaos-test-orders-bronze"
-FOREACH_BATCH = "/tmp/streamchaos-test-orders-fb-bronze"
-IDEMPOTENT = "/tmp/streamchaos-test-orders-idem-bronze"
-#: what the jobs hard-code under /tmp (absent before each test, removed after it)
-PATHS = (BRONZE, f"{BRONZE}-chk", FOREACH_BATCH, "/tmp/streamchaos-test-orders-fb-chk", IDEMPOTENT,
-         "/tmp/streamchaos-test-orders-idem-chk")
-
-
-def order(rec: Any) -> dict:
-    """An order as a shop sends it; the input id is the order id."""
-    return {"order_id": rec.id, "customer": rec.key, "sku": f"sku-{rec.key_index % 20}",
-            "qty": 1 + rec.id % 5, "amount": round(rec.rng.uniform(1, 500), 2), "created_at": rec.ts}
-
-
-@pytest.fixture(autouse=True)
-def hardcoded_paths() -> Iterator[None]:
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
-    yield
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def run_orders(chaos: Any, job: str, table: str, guarantee: str = "exactly-once") -> Any:
-    return chaos.run(str(JOBS / job), rate=100, duration=20, guarantee=guarantee, kafka_port=9092,
-                     inputs={"orders": order}, outputs={f"delta:{table}": "order_id"})
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def replayed_batch(run: Any) -> int:
@@ -80,7 +69,7 @@ def assert_ran_on_the_installed_lines_delta(run: Any) -> None:
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_kafka_to_delta_with_deltas_streaming_sink_stays_exactly_once_when_a_batch_is_replayed(chaos):
-    run = run_orders(chaos, "orders_to_delta_bronze.py", BRONZE)
+    run = bronze(chaos)
     print(run.describe())
     n = replayed_batch(run)
     assert_ran_on_the_installed_lines_delta(run)
@@ -129,3 +118,64 @@ def test_a_foreach_batch_delta_append_with_txn_app_id_stays_exactly_once(chaos):
     assert batches.count({n}) == 1, "Delta skipped the replayed batch: one version holds its rows"
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
     assert run.guarantee_delivered == "exactly-once"
+
+
+# slow (-m slow): the planted MERGE for the reference run (issue 38, point 2); the moment is in the default run
+@pytest.mark.slow
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_an_additive_merge_adds_the_replayed_batch_to_the_totals_again(chaos):
+    """The inventory job's MERGE (``on_hand = t.on_hand + s.qty``) has no ids to check: the table itself
+    shows the defect that the reference run must find -- after the replay some SKUs hold more than was
+    received, none less."""
+    run = chaos.run(str(JOBS / "inventory_merge_delta.py"), rate=100, duration=20, guarantee="at-least-once",
+                    kafka_port=9092, inputs={"receipts": order}, outputs={})
+    print(run.describe())
+    replayed_batch(run)
+    sent = run.history.trace.sent
+    expected: dict[str, int] = {}
+    for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
+        expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
+    got = {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(INVENTORY))}
+    assert set(got) == set(expected)
+    too_high = {k: got[k] - expected[k] for k in got if got[k] > expected[k]}
+    assert too_high and all(got[k] >= expected[k] for k in got), (too_high, got, expected)
+
+
+EXPLORED = '''
+import pytest
+from lakehouse import bronze, hardcoded_paths  # noqa: F401  (an autouse fixture)
+from pytest_streamchaos import explore
+
+
+@pytest.mark.chaos(backend="local")
+@explore(faults=["kill_driver"], budget={budget})
+def test_orders_bronze_is_exactly_once(chaos):
+    run = bronze(chaos)
+    assert run.lost == 0, f"{{run.lost}} orders lost"
+    assert run.duplicates == 0, f"{{run.duplicates}} orders written twice"
+'''
+
+
+# slow (-m slow): a search of several schedules (~1.5 min each); the same job and moment are in the default run
+@pytest.mark.slow
+@pytest.mark.chaos(backend="local")
+def test_explore_finds_nothing_on_the_kafka_to_delta_streaming_sink(pytester, monkeypatch):
+    """``@explore(faults=["kill_driver"])`` on the Delta-sink job, in a session of its own: the search runs its
+    schedules, the driver killed at each moment it aims at (``output_visible_uncommitted`` among them), and
+    finds no schedule that loses or duplicates an order."""
+    nested_session_env(monkeypatch, ROOT, HERE)
+    budget = int(os.environ.get("STREAMCHAOS_EXPLORE_BUDGET", "4"))
+    pytester.makepyfile(test_explored=EXPLORED.format(budget=budget))
+    try:
+        result = pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
+                                               "--chaos-report=report.json", timeout=1800)
+    finally:
+        clear_paths()
+    print(result.stdout.str())
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [doc] = json.loads((pytester.path / "report.json").read_text())
+    explore = doc["explore"]
+    assert explore["found"] is None and explore["flaky"] == []
+    assert explore["coverage"]["schedules_run"] >= 2
+    assert ["kill_driver", "output_visible_uncommitted"] in explore["coverage"]["cells_covered"]
