@@ -200,26 +200,23 @@ def _local_imports(path: Path) -> list[Path]:
 
 def uses_delta(sources: Sequence[Path]) -> str | None:
     """Where the job's code first uses Delta Lake (``job.py:12``), None when it does not."""
-    for path in sources:
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        m = _USES.search(text)
-        if m:
-            return f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}"
-    return None
+    return _first_match(sources, _USES)
 
 
 def imports_delta(sources: Sequence[Path]) -> str | None:
     """Where the job's code imports Delta's Python API (``from delta.tables import DeltaTable``), None when
     it does not."""
+    return _first_match(sources, _IMPORTS)
+
+
+def _first_match(sources: Sequence[Path], pattern: re.Pattern[str]) -> str | None:
+    """``<file>:<line>`` of the first match of ``pattern`` in ``sources``."""
     for path in sources:
         try:
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        m = _IMPORTS.search(text)
+        m = pattern.search(text)
         if m:
             return f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}"
     return None
