@@ -69,6 +69,7 @@ class QuerySink:
     kind: str
     path: str | None = None  #: the file sink's directory
     writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
+    tables: list[str] = field(default_factory=list)  #: Delta tables its foreachBatch appended to
     output_rows: int = 0  #: rows its sink reported (V2 sinks; -1: not reported, e.g. foreachBatch)
     stateful: bool = False  #: it keeps state (aggregation, join): its output may lag its input
     first_input_end: float | None = None  #: when its first micro-batch with input ended
@@ -85,11 +86,13 @@ class QuerySink:
             text += f" in {self.path}"
         if self.writes:
             text += f" (writing files to {', '.join(self.writes)})"
+        if self.tables:
+            text += f" (writing Delta tables {', '.join(self.tables)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.name, "id": self.query_id, "kind": self.kind, "description": self.description,
-                "path": self.path, "writes": list(self.writes)}
+                "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 
 
 def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[QuerySink]:
@@ -110,8 +113,14 @@ def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> 
             q.first_input_end = b.get("t_end")
     for w in writes:
         q = out.get(str(w.get("query_id")))
+        if q is None:
+            continue
+        if w.get("format") == "delta":
+            if str(w["path"]) not in q.tables:
+                q.tables.append(str(w["path"]))
+            continue
         root = write_root(str(w["path"]), w.get("batch"))
-        if q is not None and root not in q.writes:
+        if root not in q.writes:
             q.writes.append(root)
     return list(out.values())
 
@@ -142,12 +151,12 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
                                             "from Spark's progress only, with no per-record verdict (as with "
                                             "outputs={}); for one, write to Kafka or files and name them in "
                                             "outputs={...}")
-    tables = [q for q in sinks if q.kind == "delta" and q.path]
+    judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
+    tables = [q for q in sinks if q.kind == "delta" and q.path] + [q for q in judged if q.tables]
     if tables and not any(q.kind == "kafka" for q in sinks):
-        dirs = list(dict.fromkeys(relative(q.path or "", bases) for q in tables))
+        dirs = list(dict.fromkeys(relative(d, bases) for q in tables for d in (q.tables or [q.path or ""])))
         return SinkVerdict("refuse", _name_files(tables, dirs, "delta"), dirs)
     files = [q for q in sinks if q.kind == "file" and q.path]
-    judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
     files += [q for q in judged if q.kind != "file" and q.writes]
     if files and not any(q.kind == "kafka" for q in sinks):
         dirs = list(dict.fromkeys(relative(d, bases) for q in files for d in (q.writes or [q.path or ""])))

@@ -64,7 +64,8 @@ def test_foreach_batch_file_writes_come_from_the_event_log(tmp_path: Path) -> No
     (tmp_path / "app-1.inprogress").write_text("".join(json.dumps(e) + "\n" for e in events))
     p = SparkProgress(tmp_path)
     p.poll()
-    assert p.writes == [{"query_id": QID, "batch": 0, "path": "file:/w/jobs/j/lake/views/batch=0", "t": 1000.5}]
+    assert p.writes == [{"query_id": QID, "batch": 0, "path": "file:/w/jobs/j/lake/views/batch=0", "t": 1000.5,
+                         "format": "files"}]
     [q] = query_sinks(p.batches, p.writes)
     assert (q.kind, q.writes, q.first_input_end) == ("foreachBatch", ["file:/w/jobs/j/lake/views"], 1_000_000.9)
 
@@ -102,6 +103,24 @@ def test_a_delta_table_the_run_was_not_told_about_is_refused_naming_the_delta_ou
     assert v.action == "refuse" and v.dirs == ["/tmp/orders-bronze"]
     assert "query q1 writes to a Delta table in file:/tmp/orders-bronze" in v.message
     assert "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
+
+
+def test_a_foreach_batch_delta_append_is_refused_after_the_grace_naming_the_delta_output(tmp_path: Path) -> None:
+    plan = ("== Physical Plan ==\nExecute SaveIntoDataSourceCommand (1)\n+- * Project (2)\n\n\n(1) Execute "
+            "SaveIntoDataSourceCommand\nOutput: []\n\n(2) SaveIntoDataSourceCommand\nArguments: "
+            "org.apache.spark.sql.delta.sources.DeltaDataSource@56138db5, [path=/tmp/orders-bronze], Append\n")
+    events = [{"Event": EV_SQL_START, "executionId": 3, "time": 1_000_500, "physicalPlanDescription": plan,
+               "description": f"\nid = {QID}\nrunId = 4ab460e9-caab-4019-bd46-ff437cc37f97\nbatch = 2"}]
+    (tmp_path / "app-1.inprogress").write_text("".join(json.dumps(e) + "\n" for e in events))
+    p = SparkProgress(tmp_path)
+    p.poll()
+    assert p.writes == [{"query_id": QID, "batch": 2, "path": "/tmp/orders-bronze", "t": 1000.5, "format": "delta"}]
+    sinks = query_sinks([batch(QID, "ForeachBatchSink", 2, t_end=100.0)], p.writes)
+    assert sinks[0].tables == ["/tmp/orders-bronze"] and sinks[0].writes == []
+    assert judge(sinks, 0, 102.0, "out").action == "wait"
+    v = judge(sinks, 0, 106.0, "out")
+    assert v.action == "refuse" and "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
+    assert "(writing Delta tables /tmp/orders-bronze)" in v.message
 
 
 @pytest.mark.parametrize("sink", ["ForeachBatchSink", FOREACH])
