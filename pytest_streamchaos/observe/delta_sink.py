@@ -97,13 +97,20 @@ class DeltaSinkCollector(RowOutput):
                 self._forget(f)
         for f in [f for f in snap.files if f not in self._prev.files]:
             try:
-                rows = snap.read([f]).to_pylist()
+                rows = self._rows(snap.read([f]))
             except Exception as e:
                 self._unreadable(f, t, str(e))
                 continue
             self._record(f, t, rows)
         self._prev = snap
         self.last_written = max(self.last_written or 0.0, t)
+
+    def _rows(self, table: Any) -> list[dict[str, Any]]:
+        """A data file's rows as the id reader takes them: only the id column when ids are a column's (a
+        callable or a nested field path gets whole rows)."""
+        if isinstance(self._ids, str) and "." not in self._ids and self._ids in table.column_names:
+            return [{self._ids: v} for v in table.column(self._ids).to_pylist()]
+        return list(table.to_pylist())
 
     def _check_ids(self, snap: Snapshot) -> None:
         """An id field path whose first name is not a column of the table stops the run, naming the columns."""
