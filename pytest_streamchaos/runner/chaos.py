@@ -54,6 +54,8 @@ class Chaos:
         self.checkpoint = checkpoint
         #: the session's HDFS, started on first use (None: no HDFS on this backend)
         self.hdfs = hdfs
+        #: the runs are ``@explore``'s (its body sets it): each load ends once its schedule played out
+        self.explored = False
 
     @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
@@ -92,7 +94,8 @@ class Chaos:
         spec, run_inputs = build_run(job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir),
                                      faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
                                                                           timing=timing or Timing()),
-                                     guarantee=guarantee, default_checkpoint=self.checkpoint)
+                                     guarantee=guarantee, default_checkpoint=self.checkpoint,
+                                     explored=self.explored)
         result = Run(self, spec, run_inputs).execute()
         self.runs.append(result)
         return result

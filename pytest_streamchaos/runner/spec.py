@@ -68,6 +68,9 @@ class RunSpec:
     #: the load may end once every fault has recovered (whether ``recovery_window`` is set; the load
     #: phase turns it off for itself if judging fails)
     end_on_recovery: bool = False
+    #: a run of ``@explore``'s search (a schedule's or the control run): its ``duration`` is an upper bound,
+    #: the load ends once the schedule played out and recovered for good (docs/explore.md)
+    explored: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,9 +109,10 @@ class RunGroups:
 
 
 def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], groups: RunGroups, guarantee: str,
-              default_checkpoint: str) -> tuple[RunSpec, RunInputs]:
+              default_checkpoint: str, explored: bool = False) -> tuple[RunSpec, RunInputs]:
     """Check every argument of ``chaos.run`` (ValueError / RunError naming it, before anything
-    starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``)."""
+    starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``;
+    ``explored``: a run of ``@explore``'s search)."""
     load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
     checkpoint = setup.checkpoint or default_checkpoint
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
@@ -125,9 +129,6 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
     window = recovery_window(t.trigger_seconds) if load.duration is None and planned else None
-    # a step of an explored schedule: the load may end as soon as the schedule played out and recovered for
-    # good (its duration is then an upper bound), so that a schedule costs what its faults cost
-    explored = any(f.anchor is not None for f in faults)
     spec = RunSpec(
         job=str(script), rate=load.rate, duration=load_s, guarantee=guarantee, partitions=load.partitions,
         key_space=load.key_space, skew=load.skew, record_size=load.record_size, late_fraction=load.late_fraction,
@@ -138,7 +139,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
         stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None or explored,
-        deploy_mode=setup.deploy_mode)
+        deploy_mode=setup.deploy_mode, explored=explored)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,

@@ -63,7 +63,7 @@ class LoadPhase(ObservedPhase):
         check_user_code(obs.generator, obs.collector)
         if self.result.end_on_recovery and time.time() >= self._next_check and obs.scheduler.done():
             self._next_check = time.time() + RECOVERY_CHECK_S
-            if self._batches_after_heal() and self._recovered_for_good():
+            if self._batches_after_heal() and (not self.ctx.inputs.planned or self._recovered_for_good()):
                 return True
         obs.supervisor.check()  # an exit is a finding; supervised, the driver comes back
         self.status("load", self.ctx.spec.duration)
@@ -89,17 +89,21 @@ class LoadPhase(ObservedPhase):
 
     def _batches_after_heal(self) -> bool:
         """An explored run's job completed :data:`AFTER_HEAL_BATCHES` batches with input after the schedule's
-        last heal (a run with a ``duration`` of its own does not end early otherwise); always True for a
-        run without a ``duration``, whose recovery window counts from that heal."""
-        planned = self.ctx.inputs.planned
-        if not any(p.spec.anchor is not None for p in planned):
+        last heal (the steady state in the control run, which has no fault); always True for a run
+        without a ``duration``, whose recovery window counts from that heal."""
+        if not self.ctx.spec.explored:
             return True
         healed = self.obs.scheduler.last_heal_due()
         if healed is None:
             return False
         after = [b for b in self.obs.progress.batches
                  if b["t_start"] >= healed and (b.get("numInputRows") or 0) > 0]
-        return len(after) >= AFTER_HEAL_BATCHES
+        if len(after) < AFTER_HEAL_BATCHES:
+            return False
+        if not self.ctx.inputs.planned:  # the control run: nothing to recover from
+            self.result.ended = (f"ended early: an explored run without faults, {AFTER_HEAL_BATCHES} batches with "
+                                 "input after the steady state")
+        return True
 
     def _recovered_for_good(self) -> bool:
         """Whether the verdict on the run so far settles every fault's recovery point
@@ -123,7 +127,7 @@ class LoadPhase(ObservedPhase):
         extended = f"{self.result.ended}; then " if self.result.ended else ""
         self.result.ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "
                                         "sign in the output) and more load could not change its recovery time")
-        if any(p.spec.anchor is not None for p in ctx.inputs.planned):
+        if ctx.spec.explored:
             self.result.ended += f", and the job had run {AFTER_HEAL_BATCHES} batches with input since the last heal"
         return True
 
