@@ -30,6 +30,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.records import OutputRows
+
+__all__ = ["Changed", "Comparison", "OutputDiff", "OutputRows", "RowsOptions", "compare", "diff", "stability"]
+
 Row = Mapping[str, Any]
 #: a row as it is compared: its (column, value) pairs, sorted, values made hashable
 Canon = tuple[tuple[str, Any], ...]
@@ -37,18 +41,6 @@ Canon = tuple[tuple[str, Any], ...]
 SHOWN = 3
 #: pairing passes: each may leave out one more column that differs between the two reference runs
 MAX_IGNORED = 3
-
-
-@dataclass(frozen=True)
-class OutputRows:
-    """The rows one output held at the end of a run: ``rows`` in the order they were written, ``keys`` the
-    Kafka message key of each (None: not a Kafka topic), ``table`` True for a table's final rows (a
-    Delta table: compared as its final state)."""
-
-    name: str
-    rows: Sequence[Row]
-    keys: Sequence[str | None] | None = None
-    table: bool = False
 
 
 @dataclass(frozen=True)

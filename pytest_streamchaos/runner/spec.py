@@ -19,6 +19,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
+from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files
@@ -71,6 +72,14 @@ class RunSpec:
     #: a run of ``@explore``'s search (a schedule's or the control run): its ``duration`` is an upper bound,
     #: the load ends once the schedule played out and recovered for good (docs/explore.md)
     explored: bool = False
+    #: read every output's rows when the run ends (a reference run's, or a run compared with one)
+    capture_rows: bool = False
+    #: send exactly this many records on each input (by position), the load lasting until they are sent;
+    #: None: as many as the rate gives until the load ends
+    input_counts: tuple[int, ...] | None = None
+    #: fixed event times on a shared clock: record ``n``'s is ``event_origin + (n + 1) / rate`` (None: the
+    #: time it was scheduled)
+    event_origin: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,7 +210,7 @@ def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any
     for name, fn in per_record.items():
         check_arity(fn, 1, annotation_label(name), RECORD)
     for name, ids in (outputs or {}).items():
-        if not (ids is None or isinstance(ids, str)):
+        if not (ids is None or isinstance(ids, str | NoIds)):
             check_arity(ids, 2, f"outputs[{name!r}]", OUTPUT)
     for what, fn, expected in _vectorised(oracle):
         check_arity(fn, 1, what, expected)

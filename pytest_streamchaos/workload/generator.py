@@ -164,6 +164,7 @@ class Generator:
         #: fixed event times: record ``seq``'s is ``origin + (seq + 1) / rate`` whenever it is sent (None: the
         #: time it was scheduled); a reference run and the run compared with it share one origin
         self.event_origin = event_origin
+        self._nominal_rate = float(rate)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator:
@@ -290,7 +291,7 @@ class Generator:
                 "acked": self.acked, "failed": self.failed, "in_flight": self.in_flight,
                 "skipped": self.skipped, "queue_full_events": self._sender.queue_full,
                 "errors": len(self._log.errors), "fatal": str(fatal) if fatal else None,
-                "thread_cpu_s": self._thread_cpu_s}
+                "thread_cpu_s": self._thread_cpu_s, "event_origin": self.event_origin}
 
     # ------------------------------------------------------------------ internals
     def _run(self) -> None:
@@ -335,7 +336,7 @@ class Generator:
         if self.event_origin is None:
             event = self._pacer.scheduled(seqs, wall_offset)
         else:
-            event = self.event_origin + (seqs + 1) / self._pacer.rate
+            event = self.event_origin + (seqs + 1) / self._nominal_rate
         batch = self._maker.make(seqs + self.id_start, event)
         self._log.add(start, batch)
         self._log.produced = start + self._sender.send(start, batch)

@@ -19,6 +19,8 @@ from pytest_streamchaos.stack.base import JobHandle
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
 RECOVERY_CHECK_S = 1.0
+#: how long past its planned end a run given its input's size waits for the last of it to be sent
+INPUT_GRACE_S = 120.0
 #: the micro-batches with input an explored run's job must complete after the schedule's last heal before
 #: its load may end early: the batch a killed driver replays, and the ones after it
 AFTER_HEAL_BATCHES = 3
@@ -40,6 +42,7 @@ class LoadPhase(ObservedPhase):
         super().__init__(ctx, job, topics, obs, status)
         self.result = LoadResult(end_on_recovery=ctx.spec.end_on_recovery)
         self._next_check = 0.0  # when to ask again whether every fault has recovered
+        self._input_warned = False
 
     def run(self, steady: float) -> LoadResult:
         """Keep the load on until ``steady`` + duration, then stop it and the faults. A run without a
@@ -55,8 +58,10 @@ class LoadPhase(ObservedPhase):
         return self.result
 
     def _over(self, planned_until: float) -> bool:
-        """One look during the load: whether it is over."""
+        """One look during the load: whether it is over (never before a counted input was sent whole)."""
         obs = self.obs
+        if self._input_left(planned_until):
+            return False
         if time.time() >= self._load_end(planned_until):
             return True
         obs.progress.poll()
@@ -86,6 +91,20 @@ class LoadPhase(ObservedPhase):
                 self.result.ended = ("extended past the plan: a step of the explored schedule was still waiting "
                                      "for its moment (each step arms once the one before it fired)")
         return end
+
+    def _input_left(self, planned_until: float) -> bool:
+        """A run given its input's size (``RunSpec.input_counts``: the same records as its reference run)
+        goes on until every record was sent, at most :data:`INPUT_GRACE_S` past its planned end."""
+        if self.ctx.spec.input_counts is None or not self.obs.generator.running:
+            return False
+        if time.time() < planned_until + INPUT_GRACE_S:
+            return True
+        if not self._input_warned:
+            self._input_warned = True
+            self.ctx.warnings.append(f"the load ended {INPUT_GRACE_S:g}s past its plan with the input not sent whole "
+                                     f"(the reference run's {self.ctx.spec.input_counts} records): the comparison "
+                                     "with the reference is of different inputs")
+        return False
 
     def _batches_after_heal(self) -> bool:
         """An explored run's job completed :data:`AFTER_HEAL_BATCHES` batches with input after the schedule's
