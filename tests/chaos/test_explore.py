@@ -138,4 +138,5 @@ def test_explore_stays_green_on_a_correct_job_and_says_what_it_covered(explored,
         assert sorted(coverage["pruned"]["moment_never_came"]) == ["kill_driver driver tasks_running",
                                                                    "kill_executor busiest tasks_running"]
     result.stdout.fnmatch_lines(["*test_ledger_loses_nothing: passed (@explore: kill_driver, kill_executor, "
-                                 f"budget {budget})*", "*coverage: * schedules gave a verdict (needed *pruned*stopped: *"])
+                                 f"budget {budget})*",
+                                 "*coverage: * schedules gave a verdict (needed *pruned*stopped: *"])
