@@ -186,6 +186,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
     from pytest_streamchaos.harness import ChaosHarness
     from pytest_streamchaos.report.progress import status_for
+    from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
     from pytest_streamchaos.workload.seed import resolve_seed
 
     item = request.node
@@ -215,7 +216,8 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            status=status_for(request.config, item.nodeid),
                            progress=progress_writer(request.config),
                            checkpoint=streamchaos_settings.checkpoint,
-                           hdfs=lambda: request.getfixturevalue("hdfs"))
+                           hdfs=lambda: request.getfixturevalue("hdfs"),
+                           references=request.config.stash.setdefault(REFERENCES_KEY, References()))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     yield harness

@@ -54,6 +54,7 @@ class Body:
         """Run the body once under ``schedule`` (None: no fault at all; see the module docstring)."""
         h = self.harness
         h.faults = schedule_specs(schedule) if schedule is not None else []
+        h.explored = True
         h.results.clear()
         before = len(h.runs)
         t0 = time.time()

@@ -25,6 +25,7 @@ import os
 import threading
 from typing import Any
 
+from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.delta import DeltaReadError, Snapshot, check_protocol, commits, is_table, open_table
 from pytest_streamchaos.observe.row_output import IdSpec, RowOutput
 from pytest_streamchaos.observe.storage import Place, locate
@@ -50,6 +51,16 @@ class DeltaSinkCollector(RowOutput):
         self._checked = False  #: the id column was checked against the table's schema
         self._latest: Any = None  #: the table at its newest version, updated on each look
         self._reading = threading.Lock()  # the polling thread and a last read at stop() take turns
+
+    #: a table: a reference run compares its final value per key (:mod:`~pytest_streamchaos.observe.rows`)
+    table = True
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The table's rows after its last version, as a reader sees it (without what an earlier run's versions
+        left, :attr:`since`): what a reference run compares. [] when the path is not a table."""
+        if self._done < 0:
+            return []
+        return delta.rows(delta.final_rows(self.path, since=self.since))
 
     def start(self) -> DeltaSinkCollector:
         """Note the table's version now (an earlier run's table: only the versions after it are read), then poll."""

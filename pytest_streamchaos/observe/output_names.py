@@ -3,12 +3,7 @@ anything starts. Light: imported where a run's arguments are checked, before any
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
-
-#: how input ids are read from an output: "key" (the Kafka message key), a JSON field path, or a
-#: callable ``(value, key) -> ids``; None: the built-in ``id`` / ``ids`` fields
-IdSpec = str | Callable[[Any, Any], Sequence[int]] | None
 
 #: the kinds of output that are a path (their name: ``<kind>:<path>``); any other name is a Kafka topic
 PATH_KINDS = ("file", "delta")
@@ -25,9 +20,9 @@ def output_path(name: str) -> str | None:
     return None if output_kind(name) == "kafka" else name.split(":", 1)[1]
 
 
-def check_path_output(name: str, ids: IdSpec) -> None:
-    """A ``file:`` / ``delta:`` output needs a path and says how its rows name their input ids: ValueError
-    naming the fix otherwise (before anything starts)."""
+def check_path_output(name: str, ids: Any) -> None:
+    """A ``file:`` / ``delta:`` output needs a path and says how its rows name their input ids (or that they
+    name none, ``NO_IDS``): ValueError naming the fix otherwise (before anything starts)."""
     kind, path = output_kind(name), output_path(name)
     what = "the files" if kind == "file" else "the table's rows"
     if not path:

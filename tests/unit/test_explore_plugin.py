@@ -295,8 +295,8 @@ def test_a_broker_targets_index_and_params_come_from_its_kinds_declaration() -> 
 
 # -- a search you can trust (issue 37) ----------------------------------------------------------------
 
-def test_a_job_that_cannot_start_fails_as_inconclusive_at_once_with_its_error(project: pytest.Pytester,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_job_that_cannot_start_fails_as_inconclusive_at_once_with_its_error(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BROKEN", "1")
     result = project.runpytest("test_jobs.py::test_exactly_once", "--chaos-report=report.json")
     result.assert_outcomes(failed=1)
@@ -396,9 +396,11 @@ def test_an_explore_profile_fills_what_the_mark_leaves_out(project: pytest.Pytes
 
 
 @pytest.mark.parametrize(("setting", "says"), [
-    (Setting(seed=12345, checkpoint="local"), "ran with seed 12345, this run's seed is *: the batches it counts are not the same here; run with "
-                                             "--chaos-seed=12345"),
-    (Setting(checkpoint="hdfs"), "ran with checkpoint hdfs, this run's checkpoint is local*run with --chaos-checkpoint=hdfs"),
+    (Setting(seed=12345, checkpoint="local"),
+     "ran with seed 12345, this run's seed is *: the batches it counts are not the same here; run with "
+     "--chaos-seed=12345"),
+    (Setting(checkpoint="hdfs"),
+     "ran with checkpoint hdfs, this run's checkpoint is local*run with --chaos-checkpoint=hdfs"),
 ])
 def test_a_token_made_under_another_seed_or_checkpoint_is_refused_naming_the_fix(project: pytest.Pytester,
                                                                                  setting: Setting, says: str) -> None:
