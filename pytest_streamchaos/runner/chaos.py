@@ -13,6 +13,7 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
+from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.runner.reference import References, compared_spec, make_reference, reference_key
 from pytest_streamchaos.runner.run import Run
 from pytest_streamchaos.runner.spec import JobPlace, RunGroups, RunInputs, RunSpec, build_run, check_checkpoint
@@ -61,6 +62,7 @@ class Chaos:
         self.explored = False
         #: the session's reference runs (``reference=``), made once per job and input, reused across tests
         self.references = references if references is not None else References()
+        self._last: ChaosRun | None = None  #: the last run executed (what it left outside is cleared next)
 
     @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
@@ -110,7 +112,8 @@ class Chaos:
         refs = None
         if ref is not None:
             key = reference_key(spec, run_inputs, self.seed, spec.checkpoint)
-            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute))
+            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute,
+                                                                   self._clear_leftovers))
             spec = compared_spec(spec, refs)
         result = self._execute(spec, run_inputs)
         if ref is not None and refs is not None:
@@ -123,5 +126,13 @@ class Chaos:
         return result
 
     def _execute(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
-        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`)."""
-        return Run(self, spec, inputs).execute()
+        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`); its leftovers
+        outside the run's directory stay for the next run to clear (:meth:`_clear_leftovers`)."""
+        run = Run(self, spec, inputs).execute()
+        self._last = run
+        return run
+
+    def _clear_leftovers(self) -> None:
+        """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs)."""
+        if self._last is not None:
+            clear_leftovers([self._last], self.workdir)

@@ -98,19 +98,22 @@ def reference_spec(spec: RunSpec) -> RunSpec:
                    input_counts=None, explored=False, end_on_recovery=False, recovery_window=None)
 
 
-def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun]
-                   ) -> ReferenceRuns:
-    """The two fault-free runs of ``spec``'s input (``execute`` runs one)."""
+def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun],
+                   clear: Callable[[], None] = lambda: None) -> ReferenceRuns:
+    """The two fault-free runs of ``spec``'s input (``execute`` runs one; ``clear`` removes what the job of a
+    run left outside it -- its checkpoint, its absolute outputs -- before the next one)."""
     t0 = time.time()
     quiet = replace(inputs, planned=[])
     first_spec = reference_spec(spec)
     first = execute(first_spec, quiet)
+    clear()
     gens = list(first.facts.generators.values())
     if not gens or first.facts.output_rows is None:
         raise RunError("the reference run (the job without faults) sent no input or read no output: nothing to "
                        "compare with")
     counts = tuple(g.produced for g in gens)
     second = execute(replace(first_spec, input_counts=counts), quiet)
+    clear()
     return ReferenceRuns(first, second, counts, first_spec.event_origin, time.time() - t0)
 
 
