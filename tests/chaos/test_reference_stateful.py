@@ -135,3 +135,24 @@ def test_a_replayed_batch_appended_twice_is_found_row_for_row(chaos, case):
     assert twice > 0, "the driver kill replayed a batch that wrote nothing"
     assert (cmp.extra, cmp.missing, cmp.changed) == (twice, 0, 0), "\n".join(cmp.lines())
     assert run.guarantee_delivered == "at-least-once"
+
+
+@pytest.mark.chaos
+@pytest.mark.slow  # the Kafka update stream's representative of final-per-key comparison
+@kill_driver(when="output_visible_uncommitted")
+def test_an_update_stream_replayed_by_the_kafka_sink_keeps_its_final_counts(chaos):
+    """Spark's Kafka sink sends a replayed batch's updates again (at-least-once): more messages than the
+    reference's, the same final count per key -- what a keyed consumer of an update stream reads."""
+    shutil.rmtree("/tmp/streamchaos-test-clicks-per-window-updates-chk", ignore_errors=True)
+    try:
+        run = chaos.run(str(JOBS / "clicks_per_window_updates.py"), rate=RATE, duration=30, kafka_port=9092,
+                        inputs={"clicks": click}, outputs=["click-counts"], reference=True)
+    finally:
+        shutil.rmtree("/tmp/streamchaos-test-clicks-per-window-updates-chk", ignore_errors=True)
+    landed(run, "kill_driver")
+    cmp = run.reference
+    assert cmp is not None and cmp.outputs[0].mode == "final per key", "\n".join(cmp.lines())
+    assert run.diverged == 0, "\n".join(cmp.lines())
+    sent = [json.dumps([k, r], sort_keys=True) for k, r in zip(run.facts.output_rows[0].keys or [],
+                                                              run.facts.output_rows[0].rows, strict=True)]
+    assert any(n > 1 for n in Counter(sent).values()), "the replayed batch's updates were sent again"
