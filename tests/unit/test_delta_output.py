@@ -165,3 +165,20 @@ def test_a_table_with_deletion_vectors_is_refused_naming_the_property(tmp_path: 
     c = DeltaSinkCollector(t, "txn_id")
     c.poll()
     assert isinstance(c.failure, delta.DeltaReadError) and "delta.enableDeletionVectors" in str(c.failure)
+
+
+def test_a_table_gives_the_reference_run_its_final_rows_and_one_without_ids_is_read_too(tmp_path: Path):
+    from pytest_streamchaos.observe.outputs import NO_IDS, collector_for
+    from pytest_streamchaos.observe.storage import locate
+
+    t = tmp_path / "stock"
+    write_deltalake(str(t), pa.table({"sku": ["a"], "qty": [1]}))  # an earlier run's version
+    c = collector_for(f"delta:{t}", NO_IDS, "unused:9092", locate(str(t))).start()
+    try:
+        write_deltalake(str(t), pa.table({"sku": ["b", "c"], "qty": [2, 3]}), mode="append")
+        add_qty(t, "b", 5)
+    finally:
+        c.stop()
+    assert isinstance(c, DeltaSinkCollector) and c.table and c.failure is None
+    assert c.count == 2 and c.ids_seen == 0  # rows read, none names an input
+    assert sorted((r["sku"], r["qty"]) for r in c.rows()) == [("b", 7), ("c", 3)]
