@@ -176,6 +176,21 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
     return SinkVerdict("wait")
 
 
+def misnamed_tables(sinks: list[QuerySink], declared: list[str]) -> str | None:
+    """One line when the test names Delta tables (``declared``: their local paths) that no query writes
+    while the job's queries write Delta tables elsewhere (a path mistyped, or relative to another directory);
+    None otherwise."""
+    written = {re.sub(r"^file:(//)?", "", p).rstrip("/"): q for q in sinks
+               for p in ([q.path] if q.kind == "delta" and q.path else []) + q.tables}
+    missing = [d for d in declared if d.rstrip("/") not in written]
+    if not written or not missing or len(missing) < len(declared):
+        return None
+    where = "; ".join(f"{q.label} writes to a Delta table in {p}" for p, q in written.items())
+    return (f"outputs= names {', '.join('delta:' + d for d in missing)}, which no query writes, but {where}: "
+            f"name the table the job writes, e.g. outputs={{'delta:{next(iter(written))}': '<column with the "
+            "input id>'}")
+
+
 def relative(path: str, bases: tuple[str, ...]) -> str:
     """``path`` (a URL or a path) relative to the first of ``bases`` it is under, else as a plain path
     (``file:`` taken off)."""

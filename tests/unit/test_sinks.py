@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.observe.progress import EV_PROGRESS, EV_SQL_START, SparkProgress
-from pytest_streamchaos.observe.sinks import QuerySink, classify, judge, query_sinks, relative, write_root
+from pytest_streamchaos.observe.sinks import (
+    QuerySink,
+    classify,
+    judge,
+    misnamed_tables,
+    query_sinks,
+    relative,
+    write_root,
+)
 
 CONSOLE = "org.apache.spark.sql.execution.streaming.ConsoleTable$@1764649"
 FOREACH = ("ForeachWriterTable(org.apache.spark.sql.execution.python.streaming.PythonForeachWriter@7929deaf,Right("
@@ -121,6 +129,17 @@ def test_a_foreach_batch_delta_append_is_refused_after_the_grace_naming_the_delt
     v = judge(sinks, 0, 106.0, "out")
     assert v.action == "refuse" and "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
     assert "(writing Delta tables /tmp/orders-bronze)" in v.message
+
+
+def test_a_delta_table_named_where_no_query_writes_is_refused_naming_the_one_written() -> None:
+    sinks = query_sinks([batch("q1", "DeltaSink[file:/tmp/lake/orders]", 0)], [])
+    assert misnamed_tables(sinks, ["/tmp/lake/orders"]) is None
+    assert misnamed_tables(sinks, []) is None
+    msg = misnamed_tables(sinks, ["/tmp/lake/order"])
+    assert msg is not None and "\n" not in msg
+    assert msg.startswith("outputs= names delta:/tmp/lake/order, which no query writes, but query q1 writes to a "
+                          "Delta table in /tmp/lake/orders: name the table the job writes")
+    assert misnamed_tables(query_sinks([batch("q1", KAFKA, 0)], []), ["/tmp/x"]) is None  # nothing to compare
 
 
 @pytest.mark.parametrize("sink", ["ForeachBatchSink", FOREACH])

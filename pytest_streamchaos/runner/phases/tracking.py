@@ -10,9 +10,10 @@ from typing import Any
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
+from pytest_streamchaos.observe.output_names import output_kind, output_path
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
+from pytest_streamchaos.observe.sinks import UNREADABLE, judge, misnamed_tables, query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
@@ -108,6 +109,11 @@ class SinkJudge:
                 raise RunError(f"outputs= names {', '.join(ctx.spec.outputs)}, but "
                                + "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
                                + ": nothing there can be read; pass outputs={} for a run from Spark's progress")
+            tables = [self.ctx.storage.output(p, self.job.workdir).path for o in ctx.spec.outputs
+                      if output_kind(o) == "delta" and (p := output_path(o))]
+            misnamed = misnamed_tables(sinks, tables)
+            if misnamed:
+                raise RunError(misnamed)
             return
         bases = tuple(b for b in (str(self.job.workdir), ctx.storage.home) if b)
         verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases)
