@@ -87,4 +87,15 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY, *_fault_marks()])
 
 
-__version__ = "0.1.0"
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, as the install wrote it); ``0+unknown`` for
+    a source tree on sys.path that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-streamchaos")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+from .. import deprecation
 from ..facts import RunFacts
 from ..history import FaultRecord, History
 from ..records import TimelineEvent, Trace
@@ -173,6 +174,18 @@ class ChaosRun:
         read_committed"``), ``status``, ``reason``, ``transaction_markers`` (None for a bare trace)."""
         r = self.result_of(TransactionsResult)
         return None if r is None else r.as_report()
+
+    @property
+    def exactly_once_verified(self) -> bool | None:
+        """Deprecated (goes in 0.3.0): whether the broker could show which outputs were committed."""
+        deprecation.use("run.exactly_once_verified", error=AttributeError)
+        check = self.exactly_once_check
+        return None if check is None else check["status"] != "unverified"
+
+    @property
+    def observer_lines(self) -> NoReturn:
+        """Removed in 0.2.0 (:mod:`pytest_streamchaos.deprecation`): accessing it says what replaced it."""
+        raise AttributeError(deprecation.MOVED["run.observer_lines()"].refusal())
 
     # -- metrics -------------------------------------------------------------------------------
     @property
