@@ -87,15 +87,7 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY, *_fault_marks()])
 
 
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml's, as the install wrote it); ``0+unknown`` for
-    a source tree on sys.path that was never installed."""
-    from importlib.metadata import PackageNotFoundError, version
+from pytest_streamchaos.deprecation import installed_version as _installed_version  # noqa: E402
 
-    try:
-        return version("pytest-streamchaos")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-__version__ = _version()
+#: the installed distribution's version: pyproject.toml's, as the install wrote it into the metadata
+__version__ = _installed_version()

@@ -9,15 +9,17 @@ so a release that reaches ``removed_in`` turns the warning into the refusal by i
 ``tests/unit/test_release.py`` holds the rest of the policy: the window is one minor version, and
 every entry has its changelog lines (deprecated under ``since``, removed under ``removed_in``).
 
-This module imports nothing of the package but its version, so that any layer may use it (the job
-side too: a Spark driver must not load pytest).
+This module imports nothing of the package, so that any layer may use it (the job side too: a Spark
+driver must not load pytest); the package's ``__version__`` is read here.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 #: the distribution's name, as the messages say it
 DIST = "pytest-streamchaos"
@@ -80,10 +82,14 @@ def release(version: str) -> tuple[int, ...]:
     return (nums + (0, 0, 0))[:3]
 
 
+@functools.cache
 def installed_version() -> str:
-    from pytest_streamchaos import __version__
-
-    return __version__
+    """The installed distribution's version (pyproject.toml's, as the install wrote it; ``pytest_streamchaos.
+    __version__``); ``0+unknown`` for a source tree on sys.path that was never installed."""
+    try:
+        return version(DIST)
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def use(old: str, *, stacklevel: int = 2, error: type[Exception] = TypeError, version: str | None = None) -> None:

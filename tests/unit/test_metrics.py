@@ -213,7 +213,7 @@ def test_system_detection_and_output_symptom_are_reported_apart():
     f = compute_metrics(tr).faults[0]
     assert f.system_detection == pytest.approx(2.5) and f.system_detection_event == "executor_removed"
     assert f.output_symptom == pytest.approx(1.0, abs=0.01)
-    with pytest.warns(DeprecationWarning, match=r"run.faults\[i\].detection is deprecated .* use run.faults\[i\].output_symptom"):
+    with pytest.warns(DeprecationWarning, match=r"detection is deprecated .* use run.faults\[i\].output_symptom"):
         assert f.detection == f.output_symptom  # the old name, until 0.3.0
     d = f.to_dict()
     assert d["system_detection"] == pytest.approx(2.5) and d["output_symptom"] == pytest.approx(1.0, abs=0.01)
