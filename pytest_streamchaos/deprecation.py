@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
@@ -92,11 +93,13 @@ def installed_version() -> str:
         return "0+unknown"
 
 
-def use(old: str, *, stacklevel: int = 2, error: type[Exception] = TypeError, version: str | None = None) -> None:
+def use(old: str, *, stacklevel: int = 2, error: type[Exception] = TypeError,
+        warn: Callable[..., None] = warnings.warn) -> None:
     """A use of the old form ``old`` (a key of :data:`MOVED`): a :class:`StreamChaosDeprecationWarning`
-    while its window lasts (pointing ``stacklevel`` frames above the caller), ``error`` with the one-line
-    refusal once ``version`` (default: the installed one) is its ``removed_in``."""
+    while its window lasts, given to ``warn`` (``warnings.warn``, pointing ``stacklevel`` frames above the
+    caller; pytest's ``config.issue_config_time_warning`` for an option), ``error`` with the one-line
+    refusal once the installed version is its ``removed_in``."""
     moved = MOVED[old]
-    if moved.since is None or moved.removed(version or installed_version()):
+    if moved.since is None or moved.removed(installed_version()):
         raise error(moved.refusal())
-    warnings.warn(moved.warning(), StreamChaosDeprecationWarning, stacklevel=stacklevel + 1)
+    warn(StreamChaosDeprecationWarning(moved.warning()), stacklevel=stacklevel + 1)

@@ -6,7 +6,6 @@ A command-line option wins over the ini key, which wins over the default.
 from __future__ import annotations
 
 import argparse
-import warnings
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -224,11 +223,7 @@ def _renamed_options(config: pytest.Config) -> dict[str, Any]:
             raw = config.getini(_ini(renamed))
         if raw in (None, ""):
             continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            deprecation.use(key, error=pytest.UsageError)
-        for w in caught:
-            config.issue_config_time_warning(w.message, stacklevel=2)
+        deprecation.use(key, error=pytest.UsageError, warn=config.issue_config_time_warning)
         given[new] = raw
     return given
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from .. import deprecation
 from ..facts import RunFacts
@@ -65,8 +65,24 @@ SCHEMA_VERSION = 2
 C = TypeVar("C", bound=CheckResult)
 
 
+class OldForms:
+    """:class:`ChaosRun`'s old public forms, each through the deprecation helper (docs/deprecations.md)."""
+
+    @property
+    def exactly_once_verified(self) -> bool | None:
+        """Deprecated (goes in 0.3.0): whether the broker could show which outputs were committed."""
+        deprecation.use("run.exactly_once_verified", error=AttributeError)
+        check = cast(Any, self).exactly_once_check
+        return None if check is None else check["status"] != "unverified"
+
+    @property
+    def observer_lines(self) -> NoReturn:
+        """Removed in 0.2.0: accessing it says what replaced it."""
+        raise AttributeError(deprecation.MOVED["run.observer_lines()"].refusal())
+
+
 @dataclass(eq=False)
-class ChaosRun:
+class ChaosRun(OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -174,18 +190,6 @@ class ChaosRun:
         read_committed"``), ``status``, ``reason``, ``transaction_markers`` (None for a bare trace)."""
         r = self.result_of(TransactionsResult)
         return None if r is None else r.as_report()
-
-    @property
-    def exactly_once_verified(self) -> bool | None:
-        """Deprecated (goes in 0.3.0): whether the broker could show which outputs were committed."""
-        deprecation.use("run.exactly_once_verified", error=AttributeError)
-        check = self.exactly_once_check
-        return None if check is None else check["status"] != "unverified"
-
-    @property
-    def observer_lines(self) -> NoReturn:
-        """Removed in 0.2.0 (:mod:`pytest_streamchaos.deprecation`): accessing it says what replaced it."""
-        raise AttributeError(deprecation.MOVED["run.observer_lines()"].refusal())
 
     # -- metrics -------------------------------------------------------------------------------
     @property
