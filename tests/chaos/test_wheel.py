@@ -59,13 +59,25 @@ def tools() -> Path:
     if not (home / "bin" / "python").exists():
         home.parent.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(prefix="tools-", dir=home.parent))
-        run([sys.executable, "-m", "venv", str(fresh)], 120)
-        run([str(fresh / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *TOOLS], 600)
+        venv(fresh)
+        pip_install(fresh, *TOOLS, timeout=600)
         try:
             fresh.rename(home)
         except OSError:  # another session made it meanwhile
             shutil.rmtree(fresh, ignore_errors=True)
     return home / "bin" / "python"
+
+
+def venv(where: Path) -> Path:
+    """A new virtual environment without pip of its own (no ensurepip needed: Debian's python3 has none
+    without python3-venv); this interpreter's pip installs into it. Its Python."""
+    run([sys.executable, "-m", "venv", "--without-pip", str(where)], 120)
+    return where / "bin" / "python"
+
+
+def pip_install(where: Path, *args: str, timeout: float) -> None:
+    run([sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install", "-q",
+         "--disable-pip-version-check", *args], timeout)
 
 
 def constraints(path: Path) -> Path:
@@ -97,38 +109,49 @@ def work() -> Iterator[Path]:
         yield Path(d)
 
 
-@pytest.mark.chaos(backend="local")
-def test_the_wheel_in_a_clean_venv_runs_a_users_chaos_test_like_the_editable_install(work: Path):
-    took: dict[str, float] = {}
-    t = time.monotonic()
-    python = tools()
-    took["tools"], t = time.monotonic() - t, time.monotonic()
-    run([str(python), "-m", "build", "--no-isolation", "--outdir", str(work / "dist"), str(ROOT)], 300)
-    [sdist], [wheel] = sorted((work / "dist").glob("*.tar.gz")), sorted((work / "dist").glob("*.whl"))
-    run([str(python), "-m", "twine", "check", "--strict", str(sdist), str(wheel)], 120)
-    took["build + twine"], t = time.monotonic() - t, time.monotonic()
+def build_and_check(tools_python: Path, dist: Path) -> Path:
+    """The sdist and the wheel (the wheel built from the sdist), both through ``twine check --strict``: the wheel."""
+    run([str(tools_python), "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)], 300)
+    [sdist], [wheel] = sorted(dist.glob("*.tar.gz")), sorted(dist.glob("*.whl"))
+    run([str(tools_python), "-m", "twine", "check", "--strict", str(sdist), str(wheel)], 120)
+    return wheel
 
-    venv = work / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], 120)
-    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile",
-         "--disable-pip-version-check", "--constraint", str(constraints(work / "constraints.txt")), str(wheel)], 900)
-    took["venv"], t = time.monotonic() - t, time.monotonic()
 
-    project = user_project(work / "project")
-    user_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    user_env.update(XDG_CACHE_HOME=CACHE_HOME, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
-    editable, installed = probe(sys.executable, project, dict(os.environ)), probe(venv / "bin" / "python", project,
-                                                                                    user_env)
+def assert_no_difference(home: Path, project: Path, user_env: dict[str, str]) -> None:
+    """The installed wheel against the editable install (the module docstring's list), and the cache found."""
+    editable = probe(sys.executable, project, dict(os.environ))
+    installed = probe(home / "bin" / "python", project, user_env)
     for key in SAME:
         assert installed[key] == editable[key], f"the installed wheel's {key} differs from the editable install's"
     for key in ("package_dir", "fixtures_dir"):
-        assert Path(installed[key]).is_relative_to(venv), f"{key} {installed[key]} is not the venv's"
-    prepared = run([str(venv / "bin" / "python"), "-m", "pytest_streamchaos.prepare", "--for", "demo"], 300,
+        assert Path(installed[key]).is_relative_to(home), f"{key} {installed[key]} is not the venv's"
+    prepared = run([str(home / "bin" / "python"), "-m", "pytest_streamchaos.prepare", "--for", "demo"], 300,
                    cwd=project, env=user_env)
     said = prepared.stdout + prepared.stderr
     assert "up to date" in said and "download" not in said, f"the prepared stack is in the cache: {said}"
 
-    session = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-rA",
+
+@pytest.mark.chaos(backend="local")
+def test_the_wheel_in_a_clean_venv_runs_a_users_chaos_test_like_the_editable_install(work: Path):
+    took: dict[str, float] = {}
+    t = time.monotonic()
+    tools_python = tools()
+    took["tools"], t = time.monotonic() - t, time.monotonic()
+    wheel = build_and_check(tools_python, work / "dist")
+    took["build + twine"], t = time.monotonic() - t, time.monotonic()
+    home = work / "venv"
+    venv(home)
+    pip_install(home, "--no-compile", "--constraint", str(constraints(work / "constraints.txt")), str(wheel),
+                timeout=900)
+    took["venv"], t = time.monotonic() - t, time.monotonic()
+
+    project = user_project(work / "project")
+    user_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    user_env.update(XDG_CACHE_HOME=CACHE_HOME, VIRTUAL_ENV=str(home), PATH=f"{home / 'bin'}:{os.environ['PATH']}")
+    assert_no_difference(home, project, user_env)
+    took["compare"], t = time.monotonic() - t, time.monotonic()
+
+    session = subprocess.run([str(home / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-rA",
                               "--chaos-kafka-brokers=1", "--chaos-report=report.json", "test_notifications.py"],
                              capture_output=True, text=True, timeout=900, cwd=project, env=user_env)
     took["chaos test"] = time.monotonic() - t
