@@ -88,10 +88,11 @@ def test_the_readme_spark_lines_table_is_what_is_installed_tested_and_released()
 def test_every_deprecation_has_its_changelog_lines():
     by_version = sections()
     for moved in MOVED.values():
-        if moved.since is not None:
-            assert moved.since in by_version, f"{moved.old}: deprecated in {moved.since}, which has no section"
-            assert moved.old in subsection(by_version[moved.since], "Deprecated"), (
-                f"[{moved.since}] ### Deprecated must name {moved.old}")
+        if moved.since is not None:  # a deprecation of the coming release is written under [Unreleased]
+            where = moved.since if release(moved.since) <= release(latest()) else "Unreleased"
+            assert where in by_version, f"{moved.old}: deprecated in {moved.since}, which has no section"
+            assert moved.old in subsection(by_version[where], "Deprecated"), (
+                f"[{where}] ### Deprecated must name {moved.old}")
         if release(moved.removed_in) <= release(latest()):
             assert moved.old in subsection(by_version[moved.removed_in], "Removed"), (
                 f"{moved.old} goes in {moved.removed_in}: [{moved.removed_in}] ### Removed must name it")
