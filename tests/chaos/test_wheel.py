@@ -44,11 +44,15 @@ PROBE = Path(__file__).with_name("wheel_probe.py")
 TOOLS = ("build==1.6.1", "twine==7.0.0", "setuptools==84.2.1")
 #: what the probe must find equal in the editable install and the installed wheel
 SAME = ("version", "package", "fixtures", "entry_points", "requires", "license")
+#: the environment of everything but the editable probe: no PYTHONPATH, through which a checkout (a worktree's
+#: run) would leak into pip's view of the venv (it took the checkout's metadata for the wheel, installed) and
+#: into the venv's imports
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-def run(argv: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+def run(argv: list[str], timeout: float, env: dict[str, str] = CLEAN, **kw) -> subprocess.CompletedProcess:
     """``argv``, its output captured; a failure shows it."""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, **kw)
     assert done.returncode == 0, f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -146,7 +150,7 @@ def test_the_wheel_in_a_clean_venv_runs_a_users_chaos_test_like_the_editable_ins
     took["venv"], t = time.monotonic() - t, time.monotonic()
 
     project = user_project(work / "project")
-    user_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    user_env = dict(CLEAN)
     user_env.update(XDG_CACHE_HOME=CACHE_HOME, VIRTUAL_ENV=str(home), PATH=f"{home / 'bin'}:{os.environ['PATH']}")
     assert_no_difference(home, project, user_env)
     took["compare"], t = time.monotonic() - t, time.monotonic()
