@@ -20,7 +20,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata
 
 #: the distribution's name, as the messages say it
 DIST = "pytest-streamchaos"
@@ -54,7 +54,7 @@ class Moved:
         return release(version) >= release(self.removed_in)
 
 
-#: every renamed or moved public form, by a short key (a section of CHANGELOG.md names each)
+#: every renamed or moved public form, by its old form (CHANGELOG.md names each, as written here)
 MOVED: dict[str, Moved] = {m.old: m for m in (
     # before the policy: removed without a window, refused with the line (CHANGELOG 0.2.0, "Removed")
     Moved("chaos.run(<argument of a group>=...)", "chaos.run(..., load=Load(...), watch=Watch(...), "
@@ -88,8 +88,8 @@ def installed_version() -> str:
     """The installed distribution's version (pyproject.toml's, as the install wrote it; ``pytest_streamchaos.
     __version__``); ``0+unknown`` for a source tree on sys.path that was never installed."""
     try:
-        return version(DIST)
-    except PackageNotFoundError:
+        return metadata.version(DIST)
+    except metadata.PackageNotFoundError:
         return "0+unknown"
 
 
