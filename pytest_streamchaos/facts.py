@@ -17,7 +17,7 @@ At the bottom of the import graph: imports nothing of the package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -191,6 +191,8 @@ class GeneratorStats:
     errors: int = 0
     fatal: str | None = None
     thread_cpu_s: float = 0.0
+    #: the origin of fixed event times (a reference run's input), None: event times as scheduled
+    event_origin: float | None = None
 
     @classmethod
     def of(cls, counters: Mapping[str, Any]) -> GeneratorStats:
@@ -200,6 +202,19 @@ class GeneratorStats:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class OutputRows:
+    """The rows one output held at the end of a run, whole (what a reference run compares,
+    :mod:`pytest_streamchaos.analysis.reference`): ``rows`` in the order they were written, ``keys`` the
+    Kafka message key of each (None: not a Kafka topic), ``table`` True for a table's final rows (a Delta
+    table: compared as its final state)."""
+
+    name: str
+    rows: Sequence[Mapping[str, Any]]
+    keys: Sequence[str | None] | None = None
+    table: bool = False
 
 
 @dataclass(frozen=True)
@@ -260,6 +275,8 @@ class RunFacts:
     delays: list[DelaySpec] = field(default_factory=list)
     client_samples: dict[str, list[ClientSample]] | None = None
     transaction_markers: dict[str, int] | None = None
+    #: every output's rows at the end of the run, when a reference run compares them (None: not read)
+    output_rows: list[OutputRows] | None = None
 
     @property
     def recorded(self) -> bool:

@@ -47,13 +47,16 @@ from .checkers import (
     RecoveryResult,
     TransactionsResult,
     ValidationResult,
+    comparison_of,
     default_checkers,
     fault_errors,
+    reference_unavailable,
 )
 from .delay_class import DelayOutcome
 from .guarantee import GuaranteeReport
 from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, MetricParams, RecoveryTime, RunMetrics, Series
 from .oracle import Oracle
+from .reference import Comparison
 from .sla import SLA, SLAViolation, Violation, check_sla
 
 __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
@@ -63,6 +66,26 @@ __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
 SCHEMA_VERSION = 2
 
 C = TypeVar("C", bound=CheckResult)
+
+
+class ABMethods:
+    """A run set against another run: the A/B comparisons of :class:`ChaosRun`."""
+
+    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
+        """This run against ``baseline`` (the same scenario under another configuration, or without
+        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
+        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
+        from .versus import versus
+
+        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
+
+    def overhead(self, reference: Any) -> Any:
+        """This run's steady-state cost against ``reference`` (the same job and load in another
+        setting), and its time back to normal after its fault. See
+        :func:`pytest_streamchaos.analysis.versus.overhead`."""
+        from .versus import overhead
+
+        return overhead(self, reference)
 
 
 class OldForms:
@@ -82,7 +105,7 @@ class OldForms:
 
 
 @dataclass(eq=False)
-class ChaosRun(OldForms):
+class ChaosRun(ABMethods, OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -170,7 +193,20 @@ class ChaosRun(OldForms):
 
     @property
     def guarantee_delivered(self) -> str:
-        return self.validation.delivered
+        """From the per-record verdict, else (no input ids in the output) from the reference comparison."""
+        cmp = self.reference
+        return (cmp.guarantee() or "unknown") if self.resolution == "none" and cmp is not None else \
+            self.validation.delivered
+
+    @property
+    def reference(self) -> Comparison | None:
+        """The comparison with the reference run (``reference=True``: ``.lines()``, ``.to_dict()``), or None."""
+        return comparison_of([*self.checks.values(), *self.user_checks.values()])
+
+    @property
+    def diverged(self) -> int | None:
+        """Rows or keys that differ from the reference run's output; None without one, or none comparable."""
+        return None if self.reference is None else self.reference.diverged
 
     @property
     def resolution(self) -> str:
@@ -216,8 +252,8 @@ class ChaosRun(OldForms):
         """Metric name -> why it could not be computed (empty when every metric was)."""
         if self.resolution != "none":
             return self.metrics.unavailable
-        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
-                **self.metrics.unavailable}
+        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), NO_VERDICT),
+                **reference_unavailable(self.reference), **self.metrics.unavailable}
 
     @property
     def latency(self) -> LatencySummary:
@@ -292,10 +328,11 @@ class ChaosRun(OldForms):
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
         a ``guarantee=`` bound is given."""
-        # a run without a per-record verdict cannot check the declared guarantee: unless the test asks
-        # for it explicitly (then the bound fails, saying why), it is not part of the SLA
-        if (check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None)
-                and self.resolution != "none"):
+        # a run without a per-record verdict (and without a reference run's) cannot check the declared
+        # guarantee: unless the test asks for it explicitly (then the bound fails, saying why), it is not part
+        # of the SLA
+        judged = self.resolution != "none" or self.reference is not None
+        if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None) and judged:
             bounds["guarantee"] = self.guarantee
         return check_sla(self, sla, **bounds)
 
@@ -345,6 +382,7 @@ class ChaosRun(OldForms):
             "latency": m["latency"],
             "validation": self.report.to_dict(),
             "exactly_once_check": self.exactly_once_check,
+            "diverged": self.diverged,
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
                                  "unavailable")},
             "metrics": m,
@@ -365,21 +403,3 @@ class ChaosRun(OldForms):
         return (f"ChaosRun(sent {self.sent}, lost {self.lost}, duplicates {self.duplicates}, incorrect "
                 f"{self.incorrect}, {self.guarantee} declared, {self.guarantee_delivered} delivered, "
                 f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {self.downtime:.1f}s)")
-
-    # -- A/B -----------------------------------------------------------------------------------
-    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
-        """This run against ``baseline`` (the same scenario under another configuration, or without
-        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
-        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
-        from .versus import versus
-
-        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
-
-    def overhead(self, reference: Any) -> Any:
-        """This run's steady-state cost against ``reference`` (the same job and load in another
-        setting), and its time back to normal after its fault. See
-        :func:`pytest_streamchaos.analysis.versus.overhead`."""
-        from .versus import overhead
-
-        return overhead(self, reference)
-

@@ -18,13 +18,13 @@ and the ``file:`` outputs it declared absolute (a next run would resume from the
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.exploration.catalogue import schedule_specs
+from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.search.schedule import PHASES, Landed, Outcome, Schedule
 from pytest_streamchaos.usercode import UserCodeError
 
@@ -43,13 +43,18 @@ class Body:
         self.funcargs = dict(funcargs)
         self.harness = harness
         self.check = check
-        #: each run's schedule, outcome and the ChaosRun(s) it made, in order
-        self.history: list[tuple[Schedule, Outcome, list[Any]]] = []
+        #: each run's schedule (None: the control run), outcome and the ChaosRun(s) it made, in order
+        self.history: list[tuple[Schedule | None, Outcome, list[Any]]] = []
 
-    def run(self, schedule: Schedule) -> Outcome:
-        """Run the body once under ``schedule`` (see the module docstring)."""
+    def control(self) -> Outcome:
+        """Run the body once without any fault: the search's control run."""
+        return self.run(None)
+
+    def run(self, schedule: Schedule | None) -> Outcome:
+        """Run the body once under ``schedule`` (None: no fault at all; see the module docstring)."""
         h = self.harness
-        h.faults = schedule_specs(schedule)
+        h.faults = schedule_specs(schedule) if schedule is not None else []
+        h.explored = True
         h.results.clear()
         before = len(h.runs)
         t0 = time.time()
@@ -65,7 +70,7 @@ class Body:
             failure = exc
         finally:
             runs = list(h.runs[before:])
-            self._clear_leftovers(runs)
+            clear_leftovers(runs, Path(h.workdir))
         seconds = time.time() - t0
         if not runs:
             if failure is not None and not isinstance(failure, AssertionError):
@@ -76,31 +81,6 @@ class Body:
         out = outcome(schedule, runs[0], failure, seconds)
         self.history.append((schedule, out, runs))
         return out
-
-    def _clear_leftovers(self, runs: list[Any]) -> None:
-        """Remove what a run left on this host outside its own directory for the next run to trip on."""
-        own = Path(self.harness.workdir).resolve()
-        for run in runs:
-            for path in leftovers(run.meta):
-                p = Path(path).resolve()
-                if p != own and own not in p.parents and p.exists():
-                    shutil.rmtree(p, ignore_errors=True)
-
-
-def leftovers(meta: Mapping[str, Any]) -> list[str]:
-    """The absolute local paths a run's job wrote that outlive the run: its checkpoint, when it is not
-    on HDFS, and the ``file:`` outputs the test declared with an absolute path."""
-    out = []
-    checkpoint = str(meta.get("checkpoint") or "")
-    if meta.get("checkpoint_storage", "local") == "local":
-        checkpoint = checkpoint.removeprefix("file://").removeprefix("file:")
-        if checkpoint.startswith("/"):
-            out.append(checkpoint)
-    for name in (meta.get("topics") or {}).get("outputs") or []:
-        path = str(name).removeprefix("file:") if str(name).startswith("file:") else ""
-        if path.startswith("/"):
-            out.append(path)
-    return out
 
 
 def first_line(exc: BaseException) -> str:
@@ -115,13 +95,13 @@ POLLED_PHASES = {"running": "tasks_running", "sink_written": "output_visible_unc
                  "committed": "between_batches", "idle": "between_batches"}
 
 
-def landed_of(run: Any, schedule: Schedule) -> tuple[Landed, ...]:
+def landed_of(run: Any, schedule: Schedule | None) -> tuple[Landed, ...]:
     """Where each step of ``schedule`` landed in ``run`` (its history's fault occurrences, in plan order;
     a step whose moment never came, or that was not injected, did not land; one that fired in another
     phase than its own missed)."""
     faults = list(run.history.faults)
-    out = []
-    for i, step in enumerate(schedule.steps):
+    out: list[Landed] = []
+    for i, step in enumerate(schedule.steps if schedule is not None else ()):
         f = faults[i] if i < len(faults) else None
         if f is None or f.aim is None or not f.injected:
             out.append(Landed(False))
@@ -149,9 +129,9 @@ def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
     return {step.phase} if len(after) >= NEVER_CAME_AFTER else set()
 
 
-def outcome(schedule: Schedule, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
-    """The :class:`Outcome` of one run of ``schedule``: ``run`` its (first) ChaosRun, ``failure`` what the
-    body raised (None: it passed)."""
+def outcome(schedule: Schedule | None, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
+    """The :class:`Outcome` of one run of ``schedule`` (None: the control run): ``run`` its (first)
+    ChaosRun, ``failure`` what the body raised (None: it passed)."""
     landed = landed_of(run, schedule)
     detail = {"run": run}
     missed = not all(x.hit for x in landed)
