@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
+from .. import deprecation
 from ..facts import RunFacts
 from ..history import FaultRecord, History
 from ..records import TimelineEvent, Trace
@@ -87,8 +88,24 @@ class ABMethods:
         return overhead(self, reference)
 
 
+class OldForms:
+    """:class:`ChaosRun`'s old public forms, each through the deprecation helper (docs/deprecations.md)."""
+
+    @property
+    def exactly_once_verified(self) -> bool | None:
+        """Deprecated (goes in 0.3.0): whether the broker could show which outputs were committed."""
+        deprecation.use("run.exactly_once_verified", error=AttributeError)
+        check = cast(Any, self).exactly_once_check
+        return None if check is None else check["status"] != "unverified"
+
+    @property
+    def observer_lines(self) -> NoReturn:
+        """Removed in 0.2.0: accessing it says what replaced it."""
+        raise AttributeError(deprecation.MOVED["run.observer_lines()"].refusal())
+
+
 @dataclass(eq=False)
-class ChaosRun(ABMethods):
+class ChaosRun(ABMethods, OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""

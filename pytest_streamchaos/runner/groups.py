@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
+from pytest_streamchaos.deprecation import MOVED
 from pytest_streamchaos.observe.outputs import NO_IDS, IdSpec
 
 
@@ -122,6 +123,15 @@ class Timing:
     settle_seconds: float | None = None
 
 
+#: the group fields that were flat arguments of ``chaos.run`` until 0.2.0 (CHANGELOG.md): their refusal names the
+#: version that removed them (docs/deprecations.md); a field added to a group later has no old flat form
+ONCE_FLAT = frozenset({"partitions", "key_space", "skew", "record_size", "late_fraction", "trigger_seconds",
+                       "warmup_timeout", "drain_timeout", "settle_seconds", "conf", "env", "args", "files",
+                       "py_files", "checkpoint", "supervise", "stale_checkpoint", "id_reader", "params", "annotate"})
+#: the policy's entries of the flat arguments and of one that went without a group
+FLAT_MOVED = MOVED["chaos.run(<argument of a group>=...)"]
+GONE = {"kafka_timeout_ms": MOVED["chaos.run(kafka_timeout_ms=...)"]}
+
 #: the groups by the keyword ``chaos.run`` takes them under
 GROUPS: dict[str, type[Load] | type[Watch] | type[JobSetup] | type[Timing]] = {
     "load": Load, "watch": Watch, "setup": JobSetup, "timing": Timing}
@@ -195,11 +205,15 @@ def grouped_keywords(func: Callable[P, R]) -> Callable[P, R]:
 
 def moved_message(name: str, takes: set[str]) -> str:
     """Where keyword ``name`` goes now, or what it may have meant (for :func:`grouped_keywords`)."""
+    if name in GONE:
+        return GONE[name].refusal()
     home = _group_of(name)
     if home is not None:
         key, cls = home
-        return (f"chaos.run() got {name}=: it is an argument of the {cls.__name__} group now; fix: "
-                f"chaos.run(..., {key}={cls.__name__}({name}=...)) (from pytest_streamchaos import {cls.__name__})")
+        fix = f"chaos.run(..., {key}={cls.__name__}({name}=...)) (from pytest_streamchaos import {cls.__name__})"
+        if name in ONCE_FLAT:
+            return replace(FLAT_MOVED, old=f"chaos.run({name}=...)", new=fix).refusal()
+        return f"chaos.run() got {name}=: it is an argument of the {cls.__name__} group; fix: {fix}"
     known = takes | {f.name for cls in GROUPS.values() for f in fields(cls)}
     close = difflib.get_close_matches(name, sorted(known), n=1)
     if not close:

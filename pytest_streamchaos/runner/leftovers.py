@@ -37,9 +37,9 @@ def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> l
 
 def run_leftovers(run: Any) -> list[str]:
     """:func:`leftovers` of one ``ChaosRun``, from its facts and topics."""
-    job = run.facts.job
+    ran = run.facts.job  # the job's facts, not its handle
     topics = run.history.topics
-    return leftovers(None if job is None else job.checkpoint, "local" if job is None else job.checkpoint_storage,
+    return leftovers(None if ran is None else ran.checkpoint, "local" if ran is None else ran.checkpoint_storage,
                      (topics.outputs or []) if topics is not None else [])
 
 

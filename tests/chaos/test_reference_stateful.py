@@ -91,7 +91,7 @@ def hardcoded_paths() -> Iterator[None]:
 
 def run_case(chaos: Any, case: Case, twin: bool = False) -> Any:
     out = case.out + ("-appended" if twin else "")
-    return chaos.run(str(JOBS / (case.twin if twin else case.job)), rate=RATE, duration=30, kafka_port=9092,
+    return chaos.run(str(JOBS / (case.twin if twin else case.job)), rate=RATE, duration=20, kafka_port=9092,
                      inputs=case.inputs, outputs=[f"file:{out}"], reference=True)
 
 
@@ -145,7 +145,7 @@ def test_an_update_stream_replayed_by_the_kafka_sink_keeps_its_final_counts(chao
     reference's, the same final count per key -- what a keyed consumer of an update stream reads."""
     shutil.rmtree("/tmp/streamchaos-test-clicks-per-window-updates-chk", ignore_errors=True)
     try:
-        run = chaos.run(str(JOBS / "clicks_per_window_updates.py"), rate=RATE, duration=30, kafka_port=9092,
+        run = chaos.run(str(JOBS / "clicks_per_window_updates.py"), rate=RATE, duration=20, kafka_port=9092,
                         inputs={"clicks": click}, outputs=["click-counts"], reference=True)
     finally:
         shutil.rmtree("/tmp/streamchaos-test-clicks-per-window-updates-chk", ignore_errors=True)
