@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_streamchaos.observe.output_names import output_path
 
+
 def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> list[str]:
     """The absolute local paths a run's job wrote that outlive it: its ``checkpoint`` when ``storage`` is
     local, and the ``file:`` / ``delta:`` ``outputs`` named with an absolute path."""
