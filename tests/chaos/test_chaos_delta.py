@@ -33,7 +33,7 @@ from lakehouse import (  # noqa: F401  (hardcoded_paths: an autouse fixture)
 )
 from planted import nested_session_env
 
-from pytest_streamchaos import kill_driver
+from pytest_streamchaos import Reference, kill_driver
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark import delta as spark_delta
@@ -125,21 +125,25 @@ def test_a_foreach_batch_delta_append_with_txn_app_id_stays_exactly_once(chaos):
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_an_additive_merge_adds_the_replayed_batch_to_the_totals_again(chaos):
-    """The inventory job's MERGE (``on_hand = t.on_hand + s.qty``) has no ids to check: the table itself
-    shows the defect that the reference run must find -- after the replay some SKUs hold more than was
-    received, none less."""
-    run = chaos.run(str(JOBS / "inventory_merge_delta.py"), rate=100, duration=20, guarantee="at-least-once",
-                    kafka_port=9092, inputs={"receipts": order}, outputs={})
+    """The inventory job's MERGE (``on_hand = t.on_hand + s.qty``) has no ids to check: the reference run
+    (the same job on the same input without faults) finds it, key by key -- the SKUs whose totals are too
+    high, none too low -- and its expected totals are the received quantities summed by hand."""
+    run = chaos.run(str(JOBS / "inventory_merge_delta.py"), rate=100, duration=20, kafka_port=9092,
+                    inputs={"receipts": order}, outputs=[f"delta:{INVENTORY}"], reference=Reference(key=["sku"]))
     print(run.describe())
     replayed_batch(run)
+    cmp = run.reference
+    assert cmp is not None and cmp.outputs[0].mode == "final per key", run.describe()
     sent = run.history.trace.sent
     expected: dict[str, int] = {}
     for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
         expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
     got = {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(INVENTORY))}
-    assert set(got) == set(expected)
-    too_high = {k: got[k] - expected[k] for k in got if got[k] > expected[k]}
-    assert too_high and all(got[k] >= expected[k] for k in got), (too_high, got, expected)
+    too_high = {f"sku={k}" for k in got if got[k] > expected[k]}
+    changed = cmp.outputs[0].changed
+    assert too_high and {c.key for c in changed} == too_high, "\n".join(cmp.lines())
+    assert all(c.expected["on_hand"] == expected[c.key.removeprefix("sku=")] < c.got["on_hand"] for c in changed)
+    assert (cmp.missing, cmp.extra, run.guarantee_delivered) == (0, 0, "none")
 
 
 EXPLORED = '''
