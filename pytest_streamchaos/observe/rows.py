@@ -69,10 +69,11 @@ def _row(value: bytes | None) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {"value": obj}
 
 
-def output_rows(collector: Any, topics: Any = None) -> list[OutputRows]:
+def output_rows(collector: Any, own: dict[str, str] | None = None) -> list[OutputRows]:
     """The rows of every output ``collector`` reads (one collector, or :class:`~.outputs.Outputs` of
     several): a collector with rows of its own (a file sink, a table) gives them; a Kafka topic's are read
-    from the topic (``topics``: the run's, for what it names its outputs)."""
+    from the topic. ``own``: the run's own topics (their names change per run) by what the test calls them
+    (``output``); a topic the test named keeps its name."""
     parts = getattr(collector, "parts", None) or [collector]
     out: list[OutputRows] = []
     for part in parts:
@@ -81,12 +82,5 @@ def output_rows(collector: Any, topics: Any = None) -> list[OutputRows]:
             out.append(OutputRows(part.name, rows(), table=bool(getattr(part, "table", False))))
             continue
         for topic in part.topics:
-            out.append(kafka_rows(part.bootstrap_servers, topic, _named(topic, topics)))
+            out.append(kafka_rows(part.bootstrap_servers, topic, (own or {}).get(topic, topic)))
     return out
-
-
-def _named(topic: str, topics: Any) -> str:
-    """What the test calls ``topic``: the run's own output topic is ``output`` (its name changes per run)."""
-    own = getattr(topics, "out_topic", None)
-    side = getattr(topics, "side_topic", None)
-    return "output" if topic == own else "late output" if topic == side else topic

@@ -77,8 +77,15 @@ class Verdict:
             delays=delay_specs(ctx.inputs.planned, ctx.chaos.cluster.effective_conf, job, d.prepared.job_kafka),
             client_samples=samples_by_client(obs.generator, obs.collector),
             transaction_markers=None if obs.sinks.progress_only else dict(obs.collector.transaction_markers),
-            output_rows=output_rows(obs.collector, d.topics) if ctx.spec.capture_rows else None)
+            output_rows=output_rows(obs.collector, self._own_outputs()) if ctx.spec.capture_rows else None)
         return obs.history(ctx, job, d.topics, facts)
+
+    def _own_outputs(self) -> dict[str, str]:
+        """The run's own output topics by what the test calls them (none when the test named its outputs)."""
+        t = self.done.topics
+        if self.ctx.spec.outputs is not None:
+            return {}
+        return {topic: name for topic, name in ((t.out_topic, "output"), (t.side_topic, "late output")) if topic}
 
     def _setup(self) -> RunSetup:
         """The run's arguments, its stack's settings and the timeouts it set, as they were."""
