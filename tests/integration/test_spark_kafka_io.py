@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +19,6 @@ from pytest_streamchaos.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
-T0_MS = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +56,12 @@ def checkpoint() -> Iterator[str]:
 
 
 def produce(servers: str, topic: str, ids: range, partitions: int) -> None:
+    # timestamps of now: a fixed past instant (2023) is older than the brokers' retention (7 days), and their
+    # first retention check (30 s after start) deleted the records before the query read them
+    t0_ms = int(time.time() * 1000)
     p = Producer({"bootstrap.servers": servers, "enable.idempotence": True, "linger.ms": 5})
     for i in ids:
-        p.produce(topic, key=b"k%d" % i, value=b"%d" % i, partition=i % partitions, timestamp=T0_MS + i)
+        p.produce(topic, key=b"k%d" % i, value=b"%d" % i, partition=i % partitions, timestamp=t0_ms + i)
     assert p.flush(30) == 0
 
 
