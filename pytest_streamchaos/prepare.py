@@ -1,6 +1,7 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
-- the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
+- the jars of Apache Kafka (and of its own tools: ``reassign_partitions`` runs ``kafka-reassign-partitions``),
+  of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
   HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
@@ -85,6 +86,7 @@ def steps() -> dict[str, Step]:
 
     return {
         "kafka": jars(artifacts.kafka_jars),
+        "kafka-tools": jars(artifacts.kafka_tools_jars),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),

@@ -12,7 +12,7 @@ from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
 from pytest_streamchaos.faults.moments import after_fire, detectors
-from pytest_streamchaos.faults.registry import actions_for, kind_of
+from pytest_streamchaos.faults.registry import actions_for, generator_conf, kind_of
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -134,11 +134,13 @@ class WireObservers:
 
     def _generator(self, poison: PoisonSchedule) -> Sender:
         s, inputs = self.ctx.spec, self.ctx.inputs
+        producer = generator_conf(p.spec for p in inputs.planned)  # what the plan's faults need of it
         parts = []
         for i, topic in enumerate(self.topics.inputs):
             factory = inputs.factories.get(topic) if s.inputs is not None else None
             parts.append(Generator(self.topics.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
                                    record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.ctx.chaos.seed, record_factory=factory,
-                                   annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory"))
+                                   annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory",
+                                   producer_config=producer or None))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
