@@ -761,6 +761,11 @@ class KafkaCluster(abc.ABC):
         """Move each partition's leadership to its preferred replica now."""
         raise _missing(self, "elect_preferred_leaders")
 
+    def reassignment_refused(self) -> str | None:
+        """Why this cluster's partitions cannot be reassigned from here (Kafka's own tool could not be fetched),
+        as one line, or None; fetches the tool once per machine, so that a run does not wait for it."""
+        return None
+
     def administration_refused(self, operations: Sequence[str]) -> str | None:
         """Why this client may not perform ``operations`` (Kafka's ACL operation names) on the cluster, as one
         line, or None when it may."""

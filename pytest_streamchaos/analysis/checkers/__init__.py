@@ -8,7 +8,9 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.transactions`: :class:`ExactlyOnceTransactions`, how the exactly-once verdict was reached;
 - :mod:`.delays`: :class:`DelayClasses`, each network delay's class observed against the stated one;
 - :mod:`.observer`: :class:`ObserverCheck`, the network faults spared the harness's clients;
-- :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened.
+- :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
+- :mod:`.damage`: :class:`Damage`, what the job did about input a fault destroyed, a checkpoint it damaged,
+  partitions it added (failed loudly, recovered, or went on losing records).
 
 A test's own checker needs none of this: anything with a ``name`` and ``check(history)``
 (:class:`~pytest_streamchaos.analysis.checker.Checker`), given to ``run.check(...)``.
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from ..checker import Checker
 from ..metrics import MetricParams
 from ..oracle import Oracle
+from .damage import Damage
 from .delays import DelayClasses, DelayResult
 from .faults import FaultsAsPlanned, fault_errors
 from .guarantee import (
@@ -39,6 +42,7 @@ from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
     "NO_VERDICT",
+    "Damage",
     "DefaultCheckers",
     "DelayClasses",
     "DelayResult",
@@ -82,4 +86,4 @@ def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-onc
     return DefaultCheckers(validation, recovery, (
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
-        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned()))
+        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation)))

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import CONFIRM_DRIVER_KILL_S
-from pytest_streamchaos.faults.kind import FaultKind, JobSite, Preparation
+from pytest_streamchaos.faults.kind import FaultKind, JobSite, Preparation, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -76,6 +76,7 @@ class _Damage(FaultKind):
     args: ClassVar[Mapping[str, str]] = RESTART_ARG
     # the damage is the point, not the stop: the search's rules about a driver's kill do not fold it
     takes_down = "other"
+    search_targets: ClassVar[tuple[str | SearchTarget, ...]] = (SearchTarget("checkpoint"),)
     default_restart_after = 0.0  # the restart is what reads the damaged checkpoint
 
     @classmethod

@@ -57,12 +57,15 @@ def _ranges(offsets: Mapping[int, tuple[int, int]]) -> dict[str, list[int | None
 
 class _OnTopic(FaultKind):
     """A Kafka operation on one of the job's topics (``topics``: which it may be), through the admin API:
-    refused before the run where the cluster's ACLs deny it the ``operations`` it needs."""
+    refused before the run where the cluster's ACLs deny it the ``operations`` it needs on the cluster (what
+    it needs on the topic, made by the run, Kafka's answer to the operation names)."""
 
     topics: ClassVar[tuple[str, ...]] = ("input",)
-    #: Kafka's ACL operations (on the cluster) the fault needs
-    operations: ClassVar[tuple[str, ...]] = ("ALTER",)
+    #: Kafka's ACL operations on the cluster resource the fault needs
+    operations: ClassVar[tuple[str, ...]] = ()
     takes_down = "other"
+    #: the search aims it at the job's input
+    search_targets: ClassVar[tuple[str | SearchTarget, ...]] = (SearchTarget("input", serves="input"),)
     #: a Kafka operation is not undone: the topic stays as the operation left it
     permanent_always: ClassVar[bool] = True
 
@@ -87,7 +90,7 @@ class _OnTopic(FaultKind):
 
     @classmethod
     def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        why = kafka.administration_refused(cls.operations)
+        why = kafka.administration_refused(cls.operations) if cls.operations else None
         if why is None:
             return None
         return (f"it acts through Kafka's admin API ({', '.join(cls.operations)} on the cluster), and {why}: run it on "
@@ -139,7 +142,7 @@ class ReassignPartitions(_OnTopic):
                     "(the leading replica moved to a broker without one: its data copied)",
             "partition": "only this partition (default: all of the topic's)"}
     topics = ("input", "output")
-    operations = ("ALTER",)
+    operations = ("ALTER",)  # AlterPartitionReassignments and ElectLeaders: ALTER on the cluster
     permanent_always = False
     moments = (*TOPIC_MOMENTS, OUTPUT_VISIBLE_UNCOMMITTED)
     # a leadership change with nothing of the job in flight is one between batches, as a broker's loss is
@@ -169,7 +172,7 @@ class ReassignPartitions(_OnTopic):
             return (f"move='replicas' moves a replica to a broker that holds none, and the run's topics have "
                     f"{kafka.replication} replicas on {brokers} brokers (every broker holds one): run with "
                     f"--chaos-kafka-brokers {kafka.replication + 1}, or move='leaders'")
-        return super().refused_by_kafka(spec, kafka)
+        return super().refused_by_kafka(spec, kafka) or kafka.reassignment_refused()
 
     def inject(self, planned: PlannedFault) -> Moved:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
@@ -250,7 +253,8 @@ def _json(assignment: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
 
 
 class AddPartitions(_OnTopic):
-    """``add_partitions(count=N)``: the job's input grows to ``count`` partitions while it runs (permanent:
+    """``add_partitions(count=N)``: the job's input grows to ``count`` partitions (default: one more) while it
+    runs (permanent:
     Kafka never removes a partition). The generator's producer refreshes its metadata every second in such a
     run, so that its records reach the new partitions at once; the run's ``damage`` check says how many of
     the new partitions' records the job read, and from which offset it started reading them."""
@@ -258,19 +262,19 @@ class AddPartitions(_OnTopic):
     name = "add_partitions"
     doc = ("grow the job's input topic to count partitions (Kafka's CreatePartitions; permanent): the new "
            "partitions' records, whether and from where the job read them, are in the verdict")
-    args = {"topic": "the job's 'input' (default)", "count": "the partition count the topic grows to"}
-    required = ("count",)
-    operations = ("ALTER",)
+    args = {"topic": "the job's 'input' (default)",
+            "count": "the partition count the topic grows to (default: one more than it has)"}
     moments = TOPIC_MOMENTS
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         super().check_params(params)
-        number(cls.name, "count", params["count"], minimum=2, integer=True)
+        if "count" in params:
+            number(cls.name, "count", params["count"], minimum=2, integer=True)
 
     @classmethod
     def refused_by_topic(cls, spec: FaultSpec, partitions: int) -> str | None:
-        count = int(spec.params["count"])
+        count = int(spec.params.get("count", partitions + 1))
         if count > partitions:
             return None
         return (f"count={count} does not grow the input: it has {partitions} partition{'s' * (partitions != 1)} "
@@ -285,14 +289,14 @@ class AddPartitions(_OnTopic):
     def inject(self, planned: PlannedFault) -> dict[str, Any]:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
         before = view(kafka, topic)
-        kafka.add_partitions(topic, int(planned.spec.params["count"]))
-        return {"topic": topic, "partitions_before": len(before), "before": before}
+        count = int(planned.spec.params.get("count", len(before) + 1))
+        kafka.add_partitions(topic, count)
+        return {"topic": topic, "partitions_before": len(before), "count": count, "before": before}
 
     def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
         after = view(self.ctx.kafka, done["topic"])
-        if len(after) != int(planned.spec.params["count"]):
-            raise RuntimeError(f"{done['topic']} has {len(after)} partitions after growing to "
-                               f"{planned.spec.params['count']}")
+        if len(after) != done["count"]:
+            raise RuntimeError(f"{done['topic']} has {len(after)} partitions after growing to {done['count']}")
         return {**done, "added": sorted(set(map(int, after)) - set(map(int, done["before"]))), "after": after}
 
 
@@ -306,7 +310,7 @@ class RecreateTopic(_OnTopic):
     doc = ("delete the job's input topic and create it again with as many partitions (its records gone, offsets "
            "from 0): the job fails loudly or loses the records it had not read, counted")
     args = {"topic": "the job's 'input' (default)"}
-    operations = ("DELETE", "CREATE")
+    operations = ("CREATE",)  # the topic's creation (its deletion: DELETE on the topic)
     moments = TOPIC_MOMENTS
 
     def inject(self, planned: PlannedFault) -> dict[str, Any]:
@@ -342,7 +346,6 @@ class ExpireRecords(_OnTopic):
     doc = ("delete every record of the job's input up to its end offsets now (Kafka's DeleteRecords: retention, "
            "at once; permanent): the job fails loudly or loses the records it had not read, counted")
     args = {"topic": "the job's 'input' (default)"}
-    operations = ("ALTER",)  # DeleteRecords is authorized by DELETE on the topic, which the run created
     moments = TOPIC_MOMENTS
 
     def inject(self, planned: PlannedFault) -> dict[str, Any]:

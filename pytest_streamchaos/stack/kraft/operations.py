@@ -107,6 +107,15 @@ class TopicOperations:
                              f"{out.strip()[-400:]}")
         return out
 
+    def tool_refused(self) -> str | None:
+        """Why Kafka's reassignment tool cannot run here (its jars could not be fetched), or None once they are in
+        the cache (fetched now on first use)."""
+        try:
+            artifacts.resolve(artifacts.kafka_tools_jars(), self.progress)
+        except StackError as exc:
+            return f"Kafka's reassignment tool could not be fetched: {exc}"
+        return None
+
     def elect_preferred(self, topic: str, partitions: Sequence[int]) -> None:
         """Move each partition's leadership to its preferred replica (the first of its replicas) now."""
         from confluent_kafka import ElectionType, TopicPartition
@@ -172,6 +181,9 @@ class TopicAdministration:
 
     def elect_preferred_leaders(self, topic: str, partitions: Sequence[int]) -> None:
         self.topic_ops.elect_preferred(topic, partitions)
+
+    def reassignment_refused(self) -> str | None:
+        return self.topic_ops.tool_refused()
 
     def administration_refused(self, operations: Sequence[str]) -> str | None:
         return self.topic_ops.refused(operations)
