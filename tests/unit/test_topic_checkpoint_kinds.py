@@ -53,7 +53,8 @@ def test_the_topic_faults_check_their_arguments_and_say_they_are_permanent():
         parse("add_partitions", kwargs={"count": 1})
     assert all(KINDS[k].permanent(parse(k)) for k in ("recreate_topic", "expire_records", "add_partitions"))
     reassign = parse("reassign_partitions", kwargs={"topic": "output"})
-    assert reassign.params == {"topic": "output", "move": "leaders"} and KINDS["reassign_partitions"].permanent(reassign)
+    assert reassign.params == {"topic": "output", "move": "leaders"}
+    assert KINDS["reassign_partitions"].permanent(reassign)
     healed = parse("reassign_partitions", kwargs={"duration": 10})
     assert not KINDS["reassign_partitions"].permanent(healed)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..checker import Checker
 from ..metrics import MetricParams
 from ..oracle import Oracle
-from .damage import Damage
+from .damage import Damage, DamageResult
 from .delays import DelayClasses, DelayResult
 from .faults import FaultsAsPlanned, fault_errors
 from .guarantee import (
@@ -43,6 +43,7 @@ from .transactions import ExactlyOnceTransactions, TransactionsResult
 __all__ = [
     "NO_VERDICT",
     "Damage",
+    "DamageResult",
     "DefaultCheckers",
     "DelayClasses",
     "DelayResult",

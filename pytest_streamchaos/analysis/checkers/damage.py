@@ -21,7 +21,7 @@ loses what came after it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,14 @@ class Reaction:
     t: float | None = None
     batches: int = 0
     first_batch: int | None = None
+
+
+@dataclass
+class DamageResult(CheckResult):
+    """The damage check's result: one line per judged fault (in the run's report beside its recovery), and the
+    job's reaction to each, by the fault's label."""
+
+    reactions: dict[str, str] = field(default_factory=dict)
 
 
 def reaction(history: History, since: float) -> Reaction:
@@ -110,19 +118,18 @@ class Damage:
     def check(self, history: History) -> CheckResult:
         judged = [f for f in history.injected() if any(k in f.detail for k in JUDGED)]
         if not judged:
-            return CheckResult(self.name, True, [], {"faults": 0})
+            return DamageResult(self.name, True, [], {"faults": 0})
         v = self.validation.check(history)
         if not v.per_record or v.report is None:
-            return CheckResult(self.name, None, reason=_NO_VERDICT_SHORT)
-        lines: list[str] = []
-        numbers: dict[str, Any] = {"faults": len(judged)}
-        ok = True
+            return DamageResult(self.name, None, reason=_NO_VERDICT_SHORT)
+        out = DamageResult(self.name, True, [], {"faults": len(judged)})
         for f in judged:
             held, line, nums = self._judge(history, v.report, f)
-            ok &= held
-            lines.append(line)
-            numbers.update({f"{k}[{f.label}]" if len(judged) > 1 else k: n for k, n in nums.items()})
-        return CheckResult(self.name, ok, lines, numbers)
+            out.ok = bool(out.ok) and held
+            out.lines.append(f"damage: {line}")
+            out.reactions[f.label] = str(nums.get("reaction", ""))
+            out.numbers.update({f"{k}[{f.label}]" if len(judged) > 1 else k: n for k, n in nums.items()})
+        return out
 
     def _judge(self, history: History, report: GuaranteeReport, f: FaultRecord) -> tuple[bool, str, dict[str, Any]]:
         if "added" in f.detail:
@@ -147,8 +154,9 @@ class Damage:
     @staticmethod
     def _went_on(f: FaultRecord, r: Reaction, report: GuaranteeReport, what: str, gap: np.ndarray, beyond: int,
                  nums: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
-        ran = f"ran {_plural(r.batches, 'micro-batch', 'es')}" + (f" from batch {r.first_batch}" if r.first_batch is not None
-                                                           else "")
+        ran = f"ran {_plural(r.batches, 'micro-batch', 'es')}"
+        if r.first_batch is not None:
+            ran += f" from batch {r.first_batch}"
         replay = f.detail.get("batch")
         if "damage" in f.detail and replay is not None and r.first_batch is not None and r.first_batch <= replay:
             ran += f" (batch {r.first_batch} again: a replay; {report.duplicates} duplicate appearance(s))"
