@@ -148,7 +148,8 @@ class Damage:
         beyond = int(np.setdiff1d(report.lost_ids, gap).size)
         nums = {"reaction": r.kind, "gap": int(len(gap)), "lost_beyond_gap": beyond, "incorrect": report.incorrect}
         if r.kind == "failed":
-            return True, what + f"the job FAILED LOUDLY {r.t - float(since or 0.0):.1f}s later: {r.error}", nums
+            after = float(r.t or 0.0) - float(since or 0.0)
+            return True, what + f"the job FAILED LOUDLY {after:.1f}s later: {r.error}", nums
         return self._went_on(f, r, report, what, gap, beyond, nums)
 
     @staticmethod

@@ -258,6 +258,7 @@ class DamageState(_Damage):
                                f"{self.name} needs a stateful query (operator= and partition= name one)")
         before = sorted(n for n in names if state_version(n) is not None)
         how = planned.spec.params.get("how", STATE_HOW[0])
+        done: dict[str, Any]
         if how == "delete":
             cp.remove(*where, found)
             done = {"damage": "deleted", "bytes": None}

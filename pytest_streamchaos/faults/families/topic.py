@@ -216,7 +216,7 @@ class ReassignPartitions(_OnTopic):
     def _lead_when_complete(self, moved: Moved) -> None:
         """(move='replicas') once every new replica is in sync, its preferred leader elected."""
         try:
-            poll(lambda: self._in_sync(moved), SETTLE_S, interval=0.2, clock=time.time)
+            self._await_in_sync(moved)
             self.ctx.kafka.elect_preferred_leaders(moved.topic, sorted(moved.target))
         except Exception:  # the confirmation reports what did not complete
             pass
@@ -238,8 +238,13 @@ class ReassignPartitions(_OnTopic):
         """The assignment before, its preferred leaders elected once it is in sync."""
         back = Moved(moved.topic, moved.target, moved.before)
         self.ctx.kafka.reassign_partitions(moved.topic, back.target)
-        poll(lambda: self._in_sync(back), SETTLE_S, interval=0.2, clock=time.time)
+        self._await_in_sync(back)
         self.ctx.kafka.elect_preferred_leaders(moved.topic, sorted(back.target))
+
+    def _await_in_sync(self, moved: Moved) -> None:
+        poll(lambda: self._in_sync(moved), SETTLE_S, interval=0.2, clock=time.time,
+             on_timeout=lambda _: TimeoutError(f"{moved.topic}: the replicas {moved.target} not in sync within "
+                                               f"{SETTLE_S:g}s"))
 
     def _in_sync(self, moved: Moved) -> bool:
         """Whether every partition has the asked replicas, in order, all in sync."""
