@@ -10,7 +10,9 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.observer`: :class:`ObserverCheck`, the network faults spared the harness's clients;
 - :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
 - :mod:`.damage`: :class:`Damage`, what the job did about input a fault destroyed, a checkpoint it damaged,
-  partitions it added (failed loudly, recovered, or went on losing records).
+  partitions it added (failed loudly, recovered, or went on losing records);
+- :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
+  when the test asks for a reference, not a default).
 
 A test's own checker needs none of this: anything with a ``name`` and ``check(history)``
 (:class:`~pytest_streamchaos.analysis.checker.Checker`), given to ``run.check(...)``.
@@ -38,6 +40,7 @@ from .guarantee import (
 )
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
+from .reference import ReferenceCheck, ReferenceResult
 from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
@@ -60,6 +63,8 @@ __all__ = [
     "Recovery",
     "RecoveryResult",
     "RecoveryTime",
+    "ReferenceCheck",
+    "ReferenceResult",
     "Reliability",
     "TransactionsResult",
     "Validation",
