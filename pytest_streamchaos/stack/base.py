@@ -739,6 +739,11 @@ class KafkaCluster(abc.ABC):
         """The replication factor of the topics it creates when none is asked for."""
         raise _missing(self, "replication")
 
+    def partition_views(self, topic: str) -> Sequence[Mapping[int, PartitionView] | None]:
+        """``topic``'s partitions as each broker's own metadata shows them now (brokers apply the metadata log
+        each at its own pace: an operation is complete for the job's clients once every view shows it)."""
+        raise _missing(self, "partition_views")
+
     def topic_offsets(self, topic: str) -> Mapping[int, tuple[int, int]] | None:
         """(log start offset, end offset) of each partition of ``topic`` (None: no such topic)."""
         raise _missing(self, "topic_offsets")

@@ -208,10 +208,11 @@ class ReassignPartitions(_OnTopic):
         return out
 
     def _complete(self, moved: Moved) -> bool:
-        """Whether the admin API shows the reassignment done: the asked replicas, in order, all in sync, and
-        each partition led by its preferred replica."""
-        states = self.ctx.kafka.partition_states(moved.topic) or {}
-        return self._in_sync(moved) and all(states[p].leader == r[0] for p, r in moved.target.items() if p in states)
+        """Whether every broker's view shows the reassignment done: the asked replicas, in order, all in sync,
+        and each partition led by its preferred replica."""
+        return all(states is not None and _in_sync(states, moved.target)
+                   and all(states[p].leader == r[0] for p, r in moved.target.items())
+                   for states in self.ctx.kafka.partition_views(moved.topic))
 
     def _lead_when_complete(self, moved: Moved) -> None:
         """(move='replicas') once every new replica is in sync, its preferred leader elected."""
@@ -247,10 +248,14 @@ class ReassignPartitions(_OnTopic):
                                                f"{SETTLE_S:g}s"))
 
     def _in_sync(self, moved: Moved) -> bool:
-        """Whether every partition has the asked replicas, in order, all in sync."""
-        states = self.ctx.kafka.partition_states(moved.topic) or {}
-        return all(p in states and list(states[p].replicas) == r and set(states[p].isr) >= set(r)
-                   for p, r in moved.target.items())
+        """Whether every partition has the asked replicas, in order, all in sync (the cluster's view)."""
+        return _in_sync(self.ctx.kafka.partition_states(moved.topic) or {}, moved.target)
+
+
+def _in_sync(states: Mapping[int, Any], target: Mapping[int, Sequence[int]]) -> bool:
+    """Whether every partition of ``target`` has its replicas, in order, all in sync, in ``states``."""
+    return all(p in states and list(states[p].replicas) == list(r) and set(states[p].isr) >= set(r)
+               for p, r in target.items())
 
 
 def _json(assignment: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:

@@ -167,6 +167,9 @@ class TopicAdministration:
     topic_ops: TopicOperations
     reassign_dir: Path  #: where a reassignment's plan file is written while the tool runs
 
+    def partition_views(self, topic: str) -> list[Mapping[int, PartitionState] | None]:
+        return [states_of(v, topic) for v in self.topic_ops.admin.broker_views(topic)]
+
     def topic_offsets(self, topic: str) -> dict[int, tuple[int, int]] | None:
         return self.topic_ops.offsets(topic)
 
