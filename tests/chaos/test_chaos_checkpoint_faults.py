@@ -69,19 +69,21 @@ def assert_replayed_with_duplicates(run: Any) -> None:
     assert run.lost == 0 and run.incorrect == 0
 
 
+@pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
 @pytest.mark.chaos(backend="local")
 @drop_commit()
 def test_a_dropped_commit_replays_the_batch_and_finds_the_foreach_batch_duplicates(chaos):
-    run = lake_run(chaos, "at-least-once", duration=40)
+    run = lake_run(chaos, duration=40)
     print(run.describe())
     assert_replayed_with_duplicates(run)
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)
 @pytest.mark.chaos(backend="local", repeat=5)
 @drop_commit()
 def test_the_dropped_commit_finds_the_foreach_batch_duplicates_five_times_out_of_five(chaos):
-    repeated = lake_run(chaos, "at-least-once", duration=40)
+    repeated = lake_run(chaos, duration=40)
     assert len(repeated.runs) == 5
     for run in repeated.runs:
         assert_replayed_with_duplicates(run)
@@ -97,6 +99,7 @@ def test_a_dropped_commit_on_a_kafka_sink_replays_what_at_least_once_permits(cha
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @tear_offsets(how="truncate")
 def test_a_torn_offsets_file_stops_the_restarted_query_loudly(chaos):
@@ -134,6 +137,7 @@ def sales_per_store(chaos: Any) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @pytest.mark.parametrize("how", [pytest.param(h, marks=damage_state(how=h)) for h in ("delete", "truncate")])
 def test_a_damaged_state_file_stops_the_stateful_job_loudly(chaos, how):

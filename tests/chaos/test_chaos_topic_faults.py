@@ -105,6 +105,7 @@ def assert_failed_loudly(run: Any, error: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @recreate_topic(after=8)
 def test_a_recreated_input_stops_the_job_loudly(chaos):
@@ -117,6 +118,7 @@ def test_a_recreated_input_stops_the_job_loudly(chaos):
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @expire_records(after=8)
 def test_records_deleted_before_the_job_read_them_stop_it_loudly(chaos):
@@ -128,6 +130,7 @@ def test_records_deleted_before_the_job_read_them_stop_it_loudly(chaos):
 
 
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @expire_records(after=8)
 def test_with_fail_on_data_loss_off_the_job_goes_on_and_loses_exactly_the_gap(chaos):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import artifacts, commands
@@ -42,19 +43,39 @@ class TopicOperations:
         self.progress = progress
 
     def offsets(self, topic: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[int, tuple[int, int]] | None:
-        """(log start offset, end offset) of each partition of ``topic`` (None: the cluster does not know it)."""
-        from confluent_kafka import TopicPartition
+        """(log start offset, end offset) of each partition of ``topic`` (None: the cluster does not know it).
+        A retriable answer -- a new leader whose high watermark has not caught up yet, right after a leadership
+        change -- is asked again until ``timeout``."""
         from confluent_kafka.admin import OffsetSpec
 
         parts = self.admin.partitions(topic, timeout)
         if parts is None:
             return None
-        ends: list[dict[int, int]] = []
-        for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
-            asked = {TopicPartition(topic, p): spec for p in parts}
-            futures = self.admin.client().list_offsets(asked, request_timeout=timeout)
-            ends.append({tp.partition: int(f.result(timeout).offset) for tp, f in futures.items()})
-        return {p: (ends[0][p], ends[1][p]) for p in sorted(parts)}
+        low, high = (self._offsets_of(topic, parts, spec, timeout) for spec in (OffsetSpec.earliest(),
+                                                                                 OffsetSpec.latest()))
+        return {p: (low[p], high[p]) for p in sorted(parts)}
+
+    def _offsets_of(self, topic: str, parts: Iterable[int], spec: Any, timeout: float) -> dict[int, int]:
+        def asked() -> dict[int, int] | None:
+            return self._list_offsets(topic, parts, spec)
+
+        found = poll(asked, timeout, interval=0.2,
+                     on_timeout=lambda _: StackError(f"{topic}: no offsets within {timeout:g}s"))
+        return found or {}
+
+    def _list_offsets(self, topic: str, parts: Iterable[int], spec: Any) -> dict[int, int] | None:
+        """One ListOffsets of every partition; None when an answer is retriable (asked again)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        futures = self.admin.client().list_offsets({TopicPartition(topic, p): spec for p in parts},
+                                                   request_timeout=REQUEST_TIMEOUT_S)
+        try:
+            return {tp.partition: int(f.result(REQUEST_TIMEOUT_S).offset) for tp, f in futures.items()}
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if getattr(err, "retriable", lambda: False)():
+                return None
+            raise StackError(f"{topic}: ListOffsets failed: {exc}") from None
 
     def add_partitions(self, topic: str, total: int, timeout: float = SETTLE_TIMEOUT_S) -> None:
         """Grow ``topic`` to ``total`` partitions; return once every broker lists them, each with a leader."""
