@@ -214,3 +214,16 @@ def test_the_newest_state_file_is_the_per_batch_file_of_the_highest_version():
     assert newest_state_file(["7_9c2e.zip", "6_1b2d.zip"]) == "7_9c2e.zip"
     assert newest_state_file(["_metadata", ".1.delta.crc"]) is None
     assert state_version("12_0f3a.zip") == 12 and state_version("SSTs") is None
+
+
+def test_an_offsets_answer_right_after_a_leadership_change_is_asked_again():
+    """Measured: ListOffsets to a partition's new leader answers OFFSET_NOT_AVAILABLE ("Leader high watermark is
+    not caught up") for a moment, which the client does not flag retriable; an authorization error is final."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from pytest_streamchaos.stack.kraft.operations import retriable
+
+    assert retriable(KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)))
+    assert retriable(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
+    assert not retriable(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    assert not retriable(ValueError("not Kafka's"))

@@ -32,6 +32,19 @@ TOOL_JAVA_OPTS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx192m", "-X
 SETTLE_TIMEOUT_S = 30.0
 
 
+def retriable(exc: Exception) -> bool:
+    """Whether a partition's admin answer says "ask again": a new leader whose high watermark has not caught up
+    (OFFSET_NOT_AVAILABLE, not flagged retriable by the client), a leadership moving, a topic being created."""
+    from confluent_kafka import KafkaError
+
+    err = exc.args[0] if exc.args else None
+    if not isinstance(err, KafkaError):
+        return False
+    again = (KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+             KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)
+    return bool(err.retriable()) or err.code() in again
+
+
 class TopicOperations:
     """Kafka's admin operations on one cluster's topics (``admin``: the harness's client of it; ``java``: the
     JVM that runs Kafka's own tools, found on first use when None)."""
@@ -72,8 +85,7 @@ class TopicOperations:
         try:
             return {tp.partition: int(f.result(REQUEST_TIMEOUT_S).offset) for tp, f in futures.items()}
         except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if getattr(err, "retriable", lambda: False)():
+            if retriable(exc):
                 return None
             raise StackError(f"{topic}: ListOffsets failed: {exc}") from None
 
