@@ -92,7 +92,7 @@ def test_records_sent_after_the_destruction_at_the_same_offsets_are_not_destroye
 def test_a_dropped_commit_replayed_is_a_recovery_with_its_duplicates_named():
     batch_12 = np.arange(1200, 1300)
     dropped = injected(12.6, "drop_commit when=between_batches", healed=13.0, damage="deleted",
-                       file="commits/12", batch=12)
+                       file="commits/12", batch=12, replays=12)
     h = trace(duplicate=batch_12, events=dropped, batches_from=15, first_batch=12)
     r = damage(h)
     assert r.ok is True and r.numbers["reaction"] == "recovered"

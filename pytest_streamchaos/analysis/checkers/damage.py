@@ -6,8 +6,9 @@ A fault says what it did in its ``fault_injected`` event, in plain data (never b
 - ``destroyed``: input records it deleted (``{partition: [start, end)}`` of ``topic``, ``end`` None: up to
   the topic's end; ``destroyed_at``: when), e.g. a topic deleted and recreated, records deleted before the
   job read them. The records the job had not read by then are the **gap**: no job can output them.
-- ``damage``: a file of the checkpoint it damaged (``file``; ``batch``: the batch it was the newest of).
-  Spark reads it when the restarted driver starts its query.
+- ``damage``: a file of the checkpoint it damaged (``file``; ``batch``: the batch it was the newest of;
+  ``replays``: the batch the damage makes run again, a dropped commit's). Spark reads it when the restarted
+  driver starts its query.
 - ``added``: partitions it added to ``topic``: whether the job read their records, and from which offset.
 
 For each, the job's **reaction**: it failed loudly (the query terminated with an error, or the driver exited
@@ -158,8 +159,8 @@ class Damage:
         ran = f"ran {_plural(r.batches, 'micro-batch', 'es')}"
         if r.first_batch is not None:
             ran += f" from batch {r.first_batch}"
-        replay = f.detail.get("batch")
-        if "damage" in f.detail and replay is not None and r.first_batch is not None and r.first_batch <= replay:
+        replay = f.detail.get("replays")  # the batch the damage makes run again (a dropped commit's)
+        if replay is not None and r.first_batch is not None and r.first_batch <= replay:
             ran += f" (batch {r.first_batch} again: a replay; {report.duplicates} duplicate appearance(s))"
         if len(gap) == 0 and beyond == 0 and report.incorrect == 0:
             nums["reaction"] = "recovered"
