@@ -145,9 +145,8 @@ class ReassignPartitions(_OnTopic):
     operations = ("ALTER",)  # AlterPartitionReassignments and ElectLeaders: ALTER on the cluster
     permanent_always = False
     moments = (*TOPIC_MOMENTS, OUTPUT_VISIBLE_UNCOMMITTED)
-    # a leadership change with nothing of the job in flight is one between batches, as a broker's loss is
-    # (the search's idle_broker rule): the search reasons about it as about a broker taken down
-    takes_down = "broker"
+    # nothing is taken down: every broker stays, the leadership moves (the search folds none of its cells)
+    takes_down = "other"
     search_targets = (SearchTarget("input_leaders", serves="input"),
                       SearchTarget("output_leaders", params={"topic": "output"}, serves="output"))
 
