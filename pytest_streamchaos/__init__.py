@@ -24,6 +24,8 @@ or lets the plugin search the fault schedules that break the test's assertions (
 
 from typing import Any
 
+from pytest_streamchaos.deprecation import installed_version as _installed_version
+
 # Imported on first use (PEP 562), not here: job-side code (a Spark driver or executor, or the
 # pyspark_streamchaos data source that PySpark imports in every session's lookup worker) imports
 # pytest_streamchaos.job (also as pytest_streamchaos.spark), which must not drag in pytest and the harness.
@@ -47,7 +49,7 @@ _LAZY = {
     "Watch": "pytest_streamchaos.runner.groups",
     "JobSetup": "pytest_streamchaos.runner.groups",
     "Timing": "pytest_streamchaos.runner.groups",
-    "Reference": "pytest_streamchaos.runner.reference",
+    "Reference": "pytest_streamchaos.analysis.reference",
     "explore": "pytest_streamchaos.exploration.mark",
 }
 #: where every fault kind's decorator is (``kill_worker`` ...): made from the fault registry, so a new
@@ -88,4 +90,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY, *_fault_marks()])
 
 
-__version__ = "0.1.0"
+#: the installed distribution's version: pyproject.toml's, as the install wrote it into the metadata
+__version__ = _installed_version()

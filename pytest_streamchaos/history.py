@@ -22,6 +22,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from pytest_streamchaos import deprecation
 from pytest_streamchaos.facts import RunFacts, Topics
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
@@ -47,6 +48,13 @@ class Aim:
         if value is None or isinstance(value, Aim):
             return value
         return cls(**{f.name: value[f.name] for f in fields(cls) if f.name in value})
+
+    def __getitem__(self, key: str) -> Any:
+        """``aim["hit"]``: the dict this was in development snapshots before 0.2.0; deprecated, goes in 0.3.0."""
+        deprecation.use("run.faults[i].aim[key]", error=TypeError)
+        if key not in {f.name for f in fields(self)}:
+            raise KeyError(key)
+        return getattr(self, key)
 
     def describe(self) -> str:
         tried = f"{self.attempts} batch{'es' if self.attempts != 1 else ''} tried"

@@ -1,8 +1,8 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
 - the jars of Apache Kafka (and of its own tools: ``reassign_partitions`` runs ``kafka-reassign-partitions``),
-  of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
-  HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+  of Spark's Kafka connector and Delta Lake (for the installed pyspark's Spark line) and of Hadoop's HDFS, from
+  Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
-from pytest_streamchaos.spark import connector
+from pytest_streamchaos.spark import connector, delta
 from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.environment import check_spark_environment
 
@@ -57,6 +57,15 @@ class Step:
 
 def _connector_set() -> artifacts.JarSet:
     return connector.connector(check_spark_environment().spark_home)
+
+
+def _delta_ready() -> bool:
+    """Delta's jars of the installed line are cached, or the line has no Delta (a job that needs it is
+    refused when it starts, naming the pysparks that have one)."""
+    try:
+        return artifacts.is_resolved(delta.delta_set(check_spark_environment().spark_home))
+    except artifacts.ResolutionError:
+        return True
 
 
 def _cds_paths() -> list[tuple[str, Path]]:
@@ -90,6 +99,8 @@ def steps() -> dict[str, Step]:
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),
+        "delta": Step("Delta Lake", _delta_ready,
+                      lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
         "yarn": jars(artifacts.hadoop_yarn_jars),
         "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,

@@ -5,10 +5,13 @@ A command-line option wins over the ini key, which wins over the default.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import pytest
+
+from pytest_streamchaos import deprecation
 
 #: the stack backends by name
 BACKENDS: tuple[str, ...] = ("local", "docker")
@@ -99,6 +102,13 @@ OPTIONS: tuple[Option, ...] = (
 EXPLORE_PROFILES_INI = "streamchaos_explore_profiles"
 
 
+#: options under an old name (``--chaos-brokers``, ini ``streamchaos_brokers``): old name -> (new name, its entry in
+#: :data:`~pytest_streamchaos.deprecation.MOVED`); the old name sets the new option, with a deprecation warning
+RENAMED: dict[str, tuple[str, str]] = {
+    "brokers": ("kafka_brokers", "--chaos-brokers / ini streamchaos_brokers"),
+}
+
+
 def _flag(opt: Option) -> str:
     return "--chaos-" + opt.name.replace("_", "-")
 
@@ -126,6 +136,10 @@ def addoptions(parser: pytest.Parser) -> None:
                             choices=opt.choices, metavar=opt.name.upper(),
                             help=f"{opt.help} (ini: {_ini(opt)}; default: {opt.default!r})")
             parser.addini(_ini(opt), f"{opt.help} (default: {opt.default!r})", default=str(opt.default))
+    for old, (_new, key) in RENAMED.items():
+        renamed = Option(old, f"deprecated: {deprecation.MOVED[key].warning()}", "")
+        group.addoption(_flag(renamed), action="store", default=None, dest=_ini(renamed), help=argparse.SUPPRESS)
+        parser.addini(_ini(renamed), renamed.help, default="")
     parser.addini(EXPLORE_PROFILES_INI, "explore profiles, one per line: `name: budget=4 max_seconds=300 ...` "
                   "(the knobs of @explore); chosen with --chaos-explore-profile", type="linelist", default=[])
 
@@ -169,11 +183,12 @@ class Settings:
         """Resolve every option; a bad value raises ``pytest.UsageError`` naming the flag and ini key."""
         values: dict[str, Any] = {}
         by_name = {o.name: o for o in OPTIONS}
+        old_names = _renamed_options(config)
         for f in fields(cls):
             opt = by_name[f.name]
             raw = config.getoption(_ini(opt))
             if raw is None:
-                raw = config.getini(_ini(opt))
+                raw = old_names.get(opt.name, config.getini(_ini(opt)))
             if opt.type is bool:
                 values[f.name] = bool(raw)
                 continue
@@ -208,6 +223,22 @@ def _check_backend(opt: Option, value: str) -> None:
     if value not in BACKENDS:
         raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: unknown backend {value!r}; valid backends: "
                                 f"{', '.join(map(repr, BACKENDS))}")
+
+
+def _renamed_options(config: pytest.Config) -> dict[str, Any]:
+    """New option name -> the value given under its old name (:data:`RENAMED`); each use warns, or after its
+    window fails, naming the new form (docs/deprecations.md)."""
+    given: dict[str, Any] = {}
+    for old, (new, key) in RENAMED.items():
+        renamed = Option(old, "", "")
+        raw = config.getoption(_ini(renamed))
+        if raw is None:
+            raw = config.getini(_ini(renamed))
+        if raw in (None, ""):
+            continue
+        deprecation.use(key, error=pytest.UsageError, warn=config.issue_config_time_warning)
+        given[new] = raw
+    return given
 
 
 def _optional_seed(opt: Option, raw: Any) -> int | None:

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import deprecation
 from ..history import Aim
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
@@ -309,8 +310,9 @@ class FaultMetrics:
 
     @property
     def detection(self) -> float | None:
-        """Old name of :attr:`output_symptom` (the first sign in the output, not when the system
-        detected the fault: that is :attr:`system_detection`)."""
+        """Deprecated old name of :attr:`output_symptom` (the first sign in the output, not when the
+        system detected the fault: that is :attr:`system_detection`); goes in 0.3.0."""
+        deprecation.use("run.faults[i].detection", error=AttributeError)
         return self.output_symptom
 
     @property

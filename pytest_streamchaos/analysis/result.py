@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
+from .. import deprecation
 from ..facts import RunFacts
 from ..history import FaultRecord, History
 from ..records import TimelineEvent, Trace
@@ -44,11 +45,12 @@ from .checkers import (
     DelayResult,
     ObserverResult,
     RecoveryResult,
-    ReferenceResult,
     TransactionsResult,
     ValidationResult,
+    comparison_of,
     default_checkers,
     fault_errors,
+    reference_unavailable,
 )
 from .delay_class import DelayOutcome
 from .guarantee import GuaranteeReport
@@ -66,8 +68,44 @@ SCHEMA_VERSION = 2
 C = TypeVar("C", bound=CheckResult)
 
 
+class ABMethods:
+    """A run set against another run: the A/B comparisons of :class:`ChaosRun`."""
+
+    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
+        """This run against ``baseline`` (the same scenario under another configuration, or without
+        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
+        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
+        from .versus import versus
+
+        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
+
+    def overhead(self, reference: Any) -> Any:
+        """This run's steady-state cost against ``reference`` (the same job and load in another
+        setting), and its time back to normal after its fault. See
+        :func:`pytest_streamchaos.analysis.versus.overhead`."""
+        from .versus import overhead
+
+        return overhead(self, reference)
+
+
+class OldForms:
+    """:class:`ChaosRun`'s old public forms, each through the deprecation helper (docs/deprecations.md)."""
+
+    @property
+    def exactly_once_verified(self) -> bool | None:
+        """Deprecated (goes in 0.3.0): whether the broker could show which outputs were committed."""
+        deprecation.use("run.exactly_once_verified", error=AttributeError)
+        check = cast(Any, self).exactly_once_check
+        return None if check is None else check["status"] != "unverified"
+
+    @property
+    def observer_lines(self) -> NoReturn:
+        """Removed in 0.2.0: accessing it says what replaced it."""
+        raise AttributeError(deprecation.MOVED["run.observer_lines()"].refusal())
+
+
 @dataclass(eq=False)
-class ChaosRun:
+class ChaosRun(ABMethods, OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -155,27 +193,20 @@ class ChaosRun:
 
     @property
     def guarantee_delivered(self) -> str:
-        """The guarantee the run delivered: from the per-record verdict, else (a job whose output carries
-        no input ids) from the comparison with its reference run."""
+        """From the per-record verdict, else (no input ids in the output) from the reference comparison."""
         cmp = self.reference
-        if self.resolution == "none" and cmp is not None:
-            return cmp.guarantee() or "unknown"
-        return self.validation.delivered
+        return (cmp.guarantee() or "unknown") if self.resolution == "none" and cmp is not None else \
+            self.validation.delivered
 
     @property
     def reference(self) -> Comparison | None:
-        """The comparison with the reference run (``chaos.run(..., reference=True)``): what differs, output by
-        output (``.lines()``, ``.to_dict()``); None without a reference."""
-        r = next((c for c in [*self.checks.values(), *self.user_checks.values()] if isinstance(c, ReferenceResult)),
-                 None)
-        return None if r is None else r.comparison
+        """The comparison with the reference run (``reference=True``: ``.lines()``, ``.to_dict()``), or None."""
+        return comparison_of([*self.checks.values(), *self.user_checks.values()])
 
     @property
     def diverged(self) -> int | None:
-        """Rows or keys of the outputs that differ from the reference run's (0: the same output as without
-        faults); None without a reference, or when no output could be compared (``run.reference`` says why)."""
-        cmp = self.reference
-        return None if cmp is None else cmp.diverged
+        """Rows or keys that differ from the reference run's output; None without one, or none comparable."""
+        return None if self.reference is None else self.reference.diverged
 
     @property
     def resolution(self) -> str:
@@ -221,14 +252,8 @@ class ChaosRun:
         """Metric name -> why it could not be computed (empty when every metric was)."""
         if self.resolution != "none":
             return self.metrics.unavailable
-        out = {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
-               **self.metrics.unavailable}
-        cmp = self.reference
-        if cmp is not None:  # the guarantee comes from the comparison with the reference run
-            del out["guarantee"]
-            if cmp.guarantee() is None:
-                out["guarantee"] = "no output could be compared with the reference run (run.reference says why)"
-        return out
+        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), NO_VERDICT),
+                **reference_unavailable(self.reference), **self.metrics.unavailable}
 
     @property
     def latency(self) -> LatencySummary:
@@ -378,21 +403,3 @@ class ChaosRun:
         return (f"ChaosRun(sent {self.sent}, lost {self.lost}, duplicates {self.duplicates}, incorrect "
                 f"{self.incorrect}, {self.guarantee} declared, {self.guarantee_delivered} delivered, "
                 f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {self.downtime:.1f}s)")
-
-    # -- A/B -----------------------------------------------------------------------------------
-    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
-        """This run against ``baseline`` (the same scenario under another configuration, or without
-        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
-        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
-        from .versus import versus
-
-        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
-
-    def overhead(self, reference: Any) -> Any:
-        """This run's steady-state cost against ``reference`` (the same job and load in another
-        setting), and its time back to normal after its fault. See
-        :func:`pytest_streamchaos.analysis.versus.overhead`."""
-        from .versus import overhead
-
-        return overhead(self, reference)
-

@@ -22,6 +22,8 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
+from pytest_streamchaos.analysis.reference import Reference
+from pytest_streamchaos.deprecation import MOVED
 from pytest_streamchaos.observe.outputs import NO_IDS, IdSpec
 
 
@@ -57,22 +59,28 @@ class Watch:
     the ids from the run's own output topic. ``annotate``: ``{name: fn(record) -> number}`` on each
     record the factory made, as it is sent (an aggregate's amount, an ``explode``'s copies); a callable
     that raises stops the run (:mod:`pytest_streamchaos.usercode`). ``params``: the metric parameters
-    (band, hold, bucket: :class:`~pytest_streamchaos.analysis.metrics.MetricParams`)."""
+    (band, hold, bucket: :class:`~pytest_streamchaos.analysis.metrics.MetricParams`). ``reference``: also run
+    the job on the same input without faults and compare the outputs with it by key (``True``, or
+    :class:`~pytest_streamchaos.analysis.reference.Reference` naming key columns and columns to leave out;
+    docs/reference.md)."""
 
-    outputs: Mapping[str, IdSpec] | Sequence[str] | None = None
+    #: a list given is kept as ``{place: NO_IDS}`` (:meth:`__post_init__`)
+    outputs: Mapping[str, IdSpec] | None = None
     oracle: Oracle | None = None
     id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None
     annotate: Mapping[str, Callable[[Any], float]] | None = None
     params: MetricParams | None = None
+    reference: bool | Reference | None = None
 
     def __post_init__(self) -> None:
+        Reference.of(self.reference)  # a wrong one fails here, naming the fix
         outs = self.outputs
         if outs is None or isinstance(outs, Mapping):
             return
-        if isinstance(outs, str) or not all(isinstance(o, str) and o for o in outs):
+        if isinstance(outs, str) or not all(isinstance(o, str) and o for o in cast(Sequence[Any], outs)):
             raise ValueError(f"outputs={outs!r}: give {{place: how ids are read}}, or a list of places whose rows "
                              "carry no ids, e.g. outputs=['counts', 'file:/data/totals']")
-        object.__setattr__(self, "outputs", dict.fromkeys(outs, NO_IDS))  # frozen: set once, here
+        object.__setattr__(self, "outputs", dict.fromkeys(cast(Sequence[str], outs), NO_IDS))  # frozen: once, here
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +122,15 @@ class Timing:
     drain_timeout: float = 60.0
     settle_seconds: float | None = None
 
+
+#: the group fields that were flat arguments of ``chaos.run`` until 0.2.0 (CHANGELOG.md): their refusal names the
+#: version that removed them (docs/deprecations.md); a field added to a group later has no old flat form
+ONCE_FLAT = frozenset({"partitions", "key_space", "skew", "record_size", "late_fraction", "trigger_seconds",
+                       "warmup_timeout", "drain_timeout", "settle_seconds", "conf", "env", "args", "files",
+                       "py_files", "checkpoint", "supervise", "stale_checkpoint", "id_reader", "params", "annotate"})
+#: the policy's entries of the flat arguments and of one that went without a group
+FLAT_MOVED = MOVED["chaos.run(<argument of a group>=...)"]
+GONE = {"kafka_timeout_ms": MOVED["chaos.run(kafka_timeout_ms=...)"]}
 
 #: the groups by the keyword ``chaos.run`` takes them under
 GROUPS: dict[str, type[Load] | type[Watch] | type[JobSetup] | type[Timing]] = {
@@ -188,11 +205,15 @@ def grouped_keywords(func: Callable[P, R]) -> Callable[P, R]:
 
 def moved_message(name: str, takes: set[str]) -> str:
     """Where keyword ``name`` goes now, or what it may have meant (for :func:`grouped_keywords`)."""
+    if name in GONE:
+        return GONE[name].refusal()
     home = _group_of(name)
     if home is not None:
         key, cls = home
-        return (f"chaos.run() got {name}=: it is an argument of the {cls.__name__} group now; fix: "
-                f"chaos.run(..., {key}={cls.__name__}({name}=...)) (from pytest_streamchaos import {cls.__name__})")
+        fix = f"chaos.run(..., {key}={cls.__name__}({name}=...)) (from pytest_streamchaos import {cls.__name__})"
+        if name in ONCE_FLAT:
+            return replace(FLAT_MOVED, old=f"chaos.run({name}=...)", new=fix).refusal()
+        return f"chaos.run() got {name}=: it is an argument of the {cls.__name__} group; fix: {fix}"
     known = takes | {f.name for cls in GROUPS.values() for f in fields(cls)}
     close = difflib.get_close_matches(name, sorted(known), n=1)
     if not close:

@@ -5,3 +5,20 @@ files).
 
 What a job may import lives in :mod:`pytest_streamchaos.job`.
 """
+
+from typing import Any
+
+#: what a job imported from here until 0.2.0 (``from pytest_streamchaos.spark import job_config``): it lives
+#: in the job-side package now, and keeps working from here with a deprecation warning until 0.3.0
+_JOB_NAMES = ("JobConfig", "JobConfigError", "job_config", "read_kafka", "write_kafka_batch", "ExactlyOnceKafkaSink",
+              "KafkaSinkError", "SinkFencedError")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _JOB_NAMES:
+        import pytest_streamchaos.job
+        from pytest_streamchaos import deprecation
+
+        deprecation.use("from pytest_streamchaos.spark import <job helper>", error=ImportError)
+        return getattr(pytest_streamchaos.job, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

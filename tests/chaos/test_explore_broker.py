@@ -94,7 +94,8 @@ def test_explore_kills_the_input_and_output_leaders_and_the_ledger_loses_nothing
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     [doc] = json.loads((pytester.path / "report.json").read_text())
     explore = doc["explore"]
-    runs = explore["runs"]
+    assert explore["runs"][0]["purpose"] == "control" and explore["verdict"] == "passed"
+    runs = explore["runs"][1:]  # the schedules, after the control run without faults
     assert explore["found"] is None and explore["flaky"] == [] and 5 <= len(runs) <= BUDGET
     assert all(not r["falsified"] and r["error"] is None for r in runs), runs
     assert sum(s["phase"] == "tasks_running" for r in runs for s in r["schedule"]) == 1, runs  # then pruned

@@ -156,3 +156,19 @@ def test_columns_of_a_committed_write_name_the_id_field_candidates(tmp_path: Pat
     assert columns_of(locate(out)) == [], "not committed yet"
     commit(out / "batch=0")
     assert columns_of(locate(out)) == ["batch", "id", "url"]
+
+
+def test_the_rows_of_what_is_output_now_with_partition_columns(tmp_path: Path) -> None:
+    """What a reference run compares: every committed row, a replay's append twice, the partition column
+    added, nothing of an uncommitted directory; an output without ids reads the same (its ids unread)."""
+    out = tmp_path / "out"
+    part(out / "batch=0", [1, 2], v=["a", "b"])
+    commit(out / "batch=0")
+    part(out / "batch=1", [3], v=["c"])  # not committed
+    c = FileSinkCollector(out, lambda row, _: [])
+    c.poll()
+    assert sorted((r["batch"], r["id"], r["v"]) for r in c.rows()) == [("0", 1, "a"), ("0", 2, "b")]
+    part(out / "batch=0", [1, 2], v=["a", "b"])  # a replay appends again
+    commit(out / "batch=0")
+    c.poll(fresh=True)
+    assert sorted(r["id"] for r in c.rows()) == [1, 1, 2, 2] and c.ids_seen == 0

@@ -28,9 +28,9 @@ def test_planted_gap_downtime_exact_and_recovery_within_one_bucket():
     assert f.downtime == pytest.approx(12.0, abs=0.01), f
     assert m.downtime == f.downtime
     assert f.gap_start - T0 == pytest.approx(31.0, abs=0.01)
-    assert f.detection == pytest.approx(1.0, abs=0.01)
+    assert f.output_symptom == pytest.approx(1.0, abs=0.01)
     assert f.recovery_time == pytest.approx(19.0, abs=B), f
-    assert f.detection + f.output_gap + f.catch_up == pytest.approx(f.recovery_time)
+    assert f.output_symptom + f.output_gap + f.catch_up == pytest.approx(f.recovery_time)
     assert f.catch_up == pytest.approx(6.0, abs=B)
     assert f.verdict == "outage"
     # the oldest delayed record waited 12 s more than the 0.2 s baseline
@@ -49,7 +49,7 @@ def test_latency_spike_failure_cost_and_recovery():
     assert m.latency.baseline == pytest.approx(0.2, abs=1e-6)
     # bound = 0.2 * 1.5 + 1.0 = 1.3; last output above it arrives at 39.0 (computed by hand)
     assert f.recovery_time == pytest.approx(9.0, abs=B)
-    assert f.detection == pytest.approx(3.925, abs=0.01)
+    assert f.output_symptom == pytest.approx(3.925, abs=0.01)
     assert f.verdict == "degraded"
     strict = compute_metrics(tr, params=MetricParams(slo_latency_seconds=3.0))
     assert strict.faults[0].verdict == "outage"
@@ -213,7 +213,8 @@ def test_system_detection_and_output_symptom_are_reported_apart():
     f = compute_metrics(tr).faults[0]
     assert f.system_detection == pytest.approx(2.5) and f.system_detection_event == "executor_removed"
     assert f.output_symptom == pytest.approx(1.0, abs=0.01)
-    assert f.detection == f.output_symptom  # the old name, kept as an alias
+    with pytest.warns(DeprecationWarning, match=r"detection is deprecated .* use run.faults\[i\].output_symptom"):
+        assert f.detection == f.output_symptom  # the old name, until 0.3.0
     d = f.to_dict()
     assert d["system_detection"] == pytest.approx(2.5) and d["output_symptom"] == pytest.approx(1.0, abs=0.01)
     assert d["system_detection_event"] == "executor_removed"

@@ -52,7 +52,8 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_the_groups_are_public_and_their_defaults_are_the_flat_ones():
     assert {"Load", "Watch", "JobSetup", "Timing"} <= set(pytest_streamchaos.__all__)
     params = inspect.signature(Chaos.run).parameters
-    assert len(params) <= 13, list(params)  # self, job, the flat arguments and the four groups
+    # self, job, the flat arguments and the four groups (reference= is Watch's, flat for the headline call)
+    assert len(params) <= 14, list(params)
     for group in (Load, Watch, JobSetup, Timing):
         for f in fields(group):
             if f.name in params:  # a flat argument of the group: the same default
@@ -91,11 +92,16 @@ def test_every_group_reaches_the_run(built):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"args": ["x"]}, r"got args=: it is an argument of the JobSetup group now; fix: chaos.run\(\.\.\., "
-                      r"setup=JobSetup\(args=\.\.\.\)\) \(from pytest_streamchaos import JobSetup\)"),
-    ({"partitions": 4}, r"got partitions=: .* load=Load\(partitions=\.\.\.\)"),
-    ({"params": None}, r"got params=: .* watch=Watch\(params=\.\.\.\)"),
-    ({"settle_seconds": 3}, r"got settle_seconds=: .* timing=Timing\(settle_seconds=\.\.\.\)"),
+    # a flat argument of 0.1.0: the version that removed it and the new form (docs/deprecations.md)
+    ({"args": ["x"]}, r"^chaos.run\(args=\.\.\.\) was removed in pytest-streamchaos 0.2.0: use chaos.run\(\.\.\., "
+                      r"setup=JobSetup\(args=\.\.\.\)\) \(from pytest_streamchaos import JobSetup\)$"),
+    ({"partitions": 4}, r"partitions=\.\.\.\) was removed in .* 0.2.0: use .* load=Load\(partitions=\.\.\.\)"),
+    ({"params": None}, r"params=\.\.\.\) was removed in .* 0.2.0: use .* watch=Watch\(params=\.\.\.\)"),
+    ({"settle_seconds": 3}, r"settle_seconds=\.\.\.\) was removed .*: use .* timing=Timing\(settle_seconds=\.\.\.\)"),
+    ({"kafka_timeout_ms": 500}, r"kafka_timeout_ms=\.\.\.\) was removed in .* 0.2.0: use the job's own Kafka timeout"),
+    # a group field that was never flat: named with its group, no version
+    ({"deploy_mode": "client"}, r"got deploy_mode=: it is an argument of the JobSetup group; fix: .*"
+                                r"setup=JobSetup\(deploy_mode=\.\.\.\)"),
     ({"rat": 5}, r"unexpected keyword argument 'rat': did you mean rate=\?"),
     ({"trigger_second": 1}, r"'trigger_second': did you mean timing=Timing\(trigger_seconds=\.\.\.\)\?"),
     ({"zzz": 1}, r"unexpected keyword argument 'zzz'; it takes duration, guarantee, inputs, kafka_port, load"),

@@ -40,7 +40,7 @@ from .guarantee import (
 )
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
-from .reference import ReferenceCheck, ReferenceResult
+from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
 from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
@@ -65,6 +65,8 @@ __all__ = [
     "RecoveryTime",
     "ReferenceCheck",
     "ReferenceResult",
+    "comparison_of",
+    "reference_unavailable",
     "Reliability",
     "TransactionsResult",
     "Validation",
