@@ -1,7 +1,8 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
-- the jars of Apache Kafka, of Spark's Kafka connector and Delta Lake (for the installed pyspark's Spark line)
-  and of Hadoop's HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+- the jars of Apache Kafka (and of its own tools: ``reassign_partitions`` runs ``kafka-reassign-partitions``),
+  of Spark's Kafka connector and Delta Lake (for the installed pyspark's Spark line) and of Hadoop's HDFS, from
+  Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
@@ -94,6 +95,7 @@ def steps() -> dict[str, Step]:
 
     return {
         "kafka": jars(artifacts.kafka_jars),
+        "kafka-tools": jars(artifacts.kafka_tools_jars),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..facts import RunFacts
 from ..records import TimelineEvent
-from .checkers import NO_VERDICT, DelayResult, ObserverResult, TransactionsResult
+from .checkers import NO_VERDICT, DamageResult, DelayResult, ObserverResult, TransactionsResult
 from .metrics import NOT_RECOVERED, FaultMetrics
 from .sla import render_timeline
 
@@ -56,7 +56,8 @@ def context(run: ChaosRun) -> str:
     lines = [f"guarantee: declared {run.guarantee}; {run.report.describe()}"]
     for i, f in enumerate(run.faults):
         lines += fault_lines(i, f, run.metrics.t0)
-    return "\n".join(lines)
+    damage = run.result_of(DamageResult)  # what the job did about destroyed input or a damaged checkpoint
+    return "\n".join(lines + ([] if damage is None else damage.lines))
 
 
 def setup_lines(run: ChaosRun) -> list[str]:

@@ -130,6 +130,8 @@ class JobSite:
     storage: str  #: where the run keeps its checkpoint: ``local`` or ``hdfs``
     #: the job's executors run in namespaces of their own (containers), not this host's
     separate_hosts: bool = False
+    #: checkpoint locations the job's code names on a file system the run cannot reach (``s3a://``, ``gs://``...)
+    elsewhere: tuple[str, ...] = ()
 
 
 class Preparation(Protocol):
@@ -215,6 +217,24 @@ class FaultKind(FaultAction):
         """Why a run with these arguments (``checkpoint``: ``local`` or ``hdfs``) cannot have the fault
         (one line naming the fix: the run fails before anything starts), or None."""
         return None
+
+    @classmethod
+    def refused_by_topic(cls, spec: FaultSpec, partitions: int) -> str | None:
+        """Why the run's input topic, of ``partitions`` partitions, cannot take this fault (one line naming the
+        fix: the run fails before anything starts), or None."""
+        return None
+
+    @classmethod
+    def permanent(cls, spec: FaultSpec) -> bool:
+        """Whether the fault cannot be undone (records deleted, partitions added): it is never healed, and its
+        ``fault_injected`` event says ``permanent``."""
+        return False
+
+    @classmethod
+    def generator_conf(cls, spec: FaultSpec) -> Mapping[str, Any]:
+        """librdkafka settings the generator's producer needs in a run with this fault (e.g. to see a topic's
+        new partitions at once); {} by default."""
+        return {}
 
     @classmethod
     def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.families import broker, disk, hdfs, network, process, workload, yarn
+from pytest_streamchaos.faults.families import broker, checkpoint, disk, hdfs, network, process, topic, workload, yarn
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
 #: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
-FAMILIES = (process, broker, network, hdfs, workload, disk, yarn)
+FAMILIES = (process, broker, topic, checkpoint, network, hdfs, workload, disk, yarn)
 
 #: every fault kind by its mark's name
 KINDS: dict[str, type[FaultKind]] = {k.name: k for family in FAMILIES for k in family.KINDS}
@@ -58,17 +58,27 @@ def by_kind(specs: Iterable[FaultSpec]) -> dict[type[FaultKind], list[FaultSpec]
     return out
 
 
-def check_run(specs: Iterable[FaultSpec], *, checkpoint: str) -> None:
+def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | None = None) -> None:
     """Fail (``ValueError``, one line naming the fix) when a fault of the plan cannot be had in a run
-    with these arguments: before anything starts."""
+    with these arguments (``partitions``: of its input topic): before anything starts."""
     for s in specs:
         why = kind_of(s).refused_by_run(s, checkpoint=checkpoint)
+        if not why and partitions is not None:
+            why = kind_of(s).refused_by_topic(s, partitions)
         if why:
             raise ValueError(f"@{s.kind}: {why}")
         if checkpoint == "hdfs" and s.when in GATE_ONLY:
             raise ValueError(f"@{s.kind}: when={s.when!r} is landed by the checkpoint gate, which needs the "
                              "checkpoint on this host's file system (on HDFS a rename is an RPC): use "
                              "checkpoint='local', or aim at 'output_visible_uncommitted' / 'tasks_running'")
+
+
+def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, Any]:
+    """The librdkafka settings the plan's faults need of the generator's producer (their ``generator_conf``)."""
+    out: dict[str, Any] = {}
+    for s in specs:
+        out.update(kind_of(s).generator_conf(s))
+    return out
 
 
 def prepare(specs: Iterable[FaultSpec], site: JobSite) -> dict[str, Preparation]:

@@ -125,9 +125,13 @@ class FaultScheduler:
         except Exception as exc:
             target = p.label
             unconfirmed = unconfirmed or f"target unknown: {exc}"
+        permanent = kind_of(p.spec).permanent(p.spec)
         self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
                              confirmed=None if confirmed is None else round(confirmed, 3), **measured,
-                             **self._landed(p, handle, found))
+                             **self._landed(p, handle, found), **({"permanent": True} if permanent else {}))
+        if permanent:  # nothing to heal, nothing that can stop acting: it is done once it took effect
+            with self._lock:
+                self._active.pop(i, None)
         if unconfirmed:
             self._error(p, unconfirmed)
         return handle, t_injected

@@ -186,6 +186,31 @@ class CheckpointWatcher:
         sources = self.place.child("sources")
         return any("0" in sources.child(n).names() for n in sources.names()) or bool(self.offset_batches())
 
+    def names(self, *parts: str) -> list[str]:
+        """The names in a directory of the checkpoint (hidden files too), [] when it is not there."""
+        return self.place.child(*parts).names()
+
+    def size(self, *parts: str) -> int | None:
+        """The size of a file of the checkpoint in bytes, None when it is not there."""
+        try:
+            return int(self.place.fs.size(self.place.child(*parts).path))
+        except (FileNotFoundError, OSError):
+            return None
+
+    def read(self, *parts: str) -> bytes | None:
+        return self.place.child(*parts).read_bytes()
+
+    def remove(self, *parts: str) -> None:
+        """Delete a file of the checkpoint (a checkpoint fault's damage); nothing when it is not there."""
+        path = self.place.child(*parts).path
+        if self.place.fs.exists(path):
+            self.place.fs.rm(path)
+
+    def write(self, *parts: str, data: bytes) -> None:
+        """Write a file of the checkpoint (a checkpoint fault's damage: a truncated or a stray file)."""
+        with self.place.fs.open(self.place.child(*parts).path, "wb") as f:
+            f.write(data)
+
     def offsets(self, batch_id: int) -> dict[str, Any] | None:
         """The offsets log entry of a batch: ``{"metadata": {...}, "sources": [offset per source]}``.
 

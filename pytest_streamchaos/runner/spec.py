@@ -127,7 +127,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     checkpoint = setup.checkpoint or default_checkpoint
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
-    check_run(faults, checkpoint=checkpoint)  # a fault this run's arguments cannot have
+    check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
     script = resolve_job(job, place.test_dir, place.rootdir)
     planned = plan(list(faults))
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds)

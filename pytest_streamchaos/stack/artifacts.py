@@ -83,6 +83,13 @@ def kafka_jars() -> JarSet:
     ))
 
 
+def kafka_tools_jars() -> JarSet:
+    """Kafka's own command-line tools of the brokers' release (``kafka-reassign-partitions``: the admin API's
+    AlterPartitionReassignments, which the Python client lacks), with the closure they need to run alone."""
+    return JarSet(f"kafka-tools-{KAFKA_VERSION}", f"Kafka's tools {KAFKA_VERSION}",
+                  (f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}",))
+
+
 def hadoop_jars() -> JarSet:
     """HDFS's NameNode and DataNode (``hadoop-hdfs`` declares ``hadoop-common`` as provided: listed)."""
     return JarSet(f"hadoop-{HADOOP_VERSION}", f"Hadoop HDFS {HADOOP_VERSION}", tuple(
@@ -318,8 +325,9 @@ def lock_from_report(jars: JarSet, report: Path, lib: Path) -> Path:
 
 
 def lockable_sets() -> list[JarSet]:
-    """The pinned sets that have a lock: the servers, and the connector and Delta Lake of each tested Spark line."""
-    return [kafka_jars(), hadoop_jars(), spark_kafka_connector("4.2.0", "2.13"),
+    """The pinned sets that have a lock: the servers, Kafka's tools, and the connector and Delta Lake of each
+    tested Spark line."""
+    return [kafka_jars(), kafka_tools_jars(), hadoop_jars(), spark_kafka_connector("4.2.0", "2.13"),
             spark_kafka_connector("3.5.7", "2.12"), delta_jars("delta-spark_4.2_2.13", "4.4.0"),
             delta_jars("delta-spark_2.12", "3.3.3")]
 

@@ -263,8 +263,9 @@ class Launcher(Protocol):
 
 @runtime_checkable
 class CheckpointView(Protocol):
-    """A streaming query's checkpoint, read only (``observe.checkpoints.CheckpointWatcher``): batch N
-    is planned once ``offsets/N`` is written and done once ``commits/N`` is."""
+    """A streaming query's checkpoint (``observe.checkpoints.CheckpointWatcher``): batch N is planned once
+    ``offsets/N`` is written and done once ``commits/N`` is. The aimed faults read it; the checkpoint faults
+    damage its files (``parts``: a path below the checkpoint, e.g. ``("commits", "12")``)."""
 
     @property
     def checkpoint_dir(self) -> str:
@@ -291,6 +292,26 @@ class CheckpointView(Protocol):
 
     def starting_offsets_written(self) -> bool:
         """The query's sources fixed where they start (its initial offsets), or a batch was planned."""
+        ...
+
+    def names(self, *parts: str) -> list[str]:
+        """The names in a directory of the checkpoint (hidden ``.tmp`` / ``.crc`` files too; [] when absent)."""
+        ...
+
+    def size(self, *parts: str) -> int | None:
+        """The size in bytes of a file of the checkpoint, None when it is not there."""
+        ...
+
+    def remove(self, *parts: str) -> None:
+        """Delete a file of the checkpoint (nothing when it is not there)."""
+        ...
+
+    def write(self, *parts: str, data: bytes) -> None:
+        """Write a file of the checkpoint with ``data`` (replacing it: a truncation keeps its first bytes)."""
+        ...
+
+    def read(self, *parts: str) -> bytes | None:
+        """A file of the checkpoint's bytes, None when it is not there."""
         ...
 
 
@@ -711,6 +732,49 @@ class KafkaCluster(abc.ABC):
         """(mark, mask) of the conntrack mark on every connection the broker opens, so that a cut can
         tell its own connections from its peers'; None where the host cannot mark them."""
         raise _missing(self, "node_mark")
+
+    # -- Kafka's own operations on a topic (the topic faults), through its admin API ------------------
+    @property
+    def replication(self) -> int:
+        """The replication factor of the topics it creates when none is asked for."""
+        raise _missing(self, "replication")
+
+    def partition_views(self, topic: str) -> Sequence[Mapping[int, PartitionView] | None]:
+        """``topic``'s partitions as each broker's own metadata shows them now (brokers apply the metadata log
+        each at its own pace: an operation is complete for the job's clients once every view shows it)."""
+        raise _missing(self, "partition_views")
+
+    def topic_offsets(self, topic: str) -> Mapping[int, tuple[int, int]] | None:
+        """(log start offset, end offset) of each partition of ``topic`` (None: no such topic)."""
+        raise _missing(self, "topic_offsets")
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions; return once every broker lists them with a leader."""
+        raise _missing(self, "add_partitions")
+
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        """Delete each partition's records below its offset in ``before`` (what retention does); the
+        partitions' new log start offsets."""
+        raise _missing(self, "delete_records")
+
+    def reassign_partitions(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> str:
+        """Submit a reassignment of ``topic``'s partitions to ``replicas`` (partition -> broker ids, the first
+        the preferred leader); returns once the controller accepted it."""
+        raise _missing(self, "reassign_partitions")
+
+    def elect_preferred_leaders(self, topic: str, partitions: Sequence[int]) -> None:
+        """Move each partition's leadership to its preferred replica now."""
+        raise _missing(self, "elect_preferred_leaders")
+
+    def reassignment_refused(self) -> str | None:
+        """Why this cluster's partitions cannot be reassigned from here (Kafka's own tool could not be fetched),
+        as one line, or None; fetches the tool once per machine, so that a run does not wait for it."""
+        return None
+
+    def administration_refused(self, operations: Sequence[str]) -> str | None:
+        """Why this client may not perform ``operations`` (Kafka's ACL operation names) on the cluster, as one
+        line, or None when it may."""
+        return None
 
     def job_links(self, broker_ids: list[int] | None = None) -> Sequence[LinkProxy]:
         """The proxies of the job's links to these brokers (all when None), for network faults on

@@ -40,6 +40,12 @@ def producer_conf(bootstrap_servers: str, rate: float, message_timeout_s: float,
     }
 
 
+def _unknown_topic(exc: KafkaException) -> bool:
+    """Whether ``produce`` refused a record because its topic is not in the cluster's metadata now."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() in (KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
 class Sender:
     """Produces to ``topic`` (key ``k`` to partition ``k % partitions`` when ``partitions`` is set,
     else by the producer's partitioner); ``extra_conf`` overrides :func:`producer_conf`."""
@@ -53,6 +59,7 @@ class Sender:
                      **extra_conf}
         self.fatal: KafkaError | None = None  #: a fatal producer error: the generator stops
         self.queue_full = 0  #: times the producer's queue was full
+        self.unknown_topic = 0  #: times the topic was missing from the producer's metadata (deleted for a moment)
         self._sent = sent
         self._producer: Producer | None = None
 
@@ -105,6 +112,12 @@ class Sender:
         except BufferError:
             # Producer queue full (brokers unreachable): the rest stays due for the next tick.
             self.queue_full += 1
+        except KafkaException as exc:
+            if not _unknown_topic(exc):
+                raise
+            # the topic is gone for a moment (deleted and created again, a fault of the run): the rest stays
+            # due, as a producing application retries it once the topic is back
+            self.unknown_topic += 1
         return done
 
     def serve(self) -> None:

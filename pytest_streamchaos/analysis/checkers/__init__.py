@@ -9,6 +9,8 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.delays`: :class:`DelayClasses`, each network delay's class observed against the stated one;
 - :mod:`.observer`: :class:`ObserverCheck`, the network faults spared the harness's clients;
 - :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
+- :mod:`.damage`: :class:`Damage`, what the job did about input a fault destroyed, a checkpoint it damaged,
+  partitions it added (failed loudly, recovered, or went on losing records);
 - :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
   when the test asks for a reference, not a default).
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from ..checker import Checker
 from ..metrics import MetricParams
 from ..oracle import Oracle
+from .damage import Damage, DamageResult
 from .delays import DelayClasses, DelayResult
 from .faults import FaultsAsPlanned, fault_errors
 from .guarantee import (
@@ -42,6 +45,8 @@ from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
     "NO_VERDICT",
+    "Damage",
+    "DamageResult",
     "DefaultCheckers",
     "DelayClasses",
     "DelayResult",
@@ -89,4 +94,4 @@ def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-onc
     return DefaultCheckers(validation, recovery, (
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
-        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned()))
+        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation)))

@@ -122,7 +122,8 @@ class PrepareJob:
                   if storage.kind == "local" else [])
         site = JobSite(workdir=job.workdir, checkpoints=tuple(places), storage=storage.kind,
                        harness=(job.event_log_dir, job.log_path, job.workdir / "local"),
-                       separate_hosts=bool(self.ctx.chaos.cluster.link_sides()))
+                       separate_hosts=bool(self.ctx.chaos.cluster.link_sides()),
+                       elsewhere=tuple(unreachable_checkpoints(source, storage.kind)))
         try:
             return prepare(specs, site)
         except (ValueError, CommandError) as exc:
@@ -212,6 +213,17 @@ def checkpoint_places(source: str, argv: Sequence[str], conf: Mapping[str, str],
     if session.startswith("/"):
         found.append(session)
     return list(dict.fromkeys(found)) or [run_checkpoint]
+
+
+def unreachable_checkpoints(source: str, storage: str) -> list[str]:
+    """The checkpoint locations the job's code names on a file system the run cannot reach: another scheme
+    than this host's (``s3a://``, ``gs://``, ``abfss://``, ``dbfs:/``), or ``hdfs://`` in a run without HDFS."""
+    out = []
+    for loc, _ in checkpoint_literals(source):
+        scheme = loc.split(":", 1)[0] if ":" in loc.split("/", 1)[0] else "file"
+        if scheme != "file" and not (scheme == "hdfs" and storage == "hdfs"):
+            out.append(loc)
+    return list(dict.fromkeys(out))
 
 
 def delay_specs(planned: list, cluster_conf: Mapping[str, str], job: JobHandle,

@@ -12,7 +12,7 @@ from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
 from pytest_streamchaos.faults.moments import after_fire, detectors
-from pytest_streamchaos.faults.registry import actions_for, kind_of
+from pytest_streamchaos.faults.registry import actions_for, generator_conf, kind_of
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
@@ -138,6 +138,7 @@ class WireObservers:
 
     def _generator(self, poison: PoisonSchedule) -> Sender:
         s, inputs = self.ctx.spec, self.ctx.inputs
+        producer = generator_conf(p.spec for p in inputs.planned)  # what the plan's faults need of it
         parts = []
         for i, topic in enumerate(self.topics.inputs):
             factory = inputs.factories.get(topic) if s.inputs is not None else None
@@ -146,5 +147,6 @@ class WireObservers:
                                    record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.ctx.chaos.seed, record_factory=factory,
                                    annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory",
-                                   max_records=count, event_origin=s.event_origin))
+                                   max_records=count, event_origin=s.event_origin,
+                                   producer_config=producer or None))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)

@@ -49,7 +49,8 @@ class KafkaAdmin:
         self._admin: Any = None
         self._one_broker: dict[str, Any] = {}  #: address -> a client that asks only that broker
 
-    def _client(self) -> Any:
+    def client(self) -> Any:
+        """The admin client (confluent-kafka's ``AdminClient``) of the harness's listeners, made on first use."""
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
@@ -58,7 +59,7 @@ class KafkaAdmin:
 
     def metadata(self, topic: str | None = None, timeout: float = REQUEST_TIMEOUT_S) -> Any:
         """The cluster's metadata now (all topics, or one)."""
-        return self._client().list_topics(topic=topic, timeout=timeout)
+        return self.client().list_topics(topic=topic, timeout=timeout)
 
     def broker_views(self, topic: str) -> list[Any]:
         """The cluster's metadata of ``topic``, then each registered broker's own. A client bootstrapped to
@@ -88,7 +89,7 @@ class KafkaAdmin:
 
     def partitions(self, topic: str, timeout: float = REQUEST_TIMEOUT_S) -> dict[int, PartitionState] | None:
         """The state of every partition of ``topic``, None when the cluster does not know it."""
-        return _states(self.metadata(topic, timeout), topic)
+        return states_of(self.metadata(topic, timeout), topic)
 
     def create_topic(self, name: str, partitions: int, replication: int, config: dict[str, str] | None = None,
                      timeout: float = 30.0) -> None:
@@ -102,7 +103,7 @@ class KafkaAdmin:
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=dict(config or {}))
 
         def created() -> bool:
-            err = _future_error(self._client().create_topics([new], request_timeout=REQUEST_TIMEOUT_S)[name])
+            err = future_error(self.client().create_topics([new], request_timeout=REQUEST_TIMEOUT_S)[name])
             if err is None or "already exists" in err.lower() and "deletion" not in err.lower():
                 return True
             if "deletion" in err.lower() or "TOPIC_ALREADY_EXISTS" in err:  # the old one is still going
@@ -120,7 +121,7 @@ class KafkaAdmin:
         last = ["not listed yet"]
 
         def ready_on(view: Any) -> bool:
-            state = _states(view, name)
+            state = states_of(view, name)
             if state is None:
                 last[0] = "not listed by every broker yet"
                 return False
@@ -139,12 +140,12 @@ class KafkaAdmin:
 
     def delete_topic(self, name: str, timeout: float = 30.0) -> None:
         """Delete ``name`` and return once fresh metadata no longer lists it (no error if it is not there)."""
-        err = _future_error(self._client().delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name])
+        err = future_error(self.client().delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name])
         if err is not None and "UNKNOWN_TOPIC" not in err and "does not" not in err.lower():
             raise StackError(f"cannot delete topic {name!r}: {err}")
 
         def gone() -> bool:
-            return all(_states(v, name) is None for v in self.broker_views(name))
+            return all(states_of(v, name) is None for v in self.broker_views(name))
 
         poll(gone, timeout, interval=0.1,
              on_timeout=lambda _: StackError(f"topic {name!r} still listed {timeout:g}s after its deletion"))
@@ -159,7 +160,7 @@ class KafkaAdmin:
         if not parts:
             return
         # (confluent-kafka 2.16 fails with partitions=None, "all partitions": name them)
-        fut = self._client().elect_leaders(ElectionType.PREFERRED, parts)
+        fut = self.client().elect_leaders(ElectionType.PREFERRED, parts)
         try:
             fut.result(timeout)
         except Exception:  # partitions already led by their preferred replica report an error: nothing to do
@@ -170,7 +171,7 @@ class KafkaAdmin:
         self._one_broker.clear()
 
 
-def _states(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
+def states_of(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
     """``topic``'s partitions in one metadata answer, None when that answer does not know it."""
     t = metadata.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
@@ -178,7 +179,7 @@ def _states(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
     return {p: PartitionState(int(pm.leader), tuple(pm.replicas), tuple(pm.isrs)) for p, pm in t.partitions.items()}
 
 
-def _future_error(fut: Any) -> str | None:
+def future_error(fut: Any) -> str | None:
     """The error of an admin future as text, None when it succeeded."""
     try:
         fut.result()

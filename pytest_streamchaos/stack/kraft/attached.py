@@ -10,10 +10,14 @@ does not answer fails the session at its start, in one line naming the fix (:fun
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_streamchaos.stack.base import KafkaCluster, StackError
+from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kraft.admin import KafkaAdmin, PartitionState
+from pytest_streamchaos.stack.kraft.operations import TopicAdministration, TopicOperations
 
 #: how long the bootstrap may take to answer when attaching
 CHECK_TIMEOUT_S = 5.0
@@ -38,12 +42,15 @@ def attach_kafka(bootstrap: str, timeout: float = CHECK_TIMEOUT_S) -> AttachedKa
     return kafka
 
 
-class AttachedKafka(KafkaCluster):
-    """A Kafka the plugin did not start (see the module docstring)."""
+class AttachedKafka(TopicAdministration, KafkaCluster):
+    """A Kafka the plugin did not start (see the module docstring). Kafka's own operations on the run's topics
+    (the topic faults) go through its admin API as on the stack's Kafka, where its ACLs allow them."""
 
     def __init__(self, bootstrap: str) -> None:
         self._bootstrap = bootstrap
         self.admin = KafkaAdmin(bootstrap)
+        self.topic_ops = TopicOperations(self.admin, lambda: str(find_java()[0]))
+        self.reassign_dir = Path(tempfile.gettempdir())  # a plan file lives there while the tool runs
 
     def __repr__(self) -> str:
         return f"AttachedKafka({self._bootstrap!r})"
@@ -64,6 +71,11 @@ class AttachedKafka(KafkaCluster):
     def effective_conf(self) -> Mapping[str, str]:
         return {"attached.bootstrap.servers": self._bootstrap}
 
+    @property
+    def replication(self) -> int:
+        """Up to 3 (fewer brokers: one replica per broker)."""
+        return min(MAX_REPLICATION, len(self.admin.brokers()))
+
     def cluster_id(self, timeout: float = CHECK_TIMEOUT_S) -> str:
         """The cluster's id (its metadata answered within ``timeout``)."""
         return str(self.admin.metadata(timeout=timeout).cluster_id)
@@ -82,8 +94,7 @@ class AttachedKafka(KafkaCluster):
                      config: dict[str, str] | None = None) -> str:
         """As on the stack's Kafka: exactly ``name`` (an existing topic of that name deleted first), replicated
         on up to 3 brokers."""
-        self.admin.create_topic(name, partitions, replication or min(MAX_REPLICATION, len(self.admin.brokers())),
-                                config)
+        self.admin.create_topic(name, partitions, replication or self.replication, config)
         return name
 
     def delete_topic(self, name: str) -> None:

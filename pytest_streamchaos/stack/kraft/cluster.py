@@ -36,6 +36,7 @@ from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kraft.admin import KafkaAdmin, PartitionState
 from pytest_streamchaos.stack.kraft.control import BrokerControl, job_upstream
 from pytest_streamchaos.stack.kraft.links import JobLinks
+from pytest_streamchaos.stack.kraft.operations import TopicAdministration, TopicOperations
 from pytest_streamchaos.stack.kraft.plan import KafkaNode, KRaftPlan
 from pytest_streamchaos.stack.kraft.readiness import KafkaReadiness
 from pytest_streamchaos.stack.placement import Placement
@@ -43,7 +44,7 @@ from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import terminate_all
 
 
-class KRaftCluster(KafkaCluster):
+class KRaftCluster(TopicAdministration, KafkaCluster):
     """N KRaft nodes (ids 1..N) on ``placement`` (see the module docstring)."""
 
     def __init__(self, workdir: str | os.PathLike, brokers: int = 3, *, placement: Placement, java_home: str = "",
@@ -59,6 +60,9 @@ class KRaftCluster(KafkaCluster):
         self.admin = KafkaAdmin("")
         self.readiness = KafkaReadiness(self.plan, self.admin)
         self.control = BrokerControl(self.plan, self.readiness, self.links)
+        #: Kafka's own operations on the topics (the topic faults)
+        self.topic_ops = TopicOperations(self.admin, lambda: str(find_java(self.java_home)[0]), progress)
+        self.reassign_dir = self.workdir / "reassignments"
         self._started = False
 
     def __repr__(self) -> str:
