@@ -20,6 +20,7 @@ from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_check
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.spark import realtime
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.stack.base import JobHandle, StackError
@@ -64,8 +65,9 @@ class PrepareJob:
         self._no_stale_checkpoint(named)
         launcher = JobLauncher.for_cluster(chaos.cluster, ctx.dir / "jobs", java_home=chaos.java_home,
                                            jit=chaos.jit, progress=chaos.progress)
-        # the timeouts a stated delay class needs, on the conf the launcher will pass
+        # the timeouts a stated delay class needs, on the conf the launcher will pass; a real-time query's cores
         conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
+        conf_add.update(self._real_time_cores({**launcher.defaults, **s.conf}))
         gate = self._gate()
         gate_env, gate_conf = (gate.env(base=s.env.get("LD_PRELOAD")), gate.executor_conf()) if gate else ({}, {})
         try:
@@ -91,6 +93,34 @@ class PrepareJob:
             prepared[GATE_KEY] = RunGate(gate)
         return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
                            prepared=prepared)
+
+    def _real_time_cores(self, job_conf: Mapping[str, str]) -> dict[str, str]:
+        """A real-time query runs one long-running task per input partition, all at once
+        (:mod:`pytest_streamchaos.spark.realtime`): too few cores in the cluster, or in the job's own
+        ``spark.cores.max``, is a :class:`RunError` in one line; else the job's ``spark.cores.max`` is raised to
+        what it needs (said in the run's warnings)."""
+        rt = self.ctx.inputs.real_time
+        if rt is None:
+            return {}
+        partitions = self.ctx.spec.partitions * len(self.topics.inputs)
+        rows = self.ctx.chaos.cluster.alive_workers()
+        if rows and all("cores" in r for r in rows):
+            why = realtime.cores_refusal(rt, partitions=partitions, cores=sum(int(r["cores"]) for r in rows),
+                                         where=f"the cluster ({len(rows)} workers)")
+            if why:
+                raise RunError(why)
+        own = self.ctx.spec.conf.get("spark.cores.max")
+        if own is not None:
+            why = realtime.cores_refusal(rt, partitions=partitions, cores=int(own), where="the job's spark.cores.max")
+            if why:
+                raise RunError(why)
+            return {}
+        have = int(job_conf.get("spark.cores.max", "0") or 0)
+        if have >= partitions:
+            return {}
+        self.ctx.warnings.append(f"real-time mode ({rt.where}): spark.cores.max raised from {have} to {partitions}, "
+                                 f"one core per input partition")
+        return {"spark.cores.max": str(partitions)}
 
     def _gate(self) -> CheckpointGate | None:
         """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is
