@@ -94,9 +94,8 @@ class Chaos:
         phase timeouts, settle time). The flat arguments above belong to groups too (``rate`` to
         :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
         into them; a field given both flat and in its group is a ValueError naming it, and an argument
-        given flat that lives in a group a TypeError naming the group.
-
-        A job in real-time mode (``trigger(realTime=...)``) is recognised: :func:`judged_real_time`.
+        given flat that lives in a group a TypeError naming the group. A job in real-time mode is recognised
+        (:func:`judged_real_time`).
 
         ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
         without faults -- twice, once per session for this job and input -- and compares this run's outputs
