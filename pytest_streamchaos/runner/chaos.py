@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.checkers import ReferenceCheck
-from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound
+from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound, interval_of
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -145,7 +145,7 @@ def judged_real_time(spec: RunSpec, result: ChaosRun) -> ChaosRun:
     before anything starts when it cannot run here: docs/realtime.md) is also judged by what the mode promises:
     ``run.user_checks["realtime_latency"]``, latency per record before and after the faults, and
     ``["replay_bound"]``, duplicates only within the last interval."""
-    if spec.real_time is not None:
+    if spec.real_time:
         result.check(RealTimeLatency())
-        result.check(ReplayBound(spec.real_time))
+        result.check(ReplayBound(spec.real_time_interval or interval_of(result.history)))
     return result

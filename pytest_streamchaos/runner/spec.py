@@ -81,9 +81,11 @@ class RunSpec:
     #: fixed event times on a shared clock: record ``n``'s is ``event_origin + (n + 1) / rate`` (None: the
     #: time it was scheduled)
     event_origin: float | None = None
-    #: the job's query runs in real-time mode with this interval (s), its checkpoint interval (``trigger(realTime=
-    #: ...)`` in its script: :mod:`pytest_streamchaos.spark.realtime`); None: micro-batches
-    real_time: float | None = None
+    #: the job's query runs in real-time mode (``trigger(realTime=...)`` in its script:
+    #: :mod:`pytest_streamchaos.spark.realtime`)
+    real_time: bool = False
+    #: its interval (s), the checkpoint interval, when the script says it literally (else read off the batches)
+    real_time_interval: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +156,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
         stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None or explored,
-        deploy_mode=setup.deploy_mode, explored=explored, real_time=real_time.interval if real_time else None)
+        deploy_mode=setup.deploy_mode, explored=explored, real_time=real_time is not None,
+        real_time_interval=real_time.interval if real_time else None)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,

@@ -38,7 +38,7 @@ class RealTime:
     """A ``trigger(realTime=...)`` in a job's script: its interval (the checkpoint interval) and its query's sink
     as far as the same expression shows it."""
 
-    interval: float  #: seconds
+    interval: float | None  #: seconds; None: not a literal in the script (the run reads it off the batches)
     where: str  #: ``job.py:12``
     sink: str | None  #: ``format("kafka")`` -> ``kafka``; ``foreachBatch``; None: not in the expression
 
@@ -60,11 +60,12 @@ def find(script: Path) -> RealTime | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "trigger":
             given = next((k.value for k in node.keywords if k.arg == "realTime"), None)
-            if isinstance(given, ast.Constant) and isinstance(given.value, str):
-                seconds = interval_seconds(given.value)
-                if seconds is not None:
-                    line = node.func.end_lineno or node.lineno  # the line of ``.trigger(``
-                    return RealTime(seconds, f"{script.name}:{line}", _sink(tree, node))
+            if given is None:
+                continue
+            literal = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else None
+            seconds = interval_seconds(literal) if literal is not None else None
+            line = node.func.end_lineno or node.lineno  # the line of ``.trigger(``
+            return RealTime(seconds, f"{script.name}:{line}", _sink(tree, node))
     return None
 
 

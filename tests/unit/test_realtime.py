@@ -108,3 +108,9 @@ def test_replay_within_the_last_interval_holds_and_an_older_one_does_not():
 def test_duplicates_no_fault_explains_break_the_bound():
     result = ReplayBound(5.0).check(History.of(stateless_trace(rate=100, duration=30, duplicate=np.arange(10))))
     assert result.ok is False and result.numbers["outside_bound"] == 10
+
+
+def test_an_interval_the_script_does_not_spell_out_is_real_time_all_the_same(tmp_path):
+    rt = realtime.find(_job(tmp_path, 'import sys\nI = sys.argv[1]\n'
+                                      'q = df.writeStream.format("kafka").trigger(realTime=I).start()\n'))
+    assert rt == realtime.RealTime(None, "job.py:3", "kafka")

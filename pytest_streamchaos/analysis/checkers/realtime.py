@@ -40,6 +40,12 @@ def first_arrivals(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return uniq, arr_sorted[start], second, counts
 
 
+def interval_of(history: History) -> float:
+    """A real-time query's interval, read off its batches (each lasts one): their median duration (0: none)."""
+    durations = [b.end - b.start for b in history.micro_batches if b.end > b.start]
+    return float(np.median(durations)) if durations else 0.0
+
+
 def record_latencies(history: History) -> tuple[np.ndarray, np.ndarray]:
     """(first arrival, latency) of each input record that was output: its first output's arrival minus the
     time the broker acknowledged it."""
