@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,3 +133,28 @@ def cores_refusal(rt: RealTime, *, partitions: int, cores: int, where: str) -> s
     return (f"trigger(realTime=...) at {rt.where}: real-time mode runs one long-running task per input partition "
             f"and needs {need} free cores for {partitions} partitions; {where} offers {cores}: give the stack more "
             f"(--chaos-workers / --chaos-worker-cores) or the input fewer partitions (Load(partitions={cores}))")
+
+
+def sized(rt: RealTime, *, partitions: int, worker_cores: list[int] | None, job_conf: Mapping[str, str],
+          own: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """The conf that gives a real-time query a core per input partition, and the note that says so (None: nothing
+    changed). ``worker_cores``: each alive worker's cores (None: the cluster does not say); ``job_conf``: the conf
+    the job would get; ``own``: the test's. ``ValueError`` (one line naming the fix) when the cluster, or the
+    job's own ``spark.cores.max``, has too few."""
+    if worker_cores is not None:
+        why = cores_refusal(rt, partitions=partitions, cores=sum(worker_cores),
+                            where=f"the cluster ({len(worker_cores)} workers)")
+        if why:
+            raise ValueError(why)
+    if "spark.cores.max" in own:
+        why = cores_refusal(rt, partitions=partitions, cores=int(own["spark.cores.max"]),
+                            where="the job's spark.cores.max")
+        if why:
+            raise ValueError(why)
+        return {}, None
+    have = int(job_conf.get("spark.cores.max", "0") or 0)
+    if have >= cores_needed(partitions):
+        return {}, None
+    return ({"spark.cores.max": str(cores_needed(partitions))},
+            f"real-time mode ({rt.where}): spark.cores.max raised from {have} to {cores_needed(partitions)}, one core "
+            "per input partition")

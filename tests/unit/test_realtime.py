@@ -114,3 +114,15 @@ def test_an_interval_the_script_does_not_spell_out_is_real_time_all_the_same(tmp
     rt = realtime.find(_job(tmp_path, 'import sys\nI = sys.argv[1]\n'
                                       'q = df.writeStream.format("kafka").trigger(realTime=I).start()\n'))
     assert rt == realtime.RealTime(None, "job.py:3", "kafka")
+
+
+def test_the_job_is_sized_to_a_core_per_partition_or_refused(tmp_path):
+    rt = realtime.find(_job(tmp_path, KAFKA_RT))
+    conf, note = realtime.sized(rt, partitions=3, worker_cores=[2, 2], job_conf={"spark.cores.max": "2"}, own={})
+    assert conf == {"spark.cores.max": "3"} and "raised from 2 to 3" in note
+    enough = realtime.sized(rt, partitions=2, worker_cores=[1, 1], job_conf={"spark.cores.max": "2"}, own={})
+    assert enough == ({}, None)
+    with pytest.raises(ValueError, match="needs 4 free cores for 4 partitions; the cluster \\(2 workers\\) offers 2"):
+        realtime.sized(rt, partitions=4, worker_cores=[1, 1], job_conf={}, own={})
+    with pytest.raises(ValueError, match="the job's spark.cores.max offers 1"):
+        realtime.sized(rt, partitions=2, worker_cores=None, job_conf={}, own={"spark.cores.max": "1"})

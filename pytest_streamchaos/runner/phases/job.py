@@ -95,32 +95,21 @@ class PrepareJob:
                            prepared=prepared)
 
     def _real_time_cores(self, job_conf: Mapping[str, str]) -> dict[str, str]:
-        """A real-time query runs one long-running task per input partition, all at once
-        (:mod:`pytest_streamchaos.spark.realtime`): too few cores in the cluster, or in the job's own
-        ``spark.cores.max``, is a :class:`RunError` in one line; else the job's ``spark.cores.max`` is raised to
-        what it needs (said in the run's warnings)."""
+        """A real-time query's cores (:func:`pytest_streamchaos.spark.realtime.sized`): the conf that gives it one
+        per input partition, said in the run's warnings; a :class:`RunError` in one line when it cannot have them."""
         rt = self.ctx.inputs.real_time
         if rt is None:
             return {}
-        partitions = self.ctx.spec.partitions * len(self.topics.inputs)
         rows = self.ctx.chaos.cluster.alive_workers()
-        if rows and all("cores" in r for r in rows):
-            why = realtime.cores_refusal(rt, partitions=partitions, cores=sum(int(r["cores"]) for r in rows),
-                                         where=f"the cluster ({len(rows)} workers)")
-            if why:
-                raise RunError(why)
-        own = self.ctx.spec.conf.get("spark.cores.max")
-        if own is not None:
-            why = realtime.cores_refusal(rt, partitions=partitions, cores=int(own), where="the job's spark.cores.max")
-            if why:
-                raise RunError(why)
-            return {}
-        have = int(job_conf.get("spark.cores.max", "0") or 0)
-        if have >= partitions:
-            return {}
-        self.ctx.warnings.append(f"real-time mode ({rt.where}): spark.cores.max raised from {have} to {partitions}, "
-                                 f"one core per input partition")
-        return {"spark.cores.max": str(partitions)}
+        cores = [int(r["cores"]) for r in rows] if rows and all("cores" in r for r in rows) else None
+        try:
+            conf, note = realtime.sized(rt, partitions=self.ctx.spec.partitions * len(self.topics.inputs),
+                                        worker_cores=cores, job_conf=job_conf, own=self.ctx.spec.conf)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        if note:
+            self.ctx.warnings.append(note)
+        return conf
 
     def _gate(self) -> CheckpointGate | None:
         """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is
