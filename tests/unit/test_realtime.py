@@ -126,3 +126,13 @@ def test_the_job_is_sized_to_a_core_per_partition_or_refused(tmp_path):
         realtime.sized(rt, partitions=4, worker_cores=[1, 1], job_conf={}, own={})
     with pytest.raises(ValueError, match="the job's spark.cores.max offers 1"):
         realtime.sized(rt, partitions=2, worker_cores=None, job_conf={}, own={"spark.cores.max": "1"})
+
+
+def test_a_run_of_a_real_time_job_with_foreachbatch_is_refused_before_anything_starts(tmp_path):
+    from pytest_streamchaos.runner.errors import RunError
+    from pytest_streamchaos.runner.spec import checked_real_time
+
+    job = _job(tmp_path, 'q = df.writeStream.foreachBatch(f).trigger(realTime="5 seconds").start()\n')
+    with pytest.raises(RunError, match="foreachBatch, which real-time mode does not support"):
+        checked_real_time(job)
+    assert checked_real_time(_job(tmp_path, KAFKA_RT)).interval == 5.0
