@@ -239,9 +239,9 @@ class SinkQuery:
 
     query: str | None  #: the query's name
     id: str
-    kind: str  #: console, memory, noop, foreach, foreachBatch, kafka, file, other
+    kind: str  #: console, memory, noop, foreach, foreachBatch, kafka, file, delta, other
     description: str = ""
-    path: str | None = None  #: the file sink's directory
+    path: str | None = None  #: the file sink's directory, or the Delta sink's table
     writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
 
     def to_dict(self) -> dict[str, Any]:

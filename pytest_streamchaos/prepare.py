@@ -1,7 +1,7 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
-- the jars of Apache Kafka, of Spark's Kafka connector (for the installed pyspark) and of Hadoop's
-  HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+- the jars of Apache Kafka, of Spark's Kafka connector and Delta Lake (for the installed pyspark's Spark line)
+  and of Hadoop's HDFS, from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.managers import MANAGERS
-from pytest_streamchaos.spark import connector
+from pytest_streamchaos.spark import connector, delta
 from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.connect import server as connect_server
 from pytest_streamchaos.stack.environment import check_spark_environment
@@ -63,6 +63,15 @@ def _connector_set() -> artifacts.JarSet:
     return connector.connector(check_spark_environment().spark_home)
 
 
+def _delta_ready() -> bool:
+    """Delta's jars of the installed line are cached, or the line has no Delta (a job that needs it is
+    refused when it starts, naming the pysparks that have one)."""
+    try:
+        return artifacts.is_resolved(delta.delta_set(check_spark_environment().spark_home))
+    except artifacts.ResolutionError:
+        return True
+
+
 def _cds_paths() -> list[tuple[str, Path]]:
     env = check_spark_environment()
     return [(kind, cds.archive_path(kind, str(env.java), env.spark_home, "")) for kind in cds.KINDS]
@@ -93,6 +102,8 @@ def steps() -> dict[str, Step]:
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),
+        "delta": Step("Delta Lake", _delta_ready,
+                      lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
         "yarn": jars(artifacts.hadoop_yarn_jars),
         "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,16 @@ class Entry:
 class Memory:
     """The memory in ``directory`` (None: off); ``where`` names it in messages; ``version`` the plugin's."""
 
-    def __init__(self, directory: Path | None, where: str, version: str) -> None:
-        self.directory = directory
+    def __init__(self, directory: Path | Callable[[], Path] | None, where: str, version: str) -> None:
+        self._directory = directory  # a callable: made on first use (a session that explores nothing makes none)
         self.where = where
         self.version = version
+
+    @property
+    def directory(self) -> Path | None:
+        if callable(self._directory):
+            self._directory = self._directory()
+        return self._directory
 
     @classmethod
     def for_config(cls, config: pytest.Config, db: str, version: str) -> Memory:
@@ -76,11 +83,11 @@ class Memory:
         cache = getattr(config, "cache", None)
         if cache is None:
             return cls(None, "off (pytest's cache provider is disabled)", version)
-        return cls(Path(cache.mkdir(CACHE_DIR)), "pytest's cache (--cache-clear forgets it)", version)
+        return cls(lambda: Path(cache.mkdir(CACHE_DIR)), "pytest's cache (--cache-clear forgets it)", version)
 
     @property
     def on(self) -> bool:
-        return self.directory is not None
+        return self._directory is not None
 
     def path(self, nodeid: str) -> Path | None:
         if self.directory is None:

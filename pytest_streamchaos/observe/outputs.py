@@ -1,7 +1,9 @@
-"""Several output sinks read as one: the Kafka topics and file-sink directories a job writes.
+"""Several output sinks read as one: the Kafka topics, file directories and Delta tables a job writes.
 
-:func:`collector_for` turns one entry of ``chaos.run(outputs={name: ids})`` into its collector;
-:class:`Outputs` gives the run one view of them all (counts, last arrival, the merged outputs).
+An output's name says its kind (:func:`output_kind`): ``file:<path>`` a directory of files, ``delta:<path>``
+a Delta Lake table, anything else a Kafka topic. :func:`collector_for` turns one entry of
+``chaos.run(outputs={name: ids})`` into its collector; :class:`Outputs` gives the run one view of them all
+(counts, last arrival, the merged outputs).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.delta_sink import DeltaSinkCollector
 from pytest_streamchaos.observe.file_sink import FileSinkCollector
+from pytest_streamchaos.observe.output_names import check_path_output, output_kind
 from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.records import OutputRecords, concat_outputs
 
@@ -49,18 +53,18 @@ def key_ids(_value: bytes, key: bytes | None) -> list[int]:
 
 def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place | None = None,
                   **options: Any) -> Any:
-    """The collector of one output: ``file:<path>`` (its ``place``: on the local disk or HDFS, see
-    :class:`~.storage.RunStorage.output`) or a Kafka topic. ``options`` go to the Kafka collector (e.g.
-    an aggregate oracle's fields)."""
+    """The collector of one output: ``file:<path>`` or ``delta:<path>`` (its ``place``: on the local disk or
+    HDFS, see :class:`~.storage.RunStorage.output`) or a Kafka topic. ``options`` go to the Kafka collector
+    (e.g. an aggregate oracle's fields)."""
     if isinstance(ids, NoIds):
         ids = no_ids
-    if name.startswith("file:"):
-        if ids is None:
-            raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from the files (a field path "
-                             "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
-        if place is None:
-            raise ValueError(f"outputs={{{name!r}: ...}}: where the files are was not given")
-        return FileSinkCollector(place, ids, name=name, what=f"outputs[{name!r}] id reader")
+    kind = output_kind(name)
+    if kind != "kafka":
+        check_path_output(name, ids)
+        if place is None or ids is None:
+            raise ValueError(f"outputs={{{name!r}: ...}}: where the {kind} output is was not given")
+        reader = DeltaSinkCollector if kind == "delta" else FileSinkCollector
+        return reader(place, ids, name=name, what=f"outputs[{name!r}] id reader")
     if ids == "key":  # the harness's reader: an output without a readable key is malformed
         return Collector(bootstrap_servers, [name], id_reader=key_ids, what=None, **options)
     return Collector(bootstrap_servers, [name], id_reader=ids, what=f"outputs[{name!r}] id reader", **options)
@@ -120,6 +124,11 @@ class Outputs:
     @property
     def retention_gaps(self) -> list[dict[str, Any]]:
         return [g for p in self.parts for g in p.retention_gaps]
+
+    @property
+    def notes(self) -> list[str]:
+        """One line each on how an output was read (a Delta table an earlier run had written)."""
+        return [n for p in self.parts for n in getattr(p, "notes", [])]
 
     @property
     def transaction_markers(self) -> dict[str, int]:

@@ -47,6 +47,9 @@ CONNECT_EVENTS = {
 }
 #: a batch DataFrameWriter's file write in a SQL execution's plan: its output directory
 _FILE_WRITE = re.compile(r"Execute InsertIntoHadoopFsRelationCommand\n(?:Input[^\n]*\n)?Arguments: ([^,\s]+)")
+#: a batch DataFrameWriter's Delta write (``df.write.format("delta").save(path)``): the table's path
+_DELTA_WRITE = re.compile(r"SaveIntoDataSourceCommand\nArguments: org\.apache\.spark\.sql\.delta\.sources\."
+                          r"DeltaDataSource@\w+, \[path=([^,\]]+)")
 #: a streaming query's batch in a SQL execution's description (``<name>\nid = <id>\nrunId = ...\nbatch = <n>``)
 _QUERY_BATCH = re.compile(r"\bid = ([0-9a-f-]{36})\n(?:.*\n)*?batch = (\d+)")
 
@@ -326,13 +329,16 @@ class SparkProgress:
                   {"app_id": app, "session_id": ev.get("sessionId"), "user_id": ev.get("userId")})
 
     def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
-        """A file write run by a streaming query's batch (``foreachBatch``): where it went."""
+        """A file or Delta write run by a streaming query's batch (``foreachBatch``): where it went (``format``:
+        ``files`` or ``delta``)."""
         plan = str(ev.get("physicalPlanDescription") or "")
         write = _FILE_WRITE.search(plan) if "InsertIntoHadoopFsRelationCommand" in plan else None
-        batch = _QUERY_BATCH.search(str(ev.get("description") or "")) if write else None
-        if write and batch:
-            self.writes.append({"query_id": batch.group(1), "batch": int(batch.group(2)), "path": write.group(1),
-                                "t": (ev.get("time") or 0) / 1000.0 or t})
+        delta = _DELTA_WRITE.search(plan) if write is None and "DeltaDataSource" in plan else None
+        found = write or delta
+        batch = _QUERY_BATCH.search(str(ev.get("description") or "")) if found else None
+        if found and batch:
+            self.writes.append({"query_id": batch.group(1), "batch": int(batch.group(2)), "path": found.group(1),
+                                "t": (ev.get("time") or 0) / 1000.0 or t, "format": "delta" if delta else "files"})
 
     def _task_end(self, t: float, app: str, ev: dict[str, Any]) -> None:
         """A task that failed with an exception (a Kafka fetch that timed out, a poison record): the

@@ -2,11 +2,12 @@
 
 Every ``StreamingQueryProgress`` names its query's sink (``sink.description``): the console
 (``...ConsoleTable$@...``), ``MemorySink``, ``NoopTable``, ``ForeachWriterTable(...)``,
-``ForeachBatchSink``, Kafka (``...KafkaSourceProvider$KafkaTable@...``) or the file sink
-(``FileSink[<path>]``). What a ``foreachBatch`` function writes with the batch ``DataFrameWriter`` shows
-in the event log as a SQL execution of that query and batch (``InsertIntoHadoopFsRelationCommand
-<path>``, see :class:`~.progress.SparkProgress`). So the first micro-batch tells the run whether the
-collector can read the job's output at all, instead of a 120 s wait for output that cannot come.
+``ForeachBatchSink``, Kafka (``...KafkaSourceProvider$KafkaTable@...``), the file sink
+(``FileSink[<path>]``) or Delta Lake's (``DeltaSink[<path>]``). What a ``foreachBatch`` function
+writes with the batch ``DataFrameWriter`` shows in the event log as a SQL execution of that query and
+batch (``InsertIntoHadoopFsRelationCommand <path>``, see :class:`~.progress.SparkProgress`). So the first
+micro-batch tells the run whether the collector can read the job's output at all, instead of a 120 s
+wait for output that cannot come.
 
 :func:`judge` makes that call for a run without ``outputs=`` (the collector reads the run's own
 output topic): the console, memory, ``noop`` and ``foreach`` sinks are never readable, and the run
@@ -27,9 +28,10 @@ UNREADABLE = ("console", "memory", "noop")
 OPAQUE = ("foreach", "foreachBatch", "other")
 _KINDS = (("ConsoleTable", "console"), ("MemorySink", "memory"), ("NoopTable", "noop"),
           ("ForeachWriterTable", "foreach"), ("ForeachBatchSink", "foreachBatch"), ("KafkaTable", "kafka"),
-          ("KafkaSink", "kafka"), ("FileSink[", "file"))
+          ("KafkaSink", "kafka"), ("FileSink[", "file"), ("DeltaSink[", "delta"))
 _LABELS = {"console": "the console", "memory": "the memory sink", "noop": "the noop sink",
            "foreach": "a foreach writer", "foreachBatch": "foreachBatch", "kafka": "Kafka", "file": "files",
+           "delta": "a Delta table",
            "other": "a sink the run does not know"}
 #: how long after its first micro-batch with input a query's silence is judged (a sink writes a batch's
 #: output before the batch ends, so this is the collector's lag with a wide margin)
@@ -38,11 +40,11 @@ GRACE_S = 5.0
 
 def classify(description: str) -> tuple[str, str | None]:
     """``(kind, path)`` of a sink description: kind one of :data:`UNREADABLE`, ``foreachBatch``,
-    ``kafka``, ``file`` (path: its directory) or ``other``."""
+    ``kafka``, ``file`` or ``delta`` (path: its directory) or ``other``."""
     for marker, kind in _KINDS:
         if marker in description:
-            if kind == "file":
-                m = re.search(r"FileSink\[(.*)\]", description)
+            if kind in ("file", "delta"):
+                m = re.search(re.escape(marker) + r"(.*)\]", description)
                 return kind, m.group(1) if m else None
             return kind, None
     return "other", None
@@ -67,6 +69,7 @@ class QuerySink:
     kind: str
     path: str | None = None  #: the file sink's directory
     writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
+    tables: list[str] = field(default_factory=list)  #: Delta tables its foreachBatch appended to
     output_rows: int = 0  #: rows its sink reported (V2 sinks; -1: not reported, e.g. foreachBatch)
     stateful: bool = False  #: it keeps state (aggregation, join): its output may lag its input
     first_input_end: float | None = None  #: when its first micro-batch with input ended
@@ -83,11 +86,13 @@ class QuerySink:
             text += f" in {self.path}"
         if self.writes:
             text += f" (writing files to {', '.join(self.writes)})"
+        if self.tables:
+            text += f" (writing Delta tables {', '.join(self.tables)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.name, "id": self.query_id, "kind": self.kind, "description": self.description,
-                "path": self.path, "writes": list(self.writes)}
+                "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 
 
 def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[QuerySink]:
@@ -108,8 +113,14 @@ def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> 
             q.first_input_end = b.get("t_end")
     for w in writes:
         q = out.get(str(w.get("query_id")))
+        if q is None:
+            continue
+        if w.get("format") == "delta":
+            if str(w["path"]) not in q.tables:
+                q.tables.append(str(w["path"]))
+            continue
         root = write_root(str(w["path"]), w.get("batch"))
-        if q is not None and root not in q.writes:
+        if root not in q.writes:
             q.writes.append(root)
     return list(out.values())
 
@@ -140,8 +151,12 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
                                             "from Spark's progress only, with no per-record verdict (as with "
                                             "outputs={}); for one, write to Kafka or files and name them in "
                                             "outputs={...}")
-    files = [q for q in sinks if q.kind == "file" and q.path]
     judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
+    tables = [q for q in sinks if q.kind == "delta" and q.path] + [q for q in judged if q.tables]
+    if tables and not any(q.kind == "kafka" for q in sinks):
+        dirs = list(dict.fromkeys(relative(d, bases) for q in tables for d in (q.tables or [q.path or ""])))
+        return SinkVerdict("refuse", _name_files(tables, dirs, "delta"), dirs)
+    files = [q for q in sinks if q.kind == "file" and q.path]
     files += [q for q in judged if q.kind != "file" and q.writes]
     if files and not any(q.kind == "kafka" for q in sinks):
         dirs = list(dict.fromkeys(relative(d, bases) for q in files for d in (q.writes or [q.path or ""])))
@@ -161,6 +176,21 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
     return SinkVerdict("wait")
 
 
+def misnamed_tables(sinks: list[QuerySink], declared: list[str]) -> str | None:
+    """One line when the test names Delta tables (``declared``: their local paths) that no query writes
+    while the job's queries write Delta tables elsewhere (a path mistyped, or relative to another directory);
+    None otherwise."""
+    written = {re.sub(r"^file:(//)?", "", p).rstrip("/"): q for q in sinks
+               for p in ([q.path] if q.kind == "delta" and q.path else []) + q.tables}
+    missing = [d for d in declared if d.rstrip("/") not in written]
+    if not written or not missing or len(missing) < len(declared):
+        return None
+    where = "; ".join(f"{q.label} writes to a Delta table in {p}" for p, q in written.items())
+    return (f"outputs= names {', '.join('delta:' + d for d in missing)}, which no query writes, but {where}: "
+            f"name the table the job writes, e.g. outputs={{'delta:{next(iter(written))}': '<column with the "
+            "input id>'}")
+
+
 def relative(path: str, bases: tuple[str, ...]) -> str:
     """``path`` (a URL or a path) relative to the first of ``bases`` it is under, else as a plain path
     (``file:`` taken off)."""
@@ -172,8 +202,9 @@ def relative(path: str, bases: tuple[str, ...]) -> str:
     return plain
 
 
-def _name_files(queries: list[QuerySink], dirs: list[str]) -> str:
-    entries = ", ".join(f"'file:{d}': '<field with the input id>'" for d in dirs)
+def _name_files(queries: list[QuerySink], dirs: list[str], kind: str = "file") -> str:
+    field = "column" if kind == "delta" else "field"
+    entries = ", ".join(f"'{kind}:{d}': '<{field} with the input id>'" for d in dirs)
     where = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
     return (f"{where}, which the run reads only when told: pass outputs={{{entries}}} (a field path, or a "
             "callable (row, None) -> ids)")

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-#: the output prefixes that name a directory on this host
-LOCAL_OUTPUTS = ("file:", "delta:")
+from pytest_streamchaos.observe.output_names import output_path
 
 
 def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> list[str]:
@@ -28,8 +27,7 @@ def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> l
         if path.startswith("/"):
             out.append(path)
     for name in outputs:
-        prefix = next((p for p in LOCAL_OUTPUTS if name.startswith(p)), None)
-        path = name[len(prefix):].removeprefix("//") if prefix else ""
+        path = (output_path(name) or "").removeprefix("//")
         if path.startswith("/"):
             out.append(path)
     return out

@@ -40,7 +40,7 @@ __all__ = ["REFERENCES_KEY", "SLACK_S", "Reference", "ReferenceRuns", "Reference
            "reference_key"]
 
 #: how much longer than the test's load the first reference run sends, in seconds
-SLACK_S = 10.0
+SLACK_S = 5.0
 #: where the session keeps its :class:`References` (``config.stash``)
 REFERENCES_KEY: pytest.StashKey[References] = pytest.StashKey()
 

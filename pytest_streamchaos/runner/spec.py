@@ -19,6 +19,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
+from pytest_streamchaos.observe.output_names import check_path_output, output_kind
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
@@ -204,6 +205,19 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
         raise ValueError("inputs={} names no topic: give {topic: record_factory or None}, or omit it")
     check_checkpoint(checkpoint)
     check_callables(inputs, annotate, outputs, id_reader, oracle)
+    check_outputs(outputs, checkpoint)
+
+
+def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
+    """Every ``file:`` / ``delta:`` output names a path and how ids are read from it
+    (:func:`~pytest_streamchaos.observe.outputs.check_path_output`); a Delta table is read on the local disk."""
+    for name, ids in (outputs or {}).items():
+        if output_kind(name) == "kafka":
+            continue
+        check_path_output(name, ids)
+        if output_kind(name) == "delta" and checkpoint == "hdfs":
+            raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table is read on the local disk, and with "
+                             "checkpoint='hdfs' the job's paths are on HDFS: run it with checkpoint='local'")
 
 
 def check_checkpoint(checkpoint: str) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.job.config import JobConfig
-from pytest_streamchaos.spark import connector, job_files
+from pytest_streamchaos.spark import connector, delta, job_files
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import JobHandle, Launcher, LaunchOptions, SparkApp, SparkCluster
 from pytest_streamchaos.stack.driver.conf import DEFAULT_CONF, JIT_MODES, QUICK_JIT, java_env, java_path, spark_home
@@ -92,14 +92,16 @@ class JobLauncher:
     def prepare(self, script: str | os.PathLike, *, config: JobConfig | Mapping[str, str] | None = None,
                 env: Mapping[str, str] | None = None, conf: Mapping[str, Any] | None = None,
                 deploy_mode: str = "client", name: str | None = None, args: Sequence[str] = (),
-                py_files: Sequence[str | os.PathLike] = (), files: Sequence[str | os.PathLike] = ()) -> JobHandle:
+                py_files: Sequence[str | os.PathLike] = (), files: Sequence[str | os.PathLike] = (),
+                outputs: Sequence[str] = ()) -> JobHandle:
         """Validate everything and build the job without starting it.
 
         ``config``: the STREAMCHAOS_* job contract (a :class:`JobConfig` or its env dict).
         ``env``: extra environment variables for the driver. ``conf``: Spark conf over the defaults.
         ``files`` / ``py_files``: the job's own data files and Python files, as ``spark-submit --files /
         --py-files`` take them (relative: to the script's folder); data files are also copied into the
-        driver's working directory (:mod:`.job_files`).
+        driver's working directory (:mod:`.job_files`). ``outputs``: the run's output names (a ``delta:``
+        one means the job needs Delta Lake's jars, :mod:`.delta`).
         """
         script_path = check_script(script)
         try:
@@ -111,8 +113,10 @@ class JobLauncher:
         # before any directory is made: no connector (resolution failed) fails here, cleanly
         jars, notes = self._kafka_connector(script_path, own)
         app_conf = {**self.conf, **own}
+        delta_jars, delta_notes = self._delta(delta.job_sources(script_path, py), app_conf, outputs)
+        jars, notes = [*jars, *delta_jars], [*notes, *delta_notes]
         if "spark.jars.packages" in app_conf:
-            packages = connector.without_pins(app_conf.pop("spark.jars.packages"))
+            packages = delta.without_pins(connector.without_pins(app_conf.pop("spark.jars.packages")))
             if packages:
                 app_conf["spark.jars.packages"] = packages
         contract = config.to_env() if isinstance(config, JobConfig) else {k: str(v) for k, v in (config or {}).items()}
@@ -135,6 +139,27 @@ class JobLauncher:
         conf = {k: str(v) for k, v in conf.items()}
         notes = [connector.fallback_note(home), connector.replacement_note(connector.find_pins(script, conf), ours),
                  connector.companions_note(conf.get("spark.jars.packages", ""))]
+        return jars, [n for n in notes if n]
+
+    def _delta(self, sources: list[Path], conf: dict[str, str], outputs: Sequence[str]) -> tuple[list[Path], list[str]]:
+        """Delta Lake's jars for a job that needs them (:mod:`.delta`), with Delta's session settings and its
+        snapshot partitions (as many as the shuffle's) added to ``conf`` where the job sets none, and the notes
+        on its pins; nothing for a job that does not."""
+        if delta.needs_delta(sources, conf, outputs) is None:
+            return [], []
+        home = spark_home()
+        try:
+            chosen = delta.choice(home)
+            jars = delta.delta_jars(home, self.progress, java=java_path(java_env(self.java_home)))
+        except ResolutionError as exc:
+            raise LaunchError(str(exc)) from None
+        missing = delta.python_api_missing(sources, chosen)
+        if missing:
+            raise LaunchError(missing)
+        for key, value in delta.SESSION_CONF.items():
+            conf.setdefault(key, value)
+        conf.setdefault(delta.SNAPSHOT_PARTITIONS, {**self.defaults, **conf}.get("spark.sql.shuffle.partitions", "2"))
+        notes = [chosen.note, delta.replacement_note(delta.find_pins(sources, conf), chosen.coordinate)]
         return jars, [n for n in notes if n]
 
     def submit(self, script: str | os.PathLike, **kwargs: Any) -> JobHandle:

@@ -1,6 +1,6 @@
 """Jars from Maven Central, resolved once per machine into the plugin's cache.
 
-The real stack's servers (Apache Kafka, Hadoop's HDFS) and Spark's own Kafka connector are published
+The real stack's servers (Apache Kafka, Hadoop's HDFS), Spark's own Kafka connector and Delta Lake are published
 as Maven artifacts. Each :class:`JarSet` names pinned coordinates; :func:`resolve` runs the ordinary
 resolver (the Ivy jar that pyspark ships, ``java -jar ivy.jar``) once, retrieves the runtime closure
 into ``<cache>/jars/<name>/lib`` and writes a manifest last. A later call finds the manifest and
@@ -106,6 +106,14 @@ def spark_kafka_connector(spark_version: str, scala: str, present: Sequence[str]
     coord = f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark_version}"
     return JarSet(f"spark-sql-kafka-0-10_{scala}-{spark_version}", f"Spark's Kafka connector {coord}", (coord,),
                   frozenset(present))
+
+
+def delta_jars(artifact: str, version: str, present: Sequence[str] = ()) -> JarSet:
+    """Delta Lake for Spark (``io.delta:<artifact>:<version>``, e.g. ``delta-spark_4.2_2.13:4.4.0``) and its
+    dependencies (``delta-storage``, ANTLR's runtime), minus what the Spark distribution already has
+    (``present``: artifact names of ``pyspark/jars``)."""
+    coord = f"io.delta:{artifact}:{version}"
+    return JarSet(f"{artifact}-{version}", f"Delta Lake {version}", (coord,), frozenset(present))
 
 
 def maven_repo() -> str:
@@ -310,9 +318,10 @@ def lock_from_report(jars: JarSet, report: Path, lib: Path) -> Path:
 
 
 def lockable_sets() -> list[JarSet]:
-    """The pinned sets that have a lock: the servers, and the connector of each tested Spark line."""
+    """The pinned sets that have a lock: the servers, and the connector and Delta Lake of each tested Spark line."""
     return [kafka_jars(), hadoop_jars(), spark_kafka_connector("4.2.0", "2.13"),
-            spark_kafka_connector("3.5.7", "2.12")]
+            spark_kafka_connector("3.5.7", "2.12"), delta_jars("delta-spark_4.2_2.13", "4.4.0"),
+            delta_jars("delta-spark_2.12", "3.3.3")]
 
 
 def _run(argv: list[str], jars: JarSet) -> str:

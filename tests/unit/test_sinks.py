@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.observe.progress import EV_PROGRESS, EV_SQL_START, SparkProgress
-from pytest_streamchaos.observe.sinks import QuerySink, classify, judge, query_sinks, relative, write_root
+from pytest_streamchaos.observe.sinks import (
+    QuerySink,
+    classify,
+    judge,
+    misnamed_tables,
+    query_sinks,
+    relative,
+    write_root,
+)
 
 CONSOLE = "org.apache.spark.sql.execution.streaming.ConsoleTable$@1764649"
 FOREACH = ("ForeachWriterTable(org.apache.spark.sql.execution.python.streaming.PythonForeachWriter@7929deaf,Right("
@@ -40,7 +48,8 @@ def test_classify_names_every_sink_spark_reports() -> None:
     assert classify("ForeachBatchSink") == ("foreachBatch", None)
     assert classify(KAFKA) == ("kafka", None)
     assert classify("FileSink[file:/tmp/out]") == ("file", "file:/tmp/out")
-    assert classify("DeltaSink[/x]") == ("other", None)
+    assert classify("DeltaSink[file:/tmp/bronze]") == ("delta", "file:/tmp/bronze")
+    assert classify("SomethingElse@1") == ("other", None)
 
 
 def test_write_roots_and_relative_names() -> None:
@@ -63,7 +72,8 @@ def test_foreach_batch_file_writes_come_from_the_event_log(tmp_path: Path) -> No
     (tmp_path / "app-1.inprogress").write_text("".join(json.dumps(e) + "\n" for e in events))
     p = SparkProgress(tmp_path)
     p.poll()
-    assert p.writes == [{"query_id": QID, "batch": 0, "path": "file:/w/jobs/j/lake/views/batch=0", "t": 1000.5}]
+    assert p.writes == [{"query_id": QID, "batch": 0, "path": "file:/w/jobs/j/lake/views/batch=0", "t": 1000.5,
+                         "format": "files"}]
     [q] = query_sinks(p.batches, p.writes)
     assert (q.kind, q.writes, q.first_input_end) == ("foreachBatch", ["file:/w/jobs/j/lake/views"], 1_000_000.9)
 
@@ -93,6 +103,43 @@ def test_files_the_run_was_not_told_about_are_refused_naming_outputs() -> None:
     assert judge(fb, 0, 102.0, "out", bases=("/w/jobs/j",)).action == "wait", "the batch's other writes may come"
     v = judge(fb, 0, 106.0, "out", bases=("/w/jobs/j",))
     assert v.action == "refuse" and "outputs={'file:lake/views': " in v.message
+
+
+def test_a_delta_table_the_run_was_not_told_about_is_refused_naming_the_delta_output() -> None:
+    sink = query_sinks([batch("q1", "DeltaSink[file:/tmp/orders-bronze]", 0)], [])
+    v = judge(sink, 0, 100.0, "out", bases=("/w/jobs/j",))
+    assert v.action == "refuse" and v.dirs == ["/tmp/orders-bronze"]
+    assert "query q1 writes to a Delta table in file:/tmp/orders-bronze" in v.message
+    assert "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
+
+
+def test_a_foreach_batch_delta_append_is_refused_after_the_grace_naming_the_delta_output(tmp_path: Path) -> None:
+    plan = ("== Physical Plan ==\nExecute SaveIntoDataSourceCommand (1)\n+- * Project (2)\n\n\n(1) Execute "
+            "SaveIntoDataSourceCommand\nOutput: []\n\n(2) SaveIntoDataSourceCommand\nArguments: "
+            "org.apache.spark.sql.delta.sources.DeltaDataSource@56138db5, [path=/tmp/orders-bronze], Append\n")
+    events = [{"Event": EV_SQL_START, "executionId": 3, "time": 1_000_500, "physicalPlanDescription": plan,
+               "description": f"\nid = {QID}\nrunId = 4ab460e9-caab-4019-bd46-ff437cc37f97\nbatch = 2"}]
+    (tmp_path / "app-1.inprogress").write_text("".join(json.dumps(e) + "\n" for e in events))
+    p = SparkProgress(tmp_path)
+    p.poll()
+    assert p.writes == [{"query_id": QID, "batch": 2, "path": "/tmp/orders-bronze", "t": 1000.5, "format": "delta"}]
+    sinks = query_sinks([batch(QID, "ForeachBatchSink", 2, t_end=100.0)], p.writes)
+    assert sinks[0].tables == ["/tmp/orders-bronze"] and sinks[0].writes == []
+    assert judge(sinks, 0, 102.0, "out").action == "wait"
+    v = judge(sinks, 0, 106.0, "out")
+    assert v.action == "refuse" and "outputs={'delta:/tmp/orders-bronze': '<column with the input id>'}" in v.message
+    assert "(writing Delta tables /tmp/orders-bronze)" in v.message
+
+
+def test_a_delta_table_named_where_no_query_writes_is_refused_naming_the_one_written() -> None:
+    sinks = query_sinks([batch("q1", "DeltaSink[file:/tmp/lake/orders]", 0)], [])
+    assert misnamed_tables(sinks, ["/tmp/lake/orders"]) is None
+    assert misnamed_tables(sinks, []) is None
+    msg = misnamed_tables(sinks, ["/tmp/lake/order"])
+    assert msg is not None and "\n" not in msg
+    assert msg.startswith("outputs= names delta:/tmp/lake/order, which no query writes, but query q1 writes to a "
+                          "Delta table in /tmp/lake/orders: name the table the job writes")
+    assert misnamed_tables(query_sinks([batch("q1", KAFKA, 0)], []), ["/tmp/x"]) is None  # nothing to compare
 
 
 @pytest.mark.parametrize("sink", ["ForeachBatchSink", FOREACH])

@@ -17,6 +17,7 @@ from pytest_streamchaos.faults.registry import kind_of, prepare
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
+from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
@@ -73,7 +74,7 @@ class PrepareJob:
         try:
             job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add, **gate_conf},
                                    env={**storage.env, **s.env, **gate_env}, args=argv, files=s.files,
-                                   py_files=s.py_files, deploy_mode=s.deploy_mode)
+                                   py_files=s.py_files, deploy_mode=s.deploy_mode, outputs=s.outputs or ())
         except BaseException:
             if gate is not None:
                 gate.close()
@@ -223,7 +224,7 @@ def checkpoint_places(source: str, argv: Sequence[str], conf: Mapping[str, str],
             continue  # another filesystem's
         loc = loc.removeprefix("file://").removeprefix("file:")
         found.append(loc if loc.startswith("/") else str(workdir / loc))
-    files = [o.removeprefix("file:") for o in outputs or [] if o.startswith("file:")]
+    files = [path for o in outputs or [] if (path := output_path(o)) is not None]
     declared = {f if f.startswith("/") else str(workdir / f) for f in files}
     found += [a for a in paths_in(argv, workdir) if a not in declared and "://" not in a]
     session = conf.get("spark.sql.streaming.checkpointLocation", "").removeprefix("file:")

@@ -18,6 +18,7 @@ from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
+from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.records import TimelineEvent, Trace
@@ -128,8 +129,11 @@ class WireObservers:
         opts = oracle.collector_options() if hasattr(oracle, "collector_options") else {}
         if ctx.spec.outputs is None:
             return Collector(t.bootstrap, t.outputs(), id_reader=ctx.inputs.id_reader, **opts)
-        return Outputs([collector_for(name, ids, t.bootstrap, ctx.storage.output(name[len("file:"):], workdir)
-                                      if name.startswith("file:") else None, **opts)
+        def place(name: str) -> Any:
+            path = output_path(name)
+            return None if path is None else ctx.storage.output(path, workdir)
+
+        return Outputs([collector_for(name, ids, t.bootstrap, place(name), **opts)
                         for name, ids in ctx.inputs.output_ids.items()])
 
     def _generator(self, poison: PoisonSchedule) -> Sender:

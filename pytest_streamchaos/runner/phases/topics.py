@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pytest_streamchaos.facts import Topics
 from pytest_streamchaos.job.eos import control_topic_for
+from pytest_streamchaos.observe.output_names import output_kind
 from pytest_streamchaos.runner.spec import RunSpec
 from pytest_streamchaos.stack.base import KafkaCluster
 
@@ -64,7 +65,7 @@ class MakeTopics:
             topics.inputs = [self._own(topics, "in", s.partitions)]
         else:
             topics.inputs = [kafka.create_topic(t, partitions=s.partitions) for t in s.inputs]
-        fixed_out = [o for o in (s.outputs or []) if not o.startswith("file:")]
+        fixed_out = [o for o in (s.outputs or []) if output_kind(o) == "kafka"]
         if s.outputs is None:
             topics.out_topic = self._own(topics, "out", s.partitions, OUTPUT_TOPIC_CONFIG)
             topics.side_topic = self._own(topics, "late", 1)

@@ -7,11 +7,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
+from pytest_streamchaos.observe.output_names import output_kind, output_path
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
+from pytest_streamchaos.observe.sinks import UNREADABLE, judge, misnamed_tables, query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
@@ -107,6 +109,11 @@ class SinkJudge:
                 raise RunError(f"outputs= names {', '.join(ctx.spec.outputs)}, but "
                                + "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
                                + ": nothing there can be read; pass outputs={} for a run from Spark's progress")
+            tables = [self.ctx.storage.output(p, self.job.workdir).path for o in ctx.spec.outputs
+                      if output_kind(o) == "delta" and (p := output_path(o))]
+            misnamed = misnamed_tables(sinks, tables)
+            if misnamed:
+                raise RunError(misnamed)
             return
         bases = tuple(b for b in (str(self.job.workdir), ctx.storage.home) if b)
         verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases)
@@ -122,12 +129,14 @@ class SinkJudge:
         self._judged = verdict.action != "wait"
 
     def _columns_note(self, dirs: list[str]) -> str:
-        """`` (columns in <dir>: a, b)`` for each directory the job wrote files to, to pick the id field
-        from ("" when none can be read)."""
+        """`` (columns in <dir>: a, b)`` for each directory the job wrote files or a Delta table to, to pick
+        the id field from ("" when none can be read)."""
         notes = []
         for d in dirs:
             try:
-                cols = columns_of(self.ctx.storage.output(d, self.job.workdir))
+                place = self.ctx.storage.output(d, self.job.workdir)
+                table = place.scheme == "file" and place.child("_delta_log").is_dir()
+                cols = delta.columns(place.path) if table else columns_of(place)
             except Exception:  # the refusal stands without the hint
                 cols = []
             if cols:

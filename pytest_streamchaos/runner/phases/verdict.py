@@ -18,6 +18,7 @@ from pytest_streamchaos.facts import (
     SinkQuery,
 )
 from pytest_streamchaos.history import History
+from pytest_streamchaos.observe.outputs import Outputs
 from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.runner.context import RunContext
@@ -54,6 +55,11 @@ class Verdict:
             ctx.warnings.append(
                 f"{d.obs.collector.lost_to_retention} outputs were deleted by the broker before the collector read "
                 "them (retention): their ids count as lost. Check the output topic's retention settings")
+        if isinstance(d.obs.collector, Outputs):
+            ctx.warnings.extend(d.obs.collector.notes)
+        failure = d.obs.collector.failure  # an output that turned out unreadable after the load (not a table)
+        if failure is not None:
+            raise failure
         history = self.history()
         return ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params)
 

@@ -1,0 +1,238 @@
+"""Reading a Delta Lake table, version by version, with a reader made for Delta (``deltalake``, delta-rs).
+
+What a streaming job left in a table, as the run and the reference comparison need it:
+
+- :func:`final_rows` -- the table's rows after its last version (or after ``version``): for a table
+  that MERGE / UPDATE / DELETE maintain, the final value per key;
+- :func:`version_changes` -- each committed version: when it was committed (its ``commitInfo``
+  timestamp, epoch seconds), its operation (``STREAMING UPDATE``, ``WRITE``, ``MERGE``, ...), the rows of the
+  data files it added and of those it removed, and :meth:`VersionChange.appended` -- the rows it made
+  appear (added minus removed, as multisets: for an append, everything it added; for a copy-on-write
+  MERGE, the new and changed rows, not the unchanged rows it copied);
+- :func:`is_table`, :func:`columns`, :func:`rows` (a pyarrow table as plain dicts).
+
+A version's change is the difference between the data files of its snapshot and of the one before
+(delta-rs reads the log, its checkpoints and its protocol; nothing here parses ``_delta_log``). A
+replayed micro-batch that a ``foreachBatch`` writer appended again is a version of its own, and its rows
+show twice in :func:`final_rows`; a batch Delta's streaming sink (or ``txnAppId`` / ``txnVersion``) skipped
+is no version at all.
+
+A table whose protocol needs what the reader cannot apply per file (deletion vectors, column mapping)
+raises :class:`DeltaReadError` naming it. Everything here reads the table on the local disk; the
+functions are pure but for that read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: reader features whose effect is not in the data files themselves: a per-file read would be wrong
+_UNSUPPORTED = {"deletionVectors": "deletion vectors", "columnMapping": "column mapping"}
+
+
+class DeltaReadError(ValueError):
+    """The table cannot be read as asked (not a table, a feature the reader cannot apply, a bad version);
+    the message names the table and the fix."""
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """One committed version of a table and the rows it changed."""
+
+    version: int
+    committed_at: float  #: the commit's time (its ``commitInfo.timestamp``), epoch seconds
+    operation: str  #: ``STREAMING UPDATE``, ``WRITE``, ``MERGE``, ``OPTIMIZE``, ... ("" when not recorded)
+    added: pa.Table  #: the rows of the data files this version added
+    removed: pa.Table  #: the rows of the data files it removed (empty for an append)
+    #: the commit's ``operationParameters`` (e.g. a streaming write's ``queryId``, ``epochId``)
+    parameters: dict[str, Any]
+
+    def appended(self) -> pa.Table:
+        """The rows this version made appear: :attr:`added` minus :attr:`removed`, as multisets (a row
+        that a rewrite carried over unchanged is not one; a row added twice in one version is twice)."""
+        return minus(self.added, self.removed)
+
+
+def minus(rows_of: pa.Table, gone: pa.Table) -> pa.Table:
+    """The rows of ``rows_of`` that are not in ``gone``, as multisets (each row of ``gone`` cancels one
+    equal row), in ``rows_of``'s order."""
+    if gone.num_rows == 0:
+        return rows_of
+    left = Counter(_key(r) for r in gone.to_pylist())
+    keep = []
+    for i, r in enumerate(rows_of.to_pylist()):
+        k = _key(r)
+        if left[k] > 0:
+            left[k] -= 1
+        else:
+            keep.append(i)
+    return rows_of.take(keep)
+
+
+def _key(row: dict[str, Any]) -> Any:
+    """A hashable form of a row (nested lists and dicts included)."""
+    def freeze(v: Any) -> Any:
+        if isinstance(v, dict):
+            return tuple(sorted((k, freeze(x)) for k, x in v.items()))
+        if isinstance(v, list):
+            return tuple(freeze(x) for x in v)
+        return v
+
+    return freeze(row)
+
+
+def is_table(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a Delta table (a ``_delta_log`` with at least one commit)."""
+    from deltalake import DeltaTable
+
+    return bool(DeltaTable.is_deltatable(str(path)))
+
+
+def latest_version(path: str | os.PathLike) -> int | None:
+    """The table's newest version, None when ``path`` is not a table (yet)."""
+    if not is_table(path):
+        return None
+    return open_table(path).version()
+
+
+def columns(path: str | os.PathLike) -> list[str]:
+    """The table's column names (its schema now); :class:`DeltaReadError` when it is not a table."""
+    return [f.name for f in open_table(path).schema().fields]
+
+
+def final_rows(path: str | os.PathLike, version: int | None = None, since: int | None = None) -> pa.Table:
+    """The table's rows after ``version`` (None: its newest), as a pyarrow table (:func:`rows` for dicts).
+    ``since``: without the rows the table already held at that version (:func:`minus`: what the versions
+    after it left, e.g. the rows of this run in a table an earlier run wrote to)."""
+    snapshot = Snapshot.of(open_table(path, version), str(path))
+    now = snapshot.read(list(snapshot.files))
+    if since is None or since < 0:
+        return now
+    before = Snapshot.of(open_table(path, since), str(path))
+    return minus(now, before.read(list(before.files)).select(now.column_names))
+
+
+def version_changes(path: str | os.PathLike, start: int = 0, end: int | None = None,
+                    removed: bool = True) -> list[VersionChange]:
+    """Each committed version from ``start`` to ``end`` (inclusive; None: the newest), in order, with the
+    rows it added and (``removed``) removed. :class:`DeltaReadError` when ``path`` is not a table."""
+    return list(iter_changes(path, start, end, removed=removed))
+
+
+def iter_changes(path: str | os.PathLike, start: int = 0, end: int | None = None, *,
+                 removed: bool = True) -> Iterator[VersionChange]:
+    """:func:`version_changes` one version at a time."""
+    newest = open_table(path)
+    last = newest.version() if end is None else min(end, newest.version())
+    info_of = commits(newest, start, last)
+    prev = Snapshot.of(open_table(path, start - 1), str(path)) if start > 0 else Snapshot.empty(str(path))
+    for v in range(max(start, 0), last + 1):
+        snap = Snapshot.of(open_table(path, v), str(path))
+        added = [f for f in snap.files if f not in prev.files]
+        gone = [f for f in prev.files if f not in snap.files]
+        info = info_of.get(v, {})
+        yield VersionChange(v, float(info.get("timestamp", 0)) / 1000.0, str(info.get("operation") or ""),
+                            snap.read(added), prev.read(gone if removed else []),
+                            dict(info.get("operationParameters") or {}))
+        prev = snap
+
+
+def rows(table: pa.Table) -> list[dict[str, Any]]:
+    """A pyarrow table's rows as plain dicts (column -> Python value)."""
+    return list(table.to_pylist())
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The data files of one version of a table -- each file's path (relative to the table, as the log names
+    it, URL-decoded as Delta's protocol says) and its partition values -- and how to read a few of them."""
+
+    root: str  #: the table's directory
+    files: dict[str, dict[str, Any]]  #: data file -> its partition values (column -> value)
+    schema: Any  #: the table's pyarrow.Schema (None for the empty snapshot before version 0)
+
+    @classmethod
+    def empty(cls, root: str = "") -> Snapshot:
+        return cls(root, {}, None)
+
+    @classmethod
+    def of(cls, table: Any, where: str) -> Snapshot:
+        """The snapshot of ``table`` (a ``deltalake.DeltaTable`` at some version) of the table at ``where``."""
+        import pyarrow as pa
+
+        check_protocol(table, where)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        columns = list(table.metadata().partition_columns)
+        values = {c: actions.column(f"partition.{c}").to_pylist() for c in columns}
+        files = {unquote(path): {c: values[c][i] for c in columns}
+                 for i, path in enumerate(actions.column("path").to_pylist())}
+        return cls(str(where), files, pa.schema(table.schema().to_arrow()))
+
+    def read(self, paths: list[str]) -> pa.Table:
+        """The rows of the data files ``paths`` (of this snapshot), partition columns included, in the
+        table's schema."""
+        import pyarrow as pa
+        import pyarrow.dataset as pds
+        import pyarrow.fs as pafs
+
+        if self.schema is None:
+            return pa.table({})
+        fmt, fs = pds.ParquetFileFormat(), pafs.LocalFileSystem()
+        fragments = [fmt.make_fragment(os.path.join(os.path.abspath(self.root), p), filesystem=fs,
+                                       partition_expression=self._partition(p)) for p in paths]
+        return pds.FileSystemDataset(fragments, self.schema, fmt, fs).to_table()
+
+    def _partition(self, path: str) -> Any:
+        """The expression binding a file's partition columns to its values (how pyarrow fills them in)."""
+        import pyarrow as pa
+        import pyarrow.dataset as pds
+
+        expr = pds.scalar(True)
+        for column, value in self.files[path].items():
+            field = pds.field(column)
+            expr = expr & (field.is_null() if value is None
+                           else field == pa.scalar(value).cast(self.schema.field(column).type))
+        return expr
+
+
+def open_table(path: str | os.PathLike, version: int | None = None) -> Any:
+    """The ``deltalake.DeltaTable`` at ``path`` (at ``version``; None: the newest); :class:`DeltaReadError`
+    naming the fix when it is not a table or the version cannot be read."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError, TableNotFoundError
+
+    try:
+        return DeltaTable(str(path), version=version)
+    except TableNotFoundError:
+        raise DeltaReadError(f"{path} is not a Delta table (no _delta_log with a commit): "
+                             "name the directory the job writes with format(\"delta\")") from None
+    except DeltaError as exc:
+        raise DeltaReadError(f"{path}: version {version} cannot be read: {exc}") from None
+
+
+def check_protocol(table: Any, where: str) -> None:
+    """:class:`DeltaReadError` when the table needs a reader feature that a per-file read cannot apply."""
+    features = set(table.protocol().reader_features or [])
+    unsupported = [name for key, name in _UNSUPPORTED.items() if key in features]
+    if unsupported:
+        raise DeltaReadError(f"{where} uses {' and '.join(unsupported)}, which the run cannot apply file by file: "
+                             "create the table with TBLPROPERTIES ('delta.enableDeletionVectors' = false) "
+                             "(and without column mapping) for a chaos run")
+
+
+def commits(table: Any, start: int, end: int) -> dict[int, dict[str, Any]]:
+    """The commit info (``timestamp`` in ms, ``operation``, ``operationParameters``) of versions ``start`` ..
+    ``end`` of ``table`` (a ``DeltaTable`` at ``end`` or later), from its history."""
+    if end < start:
+        return {}
+    newest = table.version()
+    return {int(h["version"]): h for h in table.history(limit=newest - start + 1)
+            if "version" in h and start <= int(h["version"]) <= end}

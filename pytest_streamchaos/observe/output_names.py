@@ -1,0 +1,39 @@
+"""What an output's name says (``chaos.run(outputs={name: ids})``): its kind and path, checked before
+anything starts. Light: imported where a run's arguments are checked, before any client is loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the kinds of output that are a path (their name: ``<kind>:<path>``); any other name is a Kafka topic
+PATH_KINDS = ("file", "delta")
+
+
+def output_kind(name: str) -> str:
+    """``file``, ``delta`` or ``kafka`` (a topic) of an output's name."""
+    kind = name.split(":", 1)[0]
+    return kind if ":" in name and kind in PATH_KINDS else "kafka"
+
+
+def output_path(name: str) -> str | None:
+    """The path of a ``file:`` or ``delta:`` output as the test wrote it; None for a Kafka topic."""
+    return None if output_kind(name) == "kafka" else name.split(":", 1)[1]
+
+
+def check_path_output(name: str, ids: Any) -> None:
+    """A ``file:`` / ``delta:`` output needs a path and says how its rows name their input ids (or that they
+    name none, ``NO_IDS``): ValueError naming the fix otherwise (before anything starts)."""
+    kind, path = output_kind(name), output_path(name)
+    what = "the files" if kind == "file" else "the table's rows"
+    if not path:
+        raise ValueError(f"outputs={{{name!r}: ...}}: give the path after '{kind}:' (absolute, or relative to the "
+                         "driver's working directory)")
+    if ids is None:
+        raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from {what} (a column or field path "
+                         "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
+    if kind == "delta":
+        try:
+            import deltalake  # noqa: F401
+        except ImportError:
+            raise ValueError(f"outputs={{{name!r}: ...}}: reading a Delta table needs the deltalake package: "
+                             "pip install 'pytest-streamchaos[delta]'") from None
