@@ -26,6 +26,29 @@ from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
 from pytest_streamchaos.stack.errors import LaunchError
 
 
+#: the modules of Spark Connect's Python client beyond pyspark's own (pyspark's ``connect`` extra), by distribution
+CLIENT_MODULES = {"grpcio": "grpc", "grpcio-status": "grpc_status", "googleapis-common-protos": "google.rpc"}
+#: what pyspark 4's client needs besides
+CLIENT_MODULES_4 = {"zstandard": "zstandard"}
+
+
+def client_missing() -> list[str]:
+    """The distributions of Connect's client this interpreter lacks (the client runs on it)."""
+    import importlib.util
+
+    import pyspark
+
+    modules = {**CLIENT_MODULES, **(CLIENT_MODULES_4 if not pyspark.__version__.startswith("3.") else {})}
+
+    def absent(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is None
+        except ModuleNotFoundError:
+            return True
+
+    return [dist for dist, module in modules.items() if absent(module)]
+
+
 class ConnectLauncher(SubmitLauncher):
     """:class:`~pytest_streamchaos.stack.driver.launcher.SubmitLauncher` whose jobs are :class:`ConnectJob` s:
     a server on ``site``'s cluster listening on ``port``, the script its client."""
@@ -41,6 +64,11 @@ class ConnectLauncher(SubmitLauncher):
         if app.deploy_mode != "client":
             raise LaunchError(f"deploy_mode={app.deploy_mode!r} on Spark Connect: the Connect server is the query's "
                               "driver and runs here, the script is its client; leave deploy_mode out")
+        missing = client_missing()
+        if missing:
+            raise LaunchError(f"the job's script runs as a Spark Connect client, which needs {', '.join(missing)} in "
+                              f"{self.python}: pip install 'pytest-streamchaos[connect]' (pyspark's own 'connect' "
+                              "extra)")
         home = conf.spark_home()
         java = conf.java_path(conf.java_env(self.options.java_home))
         try:
