@@ -25,7 +25,6 @@ from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
 from pytest_streamchaos.stack.errors import LaunchError
 
-
 #: the modules of Spark Connect's Python client beyond pyspark's own (pyspark's ``connect`` extra), by distribution
 CLIENT_MODULES = {"grpcio": "grpc", "grpcio-status": "grpc_status", "googleapis-common-protos": "google.rpc"}
 #: what pyspark 4's client needs besides
