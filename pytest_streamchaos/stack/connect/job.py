@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,8 @@ class ConnectJob:
     def __init__(self, server: SparkJob, client: SparkJob, *, host: str, port: int) -> None:
         self.server, self.client, self.host, self.port = server, client, host, port
         self._events: list[TimelineEvent] = []
+        #: one start of the server at a time (a fault's heal and a supervisor's restart of the client may race)
+        self._server_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<ConnectJob {self.name} server={self.server!r} client={self.client!r}>"
@@ -130,9 +133,12 @@ class ConnectJob:
 
     # -- the client: what the runner calls the driver ---------------------------------------------
     def start(self) -> ConnectJob:
-        """Start the server if it is not running (and wait until it listens), then the client."""
-        if not self.server.alive:
-            self.start_server()
+        """Start the server if it is not running, wait until it listens, then start the client."""
+        with self._server_lock:
+            if not self.server.alive:
+                self.start_server()
+        if not listening(self.host, self.port):  # being started by someone else (a fault's heal)
+            self.wait_server(record=False)
         self.client.start()
         return self
 
@@ -189,8 +195,8 @@ class ConnectJob:
         self.server.start()
         self.wait_server(timeout)
 
-    def wait_server(self, timeout: float = SERVER_START_S) -> None:
-        """Until the server listens (stamped ``connect_server_listening``)."""
+    def wait_server(self, timeout: float = SERVER_START_S, record: bool = True) -> None:
+        """Until the server listens (stamped ``connect_server_listening`` when ``record``)."""
         def up() -> bool:
             if not self.server.alive:
                 raise LaunchError(f"the Spark Connect server exited (code {self.server.returncode}) before it "
@@ -201,8 +207,9 @@ class ConnectJob:
         poll(up, timeout, lambda _: LaunchError(
             f"the Spark Connect server did not listen on {self.host}:{self.port} within {timeout:.0f}s; its log "
             f"{self.server.log_path}:\n{self.server.tail_log(25)}"), interval=0.2)
-        self._events.append(TimelineEvent(time.time(), SERVER_BACK, "connect-server",
-                                          {"launch": len(self.server.launches), "port": self.port}))
+        if record:
+            self._events.append(TimelineEvent(time.time(), SERVER_BACK, "connect-server",
+                                              {"launch": len(self.server.launches), "port": self.port}))
 
     def kill_server(self, wait: bool = True) -> None:
         """SIGKILL the server's group (its JVM, its ``foreachBatch`` workers): the query dies with it."""
@@ -213,11 +220,12 @@ class ConnectJob:
 
     def restart_server(self, wait: bool = True) -> None:
         """The server again on the same port (the client's address holds); ``wait``: until it listens."""
-        if self.server.alive:
-            self.server.stop()
-        self.server.start()
-        if wait:
-            self.wait_server()
+        with self._server_lock:
+            if self.server.alive:
+                self.server.stop()
+            self.server.start()
+            if wait:
+                self.wait_server()
 
     # -- the foreachBatch workers -----------------------------------------------------------------
     def foreach_batch_workers(self) -> list[int]:
