@@ -29,19 +29,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
+from pytest_streamchaos.managers import MANAGERS
 from pytest_streamchaos.spark import connector, delta
 from pytest_streamchaos.stack import artifacts, cds
+from pytest_streamchaos.stack.connect import server as connect_server
 from pytest_streamchaos.stack.environment import check_spark_environment
 
-#: steps that only ``--for`` names: YARN's jars (93 MB) are for those who run on YARN
-OPTIONAL = ("yarn",)
+#: the steps of a run on the standalone cluster that ``--for`` a cluster manager starts from
+_RUN = ("kafka", "connector", "toxiproxy")
+#: steps that only ``--for`` names, a cluster manager's own (:data:`~pytest_streamchaos.managers.MANAGERS`):
+#: YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for Connect
+OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
 #: which steps each ``--for`` runs (``all`` is every step but the optional ones); a step's name is also its
 #: key in :func:`steps`
 PROFILES = {
     # no HDFS in the demo; the class-data archives would cost more to train (two Spark apps, ~40 s of CPU
     # each) than they save one demo's three JVM starts
-    "demo": ("kafka", "connector", "toxiproxy"),
-    "yarn": ("kafka", "connector", "toxiproxy", "yarn"),
+    "demo": _RUN,
+    **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
 }
 
 
@@ -103,6 +108,9 @@ def steps() -> dict[str, Step]:
                       lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
         "yarn": jars(artifacts.hadoop_yarn_jars),
+        "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),
+                        lambda: connect_server.server_jars(check_spark_environment().spark_home, _line,
+                                                           announce=False)),
         "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
                           lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
@@ -145,8 +153,9 @@ def _line(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
     parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
-                        help="what to prepare: everything but YARN (default), what the demo needs, what a run "
-                             "on YARN needs; repeat it for several")
+                        help="what to prepare: everything but the cluster managers' own parts (default), what "
+                             "the demo needs, what a run on a cluster manager needs (yarn, connect); repeat it "
+                             "for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 

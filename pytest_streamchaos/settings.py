@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_streamchaos import deprecation
+from pytest_streamchaos import deprecation, managers
 
 #: the stack backends by name
 BACKENDS: tuple[str, ...] = ("local", "docker")
-#: Spark's cluster managers by name
-SPARK_MANAGERS: tuple[str, ...] = ("standalone", "yarn")
+#: Spark's cluster managers by name (their registry: :data:`pytest_streamchaos.managers.MANAGERS`)
+SPARK_MANAGERS: tuple[str, ...] = tuple(managers.MANAGERS)
 
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
 AUTO = "auto"
@@ -40,9 +40,10 @@ OPTIONS: tuple[Option, ...] = (
            "docs/docker-backend.md)", "local", str),
     Option("docker_image", "docker backend: the image of the Spark and broker containers (default: one built on "
            "this machine with no pull; the host's JDK and Python are mounted into it)", "", str),
-    Option("spark", "Spark's cluster manager: 'standalone' (a Spark standalone cluster) or 'yarn' (a YARN "
-           "ResourceManager and two NodeManagers, or an existing YARN with --chaos-yarn-conf; docs/yarn.md); "
-           "@pytest.mark.chaos(spark=...) per test", "standalone", str, choices=("standalone", "yarn")),
+    Option("spark", f"Spark's cluster manager: {managers.choices_help()}; @pytest.mark.chaos(spark=...) per test",
+           managers.DEFAULT, str, choices=SPARK_MANAGERS),
+    Option("connect_port", "where the Spark Connect server of a run on spark='connect' listens on 127.0.0.1 (the job's "
+           "client reaches it there: SPARK_REMOTE, or a hard-coded sc://localhost:15002)", 15002, int),
     Option("yarn_conf", "an existing YARN to run the job on, by its Hadoop conf dir (the one with yarn-site.xml); the "
            "plugin starts no YARN then and refuses the faults that need the daemons' processes. HADOOP_CONF_DIR is "
            "not read for this: a chaos test attaches only to the cluster named here (implies --chaos-spark=yarn)",
@@ -167,7 +168,8 @@ class Settings:
     report_dir: str
     #: the ``--chaos-seed`` override; None = each test's own stable seed
     seed: int | None = None
-    spark: str = "standalone"  #: the cluster manager: ``standalone`` or ``yarn``
+    spark: str = managers.DEFAULT  #: the cluster manager, a name of :data:`~pytest_streamchaos.managers.MANAGERS`
+    connect_port: int = 15002  #: the Spark Connect server's port on ``spark="connect"``
     yarn_conf: str = ""  #: an existing YARN's conf dir ("" : the mini cluster)
     #: ``--chaos-explore=N``: explore every chaos test with budget N (0: only ``@explore`` tests)
     explore: int = 0

@@ -12,13 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.families import broker, checkpoint, disk, hdfs, network, process, topic, workload, yarn
+from pytest_streamchaos.faults.families import (
+    broker, checkpoint, connect, disk, hdfs, network, process, topic, workload, yarn,
+)
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
 #: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
-FAMILIES = (process, broker, topic, checkpoint, network, hdfs, workload, disk, yarn)
+FAMILIES = (process, broker, topic, checkpoint, network, hdfs, workload, disk, yarn, connect)
 
 #: every fault kind by its mark's name
 KINDS: dict[str, type[FaultKind]] = {k.name: k for family in FAMILIES for k in family.KINDS}

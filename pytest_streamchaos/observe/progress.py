@@ -39,6 +39,12 @@ EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryS
 EV_QUERY_TERMINATED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryTerminatedEvent"
 EV_QUERY_IDLE = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent"
 EV_SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
+#: a Spark Connect server's session events (its listener bus writes them to the event log), as timeline kinds
+CONNECT_EVENTS = {
+    "org.apache.spark.sql.connect.service.SparkListenerConnectServiceStarted": "connect_service_started",
+    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionStarted": "connect_session_started",
+    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed": "connect_session_closed",
+}
 #: a batch DataFrameWriter's file write in a SQL execution's plan: its output directory
 _FILE_WRITE = re.compile(r"Execute InsertIntoHadoopFsRelationCommand\n(?:Input[^\n]*\n)?Arguments: ([^,\s]+)")
 #: a batch DataFrameWriter's Delta write (``df.write.format("delta").save(path)``): the table's path
@@ -221,7 +227,8 @@ class SparkProgress:
     ``timeline``: :class:`TimelineEvent` of kind ``driver_started`` / ``driver_stopped`` (per
     application), ``query_started`` / ``query_terminated``, ``executor_added`` / ``executor_removed``
     (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``), and
-    ``task_failed`` (a task ended by an exception: its class and the first line of its message).
+    ``task_failed`` (a task ended by an exception: its class and the first line of its message), and on a
+    Spark Connect server its sessions: ``connect_session_started`` / ``_closed`` (:data:`CONNECT_EVENTS`).
 
     ``writes``: the files a streaming query's batches wrote with a batch ``DataFrameWriter`` (in
     ``foreachBatch``), ``{"query_id", "batch", "path", "t"}`` per write (:mod:`.sinks`).
@@ -299,6 +306,8 @@ class SparkProgress:
                        "exception": ev.get("exception")})
         elif kind == EV_SQL_START:
             self._sql_start(t, ev)
+        elif kind in CONNECT_EVENTS:
+            self._connect(t, app, CONNECT_EVENTS[kind], ev)
         elif kind == EV_PROGRESS:
             progress = dict(ev.get("progress") or {})
             start = parse_spark_time(progress.get("timestamp"))
@@ -312,6 +321,12 @@ class SparkProgress:
             progress["t_end"] = start + duration / 1000.0
             progress["app_id"] = app
             self.batches.append(progress)
+
+    def _connect(self, t: float, app: str, kind: str, ev: dict[str, Any]) -> None:
+        """A Connect server's session event (its own ``eventTime``, epoch ms)."""
+        at = ev.get("eventTime")
+        self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind, "connect-session",
+                  {"app_id": app, "session_id": ev.get("sessionId"), "user_id": ev.get("userId")})
 
     def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
         """A file or Delta write run by a streaming query's batch (``foreachBatch``): where it went (``format``:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.checkers import ReferenceCheck
+from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound, interval_of
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -93,7 +94,8 @@ class Chaos:
         phase timeouts, settle time). The flat arguments above belong to groups too (``rate`` to
         :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
         into them; a field given both flat and in its group is a ValueError naming it, and an argument
-        given flat that lives in a group a TypeError naming the group.
+        given flat that lives in a group a TypeError naming the group. A job in real-time mode is recognised
+        (:func:`judged_real_time`).
 
         ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
         without faults -- twice, once per session for this job and input -- and compares this run's outputs
@@ -115,7 +117,7 @@ class Chaos:
             refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute,
                                                                    self._clear_leftovers))
             spec = compared_spec(spec, refs)
-        result = self._execute(spec, run_inputs)
+        result = judged_real_time(spec, self._execute(spec, run_inputs))
         if ref is not None and refs is not None:
             first, second = refs.rows()
             made = "reused from an earlier test" if refs.reused else f"made in {refs.seconds:.0f}s"
@@ -136,3 +138,14 @@ class Chaos:
         """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs)."""
         if self._last is not None:
             clear_leftovers([self._last], self.workdir)
+
+
+def judged_real_time(spec: RunSpec, result: ChaosRun) -> ChaosRun:
+    """A job in real-time mode (``trigger(realTime=...)``, recognised from its script and refused in one line
+    before anything starts when it cannot run here: docs/realtime.md) is also judged by what the mode promises:
+    ``run.user_checks["realtime_latency"]``, latency per record before and after the faults, and
+    ``["replay_bound"]``, duplicates only within the last interval."""
+    if spec.real_time:
+        result.check(RealTimeLatency())
+        result.check(ReplayBound(spec.real_time_interval or interval_of(result.history)))
+    return result

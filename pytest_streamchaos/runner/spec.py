@@ -23,7 +23,8 @@ from pytest_streamchaos.observe.output_names import check_path_output, output_ki
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
-from pytest_streamchaos.spark import job_files
+from pytest_streamchaos.spark import job_files, realtime
+from pytest_streamchaos.spark.realtime import RealTime
 from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, annotation_label, check_arity
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
@@ -81,6 +82,11 @@ class RunSpec:
     #: fixed event times on a shared clock: record ``n``'s is ``event_origin + (n + 1) / rate`` (None: the
     #: time it was scheduled)
     event_origin: float | None = None
+    #: the job's query runs in real-time mode (``trigger(realTime=...)`` in its script:
+    #: :mod:`pytest_streamchaos.spark.realtime`)
+    real_time: bool = False
+    #: its interval (s), the checkpoint interval, when the script says it literally (else read off the batches)
+    real_time_interval: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +104,7 @@ class RunInputs:
     factories: dict[str, Any]  #: input topic -> record factory (None: the built-in records)
     output_ids: dict[str, Any]  #: output name -> how input ids are read there
     annotate: dict[str, Any]  #: the test's annotations and the oracle's per-record callables
+    real_time: RealTime | None = None  #: the job's real-time trigger, as its script shows it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +136,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
     check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
     script = resolve_job(job, place.test_dir, place.rootdir)
+    real_time = checked_real_time(script)
     planned = plan(list(faults))
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds)
     check_stale_checkpoint(setup.stale_checkpoint)
@@ -149,14 +157,28 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
         stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None or explored,
-        deploy_mode=setup.deploy_mode, explored=explored)
+        deploy_mode=setup.deploy_mode, explored=explored, real_time=real_time is not None,
+        real_time_interval=real_time.interval if real_time else None)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,
         oracle=oracle, id_reader=watch.id_reader, params=watch.params, factories=dict(load.inputs or {}),
         output_ids=dict(watch.outputs or {}),
-        annotate={**(watch.annotate or {}), **oracle.record_callables()})  # the oracle's ones too
+        annotate={**(watch.annotate or {}), **oracle.record_callables()},  # the oracle's ones too
+        real_time=real_time)
     return spec, run_inputs
+
+
+def checked_real_time(script: Path) -> RealTime | None:
+    """The job's real-time trigger (:func:`~pytest_streamchaos.spark.realtime.find`); a :class:`RunError` in one
+    line when the installed Spark or the query's sink cannot run it."""
+    import pyspark
+
+    found = realtime.find(script)
+    why = realtime.refusal(found, spark_version=pyspark.__version__) if found is not None else None
+    if why:
+        raise RunError(why)
+    return found
 
 
 def check_args(args: Sequence[Any] | None) -> None:

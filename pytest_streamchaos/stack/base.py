@@ -9,9 +9,10 @@ the method).
 What the clusters hand out is typed by the protocols below, so the faults and the runner need nothing of
 a backend's own classes: :class:`Node` (a master, worker or broker), :class:`Executor`, :class:`Launcher`
 (what starts the user's job on a cluster, from a :class:`SparkApp`) and :class:`JobHandle` (the running
-job, its driver), :class:`CheckpointView` (the query's checkpoint as the aimed faults and the drain read
-it), :class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose connections a fault on this
-host acts on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one of the job's links).
+job, its driver; under Spark Connect a :class:`ConnectSession`, the client of a server),
+:class:`CheckpointView` (the query's checkpoint as the aimed faults and the drain read it),
+:class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose connections a fault on this host acts
+on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one of the job's links).
 """
 
 from __future__ import annotations
@@ -240,6 +241,35 @@ class JobHandle(Protocol):
 
     def last_error(self) -> str | None:
         """The exception line the current launch's driver died of (its last Python traceback), or None."""
+        ...
+
+
+@runtime_checkable
+class ConnectSession(JobHandle, Protocol):
+    """A job under Spark Connect (``stack.connect.job.ConnectJob``): as a :class:`JobHandle` it is the client
+    (the job's own Python process); the query's driver is the Connect server, which the Connect faults kill and
+    restart, and whose ``foreachBatch`` workers they find."""
+
+    @property
+    def server_alive(self) -> bool:
+        ...
+
+    def kill_server(self, wait: bool = True) -> None:
+        """SIGKILL the server's group (its JVM and Python workers): the query dies with it."""
+        ...
+
+    def server_wait_gone(self, timeout: float = 15.0) -> None:
+        ...
+
+    def restart_server(self, wait: bool = True) -> None:
+        """Start the server again on the same address; ``wait``: until it listens."""
+        ...
+
+    def foreach_batch_workers(self) -> list[int]:
+        """The pids of the server's Python workers running a ``foreachBatch`` function now."""
+        ...
+
+    def signal_foreach_batch_worker(self, pid: int, sig: int = signal.SIGKILL) -> None:
         ...
 
 
@@ -482,6 +512,11 @@ class SparkCluster(abc.ABC):
     def master_url(self) -> str:
         """Where drivers submit to: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode)."""
         raise _missing(self, "master_url")
+
+    @property
+    def manager(self) -> str:
+        """The cluster manager the job runs on: a name of :data:`pytest_streamchaos.managers.MANAGERS`."""
+        return "standalone"
 
     @property
     def effective_conf(self) -> Mapping[str, str]:

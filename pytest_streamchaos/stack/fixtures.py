@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 
+from pytest_streamchaos.managers import DEFAULT, MANAGERS
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
@@ -54,7 +55,7 @@ class Stacks:
         ``host``: the session's host resources (a new :class:`~.host.Host` when None)."""
         self.settings, self.tmp, self.project, self.progress = settings, tmp_path_factory, project, progress
         self.host = host or Host()
-        self._spark: dict[tuple[str, bool], SparkCluster] = {}
+        self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
         self._hdfs: LocalHdfsCluster | None = None
         self._started: list[_Stack] = []  # in start order, stopped newest first
@@ -77,46 +78,20 @@ class Stacks:
             pytest.skip(f"docker backend: {self._docker_error}")
         return self._docker
 
-    def spark(self, backend: str, *, ha: bool = False, manager: str = "standalone") -> SparkCluster:
-        """The backend's Spark cluster (``ha``: two masters and ZooKeeper), started on first use; ``manager``
-        ``yarn``: YARN instead of Spark standalone (:meth:`yarn`)."""
-        if manager == "yarn":
-            return self.yarn(backend, ha=ha)
-        if (backend, ha) not in self._spark:
-            workdir = self.tmp.mktemp(f"spark{'-ha' if ha else ''}-{backend}")
-            cluster: SparkCluster
-            if backend == "docker":
-                from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
+    def spark(self, backend: str, *, ha: bool = False, manager: str = DEFAULT) -> SparkCluster:
+        """The backend's Spark cluster of cluster manager ``manager`` (a name of
+        :data:`~pytest_streamchaos.managers.MANAGERS`; ``ha``: two masters and ZooKeeper), made by the manager's
+        factory on first use and kept for the session."""
+        if manager not in MANAGERS:
+            raise pytest.UsageError(f"spark={manager!r}: valid cluster managers: {', '.join(map(repr, MANAGERS))}")
+        key = (manager, backend, ha)
+        if key not in self._spark:
+            self._spark[key] = MANAGERS[manager].factory()(self, backend, ha)
+        return self._spark[key]
 
-                cluster = DockerSparkCluster.from_settings(self.settings, workdir, ha=ha, session=self.docker(),
-                                                           shared=(self.tmp.getbasetemp(),), project=self.project,
-                                                           host=self.host)
-            else:
-                from pytest_streamchaos.stack.local import LocalSparkCluster
-
-                cluster = LocalSparkCluster.from_settings(self.settings, workdir, ha=ha, host=self.host)
-            self._spark[backend, ha] = self._start(cluster)
-        return self._spark[backend, ha]
-
-    def yarn(self, backend: str, *, ha: bool = False) -> SparkCluster:
-        """YARN as the session's Spark cluster (:mod:`.yarn.spark`): the mini cluster, started on first use,
-        or the existing one ``--chaos-yarn-conf`` names (attached: nothing started). Local backend only."""
-        if backend == "docker":
-            pytest.skip("YARN runs on the local backend only (its NodeManagers are processes here); run this test "
-                        "with --chaos-backend local")
-        if ha:
-            raise pytest.UsageError("@chaos(ha=True) is Spark standalone's two masters; on YARN the "
-                                    "ResourceManager's own HA is the cluster's: leave ha out with spark='yarn'")
-        if ("yarn", False) not in self._spark:
-            from pytest_streamchaos.stack.yarn.attach import attach
-            from pytest_streamchaos.stack.yarn.spark import YarnSparkCluster
-
-            s = self.settings
-            cluster = (YarnSparkCluster(attach(s.yarn_conf), host=self.host) if s.yarn_conf else
-                       YarnSparkCluster.mini(self.tmp.mktemp("yarn"), java_home=s.java_home,
-                                             start_timeout=s.start_timeout, host=self.host))
-            self._spark["yarn", False] = self._start(cluster)
-        return self._spark["yarn", False]
+    def standalone(self, backend: str, *, ha: bool = False) -> SparkCluster:
+        """The backend's Spark standalone cluster (``ha``: two masters and ZooKeeper), started on first use."""
+        return self.spark(backend, ha=ha, manager="standalone")
 
     def kafka(self, backend: str) -> KafkaCluster:
         """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port), or the
@@ -124,7 +99,7 @@ class Stacks:
         if backend not in self._kafka and self.settings.kafka_bootstrap:  # an existing Kafka: nothing started
             from pytest_streamchaos.stack.kraft.attached import attach_kafka
 
-            self._kafka[backend] = self._start(attach_kafka(self.settings.kafka_bootstrap))
+            self._kafka[backend] = self.start(attach_kafka(self.settings.kafka_bootstrap))
             if self.settings.kafka_port:
                 self._kafka[backend].listen(self.settings.kafka_port)
         if backend not in self._kafka:
@@ -142,7 +117,7 @@ class Stacks:
 
                 cluster = LocalKafkaCluster(workdir, s.kafka_brokers, java_home=s.java_home,
                                             start_timeout=s.start_timeout, progress=self.progress, host=self.host)
-            self._kafka[backend] = self._start(cluster)
+            self._kafka[backend] = self.start(cluster)
             if s.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
                 cluster.listen(s.kafka_port)
         return self._kafka[backend]
@@ -155,12 +130,14 @@ class Stacks:
         if self._hdfs is None:
             from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
-            self._hdfs = self._start(LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"),
+            self._hdfs = self.start(LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"),
                                                       java_home=self.settings.java_home,
                                                       start_timeout=self.settings.start_timeout, host=self.host))
         return self._hdfs
 
-    def _start(self, stack: S) -> S:
+    def start(self, stack: S) -> S:
+        """Start ``stack`` and keep it for the session (stopped by :meth:`close`, newest first); a stack that
+        fails to start is stopped at once."""
         try:
             stack.start()
         except BaseException:
@@ -187,6 +164,23 @@ class Stacks:
         self.host.close()
         if errors:
             raise RuntimeError("could not stop every stack: " + "; ".join(errors))
+
+
+def standalone_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
+    """The session's Spark standalone cluster on ``backend`` (the ``standalone`` manager's factory)."""
+    workdir = stacks.tmp.mktemp(f"spark{'-ha' if ha else ''}-{backend}")
+    cluster: SparkCluster
+    if backend == "docker":
+        from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
+
+        cluster = DockerSparkCluster.from_settings(stacks.settings, workdir, ha=ha, session=stacks.docker(),
+                                                   shared=(stacks.tmp.getbasetemp(),), project=stacks.project,
+                                                   host=stacks.host)
+    else:
+        from pytest_streamchaos.stack.local import LocalSparkCluster
+
+        cluster = LocalSparkCluster.from_settings(stacks.settings, workdir, ha=ha, host=stacks.host)
+    return stacks.start(cluster)
 
 
 @pytest.fixture(scope="session")
@@ -228,7 +222,7 @@ def backend_of(request: pytest.FixtureRequest, settings: Settings) -> str:
 @pytest.fixture(scope="session")
 def streamchaos_spark_session(streamchaos_stacks: Stacks, streamchaos_settings: Settings) -> SparkCluster:
     """The session backend's Spark standalone cluster (started on first use, stopped at session end)."""
-    return streamchaos_stacks.spark(streamchaos_settings.backend, ha=streamchaos_settings.ha)
+    return streamchaos_stacks.standalone(streamchaos_settings.backend, ha=streamchaos_settings.ha)
 
 
 @pytest.fixture(scope="session")
@@ -243,7 +237,7 @@ def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
     """The test's Spark cluster, healed to its configured shape before the test."""
     manager = manager_of(request, streamchaos_settings)
     cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings),
-                                       ha=streamchaos_settings.ha and manager == "standalone", manager=manager)
+                                       ha=streamchaos_settings.ha and MANAGERS[manager].ha, manager=manager)
     cluster.heal(timeout=streamchaos_settings.start_timeout)
     return cluster
 

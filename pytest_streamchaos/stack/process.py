@@ -65,6 +65,15 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def process_cmdline(pid: int) -> str:
+    """``pid``'s command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 def _live_in_group(pid: int, pgid: int) -> float | None:
     """The start time of ``pid`` when it is a live (non-zombie) member of process group ``pgid``, else None."""
     try:

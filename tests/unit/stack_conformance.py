@@ -8,6 +8,7 @@ from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.stack.base import (
     CheckpointView,
+    ConnectSession,
     Executor,
     HdfsCluster,
     JobHandle,
@@ -16,7 +17,11 @@ from pytest_streamchaos.stack.base import (
     LinkScope,
     Node,
     PartitionView,
+    SparkCluster,
 )
+from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
+from pytest_streamchaos.stack.connect.job import ConnectJob
+from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
 from pytest_streamchaos.stack.docker.placement import DockerPlacement
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
@@ -64,3 +69,11 @@ def yarn_backend_fits(nodemanager: NodeManager, resourcemanager: YarnDaemon, rem
     starts: Launcher = launcher
     driver: JobHandle = job
     del nodes, spark_executor, starts, driver
+
+
+def connect_backend_fits(job: ConnectJob, launcher: ConnectLauncher, cluster: ConnectSparkCluster) -> None:
+    session: ConnectSession = job
+    handle: JobHandle = job
+    starts: Launcher = launcher
+    spark: SparkCluster = cluster
+    del session, handle, starts, spark

@@ -135,3 +135,20 @@ def test_checkpoint_watcher(tmp_path: Path):
     (tmp_path / "commits" / "2").write_text("v1\n{}")
     cw.wait_for_commit(2, timeout=1)
     assert cw.uncommitted_batch() is None
+
+
+def test_a_connect_servers_sessions_are_on_the_timeline(tmp_path):
+    from pytest_streamchaos.observe.progress import SparkProgress
+
+    log = tmp_path / "eventlog_v2_app-1" / "events_1_app-1"
+    log.parent.mkdir()
+    rows = [{"Event": "SparkListenerApplicationStart", "App ID": "app-1", "Timestamp": 1_000_000},
+            {"Event": "org.apache.spark.sql.connect.service.SparkListenerConnectSessionStarted",
+             "sessionId": "s-1", "userId": "root", "eventTime": 1_002_000},
+            {"Event": "org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed",
+             "sessionId": "s-1", "userId": "root", "eventTime": 1_009_500}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    progress = SparkProgress(tmp_path)
+    progress.poll()
+    sessions = [(e.kind, e.t, e.detail["session_id"]) for e in progress.timeline if e.target == "connect-session"]
+    assert sessions == [("connect_session_started", 1002.0, "s-1"), ("connect_session_closed", 1009.5, "s-1")]

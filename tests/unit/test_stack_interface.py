@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.stack.base import JobHandle, KafkaCluster, SparkCluster
+from pytest_streamchaos.stack.base import ConnectSession, KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 from pytest_streamchaos.stack.kraft.cluster import KRaftCluster
@@ -48,8 +48,9 @@ def test_the_local_backend_implements_the_whole_interface(local, iface):
 
 
 def test_every_operation_on_the_job_is_in_its_handle():
+    """... or in its Connect session's (``ConnectSession``, a ``JobHandle``: what the Connect faults use)."""
     used = _uses(r"\bjob\.(\w+)\b(?!\.py)") - {"PreparedJob", "config", "eos", "kafka_sink"}  # module paths
-    declared = {n for n in dir(JobHandle) if not n.startswith("_")}
+    declared = {n for n in dir(ConnectSession) if not n.startswith("_")}
     assert not sorted(used - declared), f"declare these in stack/base.py JobHandle: {sorted(used - declared)}"
 
 

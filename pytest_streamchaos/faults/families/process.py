@@ -148,6 +148,13 @@ class KillDriver(Kill):
     def stops_driver(cls, spec: FaultSpec) -> bool:
         return True
 
+    @classmethod
+    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
+        if cluster.manager == "connect":  # the job's process is a client there; the driver is the server
+            return ("on Spark Connect the query's driver is the Connect server and the job's script its client: "
+                    "use @kill_connect_server (the driver) or @kill_client (the script's process)")
+        return None
+
     def target(self, planned: PlannedFault) -> str:
         return "driver"
 

@@ -21,6 +21,7 @@ from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
+from pytest_streamchaos.spark import realtime
 from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.stack.base import JobHandle, StackError
@@ -65,8 +66,9 @@ class PrepareJob:
         self._no_stale_checkpoint(named)
         launcher = JobLauncher.for_cluster(chaos.cluster, ctx.dir / "jobs", java_home=chaos.java_home,
                                            jit=chaos.jit, progress=chaos.progress)
-        # the timeouts a stated delay class needs, on the conf the launcher will pass
+        # the timeouts a stated delay class needs, on the conf the launcher will pass; a real-time query's cores
         conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
+        conf_add.update(self._real_time_cores({**launcher.defaults, **s.conf}))
         gate = self._gate()
         gate_env, gate_conf = (gate.env(base=s.env.get("LD_PRELOAD")), gate.executor_conf()) if gate else ({}, {})
         try:
@@ -92,6 +94,23 @@ class PrepareJob:
             prepared[GATE_KEY] = RunGate(gate)
         return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
                            prepared=prepared)
+
+    def _real_time_cores(self, job_conf: Mapping[str, str]) -> dict[str, str]:
+        """A real-time query's cores (:func:`pytest_streamchaos.spark.realtime.sized`): the conf that gives it one
+        per input partition, said in the run's warnings; a :class:`RunError` in one line when it cannot have them."""
+        rt = self.ctx.inputs.real_time
+        if rt is None:
+            return {}
+        rows = self.ctx.chaos.cluster.alive_workers()
+        cores = [int(r["cores"]) for r in rows] if rows and all("cores" in r for r in rows) else None
+        try:
+            conf, note = realtime.sized(rt, partitions=self.ctx.spec.partitions * len(self.topics.inputs),
+                                        worker_cores=cores, job_conf=job_conf, own=self.ctx.spec.conf)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        if note:
+            self.ctx.warnings.append(note)
+        return conf
 
     def _gate(self) -> CheckpointGate | None:
         """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is

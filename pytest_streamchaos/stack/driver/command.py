@@ -15,7 +15,7 @@ from pytest_streamchaos.stack import cds
 from pytest_streamchaos.stack.errors import LaunchError
 
 #: names the launcher itself makes in the driver's working directory (a job file may not take one)
-RESERVED = ("eventlog", "local", "log4j2.properties", "driver.log")
+RESERVED = ("eventlog", "local", "log4j2.properties", "driver.log", "connect-server.log")
 
 # Spark's INFO output per micro-batch is large; keep WARN, plus the lines that say what the cluster did
 # with the application (its id, executors added/removed).

@@ -43,6 +43,10 @@ class JobCommand:
     args: tuple[str, ...] = ()
     deploy_mode: str = "client"
     notes: tuple[str, ...] = ()
+    #: the log's name in ``workdir`` (a second process of one job, a Connect server, keeps its own)
+    log_name: str = "driver.log"
+    #: what the process is on the timeline: ``<role>_launched`` / ``_killed`` / ``_stopped``, target ``<role>``
+    role: str = "driver"
 
 
 class SparkJob:
@@ -57,7 +61,7 @@ class SparkJob:
         self.args, self.deploy_mode = command.args, command.deploy_mode
         #: what the launcher changed about the job, one line each (e.g. a Kafka connector pin it replaced)
         self.notes = list(command.notes)
-        self.log_path = command.workdir / "driver.log"  #: all launches, appended, with a separator line each
+        self.log_path = command.workdir / command.log_name  #: all launches, appended, with a separator line each
         self.launches: list[Launch] = []
         self.timeline: list[TimelineEvent] = []  #: driver_launched / driver_killed / driver_stopped
         self._process: ManagedProcess | None = None
@@ -79,11 +83,12 @@ class SparkJob:
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== streamchaos: launch {number} of {self.name} at {time.strftime('%H:%M:%S')} "
                       f"=====\n".encode())
+        role = self.command.role
         self._process = ManagedProcess(self.argv, env=self.env, log_path=self.log_path, cwd=self.workdir,
-                                       name=f"driver:{self.name}", job=True, host=self.host)
+                                       name=f"{role}:{self.name}", job=True, host=self.host)
         launch = Launch(number=number, started_at=time.time(), pid=self._process.pid)
         self.launches.append(launch)
-        self.timeline.append(TimelineEvent(launch.started_at, "driver_launched", "driver",
+        self.timeline.append(TimelineEvent(launch.started_at, f"{role}_launched", role,
                                            {"launch": number, "pid": launch.pid}))
         return self
 
@@ -104,7 +109,7 @@ class SparkJob:
         sent = time.time()
         self._process.kill(timeout, wait=wait)
         if was_alive:
-            self.timeline.append(TimelineEvent(sent, "driver_killed", "driver",
+            self.timeline.append(TimelineEvent(sent, f"{self.command.role}_killed", self.command.role,
                                                {"launch": len(self.launches), "signal": "SIGKILL"}))
         if wait:
             self._record_end()
@@ -123,7 +128,7 @@ class SparkJob:
         was_alive = self.alive
         self._process.terminate(timeout)
         if was_alive:
-            self.timeline.append(TimelineEvent(time.time(), "driver_stopped", "driver",
+            self.timeline.append(TimelineEvent(time.time(), f"{self.command.role}_stopped", self.command.role,
                                                {"launch": len(self.launches), "returncode": self.returncode}))
         self._record_end()
 

@@ -18,7 +18,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkCluster
@@ -31,6 +31,9 @@ from pytest_streamchaos.stack.yarn.attach import AttachedYarn, read_conf_dir
 from pytest_streamchaos.stack.yarn.cluster import LocalYarnCluster
 from pytest_streamchaos.stack.yarn.launcher import YarnSubmitLauncher
 from pytest_streamchaos.stack.yarn.rest import ResourceManagerApi, YarnApiError, YarnContainer, YarnNode
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.fixtures import Stacks
 
 #: the signals an executor's container can be given through YARN's API, and the command for each
 API_SIGNALS = {signal.SIGKILL: "FORCEFUL_SHUTDOWN", signal.SIGTERM: "GRACEFUL_SHUTDOWN"}
@@ -141,6 +144,10 @@ class YarnSparkCluster(SparkCluster):
         return self.yarn.submit_settings(spark_home)
 
     # -- shape ---------------------------------------------------------------------------------
+    @property
+    def manager(self) -> str:
+        return "yarn"
+
     @property
     def master_url(self) -> str:
         return "yarn"
@@ -270,3 +277,23 @@ class YarnSparkCluster(SparkCluster):
         launcher = YarnSubmitLauncher(self, site, workdir, options)
         self.launchers.append(launcher)
         return launcher
+
+
+def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
+    """YARN as the session's Spark cluster (the ``yarn`` manager's factory): the mini cluster, started on first
+    use, or the existing one ``--chaos-yarn-conf`` names (attached: nothing started). Local backend only."""
+    import pytest
+
+    from pytest_streamchaos.stack.yarn.attach import attach
+
+    if backend == "docker":
+        pytest.skip("YARN runs on the local backend only (its NodeManagers are processes here); run this test "
+                    "with --chaos-backend local")
+    if ha:
+        raise pytest.UsageError("@chaos(ha=True) is Spark standalone's two masters; on YARN the "
+                                "ResourceManager's own HA is the cluster's: leave ha out with spark='yarn'")
+    s = stacks.settings
+    cluster = (YarnSparkCluster(attach(s.yarn_conf), host=stacks.host) if s.yarn_conf else
+               YarnSparkCluster.mini(stacks.tmp.mktemp("yarn"), java_home=s.java_home,
+                                     start_timeout=s.start_timeout, host=stacks.host))
+    return stacks.start(cluster)

@@ -1,0 +1,115 @@
+"""Real-time mode under faults: latency per record and the duplicates a failure replays, by checkpoint interval.
+
+The public-style job ``tests/chaos/jobs/connect/orders_filter_realtime.py`` (Kafka -> filter -> Kafka,
+``trigger(realTime=<interval>)``, unchanged but for its interval, its first argument), 100 records/s on 2 input
+partitions (2 workers x 1 core: one long-running task each), at-least-once, under
+
+- ``kill_driver`` with ``JobSetup(supervise=True)`` (the driver restarted from the checkpoint), and
+- ``kill_executor`` (one executor's JVM; its worker starts another),
+
+for each interval of ``--intervals`` (default 2, 5 and 10 s). One pytest session per ``--part`` (``driver``,
+``executor``, or ``all``), so that one hold of the heavy lock stays under ~15 minutes. Prints one row per run
+(latency per record before the fault and after it settled, duplicates, the oldest duplicate's age against the
+interval, lost, downtime) and writes ``benchmarks/results/realtime_<part>.json``:
+
+    flock /tmp/sc/heavy.lock python benchmarks/bench_realtime.py --part driver
+    flock /tmp/sc/heavy.lock python benchmarks/bench_realtime.py --part executor
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+JOB = ROOT / "tests" / "chaos" / "jobs" / "connect" / "orders_filter_realtime.py"
+FAULTS = {"driver": ("kill_driver(after=12)", True), "executor": ("kill_executor(after=12)", False)}
+
+TEST = '''
+import json, os
+import pytest
+from pytest_streamchaos import JobSetup, Load, RecordSpec, Timing, Watch, kill_driver, kill_executor
+
+
+def order(rec: RecordSpec) -> dict:
+    return {"order_id": str(rec.id), "amount": 100 + rec.id %% 50, "created_at": rec.ts}
+
+
+def _one(chaos, fault, interval, supervise):
+    run = chaos.run(%(job)r, guarantee="at-least-once",
+                    setup=JobSetup(args=[f"{interval} seconds"], kafka_port=9092, supervise=supervise),
+                    load=Load(rate=100, duration=40, partitions=2, inputs={"orders": order}),
+                    watch=Watch(outputs={"large_orders": "key"}), timing=Timing(warmup_timeout=180))
+    print(run.describe())
+    lat, bound = run.user_checks["realtime_latency"].numbers, run.user_checks["replay_bound"].numbers
+    row = {"fault": fault, "interval_s": interval, "sent": run.sent, "lost": run.lost,
+           "duplicates": run.duplicates, "replay_bound_held": run.user_checks["replay_bound"].ok,
+           "oldest_duplicate_s": bound["oldest_s"], "downtime_s": round(run.downtime, 1),
+           "latency_before": lat["before"], "latency_after": lat["after"], "fault_errors": run.fault_errors,
+           "driver_launches": run.meta.get("driver_launches")}
+    with open(os.environ["BENCH_OUT"], "a") as f:
+        f.write(json.dumps(row) + "\\n")
+%(tests)s
+'''
+
+ONE = '''
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@%(mark)s
+def test_%(i)d(chaos):
+    _one(chaos, %(fault)r, %(interval)r, %(supervise)r)
+'''
+
+
+def cases(part: str, intervals: list[float]) -> list[tuple[str, str, float, bool]]:
+    parts = list(FAULTS) if part == "all" else [part]
+    return [(p, FAULTS[p][0], i, FAULTS[p][1]) for p in parts for i in intervals]
+
+
+def ms(q: dict) -> str:
+    return "-" if not q.get("records") else f"{q['p50'] * 1000:.0f}/{q['p99'] * 1000:.0f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=["driver", "executor", "all"], default="all")
+    ap.add_argument("--intervals", default="2,5,10", help="real-time intervals in seconds, comma-separated")
+    args = ap.parse_args()
+    todo = cases(args.part, [float(i) for i in args.intervals.split(",")])
+    tests = "".join(ONE % {"i": i, "fault": f, "mark": mark, "interval": iv, "supervise": s}
+                    for i, (f, mark, iv, s) in enumerate(todo))
+    with tempfile.TemporaryDirectory(prefix="bench-realtime-") as tmp:
+        test = Path(tmp) / "test_bench_realtime.py"
+        test.write_text(TEST % {"job": str(JOB), "tests": tests})
+        out = Path(tmp) / "rows.jsonl"
+        env = {**os.environ, "BENCH_OUT": str(out), "PYTHONPATH": str(ROOT)}
+        started = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-q", "-s",
+                            "--rootdir", tmp], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        took = time.monotonic() - started
+        rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    if p.returncode != 0 or len(rows) != len(todo):
+        print((p.stdout + p.stderr)[-6000:], file=sys.stderr)
+    print(f"{'fault':<9} {'interval':>8} {'sent':>5} {'lost':>4} {'dup':>5} {'oldest dup s':>12} {'bound':>5} "
+          f"{'down s':>6} {'p50/p99 ms before':>17} {'after':>9}")
+    for r in rows:
+        print(f"{r['fault']:<9} {r['interval_s']:>8g} {r['sent']:>5} {r['lost']:>4} {r['duplicates']:>5} "
+              f"{str(r['oldest_duplicate_s']):>12} {'held' if r['replay_bound_held'] else 'NOT':>5} "
+              f"{r['downtime_s']:>6} {ms(r['latency_before']):>17} {ms(r['latency_after']):>9}")
+    result = {"date": time.strftime("%Y-%m-%d"), "session_s": round(took), "rate": 100, "duration_s": 40,
+              "partitions": 2, "job": str(JOB.relative_to(ROOT)), "rows": rows, "pytest_returncode": p.returncode}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"realtime_{args.part}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if p.returncode == 0 and len(rows) == len(todo) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Spark Connect as the session's cluster manager (``spark="connect"``): the session's standalone cluster,
+whose launcher starts each job as a Connect server on it and the job's script as that server's client
+(:mod:`.launcher`). Everything else -- workers, masters, executors, their faults -- is the standalone
+cluster's, by delegation: a worker's loss under Connect is the same loss."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkCluster
+from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
+from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
+from pytest_streamchaos.stack.errors import LaunchError
+from pytest_streamchaos.stack.ports import port_holder
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.fixtures import Stacks
+
+
+def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
+    """The ``connect`` manager's factory: the session's standalone cluster on ``backend`` behind Connect's
+    launcher. Local backend only (a Connect server on the docker backend never ran)."""
+    import pytest
+
+    if backend == "docker":
+        pytest.skip("Spark Connect runs on the local backend only: run this test with --chaos-backend local")
+    port = stacks.settings.connect_port or stacks.host.ports.free()
+    stacks.host.ports.reserve(port)
+    return ConnectSparkCluster(stacks.standalone(backend, ha=ha), port=port)
+
+
+class ConnectSparkCluster(SparkCluster):
+    """``inner`` (a started standalone cluster) whose jobs run under Spark Connect on ``port``."""
+
+    def __init__(self, inner: SparkCluster, *, port: int) -> None:
+        self.inner, self.port = inner, port
+        self.launchers: list[ConnectLauncher] = []
+
+    def __repr__(self) -> str:
+        return f"<ConnectSparkCluster port={self.port} on {self.inner!r}>"
+
+    # -- what differs ------------------------------------------------------------------------------
+    @property
+    def manager(self) -> str:
+        return "connect"
+
+    def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> ConnectLauncher:
+        """Connect's launcher on the standalone cluster's driver site; :class:`LaunchError` at once when another
+        process holds the Connect port."""
+        holder = port_holder(self.port)
+        if holder is not None:
+            raise LaunchError(f"the Spark Connect port 127.0.0.1:{self.port} is in use by {holder}: stop it, or give "
+                              "the session another port (--chaos-connect-port / ini streamchaos_connect_port; a job "
+                              "that hard-codes sc://localhost:15002 needs 15002)")
+        classic = self.inner.launcher(workdir, options)
+        if not isinstance(classic, SubmitLauncher):
+            raise LaunchError(f"Spark Connect needs a cluster whose drivers run on this host; {self.inner!r} has none")
+        launcher = ConnectLauncher(classic.site, workdir, options, port=self.port)
+        self.launchers.append(launcher)
+        return launcher
+
+    def stop(self) -> None:
+        """Stop every job's server and client; the standalone cluster is the session's, stopped with it."""
+        for launcher in self.launchers:
+            try:
+                launcher.stop_all(timeout=15)
+            except Exception:  # the session ends regardless
+                pass
+
+    # -- the standalone cluster's, as it is -------------------------------------------------------
+    @property
+    def master_url(self) -> str:
+        return self.inner.master_url
+
+    @property
+    def effective_conf(self) -> Mapping[str, str]:
+        return self.inner.effective_conf
+
+    @property
+    def host_access(self) -> bool:
+        return self.inner.host_access
+
+    @property
+    def driver_host(self) -> str:
+        return self.inner.driver_host
+
+    @property
+    def link_scope(self) -> LinkScope:
+        return self.inner.link_scope
+
+    @property
+    def workers(self) -> Sequence[Node]:
+        return self.inner.workers
+
+    @property
+    def masters(self) -> Sequence[Node]:
+        return self.inner.masters
+
+    def wait_for_workers(self, k: int, timeout: float = 60.0) -> None:
+        self.inner.wait_for_workers(k, timeout)
+
+    def heal(self, timeout: float = 60.0) -> None:
+        self.inner.heal(timeout)
+
+    def endpoints(self) -> list[Endpoint]:
+        return self.inner.endpoints()
+
+    def active_master(self) -> Node:
+        return self.inner.active_master()
+
+    def alive_workers(self) -> list[dict[str, Any]]:
+        return self.inner.alive_workers()
+
+    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        self.inner.kill_worker(i, sig, wait)
+
+    def restart_worker(self, i: int) -> Node:
+        return self.inner.restart_worker(i)
+
+    def pause_worker(self, i: int, wait: bool = True) -> None:
+        self.inner.pause_worker(i, wait)
+
+    def resume_worker(self, i: int) -> None:
+        self.inner.resume_worker(i)
+
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
+        return self.inner.kill_master(i, sig, wait)
+
+    def restart_master(self, i: int) -> Node:
+        return self.inner.restart_master(i)
+
+    def pause_master(self, i: int, wait: bool = True) -> None:
+        self.inner.pause_master(i, wait)
+
+    def resume_master(self, i: int) -> None:
+        self.inner.resume_master(i)
+
+    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
+        self.inner.wait_gone(node, timeout)
+
+    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
+        self.inner.wait_paused(node, timeout)
+
+    def executors(self, i: int) -> Sequence[Executor]:
+        return self.inner.executors(i)
+
+    def signal_executor(self, executor: Executor, sig: int) -> None:
+        self.inner.signal_executor(executor, sig)
+
+    def link_sides(self) -> list[tuple[str, str]]:
+        return self.inner.link_sides()
+
+    def executor_state(self, executor: Executor) -> str | None:
+        return self.inner.executor_state(executor)
+
+    def app_executors(self, app_id: str) -> Sequence[Executor]:
+        return self.inner.app_executors(app_id)

@@ -1,0 +1,126 @@
+"""Spark Connect under faults (docs/connect.md): public-style jobs run unchanged as Connect clients of a server on
+the session's standalone cluster, and the three ways its "driver" dies.
+
+The jobs (``tests/chaos/jobs/connect/``) import nothing of the plugin: a Kafka-to-Kafka filter that hard-codes
+``SparkSession.builder.remote("sc://localhost:15002")`` and ``localhost:9092``, and a ``foreachBatch`` writer
+written as a classic script (``SparkSession.builder.getOrCreate()``: a Connect client through ``SPARK_REMOTE``).
+
+Only the server's kill is in the default run (the cheapest of the three that shows Connect's recovery end to
+end: the server back on its address, the client re-submitting its query from the checkpoint); the others are
+``slow`` with that one as their representative.
+"""
+
+import pytest
+
+from pytest_streamchaos import (
+    IdentityOracle,
+    JobSetup,
+    RecordSpec,
+    kill_client,
+    kill_connect_server,
+    kill_foreachbatch_worker,
+)
+
+FILTER = "jobs/connect/orders_filter.py"
+BY_BATCH = "jobs/connect/payments_by_batch.py"
+CONNECT = pytest.mark.chaos(spark="connect", backend="local")
+
+
+def amount(ids):
+    """An order's amount, from its id (50 to 149): the filter keeps those of 100 or more, half of them."""
+    return 50 + (ids * 37) % 100
+
+
+def order(rec: RecordSpec) -> dict:
+    return {"order_id": str(rec.id), "customer": rec.key, "amount": int(amount(rec.id)), "created_at": rec.ts}
+
+
+def payment(rec: RecordSpec) -> dict:
+    return {"payment_id": str(rec.id), "account": rec.key, "cents": rec.rng.randrange(100, 10_000)}
+
+
+#: the orders the filter drops (the oracle's filter: True = not expected in the output)
+SMALL = IdentityOracle(filter=lambda sent: amount(sent.ids) < 100)
+
+
+def events(run, kind):
+    return [e for e in run.timeline if e.kind == kind]
+
+
+def filter_run(chaos, **setup):
+    return chaos.run(FILTER, rate=100, guarantee="at-least-once", inputs={"orders": order},
+                     outputs={"large_orders": "key"}, oracle=SMALL, kafka_port=9092, setup=JobSetup(**setup))
+
+
+@CONNECT
+@kill_connect_server(after=8)
+def test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it(chaos):
+    """The server dies with the query; the plugin starts it again on the same address; the client's session is
+    gone, so it exits, and (as a job scheduler would) is started again: it submits its query anew from the
+    checkpoint. Nothing is lost; what was written after the last commit is written again."""
+    run = filter_run(chaos, supervise=True)
+    print(run.describe())
+    killed, back = events(run, "connect_server_killed"), events(run, "connect_server_listening")
+    assert len(killed) == 1 and len(back) == 2, "the server's kill, and its listening before and after it"
+    assert back[1].t > killed[0].t
+    relaunched = [e for e in events(run, "driver_launched") if e.t > killed[0].t]
+    assert relaunched, "the client, whose session died with the server, was started again"
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+    assert run.downtime > 0, "the query stopped with its server"
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@CONNECT
+@kill_client(after=8)
+def test_a_dead_client_leaves_its_query_running_on_the_server(chaos):
+    """Connect's promise: a session outlives its client. The client stays dead; the output goes on."""
+    run = filter_run(chaos)
+    print(run.describe())
+    killed = events(run, "driver_killed")
+    assert len(killed) == 1
+    after = run.trace.outputs.arrival_ts[run.trace.outputs.arrival_ts > killed[0].t + 2]
+    assert after.size > 200, "outputs kept coming after the client died"
+    assert run.meta["driver_launches"] == 1, "nothing started the client again"
+    assert run.expected > 1000 and run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@CONNECT
+@kill_client(after=8, restart_after=2)
+def test_a_restarted_client_takes_its_running_query_over(chaos):
+    """The client again: it submits its query with the same checkpoint while the old run goes on, and Spark
+    stops that run for the new one (spark.sql.streaming.stopActiveRunOnRestart). Nothing is lost."""
+    run = filter_run(chaos)
+    print(run.describe())
+    assert run.meta["driver_launches"] == 2
+    starts = [e for e in events(run, "query_started") if e.t > events(run, "driver_killed")[0].t]
+    assert starts, "the restarted client started its query again"
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@CONNECT
+@kill_foreachbatch_worker(after=8)
+def test_a_dead_foreachbatch_worker_fails_the_query_and_the_resubmitted_one_replays(chaos):
+    """The batch whose Python worker died fails, and the query with it; the client's awaitTermination raises and
+    it exits; started again, it replays the batch from the checkpoint: at-least-once, nothing lost."""
+    run = chaos.run(BY_BATCH, rate=100, guarantee="at-least-once", inputs={"payments": payment},
+                    outputs={"ledger": "key"}, kafka_port=9092, setup=JobSetup(supervise=True))
+    print(run.describe())
+    fault = run.fault_records[0]
+    assert fault.injected and fault.detail.get("pid"), "the worker's pid, gone from the server's tree"
+    exits = [e for e in events(run, "driver_exited") if e.t > fault.injected_at]
+    assert exits, "the client's query failed with the batch, and the client exited"
+    assert run.meta["driver_launches"] == 2
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@CONNECT
+@kill_connect_server(after=8)
+def test_a_foreachbatch_job_comes_back_after_the_servers_loss(chaos):
+    run = chaos.run(BY_BATCH, rate=100, guarantee="at-least-once", inputs={"payments": payment},
+                    outputs={"ledger": "key"}, kafka_port=9092, setup=JobSetup(supervise=True))
+    print(run.describe())
+    assert len(events(run, "connect_server_listening")) == 2
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
