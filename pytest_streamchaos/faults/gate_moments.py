@@ -9,7 +9,10 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 ``output_visible_uncommitted``        ``commits before N``          the driver, its sink done for batch N
 ``between_batches``                   ``commits after N``           the driver, batch N committed
 ``offsets_logged``                    ``offsets after N``           the driver, no task of batch N yet
-``state_commit``                      ``delta before N+1``          an executor's task, writing state
+``state_commit``                      ``state before N+1``          an executor's task, committing its
+                                                                    state store's version N+1
+                                                                    (``N+1.delta``, ``.changelog``,
+                                                                    ``.zip``: docs/explore.md)
 ``tasks_running``                     ``task before``               an executor's task finishing its output
                                                                     (a shuffle file, a file task's commit)
 ====================================  ============================  =====================================
@@ -17,7 +20,9 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 :func:`gated_moment` is a :data:`~pytest_streamchaos.faults.scheduler.MomentDetector`: it arms the
 gate for the first batch ``>= base + anchor`` (``base``: the batch planned when it armed), waits for
 the hold and reports the :class:`Aim` -- a hit by construction, as the held thread cannot pass the
-rename until the gate lets it (a killed one never does). The thread stays held after the detector
+rename until the gate lets it (a killed one never does); for ``state_commit`` the held thread must be a
+Spark task's (a state store file renamed by any other thread -- a snapshot a background thread uploads --
+is reported as a miss in phase ``state_upload``). The thread stays held after the detector
 returns: the fault is injected at once, and :meth:`Gate.release` (or ``disarm`` at the end of the run)
 lets it go. The gate holds one thread per arming, so a driver restarted by the fault replays the
 batch without being held again.
@@ -48,7 +53,7 @@ GATED: dict[str, tuple[str, str, int | None]] = {
     "output_visible_uncommitted": ("commits", "before", 0),
     "between_batches": ("commits", "after", 0),
     "offsets_logged": ("offsets", "after", 0),
-    "state_commit": ("delta", "before", 1),  # a stateful batch N commits state store version N + 1
+    "state_commit": ("state", "before", 1),  # a stateful batch N commits state store version N + 1
     # a job that neither shuffles nor writes files (a stateless Kafka-to-Kafka job) renames nothing in its
     # tasks: there the moment is polled (faults/actions.py's tasks_running)
     "tasks_running": ("task", "before", None),
@@ -66,6 +71,9 @@ class Held(Protocol):
 
     @property
     def t(self) -> float: ...
+
+    @property
+    def in_task(self) -> bool | None: ...
 
 
 class Gate(Protocol):
@@ -125,9 +133,19 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         if holds is not None:
             holds.append(held)
         batch = held.batch - shift if shift is not None else checkpoint.uncommitted_batch()
-        return Aim(phase, first if batch is None else batch, phase, True, 1)
+        return Aim(phase, first if batch is None else batch, *landed(phase, held), 1)
 
     return wait
+
+
+def landed(phase: str, held: Held) -> tuple[str, bool]:
+    """The phase a hold landed the fault in, and whether it is ``phase``: the gate holds only the renames
+    of the phase's file, so it is, except that a state store's file renamed by a thread that is not a
+    Spark task (RocksDB's snapshot, uploaded in the background: ``state_upload``) is not a task
+    committing its state."""
+    if phase == "state_commit" and held.in_task is False:
+        return "state_upload", False
+    return phase, True
 
 
 #: the phases only the gate lands (no poll sees them): a run that cannot have the gate refuses them
