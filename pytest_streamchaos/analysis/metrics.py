@@ -41,6 +41,13 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   guarantee are still reported (they do not need one), so are downtime and the output gaps; the
   metrics that compare against the baseline (recovery time, catch-up, failure cost, the masking
   verdict) are ``None`` and ``RunMetrics.unavailable`` names the reason for each.
+- **not measurable** (a trigger slower than the run's phases): the job's *cycle* is the time between
+  its micro-batches (``max(trigger, the median interval between batch starts in Spark's progress)``).
+  A baseline shorter than :data:`BASELINE_CYCLES` cycles, or one in which nothing was processed (while
+  output came later), has not seen the job's normal output: what a fault did cannot be told from what
+  the job always does (a 30 s trigger's silence after a kill is its usual silence), so downtime,
+  recovery time and failure cost are ``None``, the verdicts ``unknown``. So is a fault with no sign
+  whose window (to its horizon) is shorter than a downtime gap and a bucket: no gap could show in it yet.
 - **failure cost**: the peak latency of outputs arriving in ``[f, T]`` (``[f, f + hold]`` for a
   masked fault, to the end of the run when not recovered) minus the baseline p99 latency, at least
   0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
@@ -66,6 +73,50 @@ from ..history import Aim
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
 from .validate import GuaranteeReport, validate
+
+
+class NotMeasurable(AssertionError):
+    """A metric this run could not measure was compared, converted or computed with: ``assert
+    run.downtime < 10`` fails naming why, instead of passing on a number nothing measured."""
+
+
+class NotMeasured:
+    """The value of a metric the run could not measure (``ChaosRun.downtime``, ``recovery_time``,
+    ``failure_cost``), and why: it prints as ``not measurable``, is falsy, equals nothing but itself, and
+    any comparison, arithmetic or ``float()`` raises :class:`NotMeasurable` with the reason -- a bound
+    asserted on it can neither pass nor fail silently. ``isinstance(v, NotMeasured)`` tests for it."""
+
+    __slots__ = ("name", "reason")
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+
+    def _refuse(self, *_: object) -> Any:
+        raise NotMeasurable(f"{self.name} was not measured on this run, so no bound on it can be checked: "
+                            f"{self.reason}")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __float__ = __int__ = __round__ = __abs__ = __neg__ = _refuse
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NotMeasured) and (other.name, other.reason) == (self.name, self.reason)
+
+    def __hash__(self) -> int:
+        return hash(("NotMeasured", self.name, self.reason))
+
+    def __repr__(self) -> str:
+        return f"not measurable ({self.reason})"
+
+    def __str__(self) -> str:
+        return "not measurable"
+
+    def __format__(self, spec: str) -> str:
+        return "not measurable"
 
 
 class NotRecovered:
@@ -127,6 +178,10 @@ class NotRecovered:
 NOT_RECOVERED = NotRecovered()
 
 RecoveryTime = float | NotRecovered
+
+#: how many of the job's cycles (its time between micro-batches) the baseline must span for recovery to be
+#: measurable: two, so that the baseline saw the job's output come back at least once
+BASELINE_CYCLES = 2.0
 
 #: Default :attr:`MetricParams.system_detection_kinds`: Spark's event log (executor lost, query
 #: terminated), the harness's watchers (master fail-over, worker registered again is *not* one:
@@ -271,12 +326,14 @@ class FaultMetrics:
     kind: str
     target: str
     horizon: float
-    downtime: float
+    #: None: not measurable (the run's ``unavailable`` says why)
+    downtime: float | None
     gap_start: float | None
     gap_end: float | None
     #: seconds from the fault to the first sign in the output (None: masked, or no baseline to see it)
     output_symptom: float | None
-    output_gap: float
+    #: None: not measurable
+    output_gap: float | None
     catch_up: float | None
     #: None: not measurable (no baseline; see ``RunMetrics.unavailable``)
     recovery_time: RecoveryTime | None
@@ -392,7 +449,8 @@ class RunMetrics:
     latency: LatencySummary
     baseline: Baseline
     faults: list[FaultMetrics]
-    downtime: float
+    #: None: not measurable (the reason is in :attr:`unavailable`)
+    downtime: float | None
     #: None: not measurable (the reason is in :attr:`unavailable`)
     recovery_time: RecoveryTime | None
     #: None: not measurable (the reason is in :attr:`unavailable`)
@@ -404,6 +462,8 @@ class RunMetrics:
     output_latency: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
     #: metric name -> why it could not be computed (empty when every metric was)
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: the job's cycle: its trigger, or the median time between its micro-batches' starts when longer
+    cycle: float = math.nan
 
     @property
     def recovered(self) -> bool | None:
@@ -438,6 +498,8 @@ class RunMetrics:
             "recovered": self.recovered,
             "failure_cost": _num(self.failure_cost),
             "unavailable": dict(self.unavailable),
+            "measurable": not any(k in self.unavailable for k in ("downtime", "recovery_time")),
+            "cycle": _num(self.cycle),
             "reliable_throughput": _num(self.reliable_throughput),
             "latency": self.latency.to_dict(),
             "baseline": self.baseline.to_dict(),
@@ -499,19 +561,38 @@ def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
 # building blocks
 
 
+def _batch_start(b: dict[str, Any]) -> float:
+    """When a progress dict's micro-batch started (epoch seconds; NaN when unknown): the event log's
+    ``t_start``, else its ISO ``timestamp``."""
+    ts = b.get("t_start", b.get("timestamp"))
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return math.nan
+    return float(ts) if ts is not None else math.nan
+
+
+def batch_cadence(batches: list[dict[str, Any]], before: float) -> float | None:
+    """The median time between the starts of consecutive micro-batches (batch ids ``k`` and ``k + 1`` of
+    one query in one driver launch) started before ``before``: the job's real pace whatever trigger it
+    hard-codes. None with fewer than two such batches."""
+    starts: dict[tuple[Any, Any, int], float] = {}
+    for b in batches:
+        t = _batch_start(b)
+        if math.isfinite(t) and t < before:
+            starts.setdefault((b.get("app_id"), b.get("id"), int(b.get("batchId", -1))), t)
+    gaps = [t1 - starts[(app, q, n - 1)] for (app, q, n), t1 in starts.items() if (app, q, n - 1) in starts]
+    return float(np.median(gaps)) if gaps else None
+
+
 def micro_batches(batches: list[dict[str, Any]]) -> MicroBatches:
     """Parse Spark ``StreamingQueryProgress`` dicts (batchId, timestamp, durationMs.triggerExecution)."""
     bid, start, dur, rows = [], [], [], []
     for b in batches:
-        ts = b.get("timestamp")
-        if isinstance(ts, str):
-            try:
-                ts = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                ts = math.nan
         trig = (b.get("durationMs") or {}).get("triggerExecution")
         bid.append(int(b.get("batchId", -1)))
-        start.append(float(ts) if ts is not None else math.nan)
+        start.append(_batch_start({"timestamp": b.get("timestamp")}))
         dur.append(float(trig) / 1000.0 if trig is not None else math.nan)
         rows.append(int(b.get("numInputRows", -1)))
     return MicroBatches(
@@ -643,6 +724,7 @@ def compute_metrics(
     m = _Measure(trace, report, oracle, p)
     m.time_frame()
     m.baseline()
+    m.measurability()
     m.series()
     m.abnormal_gaps()
     m.bands()
@@ -748,6 +830,37 @@ class _Measure:
         slack = self.trace.trigger_seconds if p.latency_slack_seconds is None else p.latency_slack_seconds
         self.bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
 
+    def measurability(self) -> None:
+        """Whether the baseline saw the job's normal output: :data:`BASELINE_CYCLES` of its cycles long, with
+        something processed. If not, downtime, recovery time and failure cost are not measurable (the
+        reason in ``unavailable``; ``gap_known`` False)."""
+        cadence = batch_cadence(self.trace.batches, self.base_end)
+        self.cycle = max(float(self.trace.trigger_seconds), cadence or 0.0)
+        self.gap_known = True
+        if not self.ft.size or not self.has_baseline:
+            return
+        length, need = self.base_end - self.load_start, BASELINE_CYCLES * self.cycle
+        # nothing processed in the baseline is unknown normal output -- unless nothing came out after it
+        # either: a job that stopped for good is an outage whatever its normal output
+        silent = self.base_tp <= 0 and self.arr_sorted.size > 0 and self.arr_sorted[-1] >= self.base_end
+        if length >= need and not silent:
+            return
+        where = (f"the baseline -- the steady load from warm-up's end (t={self.load_start - self.t0:.1f}s) to the "
+                 f"first fault (t={self.base_end - self.t0:.1f}s) -- ")
+        if length < need:
+            pace = (f"every {self.cycle:.1f}s (Spark's progress)" if cadence and cadence > self.trace.trigger_seconds
+                    else f"every {self.cycle:.1f}s (its trigger)")
+            why = (f"the job's micro-batches come {pace} and {where}lasted {length:.1f}s, "
+                   f"less than the {need:.0f}s ({BASELINE_CYCLES:g} micro-batches) needed to learn its normal "
+                   "output, so a fault's effect cannot be told from the job's usual silence between batches; inject "
+                   f"the first fault at least {need:.0f}s after steady state (after={math.ceil(need)}) and keep the "
+                   "load on for several micro-batches after it (duration=...)")
+        else:
+            why = (f"nothing was processed during {where}so the job's normal output is unknown; "
+                   "inject the first fault once the output flows (a later after=...)")
+        self.unavailable = {"downtime": why, "recovery_time": why, "failure_cost": why}
+        self.has_baseline = self.gap_known = False
+
     def series(self) -> None:
         """The per-bucket series: rates, reliable throughput (raw, spread, smoothed), latency, backlog."""
         p, B, nb, t0 = self.p, self.B, self.nb, self.t0
@@ -830,6 +943,8 @@ class _Measure:
         ab_start, ab_end, ab_len = self.ab_start, self.ab_end, self.ab_len
         f = float(ft[i])
         horizon, mine = occurrence_window(ft, i, self.B, self.judge_end, self.owner)
+        if not self.gap_known:
+            return self._unmeasured(ev, f, horizon)
         if mine.size:
             j = mine[np.argmax(ab_len[mine])]
             downtime, gs, ge = float(ab_len[j]), float(ab_start[j]), float(ab_end[j])
@@ -846,6 +961,8 @@ class _Measure:
             output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
             system_detection_event=None if sys_ev is None else sys_ev.kind,
             phases=recovery_phases(self.trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
+        if not signs and horizon - f < self.downtime_gap + self.B:
+            return self._unmeasured(ev, f, horizon, short=True)
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,
@@ -862,6 +979,28 @@ class _Measure:
         return FaultMetrics(**common, output_symptom=detection, catch_up=catch_up, recovery_time=rec,
                             recovered_at=rec_at if recovered else None, peak_latency=peak, failure_cost=cost,
                             verdict=_verdict(detection, downtime, recovered, peak, p))
+
+    def _unmeasured(self, ev: TimelineEvent, f: float, horizon: float, short: bool = False) -> FaultMetrics:
+        """The metrics of a fault whose effect cannot be measured: what the timeline and the output say of
+        it (the system's reaction, the first output after it), nothing compared with a baseline. ``short``:
+        its window, to ``horizon``, is too short for a gap to show (the reason joins ``unavailable``)."""
+        if short:
+            until = "the next fault" if horizon < self.judge_end else "the end of the load"
+            why = (f"the fault at t={f - self.t0:.1f}s showed no sign by its horizon "
+                   f"{horizon - f:.1f}s later ({until}), too soon for an output gap to show (the job's gaps are "
+                   f"abnormal past {self.downtime_gap:.1f}s): keep the load on longer after it (duration=...)")
+            for name in ("downtime", "recovery_time", "failure_cost"):
+                self.unavailable.setdefault(name, why)
+        k = int(np.searchsorted(self.arr_sorted, f, side="right"))
+        sys_ev = _first_system_event(self.trace.timeline, self.p.system_detection_kinds, f, horizon)
+        return FaultMetrics(
+            t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=None, gap_start=None, gap_end=None,
+            output_symptom=None, output_gap=None, catch_up=None, recovery_time=None, recovered_at=None,
+            first_output_after=float(self.arr_sorted[k]) if k < self.arr_sorted.size else None,
+            peak_latency=math.nan, failure_cost=None, verdict="unknown",
+            system_detection=None if sys_ev is None else sys_ev.t - f,
+            system_detection_event=None if sys_ev is None else sys_ev.kind,
+            phases=recovery_phases(self.trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
 
     def _signs(self, f: float, horizon: float, mine: np.ndarray) -> tuple[list[float], int]:
         """The times of the output's first signs of a fault at ``f`` (detection), and the index of
@@ -958,17 +1097,21 @@ class _Measure:
             stability=stability([f.recovery_time for f in faults]),
             output_latency=self.lat_all,
             unavailable=self.unavailable,
+            cycle=self.cycle,
         )
 
 
 def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.ndarray,
-                load_start: float) -> tuple[float, RecoveryTime | None, float | None]:
+                load_start: float) -> tuple[float | None, RecoveryTime | None, float | None]:
     """The run's downtime, recovery time and failure cost: the worst over its faults (without a
-    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase)."""
+    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
+    fault's is not measurable (a worse one may hide there)."""
     recovery_run: RecoveryTime | None
     cost_run: float | None
+    downtime_run: float | None
     if faults:
-        downtime_run = max(f.downtime for f in faults)
+        downs = [f.downtime for f in faults]
+        downtime_run = None if any(d is None for d in downs) else max(downs)  # type: ignore[type-var]
         rts = [f.recovery_time for f in faults]
         costs = [f.failure_cost for f in faults]
         if any(isinstance(r, NotRecovered) for r in rts):
