@@ -22,11 +22,15 @@ CRASH = "TransformWithStateInPySpark driver worker exited unexpectedly (crashed)
 QUERY_ERROR = ("pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] Query [id = 4ca2, runId = "
                f"3ecb] terminated with exception: {CRASH} SQLSTATE: XXKST")
 IMPORT_ERROR = "ImportError: cannot import name 'descriptor' from 'google.protobuf' (unknown location)"
+EXEC = "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySpark"
+CAUSED_BY = ("Caused by: org.apache.spark.api.python.StreamingPythonRunner$StreamingPythonRunnerInitializationException: "
+             "[STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] Streaming Runner initialization failed, returned -2. "
+             "Cause: Traceback (most recent call last):")
 LOG = f"""13:45:53.332 WARN TransformWithStateInPySparkStateServer: No more data to read from the socket
 13:45:53.482 ERROR MicroBatchExecution: Query [id = 4ca2, runId = 3ecb] terminated with error
 org.apache.spark.SparkException: {CRASH}
-\tat org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkExec.validateAndMaybeEvolveStateSchema(TransformWithStateInPySparkExec.scala:169)
-Caused by: org.apache.spark.api.python.StreamingPythonRunner$StreamingPythonRunnerInitializationException: [STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] Streaming Runner initialization failed, returned -2. Cause: Traceback (most recent call last):
+\tat {EXEC}Exec.validateAndMaybeEvolveStateSchema(TransformWithStateInPySparkExec.scala:169)
+{CAUSED_BY}
   File "{PB}/transform_with_state_driver_worker.py", line 83, in main
   File "{PB}/stateful_processor_api_client.py", line 90, in set_handle_state
     import pyspark.sql.streaming.proto.StateMessage_pb2 as stateMessage
@@ -34,7 +38,7 @@ Caused by: org.apache.spark.api.python.StreamingPythonRunner$StreamingPythonRunn
     from google.protobuf import descriptor as _descriptor
 {IMPORT_ERROR}
  SQLSTATE: XXKST
-\tat org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkPythonPreInitRunner.process(TransformWithStateInPySparkPythonRunner.scala:330)
+\tat {EXEC}PythonPreInitRunner.process(TransformWithStateInPySparkPythonRunner.scala:330)
 \t... 23 more
 Traceback (most recent call last):
   File "/jobs/clicks_numbered_tws.py", line 57, in <module>
