@@ -24,7 +24,8 @@ QUERY_ERROR = ("pyspark.errors.exceptions.captured.StreamingQueryException: [STR
 IMPORT_ERROR = "ImportError: cannot import name 'descriptor' from 'google.protobuf' (unknown location)"
 EXEC = "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySpark"
 CAUSED_BY = ("Caused by: org.apache.spark.api.python.StreamingPythonRunner$"
-             "StreamingPythonRunnerInitializationException: [STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] Streaming Runner initialization failed, returned -2. "
+             "StreamingPythonRunnerInitializationException: [STREAMING_PYTHON_RUNNER_INITIALIZATION_FAILURE] "
+             "Streaming Runner initialization failed, returned -2. "
              "Cause: Traceback (most recent call last):")
 LOG = f"""13:45:53.332 WARN TransformWithStateInPySparkStateServer: No more data to read from the socket
 13:45:53.482 ERROR MicroBatchExecution: Query [id = 4ca2, runId = 3ecb] terminated with error
