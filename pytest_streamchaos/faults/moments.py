@@ -188,8 +188,9 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
            "that rename (a local checkpoint)", gated(BETWEEN_BATCHES)),
     Moment(OFFSETS_LOGGED, "offsets/N written, no task of batch N yet: the driver held by the checkpoint gate after "
            "that rename (a local checkpoint)", gated(OFFSETS_LOGGED)),
-    Moment(STATE_COMMIT, "a task writing its state store's N.delta: the executor's task held by the checkpoint gate "
-           "before that rename (a local checkpoint, a stateful job)", gated(STATE_COMMIT)),
+    Moment(STATE_COMMIT, "a task committing its state store's next version (N.delta; RocksDB: N.changelog, or N.zip "
+           "without changelog checkpointing): the executor's task held by the checkpoint gate before that rename (a "
+           "local checkpoint, a stateful job)", gated(STATE_COMMIT)),
 )}
 
 

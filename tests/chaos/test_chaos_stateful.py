@@ -21,6 +21,7 @@ import pytest
 from planted import click
 
 from pytest_streamchaos import JobSetup, NotMeasurable, kill_driver, kill_executor
+from pytest_streamchaos.runner import RunError
 
 JOBS = Path(__file__).parent / "jobs"
 DEDUPE = str(JOBS / "click_dedupe" / "dedupe_clicks.py")
@@ -129,8 +130,10 @@ def test_a_driver_kill_on_a_30s_trigger_is_not_measurable_never_masked(chaos):
     assert run.lost == 0 and run.incorrect == 0
 
 
+# the default run has transformWithStateInPandas (it needs protobuf, which the set-up installs); -m slow adds
+# applyInPandasWithState
 @pytest.mark.chaos(backend="local")
-@pytest.mark.parametrize("api", list(NUMBERED))
+@pytest.mark.parametrize("api", [pytest.param("pandas_state", marks=pytest.mark.slow), "tws"])
 def test_the_stateful_python_apis_run_after_the_readme_setup(chaos, api):
     if api == "tws" and not spark_4():
         pytest.skip("transformWithStateInPandas is Spark 4's")
@@ -138,3 +141,23 @@ def test_the_stateful_python_apis_run_after_the_readme_setup(chaos, api):
                     inputs={"clicks": click}, outputs={"clicks-numbered": "key"})
     print(run.describe())
     assert run.expected > 500 and run.lost == 0 and run.duplicates == 0
+
+
+# slow (-m slow): the error's extraction is unit-tested on this job's real log (tests/unit/test_worker_crash.py)
+@pytest.mark.slow
+@pytest.mark.chaos(backend="local")
+def test_a_python_worker_that_crashes_shows_its_own_import_error(chaos, tmp_path):
+    if not spark_4():
+        pytest.skip("transformWithStateInPandas is Spark 4's")
+    # the job's Python without protobuf, as on a machine set up without it: a "google" package that has none
+    (tmp_path / "no-protobuf" / "google").mkdir(parents=True)
+    (tmp_path / "no-protobuf" / "google" / "__init__.py").write_text("")
+    with pytest.raises(RunError) as failed:
+        chaos.run(NUMBERED["tws"], rate=100, duration=10, kafka_port=9092, inputs={"clicks": click},
+                  outputs={"clicks-numbered": "key"}, setup=JobSetup(env={"PYTHONPATH": str(tmp_path / "no-protobuf")}))
+    first = str(failed.value).splitlines()[0]
+    print(first)
+    assert "a Python worker crashed with ModuleNotFoundError: No module named 'google.protobuf'" in first
+    assert "driver worker exited unexpectedly (crashed)" in first and "fix: install protobuf" in first
+    log = Path(str(failed.value).split("--- job log (clicks_numbered_tws: ", 1)[1].split(") tail ---")[0])
+    assert log.is_file() and "No module named 'google.protobuf'" in log.read_text(), "the full log is kept"
