@@ -196,15 +196,15 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
 
 def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> MomentDetector:
     """``wait``, recording each hold of the gate on the run's timeline (``checkpoint_held``: the log and
-    batch of the held rename, before or after it, and the held process) -- the evidence of where the
-    fault landed, beside the aim."""
+    batch of the held rename, before or after it, the held process and thread, and the file) -- the
+    evidence of where the fault landed, beside the aim."""
 
     def recorded(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
         found = wait(planned, stop, deadline)
         if found is not None and gate.holds and ctx.recorder is not None:
             h = gate.holds[-1]
             ctx.recorder.record("checkpoint_held", f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
-                                batch=h.batch, pid=h.pid)
+                                batch=h.batch, pid=h.pid, thread=h.thread, path=h.path)
         return found
 
     return recorded
