@@ -148,6 +148,29 @@ def landed(phase: str, held: Held) -> tuple[str, bool]:
     return phase, True
 
 
+#: where Spark records a query's state store provider, in every offsets entry's metadata
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+def no_state_commit(checkpoint: Any) -> str | None:
+    """Why a task never committed a state store version the gate holds, as the query's checkpoint tells
+    (``observe.checkpoints.CheckpointWatcher.state_store``): it keeps no state, or its state store is
+    one whose files the gate does not know. None when its state store is one the gate holds."""
+    try:
+        if checkpoint.state_store() is not None:
+            return None
+        done = checkpoint.latest_committed_batch()
+        entry = checkpoint.offsets(done) if done is not None else None
+    except (AttributeError, OSError, ValueError):
+        return None
+    provider = (((entry or {}).get("metadata") or {}).get("conf") or {}).get(PROVIDER_CONF)
+    where = f"under {checkpoint.checkpoint_dir}/state"
+    if provider is None or provider.endswith((".HDFSBackedStateStoreProvider", ".RocksDBStateStoreProvider")):
+        return f"the query keeps no state (no state store version {where}): a state store commit never comes"
+    return (f"the query's state store, {provider}, wrote no version file the checkpoint gate knows {where} "
+            "(N.delta, N.changelog, N.zip): its commits cannot be held")
+
+
 #: the phases only the gate lands (no poll sees them): a run that cannot have the gate refuses them
 GATE_ONLY = ("between_batches", "offsets_logged", "state_commit")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext, worker_index
-from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment
+from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment, no_state_commit
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim  # where a fault landed is history: the analysis reads it
 from pytest_streamchaos.poll import poll
@@ -163,7 +163,8 @@ def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
     def factory(ctx: FaultContext) -> MomentDetector:
         gate = gate_of(ctx.prepared)
         if gate is not None and ctx.checkpoint is not None:
-            return _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
+            held = _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
+            return _saying_why_not(ctx, held) if phase == STATE_COMMIT else held
         if phase == OUTPUT_VISIBLE_UNCOMMITTED:
             return wait_uncommitted_output(ctx)
 
@@ -208,6 +209,21 @@ def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> Momen
         return found
 
     return recorded
+
+
+def _saying_why_not(ctx: FaultContext, wait: MomentDetector) -> MomentDetector:
+    """``wait`` for a state store commit; when it never came, the run's timeline says why, if the
+    checkpoint tells (``moment_unreachable``: the query keeps no state, or its state store's files are
+    not ones the gate knows)."""
+
+    def waited(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        found = wait(planned, stop, deadline)
+        why = no_state_commit(ctx.checkpoint) if found is None else None
+        if why is not None and ctx.recorder is not None:
+            ctx.recorder.record("moment_unreachable", STATE_COMMIT, reason=why)
+        return found
+
+    return waited
 
 
 def tasks_running(ctx: FaultContext) -> MomentDetector:

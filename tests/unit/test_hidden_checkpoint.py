@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from pytest_streamchaos.faults.gate_moments import no_state_commit
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, logged_checkpoints
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.runner.phases.tracking import CheckpointTracker
@@ -85,3 +86,20 @@ def test_the_state_store_is_read_from_the_checkpoint(tmp_path: Path):
     assert store.describe().startswith("Spark's default, HDFS-backed")
     write_state(tmp_path / "d", hdfs, [])
     assert CheckpointWatcher(tmp_path / "d").state_store() is None  # a stateless query
+
+
+def test_a_state_commit_that_never_comes_is_explained_from_the_checkpoint(tmp_path: Path):
+    rocksdb = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    write_state(tmp_path / "a", rocksdb, ["0/0/1.changelog"])
+    (tmp_path / "a" / "commits").mkdir()
+    (tmp_path / "a" / "commits" / "3").write_text("v1\n{}\n")
+    assert no_state_commit(CheckpointWatcher(tmp_path / "a")) is None  # the gate holds its commits
+    write_state(tmp_path / "b", rocksdb, [])
+    (tmp_path / "b" / "commits").mkdir()
+    (tmp_path / "b" / "commits" / "3").write_text("v1\n{}\n")
+    assert no_state_commit(CheckpointWatcher(tmp_path / "b")).startswith("the query keeps no state")
+    write_state(tmp_path / "c", "com.example.RemoteStateStoreProvider", ["0/0/5.parquet"])
+    (tmp_path / "c" / "commits").mkdir()
+    (tmp_path / "c" / "commits" / "3").write_text("v1\n{}\n")
+    why = no_state_commit(CheckpointWatcher(tmp_path / "c"))
+    assert why.startswith("the query's state store, com.example.RemoteStateStoreProvider, wrote no version file")
