@@ -749,6 +749,80 @@ def occurrence_window(ft: np.ndarray, i: int, bucket: float, judge_end: float,
     return horizon, np.flatnonzero((owner >= g0) & (owner <= g1))
 
 
+def baseline_measurable(trace: Trace, start: float, end: float, throughput: float, arrivals: np.ndarray, t0: float,
+                        judged: bool) -> tuple[float, str | None]:
+    """The job's cycle (``max(trigger, Spark's progress's median time between batches)``), and why the
+    baseline from ``start`` to ``end`` (its ``throughput``; the sorted output ``arrivals``) cannot tell a
+    fault's effect, or None when it can (or is not ``judged``: no fault, or no baseline already)."""
+    cadence = batch_cadence(trace.batches, end)
+    cycle = max(float(trace.trigger_seconds), cadence or 0.0)
+    short = end - start < BASELINE_CYCLES * cycle
+    # nothing processed in the baseline is unknown normal output -- unless nothing came out after it either:
+    # a job that stopped for good is an outage whatever its normal output
+    silent = throughput <= 0 and arrivals.size > 0 and arrivals[-1] >= end
+    if not judged or not (short or silent):
+        return cycle, None
+    from_progress = cadence is not None and cadence > trace.trigger_seconds
+    return cycle, unmeasurable_baseline(cycle, from_progress, start - t0, end - t0, short)
+
+
+def unmeasurable_baseline(cycle: float, from_progress: bool, start: float, end: float, short: bool) -> str:
+    """Why a baseline from ``start`` to ``end`` (run seconds) cannot tell a fault's effect: ``short`` -- less
+    than :data:`BASELINE_CYCLES` of the job's ``cycle`` (read from Spark's progress, or its trigger) -- or
+    nothing processed in it."""
+    where = f"the baseline -- the steady load from warm-up's end (t={start:.1f}s) to the first fault (t={end:.1f}s) -- "
+    if not short:
+        return (f"nothing was processed during {where}so the job's normal output is unknown; inject the first "
+                "fault once the output flows (a later after=...)")
+    need = BASELINE_CYCLES * cycle
+    source = "Spark's progress" if from_progress else "its trigger"
+    pace = f"every {cycle:.1f}s ({source})"
+    return (f"the job's micro-batches come {pace} and {where}lasted {end - start:.1f}s, less than the {need:.0f}s "
+            f"({BASELINE_CYCLES:g} micro-batches) needed to learn its normal output, so a fault's effect cannot be "
+            "told from the job's usual silence between batches; inject the first fault at least "
+            f"{need:.0f}s after steady state (after={math.ceil(need)}) and keep the load on for several "
+            "micro-batches after it (duration=...)")
+
+
+def short_window(at: float, window: float, next_fault: bool, gap: float) -> str:
+    """Why a fault at ``at`` (run seconds) with no sign in its ``window`` (to the next fault, or the end of
+    the load) is not measurable: shorter than an abnormal output ``gap`` takes to show."""
+    until = "the next fault" if next_fault else "the end of the load"
+    return (f"the fault at t={at:.1f}s showed no sign by its horizon {window:.1f}s later ({until}), too soon for "
+            f"an output gap to show (the job's gaps are abnormal past {gap:.1f}s): keep the load on longer after "
+            "it (duration=...)")
+
+
+def unmeasured_fault(trace: Trace, params: MetricParams, arrivals: np.ndarray, ev: TimelineEvent, f: float,
+                     horizon: float) -> FaultMetrics:
+    """The metrics of a fault whose effect cannot be measured: what the timeline and the output (sorted
+    ``arrivals``) say of it -- the system's reaction, the first output after it, its phases --, nothing
+    compared with a baseline (verdict ``unknown``)."""
+    k = int(np.searchsorted(arrivals, f, side="right"))
+    sys_ev = _first_system_event(trace.timeline, params.system_detection_kinds, f, horizon)
+    return FaultMetrics(
+        t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=None, gap_start=None, gap_end=None,
+        output_symptom=None, output_gap=None, catch_up=None, recovery_time=None, recovered_at=None,
+        first_output_after=float(arrivals[k]) if k < arrivals.size else None, peak_latency=math.nan,
+        failure_cost=None, verdict="unknown", system_detection=None if sys_ev is None else sys_ev.t - f,
+        system_detection_event=None if sys_ev is None else sys_ev.kind,
+        phases=recovery_phases(trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
+
+
+def peak_latency(latencies: np.ndarray, pending: np.ndarray | None, f: float, horizon: float, t_end: float) -> float:
+    """The peak of the ``latencies`` of the outputs in a fault's window (see *failure cost*; NaN without
+    outputs); for a fault that did not recover, the sorted send times of inputs never processed
+    (``pending``) count with their age at ``t_end``: they waited at least that long."""
+    lw = latencies[np.isfinite(latencies)]
+    peak = float(lw.max()) if lw.size else math.nan
+    if pending is not None and pending.size:
+        k0 = int(np.searchsorted(pending, f, side="left"))
+        if k0 < pending.size and pending[k0] <= horizon:
+            waited = t_end - float(pending[k0])
+            peak = max(peak, waited) if math.isfinite(peak) else waited
+    return peak
+
+
 class _Measure:
     """The working state of :func:`compute_metrics`: one method per step of the definitions in the
     module docstring, each leaving its results as attributes for the next."""
@@ -831,35 +905,14 @@ class _Measure:
         self.bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
 
     def measurability(self) -> None:
-        """Whether the baseline saw the job's normal output: :data:`BASELINE_CYCLES` of its cycles long, with
-        something processed. If not, downtime, recovery time and failure cost are not measurable (the
-        reason in ``unavailable``; ``gap_known`` False)."""
-        cadence = batch_cadence(self.trace.batches, self.base_end)
-        self.cycle = max(float(self.trace.trigger_seconds), cadence or 0.0)
-        self.gap_known = True
-        if not self.ft.size or not self.has_baseline:
-            return
-        length, need = self.base_end - self.load_start, BASELINE_CYCLES * self.cycle
-        # nothing processed in the baseline is unknown normal output -- unless nothing came out after it
-        # either: a job that stopped for good is an outage whatever its normal output
-        silent = self.base_tp <= 0 and self.arr_sorted.size > 0 and self.arr_sorted[-1] >= self.base_end
-        if length >= need and not silent:
-            return
-        where = (f"the baseline -- the steady load from warm-up's end (t={self.load_start - self.t0:.1f}s) to the "
-                 f"first fault (t={self.base_end - self.t0:.1f}s) -- ")
-        if length < need:
-            pace = (f"every {self.cycle:.1f}s (Spark's progress)" if cadence and cadence > self.trace.trigger_seconds
-                    else f"every {self.cycle:.1f}s (its trigger)")
-            why = (f"the job's micro-batches come {pace} and {where}lasted {length:.1f}s, "
-                   f"less than the {need:.0f}s ({BASELINE_CYCLES:g} micro-batches) needed to learn its normal "
-                   "output, so a fault's effect cannot be told from the job's usual silence between batches; inject "
-                   f"the first fault at least {need:.0f}s after steady state (after={math.ceil(need)}) and keep the "
-                   "load on for several micro-batches after it (duration=...)")
-        else:
-            why = (f"nothing was processed during {where}so the job's normal output is unknown; "
-                   "inject the first fault once the output flows (a later after=...)")
-        self.unavailable = {"downtime": why, "recovery_time": why, "failure_cost": why}
-        self.has_baseline = self.gap_known = False
+        """The job's cycle, and whether the baseline saw its normal output (:func:`baseline_measurable`): if
+        not, downtime, recovery time and failure cost are not measurable (``gap_known`` False)."""
+        self.cycle, why = baseline_measurable(self.trace, self.load_start, self.base_end, self.base_tp,
+                                              self.arr_sorted, self.t0, bool(self.ft.size) and self.has_baseline)
+        self.gap_known = why is None
+        if why is not None:
+            self.unavailable = {"downtime": why, "recovery_time": why, "failure_cost": why}
+            self.has_baseline = False
 
     def series(self) -> None:
         """The per-bucket series: rates, reliable throughput (raw, spread, smoothed), latency, backlog."""
@@ -970,7 +1023,9 @@ class _Measure:
                                 verdict="outage" if downtime > p.outage_seconds else "unknown")
         detection, rec, rec_at = self._recovery(f, horizon, signs)
         recovered = not isinstance(rec, NotRecovered)
-        peak = self._peak_latency(f, horizon, j0, detection, recovered, rec_at)
+        w_end = f + p.hold_seconds if detection is None else rec_at if recovered else self.t_end
+        peak = peak_latency(self.lat_sorted[j0:int(np.searchsorted(arr_sorted, w_end, side="right"))],
+                            self.pend_send if not recovered else None, f, horizon, self.t_end)
         if math.isnan(peak):
             cost = 0.0
         else:
@@ -981,26 +1036,12 @@ class _Measure:
                             verdict=_verdict(detection, downtime, recovered, peak, p))
 
     def _unmeasured(self, ev: TimelineEvent, f: float, horizon: float, short: bool = False) -> FaultMetrics:
-        """The metrics of a fault whose effect cannot be measured: what the timeline and the output say of
-        it (the system's reaction, the first output after it), nothing compared with a baseline. ``short``:
-        its window, to ``horizon``, is too short for a gap to show (the reason joins ``unavailable``)."""
+        """:func:`unmeasured_fault`; ``short``: its window is too short for a gap to show (:func:`short_window`)."""
         if short:
-            until = "the next fault" if horizon < self.judge_end else "the end of the load"
-            why = (f"the fault at t={f - self.t0:.1f}s showed no sign by its horizon "
-                   f"{horizon - f:.1f}s later ({until}), too soon for an output gap to show (the job's gaps are "
-                   f"abnormal past {self.downtime_gap:.1f}s): keep the load on longer after it (duration=...)")
-            for name in ("downtime", "recovery_time", "failure_cost"):
-                self.unavailable.setdefault(name, why)
-        k = int(np.searchsorted(self.arr_sorted, f, side="right"))
-        sys_ev = _first_system_event(self.trace.timeline, self.p.system_detection_kinds, f, horizon)
-        return FaultMetrics(
-            t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=None, gap_start=None, gap_end=None,
-            output_symptom=None, output_gap=None, catch_up=None, recovery_time=None, recovered_at=None,
-            first_output_after=float(self.arr_sorted[k]) if k < self.arr_sorted.size else None,
-            peak_latency=math.nan, failure_cost=None, verdict="unknown",
-            system_detection=None if sys_ev is None else sys_ev.t - f,
-            system_detection_event=None if sys_ev is None else sys_ev.kind,
-            phases=recovery_phases(self.trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
+            why = short_window(f - self.t0, horizon - f, horizon < self.judge_end, self.downtime_gap)
+            self.unavailable.update({k: why for k in ("downtime", "recovery_time", "failure_cost")
+                                     if k not in self.unavailable})
+        return unmeasured_fault(self.trace, self.p, self.arr_sorted, ev, f, horizon)
 
     def _signs(self, f: float, horizon: float, mine: np.ndarray) -> tuple[list[float], int]:
         """The times of the output's first signs of a fault at ``f`` (detection), and the index of
@@ -1036,26 +1077,6 @@ class _Measure:
             rec_at = max(float(edges[cand[0]]), d_t)
             return d_t - f, rec_at - f, rec_at
         return d_t - f, NOT_RECOVERED, None
-
-    def _peak_latency(self, f: float, horizon: float, j0: int, detection: float | None, recovered: bool,
-                      rec_at: float | None) -> float:
-        """The peak latency of outputs in ``[f, T]`` (see *failure cost*); NaN without outputs."""
-        t_end, pend_send = self.t_end, self.pend_send
-        if detection is None:
-            w_end = f + self.p.hold_seconds
-        elif recovered:
-            w_end = rec_at  # type: ignore[assignment]
-        else:
-            w_end = t_end
-        lw = self.lat_sorted[j0 : int(np.searchsorted(self.arr_sorted, w_end, side="right"))]
-        lw = lw[np.isfinite(lw)]
-        peak = float(lw.max()) if lw.size else math.nan
-        if not recovered and pend_send.size:
-            # inputs still unprocessed at the end have waited at least this long
-            k0 = int(np.searchsorted(pend_send, f, side="left"))
-            if k0 < pend_send.size and pend_send[k0] <= horizon:
-                peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
-        return peak
 
     def result(self, faults: list[FaultMetrics]) -> RunMetrics:
         """The :class:`RunMetrics` of the run with these per-fault metrics."""
