@@ -1,5 +1,6 @@
-"""Benchmark of ``@explore`` on the planted-bug jobs (issue 33): runs to the first violation, against
-the same budget of uniformly random ``after=`` driver-kill times; silence on a correct job; replays.
+"""Benchmark of ``@explore`` on the planted-bug jobs (issues 33, 37): runs and seconds to the first
+violation, against the same budget of uniformly random ``after=`` driver-kill times and against the
+search's own space in a random order; seconds per schedule; silence on a correct job; replays.
 
 Run under the heavy lock (it brings up the stack once per pytest session it starts)::
 
@@ -20,8 +21,12 @@ Parts (``--parts``, default all):
 - ``random``: the same jobs and assertion, one run per kill of the driver at a time drawn uniformly
   from the load phase (``@kill_driver(after=U(0, duration))``, seeded), N runs: the first that
   violated, and how many did (the chance a random kill time finds the bug);
+- ``order``: the ``foreachBatch`` lake whose replay guard is written before its data (it loses a batch
+  only when its driver dies while the batch's tasks write), asserting nothing is lost, under
+  ``@explore(..., order="fixed")`` and ``order="random"`` (the same space, the same budget, seeded by
+  ``--seed``): the exploring run and the seconds to the first violation, the minimal schedule;
 - ``correct``: ``@explore`` with budget ``--correct`` on the ledger (as written) held to at-least-once,
-  asserting nothing is lost: falsified schedules (want 0) over the schedules run;
+  asserting nothing is lost: falsified, flaky and inconclusive (want 0 each) over the schedules run;
 - ``replay``: the explore part's replay lines, each run ``--replays`` times: how many reproduced.
 
 Prints each part's numbers as JSON and writes ``benchmarks/results/explore.json``.
@@ -35,6 +40,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,11 +55,12 @@ DURATION = 20  # the load phase of each run (planted.py's default)
 
 COMMON = '''
 import pytest
-from planted import hardcoded_paths, lake, ledger  # noqa: F401  (an autouse fixture)
+from planted import guarded_lake, hardcoded_paths, lake, ledger  # noqa: F401  (an autouse fixture)
 from pytest_streamchaos import explore, kill_driver
 
 LAKE_JOB = {lake_job!r}
 LEDGER_JOB = {ledger_job!r}
+GUARDED_JOB = {guarded_job!r}
 '''
 
 EXPLORED = '''
@@ -76,6 +83,22 @@ def test_ledger(chaos):
 @explore(faults=["kill_driver", "kill_executor"], budget={correct})
 def test_ledger_at_least_once(chaos):
     assert ledger(chaos, "at-least-once").lost == 0
+
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@explore(faults=["kill_driver", "kill_executor"], budget={budget}, order="fixed")
+def test_guarded_fixed(chaos):
+    run = guarded_lake(chaos, job=GUARDED_JOB)
+    assert run.lost == 0, f"{{run.lost}} clicks lost"
+
+
+@pytest.mark.chaos(backend="local")
+@pytest.mark.sla(guarantee=None)
+@explore(faults=["kill_driver", "kill_executor"], budget={budget}, order="random")
+def test_guarded_random(chaos):
+    run = guarded_lake(chaos, job=GUARDED_JOB)
+    assert run.lost == 0, f"{{run.lost}} clicks lost"
 '''
 
 RANDOM = '''
@@ -105,15 +128,23 @@ def session(project: Path, tests: list[str], *args: str, timeout: float = 3600) 
 def explored_numbers(entry: dict[str, Any]) -> dict[str, Any]:
     ex = entry["explore"]
     runs = ex["runs"]
-    return {"first_violation_at": ex["first_violation_at"], "runs": len(runs),
-            "by_purpose": {p: sum(r["purpose"] == p for r in runs) for p in {r["purpose"] for r in runs}},
-            "found": ex["found"] and ex["found"]["words"], "token": ex["token"], "replay": ex["replay"],
-            "seconds_per_schedule": [r["seconds"] for r in runs], "coverage": ex["coverage"],
-            "falsified": sum(r["falsified"] for r in runs)}
+    per = [r["seconds"] for r in runs if r["schedule"]]
+    first = next((i for i, r in enumerate(runs) if r["falsified"] and r["purpose"] != "control"), None)
+    to_first = None if first is None else round(sum(r["seconds"] for r in runs[:first + 1]), 1)
+    purposes = {r["purpose"] for r in runs}
+    return {"verdict": ex["verdict"], "stop": ex["stop"], "first_violation_at": ex["first_violation_at"],
+            "seconds_to_first_violation": to_first, "runs": len(runs),
+            "by_purpose": {p: sum(r["purpose"] == p for r in runs) for p in purposes},
+            "found": ex["found"] and ex["found"]["words"], "message": ex["found"] and ex["found"]["message"],
+            "token": ex["token"], "replay": ex["replay"], "flaky": len(ex["flaky"]),
+            "seconds_per_schedule": per, "median_seconds_per_schedule": statistics.median(per) if per else None,
+            "control_seconds": runs[0]["seconds"] if runs and runs[0]["purpose"] == "control" else None,
+            "coverage": ex["coverage"], "verdicts": ex["verdicts"],
+            "falsified": sum(r["falsified"] for r in runs if r["purpose"] != "control")}
 
 
-def part_explore(project: Path, tests: list[str], log: Path | None = None) -> dict[str, Any]:
-    out = session(project, [f"test_bench.py::{t}" for t in tests])
+def part_explore(project: Path, tests: list[str], log: Path | None = None, *args: str) -> dict[str, Any]:
+    out = session(project, [f"test_bench.py::{t}" for t in tests], *args)
     if log is not None:  # the whole output: the failures' text with their replay lines
         log.write_text(out["stdout"])
     found = {e["test"].split("::")[-1]: explored_numbers(e) for e in out["report"] if "explore" in e}
@@ -135,10 +166,12 @@ def part_random(project: Path, job: str, budget: int) -> dict[str, Any]:
 def job_variants(project: Path, trigger: float) -> dict[str, str | None]:
     """The planted jobs as the benchmark runs them: as written (None) or, with ``trigger`` > 0, a copy
     of each with ``.trigger(processingTime=...)`` added before its ``.start()``."""
+    jobs = (("lake_job", "clicks_to_json_lake.py"), ("ledger_job", "payments_to_ledger.py"),
+            ("guarded_job", "clicks_to_guarded_lake.py"))
     if trigger <= 0:
-        return {"lake_job": None, "ledger_job": None}
+        return {key: None for key, _ in jobs}
     out: dict[str, str | None] = {}
-    for key, name in (("lake_job", "clicks_to_json_lake.py"), ("ledger_job", "payments_to_ledger.py")):
+    for key, name in jobs:
         text = (PLANTED / "jobs" / name).read_text()
         assert text.count(".start()") == 1, f"{name}: expected one .start() to put a trigger before"
         path = project / "jobs" / name
@@ -161,7 +194,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=10)
     ap.add_argument("--correct", type=int, default=22)  # >= 20 counted: one run learns what never comes
     ap.add_argument("--replays", type=int, default=5)
-    ap.add_argument("--parts", default="explore,random,correct,replay")
+    ap.add_argument("--parts", default="explore,order,random,correct,replay")
     ap.add_argument("--seed", type=int, default=33)
     ap.add_argument("--trigger", type=float, default=5.0,
                     help="the planted jobs' processing-time trigger, seconds (0: as written)")
@@ -180,6 +213,10 @@ def main() -> None:
         if "explore" in parts:
             results["explore"] = part_explore(project, ["test_lake", "test_ledger"], a.out.with_suffix(".log"))
             print(json.dumps(results["explore"]["tests"], indent=1, default=str))
+        if "order" in parts:
+            results["order"] = part_explore(project, ["test_guarded_fixed", "test_guarded_random"],
+                                            a.out.with_name("explore-order.log"), f"--chaos-seed={a.seed}")
+            print(json.dumps(results["order"]["tests"], indent=1, default=str))
         if "random" in parts:
             results["random"] = {job: part_random(project, job, a.budget) for job in ("lake", "ledger")}
             print(json.dumps(results["random"], indent=1))

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pytest_streamchaos.records import OutputRows
+
 
 @dataclass(frozen=True)
 class ClientSample:
@@ -194,6 +196,8 @@ class GeneratorStats:
     errors: int = 0
     fatal: str | None = None
     thread_cpu_s: float = 0.0
+    #: the origin of fixed event times (a reference run's input), None: event times as scheduled
+    event_origin: float | None = None
 
     @classmethod
     def of(cls, counters: Mapping[str, Any]) -> GeneratorStats:
@@ -263,6 +267,8 @@ class RunFacts:
     delays: list[DelaySpec] = field(default_factory=list)
     client_samples: dict[str, list[ClientSample]] | None = None
     transaction_markers: dict[str, int] | None = None
+    #: every output's rows at the end of the run, when a reference run compares them (None: not read)
+    output_rows: list[OutputRows] | None = None
 
     @property
     def recorded(self) -> bool:

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos import settings as _settings
-from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE, ExploreError, cannot_inject, spec_for_item
+from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
+from pytest_streamchaos.exploration.plugin import PLUGIN_NAME as EXPLORE_PLUGIN
+from pytest_streamchaos.exploration.plugin import ExplorePlugin
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
 from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.faults.spec import FaultSpecError
@@ -79,12 +81,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(f"--chaos-compare-fail / ini streamchaos_compare_fail: {exc}") from None
     config.pluginmanager.register(ChaosSession(settings, gates), PLUGIN_NAME)
+    config.pluginmanager.register(ExplorePlugin(config, settings, check_sla), EXPLORE_PLUGIN)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.pluginmanager.get_plugin(PLUGIN_NAME)
-    if session is not None:
-        config.pluginmanager.unregister(session)
+    for name in (PLUGIN_NAME, EXPLORE_PLUGIN):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 def _check_docker(image: str) -> None:
@@ -163,46 +167,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if backend not in _settings.BACKENDS:
                 errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
                               f"{', '.join(map(repr, _settings.BACKENDS))}")
-    errors += _explore_errors(config, items)
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
-
-
-def _explore_errors(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """What each test asks of the schedule search (``@explore``, ``--chaos-explore``, ``--chaos-replay``),
-    checked now and kept in its stash; one line per problem."""
-    from pytest_streamchaos.search.token import ReplayTokenError, decode, plugin_version
-
-    settings = chaos_session(config).settings
-    replay, errors = settings.replay, []
-    if replay and items and not any(_token_for(replay, item.nodeid) for item in items):
-        try:  # the token names a test that is not selected: refuse naming both
-            decode(replay, items[0].nodeid, plugin_version())
-        except ReplayTokenError as exc:
-            return [str(exc)]
-    for item in items:
-        mine = replay if replay and _token_for(replay, item.nodeid) else ""
-        try:
-            spec = spec_for_item(item, settings.explore, mine)
-        except (ExploreError, ReplayTokenError) as exc:
-            errors.append(str(exc))
-            continue
-        if spec is not None:
-            errors += [f"{item.nodeid}: {why}" for why in cannot_inject(spec, settings.checkpoint)]
-            item.stash[EXPLORE_KEY] = spec
-    return errors
-
-
-def _token_for(token: str, nodeid: str) -> bool:
-    """Whether replay ``token`` was made for test ``nodeid`` (a damaged token: for every test, so that
-    decoding it names the fix)."""
-    from pytest_streamchaos.search.token import ReplayTokenError, decode
-
-    try:
-        decode(token, nodeid, "")
-    except ReplayTokenError as exc:
-        return "this token replays test" not in str(exc)
-    return True
 
 
 @pytest.fixture
@@ -220,6 +186,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
     from pytest_streamchaos.harness import ChaosHarness
     from pytest_streamchaos.report.progress import status_for
+    from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
     from pytest_streamchaos.workload.seed import resolve_seed
 
     item = request.node
@@ -249,7 +216,8 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            status=status_for(request.config, item.nodeid),
                            progress=progress_writer(request.config),
                            checkpoint=streamchaos_settings.checkpoint,
-                           hdfs=lambda: request.getfixturevalue("hdfs"))
+                           hdfs=lambda: request.getfixturevalue("hdfs"),
+                           references=request.config.stash.setdefault(REFERENCES_KEY, References()))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     yield harness
@@ -291,37 +259,19 @@ def check_sla(item: pytest.Item, runs: list[Any]) -> None:
             result_.assert_sla(**bounds)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """An explored test (``@explore``, ``--chaos-explore``, ``--chaos-replay``): its body runs once per
-    schedule of the search on the warm stack instead of once; it fails with the minimal falsifying
-    schedule and its replay line (docs/explore.md)."""
-    spec = pyfuncitem.stash.get(EXPLORE_KEY, None)
-    if spec is None:
-        return None
-    from pytest_streamchaos.exploration.item import ExploreUsageError, explore_item
-
-    funcargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    try:
-        explored = explore_item(pyfuncitem.nodeid, spec, pyfuncitem.obj, funcargs,
-                                lambda runs: check_sla(pyfuncitem, runs))
-    except ExploreUsageError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    pyfuncitem.stash[EXPLORED_KEY] = explored
-    harness: Any = funcargs.get("chaos")
-    harness.results[:] = explored.keep  # the session's reports show the run that decided
-    if explored.failed:
-        pytest.fail(explored.failure_text(), pytrace=False)
-    return True
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A failed chaos test's report carries a ``chaos run`` section: what its runs did and why
     (:mod:`~pytest_streamchaos.report.failure`), shown beside the assertion, also under ``-q``."""
     report = yield
-    if report.when == "call" and report.failed:
+    if report.when == "call" and report.failed and EXPLORED_KEY in item.stash:
+        from pytest_streamchaos.report.failure import TITLE
+
+        # the explored failure's text already holds the run that decided: said once, referred to here
+        report.sections.append((TITLE, "the run that decided the search is described in the failure above "
+                                       "(after its first lines), with the search's coverage and replay line"))
+    elif report.when == "call" and report.failed:
         runs = item.stash.get(RUNS_KEY, [])
         if runs:
             from pytest_streamchaos.report.failure import TITLE, failure_section

@@ -88,7 +88,15 @@ OPTIONS: tuple[Option, ...] = (
            "schedules (0: only tests marked @explore)", 0, int),
     Option("replay", "run exactly the fault schedule of a replay token (the `replay:` line of a test @explore "
            "falsified) for the test it names", "", str),
+    Option("explore_seconds", "bound every explored test's whole search (control, exploring, confirming, shrinking "
+           "runs) to this many seconds, over what its @explore or profile says (0: no bound)", 0.0, float),
+    Option("explore_profile", "the explore profile (ini streamchaos_explore_profiles) whose knobs every explored "
+           "test takes where its @explore says nothing, e.g. ci or nightly", "", str),
+    Option("explore_db", "where explored tests remember their found and flaky schedules and how far the search got: "
+           "'' (pytest's cache: --cache-clear forgets), a directory, or 'off'", "", str),
 )
+#: the ini key of the explore profiles: one per line, ``name: knob=value knob=value`` (docs/explore.md)
+EXPLORE_PROFILES_INI = "streamchaos_explore_profiles"
 
 
 def _flag(opt: Option) -> str:
@@ -118,6 +126,8 @@ def addoptions(parser: pytest.Parser) -> None:
                             choices=opt.choices, metavar=opt.name.upper(),
                             help=f"{opt.help} (ini: {_ini(opt)}; default: {opt.default!r})")
             parser.addini(_ini(opt), f"{opt.help} (default: {opt.default!r})", default=str(opt.default))
+    parser.addini(EXPLORE_PROFILES_INI, "explore profiles, one per line: `name: budget=4 max_seconds=300 ...` "
+                  "(the knobs of @explore); chosen with --chaos-explore-profile", type="linelist", default=[])
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,9 @@ class Settings:
     #: ``--chaos-replay=<token>``: the schedule to replay ("" none)
     replay: str = ""
     kafka_bootstrap: str = ""  #: an existing Kafka's bootstrap address ("": the stack's brokers)
+    explore_seconds: float = 0.0  #: ``--chaos-explore-seconds``: every explored test's time bound (0: none)
+    explore_profile: str = ""  #: ``--chaos-explore-profile``: the explore profile's name ("": none)
+    explore_db: str = ""  #: ``--chaos-explore-db``: the search's memory ("": pytest's cache; "off")
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

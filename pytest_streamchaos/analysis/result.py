@@ -48,6 +48,7 @@ from .checkers import (
     DelayResult,
     ObserverResult,
     RecoveryResult,
+    ReferenceResult,
     TransactionsResult,
     ValidationResult,
     default_checkers,
@@ -66,6 +67,7 @@ from .metrics import (
     Series,
 )
 from .oracle import Oracle
+from .reference import Comparison
 from .sla import SLA, SLAViolation, Violation, check_sla
 
 __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
@@ -166,7 +168,27 @@ class ChaosRun:
 
     @property
     def guarantee_delivered(self) -> str:
+        """The guarantee the run delivered: from the per-record verdict, else (a job whose output carries
+        no input ids) from the comparison with its reference run."""
+        cmp = self.reference
+        if self.resolution == "none" and cmp is not None:
+            return cmp.guarantee() or "unknown"
         return self.validation.delivered
+
+    @property
+    def reference(self) -> Comparison | None:
+        """The comparison with the reference run (``chaos.run(..., reference=True)``): what differs, output by
+        output (``.lines()``, ``.to_dict()``); None without a reference."""
+        r = next((c for c in [*self.checks.values(), *self.user_checks.values()] if isinstance(c, ReferenceResult)),
+                 None)
+        return None if r is None else r.comparison
+
+    @property
+    def diverged(self) -> int | None:
+        """Rows or keys of the outputs that differ from the reference run's (0: the same output as without
+        faults); None without a reference, or when no output could be compared (``run.reference`` says why)."""
+        cmp = self.reference
+        return None if cmp is None else cmp.diverged
 
     @property
     def resolution(self) -> str:
@@ -223,8 +245,14 @@ class ChaosRun:
         """Metric name -> why it could not be computed (empty when every metric was)."""
         if self.resolution != "none":
             return self.metrics.unavailable
-        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
-                **self.metrics.unavailable}
+        out = {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
+               **self.metrics.unavailable}
+        cmp = self.reference
+        if cmp is not None:  # the guarantee comes from the comparison with the reference run
+            del out["guarantee"]
+            if cmp.guarantee() is None:
+                out["guarantee"] = "no output could be compared with the reference run (run.reference says why)"
+        return out
 
     @property
     def latency(self) -> LatencySummary:
@@ -299,10 +327,11 @@ class ChaosRun:
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
         a ``guarantee=`` bound is given."""
-        # a run without a per-record verdict cannot check the declared guarantee: unless the test asks
-        # for it explicitly (then the bound fails, saying why), it is not part of the SLA
-        if (check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None)
-                and self.resolution != "none"):
+        # a run without a per-record verdict (and without a reference run's) cannot check the declared
+        # guarantee: unless the test asks for it explicitly (then the bound fails, saying why), it is not part
+        # of the SLA
+        judged = self.resolution != "none" or self.reference is not None
+        if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None) and judged:
             bounds["guarantee"] = self.guarantee
         return check_sla(self, sla, **bounds)
 
@@ -352,6 +381,7 @@ class ChaosRun:
             "latency": m["latency"],
             "validation": self.report.to_dict(),
             "exactly_once_check": self.exactly_once_check,
+            "diverged": self.diverged,
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
                                  "unavailable", "measurable")},
             "metrics": m,

@@ -43,13 +43,18 @@ class Body:
         self.funcargs = dict(funcargs)
         self.harness = harness
         self.check = check
-        #: each run's schedule, outcome and the ChaosRun(s) it made, in order
-        self.history: list[tuple[Schedule, Outcome, list[Any]]] = []
+        #: each run's schedule (None: the control run), outcome and the ChaosRun(s) it made, in order
+        self.history: list[tuple[Schedule | None, Outcome, list[Any]]] = []
 
-    def run(self, schedule: Schedule) -> Outcome:
-        """Run the body once under ``schedule`` (see the module docstring)."""
+    def control(self) -> Outcome:
+        """Run the body once without any fault: the search's control run."""
+        return self.run(None)
+
+    def run(self, schedule: Schedule | None) -> Outcome:
+        """Run the body once under ``schedule`` (None: no fault at all; see the module docstring)."""
         h = self.harness
-        h.faults = schedule_specs(schedule)
+        h.faults = schedule_specs(schedule) if schedule is not None else []
+        h.explored = True
         h.results.clear()
         before = len(h.runs)
         t0 = time.time()
@@ -115,13 +120,13 @@ POLLED_PHASES = {"running": "tasks_running", "sink_written": "output_visible_unc
                  "committed": "between_batches", "idle": "between_batches"}
 
 
-def landed_of(run: Any, schedule: Schedule) -> tuple[Landed, ...]:
+def landed_of(run: Any, schedule: Schedule | None) -> tuple[Landed, ...]:
     """Where each step of ``schedule`` landed in ``run`` (its history's fault occurrences, in plan order;
     a step whose moment never came, or that was not injected, did not land; one that fired in another
     phase than its own missed)."""
     faults = list(run.history.faults)
-    out = []
-    for i, step in enumerate(schedule.steps):
+    out: list[Landed] = []
+    for i, step in enumerate(schedule.steps if schedule is not None else ()):
         f = faults[i] if i < len(faults) else None
         if f is None or f.aim is None or not f.injected:
             out.append(Landed(False))
@@ -149,9 +154,9 @@ def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
     return {step.phase} if len(after) >= NEVER_CAME_AFTER else set()
 
 
-def outcome(schedule: Schedule, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
-    """The :class:`Outcome` of one run of ``schedule``: ``run`` its (first) ChaosRun, ``failure`` what the
-    body raised (None: it passed)."""
+def outcome(schedule: Schedule | None, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
+    """The :class:`Outcome` of one run of ``schedule`` (None: the control run): ``run`` its (first)
+    ChaosRun, ``failure`` what the body raised (None: it passed)."""
     landed = landed_of(run, schedule)
     detail = {"run": run}
     missed = not all(x.hit for x in landed)

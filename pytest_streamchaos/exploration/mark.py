@@ -20,18 +20,24 @@ import pytest
 
 from pytest_streamchaos.exploration.catalogue import catalogue, step_spec
 from pytest_streamchaos.faults.registry import KINDS
+from pytest_streamchaos.search.engine import Limits
 from pytest_streamchaos.search.kinds import KindInfo
-from pytest_streamchaos.search.schedule import Schedule, Step
-from pytest_streamchaos.search.token import decode, plugin_version
+from pytest_streamchaos.search.schedule import Step
+from pytest_streamchaos.search.token import Replay
 
 MARK = "explore"
-MARKER_LINE = ("explore(faults=[...], budget=10, max_faults=3): search fault schedules (fault kind x target x "
-               "micro-batch phase, then pairs and triples) for one that breaks the test's own assertions; the "
-               "test fails with the minimal schedule and a replay line (docs/explore.md)")
+MARKER_LINE = ("explore(faults=[...], budget=10, max_faults=3, min_verdicts=None, max_seconds=None, flaky='fail', "
+               "order='fixed'): search fault schedules (fault kind x target x micro-batch phase, then pairs and "
+               "triples) for one that breaks the test's own assertions, after a control run without faults; the test "
+               "fails with the minimal schedule and a replay line, and passes only when at least min_verdicts "
+               "schedules (default: half the budget) gave a verdict (docs/explore.md)")
 #: where a test's :class:`ExploreSpec` is kept from collection on (``item.stash``)
 EXPLORE_KEY: pytest.StashKey[ExploreSpec] = pytest.StashKey()
 #: the knobs the mark takes besides ``faults``, with their defaults
-DEFAULTS: dict[str, int] = {"budget": 10, "max_faults": 3}
+DEFAULTS: dict[str, Any] = {"budget": 10, "max_faults": 3, "min_verdicts": None, "max_seconds": None,
+                            "flaky": "fail", "order": "fixed"}
+#: the values of the knobs that take words
+CHOICES: dict[str, tuple[str, ...]] = {"flaky": ("fail", "warn"), "order": ("fixed", "random")}
 
 
 class ExploreError(ValueError):
@@ -41,18 +47,30 @@ class ExploreError(ValueError):
 @dataclass(frozen=True)
 class ExploreSpec:
     """What one test asks of the search: the fault kinds, the budget of exploring runs, the largest
-    schedule; ``replay``: exactly this schedule instead (``--chaos-replay``); ``source``: where it came
-    from (``@explore`` or ``--chaos-explore``), for messages."""
+    schedule, the evidence a pass needs (``min_verdicts``; None: half the budget), the time it may take
+    (``max_seconds``; None: no limit), what a flaky violation does (``fail`` or ``warn``), the ``order``
+    (``fixed``: the likeliest first; ``random``: seeded by the test's workload seed); ``replay``: exactly a
+    token's schedule instead (``--chaos-replay``); ``source``: where it came from (``@explore``,
+    ``--chaos-explore``), for messages."""
 
     faults: tuple[str, ...]
     budget: int
     max_faults: int = 3
-    replay: Schedule | None = None
+    replay: Replay | None = None
     source: str = "@explore"
+    min_verdicts: int | None = None
+    max_seconds: float | None = None
+    flaky: str = "fail"
+    order: str = "fixed"
 
     def kinds(self) -> list[KindInfo]:
         known = catalogue()
         return [known[f] for f in self.faults]
+
+    def limits(self) -> Limits:
+        """The search's :class:`~pytest_streamchaos.search.engine.Limits`."""
+        return Limits(self.budget, self.min_verdicts, self.max_seconds, flaky_fails=self.flaky == "fail",
+                      max_faults=self.max_faults)
 
 
 def check_faults(faults: Any, where: str) -> tuple[str, ...]:
@@ -77,29 +95,60 @@ def check_faults(faults: Any, where: str) -> tuple[str, ...]:
 
 def check_int(name: str, value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ExploreError(f"{where}: {name}={value!r} must be an int >= 1 (the number of "
-                           f"{'schedules to run' if name == 'budget' else 'faults in a schedule'})")
+        what = {"budget": "schedules to run", "max_faults": "faults in a schedule",
+                "min_verdicts": "schedules that must give a verdict for a pass"}[name]
+        raise ExploreError(f"{where}: {name}={value!r} must be an int >= 1 (the number of {what})")
     return value
 
 
-def parse(kwargs: dict[str, Any], where: str = "@explore") -> ExploreSpec:
-    """The mark's keyword arguments, checked (:class:`ExploreError` names the argument and the fix)."""
+def check_knobs(knobs: dict[str, Any], where: str) -> dict[str, Any]:
+    """The search's knobs (any of :data:`DEFAULTS`), checked one by one and together."""
+    out = dict(knobs)
+    for name in ("budget", "max_faults"):
+        if name in out:
+            out[name] = check_int(name, out[name], where)
+    if out.get("min_verdicts") is not None:
+        out["min_verdicts"] = check_int("min_verdicts", out["min_verdicts"], where)
+    seconds = out.get("max_seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0):
+        raise ExploreError(f"{where}: max_seconds={seconds!r} must be a number of seconds > 0 (leave it out for no "
+                           "limit)")
+    for name, choices in CHOICES.items():
+        if name in out and out[name] not in choices:
+            raise ExploreError(f"{where}: {name}={out[name]!r}: use one of {', '.join(map(repr, choices))}")
+    budget, least = out.get("budget", DEFAULTS["budget"]), out.get("min_verdicts")
+    if least is not None and least > budget:
+        raise ExploreError(f"{where}: min_verdicts={least} > budget={budget}: no search of that budget could give "
+                           f"that many verdicts; raise the budget or lower min_verdicts")
+    return out
+
+
+def parse(kwargs: dict[str, Any], where: str = "@explore", base: dict[str, Any] | None = None) -> ExploreSpec:
+    """The mark's keyword arguments over ``base`` (a profile's knobs), checked (:class:`ExploreError` names
+    the argument and the fix)."""
     unknown = [k for k in kwargs if k not in ("faults", *DEFAULTS)]
     if unknown:
         close = difflib.get_close_matches(unknown[0], ["faults", *DEFAULTS], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ExploreError(f"{where}: unknown argument {unknown[0]!r}{hint}; it takes faults, budget, max_faults")
+        raise ExploreError(f"{where}: unknown argument {unknown[0]!r}{hint}; it takes faults, "
+                           f"{', '.join(DEFAULTS)}")
     if "faults" not in kwargs:
         raise ExploreError(f"{where}: give the faults to search, e.g. @explore(faults=['kill_driver'], budget=10)")
-    knobs = {k: check_int(k, kwargs.get(k, v), where) for k, v in DEFAULTS.items()}
-    return ExploreSpec(check_faults(kwargs["faults"], where), knobs["budget"], min(knobs["max_faults"], 3))
+    knobs = check_knobs({**DEFAULTS, **(base or {}), **{k: v for k, v in kwargs.items() if k != "faults"}}, where)
+    return ExploreSpec(check_faults(kwargs["faults"], where), knobs["budget"], min(knobs["max_faults"], 3),
+                       min_verdicts=knobs["min_verdicts"], max_seconds=knobs["max_seconds"], flaky=knobs["flaky"],
+                       order=knobs["order"])
 
 
-def explore(faults: Sequence[str], budget: int = DEFAULTS["budget"],
-            max_faults: int = DEFAULTS["max_faults"]) -> Callable[[Any], Any]:
+def explore(faults: Sequence[str], budget: int = DEFAULTS["budget"], max_faults: int = DEFAULTS["max_faults"],
+            **knobs: Any) -> Callable[[Any], Any]:
     """Decorator: search fault schedules of ``faults`` for one that breaks the test's own assertions, in at
-    most ``budget`` exploring runs on one warm stack; a schedule has at most ``max_faults`` faults (<= 3).
-    The test needs ``@pytest.mark.chaos`` and the ``chaos`` fixture; its body is the property::
+    most ``budget`` exploring runs on one warm stack, after a control run without faults; a schedule has at
+    most ``max_faults`` faults (<= 3). The other knobs: ``min_verdicts`` (schedules that must give a verdict
+    for a pass; default half the budget), ``max_seconds`` (the whole search's time, confirming and
+    shrinking included), ``flaky`` (``"fail"``, the default, or ``"warn"``), ``order`` (``"fixed"`` or
+    ``"random"``). The test needs ``@pytest.mark.chaos`` and the ``chaos`` fixture; its body is the
+    property::
 
         @pytest.mark.chaos
         @explore(faults=["kill_driver", "kill_executor"], budget=10)
@@ -107,35 +156,8 @@ def explore(faults: Sequence[str], budget: int = DEFAULTS["budget"],
             run = chaos.run("jobs/orders.py", rate=100, duration=30, guarantee="exactly-once")
             assert run.duplicates == 0
     """
-    parse({"faults": faults, "budget": budget, "max_faults": max_faults})
-    return pytest.mark.explore(faults=list(faults), budget=budget, max_faults=max_faults)
-
-
-def spec_for_item(item: pytest.Item, explore_all: int, replay: str) -> ExploreSpec | None:
-    """The search this test asks for (None: an ordinary test): its ``explore`` mark, else with
-    ``--chaos-explore=N`` its own fault marks' kinds; ``replay`` (a token for this test) replaces the
-    search with exactly its schedule. :class:`ExploreError` prefixed with the test id."""
-    where = f"{item.nodeid}: @explore"
-    mark = item.get_closest_marker(MARK)
-    spec = None
-    if mark is not None:
-        if mark.args:
-            raise ExploreError(f"{where} takes keyword arguments only: @explore(faults=[...], budget=10)")
-        spec = parse(dict(mark.kwargs), where)
-    elif explore_all and item.get_closest_marker("chaos") is not None:
-        own = [m.name for m in item.iter_markers() if m.name in KINDS]
-        known = catalogue()
-        aimable = [k for k in dict.fromkeys(own) if k in known]
-        if aimable:
-            spec = ExploreSpec(tuple(aimable), explore_all, source="--chaos-explore")
-    if replay:
-        schedule = decode(replay, item.nodeid, plugin_version())
-        faults = tuple(dict.fromkeys(s.kind for s in schedule.steps))
-        check_faults(faults, f"{item.nodeid}: --chaos-replay")
-        return ExploreSpec(faults, 1, len(schedule), replay=schedule, source="--chaos-replay")
-    if spec is not None and item.get_closest_marker("chaos") is None:
-        raise ExploreError(f"{where} needs @pytest.mark.chaos on the test (the chaos fixture's stack runs it)")
-    return spec
+    parse({"faults": faults, "budget": budget, "max_faults": max_faults, **knobs})
+    return pytest.mark.explore(faults=list(faults), budget=budget, max_faults=max_faults, **knobs)
 
 
 def cannot_inject(spec: ExploreSpec, checkpoint: str) -> list[str]:

@@ -130,6 +130,18 @@ class FileSinkCollector:
         return OutputRecords.from_lists([arrival[i] for i in order], [ids[i] for i in order],
                                         topic=np.asarray([self.name] * len(arrival), dtype=object))
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of the files that are output now, in the order they became visible, with their
+        partition columns (what a reader of the directory sees: a reference run compares it)."""
+        with self._lock:
+            files = sorted(self._files.items(), key=lambda kv: kv[1][0])
+        out: list[dict[str, Any]] = []
+        for path, _ in files:
+            partition = _partition_values(self.place.path, path)
+            out += [{**partition, **row} if isinstance(row, dict) else {"value": row}
+                    for row in read_rows(self.place.at(path))]
+        return out
+
     # -- reading -------------------------------------------------------------------------------
     def poll(self, fresh: bool = False) -> None:
         """Read the data files committed since the last poll (``fresh``: list every directory again)."""

@@ -14,9 +14,25 @@ from pytest_streamchaos.observe.file_sink import FileSinkCollector
 from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.records import OutputRecords, concat_outputs
 
+
+class NoIds:
+    """An output whose rows carry no input ids (an aggregate, a join, a table written by MERGE): named in
+    ``outputs=[...]`` as a list, its rows are compared with a reference run's, and the run's recovery comes
+    from Spark's progress."""
+
+    def __repr__(self) -> str:
+        return "NO_IDS"
+
+
+NO_IDS = NoIds()
 #: how input ids are read from an output: "key" (the Kafka message key), a JSON field path, or a
-#: callable ``(value, key) -> ids``; None: the built-in ``id`` / ``ids`` fields
-IdSpec = str | Callable[[Any, Any], Sequence[int]] | None
+#: callable ``(value, key) -> ids``; None: the built-in ``id`` / ``ids`` fields; :data:`NO_IDS`: none
+IdSpec = str | Callable[[Any, Any], Sequence[int]] | NoIds | None
+
+
+def no_ids(_value: Any, _key: Any) -> list[int]:
+    """The id reader of an output without ids: every row reads, none names an input."""
+    return []
 
 
 def key_ids(_value: bytes, key: bytes | None) -> list[int]:
@@ -36,6 +52,8 @@ def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place |
     """The collector of one output: ``file:<path>`` (its ``place``: on the local disk or HDFS, see
     :class:`~.storage.RunStorage.output`) or a Kafka topic. ``options`` go to the Kafka collector (e.g.
     an aggregate oracle's fields)."""
+    if isinstance(ids, NoIds):
+        ids = no_ids
     if name.startswith("file:"):
         if ids is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from the files (a field path "

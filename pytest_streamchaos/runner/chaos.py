@@ -6,13 +6,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.analysis.checkers import ReferenceCheck
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
+from pytest_streamchaos.runner.reference import Reference, References, compared_spec, make_reference, reference_key
 from pytest_streamchaos.runner.run import Run
-from pytest_streamchaos.runner.spec import JobPlace, RunGroups, build_run, check_checkpoint
+from pytest_streamchaos.runner.spec import JobPlace, RunGroups, RunInputs, RunSpec, build_run, check_checkpoint
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.workload.seed import resolve_seed
 
@@ -29,7 +31,7 @@ class Chaos:
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None,
                  progress: Callable[[str], None] | None = None, checkpoint: str = "local",
-                 hdfs: Callable[[], Any] | None = None) -> None:
+                 hdfs: Callable[[], Any] | None = None, references: References | None = None) -> None:
         check_checkpoint(checkpoint)
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
@@ -54,6 +56,10 @@ class Chaos:
         self.checkpoint = checkpoint
         #: the session's HDFS, started on first use (None: no HDFS on this backend)
         self.hdfs = hdfs
+        #: the runs are ``@explore``'s (its body sets it): each load ends once its schedule played out
+        self.explored = False
+        #: the session's reference runs (``reference=``), made once per job and input, reused across tests
+        self.references = references if references is not None else References()
 
     @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
@@ -61,7 +67,7 @@ class Chaos:
             inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
             outputs: Mapping[str, IdSpec] | None = None, kafka_port: int | None = None,
             load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
-            timing: Timing | None = None) -> ChaosRun:
+            timing: Timing | None = None, reference: bool | Reference = False) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
         faults, and return the verdict. Without ``duration`` the load lasts the fault timeline plus a
@@ -85,6 +91,11 @@ class Chaos:
         :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
         into them; a field given both flat and in its group is a ValueError naming it, and an argument
         given flat that lives in a group a TypeError naming the group.
+
+        ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
+        without faults -- twice, once per session for this job and input -- and compares this run's outputs
+        with it by key (``run.diverged``, ``run.reference``): the oracle of a job whose output is not one
+        record per input (aggregates, joins, sessions, a table written by MERGE).
         """
         load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
         watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle))
@@ -92,7 +103,24 @@ class Chaos:
         spec, run_inputs = build_run(job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir),
                                      faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
                                                                           timing=timing or Timing()),
-                                     guarantee=guarantee, default_checkpoint=self.checkpoint)
-        result = Run(self, spec, run_inputs).execute()
+                                     guarantee=guarantee, default_checkpoint=self.checkpoint,
+                                     explored=self.explored)
+        ref = Reference.of(reference)
+        refs = None
+        if ref is not None:
+            key = reference_key(spec, run_inputs, self.seed, spec.checkpoint)
+            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute))
+            spec = compared_spec(spec, refs)
+        result = self._execute(spec, run_inputs)
+        if ref is not None and refs is not None:
+            first, second = refs.rows()
+            made = "reused from an earlier test" if refs.reused else f"made in {refs.seconds:.0f}s"
+            result.check(ReferenceCheck(first, second, ref.options(), plan_notes=[
+                f"the reference: two runs of the job without faults on the same {sum(refs.counts)} input "
+                f"records ({made})"]))
         self.runs.append(result)
         return result
+
+    def _execute(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
+        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`)."""
+        return Run(self, spec, inputs).execute()

@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
-from pytest_streamchaos.observe.outputs import IdSpec
+from pytest_streamchaos.observe.outputs import NO_IDS, IdSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,19 +49,30 @@ class Watch:
 
     ``outputs`` maps each place the job writes (a Kafka topic, or ``"file:<path>"`` for a file-sink
     directory, relative to the driver's working directory) to how input ids are read there (``"key"``,
-    a JSON field path, or a callable ``(value, key) -> ids``); ``{}`` when nothing is readable (console,
-    noop): the run then reports recovery from Spark's query progress only; None: the run's own output
-    topic. ``oracle`` says which input ids each output must carry (None: identity). ``id_reader`` reads
+    a JSON field path, or a callable ``(value, key) -> ids``); a list of places whose rows carry no input
+    ids (an aggregate, a table written by MERGE): their rows are compared with a reference run's
+    (``chaos.run(..., reference=True)``) and recovery comes from Spark's progress; ``{}`` when nothing is
+    readable (console, noop): the run then reports recovery from Spark's query progress only; None: the
+    run's own output topic. ``oracle`` says which input ids each output must carry (None: identity). ``id_reader`` reads
     the ids from the run's own output topic. ``annotate``: ``{name: fn(record) -> number}`` on each
     record the factory made, as it is sent (an aggregate's amount, an ``explode``'s copies); a callable
     that raises stops the run (:mod:`pytest_streamchaos.usercode`). ``params``: the metric parameters
     (band, hold, bucket: :class:`~pytest_streamchaos.analysis.metrics.MetricParams`)."""
 
-    outputs: Mapping[str, IdSpec] | None = None
+    outputs: Mapping[str, IdSpec] | Sequence[str] | None = None
     oracle: Oracle | None = None
     id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None
     annotate: Mapping[str, Callable[[Any], float]] | None = None
     params: MetricParams | None = None
+
+    def __post_init__(self) -> None:
+        outs = self.outputs
+        if outs is None or isinstance(outs, Mapping):
+            return
+        if isinstance(outs, str) or not all(isinstance(o, str) and o for o in outs):
+            raise ValueError(f"outputs={outs!r}: give {{place: how ids are read}}, or a list of places whose rows "
+                             "carry no ids, e.g. outputs=['counts', 'file:/data/totals']")
+        object.__setattr__(self, "outputs", dict.fromkeys(outs, NO_IDS))  # frozen: set once, here
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
+from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files
@@ -68,6 +69,17 @@ class RunSpec:
     #: the load may end once every fault has recovered (whether ``recovery_window`` is set; the load
     #: phase turns it off for itself if judging fails)
     end_on_recovery: bool = False
+    #: a run of ``@explore``'s search (a schedule's or the control run): its ``duration`` is an upper bound,
+    #: the load ends once the schedule played out and recovered for good (docs/explore.md)
+    explored: bool = False
+    #: read every output's rows when the run ends (a reference run's, or a run compared with one)
+    capture_rows: bool = False
+    #: send exactly this many records on each input (by position), the load lasting until they are sent;
+    #: None: as many as the rate gives until the load ends
+    input_counts: tuple[int, ...] | None = None
+    #: fixed event times on a shared clock: record ``n``'s is ``event_origin + (n + 1) / rate`` (None: the
+    #: time it was scheduled)
+    event_origin: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,9 +118,10 @@ class RunGroups:
 
 
 def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], groups: RunGroups, guarantee: str,
-              default_checkpoint: str) -> tuple[RunSpec, RunInputs]:
+              default_checkpoint: str, explored: bool = False) -> tuple[RunSpec, RunInputs]:
     """Check every argument of ``chaos.run`` (ValueError / RunError naming it, before anything
-    starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``)."""
+    starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``;
+    ``explored``: a run of ``@explore``'s search)."""
     load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
     checkpoint = setup.checkpoint or default_checkpoint
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
@@ -134,8 +147,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         args=[str(a) for a in (setup.args or [])], inputs=None if load.inputs is None else list(load.inputs),
         outputs=None if watch.outputs is None else list(watch.outputs), kafka_port=setup.kafka_port,
         supervise=setup.supervise, checkpoint=checkpoint, files=own["files"], py_files=own["py_files"],
-        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None,
-        deploy_mode=setup.deploy_mode)
+        stale_checkpoint=setup.stale_checkpoint, recovery_window=window, end_on_recovery=window is not None or explored,
+        deploy_mode=setup.deploy_mode, explored=explored)
     oracle = watch.oracle or IdentityOracle()
     run_inputs = RunInputs(
         script=script, planned=planned, load_why=load_why, settle_pinned=t.settle_seconds is not None,
@@ -197,7 +210,7 @@ def check_callables(inputs: Mapping[str, Any] | None, annotate: Mapping[str, Any
     for name, fn in per_record.items():
         check_arity(fn, 1, annotation_label(name), RECORD)
     for name, ids in (outputs or {}).items():
-        if not (ids is None or isinstance(ids, str)):
+        if not (ids is None or isinstance(ids, str | NoIds)):
             check_arity(ids, 2, f"outputs[{name!r}]", OUTPUT)
     for what, fn, expected in _vectorised(oracle):
         check_arity(fn, 1, what, expected)

@@ -131,6 +131,11 @@ class Outcome:
     seconds: float = 0.0
     detail: dict[str, object] = field(default_factory=dict, compare=False)
 
+    @property
+    def fired(self) -> bool:
+        """Whether any step's fault fired (landed somewhere, in its phase or not)."""
+        return any(x.phase is not None for x in self.landed)
+
     def all_hit(self, schedule: Schedule) -> bool:
         """Whether every step of ``schedule`` landed in its phase (a run with a missed aim counts as
         not run: it did not test the schedule it was given)."""

@@ -11,6 +11,7 @@ then pairs, then triples -- CREB: 87 % of crash-recovery bugs need at most 3 cra
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -116,9 +117,25 @@ class Space:
         """The (fault kind, phase) cells the searched steps cover."""
         return sorted({s.cell for s in self.singles()})
 
-    def schedules(self, max_faults: int = 3) -> Iterator[Schedule]:
+    def schedules(self, max_faults: int = 3, shuffle: random.Random | None = None) -> Iterator[Schedule]:
         """Every schedule in search order: the singles, then pairs (the second step in the same batch
-        or the next), then triples (of the :data:`TRIPLE_SINGLES` likeliest singles, same batch)."""
+        or the next), then triples (of the :data:`TRIPLE_SINGLES` likeliest singles, same batch).
+        ``shuffle``: the same schedules in a uniformly random order drawn from it instead (a baseline the
+        benchmark measures the order against)."""
+        if shuffle is not None:
+            every = list(self._ordered(max_faults))
+            shuffle.shuffle(every)
+            yield from every
+            return
+        yield from self._ordered(max_faults)
+
+    def count(self, max_faults: int = 3) -> dict[int, int]:
+        """How many schedules of 1, 2 and 3 faults the order holds (up to ``max_faults``)."""
+        n = len(self.singles())
+        sizes = {1: n, 2: n * n * len(PAIR_GAPS), 3: min(n, TRIPLE_SINGLES) ** 3}
+        return {k: v for k, v in sizes.items() if k <= max_faults}
+
+    def _ordered(self, max_faults: int) -> Iterator[Schedule]:
         singles = self.singles()
         rank = {s: i for i, s in enumerate(singles)}
         for s in singles:

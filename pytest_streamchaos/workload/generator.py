@@ -133,6 +133,7 @@ class Generator:
         record_factory: records.RecordFactory | None = None,
         annotate: Mapping[str, Annotation] | None = None,
         what: str = "record_factory",
+        event_origin: float | None = None,
     ) -> None:
         lo, hi = _check_args(bootstrap_servers=bootstrap_servers, topic=topic, rate=rate, key_space=key_space,
                              skew=skew, record_size=record_size, late_fraction=late_fraction,
@@ -160,6 +161,10 @@ class Generator:
         self._t_start: float | None = None  # wall clock
         self._t_end: float | None = None  # wall clock when producing stopped
         self._thread_cpu_s: float | None = None  # CPU time of the producing thread (benchmarks)
+        #: fixed event times: record ``seq``'s is ``origin + (seq + 1) / rate`` whenever it is sent (None: the
+        #: time it was scheduled); a reference run and the run compared with it share one origin
+        self.event_origin = event_origin
+        self._nominal_rate = float(rate)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator:
@@ -286,7 +291,7 @@ class Generator:
                 "acked": self.acked, "failed": self.failed, "in_flight": self.in_flight,
                 "skipped": self.skipped, "queue_full_events": self._sender.queue_full,
                 "errors": len(self._log.errors), "fatal": str(fatal) if fatal else None,
-                "thread_cpu_s": self._thread_cpu_s}
+                "thread_cpu_s": self._thread_cpu_s, "event_origin": self.event_origin}
 
     # ------------------------------------------------------------------ internals
     def _run(self) -> None:
@@ -326,8 +331,13 @@ class Generator:
     def _produce(self, n: int, wall_offset: float) -> None:
         start = self._log.produced
         seqs = np.arange(start, start + n, dtype=np.int64)
-        # Event time = when the record was scheduled (<= now); late ones lie further back.
-        batch = self._maker.make(seqs + self.id_start, self._pacer.scheduled(seqs, wall_offset))
+        # Event time = when the record was scheduled (<= now), or its fixed place on a shared clock; late
+        # ones lie further back.
+        if self.event_origin is None:
+            event = self._pacer.scheduled(seqs, wall_offset)
+        else:
+            event = self.event_origin + (seqs + 1) / self._nominal_rate
+        batch = self._maker.make(seqs + self.id_start, event)
         self._log.add(start, batch)
         self._log.produced = start + self._sender.send(start, batch)
         self._sender.serve()

@@ -1,8 +1,11 @@
 """The generator's record production: ids to keys, event times, poison and message bytes, a batch at a time.
 
-Keys are drawn uniform or Zipf-skewed, some event times are made late, poison is chosen per id
-(:mod:`pytest_streamchaos.workload.poison`); the values come from the built-in JSON template or the
-test's record factory (whose ``annotate`` callables add ground-truth columns).
+Keys are drawn uniform or Zipf-skewed, some event times are made late, poison is chosen -- each per id,
+from a hash of the id and the seed (:func:`~pytest_streamchaos.workload.poison.unit_hash`), never from
+how the records were batched, so a record is a pure function of (seed, id, event time): two runs with the
+same seed send the same records, which is what a reference run compares against (the values come from
+the built-in JSON template or the test's record factory, whose ``annotate`` callables add ground-truth
+columns).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pytest_streamchaos.workload import records
-from pytest_streamchaos.workload.poison import PoisonSpec, poison_predicate
+from pytest_streamchaos.workload.poison import PoisonSpec, poison_predicate, unit_hash
 
 #: ``annotate`` callables: ``(record) -> number`` (the record as the factory made it, see
 #: :mod:`pytest_streamchaos.usercode`), recorded per record in the ground truth.
@@ -35,7 +38,7 @@ class Batch:
 
 class RecordMaker:
     """Makes the records of given ids; the arguments are :class:`~pytest_streamchaos.workload.generator.Generator`'s
-    (``late_by`` as a ``(lo, hi)`` range). Seeded: the same seed and batches give the same records."""
+    (``late_by`` as a ``(lo, hi)`` range). Seeded: the same seed gives the same records, however batched."""
 
     def __init__(self, *, key_space: int, skew: float, record_size: int, late_fraction: float,
                  late_by: tuple[float, float], poison: PoisonSpec, seed: int,
@@ -49,22 +52,25 @@ class RecordMaker:
         self._factory = factory
         self._annotate = dict(annotate)
         self._poison_fn = poison_predicate(poison, seed)
-        self._rng = np.random.default_rng(seed)
+        # one stream of per-id draws per purpose, each of its own seed (a key does not tell the lateness)
+        self._seeds = {what: int(np.random.SeedSequence([seed, n]).generate_state(1)[0])
+                       for n, what in enumerate(("key", "late", "late_by"))}
         self._key_cdf = zipf_cdf(key_space, skew) if skew > 0 else None
         self._key_bytes = [records.key_bytes(k) for k in range(key_space)] if key_space <= 200_000 else None
 
     def make(self, ids: np.ndarray, event: np.ndarray) -> Batch:
         """The records of ``ids`` scheduled at ``event`` (wall-clock seconds; late ones are moved back)."""
-        n = int(ids.shape[0])
+        draw = self._seeds
         if self.late_fraction > 0:
-            late = self._rng.random(n) < self.late_fraction
+            late = unit_hash(ids, draw["late"]) < self.late_fraction
             lo, hi = self.late_by
-            event[late] -= lo if lo == hi else self._rng.uniform(lo, hi, int(late.sum()))
+            event[late] -= lo + (hi - lo) * unit_hash(ids[late], draw["late_by"])
         ts_ms = np.floor(event * 1000.0).astype(np.int64)
+        u = unit_hash(ids, draw["key"])
         if self._key_cdf is None:
-            keys = self._rng.integers(0, self.key_space, n, dtype=np.int64)
+            keys = np.minimum((u * self.key_space).astype(np.int64), self.key_space - 1)
         else:
-            keys = np.searchsorted(self._key_cdf, self._rng.random(n), side="right").astype(np.int64)
+            keys = np.searchsorted(self._key_cdf, u, side="right").astype(np.int64)
         poison = self._poison_fn(ids) if self._poison_fn is not None else None
         if self._factory is None:
             values = records.encode_batch(ids, keys, ts_ms, self.record_size, poison)

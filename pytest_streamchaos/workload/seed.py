@@ -15,8 +15,11 @@ SEED_BITS = 32
 
 
 def workload_seed(test_id: str) -> int:
-    """A stable 32-bit seed for ``test_id`` (a pytest node id)."""
-    digest = hashlib.blake2b(test_id.encode("utf-8"), digest_size=SEED_BITS // 8).digest()
+    """A stable 32-bit seed for ``test_id`` (a pytest node id). The variants of a parametrized test share
+    it (``test_x[kill_driver]`` and ``test_x[kill_executor]`` get the records of ``test_x``): the same
+    input under each variant, so they compare with each other and share one reference run."""
+    base = test_id.split("[", 1)[0] if test_id.endswith("]") else test_id
+    digest = hashlib.blake2b(base.encode("utf-8"), digest_size=SEED_BITS // 8).digest()
     return int.from_bytes(digest, "big")
 
 

@@ -26,8 +26,9 @@ def nested_session_env(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> None:
 
 JOBS = Path(__file__).parent / "jobs"
 LAKE = "/tmp/streamchaos-test-clicks-lake"
+GUARDED_LAKE = "/tmp/streamchaos-test-clicks-guarded-lake"
 #: what the jobs hard-code under /tmp (absent before each test and removed after it)
-PATHS = (LAKE, "/tmp/streamchaos-test-clicks-chk",
+PATHS = (LAKE, "/tmp/streamchaos-test-clicks-chk", GUARDED_LAKE, "/tmp/streamchaos-test-clicks-guarded-chk",
          "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
          "/tmp/streamchaos-test-payments-chk")
 
@@ -59,6 +60,14 @@ def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job:
     file, e.g. with a processing-time trigger)."""
     return chaos.run(job or str(JOBS / "clicks_to_json_lake.py"), rate=100, duration=duration, guarantee=guarantee,
                      kafka_port=9092, inputs={"clicks": click}, outputs={f"file:{LAKE}": "clickId"})
+
+
+def guarded_lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job: str | None = None) -> Any:
+    """The ``foreachBatch`` lake writer whose replay guard (a marker per batch) is written before the data: it
+    loses a batch when its driver dies while the batch's tasks write (``job``: a variant of its file)."""
+    return chaos.run(job or str(JOBS / "clicks_to_guarded_lake.py"), rate=100, duration=duration,
+                     guarantee=guarantee, kafka_port=9092, inputs={"clicks": click},
+                     outputs={f"file:{GUARDED_LAKE}": "clickId"})
 
 
 def ledger(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job: str | None = None) -> Any:

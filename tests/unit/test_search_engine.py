@@ -114,16 +114,23 @@ def test_each_accepted_shrink_failed_twice():
         assert [r.purpose for r in runs] == ["shrink", "confirm"] and all(r.outcome.falsified for r in runs)
 
 
-def test_a_violation_that_does_not_come_back_is_flaky_not_found():
-    # the property fails once, on the third run, whatever its schedule
+def test_a_violation_that_does_not_come_back_is_flaky_and_fails_the_search():
+    # the property fails once, on the third run, whatever its schedule: a bug that depends on timing
     system = System(lambda s, n: n == 2)
     report = explore(Space(ALL, stateful=False), system, budget=6)
-    assert report.found is None and report.passed
-    assert len(report.flaky) == 1
+    assert report.found is None and not report.passed and report.verdict == "falsified"
+    assert len(report.flaky) == 1 and report.stop == "flaky"
     flaky = report.flaky[0]
     assert flaky.schedule == system.calls[2] and flaky.passed is not None
-    assert "flaky, not found" in report.summary()[0]
-    assert report.runs_for("explore") == 6  # the search went on after it
+    assert "failed once, passed when re-run (flaky)" in report.summary()[0]
+    assert report.runs_for("explore") == 3  # it stopped there
+
+
+def test_with_flaky_fails_off_a_flaky_violation_is_reported_and_the_search_goes_on():
+    system = System(lambda s, n: n == 2)
+    report = explore(Space(ALL, stateful=False), system, budget=6, flaky_fails=False)
+    assert report.passed and len(report.flaky) == 1
+    assert report.runs_for("explore") == 6
 
 
 def test_a_missed_aim_counts_as_not_run_and_is_tried_once_more():
@@ -150,13 +157,33 @@ def test_a_failure_under_a_missed_aim_is_not_a_finding():
     assert report.coverage.hits == 0 and report.coverage.schedules_run == 0
 
 
-def test_a_run_without_a_verdict_is_neither_pass_nor_failure():
+def test_a_run_that_errors_before_its_first_fault_ends_the_search_as_inconclusive():
     def broken(schedule: Schedule) -> Outcome:
-        return Outcome(True, (), error="the stack did not come back")
+        return Outcome(True, (), error="the job exited (code 1) before its streaming query started: NameError")
 
     report = explore(Space(["kill_driver"]), broken, budget=3)
-    assert report.found is None and report.coverage.errors == 3
-    assert "3 without a verdict" in report.coverage.summary()
+    assert report.found is None and report.coverage.errors == 1 and report.stop == "no_start"
+    assert report.verdict == "inconclusive" and not report.passed
+    assert report.first_error() == "the job exited (code 1) before its streaming query started: NameError"
+    assert "1 without a verdict" in report.coverage.summary()
+
+
+def test_an_error_after_a_fault_fired_is_a_run_without_a_verdict_and_the_search_goes_on():
+    def broken(schedule: Schedule) -> Outcome:
+        return Outcome(False, (Landed(True, 7, schedule.steps[0].phase),), error="the driver never came back")
+
+    report = explore(Space(["kill_driver"]), broken, budget=3)
+    assert report.coverage.errors == 3 and report.stop in ("budget", "space")
+    assert report.verdict == "inconclusive" and report.verdicts == 0
+
+
+def test_too_few_verdicts_is_inconclusive_not_a_pass():
+    system = System(lambda s, n: False, misses=lambda s: s.phase != "between_batches")
+    report = explore(Space(["kill_driver"], stateful=False), system, budget=6, min_verdicts=2)
+    assert report.verdicts == 1 and report.verdict == "inconclusive"
+    assert "1 schedules gave a verdict (needed 2)" in report.coverage_line()
+    enough = explore(Space(["kill_driver"], stateful=False), System(lambda s, n: False), budget=6)
+    assert enough.passed and enough.limits.verdicts_needed == 3
 
 
 def test_a_correct_system_passes_within_the_budget_and_says_what_was_covered():
@@ -170,8 +197,13 @@ def test_a_correct_system_passes_within_the_budget_and_says_what_was_covered():
     assert set(cov.pruned) == {"no_state_store", "clean_restart", "idle_executor", "idle_broker",
                                "interchangeable_targets"}
     assert cov.hit_rate == 1.0
-    line = cov.summary()
-    assert line.startswith("25 schedules run (25 attempts), ") and "aims hit" in line
+    line = report.coverage_line()
+    singles = len(space.singles())
+    assert line.startswith(f"25 schedules gave a verdict (needed 12): singles {singles}/{singles}, pairs "
+                           f"{25 - singles}/{2 * singles * singles}, triples 0/"), line
+    aims = singles + 2 * (25 - singles)
+    assert f"aims hit {aims}/{aims}" in line and "runs: explore 25" in line
+    assert line.endswith("stopped: the budget was spent")
 
 
 def test_pruned_steps_are_never_run():
@@ -252,3 +284,124 @@ def test_a_moment_a_run_showed_never_comes_is_neither_retried_nor_searched_again
     assert sum("tasks_running" in p for p in phases) == 1 and report.runs_for("retry") == 0
     assert len(system.calls) == 12 and report.coverage.schedules_run == 11
     assert "moment_never_came" in space.pruned_cells()
+
+
+# -- a search you can trust: the control run, the time budget, memory, the random order (issue 37) ------
+
+def test_the_control_run_comes_first_and_a_property_that_fails_without_faults_fails_as_such():
+    system = System(lambda s, n: False)
+    control = Outcome(True, (), message="assert run.lost == 0")
+    report = explore(Space(["kill_driver"]), system, budget=5, control=lambda: control)
+    assert report.verdict == "fails_without_faults" and report.stop == "control"
+    assert system.calls == [] and [r.purpose for r in report.runs] == ["control"]
+    passing = explore(Space(["kill_driver"]), system, budget=2, control=lambda: Outcome(False))
+    assert [r.purpose for r in passing.runs] == ["control", "explore", "explore"] and passing.passed
+
+
+def test_a_control_run_that_cannot_run_the_job_stops_the_search_before_any_schedule():
+    system = System(lambda s, n: False)
+    report = explore(Space(["kill_driver"]), system, budget=5,
+                     control=lambda: Outcome(False, error="NameError: name 'spark' is not defined"))
+    assert report.verdict == "inconclusive" and report.stop == "no_start" and system.calls == []
+    assert report.first_error() == "NameError: name 'spark' is not defined"
+
+
+class Clock:
+    """A clock each run advances by its own ``seconds`` (the System's runs take 40 s)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wrap(self, run):
+        def timed(schedule: Schedule) -> Outcome:
+            out = run(schedule)
+            self.now += out.seconds
+            return out
+        return timed
+
+
+def test_max_seconds_bounds_the_whole_search_and_says_so():
+    clock = Clock()
+    system = System(lambda s, n: False)
+    report = explore(Space(ALL, stateful=False), clock.wrap(system), budget=20, max_seconds=130, min_verdicts=1,
+                     clock=clock)
+    # 40 s a run: after three (120 s) a fourth would end at 160 s, past the limit
+    assert len(system.calls) == 3 and report.stop == "time" and clock.now <= 130
+    assert report.passed and report.coverage_line().endswith("stopped: max_seconds was reached")
+
+
+def test_a_violation_the_time_left_no_room_to_confirm_still_fails_unconfirmed():
+    clock = Clock()
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    report = explore(Space(["kill_driver"]), clock.wrap(system), budget=5, max_seconds=60, clock=clock)
+    assert report.found is not None and not report.found.confirmed and report.verdict == "falsified"
+    assert report.stop == "time" and len(system.calls) == 1
+
+
+def test_shrinking_stops_when_the_time_is_spent_and_keeps_the_smallest_so_far():
+    clock = Clock()
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    big = Schedule.of(Step("kill_worker", "worker-0", "tasks_running"), DOV)
+    report = explore(Space(ALL), clock.wrap(system), budget=1, schedules=[big], max_seconds=100, clock=clock)
+    assert report.found is not None and report.found.confirmed and report.found.schedule == big
+    assert clock.now <= 100
+
+
+def test_remembered_schedules_run_first_and_tried_ones_are_left_for_last():
+    from pytest_streamchaos.search.engine import Recall
+
+    space = Space(["kill_driver", "kill_executor"], stateful=False)
+    order = list(space.schedules())
+    remembered = order[7]
+    tried = frozenset(order[:3])
+    system = System(lambda s, n: False)
+    report = explore(space, system, budget=4, recall=Recall(first=(remembered,), tried=tried))
+    assert [r.purpose for r in report.runs] == ["memory", "explore", "explore", "explore"]
+    assert system.calls == [remembered, order[3], order[4], order[5]]
+    assert report.from_memory == 1 and "1 from memory" in report.coverage_line()
+
+
+def test_when_every_schedule_was_tried_before_the_order_starts_over():
+    from pytest_streamchaos.search.engine import Recall
+
+    space = Space(["kill_driver"], stateful=False)
+    order = list(space.schedules(max_faults=1))
+    system = System(lambda s, n: False)
+    report = explore(space, system, budget=len(order), max_faults=1, recall=Recall(tried=frozenset(order)))
+    assert system.calls == order and report.cycled and "started over" in report.coverage_line()
+
+
+def test_a_remembered_failure_is_confirmed_and_shrunk_like_a_new_one():
+    from pytest_streamchaos.search.engine import Recall
+
+    system = System(has(("kill_driver", "output_visible_uncommitted")))
+    pair = Schedule.of(Step("kill_executor", "executor@worker-0", "tasks_running"), DOV)
+    report = explore(Space(["kill_driver", "kill_executor"]), system, budget=5, recall=Recall(first=(pair,)))
+    assert report.runs[0].purpose == "memory" and report.first_violation_at == 1
+    assert report.found is not None and report.found.schedule == Schedule.of(DOV)
+
+
+def test_the_random_order_holds_the_same_schedules_and_is_seeded():
+    import random
+
+    space = Space(ALL, stateful=False)
+    fixed = list(space.schedules())
+    a = list(space.schedules(shuffle=random.Random(5)))
+    b = list(space.schedules(shuffle=random.Random(5)))
+    assert a == b and a != fixed and sorted(map(repr, a)) == sorted(map(repr, fixed))
+    assert sum(space.count().values()) == len(fixed)
+
+
+@pytest.mark.parametrize(("knobs", "says"), [
+    ({"budget": 4, "min_verdicts": 5}, r"min_verdicts=5 must be between 1 and the budget \(4\)"),
+    ({"budget": 4, "max_seconds": 0}, r"max_seconds=0 must be > 0"),
+    ({"budget": 4, "max_seconds": -3.0}, r"max_seconds=-3.0 must be > 0"),
+])
+def test_limits_that_no_search_could_meet_are_refused_naming_the_fix(knobs, says):
+    from pytest_streamchaos.search.engine import Limits
+
+    with pytest.raises(ValueError, match=says):
+        Limits(**knobs)

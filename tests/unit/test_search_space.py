@@ -11,7 +11,7 @@ from pytest_streamchaos.search.kinds import KindInfo
 from pytest_streamchaos.search.schedule import PHASES, Schedule, Step
 from pytest_streamchaos.search.shrink import candidates, size
 from pytest_streamchaos.search.space import Space as _Space
-from pytest_streamchaos.search.token import ReplayTokenError, decode, encode
+from pytest_streamchaos.search.token import Replay, ReplayTokenError, Setting, decode, encode
 
 
 def Space(kinds, **kw):  # noqa: N802  (the synthetic catalogue's Space)
@@ -130,11 +130,26 @@ def test_every_shrink_neighbour_is_strictly_smaller_searched_and_unique(schedule
 
 
 @settings(max_examples=200, deadline=None)
-@given(schedules)
-def test_a_token_gives_back_its_schedule(schedule):
-    token = encode(schedule, NODE, "0.1.0")
-    assert token.startswith("sc1.") and " " not in token
-    assert decode(token, NODE, "0.1.0") == schedule
+@given(schedules, st.builds(Setting, st.none() | st.integers(0, 2**32 - 1),
+                            st.sampled_from([None, "5 s", "as fast as possible"]), st.sampled_from([None, "local",
+                                                                                                   "hdfs"])))
+def test_a_token_gives_back_its_schedule_and_setting(schedule, setting):
+    token = encode(schedule, NODE, "0.1.0", setting)
+    assert token.startswith("sc2.") and " " not in token
+    assert decode(token, NODE, "0.1.0") == Replay(schedule, setting)
+
+
+def test_a_setting_names_what_a_replay_changed_and_the_fix():
+    made = Setting(seed=7, trigger="5 s", checkpoint="local")
+    assert made.differs(Setting(seed=7, trigger=None, checkpoint="local")) is None  # unknown agrees
+    assert "ran with trigger 5 s, this run's trigger is as fast as possible" in str(
+        made.differs(Setting(7, "as fast as possible", "local")))
+    assert made.differs(Setting(8, "5 s", "local"), fields=("trigger",)) is None
+
+
+def test_a_token_of_the_first_version_is_refused_naming_what_it_lacks():
+    with pytest.raises(ReplayTokenError, match=r"made by pytest-streamchaos 0.1 \(sc1: without the seed"):
+        decode("sc1.eNpNjs0KwjAQhN9lzyGN.0227095d", NODE, "0.2.0")
 
 
 def test_a_token_of_another_test_is_refused_naming_both():
@@ -150,7 +165,7 @@ def test_a_token_of_another_version_is_refused_naming_both():
         decode(token, NODE, "0.2.0")
 
 
-@pytest.mark.parametrize("cut", [lambda t: t[:-3], lambda t: t.replace("sc1.", "sc2."), lambda t: "hello",
+@pytest.mark.parametrize("cut", [lambda t: t[:-3], lambda t: t.replace("sc2.", "sc3."), lambda t: "hello",
                                  lambda t: t[:20] + ("B" if t[20] == "A" else "A") + t[21:]])
 def test_a_damaged_token_is_refused_in_one_line(cut):
     token = encode(Schedule.of(Step("kill_worker", "worker-0", "tasks_running", 1)), NODE, "0.1.0")

@@ -30,7 +30,14 @@ def test_same_test_id_same_seed_across_processes() -> None:
     seeds = {_seed_in_fresh_process("1"), _seed_in_fresh_process("2"), workload_seed(NODEID)}
     assert len(seeds) == 1
     assert 0 <= workload_seed(NODEID) < 2**32
-    assert workload_seed(NODEID) != workload_seed(NODEID + "x")
+    assert workload_seed(NODEID) != workload_seed(NODEID.replace("test_worker_loss", "test_worker_lost"))
+
+
+def test_the_variants_of_a_parametrized_test_share_their_input() -> None:
+    base = "tests/chaos/test_x.py::test_worker_loss"
+    assert workload_seed(NODEID) == workload_seed(f"{base}[at-least-once]") == workload_seed(base)
+    cls = "tests/chaos/test_x.py::TestA::test_y"
+    assert workload_seed(f"{cls}[1]") == workload_seed(cls)
 
 
 def test_override_wins() -> None:

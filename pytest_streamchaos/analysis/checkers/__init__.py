@@ -8,7 +8,9 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.transactions`: :class:`ExactlyOnceTransactions`, how the exactly-once verdict was reached;
 - :mod:`.delays`: :class:`DelayClasses`, each network delay's class observed against the stated one;
 - :mod:`.observer`: :class:`ObserverCheck`, the network faults spared the harness's clients;
-- :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened.
+- :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
+- :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
+  when the test asks for a reference, not a default).
 
 A test's own checker needs none of this: anything with a ``name`` and ``check(history)``
 (:class:`~pytest_streamchaos.analysis.checker.Checker`), given to ``run.check(...)``.
@@ -35,6 +37,7 @@ from .guarantee import (
 )
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
+from .reference import ReferenceCheck, ReferenceResult
 from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
@@ -55,6 +58,8 @@ __all__ = [
     "Recovery",
     "RecoveryResult",
     "RecoveryTime",
+    "ReferenceCheck",
+    "ReferenceResult",
     "Reliability",
     "TransactionsResult",
     "Validation",

@@ -19,6 +19,11 @@ from pytest_streamchaos.stack.base import JobHandle
 #: how often a run without a ``duration`` asks whether every fault has recovered for good (each ask
 #: is a verdict on the run so far: tens of milliseconds for a few thousand records)
 RECOVERY_CHECK_S = 1.0
+#: how long past its planned end a run given its input's size waits for the last of it to be sent
+INPUT_GRACE_S = 120.0
+#: the micro-batches with input an explored run's job must complete after the schedule's last heal before
+#: its load may end early: the batch a killed driver replays, and the ones after it
+AFTER_HEAL_BATCHES = 3
 
 
 @dataclass
@@ -37,6 +42,7 @@ class LoadPhase(ObservedPhase):
         super().__init__(ctx, job, topics, obs, status)
         self.result = LoadResult(end_on_recovery=ctx.spec.end_on_recovery)
         self._next_check = 0.0  # when to ask again whether every fault has recovered
+        self._input_warned = False
 
     def run(self, steady: float) -> LoadResult:
         """Keep the load on until ``steady`` + duration, then stop it and the faults. A run without a
@@ -52,15 +58,17 @@ class LoadPhase(ObservedPhase):
         return self.result
 
     def _over(self, planned_until: float) -> bool:
-        """One look during the load: whether it is over."""
+        """One look during the load: whether it is over (never before a counted input was sent whole)."""
         obs = self.obs
+        if self._input_left(planned_until):
+            return False
         if time.time() >= self._load_end(planned_until):
             return True
         obs.progress.poll()
         check_user_code(obs.generator, obs.collector)
         if self.result.end_on_recovery and time.time() >= self._next_check and obs.scheduler.done():
             self._next_check = time.time() + RECOVERY_CHECK_S
-            if self._recovered_for_good():
+            if self._batches_after_heal() and (not self.ctx.inputs.planned or self._recovered_for_good()):
                 return True
         obs.supervisor.check()  # an exit is a finding; supervised, the driver comes back
         self.status("load", self.ctx.spec.duration)
@@ -84,6 +92,38 @@ class LoadPhase(ObservedPhase):
                                      "for its moment (each step arms once the one before it fired)")
         return end
 
+    def _input_left(self, planned_until: float) -> bool:
+        """A run given its input's size (``RunSpec.input_counts``: the same records as its reference run)
+        goes on until every record was sent, at most :data:`INPUT_GRACE_S` past its planned end."""
+        if self.ctx.spec.input_counts is None or not self.obs.generator.running:
+            return False
+        if time.time() < planned_until + INPUT_GRACE_S:
+            return True
+        if not self._input_warned:
+            self._input_warned = True
+            self.ctx.warnings.append(f"the load ended {INPUT_GRACE_S:g}s past its plan with the input not sent whole "
+                                     f"(the reference run's {self.ctx.spec.input_counts} records): the comparison "
+                                     "with the reference is of different inputs")
+        return False
+
+    def _batches_after_heal(self) -> bool:
+        """An explored run's job completed :data:`AFTER_HEAL_BATCHES` batches with input after the schedule's
+        last heal (the steady state in the control run, which has no fault); always True for a run
+        without a ``duration``, whose recovery window counts from that heal."""
+        if not self.ctx.spec.explored:
+            return True
+        healed = self.obs.scheduler.last_heal_due()
+        if healed is None:
+            return False
+        after = [b for b in self.obs.progress.batches
+                 if b["t_start"] >= healed and (b.get("numInputRows") or 0) > 0]
+        if len(after) < AFTER_HEAL_BATCHES:
+            return False
+        if not self.ctx.inputs.planned:  # the control run: nothing to recover from
+            self.result.ended = (f"ended early: an explored run without faults, {AFTER_HEAL_BATCHES} batches with "
+                                 "input after the steady state")
+        return True
+
     def _recovered_for_good(self) -> bool:
         """Whether the verdict on the run so far settles every fault's recovery point
         (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`): then more load would not
@@ -106,6 +146,8 @@ class LoadPhase(ObservedPhase):
         extended = f"{self.result.ended}; then " if self.result.ended else ""
         self.result.ended = extended + ("ended early: every fault had recovered (or, noticed by the system, left no "
                                         "sign in the output) and more load could not change its recovery time")
+        if ctx.spec.explored:
+            self.result.ended += f", and the job had run {AFTER_HEAL_BATCHES} batches with input since the last heal"
         return True
 
 

@@ -137,8 +137,10 @@ class WireObservers:
         parts = []
         for i, topic in enumerate(self.topics.inputs):
             factory = inputs.factories.get(topic) if s.inputs is not None else None
+            count = s.input_counts[i] if s.input_counts is not None and i < len(s.input_counts) else None
             parts.append(Generator(self.topics.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
                                    record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.ctx.chaos.seed, record_factory=factory,
-                                   annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory"))
+                                   annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory",
+                                   max_records=count, event_origin=s.event_origin))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
+from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.sinks import UNREADABLE, judge, query_sinks
 from pytest_streamchaos.runner.context import RunContext
@@ -121,9 +122,11 @@ class SinkJudge:
     @property
     def progress_only(self) -> bool:
         """True when no output of the job is readable (``outputs={}``, or its sinks turned out to be
-        unreadable: :meth:`check`): recovery comes from Spark's progress alone."""
-        outputs = self.ctx.spec.outputs
-        return self.note is not None or (outputs is not None and not outputs)
+        unreadable: :meth:`check`) or none carries input ids (``outputs=[...]``: rows a reference run
+        compares): recovery comes from Spark's progress alone."""
+        outputs, ids = self.ctx.spec.outputs, self.ctx.inputs.output_ids
+        no_ids = bool(ids) and all(isinstance(v, NoIds) for v in ids.values())  # rows for a reference only
+        return self.note is not None or (outputs is not None and not outputs) or no_ids
 
     def check(self, collector: Any, progress: SparkProgress) -> None:
         """From the queries' first progress, whether the collector can read what the job writes

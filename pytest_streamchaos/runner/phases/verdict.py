@@ -18,6 +18,7 @@ from pytest_streamchaos.facts import (
     SinkQuery,
 )
 from pytest_streamchaos.history import History
+from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.phases.job import PreparedJob, delay_specs
@@ -69,7 +70,8 @@ class Verdict:
             sink_note=obs.sinks.note,
             delays=delay_specs(ctx.inputs.planned, ctx.chaos.cluster.effective_conf, job, d.prepared.job_kafka),
             client_samples=samples_by_client(obs.generator, obs.collector),
-            transaction_markers=None if obs.sinks.progress_only else dict(obs.collector.transaction_markers))
+            transaction_markers=None if obs.sinks.progress_only else dict(obs.collector.transaction_markers),
+            output_rows=output_rows(obs.collector, d.topics) if ctx.spec.capture_rows else None)
         return obs.history(ctx, job, d.topics, facts)
 
     def _setup(self) -> RunSetup:

@@ -1,0 +1,146 @@
+"""The reference run: the same job on the same input without faults, as the oracle nobody has to write
+(``chaos.run(..., reference=True)``; the comparison is :mod:`pytest_streamchaos.analysis.reference`).
+
+**The same input.** A record is a pure function of (seed, id, event time) (``workload.record_batches``),
+so the input is fixed by the seed, the number of records and their event times. The first reference run
+sends at the test's rate for its load (the test's ``duration`` plus :data:`SLACK_S`, so that a faulted run
+whose warm-up takes longer still has input until its planned end) with event times on a clock of its
+own (``origin + (n + 1) / rate``, the origin the second it was planned, shared by every input topic); the
+second reference run and every run compared with them send exactly as many records on the same clock,
+their load lasting until the last one is sent.
+
+**Twice, once per session.** Two fault-free runs tell what of the output is stable (a column that
+differs between them -- a ``current_timestamp()``, a batch id -- is left out and named; rows that differ
+make the output not comparable, never a false alarm). They are made once per session for what decides
+a run's output -- the job (its file's content), its arguments, conf and environment, the inputs and their
+record factories, the outputs, the seed, rate, duration, the workload's shape, the trigger, the
+checkpoint's place -- and reused by every test that asks the same (:class:`References`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_streamchaos.analysis.reference import RowsOptions
+from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.records import OutputRows
+from pytest_streamchaos.runner.errors import RunError
+from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.usercode import name_of
+
+#: how much longer than the test's load the first reference run sends, in seconds
+SLACK_S = 10.0
+#: where the session keeps its :class:`References` (``config.stash``)
+REFERENCES_KEY: pytest.StashKey[References] = pytest.StashKey()
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What ``chaos.run(..., reference=...)`` compares: ``True`` is ``Reference()``. ``key``: the columns that
+    name an output row's key, to compare the final value per key (an update or complete output, a table
+    written by MERGE); ``ignore``: columns left out (a timestamp of when the row was written)."""
+
+    key: Sequence[str] | None = None
+    ignore: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        for name, cols in (("key", self.key or ()), ("ignore", self.ignore)):
+            if isinstance(cols, str) or not all(isinstance(c, str) and c for c in cols):
+                raise ValueError(f"Reference({name}={cols!r}): give a list of column names, e.g. "
+                                 f"Reference({name}=['sku'])")
+
+    @classmethod
+    def of(cls, value: bool | Reference | None) -> Reference | None:
+        """``chaos.run``'s ``reference`` argument as a :class:`Reference` (None: no reference)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, Reference):
+            return value
+        raise TypeError(f"chaos.run(reference={value!r}): pass True or Reference(key=[...], ignore=[...])")
+
+    def options(self) -> RowsOptions:
+        return RowsOptions(tuple(self.key) if self.key else None, tuple(self.ignore))
+
+
+@dataclass
+class ReferenceRuns:
+    """The two fault-free runs of one input: their outputs' rows, the input's size per topic and the origin
+    of its event times, how long making them took, how often they were reused."""
+
+    first: ChaosRun
+    second: ChaosRun
+    counts: tuple[int, ...]
+    origin: float | None
+    seconds: float
+    reused: int = 0
+
+    def rows(self) -> tuple[list[OutputRows], list[OutputRows]]:
+        return list(self.first.facts.output_rows or []), list(self.second.facts.output_rows or [])
+
+
+@dataclass
+class References:
+    """The session's reference runs, by :func:`reference_key` (one set per distinct input and job)."""
+
+    made: dict[str, ReferenceRuns] = field(default_factory=dict)
+
+    def get(self, key: str, make: Callable[[], ReferenceRuns]) -> ReferenceRuns:
+        found = self.made.get(key)
+        if found is not None:
+            found.reused += 1
+            return found
+        self.made[key] = made = make()
+        return made
+
+
+def reference_key(spec: RunSpec, inputs: RunInputs, seed: int, checkpoint_kind: str) -> str:
+    """What decides a run's output besides its faults, hashed: the job's file and content, its arguments,
+    conf, environment and files, the inputs with their factories, the outputs, the seed, the load."""
+    script = Path(spec.job)
+    parts: dict[str, Any] = {
+        "job": str(script), "content": hashlib.sha256(script.read_bytes()).hexdigest() if script.exists() else "",
+        "args": spec.args, "conf": spec.conf, "env": spec.env, "files": spec.files, "py_files": spec.py_files,
+        "inputs": spec.inputs, "factories": {k: name_of(v) if v else None for k, v in inputs.factories.items()},
+        "outputs": spec.outputs, "seed": seed, "rate": spec.rate, "duration": spec.duration,
+        "partitions": spec.partitions, "key_space": spec.key_space, "skew": spec.skew,
+        "record_size": spec.record_size, "late_fraction": spec.late_fraction, "trigger": spec.trigger_seconds,
+        "checkpoint": checkpoint_kind, "kafka_port": spec.kafka_port}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def reference_spec(spec: RunSpec) -> RunSpec:
+    """The first reference run's spec: the test's run without faults, sending for :data:`SLACK_S` more, on
+    fixed event times from this second, its outputs' rows read at the end."""
+    return replace(spec, duration=spec.duration + SLACK_S, capture_rows=True, event_origin=float(int(time.time())),
+                   input_counts=None, explored=False, end_on_recovery=False, recovery_window=None)
+
+
+def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun]
+                   ) -> ReferenceRuns:
+    """The two fault-free runs of ``spec``'s input (``execute`` runs one)."""
+    t0 = time.time()
+    quiet = replace(inputs, planned=[])
+    first_spec = reference_spec(spec)
+    first = execute(first_spec, quiet)
+    gens = list(first.facts.generators.values())
+    if not gens or first.facts.output_rows is None:
+        raise RunError("the reference run (the job without faults) sent no input or read no output: nothing to "
+                       "compare with")
+    counts = tuple(g.produced for g in gens)
+    second = execute(replace(first_spec, input_counts=counts), quiet)
+    return ReferenceRuns(first, second, counts, first_spec.event_origin, time.time() - t0)
+
+
+def compared_spec(spec: RunSpec, refs: ReferenceRuns) -> RunSpec:
+    """The test's run given the reference's input: the same records on the same clock, its rows read."""
+    return replace(spec, capture_rows=True, input_counts=refs.counts, event_origin=refs.origin)

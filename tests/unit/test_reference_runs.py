@@ -1,0 +1,88 @@
+"""``chaos.run(..., reference=True)``'s flow without a stack (the runs are synthetic, made by a seam that
+records the specs it was given): the reference is made twice on one input -- the second and every compared
+run send exactly the first one's records on its clock -- once per session for a job and input, and the run
+carries the comparison (``run.diverged``, ``run.reference``, the guarantee from it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.analysis.synthetic import stateless_trace
+from pytest_streamchaos.facts import GeneratorStats, RunFacts
+from pytest_streamchaos.records import OutputRows
+from pytest_streamchaos.runner.chaos import Chaos
+from pytest_streamchaos.runner.reference import SLACK_S, Reference, References
+
+TOTALS = [{"user": f"u{i}", "clicks": 10 + i} for i in range(40)]
+
+
+class FakeChaos(Chaos):
+    """Each run is synthetic: ``rows(n)`` gives the n-th run's output rows."""
+
+    def __init__(self, tmp_path: Path, rows, references: References | None = None) -> None:
+        super().__init__(cluster=None, kafka=None, workdir=tmp_path, test_dir=tmp_path,  # type: ignore[arg-type]
+                         nodeid="test_x.py::test_totals", references=references)
+        self.rows = rows
+        self.specs: list = []
+
+    def _execute(self, spec, inputs):
+        self.specs.append(spec)
+        produced = 1234 if spec.input_counts is None else spec.input_counts[0]
+        facts = RunFacts(generators={"clicks": GeneratorStats(produced=produced, event_origin=spec.event_origin)},
+                         output_rows=[OutputRows("totals", self.rows(len(self.specs) - 1))])
+        return ChaosRun.from_trace(stateless_trace(rate=50, duration=20), facts=facts, per_record=False)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    path = tmp_path / "totals_job.py"
+    path.write_text("print('a job')\n")
+    return path
+
+
+def test_the_reference_is_made_twice_on_one_input_and_the_run_is_compared_with_it(tmp_path: Path, job: Path):
+    chaos = FakeChaos(tmp_path, lambda n: TOTALS if n < 2 else TOTALS[:-1] + [{"user": "u39", "clicks": 55}])
+    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["user"]))
+    first, second, compared = chaos.specs
+    assert first.duration == 20 + SLACK_S and first.input_counts is None and first.event_origin is not None
+    assert (second.input_counts, second.event_origin) == ((1234,), first.event_origin)
+    assert (compared.input_counts, compared.event_origin, compared.duration) == ((1234,), first.event_origin, 20)
+    assert all(s.capture_rows for s in chaos.specs)
+    assert run.diverged == 1 and run.reference is not None
+    assert "changed user=u39: expected clicks=49, got clicks=55" in "\n".join(run.reference.lines())
+    assert run.guarantee_delivered == "none" and run.lost is None  # no ids: the guarantee is the comparison's
+    violated = run.check_sla(guarantee="at-least-once")
+    assert [v.metric for v in violated] == ["guarantee"]
+
+
+def test_a_second_test_with_the_same_job_and_input_reuses_the_reference(tmp_path: Path, job: Path):
+    refs = References()
+    one = FakeChaos(tmp_path, lambda n: TOTALS, refs)
+    one.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    two = FakeChaos(tmp_path / "b", lambda n: TOTALS, refs)
+    (tmp_path / "b").mkdir()
+    run = two.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    assert len(two.specs) == 1 and run.diverged == 0 and run.guarantee_delivered == "exactly-once"
+    assert "reused from an earlier test" in "\n".join(run.reference.lines())
+    other = two.run(str(job), rate=60, duration=20, outputs=["totals"], reference=True)  # another input
+    assert len(two.specs) == 4 and other.diverged == 0
+
+
+def test_without_a_comparable_output_the_guarantee_is_unknown_and_says_why(tmp_path: Path, job: Path):
+    chaos = FakeChaos(tmp_path, lambda n: [])  # the reference wrote nothing: no evidence
+    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    assert run.diverged is None and run.guarantee_delivered == "unknown"
+    [violation] = run.check_sla(guarantee="exactly-once")
+    assert "no output could be compared with the reference run" in str(violation)
+
+
+@pytest.mark.parametrize("bad", [["user"], {"key": "user"}, 1])
+def test_a_wrong_reference_is_refused_naming_the_fix(tmp_path: Path, job: Path, bad):
+    chaos = FakeChaos(tmp_path, lambda n: TOTALS)
+    with pytest.raises(TypeError, match=r"reference=.*: pass True or Reference\(key=\[...\], ignore=\[...\]\)"):
+        chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=bad)
+    with pytest.raises(ValueError, match=r"Reference\(key='user'\): give a list of column names"):
+        Reference(key="user")
