@@ -64,7 +64,6 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field, fields
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -72,6 +71,7 @@ import numpy as np
 from ..history import Aim
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
+from .trigger import batch_cadence, batch_start
 from .validate import GuaranteeReport, validate
 
 
@@ -561,38 +561,13 @@ def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
 # building blocks
 
 
-def _batch_start(b: dict[str, Any]) -> float:
-    """When a progress dict's micro-batch started (epoch seconds; NaN when unknown): the event log's
-    ``t_start``, else its ISO ``timestamp``."""
-    ts = b.get("t_start", b.get("timestamp"))
-    if isinstance(ts, str):
-        try:
-            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return math.nan
-    return float(ts) if ts is not None else math.nan
-
-
-def batch_cadence(batches: list[dict[str, Any]], before: float) -> float | None:
-    """The median time between the starts of consecutive micro-batches (batch ids ``k`` and ``k + 1`` of
-    one query in one driver launch) started before ``before``: the job's real pace whatever trigger it
-    hard-codes. None with fewer than two such batches."""
-    starts: dict[tuple[Any, Any, int], float] = {}
-    for b in batches:
-        t = _batch_start(b)
-        if math.isfinite(t) and t < before:
-            starts.setdefault((b.get("app_id"), b.get("id"), int(b.get("batchId", -1))), t)
-    gaps = [t1 - starts[(app, q, n - 1)] for (app, q, n), t1 in starts.items() if (app, q, n - 1) in starts]
-    return float(np.median(gaps)) if gaps else None
-
-
 def micro_batches(batches: list[dict[str, Any]]) -> MicroBatches:
     """Parse Spark ``StreamingQueryProgress`` dicts (batchId, timestamp, durationMs.triggerExecution)."""
     bid, start, dur, rows = [], [], [], []
     for b in batches:
         trig = (b.get("durationMs") or {}).get("triggerExecution")
         bid.append(int(b.get("batchId", -1)))
-        start.append(_batch_start({"timestamp": b.get("timestamp")}))
+        start.append(batch_start({"timestamp": b.get("timestamp")}))
         dur.append(float(trig) / 1000.0 if trig is not None else math.nan)
         rows.append(int(b.get("numInputRows", -1)))
     return MicroBatches(
@@ -1023,7 +998,7 @@ class _Measure:
                                 verdict="outage" if downtime > p.outage_seconds else "unknown")
         detection, rec, rec_at = self._recovery(f, horizon, signs)
         recovered = not isinstance(rec, NotRecovered)
-        w_end = f + p.hold_seconds if detection is None else rec_at if recovered else self.t_end
+        w_end = f + p.hold_seconds if detection is None else rec_at if recovered and rec_at is not None else self.t_end
         peak = peak_latency(self.lat_sorted[j0:int(np.searchsorted(arr_sorted, w_end, side="right"))],
                             self.pend_send if not recovered else None, f, horizon, self.t_end)
         if math.isnan(peak):

@@ -79,8 +79,62 @@ SCHEMA_VERSION = 2
 C = TypeVar("C", bound=CheckResult)
 
 
+class RecoveryNumbers:
+    """What a run measured of its recovery (docs/metrics.md), read from its ``recovery`` check's metrics: the
+    numbers a test bounds (``downtime``, ``recovery_time``, ``failure_cost``; a :class:`NotMeasured` when the
+    run could not measure one), the latency and throughput series, the per-fault metrics."""
+
+    recovery: RecoveryResult
+
+    @property
+    def metrics(self) -> RunMetrics:
+        assert self.recovery.metrics is not None
+        return self.recovery.metrics
+
+    def _measured(self, name: str, value: Any) -> Any:
+        return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
+
+    @property
+    def downtime(self) -> float | NotMeasured:
+        """The largest output gap a fault caused; :class:`NotMeasured` when it could not be measured (see
+        :attr:`unavailable`): comparing it raises, naming why."""
+        return self._measured("downtime", self.metrics.downtime)
+
+    @property
+    def recovery_time(self) -> RecoveryTime | NotMeasured:
+        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
+        return self._measured("recovery_time", self.metrics.recovery_time)
+
+    @property
+    def failure_cost(self) -> float | NotMeasured:
+        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
+        return self._measured("failure_cost", self.metrics.failure_cost)
+
+    @property
+    def measurable(self) -> bool:
+        """Whether the run could measure what its faults did to the output (downtime and recovery): False
+        with a trigger slower than the run's phases or a fault before the baseline (:attr:`unavailable`)."""
+        return not any(k in self.metrics.unavailable for k in ("downtime", "recovery_time"))
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self.metrics.latency
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self.metrics.reliable_throughput
+
+    @property
+    def throughput(self) -> Series:
+        return self.metrics.series
+
+    @property
+    def faults(self) -> list[FaultMetrics]:
+        return self.metrics.faults
+
+
 @dataclass(eq=False)
-class ChaosRun:
+class ChaosRun(RecoveryNumbers):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -209,37 +263,6 @@ class ChaosRun:
         r = self.result_of(TransactionsResult)
         return None if r is None else r.as_report()
 
-    # -- metrics -------------------------------------------------------------------------------
-    @property
-    def metrics(self) -> RunMetrics:
-        assert self.recovery.metrics is not None
-        return self.recovery.metrics
-
-    def _measured(self, name: str, value: Any) -> Any:
-        return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
-
-    @property
-    def downtime(self) -> float | NotMeasured:
-        """The largest output gap a fault caused; :class:`NotMeasured` when it could not be measured (see
-        :attr:`unavailable`): comparing it raises, naming why."""
-        return self._measured("downtime", self.metrics.downtime)
-
-    @property
-    def recovery_time(self) -> RecoveryTime | NotMeasured:
-        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
-        return self._measured("recovery_time", self.metrics.recovery_time)
-
-    @property
-    def failure_cost(self) -> float | NotMeasured:
-        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
-        return self._measured("failure_cost", self.metrics.failure_cost)
-
-    @property
-    def measurable(self) -> bool:
-        """Whether the run could measure what its faults did to the output (downtime and recovery): False
-        with a trigger slower than the run's phases or a fault before the baseline (:attr:`unavailable`)."""
-        return not any(k in self.metrics.unavailable for k in ("downtime", "recovery_time"))
-
     @property
     def unavailable(self) -> dict[str, str]:
         """Metric name -> why it could not be computed (empty when every metric was)."""
@@ -253,22 +276,6 @@ class ChaosRun:
             if cmp.guarantee() is None:
                 out["guarantee"] = "no output could be compared with the reference run (run.reference says why)"
         return out
-
-    @property
-    def latency(self) -> LatencySummary:
-        return self.metrics.latency
-
-    @property
-    def reliable_throughput(self) -> float:
-        return self.metrics.reliable_throughput
-
-    @property
-    def throughput(self) -> Series:
-        return self.metrics.series
-
-    @property
-    def faults(self) -> list[FaultMetrics]:
-        return self.metrics.faults
 
     # -- the run's facts -----------------------------------------------------------------------
     @property
