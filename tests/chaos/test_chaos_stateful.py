@@ -73,7 +73,7 @@ def assert_held_in_the_state_commit(run, name: str, suffix: str) -> None:
 
 
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job's config
-@kill_executor(when="state_commit", after=3)
+@kill_executor(when="state_commit", after=6)
 def test_an_executor_killed_committing_rocksdb_changelog_state_in_a_job_whose_config_builds_its_checkpoint(chaos):
     run = dedupe(chaos, DEDUPE_ROCKSDB)
     print(run.describe())
@@ -92,7 +92,7 @@ STORES = {
 # slow (-m slow): the state_commit moment on RocksDB with changelog checkpointing is in the default run above
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
-@kill_executor(when="state_commit", after=3)
+@kill_executor(when="state_commit", after=6)
 @pytest.mark.parametrize("store", list(STORES))
 def test_an_executor_killed_committing_state_on_every_state_store(chaos, store):
     conf, suffix = STORES[store]
