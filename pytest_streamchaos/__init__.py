@@ -49,7 +49,7 @@ _LAZY = {
     "Watch": "pytest_streamchaos.runner.groups",
     "JobSetup": "pytest_streamchaos.runner.groups",
     "Timing": "pytest_streamchaos.runner.groups",
-    "Reference": "pytest_streamchaos.runner.reference",
+    "Reference": "pytest_streamchaos.analysis.reference",
     "explore": "pytest_streamchaos.exploration.mark",
 }
 #: where every fault kind's decorator is (``kill_worker`` ...): made from the fault registry, so a new

@@ -17,11 +17,9 @@ At the bottom of the import graph: imports nothing of the package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
-
-from pytest_streamchaos.records import OutputRows
 
 
 @dataclass(frozen=True)
@@ -207,6 +205,19 @@ class GeneratorStats:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class OutputRows:
+    """The rows one output held at the end of a run, whole (what a reference run compares,
+    :mod:`pytest_streamchaos.analysis.reference`): ``rows`` in the order they were written, ``keys`` the
+    Kafka message key of each (None: not a Kafka topic), ``table`` True for a table's final rows (a Delta
+    table: compared as its final state)."""
+
+    name: str
+    rows: Sequence[Mapping[str, Any]]
+    keys: Sequence[str | None] | None = None
+    table: bool = False
 
 
 @dataclass(frozen=True)

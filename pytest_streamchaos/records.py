@@ -14,7 +14,6 @@ generator and the collector).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,19 +97,6 @@ class OutputRecords:
         flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(offsets[-1]))
         cols = {k: (None if v is None else np.asarray(v)) for k, v in columns.items()}
         return cls(np.asarray(arrival_ts, dtype=np.float64), offsets, flat, **cols)
-
-
-@dataclass(frozen=True)
-class OutputRows:
-    """The rows one output held at the end of a run, whole (what a reference run compares,
-    :mod:`pytest_streamchaos.analysis.reference`): ``rows`` in the order they were written, ``keys`` the
-    Kafka message key of each (None: not a Kafka topic), ``table`` True for a table's final rows (a Delta
-    table: compared as its final state)."""
-
-    name: str
-    rows: Sequence[Mapping[str, Any]]
-    keys: Sequence[str | None] | None = None
-    table: bool = False
 
 
 @dataclass

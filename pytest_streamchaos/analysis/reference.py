@@ -8,7 +8,7 @@ What is compared, per output (:func:`compare`):
   replayed batch written twice), and a missing and an extra row that agree on every column but the ones
   a key does not cover are one **changed** key (``expected {on_hand: 10}, got {on_hand: 13}``);
 - **update / complete output and tables**: the *final value per key* -- the last row of each key (a
-  Kafka message key that repeats: an update stream; the columns :class:`RowsOptions` names as the key;
+  Kafka message key that repeats: an update stream; the columns :class:`Reference` names as the key;
   a table's final rows). Intermediate updates depend on where batch boundaries fell and are never
   compared.
 
@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_streamchaos.records import OutputRows
+from pytest_streamchaos.facts import OutputRows
 
-__all__ = ["Changed", "Comparison", "OutputDiff", "OutputRows", "RowsOptions", "compare", "diff", "stability"]
+__all__ = ["Changed", "Comparison", "OutputDiff", "OutputRows", "Reference", "compare", "diff", "stability"]
 
 Row = Mapping[str, Any]
 #: a row as it is compared: its (column, value) pairs, sorted, values made hashable
@@ -44,13 +44,36 @@ MAX_IGNORED = 3
 
 
 @dataclass(frozen=True)
-class RowsOptions:
-    """How rows are compared: ``key`` the columns that name a row's key (a final value per key is
-    compared; None: the Kafka message key of an update stream, else the multiset of rows), ``ignore``
-    columns left out (a timestamp of when a row was written)."""
+class Reference:
+    """How a run is compared with its reference run (``chaos.run(..., reference=Reference(...))``; ``True``
+    is ``Reference()``): ``key`` the columns that name an output row's key, to compare the final value per
+    key (an update or complete output, a table written by MERGE; None: the Kafka message key of an update
+    stream, else the multiset of rows), ``ignore`` columns left out (a timestamp of when a row was written)."""
 
     key: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("key", "ignore"):
+            cols = getattr(self, name)
+            if cols is None:
+                continue
+            if isinstance(cols, str) or not all(isinstance(c, str) and c for c in cols):
+                raise ValueError(f"Reference({name}={cols!r}): give a list of column names, e.g. "
+                                 f"Reference({name}=['sku'])")
+            kept = tuple(cols)
+            object.__setattr__(self, name, (kept or None) if name == "key" else kept)  # frozen: once, here
+
+    @classmethod
+    def of(cls, value: bool | Reference | None) -> Reference | None:
+        """``chaos.run``'s ``reference`` argument as a :class:`Reference` (None: no reference)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, Reference):
+            return value
+        raise TypeError(f"chaos.run(reference={value!r}): pass True or Reference(key=[...], ignore=[...])")
 
 
 @dataclass(frozen=True)
@@ -195,7 +218,7 @@ def _row_words(row: Row) -> str:
 
 # -- modes -----------------------------------------------------------------------------------------------
 
-def mode_of(out: OutputRows, options: RowsOptions) -> str:
+def mode_of(out: OutputRows, options: Reference) -> str:
     """``final per key`` when a key is named or the output is a Kafka update stream (a message key that
     repeats); ``final rows`` for a table without a named key (the multiset of its final rows); else
     ``rows``."""
@@ -210,7 +233,7 @@ def mode_of(out: OutputRows, options: RowsOptions) -> str:
     return "rows"
 
 
-def _key_of(out: OutputRows, i: int, row: Row, options: RowsOptions) -> str:
+def _key_of(out: OutputRows, i: int, row: Row, options: Reference) -> str:
     if options.key:
         return ", ".join(f"{c}={_show(row.get(c))}" for c in options.key)
     if out.keys is not None and out.keys[i] is not None:
@@ -218,7 +241,7 @@ def _key_of(out: OutputRows, i: int, row: Row, options: RowsOptions) -> str:
     return _row_words(row)  # a table without a key: each distinct row is its own key
 
 
-def finals(out: OutputRows, options: RowsOptions) -> dict[str, Row]:
+def finals(out: OutputRows, options: Reference) -> dict[str, Row]:
     """The last row of each key (in the order the rows were written)."""
     last: dict[str, Row] = {}
     for i, row in enumerate(out.rows):
@@ -250,16 +273,18 @@ def _pair(missing: list[Row], extra: list[Row], ignore: tuple[str, ...]) -> tupl
         by_rest: dict[Canon, list[int]] = {}
         for j, r in enumerate(extra):
             by_rest.setdefault(canon(r, (*ignore, col)), []).append(j)
-        keep_missing, used = [], set()
+        keep_missing: list[Row] = []
+        used: set[int] = set()
         for m in missing:
             slots = by_rest.get(canon(m, (*ignore, col)), [])
-            j = next((j for j in slots if j not in used), None)
-            if j is None:
+            free = next((j for j in slots if j not in used), None)
+            if free is None:
                 keep_missing.append(m)
                 continue
-            used.add(j)
+            used.add(free)
             rest = canon(m, (*ignore, col))
-            changed.append(Changed("{" + ", ".join(f"{k}: {_show(v)}" for k, v in rest) + "}", m, extra[j], (col,)))
+            changed.append(Changed("{" + ", ".join(f"{k}: {_show(v)}" for k, v in rest) + "}", m, extra[free],
+                                   (col,)))
         missing, extra = keep_missing, [r for j, r in enumerate(extra) if j not in used]
     return missing, extra, changed
 
@@ -277,7 +302,7 @@ def _diff_finals(expected: dict[str, Row], got: dict[str, Row], ignore: tuple[st
     return missing, extra, sorted(changed, key=lambda c: c.key)
 
 
-def diff(expected: OutputRows, got: OutputRows, options: RowsOptions, ignore: tuple[str, ...] = ()) -> OutputDiff:
+def diff(expected: OutputRows, got: OutputRows, options: Reference, ignore: tuple[str, ...] = ()) -> OutputDiff:
     """``got`` compared with ``expected`` (the reference), columns in ``options.ignore`` and ``ignore`` left out."""
     mode = mode_of(expected, options)
     left_out = (*options.ignore, *ignore)
@@ -291,7 +316,7 @@ def diff(expected: OutputRows, got: OutputRows, options: RowsOptions, ignore: tu
     return OutputDiff(expected.name, mode, n, tuple(missing), tuple(extra), tuple(changed), tuple(ignore))
 
 
-def stability(first: OutputRows, second: OutputRows, options: RowsOptions) -> tuple[tuple[str, ...], str | None]:
+def stability(first: OutputRows, second: OutputRows, options: Reference) -> tuple[tuple[str, ...], str | None]:
     """What two fault-free runs of the same input say about an output: the columns to leave out (they
     differed, all else agreeing) and, when rows differ beyond them, why the output cannot be compared."""
     ignore: tuple[str, ...] = ()
@@ -314,7 +339,7 @@ def stability(first: OutputRows, second: OutputRows, options: RowsOptions) -> tu
 
 
 def compare(reference: Sequence[OutputRows], again: Sequence[OutputRows], run: Sequence[OutputRows],
-            options: RowsOptions = RowsOptions(), plan_notes: Sequence[str] = ()) -> Comparison:
+            options: Reference = Reference(), plan_notes: Sequence[str] = ()) -> Comparison:
     """The run's outputs compared with the reference's, by name; ``again`` the second fault-free run that
     tells what is stable (:func:`stability`); ``plan_notes`` what the job's plan says of processing-time
     dependence (named where an output is not comparable)."""

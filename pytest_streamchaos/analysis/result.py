@@ -48,11 +48,12 @@ from .checkers import (
     DelayResult,
     ObserverResult,
     RecoveryResult,
-    ReferenceResult,
     TransactionsResult,
     ValidationResult,
+    comparison_of,
     default_checkers,
     fault_errors,
+    reference_unavailable,
 )
 from .delay_class import DelayOutcome
 from .guarantee import GuaranteeReport
@@ -133,8 +134,28 @@ class RecoveryNumbers:
         return self.metrics.faults
 
 
+class ABMethods:
+    """A run set against another run: the A/B comparisons of :class:`ChaosRun`."""
+
+    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
+        """This run against ``baseline`` (the same scenario under another configuration, or without
+        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
+        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
+        from .versus import versus
+
+        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
+
+    def overhead(self, reference: Any) -> Any:
+        """This run's steady-state cost against ``reference`` (the same job and load in another
+        setting), and its time back to normal after its fault. See
+        :func:`pytest_streamchaos.analysis.versus.overhead`."""
+        from .versus import overhead
+
+        return overhead(self, reference)
+
+
 @dataclass(eq=False)
-class ChaosRun(RecoveryNumbers):
+class ChaosRun(RecoveryNumbers, ABMethods):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -222,27 +243,20 @@ class ChaosRun(RecoveryNumbers):
 
     @property
     def guarantee_delivered(self) -> str:
-        """The guarantee the run delivered: from the per-record verdict, else (a job whose output carries
-        no input ids) from the comparison with its reference run."""
+        """From the per-record verdict, else (no input ids in the output) from the reference comparison."""
         cmp = self.reference
-        if self.resolution == "none" and cmp is not None:
-            return cmp.guarantee() or "unknown"
-        return self.validation.delivered
+        return (cmp.guarantee() or "unknown") if self.resolution == "none" and cmp is not None else \
+            self.validation.delivered
 
     @property
     def reference(self) -> Comparison | None:
-        """The comparison with the reference run (``chaos.run(..., reference=True)``): what differs, output by
-        output (``.lines()``, ``.to_dict()``); None without a reference."""
-        r = next((c for c in [*self.checks.values(), *self.user_checks.values()] if isinstance(c, ReferenceResult)),
-                 None)
-        return None if r is None else r.comparison
+        """The comparison with the reference run (``reference=True``: ``.lines()``, ``.to_dict()``), or None."""
+        return comparison_of([*self.checks.values(), *self.user_checks.values()])
 
     @property
     def diverged(self) -> int | None:
-        """Rows or keys of the outputs that differ from the reference run's (0: the same output as without
-        faults); None without a reference, or when no output could be compared (``run.reference`` says why)."""
-        cmp = self.reference
-        return None if cmp is None else cmp.diverged
+        """Rows or keys that differ from the reference run's output; None without one, or none comparable."""
+        return None if self.reference is None else self.reference.diverged
 
     @property
     def resolution(self) -> str:
@@ -268,14 +282,8 @@ class ChaosRun(RecoveryNumbers):
         """Metric name -> why it could not be computed (empty when every metric was)."""
         if self.resolution != "none":
             return self.metrics.unavailable
-        out = {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability", "guarantee"), NO_VERDICT),
-               **self.metrics.unavailable}
-        cmp = self.reference
-        if cmp is not None:  # the guarantee comes from the comparison with the reference run
-            del out["guarantee"]
-            if cmp.guarantee() is None:
-                out["guarantee"] = "no output could be compared with the reference run (run.reference says why)"
-        return out
+        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), NO_VERDICT),
+                **reference_unavailable(self.reference), **self.metrics.unavailable}
 
     # -- the run's facts -----------------------------------------------------------------------
     @property
@@ -410,21 +418,3 @@ class ChaosRun(RecoveryNumbers):
         return (f"ChaosRun(sent {self.sent}, lost {self.lost}, duplicates {self.duplicates}, incorrect "
                 f"{self.incorrect}, {self.guarantee} declared, {self.guarantee_delivered} delivered, "
                 f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {downtime})")
-
-    # -- A/B -----------------------------------------------------------------------------------
-    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
-        """This run against ``baseline`` (the same scenario under another configuration, or without
-        its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
-        ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
-        from .versus import versus
-
-        return versus(self, baseline, slo_latency=slo_latency, factor=factor)
-
-    def overhead(self, reference: Any) -> Any:
-        """This run's steady-state cost against ``reference`` (the same job and load in another
-        setting), and its time back to normal after its fault. See
-        :func:`pytest_streamchaos.analysis.versus.overhead`."""
-        from .versus import overhead
-
-        return overhead(self, reference)
-

@@ -18,13 +18,13 @@ and the ``file:`` outputs it declared absolute (a next run would resume from the
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.exploration.catalogue import schedule_specs
+from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.search.schedule import PHASES, Landed, Outcome, Schedule
 from pytest_streamchaos.usercode import UserCodeError
 
@@ -70,7 +70,7 @@ class Body:
             failure = exc
         finally:
             runs = list(h.runs[before:])
-            self._clear_leftovers(runs)
+            clear_leftovers(runs, Path(h.workdir))
         seconds = time.time() - t0
         if not runs:
             if failure is not None and not isinstance(failure, AssertionError):
@@ -81,31 +81,6 @@ class Body:
         out = outcome(schedule, runs[0], failure, seconds)
         self.history.append((schedule, out, runs))
         return out
-
-    def _clear_leftovers(self, runs: list[Any]) -> None:
-        """Remove what a run left on this host outside its own directory for the next run to trip on."""
-        own = Path(self.harness.workdir).resolve()
-        for run in runs:
-            for path in leftovers(run.meta):
-                p = Path(path).resolve()
-                if p != own and own not in p.parents and p.exists():
-                    shutil.rmtree(p, ignore_errors=True)
-
-
-def leftovers(meta: Mapping[str, Any]) -> list[str]:
-    """The absolute local paths a run's job wrote that outlive the run: its checkpoint, when it is not
-    on HDFS, and the ``file:`` outputs the test declared with an absolute path."""
-    out = []
-    checkpoint = str(meta.get("checkpoint") or "")
-    if meta.get("checkpoint_storage", "local") == "local":
-        checkpoint = checkpoint.removeprefix("file://").removeprefix("file:")
-        if checkpoint.startswith("/"):
-            out.append(checkpoint)
-    for name in (meta.get("topics") or {}).get("outputs") or []:
-        path = str(name).removeprefix("file:") if str(name).startswith("file:") else ""
-        if path.startswith("/"):
-            out.append(path)
-    return out
 
 
 def first_line(exc: BaseException) -> str:

@@ -145,10 +145,24 @@ class Explored:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's ``explore`` key (docs/report-schema.md)."""
-        return {"source": self.spec.source, "faults": list(self.spec.faults), "max_faults": self.spec.max_faults,
-                "replayed": self.spec.replay is not None, "token": self.token, "replay": self.replay_line(),
-                "memory": self.memory, "flaky_tokens": self.flaky_tokens, **self.report.to_dict(),
-                "verdict": self.verdict, "passed": not self.failed}
+        out = {"source": self.spec.source, "faults": list(self.spec.faults), "max_faults": self.spec.max_faults,
+               "replayed": self.spec.replay is not None, "token": self.token, "replay": self.replay_line(),
+               "memory": self.memory, "flaky_tokens": self.flaky_tokens, **self.report.to_dict(),
+               "verdict": self.verdict, "passed": not self.failed}
+        for record, d in zip(self.report.runs, out["runs"], strict=True):
+            d["phases"] = run_phases(record.outcome.detail.get("run"))
+        return out
+
+
+def run_phases(run: Any) -> dict[str, Any] | None:
+    """How long one run's phases took (seconds) and why its load ended when it did (None: no run)."""
+    if run is None:
+        return None
+    p, load = run.history.phases, run.facts.load
+    span = {name: round(p[b] - p[a], 1) for name, a, b in (("warmup", "start", "warmup_end"),
+                                                           ("load", "warmup_end", "load_end"),
+                                                           ("drain", "load_end", "drain_end")) if a in p and b in p}
+    return {**span, "load_ended": None if load is None else load.ended}
 
 
 def _described(title: str, outcome: Outcome | None) -> list[str]:

@@ -14,8 +14,8 @@ import logging
 import uuid
 from typing import Any
 
+from pytest_streamchaos.facts import OutputRows
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.records import OutputRows
 
 #: how long the whole read of one topic may take (it has ended: no writer is left)
 READ_TIMEOUT_S = 60.0
@@ -38,13 +38,12 @@ def kafka_rows(bootstrap_servers: str, topic: str, name: str | None = None) -> O
 
         def read() -> bool:
             for msg in consumer.consume(1000, timeout=0.5):
-                if msg.error() is not None:
+                p, offset = msg.partition(), msg.offset()
+                if msg.error() is not None or p is None or offset is None:
                     continue
-                p = msg.partition()
                 key = msg.key()
-                got[p].append((msg.offset(), None if key is None else key.decode(errors="replace"),
-                               _row(msg.value())))
-                if msg.offset() + 1 >= ends[p]:
+                got[p].append((offset, None if key is None else key.decode(errors="replace"), _row(msg.value())))
+                if offset + 1 >= ends[p]:
                     done.add(p)
             # a read_committed reader stops short of the end offsets by the transaction markers
             position = {tp.partition: tp.offset for tp in consumer.position([TopicPartition(topic, p) for p in parts])}

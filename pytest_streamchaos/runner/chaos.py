@@ -8,11 +8,13 @@ from typing import Any
 
 from pytest_streamchaos.analysis.checkers import ReferenceCheck
 from pytest_streamchaos.analysis.oracle import Oracle
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
-from pytest_streamchaos.runner.reference import Reference, References, compared_spec, make_reference, reference_key
+from pytest_streamchaos.runner.leftovers import clear_leftovers
+from pytest_streamchaos.runner.reference import References, compared_spec, make_reference, reference_key
 from pytest_streamchaos.runner.run import Run
 from pytest_streamchaos.runner.spec import JobPlace, RunGroups, RunInputs, RunSpec, build_run, check_checkpoint
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
@@ -60,14 +62,15 @@ class Chaos:
         self.explored = False
         #: the session's reference runs (``reference=``), made once per job and input, reused across tests
         self.references = references if references is not None else References()
+        self._last: ChaosRun | None = None  #: the last run executed (what it left outside is cleared next)
 
     @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
             guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
             inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
-            outputs: Mapping[str, IdSpec] | None = None, kafka_port: int | None = None,
+            outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
             load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
-            timing: Timing | None = None, reference: bool | Reference = False) -> ChaosRun:
+            timing: Timing | None = None, reference: bool | Reference | None = None) -> ChaosRun:
         """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
         ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
         faults, and return the verdict. Without ``duration`` the load lasts the fault timeline plus a
@@ -98,29 +101,38 @@ class Chaos:
         record per input (aggregates, joins, sessions, a table written by MERGE).
         """
         load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
-        watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle))
+        watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle, reference=reference))
         setup = grouped("setup", JobSetup, setup, dict(kafka_port=kafka_port))
         spec, run_inputs = build_run(job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir),
                                      faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
                                                                           timing=timing or Timing()),
                                      guarantee=guarantee, default_checkpoint=self.checkpoint,
                                      explored=self.explored)
-        ref = Reference.of(reference)
+        ref = Reference.of(watch.reference)
         refs = None
         if ref is not None:
             key = reference_key(spec, run_inputs, self.seed, spec.checkpoint)
-            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute))
+            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute,
+                                                                   self._clear_leftovers))
             spec = compared_spec(spec, refs)
         result = self._execute(spec, run_inputs)
         if ref is not None and refs is not None:
             first, second = refs.rows()
             made = "reused from an earlier test" if refs.reused else f"made in {refs.seconds:.0f}s"
-            result.check(ReferenceCheck(first, second, ref.options(), plan_notes=[
+            result.check(ReferenceCheck(first, second, ref, plan_notes=[
                 f"the reference: two runs of the job without faults on the same {sum(refs.counts)} input "
                 f"records ({made})"]))
         self.runs.append(result)
         return result
 
     def _execute(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
-        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`)."""
-        return Run(self, spec, inputs).execute()
+        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`); its leftovers
+        outside the run's directory stay for the next run to clear (:meth:`_clear_leftovers`)."""
+        run = Run(self, spec, inputs).execute()
+        self._last = run
+        return run
+
+    def _clear_leftovers(self) -> None:
+        """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs)."""
+        if self._last is not None:
+            clear_leftovers([self._last], self.workdir)

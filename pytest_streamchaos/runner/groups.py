@@ -22,6 +22,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.observe.outputs import NO_IDS, IdSpec
 
 
@@ -57,22 +58,28 @@ class Watch:
     the ids from the run's own output topic. ``annotate``: ``{name: fn(record) -> number}`` on each
     record the factory made, as it is sent (an aggregate's amount, an ``explode``'s copies); a callable
     that raises stops the run (:mod:`pytest_streamchaos.usercode`). ``params``: the metric parameters
-    (band, hold, bucket: :class:`~pytest_streamchaos.analysis.metrics.MetricParams`)."""
+    (band, hold, bucket: :class:`~pytest_streamchaos.analysis.metrics.MetricParams`). ``reference``: also run
+    the job on the same input without faults and compare the outputs with it by key (``True``, or
+    :class:`~pytest_streamchaos.analysis.reference.Reference` naming key columns and columns to leave out;
+    docs/reference.md)."""
 
-    outputs: Mapping[str, IdSpec] | Sequence[str] | None = None
+    #: a list given is kept as ``{place: NO_IDS}`` (:meth:`__post_init__`)
+    outputs: Mapping[str, IdSpec] | None = None
     oracle: Oracle | None = None
     id_reader: str | Callable[[bytes, bytes | None], list[int]] | None = None
     annotate: Mapping[str, Callable[[Any], float]] | None = None
     params: MetricParams | None = None
+    reference: bool | Reference | None = None
 
     def __post_init__(self) -> None:
+        Reference.of(self.reference)  # a wrong one fails here, naming the fix
         outs = self.outputs
         if outs is None or isinstance(outs, Mapping):
             return
-        if isinstance(outs, str) or not all(isinstance(o, str) and o for o in outs):
+        if isinstance(outs, str) or not all(isinstance(o, str) and o for o in cast(Sequence[Any], outs)):
             raise ValueError(f"outputs={outs!r}: give {{place: how ids are read}}, or a list of places whose rows "
                              "carry no ids, e.g. outputs=['counts', 'file:/data/totals']")
-        object.__setattr__(self, "outputs", dict.fromkeys(outs, NO_IDS))  # frozen: set once, here
+        object.__setattr__(self, "outputs", dict.fromkeys(cast(Sequence[str], outs), NO_IDS))  # frozen: once, here
 
 
 @dataclass(frozen=True, kw_only=True)

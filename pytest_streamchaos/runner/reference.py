@@ -22,54 +22,27 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_streamchaos.analysis.reference import RowsOptions
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.records import OutputRows
+from pytest_streamchaos.facts import OutputRows
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
 from pytest_streamchaos.usercode import name_of
+
+__all__ = ["REFERENCES_KEY", "SLACK_S", "Reference", "ReferenceRuns", "References", "compared_spec", "make_reference",
+           "reference_key"]
 
 #: how much longer than the test's load the first reference run sends, in seconds
 SLACK_S = 10.0
 #: where the session keeps its :class:`References` (``config.stash``)
 REFERENCES_KEY: pytest.StashKey[References] = pytest.StashKey()
-
-
-@dataclass(frozen=True)
-class Reference:
-    """What ``chaos.run(..., reference=...)`` compares: ``True`` is ``Reference()``. ``key``: the columns that
-    name an output row's key, to compare the final value per key (an update or complete output, a table
-    written by MERGE); ``ignore``: columns left out (a timestamp of when the row was written)."""
-
-    key: Sequence[str] | None = None
-    ignore: Sequence[str] = ()
-
-    def __post_init__(self) -> None:
-        for name, cols in (("key", self.key or ()), ("ignore", self.ignore)):
-            if isinstance(cols, str) or not all(isinstance(c, str) and c for c in cols):
-                raise ValueError(f"Reference({name}={cols!r}): give a list of column names, e.g. "
-                                 f"Reference({name}=['sku'])")
-
-    @classmethod
-    def of(cls, value: bool | Reference | None) -> Reference | None:
-        """``chaos.run``'s ``reference`` argument as a :class:`Reference` (None: no reference)."""
-        if value is None or value is False:
-            return None
-        if value is True:
-            return cls()
-        if isinstance(value, Reference):
-            return value
-        raise TypeError(f"chaos.run(reference={value!r}): pass True or Reference(key=[...], ignore=[...])")
-
-    def options(self) -> RowsOptions:
-        return RowsOptions(tuple(self.key) if self.key else None, tuple(self.ignore))
 
 
 @dataclass
@@ -125,19 +98,22 @@ def reference_spec(spec: RunSpec) -> RunSpec:
                    input_counts=None, explored=False, end_on_recovery=False, recovery_window=None)
 
 
-def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun]
-                   ) -> ReferenceRuns:
-    """The two fault-free runs of ``spec``'s input (``execute`` runs one)."""
+def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun],
+                   clear: Callable[[], None] = lambda: None) -> ReferenceRuns:
+    """The two fault-free runs of ``spec``'s input (``execute`` runs one; ``clear`` removes what the job of a
+    run left outside it -- its checkpoint, its absolute outputs -- before the next one)."""
     t0 = time.time()
     quiet = replace(inputs, planned=[])
     first_spec = reference_spec(spec)
     first = execute(first_spec, quiet)
+    clear()
     gens = list(first.facts.generators.values())
     if not gens or first.facts.output_rows is None:
         raise RunError("the reference run (the job without faults) sent no input or read no output: nothing to "
                        "compare with")
     counts = tuple(g.produced for g in gens)
     second = execute(replace(first_spec, input_counts=counts), quiet)
+    clear()
     return ReferenceRuns(first, second, counts, first_spec.event_origin, time.time() - t0)
 
 

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from pytest_streamchaos.exploration.body import leftovers
 from pytest_streamchaos.exploration.catalogue import schedule_specs
 from pytest_streamchaos.faults.gate_moments import needs_gate
 from pytest_streamchaos.faults.kind import FaultAction
 from pytest_streamchaos.faults.registry import check_run, parse
 from pytest_streamchaos.faults.scheduler import Aim, FaultScheduler
 from pytest_streamchaos.faults.timeline import Recorder, plan
+from pytest_streamchaos.runner.leftovers import leftovers
 from pytest_streamchaos.search.schedule import Schedule, Step
 from pytest_streamchaos.testing import wait_for
 
@@ -106,10 +106,9 @@ def test_a_phase_only_the_gate_lands_is_refused_on_an_hdfs_checkpoint() -> None:
 
 
 def test_leftovers_are_the_jobs_absolute_checkpoint_and_file_outputs() -> None:
-    meta = {"checkpoint": "file:/tmp/x-chk", "checkpoint_storage": "local",
-            "topics": {"outputs": ["file:/tmp/x-lake", "file:rel/lake", "ledger"]}}
-    assert leftovers(meta) == ["/tmp/x-chk", "/tmp/x-lake"]
-    assert leftovers({"checkpoint": "hdfs://nn/chk", "checkpoint_storage": "hdfs"}) == []
+    outputs = ["file:/tmp/x-lake", "file:rel/lake", "ledger", "delta:/tmp/x-table"]
+    assert leftovers("file:/tmp/x-chk", "local", outputs) == ["/tmp/x-chk", "/tmp/x-lake", "/tmp/x-table"]
+    assert leftovers("hdfs://nn/chk", "hdfs", []) == []
 
 
 def test_a_polled_aim_that_found_the_output_visible_missed_tasks_running() -> None:

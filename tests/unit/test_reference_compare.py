@@ -4,7 +4,7 @@ where two fault-free runs disagree."""
 
 import random
 
-from pytest_streamchaos.analysis.reference import OutputRows, RowsOptions, compare
+from pytest_streamchaos.analysis.reference import OutputRows, Reference, compare
 
 
 def clicks(n: int, seed: int = 1) -> list[dict]:
@@ -69,7 +69,7 @@ def test_a_table_merged_twice_names_the_keys_with_too_high_totals():
     ref = [{"sku": f"s{i}", "on_hand": 10 * i} for i in range(50)]
     got = [dict(r, on_hand=r["on_hand"] + 3) if r["sku"] in ("s4", "s9") else r for r in ref]
     cmp = compare([OutputRows("delta:/t", ref, table=True)], [OutputRows("delta:/t", ref, table=True)],
-                  [OutputRows("delta:/t", got, table=True)], RowsOptions(key=("sku",)))
+                  [OutputRows("delta:/t", got, table=True)], Reference(key=("sku",)))
     assert cmp.diverged == 2 and cmp.guarantee() == "none"
     assert [line.strip() for line in cmp.lines()[1:]] == ["changed sku=s4: expected on_hand=40, got on_hand=43",
                                                           "changed sku=s9: expected on_hand=90, got on_hand=93"]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import stateless_trace
-from pytest_streamchaos.facts import GeneratorStats, RunFacts
-from pytest_streamchaos.records import OutputRows
+from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.runner.chaos import Chaos
-from pytest_streamchaos.runner.reference import SLACK_S, Reference, References
+from pytest_streamchaos.runner.reference import SLACK_S, References
 
 TOTALS = [{"user": f"u{i}", "clicks": 10 + i} for i in range(40)]
 

@@ -37,7 +37,7 @@ from .guarantee import (
 )
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
-from .reference import ReferenceCheck, ReferenceResult
+from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
 from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
@@ -60,6 +60,8 @@ __all__ = [
     "RecoveryTime",
     "ReferenceCheck",
     "ReferenceResult",
+    "comparison_of",
+    "reference_unavailable",
     "Reliability",
     "TransactionsResult",
     "Validation",

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pytest_streamchaos.facts import OutputRows
 from pytest_streamchaos.history import History
-from pytest_streamchaos.records import OutputRows
 
 from ..checker import CheckResult
-from ..reference import Comparison, RowsOptions, compare
+from ..reference import Comparison, Reference, compare
+from .guarantee import NO_VERDICT
 
 
 @dataclass
@@ -28,10 +29,10 @@ class ReferenceCheck:
     name = "reference"
 
     def __init__(self, reference: Sequence[OutputRows], again: Sequence[OutputRows],
-                 options: RowsOptions | None = None, plan_notes: Sequence[str] = ()) -> None:
+                 options: Reference | None = None, plan_notes: Sequence[str] = ()) -> None:
         self.reference = list(reference)
         self.again = list(again)
-        self.options = options or RowsOptions()
+        self.options = options or Reference()
         self.plan_notes = list(plan_notes)
 
     def check(self, history: History) -> CheckResult:
@@ -45,3 +46,18 @@ class ReferenceCheck:
         reason = "" if n is not None else "no output could be compared with the reference (see the lines)"
         return ReferenceResult(self.name, None if n is None else n == 0, cmp.lines(), numbers, reason=reason,
                                comparison=cmp)
+
+
+def comparison_of(results: Sequence[CheckResult]) -> Comparison | None:
+    """The reference comparison among a run's check results (None: no reference)."""
+    return next((r.comparison for r in results if isinstance(r, ReferenceResult)), None)
+
+
+def reference_unavailable(cmp: Comparison | None) -> dict[str, str]:
+    """Why the guarantee of a run without a per-record verdict is not known: it has no reference, or the
+    reference could compare nothing (empty: the comparison gives it)."""
+    if cmp is None:
+        return {"guarantee": NO_VERDICT}
+    if cmp.guarantee() is None:
+        return {"guarantee": "no output could be compared with the reference run (run.reference says why)"}
+    return {}
