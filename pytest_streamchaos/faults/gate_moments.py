@@ -20,9 +20,10 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 :func:`gated_moment` is a :data:`~pytest_streamchaos.faults.scheduler.MomentDetector`: it arms the
 gate for the first batch ``>= base + anchor`` (``base``: the batch planned when it armed), waits for
 the hold and reports the :class:`Aim` -- a hit by construction, as the held thread cannot pass the
-rename until the gate lets it (a killed one never does); for ``state_commit`` the held thread must be a
-Spark task's (a state store file renamed by any other thread -- a snapshot a background thread uploads --
-is reported as a miss in phase ``state_upload``). The thread stays held after the detector
+rename until the gate lets it (a killed one never does); for ``state_commit`` the held thread must be one
+a task waits for (its own, or the pool Spark 4's checksum file manager renames a task's files in; a state
+store file renamed by any other thread -- a snapshot uploaded in the background -- is reported as a miss in
+phase ``state_upload``). The thread stays held after the detector
 returns: the fault is injected at once, and :meth:`Gate.release` (or ``disarm`` at the end of the run)
 lets it go. The gate holds one thread per arming, so a driver restarted by the fault replays the
 batch without being held again.
@@ -140,9 +141,8 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
 
 def landed(phase: str, held: Held) -> tuple[str, bool]:
     """The phase a hold landed the fault in, and whether it is ``phase``: the gate holds only the renames
-    of the phase's file, so it is, except that a state store's file renamed by a thread that is not a
-    Spark task (RocksDB's snapshot, uploaded in the background: ``state_upload``) is not a task
-    committing its state."""
+    of the phase's file, so it is, except that a state store's file renamed by a thread no task waits for
+    (RocksDB's snapshot, uploaded in the background: ``state_upload``) is not a task committing its state."""
     if phase == "state_commit" and held.in_task is False:
         return "state_upload", False
     return phase, True

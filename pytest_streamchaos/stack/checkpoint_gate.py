@@ -48,9 +48,12 @@ ENV_DIR = "STREAMCHAOS_GATE_DIR"
 ENV_MAX_HOLD = "STREAMCHAOS_GATE_MAX_HOLD_MS"
 LOGS = ("commits", "offsets", "state", "task")
 WHENS = ("before", "after")
-#: how the kernel names a Spark task's thread (``Executor task launch worker for task ...``, 15 characters,
-#: blanks as the gate writes them)
-TASK_THREAD = "Executor_task"
+#: the threads that rename a file of a task's commit, as the kernel names them (15 characters, blanks as the
+#: gate writes them): the task's own (``Executor task launch worker for task ...``), and the pool of Spark 4's
+#: ``ChecksumCheckpointFileManager`` (``ChecksumCheckpointFileManager-Thread-<n>``), which writes a file and
+#: its checksum side by side when state checkpoint format v2 is on, while the task waits for it in
+#: ``ChecksumCancellableFSDataOutputStream.close`` (a jstack of a held 4.2 executor shows the task there)
+TASK_THREADS = ("Executor_task", "ChecksumCheckpo")
 #: how often the harness looks for the hold marker (the held thread waits, so this only adds latency)
 POLL_S = 0.002
 
@@ -131,8 +134,9 @@ class Hold:
 
     @property
     def in_task(self) -> bool | None:
-        """Whether the held thread is one of Spark's task threads (None: its name could not be read)."""
-        return None if self.thread == "?" else self.thread.startswith(TASK_THREAD)
+        """Whether the held thread renames for a task, which waits for it (:data:`TASK_THREADS`: a task's
+        own thread, or the pool a task hands its state file and checksum to); None: its name could not be read."""
+        return None if self.thread == "?" else self.thread.startswith(TASK_THREADS)
 
 
 class CheckpointGate:

@@ -9,8 +9,7 @@ checkpoint path is computed there at run time), Spark's defaults otherwise, noth
 
 import config
 from pyspark.sql import SparkSession
-from pyspark.sql.functions import col, struct, to_json
-from pyspark.sql.functions import from_json
+from pyspark.sql.functions import col, from_json, struct, to_json
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 CLICK = StructType([
