@@ -62,6 +62,11 @@ def assert_held_in_the_state_commit(run, name: str, suffix: str) -> None:
     """The kill landed in a task committing its state store's next version: the gate held an executor's
     task thread before renaming ``<version><suffix>`` into the checkpoint the job's config.py computed."""
     assert run.meta["checkpoint"] == str(LAKE_ROOT / "_checkpoints" / name), run.meta["checkpoint"]
+    # found when the query started: no wait for its starting offsets, no drain asking for the path
+    assert not [w for w in run.warnings if "starting offsets" in w or "checkpoint was not found" in w], run.warnings
+    started = next(e.t for e in run.timeline if e.kind == "query_started")
+    fixed = next(e.t for e in run.timeline if e.kind == "starting_offsets_fixed")
+    assert fixed - started < 10, "the starting offsets were read in the checkpoint found from Spark's log line"
     (fault,) = run.faults
     assert fault.hit and fault.aim.phase == "state_commit", fault.aim
     (held,) = [e for e in run.history.trace.timeline if e.kind == "checkpoint_held"]
