@@ -39,6 +39,8 @@ _LAZY = {
     "RecordSpec": "pytest_streamchaos.workload.records",
     "UserCodeError": "pytest_streamchaos.usercode",
     "NOT_RECOVERED": "pytest_streamchaos.analysis.metrics",
+    "NotMeasured": "pytest_streamchaos.analysis.metrics",
+    "NotMeasurable": "pytest_streamchaos.analysis.metrics",
     "MetricParams": "pytest_streamchaos.analysis.metrics",
     "CustomOracle": "pytest_streamchaos.analysis.oracle",
     "IdentityOracle": "pytest_streamchaos.analysis.oracle",

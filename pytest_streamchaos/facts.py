@@ -157,6 +157,9 @@ class JobFacts:
     restarts_by_supervisor: int = 0
     checkpoint: str | None = None
     checkpoint_storage: str = "local"
+    #: the query's state store as its checkpoint showed it (``observe.checkpoints.StateStore.to_dict``, with
+    #: ``describe``); None: no state, or no checkpoint found
+    state_store: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -314,4 +317,5 @@ class RunFacts:
     def _job_meta(j: JobFacts) -> dict[str, Any]:
         return {"driver_launches": j.launches, "driver_restarts_by_supervisor": j.restarts_by_supervisor,
                 "job_log": j.log, "checkpoint": j.checkpoint, "checkpoint_storage": j.checkpoint_storage,
+                "state_store": j.state_store,
                 "job_args": list(j.args), "job_workdir": j.workdir, "spark_master_used": j.master}

@@ -19,18 +19,20 @@ ChaosRun = Any
 def describe(run: ChaosRun) -> str:
     """The human report of the run: headline numbers, per-fault recovery, the run's setup and checks,
     the timeline, the warnings."""
-    lat, rt, fc = run.latency, run.recovery_time, run.failure_cost
+    lat, m = run.latency, run.metrics
+    rt, fc = m.recovery_time, m.failure_cost
     rec = "not measured" if rt is None else "not recovered" if rt is NOT_RECOVERED else f"{float(rt):.2f}s"
     cost = "not measured" if fc is None else f"{fc:.2f}s"
+    down = "not measured" if m.downtime is None else f"{m.downtime:.2f}s"
     lines = [
         f"sent {run.sent} records, read {run.outputs} outputs; lost {run.lost}, duplicates "
         f"{run.duplicates}, incorrect {run.incorrect}",
         f"guarantee declared {run.guarantee}, delivered {run.guarantee_delivered}; reliability "
         f"{_num(run.reliability, '.6f')}; reliable throughput {run.reliable_throughput:.1f} ids/s",
         f"latency p50 {lat.p50:.2f}s p95 {lat.p95:.2f}s p99 {lat.p99:.2f}s peak {lat.peak:.2f}s "
-        f"(baseline {lat.baseline:.2f}s)",
-        f"downtime {run.downtime:.2f}s, recovery time {rec}, failure cost {cost}",
-        *(f"{name} not measured: {why}" for name, why in run.metrics.unavailable.items()),
+        f"(baseline {'none: no output in it' if lat.baseline != lat.baseline else f'{lat.baseline:.2f}s'})",
+        f"downtime {down}, recovery time {rec}, failure cost {cost}",
+        *unavailable_lines(m.unavailable),
         *_resolution_lines(run),
         *context(run).splitlines()[1:],
         *setup_lines(run),
@@ -40,6 +42,14 @@ def describe(run: ChaosRun) -> str:
     ]
     lines += [f"warning: {w}" for w in run.warnings]
     return "\n".join(lines)
+
+
+def unavailable_lines(unavailable: dict[str, str]) -> list[str]:
+    """One line per reason a metric was not measured, the metrics that share a reason on one line."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in unavailable.items():
+        by_reason.setdefault(why, []).append(name)
+    return [f"{', '.join(names)} not measured: {why}" for why, names in by_reason.items()]
 
 
 def _resolution_lines(run: ChaosRun) -> list[str]:
@@ -66,6 +76,8 @@ def setup_lines(run: ChaosRun) -> list[str]:
     facts = run.facts
     lines = [facts.load.describe()] if facts.load is not None else []
     lines += sink_lines(facts)
+    store = facts.job.state_store if facts.job is not None else None
+    lines += [f"state store: {store['describe']}"] if store else []
     lines += [f"timeout: {c.describe()}" for c in (facts.setup.timeouts if facts.setup is not None else [])]
     for kind in (DelayResult, ObserverResult, TransactionsResult):
         r = run.result_of(kind)
@@ -98,12 +110,16 @@ def timeline_lines(run: ChaosRun) -> list[str]:
 
 def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
     """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``)."""
-    head = (f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, "
-            f"downtime {f.downtime:.1f}s")
+    down = "not measurable" if f.downtime is None else f"{f.downtime:.1f}s"
+    head = f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, downtime {down}"
     sysd = ("system detection -" if f.system_detection is None
             else f"system detection {f.system_detection:.1f}s ({f.system_detection_event})")
     sym = "-" if f.output_symptom is None else f"{f.output_symptom:.1f}s"
-    if f.recovered is None:
+    if f.downtime is None:
+        after = ("no output after it" if f.first_output_after is None
+                 else f"first output {f.first_output_after - f.t:.1f}s after it")
+        lines = [f"{head}, recovery not measurable ({sysd}, {after})"]
+    elif f.recovered is None:
         lines = [f"{head}, recovery not measured ({sysd}, output symptom {sym}, output gap {f.output_gap:.1f}s)"]
     elif f.recovered:
         lines = [f"{head}, recovery {f.recovery_time:.1f}s ({sysd}, output symptom {sym}, output gap "
@@ -120,7 +136,7 @@ def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
 
 def summary_row(run: ChaosRun) -> dict[str, Any]:
     """One row of the terminal summary table (short, human values)."""
-    rt = run.recovery_time
+    rt, down, cost = run.metrics.recovery_time, run.metrics.downtime, run.metrics.failure_cost
     return {
         "guarantee": run.guarantee,
         "delivered": run.guarantee_delivered,
@@ -129,9 +145,9 @@ def summary_row(run: ChaosRun) -> dict[str, Any]:
         "dup": run.duplicates,
         "incorrect": run.incorrect,
         "reliability": None if run.reliability is None else round(run.reliability, 6),
-        "downtime_s": round(run.downtime, 2),
+        "downtime_s": None if down is None else round(down, 2),
         "recovery_s": rt if rt is NOT_RECOVERED or rt is None else round(float(rt), 2),
-        "failure_cost_s": None if run.failure_cost is None else round(run.failure_cost, 2),
+        "failure_cost_s": None if cost is None else round(cost, 2),
         "p99_latency_s": round(run.latency.p99, 3),
         "reliable_tput": round(run.reliable_throughput, 1),
         "faults": len(run.faults),

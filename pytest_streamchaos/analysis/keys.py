@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .metrics import NotMeasured
+
 #: the metrics reports compare, in display order (dotted: nested keys of the run's JSON)
 HEADLINE: tuple[str, ...] = (
     "lost",
@@ -73,6 +75,8 @@ def from_run(run: Any, metric: str) -> float:
     cur = run
     for part in metric.split("."):
         cur = getattr(cur, part)
+    if cur is None or isinstance(cur, NotMeasured):
+        return math.nan  # not measured
     return float(cur)  # NOT_RECOVERED -> inf
 
 

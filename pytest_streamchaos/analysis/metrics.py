@@ -41,6 +41,13 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   guarantee are still reported (they do not need one), so are downtime and the output gaps; the
   metrics that compare against the baseline (recovery time, catch-up, failure cost, the masking
   verdict) are ``None`` and ``RunMetrics.unavailable`` names the reason for each.
+- **not measurable** (a trigger slower than the run's phases): the job's *cycle* is the time between
+  its micro-batches (``max(trigger, the median interval between batch starts in Spark's progress)``).
+  A baseline shorter than :data:`BASELINE_CYCLES` cycles, or one in which nothing was processed (while
+  output came later), has not seen the job's normal output: what a fault did cannot be told from what
+  the job always does (a 30 s trigger's silence after a kill is its usual silence), so downtime,
+  recovery time and failure cost are ``None``, the verdicts ``unknown``. So is a fault with no sign
+  whose window (to its horizon) is shorter than a downtime gap and a bucket: no gap could show in it yet.
 - **failure cost**: the peak latency of outputs arriving in ``[f, T]`` (``[f, f + hold]`` for a
   masked fault, to the end of the run when not recovered) minus the baseline p99 latency, at least
   0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
@@ -57,7 +64,6 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field, fields
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -66,7 +72,52 @@ from .. import deprecation
 from ..history import Aim
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
+from .trigger import batch_cadence, batch_start
 from .validate import GuaranteeReport, validate
+
+
+class NotMeasurable(AssertionError):
+    """A metric this run could not measure was compared, converted or computed with: ``assert
+    run.downtime < 10`` fails naming why, instead of passing on a number nothing measured."""
+
+
+class NotMeasured:
+    """The value of a metric the run could not measure (``ChaosRun.downtime``, ``recovery_time``,
+    ``failure_cost``), and why: it prints as ``not measurable``, is falsy, equals nothing but itself, and
+    any comparison, arithmetic or ``float()`` raises :class:`NotMeasurable` with the reason -- a bound
+    asserted on it can neither pass nor fail silently. ``isinstance(v, NotMeasured)`` tests for it."""
+
+    __slots__ = ("name", "reason")
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+
+    def _refuse(self, *_: object) -> Any:
+        raise NotMeasurable(f"{self.name} was not measured on this run, so no bound on it can be checked: "
+                            f"{self.reason}")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __float__ = __int__ = __round__ = __abs__ = __neg__ = _refuse
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NotMeasured) and (other.name, other.reason) == (self.name, self.reason)
+
+    def __hash__(self) -> int:
+        return hash(("NotMeasured", self.name, self.reason))
+
+    def __repr__(self) -> str:
+        return f"not measurable ({self.reason})"
+
+    def __str__(self) -> str:
+        return "not measurable"
+
+    def __format__(self, spec: str) -> str:
+        return "not measurable"
 
 
 class NotRecovered:
@@ -128,6 +179,10 @@ class NotRecovered:
 NOT_RECOVERED = NotRecovered()
 
 RecoveryTime = float | NotRecovered
+
+#: how many of the job's cycles (its time between micro-batches) the baseline must span for recovery to be
+#: measurable: two, so that the baseline saw the job's output come back at least once
+BASELINE_CYCLES = 2.0
 
 #: Default :attr:`MetricParams.system_detection_kinds`: Spark's event log (executor lost, query
 #: terminated), the harness's watchers (master fail-over, worker registered again is *not* one:
@@ -272,12 +327,14 @@ class FaultMetrics:
     kind: str
     target: str
     horizon: float
-    downtime: float
+    #: None: not measurable (the run's ``unavailable`` says why)
+    downtime: float | None
     gap_start: float | None
     gap_end: float | None
     #: seconds from the fault to the first sign in the output (None: masked, or no baseline to see it)
     output_symptom: float | None
-    output_gap: float
+    #: None: not measurable
+    output_gap: float | None
     catch_up: float | None
     #: None: not measurable (no baseline; see ``RunMetrics.unavailable``)
     recovery_time: RecoveryTime | None
@@ -394,7 +451,8 @@ class RunMetrics:
     latency: LatencySummary
     baseline: Baseline
     faults: list[FaultMetrics]
-    downtime: float
+    #: None: not measurable (the reason is in :attr:`unavailable`)
+    downtime: float | None
     #: None: not measurable (the reason is in :attr:`unavailable`)
     recovery_time: RecoveryTime | None
     #: None: not measurable (the reason is in :attr:`unavailable`)
@@ -406,6 +464,8 @@ class RunMetrics:
     output_latency: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
     #: metric name -> why it could not be computed (empty when every metric was)
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: the job's cycle: its trigger, or the median time between its micro-batches' starts when longer
+    cycle: float = math.nan
 
     @property
     def recovered(self) -> bool | None:
@@ -440,6 +500,8 @@ class RunMetrics:
             "recovered": self.recovered,
             "failure_cost": _num(self.failure_cost),
             "unavailable": dict(self.unavailable),
+            "measurable": not any(k in self.unavailable for k in ("downtime", "recovery_time")),
+            "cycle": _num(self.cycle),
             "reliable_throughput": _num(self.reliable_throughput),
             "latency": self.latency.to_dict(),
             "baseline": self.baseline.to_dict(),
@@ -505,15 +567,9 @@ def micro_batches(batches: list[dict[str, Any]]) -> MicroBatches:
     """Parse Spark ``StreamingQueryProgress`` dicts (batchId, timestamp, durationMs.triggerExecution)."""
     bid, start, dur, rows = [], [], [], []
     for b in batches:
-        ts = b.get("timestamp")
-        if isinstance(ts, str):
-            try:
-                ts = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                ts = math.nan
         trig = (b.get("durationMs") or {}).get("triggerExecution")
         bid.append(int(b.get("batchId", -1)))
-        start.append(float(ts) if ts is not None else math.nan)
+        start.append(batch_start({"timestamp": b.get("timestamp")}))
         dur.append(float(trig) / 1000.0 if trig is not None else math.nan)
         rows.append(int(b.get("numInputRows", -1)))
     return MicroBatches(
@@ -645,6 +701,7 @@ def compute_metrics(
     m = _Measure(trace, report, oracle, p)
     m.time_frame()
     m.baseline()
+    m.measurability()
     m.series()
     m.abnormal_gaps()
     m.bands()
@@ -667,6 +724,80 @@ def occurrence_window(ft: np.ndarray, i: int, bucket: float, judge_end: float,
     f = float(ft[i])
     horizon = max(f, min(float(ft[g1 + 1]) if g1 + 1 < ft.size else math.inf, judge_end))
     return horizon, np.flatnonzero((owner >= g0) & (owner <= g1))
+
+
+def baseline_measurable(trace: Trace, start: float, end: float, throughput: float, arrivals: np.ndarray, t0: float,
+                        judged: bool) -> tuple[float, str | None]:
+    """The job's cycle (``max(trigger, Spark's progress's median time between batches)``), and why the
+    baseline from ``start`` to ``end`` (its ``throughput``; the sorted output ``arrivals``) cannot tell a
+    fault's effect, or None when it can (or is not ``judged``: no fault, or no baseline already)."""
+    cadence = batch_cadence(trace.batches, end)
+    cycle = max(float(trace.trigger_seconds), cadence or 0.0)
+    short = end - start < BASELINE_CYCLES * cycle
+    # nothing processed in the baseline is unknown normal output -- unless nothing came out after it either:
+    # a job that stopped for good is an outage whatever its normal output
+    silent = throughput <= 0 and arrivals.size > 0 and arrivals[-1] >= end
+    if not judged or not (short or silent):
+        return cycle, None
+    from_progress = cadence is not None and cadence > trace.trigger_seconds
+    return cycle, unmeasurable_baseline(cycle, from_progress, start - t0, end - t0, short)
+
+
+def unmeasurable_baseline(cycle: float, from_progress: bool, start: float, end: float, short: bool) -> str:
+    """Why a baseline from ``start`` to ``end`` (run seconds) cannot tell a fault's effect: ``short`` -- less
+    than :data:`BASELINE_CYCLES` of the job's ``cycle`` (read from Spark's progress, or its trigger) -- or
+    nothing processed in it."""
+    where = f"the baseline -- the steady load from warm-up's end (t={start:.1f}s) to the first fault (t={end:.1f}s) -- "
+    if not short:
+        return (f"nothing was processed during {where}so the job's normal output is unknown; inject the first "
+                "fault once the output flows (a later after=...)")
+    need = BASELINE_CYCLES * cycle
+    source = "Spark's progress" if from_progress else "its trigger"
+    pace = f"every {cycle:.1f}s ({source})"
+    return (f"the job's micro-batches come {pace} and {where}lasted {end - start:.1f}s, less than the {need:.0f}s "
+            f"({BASELINE_CYCLES:g} micro-batches) needed to learn its normal output, so a fault's effect cannot be "
+            "told from the job's usual silence between batches; inject the first fault at least "
+            f"{need:.0f}s after steady state (after={math.ceil(need)}) and keep the load on for several "
+            "micro-batches after it (duration=...)")
+
+
+def short_window(at: float, window: float, next_fault: bool, gap: float) -> str:
+    """Why a fault at ``at`` (run seconds) with no sign in its ``window`` (to the next fault, or the end of
+    the load) is not measurable: shorter than an abnormal output ``gap`` takes to show."""
+    until = "the next fault" if next_fault else "the end of the load"
+    return (f"the fault at t={at:.1f}s showed no sign by its horizon {window:.1f}s later ({until}), too soon for "
+            f"an output gap to show (the job's gaps are abnormal past {gap:.1f}s): keep the load on longer after "
+            "it (duration=...)")
+
+
+def unmeasured_fault(trace: Trace, params: MetricParams, arrivals: np.ndarray, ev: TimelineEvent, f: float,
+                     horizon: float) -> FaultMetrics:
+    """The metrics of a fault whose effect cannot be measured: what the timeline and the output (sorted
+    ``arrivals``) say of it -- the system's reaction, the first output after it, its phases --, nothing
+    compared with a baseline (verdict ``unknown``)."""
+    k = int(np.searchsorted(arrivals, f, side="right"))
+    sys_ev = _first_system_event(trace.timeline, params.system_detection_kinds, f, horizon)
+    return FaultMetrics(
+        t=f, kind=_fault_kind(ev), target=ev.target, horizon=horizon, downtime=None, gap_start=None, gap_end=None,
+        output_symptom=None, output_gap=None, catch_up=None, recovery_time=None, recovered_at=None,
+        first_output_after=float(arrivals[k]) if k < arrivals.size else None, peak_latency=math.nan,
+        failure_cost=None, verdict="unknown", system_detection=None if sys_ev is None else sys_ev.t - f,
+        system_detection_event=None if sys_ev is None else sys_ev.kind,
+        phases=recovery_phases(trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
+
+
+def peak_latency(latencies: np.ndarray, pending: np.ndarray | None, f: float, horizon: float, t_end: float) -> float:
+    """The peak of the ``latencies`` of the outputs in a fault's window (see *failure cost*; NaN without
+    outputs); for a fault that did not recover, the sorted send times of inputs never processed
+    (``pending``) count with their age at ``t_end``: they waited at least that long."""
+    lw = latencies[np.isfinite(latencies)]
+    peak = float(lw.max()) if lw.size else math.nan
+    if pending is not None and pending.size:
+        k0 = int(np.searchsorted(pending, f, side="left"))
+        if k0 < pending.size and pending[k0] <= horizon:
+            waited = t_end - float(pending[k0])
+            peak = max(peak, waited) if math.isfinite(peak) else waited
+    return peak
 
 
 class _Measure:
@@ -750,6 +881,16 @@ class _Measure:
         slack = self.trace.trigger_seconds if p.latency_slack_seconds is None else p.latency_slack_seconds
         self.bound = bq * p.latency_factor + slack if math.isfinite(bq) else math.inf
 
+    def measurability(self) -> None:
+        """The job's cycle, and whether the baseline saw its normal output (:func:`baseline_measurable`): if
+        not, downtime, recovery time and failure cost are not measurable (``gap_known`` False)."""
+        self.cycle, why = baseline_measurable(self.trace, self.load_start, self.base_end, self.base_tp,
+                                              self.arr_sorted, self.t0, bool(self.ft.size) and self.has_baseline)
+        self.gap_known = why is None
+        if why is not None:
+            self.unavailable = {"downtime": why, "recovery_time": why, "failure_cost": why}
+            self.has_baseline = False
+
     def series(self) -> None:
         """The per-bucket series: rates, reliable throughput (raw, spread, smoothed), latency, backlog."""
         p, B, nb, t0 = self.p, self.B, self.nb, self.t0
@@ -832,6 +973,8 @@ class _Measure:
         ab_start, ab_end, ab_len = self.ab_start, self.ab_end, self.ab_len
         f = float(ft[i])
         horizon, mine = occurrence_window(ft, i, self.B, self.judge_end, self.owner)
+        if not self.gap_known:
+            return self._unmeasured(ev, f, horizon)
         if mine.size:
             j = mine[np.argmax(ab_len[mine])]
             downtime, gs, ge = float(ab_len[j]), float(ab_start[j]), float(ab_end[j])
@@ -848,6 +991,8 @@ class _Measure:
             output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
             system_detection_event=None if sys_ev is None else sys_ev.kind,
             phases=recovery_phases(self.trace.timeline, f, horizon), aim=Aim.of(ev.detail.get("aim")))
+        if not signs and horizon - f < self.downtime_gap + self.B:
+            return self._unmeasured(ev, f, horizon, short=True)
         if not self.has_baseline:
             detection = (min(signs) - f) if signs else None
             return FaultMetrics(**common, output_symptom=detection, catch_up=None, recovery_time=None,
@@ -855,7 +1000,9 @@ class _Measure:
                                 verdict="outage" if downtime > p.outage_seconds else "unknown")
         detection, rec, rec_at = self._recovery(f, horizon, signs)
         recovered = not isinstance(rec, NotRecovered)
-        peak = self._peak_latency(f, horizon, j0, detection, recovered, rec_at)
+        w_end = f + p.hold_seconds if detection is None else rec_at if recovered and rec_at is not None else self.t_end
+        peak = peak_latency(self.lat_sorted[j0:int(np.searchsorted(arr_sorted, w_end, side="right"))],
+                            self.pend_send if not recovered else None, f, horizon, self.t_end)
         if math.isnan(peak):
             cost = 0.0
         else:
@@ -864,6 +1011,14 @@ class _Measure:
         return FaultMetrics(**common, output_symptom=detection, catch_up=catch_up, recovery_time=rec,
                             recovered_at=rec_at if recovered else None, peak_latency=peak, failure_cost=cost,
                             verdict=_verdict(detection, downtime, recovered, peak, p))
+
+    def _unmeasured(self, ev: TimelineEvent, f: float, horizon: float, short: bool = False) -> FaultMetrics:
+        """:func:`unmeasured_fault`; ``short``: its window is too short for a gap to show (:func:`short_window`)."""
+        if short:
+            why = short_window(f - self.t0, horizon - f, horizon < self.judge_end, self.downtime_gap)
+            self.unavailable.update({k: why for k in ("downtime", "recovery_time", "failure_cost")
+                                     if k not in self.unavailable})
+        return unmeasured_fault(self.trace, self.p, self.arr_sorted, ev, f, horizon)
 
     def _signs(self, f: float, horizon: float, mine: np.ndarray) -> tuple[list[float], int]:
         """The times of the output's first signs of a fault at ``f`` (detection), and the index of
@@ -899,26 +1054,6 @@ class _Measure:
             rec_at = max(float(edges[cand[0]]), d_t)
             return d_t - f, rec_at - f, rec_at
         return d_t - f, NOT_RECOVERED, None
-
-    def _peak_latency(self, f: float, horizon: float, j0: int, detection: float | None, recovered: bool,
-                      rec_at: float | None) -> float:
-        """The peak latency of outputs in ``[f, T]`` (see *failure cost*); NaN without outputs."""
-        t_end, pend_send = self.t_end, self.pend_send
-        if detection is None:
-            w_end = f + self.p.hold_seconds
-        elif recovered:
-            w_end = rec_at  # type: ignore[assignment]
-        else:
-            w_end = t_end
-        lw = self.lat_sorted[j0 : int(np.searchsorted(self.arr_sorted, w_end, side="right"))]
-        lw = lw[np.isfinite(lw)]
-        peak = float(lw.max()) if lw.size else math.nan
-        if not recovered and pend_send.size:
-            # inputs still unprocessed at the end have waited at least this long
-            k0 = int(np.searchsorted(pend_send, f, side="left"))
-            if k0 < pend_send.size and pend_send[k0] <= horizon:
-                peak = max(peak, t_end - float(pend_send[k0])) if math.isfinite(peak) else t_end - float(pend_send[k0])
-        return peak
 
     def result(self, faults: list[FaultMetrics]) -> RunMetrics:
         """The :class:`RunMetrics` of the run with these per-fault metrics."""
@@ -960,17 +1095,21 @@ class _Measure:
             stability=stability([f.recovery_time for f in faults]),
             output_latency=self.lat_all,
             unavailable=self.unavailable,
+            cycle=self.cycle,
         )
 
 
 def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.ndarray,
-                load_start: float) -> tuple[float, RecoveryTime | None, float | None]:
+                load_start: float) -> tuple[float | None, RecoveryTime | None, float | None]:
     """The run's downtime, recovery time and failure cost: the worst over its faults (without a
-    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase)."""
+    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
+    fault's is not measurable (a worse one may hide there)."""
     recovery_run: RecoveryTime | None
     cost_run: float | None
+    downtime_run: float | None
     if faults:
-        downtime_run = max(f.downtime for f in faults)
+        downs = [f.downtime for f in faults]
+        downtime_run = None if any(d is None for d in downs) else max(downs)  # type: ignore[type-var]
         rts = [f.recovery_time for f in faults]
         costs = [f.failure_cost for f in faults]
         if any(isinstance(r, NotRecovered) for r in rts):

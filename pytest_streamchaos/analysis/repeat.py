@@ -206,8 +206,8 @@ class RepeatedRun:
 def _badness(r: ChaosRun) -> tuple[float, float, float, int]:
     """How bad a run is, for :attr:`RepeatedRun.worst_run`: its recovery time (not recovered: inf; not
     measured: below every measured one), downtime, failure cost, records wrong (unknown: 0)."""
-    rt, cost = r.recovery_time, r.failure_cost
-    return (-1.0 if rt is None else float(rt), r.downtime, -1.0 if cost is None else cost,
+    rt, cost, down = r.metrics.recovery_time, r.metrics.failure_cost, r.metrics.downtime
+    return (-1.0 if rt is None else float(rt), -1.0 if down is None else down, -1.0 if cost is None else cost,
             sum(n or 0 for n in (r.lost, r.duplicates, r.incorrect)))
 
 

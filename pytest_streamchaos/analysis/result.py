@@ -20,10 +20,14 @@ Run-level choices (documented here because tests assert on them):
 - ``recovery_time``: the largest per-fault recovery time, :data:`NOT_RECOVERED` if any fault did not
   recover (it compares greater than every number); 0.0 with no fault.
 - ``failure_cost``: the largest per-fault failure cost; 0.0 with no fault.
-- Degraded verdicts: a metric that cannot be computed (e.g. the first fault came before there was
-  a baseline) is ``None``; :attr:`ChaosRun.unavailable` maps its name to the reason, which
-  ``describe()``, ``to_json()`` and a violated SLA bound on it all show. ``lost``, ``duplicates``,
-  ``incorrect`` and the guarantee never depend on a baseline and are always reported.
+- Degraded verdicts: a metric that cannot be computed (the first fault came before there was a
+  baseline; a trigger slower than the run's phases, so the baseline never saw the job's normal output)
+  is a :class:`~pytest_streamchaos.analysis.metrics.NotMeasured`: it prints ``not measurable``, and
+  comparing it (``assert run.downtime < 10``) raises :class:`~pytest_streamchaos.analysis.metrics.NotMeasurable`
+  (an ``AssertionError``) naming why -- never a silent pass, as None or NaN would give in ``not run.downtime
+  > 10``. :attr:`ChaosRun.unavailable` maps its name to the reason, which ``describe()``, ``to_json()`` (null
+  there, with ``"measurable": false``) and a violated SLA bound on it all show; ``run.metrics`` holds None.
+  ``lost``, ``duplicates``, ``incorrect`` and the guarantee never depend on a baseline and are always reported.
 - ``reliable_throughput``: mean distinct ids newly processed per second over the load phase
   (``throughput`` holds the per-second series).
 """
@@ -54,7 +58,16 @@ from .checkers import (
 )
 from .delay_class import DelayOutcome
 from .guarantee import GuaranteeReport
-from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, MetricParams, RecoveryTime, RunMetrics, Series
+from .metrics import (
+    NOT_RECOVERED,
+    FaultMetrics,
+    LatencySummary,
+    MetricParams,
+    NotMeasured,
+    RecoveryTime,
+    RunMetrics,
+    Series,
+)
 from .oracle import Oracle
 from .reference import Comparison
 from .sla import SLA, SLAViolation, Violation, check_sla
@@ -66,6 +79,60 @@ __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
 SCHEMA_VERSION = 2
 
 C = TypeVar("C", bound=CheckResult)
+
+
+class RecoveryNumbers:
+    """What a run measured of its recovery (docs/metrics.md), read from its ``recovery`` check's metrics: the
+    numbers a test bounds (``downtime``, ``recovery_time``, ``failure_cost``; a :class:`NotMeasured` when the
+    run could not measure one), the latency and throughput series, the per-fault metrics."""
+
+    recovery: RecoveryResult
+
+    @property
+    def metrics(self) -> RunMetrics:
+        assert self.recovery.metrics is not None
+        return self.recovery.metrics
+
+    def _measured(self, name: str, value: Any) -> Any:
+        return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
+
+    @property
+    def downtime(self) -> float | NotMeasured:
+        """The largest output gap a fault caused; :class:`NotMeasured` when it could not be measured (see
+        :attr:`unavailable`): comparing it raises, naming why."""
+        return self._measured("downtime", self.metrics.downtime)
+
+    @property
+    def recovery_time(self) -> RecoveryTime | NotMeasured:
+        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
+        return self._measured("recovery_time", self.metrics.recovery_time)
+
+    @property
+    def failure_cost(self) -> float | NotMeasured:
+        """:class:`NotMeasured` when it could not be measured (see :attr:`unavailable`)."""
+        return self._measured("failure_cost", self.metrics.failure_cost)
+
+    @property
+    def measurable(self) -> bool:
+        """Whether the run could measure what its faults did to the output (downtime and recovery): False
+        with a trigger slower than the run's phases or a fault before the baseline (:attr:`unavailable`)."""
+        return not any(k in self.metrics.unavailable for k in ("downtime", "recovery_time"))
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self.metrics.latency
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self.metrics.reliable_throughput
+
+    @property
+    def throughput(self) -> Series:
+        return self.metrics.series
+
+    @property
+    def faults(self) -> list[FaultMetrics]:
+        return self.metrics.faults
 
 
 class ABMethods:
@@ -105,7 +172,7 @@ class OldForms:
 
 
 @dataclass(eq=False)
-class ChaosRun(ABMethods, OldForms):
+class ChaosRun(RecoveryNumbers, ABMethods, OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
     analysis derived; ``user_checks`` holds what :meth:`check` found."""
@@ -227,26 +294,6 @@ class ChaosRun(ABMethods, OldForms):
         r = self.result_of(TransactionsResult)
         return None if r is None else r.as_report()
 
-    # -- metrics -------------------------------------------------------------------------------
-    @property
-    def metrics(self) -> RunMetrics:
-        assert self.recovery.metrics is not None
-        return self.recovery.metrics
-
-    @property
-    def downtime(self) -> float:
-        return self.metrics.downtime
-
-    @property
-    def recovery_time(self) -> RecoveryTime | None:
-        """None when it could not be measured (see :attr:`unavailable`)."""
-        return self.metrics.recovery_time
-
-    @property
-    def failure_cost(self) -> float | None:
-        """None when it could not be measured (see :attr:`unavailable`)."""
-        return self.metrics.failure_cost
-
     @property
     def unavailable(self) -> dict[str, str]:
         """Metric name -> why it could not be computed (empty when every metric was)."""
@@ -254,22 +301,6 @@ class ChaosRun(ABMethods, OldForms):
             return self.metrics.unavailable
         return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), NO_VERDICT),
                 **reference_unavailable(self.reference), **self.metrics.unavailable}
-
-    @property
-    def latency(self) -> LatencySummary:
-        return self.metrics.latency
-
-    @property
-    def reliable_throughput(self) -> float:
-        return self.metrics.reliable_throughput
-
-    @property
-    def throughput(self) -> Series:
-        return self.metrics.series
-
-    @property
-    def faults(self) -> list[FaultMetrics]:
-        return self.metrics.faults
 
     # -- the run's facts -----------------------------------------------------------------------
     @property
@@ -384,7 +415,7 @@ class ChaosRun(ABMethods, OldForms):
             "exactly_once_check": self.exactly_once_check,
             "diverged": self.diverged,
             **{k: m[k] for k in ("downtime", "recovery_time", "recovered", "failure_cost", "reliable_throughput",
-                                 "unavailable")},
+                                 "unavailable", "measurable")},
             "metrics": m,
             "timeline": [_text.event_dict(e) for e in self.timeline],
             "checks": {name: r.to_dict() for name, r in {**self.checks, **self.user_checks}.items()},
@@ -397,9 +428,10 @@ class ChaosRun(ABMethods, OldForms):
     def __repr__(self) -> str:
         """One short line (pytest shows it in a failed ``assert run.lost == 0``; the dataclass's own
         repr would dump the whole report, cut after 240 characters)."""
-        rt = self.recovery_time
+        rt, down = self.metrics.recovery_time, self.metrics.downtime
         rec = ("no fault" if not self.faults else "recovery not measured" if rt is None
                else "not recovered" if rt is NOT_RECOVERED else f"recovered in {float(rt):.1f}s")
+        downtime = "not measurable" if down is None else f"{down:.1f}s"
         return (f"ChaosRun(sent {self.sent}, lost {self.lost}, duplicates {self.duplicates}, incorrect "
                 f"{self.incorrect}, {self.guarantee} declared, {self.guarantee_delivered} delivered, "
-                f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {self.downtime:.1f}s)")
+                f"{len(self.faults)} fault{'s' if len(self.faults) != 1 else ''} {rec}, downtime {downtime})")

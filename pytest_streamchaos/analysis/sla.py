@@ -16,6 +16,7 @@ from typing import Any
 
 from ..records import TimelineEvent
 from .guarantee import GUARANTEES, SATISFIES
+from .metrics import NotMeasured
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def _fmt(x: Any) -> str:
 
 
 def _le(measured: Any, bound: float) -> bool:
+    if isinstance(measured, NotMeasured):
+        return False
     try:
         return bool(measured <= bound) and not (isinstance(measured, float) and math.isnan(measured))
     except TypeError:
@@ -98,6 +101,8 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
     for name, bound in uppers:
         if bound is not None and not _le(getattr(result, name), bound):
             measured = getattr(result, name)
+            if isinstance(measured, NotMeasured):
+                measured = None
             why = reasons.get(name, "") if measured is None else ""
             out.append(Violation(name, measured, bound, "<=", why))
     if s.min_reliability is not None:

@@ -9,7 +9,11 @@ conf say nothing the harness can read; its batches say it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from datetime import datetime
+from statistics import median
+from typing import Any
 
 #: the intervals looked for, longest first (a start aligned to 10 s is aligned to 5 s too)
 CANDIDATES_S = (300.0, 120.0, 60.0, 30.0, 20.0, 15.0, 10.0, 5.0, 3.0, 2.0, 1.0, 0.5, 0.25, 0.1)
@@ -42,3 +46,28 @@ def trigger_words(interval: float | None) -> str | None:
     if interval is None:
         return None
     return "as fast as possible" if interval == AS_FAST_AS_POSSIBLE else f"{interval:g} s"
+
+
+def batch_start(b: dict[str, Any]) -> float:
+    """When a progress dict's micro-batch started (epoch seconds; NaN when unknown): the event log's
+    ``t_start``, else its ISO ``timestamp``."""
+    ts = b.get("t_start", b.get("timestamp"))
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return math.nan
+    return float(ts) if ts is not None else math.nan
+
+
+def batch_cadence(batches: list[dict[str, Any]], before: float) -> float | None:
+    """The median time between the starts of consecutive micro-batches (batch ids ``k`` and ``k + 1`` of
+    one query in one driver launch) started before ``before``: the job's real pace whatever trigger it
+    hard-codes. None with fewer than two such batches."""
+    starts: dict[tuple[Any, Any, int], float] = {}
+    for b in batches:
+        t = batch_start(b)
+        if math.isfinite(t) and t < before:
+            starts.setdefault((b.get("app_id"), b.get("id"), int(b.get("batchId", -1))), t)
+    gaps = [t1 - starts[(app, q, n - 1)] for (app, q, n), t1 in starts.items() if (app, q, n - 1) in starts]
+    return float(median(gaps)) if gaps else None

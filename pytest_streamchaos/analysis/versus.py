@@ -77,7 +77,7 @@ class FaultVerdict:
     verdict: str  #: masked / degraded / outage
     peak_latency: float  #: highest per-second p99 latency of B in the fault's window
     band: float  #: the highest fault-free per-second p99 latency (A's load, B before its faults) x k
-    downtime: float
+    downtime: float | None
     reason: str
 
     def __str__(self) -> str:
@@ -161,7 +161,9 @@ def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
         sel = (s.t + m.params.bucket_seconds > f.t) & (s.t <= f.horizon) & np.isfinite(s.latency_p99)
         peak = float(s.latency_p99[sel].max()) if sel.any() else math.nan
         rose = math.isfinite(band) and peak > band
-        if f.downtime > 0 or not f.recovered:
+        if f.downtime is None:
+            verdict, reason = "unknown", "its effect on the output was not measurable (the run's unavailable says why)"
+        elif f.downtime > 0 or not f.recovered:
             verdict = "outage"
             reason = (f"output stopped for {f.downtime:.1f}s" if f.downtime > 0 else "did not recover")
         elif slo_latency is not None and peak > slo_latency:

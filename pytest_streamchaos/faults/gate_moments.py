@@ -9,7 +9,10 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 ``output_visible_uncommitted``        ``commits before N``          the driver, its sink done for batch N
 ``between_batches``                   ``commits after N``           the driver, batch N committed
 ``offsets_logged``                    ``offsets after N``           the driver, no task of batch N yet
-``state_commit``                      ``delta before N+1``          an executor's task, writing state
+``state_commit``                      ``state before N+1``          an executor's task, committing its
+                                                                    state store's version N+1
+                                                                    (``N+1.delta``, ``.changelog``,
+                                                                    ``.zip``: docs/explore.md)
 ``tasks_running``                     ``task before``               an executor's task finishing its output
                                                                     (a shuffle file, a file task's commit)
 ====================================  ============================  =====================================
@@ -17,7 +20,10 @@ phase (``search.schedule.PHASES``)    gate rule                     what holds
 :func:`gated_moment` is a :data:`~pytest_streamchaos.faults.scheduler.MomentDetector`: it arms the
 gate for the first batch ``>= base + anchor`` (``base``: the batch planned when it armed), waits for
 the hold and reports the :class:`Aim` -- a hit by construction, as the held thread cannot pass the
-rename until the gate lets it (a killed one never does). The thread stays held after the detector
+rename until the gate lets it (a killed one never does); for ``state_commit`` the held thread must be one
+a task waits for (its own, or the pool Spark 4's checksum file manager renames a task's files in; a state
+store file renamed by any other thread -- a snapshot uploaded in the background -- is reported as a miss in
+phase ``state_upload``). The thread stays held after the detector
 returns: the fault is injected at once, and :meth:`Gate.release` (or ``disarm`` at the end of the run)
 lets it go. The gate holds one thread per arming, so a driver restarted by the fault replays the
 batch without being held again.
@@ -48,7 +54,7 @@ GATED: dict[str, tuple[str, str, int | None]] = {
     "output_visible_uncommitted": ("commits", "before", 0),
     "between_batches": ("commits", "after", 0),
     "offsets_logged": ("offsets", "after", 0),
-    "state_commit": ("delta", "before", 1),  # a stateful batch N commits state store version N + 1
+    "state_commit": ("state", "before", 1),  # a stateful batch N commits state store version N + 1
     # a job that neither shuffles nor writes files (a stateless Kafka-to-Kafka job) renames nothing in its
     # tasks: there the moment is polled (faults/actions.py's tasks_running)
     "tasks_running": ("task", "before", None),
@@ -66,6 +72,9 @@ class Held(Protocol):
 
     @property
     def t(self) -> float: ...
+
+    @property
+    def in_task(self) -> bool | None: ...
 
 
 class Gate(Protocol):
@@ -125,9 +134,41 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         if holds is not None:
             holds.append(held)
         batch = held.batch - shift if shift is not None else checkpoint.uncommitted_batch()
-        return Aim(phase, first if batch is None else batch, phase, True, 1)
+        return Aim(phase, first if batch is None else batch, *landed(phase, held), 1)
 
     return wait
+
+
+def landed(phase: str, held: Held) -> tuple[str, bool]:
+    """The phase a hold landed the fault in, and whether it is ``phase``: the gate holds only the renames
+    of the phase's file, so it is, except that a state store's file renamed by a thread no task waits for
+    (RocksDB's snapshot, uploaded in the background: ``state_upload``) is not a task committing its state."""
+    if phase == "state_commit" and held.in_task is False:
+        return "state_upload", False
+    return phase, True
+
+
+#: where Spark records a query's state store provider, in every offsets entry's metadata
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+def no_state_commit(checkpoint: Any) -> str | None:
+    """Why a task never committed a state store version the gate holds, as the query's checkpoint tells
+    (``observe.checkpoints.CheckpointWatcher.state_store``): it keeps no state, or its state store is
+    one whose files the gate does not know. None when its state store is one the gate holds."""
+    try:
+        if checkpoint.state_store() is not None:
+            return None
+        done = checkpoint.latest_committed_batch()
+        entry = checkpoint.offsets(done) if done is not None else None
+    except (AttributeError, OSError, ValueError):
+        return None
+    provider = (((entry or {}).get("metadata") or {}).get("conf") or {}).get(PROVIDER_CONF)
+    where = f"under {checkpoint.checkpoint_dir}/state"
+    if provider is None or provider.endswith((".HDFSBackedStateStoreProvider", ".RocksDBStateStoreProvider")):
+        return f"the query keeps no state (no state store version {where}): a state store commit never comes"
+    return (f"the query's state store, {provider}, wrote no version file the checkpoint gate knows {where} "
+            "(N.delta, N.changelog, N.zip): its commits cannot be held")
 
 
 #: the phases only the gate lands (no poll sees them): a run that cannot have the gate refuses them

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext, worker_index
-from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment
+from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment, no_state_commit
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim  # where a fault landed is history: the analysis reads it
 from pytest_streamchaos.poll import poll
@@ -163,7 +163,8 @@ def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
     def factory(ctx: FaultContext) -> MomentDetector:
         gate = gate_of(ctx.prepared)
         if gate is not None and ctx.checkpoint is not None:
-            return _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
+            held = _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, phase, holds=gate.holds))
+            return _saying_why_not(ctx, held) if phase == STATE_COMMIT else held
         if phase == OUTPUT_VISIBLE_UNCOMMITTED:
             return wait_uncommitted_output(ctx)
 
@@ -188,25 +189,41 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
            "that rename (a local checkpoint)", gated(BETWEEN_BATCHES)),
     Moment(OFFSETS_LOGGED, "offsets/N written, no task of batch N yet: the driver held by the checkpoint gate after "
            "that rename (a local checkpoint)", gated(OFFSETS_LOGGED)),
-    Moment(STATE_COMMIT, "a task writing its state store's N.delta: the executor's task held by the checkpoint gate "
-           "before that rename (a local checkpoint, a stateful job)", gated(STATE_COMMIT)),
+    Moment(STATE_COMMIT, "a task committing its state store's next version (N.delta; RocksDB: N.changelog, or N.zip "
+           "without changelog checkpointing): the executor's task held by the checkpoint gate before that rename (a "
+           "local checkpoint, a stateful job)", gated(STATE_COMMIT)),
 )}
 
 
 def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> MomentDetector:
     """``wait``, recording each hold of the gate on the run's timeline (``checkpoint_held``: the log and
-    batch of the held rename, before or after it, and the held process) -- the evidence of where the
-    fault landed, beside the aim."""
+    batch of the held rename, before or after it, the held process and thread, and the file) -- the
+    evidence of where the fault landed, beside the aim."""
 
     def recorded(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
         found = wait(planned, stop, deadline)
         if found is not None and gate.holds and ctx.recorder is not None:
             h = gate.holds[-1]
             ctx.recorder.record("checkpoint_held", f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
-                                batch=h.batch, pid=h.pid)
+                                batch=h.batch, pid=h.pid, thread=h.thread, path=h.path)
         return found
 
     return recorded
+
+
+def _saying_why_not(ctx: FaultContext, wait: MomentDetector) -> MomentDetector:
+    """``wait`` for a state store commit; when it never came, the run's timeline says why, if the
+    checkpoint tells (``moment_unreachable``: the query keeps no state, or its state store's files are
+    not ones the gate knows)."""
+
+    def waited(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        found = wait(planned, stop, deadline)
+        why = no_state_commit(ctx.checkpoint) if found is None else None
+        if why is not None and ctx.recorder is not None:
+            ctx.recorder.record("moment_unreachable", STATE_COMMIT, reason=why)
+        return found
+
+    return waited
 
 
 def tasks_running(ctx: FaultContext) -> MomentDetector:

@@ -13,7 +13,16 @@ from typing import Any
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families import (
-    broker, checkpoint, connect, disk, hdfs, network, process, topic, workload, yarn,
+    broker,
+    checkpoint,
+    connect,
+    disk,
+    hdfs,
+    network,
+    process,
+    topic,
+    workload,
+    yarn,
 )
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation

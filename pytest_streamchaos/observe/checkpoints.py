@@ -15,6 +15,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,18 @@ def checkpoint_literals(source: str, where: str = "") -> list[tuple[str, str]]:
             if value is not None and (value, f"{where}:{n}") not in found:
                 found.append((value, f"{where}:{n}"))
     return found
+
+
+#: Spark's own line when a query starts (``ResolveWriteToStream``, logged at INFO; the plugin's driver logging
+#: keeps it): ``Checkpoint root /tmp/x resolved to file:/tmp/x.``
+_RESOLVED = re.compile(r"Checkpoint root (.+?) resolved to (\S+?)\.?$", re.MULTILINE)
+
+
+def logged_checkpoints(log_text: str) -> list[str]:
+    """The checkpoint roots Spark's driver says it resolved (``file:/...`` or ``hdfs://...``), in order: a
+    query's checkpoint wherever the job built its path -- in a helper module, from its environment, at
+    run time -- with nothing to read in its code."""
+    return list(dict.fromkeys(m.group(2) for m in _RESOLVED.finditer(log_text)))
 
 
 def is_checkpoint(place: Where) -> bool:
@@ -246,3 +259,62 @@ class CheckpointWatcher:
         poll(committed, timeout, interval=interval, on_timeout=lambda _: TimeoutError(
             f"timed out after {timeout:.0f}s waiting for batch {batch_id} to be committed in "
             f"{self.checkpoint_dir}; last committed {seen[0]}, last planned {self.latest_offset_batch()}"))
+
+    def state_store(self) -> StateStore | None:
+        """The query's state store as its checkpoint shows it (None: the query keeps no state): the
+        provider Spark recorded in the newest offsets entry, and which files its versions are."""
+        state = self.place.child("state")
+        kinds = _version_kinds(state, depth=4)
+        if not kinds:
+            return None
+        latest = self.latest_offset_batch()
+        entry = self.offsets(latest) if latest is not None else None
+        conf = ((entry or {}).get("metadata") or {}).get("conf") or {}
+        provider = conf.get(PROVIDER_CONF, HDFS_BACKED)
+        return StateStore(provider=str(provider), files=tuple(sorted(k.lstrip("_") for k in kinds)),
+                          format_v2=any(k.startswith("_") for k in kinds))
+
+
+#: where Spark records a query's state store provider (in every offsets entry's metadata)
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+HDFS_BACKED = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+#: a state store version's file: V.delta (HDFS-backed), V.snapshot, V.changelog / V.zip (RocksDB), with
+#: state checkpoint format v2 V_<unique id>.<ext>
+_VERSION_FILE = re.compile(r"^\d+(_[^./]+)?\.(delta|snapshot|changelog|zip)$")
+
+
+@dataclass(frozen=True)
+class StateStore:
+    """A query's state store: its provider class, which files its versions are written as (``delta``,
+    ``snapshot``, ``changelog``, ``zip``) and whether they carry a unique id (state checkpoint format v2)."""
+
+    provider: str
+    files: tuple[str, ...]
+    format_v2: bool = False
+
+    def describe(self) -> str:
+        """``RocksDB (changelog checkpointing; versions as changelog, zip)``."""
+        name = self.provider.rsplit(".", 1)[-1].removesuffix("StateStoreProvider") or self.provider
+        rocksdb = "RocksDB, changelog checkpointing" if "changelog" in self.files else "RocksDB"
+        how = {"HDFSBacked": "Spark's default, HDFS-backed", "RocksDB": rocksdb}.get(name, name)
+        v2 = ", checkpoint format v2" if self.format_v2 else ""
+        return f"{how}{v2} (versions written as {', '.join(f'.{f}' for f in self.files)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"provider": self.provider, "files": list(self.files), "format_v2": self.format_v2}
+
+
+def _version_kinds(d: Place, depth: int) -> set[str]:
+    """The kinds of state store version files under ``d`` (``delta``, ``_changelog`` for a v2 one, ...),
+    looking ``depth`` directories down; at most a few partitions of each operator are read."""
+    kinds: set[str] = set()
+    names = d.names()
+    for name in names:
+        m = _VERSION_FILE.match(name)
+        if m:
+            kinds.add(("_" if m.group(1) else "") + m.group(2))
+    if depth > 0:
+        subdirs = [n for n in names if not _VERSION_FILE.match(n) and not n.startswith((".", "_")) and n != "SSTs"]
+        for name in subdirs[:4]:
+            kinds |= _version_kinds(d.child(name), depth - 1)
+    return kinds

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.stack.driver.job import last_exception
+from pytest_streamchaos.stack.driver.job import CRASHED, last_exception, with_worker_error
 
 #: the report section's title
 TITLE = "chaos run"
@@ -102,9 +102,12 @@ def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[t
             continue
         killed = any(x["kind"] == "driver_killed" and e["t"] - 5.0 <= x["t"] <= e["t"] for x in events)
         error = "killed by a fault (driver_killed)" if killed else _query_error(events, e["t"])
+        log = (d.get("meta") or {}).get("job_log")
         if error is None:
-            log_error = log_error if log_error is not None else _log_error((d.get("meta") or {}).get("job_log"))
+            log_error = log_error if log_error is not None else _log_error(log)
             error = log_error or "no error in its event log or its log"
+        elif CRASHED in error:  # the query says only that a Python worker crashed: its own error is in the log
+            error = with_worker_error(error, _log_tail(log) or "")
         later = any(x["kind"] == "driver_launched" and x["t"] > e["t"] for x in events)
         code = (e.get("detail") or {}).get("code")
         out.append((f"driver: exited at +{e['t'] - t0:.1f}s (exit code {code}): {error}; "
@@ -122,17 +125,22 @@ def _query_error(events: list[dict[str, Any]], before: float) -> str | None:
     return next((ln.strip() for ln in str(errors[-1]).splitlines() if ln.strip()), None)
 
 
-def _log_error(path: str | None) -> str | None:
+def _log_tail(path: str | None) -> str | None:
+    """The end of the driver's log (None: no log, or it cannot be read)."""
     if not path:
         return None
     try:
         with open(path, "rb") as f:
             size = Path(path).stat().st_size
             f.seek(max(0, size - LOG_TAIL_BYTES))
-            text = f.read().decode(errors="replace")
+            return f.read().decode(errors="replace")
     except OSError:
         return None
-    return last_exception(text)
+
+
+def _log_error(path: str | None) -> str | None:
+    text = _log_tail(path)
+    return None if text is None else last_exception(text)
 
 
 def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> str | None:

@@ -61,13 +61,19 @@ def _marks(run: Mapping[str, Any]) -> list[tuple[float, str]]:
     return [(e["t"], e["kind"]) for e in run.get("timeline", []) if e["kind"] in ("recovered", "not_recovered")]
 
 
+def _seconds(run: Mapping[str, Any], name: str) -> str:
+    """A headline duration: ``1.2s``, or ``not measurable`` (null, with the reason in ``unavailable``)."""
+    v = run.get(name)
+    return "not measurable" if v is None and name in (run.get("unavailable") or {}) else f"{v or 0:.1f}s"
+
+
 def _headline(run: Mapping[str, Any]) -> str:
-    rt = run.get("recovery_time")
-    rec = "not recovered" if rt is None and run.get("recovered") is False else f"{rt or 0:.1f}s"
+    rec = "not recovered" if run.get("recovery_time") is None and run.get("recovered") is False else _seconds(
+        run, "recovery_time")
     lat = run.get("latency") or run["metrics"]["latency"]
     p99 = lat.get("p99")
-    return (f"downtime {run.get('downtime') or 0:.1f}s   recovery {rec}   failure cost "
-            f"{run.get('failure_cost') or 0:.1f}s   lost {run.get('lost', run['validation']['lost'])}   "
+    return (f"downtime {_seconds(run, 'downtime')}   recovery {rec}   failure cost "
+            f"{_seconds(run, 'failure_cost')}   lost {run.get('lost', run['validation']['lost'])}   "
             f"duplicates {run.get('duplicates', run['validation']['duplicates'])}   p99 "
             + ("n/a" if p99 is None else f"{p99:.2f}s"))
 

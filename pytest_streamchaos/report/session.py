@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos import settings as _settings
-from pytest_streamchaos.analysis.metrics import NotRecovered
+from pytest_streamchaos.analysis.metrics import NotMeasured, NotRecovered
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import envinfo, plots
@@ -238,6 +238,8 @@ def junit_properties(result: Any, index: int = 0) -> list[tuple[str, Any]]:
 
 
 def _prop(v: Any) -> Any:
+    if isinstance(v, NotMeasured):
+        return "not measurable"
     if isinstance(v, NotRecovered) or (isinstance(v, float) and math.isinf(v) and v > 0):
         return "not recovered"
     if isinstance(v, float):

@@ -37,7 +37,8 @@ PHASES: dict[str, Phase] = {p.name: p for p in (
     Phase("tasks_running", "tasks running (batch N's tasks in flight)", 2, 2, in_tasks=True),
     Phase("output_visible_uncommitted", "output visible, not committed (batch N's sink done, commits/N "
           "not written)", 0, 3),
-    Phase("state_commit", "state store commit (a task writing its state's N.delta)", 1, 4, in_tasks=True),
+    Phase("state_commit", "state store commit (a task renaming its store's next version: N.delta, N.changelog, N.zip)",
+          1, 4, in_tasks=True),
 )}
 
 

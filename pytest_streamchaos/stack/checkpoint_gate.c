@@ -3,21 +3,26 @@
  * thread inside rename() of a streaming checkpoint's commit files while the harness has armed it, so
  * that a fault fires exactly at a micro-batch phase instead of racing it.
  *
- * Spark writes every checkpoint log entry (offsets/N, commits/N) and every state store version
- * (state/<op>/<partition>/N.delta) to a temporary file and renames it into place (CheckpointFileManager
- * createAtomic); on a local file system that rename is libc's rename() (Hadoop's RawLocalFileSystem ->
- * java.io.File.renameTo / Files.move). So "before the rename of commits/N" is "batch N's output is
- * visible, its commit not written", "after the rename of offsets/N" is "batch N's offsets logged, no
- * task yet", and so on.
+ * Spark writes every checkpoint log entry (offsets/N, commits/N) and every state store version to a
+ * temporary file and renames it into place (CheckpointFileManager createAtomic); on a local file system
+ * that rename is libc's rename() (Hadoop's RawLocalFileSystem -> java.io.File.renameTo / Files.move).
+ * So "before the rename of commits/N" is "batch N's output is visible, its commit not written", "after
+ * the rename of offsets/N" is "batch N's offsets logged, no task yet", and so on. A state store version
+ * V is, under .../state/<operator>/<partition>/ (deeper for a join's or transformWithState's stores):
+ * V.delta (the default HDFS-backed store), V.changelog (RocksDB with changelog checkpointing), V.zip
+ * (RocksDB without it; with it, a snapshot a background thread uploads later), and with state checkpoint
+ * format v2, V_<unique id>.changelog / V_<unique id>.zip.
  *
  * Control, all in $STREAMCHAOS_GATE_DIR (nothing happens without it; one open per checkpoint rename):
  *   arm        written by the harness: one rule "<log> <when> <min> <gen>": log = commits | offsets |
- *              delta | task (an executor's task finishing its output: a shuffle file, or a file-writing
- *              task's commit; numbered 0), when = before | after (the rename), min = the smallest batch
- *              (delta: state version) held, gen = this arming's number
+ *              state (a state store version's file) | task (an executor's task finishing its output: a
+ *              shuffle file, or a file-writing task's commit; numbered 0), when = before | after (the
+ *              rename), min = the smallest batch (state: version) held, gen = this arming's number
  *   held       written here, once per arming, by the first thread a rule matches (link(2) of a complete
- *              file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <path>"; a later
- *              match while it exists passes through (a restarted driver replaying the batch is not held)
+ *              file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <thread> <path>"
+ *              (<thread>: the thread's name as the kernel has it, 15 characters, blanks as '_');
+ *              a later match while it exists passes through (a restarted driver replaying the batch is
+ *              not held)
  *   release.<gen>  written by the harness: the thread held by arming <gen> goes on. So it does once arm
  *              is gone or names another arming (a state, not an event: a hold never misses its release
  *              however fast the harness re-arms); and never later than $STREAMCHAOS_GATE_MAX_HOLD_MS
@@ -40,8 +45,8 @@ typedef int (*rename_fn)(const char *, const char *);
 typedef int (*renameat_fn)(int, const char *, int, const char *);
 typedef int (*renameat2_fn)(int, const char *, int, const char *, unsigned int);
 
-enum { LOG_NONE = 0, LOG_COMMITS, LOG_OFFSETS, LOG_DELTA, LOG_TASK };
-static const char *const LOG_NAMES[] = {"none", "commits", "offsets", "delta", "task"};
+enum { LOG_NONE = 0, LOG_COMMITS, LOG_OFFSETS, LOG_STATE, LOG_TASK };
+static const char *const LOG_NAMES[] = {"none", "commits", "offsets", "state", "task"};
 
 static const char *gate_dir(void) {
     const char *d = getenv("STREAMCHAOS_GATE_DIR");
@@ -53,6 +58,21 @@ static int all_digits(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (s[i] < '0' || s[i] > '9') return 0;
     return 1;
+}
+
+/* Whether `b` (the base name of `path`) is a state store version's file: "<digits>[_<id>].<ext>" with
+   ext delta, changelog or zip, under a checkpoint's state/ directory. */
+static int is_state_version(const char *path, const char *b) {
+    static const char *const EXTS[] = {".delta", ".changelog", ".zip"};
+    const char *dot = strchr(b, '.');
+    const char *end = dot;
+    if (!dot || !strstr(path, "/state/")) return 0;
+    const char *under = memchr(b, '_', (size_t)(dot - b));
+    if (under) end = under; /* checkpoint format v2: V_<unique id> */
+    if (!all_digits(b, (size_t)(end - b)) || (under && under + 1 == dot)) return 0;
+    for (size_t i = 0; i < sizeof EXTS / sizeof *EXTS; i++)
+        if (strcmp(dot, EXTS[i]) == 0) return 1;
+    return 0;
 }
 
 /* Which checkpoint log `path` is the final name of, and its batch (or state version) in *n. */
@@ -68,10 +88,9 @@ static int classify(const char *path, long long *n) {
         *n = 0;
         return LOG_TASK;
     }
-    const char *dot = strchr(b, '.');
-    if (dot && (strcmp(dot, ".delta") == 0 || strcmp(dot, ".changelog") == 0) && all_digits(b, (size_t)(dot - b))) {
+    if (is_state_version(path, b)) {
         *n = atoll(b);
-        return LOG_DELTA;
+        return LOG_STATE;
     }
     if (!all_digits(b, len)) return LOG_NONE;
     const char *p = base - 1;
@@ -111,18 +130,35 @@ static long long armed(const char *dir, int log, const char *when, long long n) 
     return gen;
 }
 
+/* The calling thread's name as the kernel has it (a JVM names its threads: "Executor task l" is a
+   task's), blanks as '_' so that the marker's fields stay separated; "?" when it cannot be read. */
+static void thread_name(long tid, char *name, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/comm", tid);
+    snprintf(name, size, "?");
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    if (!fgets(name, (int)size, f)) snprintf(name, size, "?");
+    fclose(f);
+    name[strcspn(name, "\n")] = '\0';
+    for (char *c = name; *c; c++)
+        if (*c == ' ' || *c == '\t') *c = '_';
+    if (!*name) snprintf(name, size, "?");
+}
+
 /* Announce the hold (exclusively: only the first match of an arming holds). */
 static int announce(const char *dir, int log, const char *when, long long n, const char *to) {
-    char tmp[PATH_MAX], held[PATH_MAX];
+    char tmp[PATH_MAX], held[PATH_MAX], name[32];
     struct timespec ts;
     long tid = syscall(SYS_gettid);
     clock_gettime(CLOCK_REALTIME, &ts);
+    thread_name(tid, name, sizeof name);
     snprintf(tmp, sizeof tmp, "%s/.held-%d-%ld", dir, (int)getpid(), tid);
     snprintf(held, sizeof held, "%s/held", dir);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return 0;
-    dprintf(fd, "%s %s %lld %d %ld %lld %s\n", LOG_NAMES[log], when, n, (int)getpid(), tid,
-            (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, to);
+    dprintf(fd, "%s %s %lld %d %ld %lld %s %s\n", LOG_NAMES[log], when, n, (int)getpid(), tid,
+            (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, name, to);
     close(fd);
     int won = link(tmp, held) == 0;
     unlink(tmp);

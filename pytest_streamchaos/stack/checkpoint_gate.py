@@ -16,9 +16,11 @@ so in a marker file. The harness then fires the fault at a process that cannot m
     gate.disarm()                                     # before the restart: the replay passes through
 
 What each rule means (docs/explore.md): ``commits before N`` output visible, not committed; ``commits
-after N`` between batches; ``offsets after N`` offsets logged, no task yet; ``delta before V`` a state
-store committing version V (= batch V - 1); ``task before 0`` an executor's task finishing its output
-(a shuffle file, or a file-writing task's commit: tasks running, nothing visible). Only the first
+after N`` between batches; ``offsets after N`` offsets logged, no task yet; ``state before V`` a task
+committing version V (= batch V - 1) of its state store -- ``V.delta`` (the default HDFS-backed store),
+``V.changelog`` (RocksDB with changelog checkpointing), ``V.zip`` (RocksDB without), ``V_<id>.*`` (state
+checkpoint format v2); ``task before 0`` an executor's task finishing its output (a shuffle file, or a
+file-writing task's commit: tasks running, nothing visible). Only the first
 matching rename of an arming holds; the gate acts on local paths only (an ``hdfs://`` checkpoint
 renames by RPC: fall back to polling).
 """
@@ -44,8 +46,14 @@ SOURCE = Path(__file__).with_name("checkpoint_gate.c")
 LIBRARY = "libstreamchaos_gate.so"
 ENV_DIR = "STREAMCHAOS_GATE_DIR"
 ENV_MAX_HOLD = "STREAMCHAOS_GATE_MAX_HOLD_MS"
-LOGS = ("commits", "offsets", "delta", "task")
+LOGS = ("commits", "offsets", "state", "task")
 WHENS = ("before", "after")
+#: the threads that rename a file of a task's commit, as the kernel names them (15 characters, blanks as the
+#: gate writes them): the task's own (``Executor task launch worker for task ...``), and the pool of Spark 4's
+#: ``ChecksumCheckpointFileManager`` (``ChecksumCheckpointFileManager-Thread-<n>``), which writes a file and
+#: its checksum side by side when state checkpoint format v2 is on, while the task waits for it in
+#: ``ChecksumCancellableFSDataOutputStream.close`` (a jstack of a held 4.2 executor shows the task there)
+TASK_THREADS = ("Executor_task", "ChecksumCheckpo")
 #: how often the harness looks for the hold marker (the held thread waits, so this only adds latency)
 POLL_S = 0.002
 
@@ -88,7 +96,7 @@ def gate_library() -> Path:
 
 @dataclass(frozen=True)
 class GateRule:
-    """Hold the first rename of ``log``'s entry ``>= min_batch`` (``delta``: state version), ``when``
+    """Hold the first rename of ``log``'s entry ``>= min_batch`` (``state``: state store version), ``when``
     before or after it."""
 
     log: str
@@ -102,8 +110,10 @@ class GateRule:
 
 @dataclass(frozen=True)
 class Hold:
-    """A thread the gate holds: where (``log`` entry ``batch``, ``when``), who (``pid``, ``tid``), since
-    when (``t``, epoch seconds on the harness's clock) and the file it renames (``path``)."""
+    """A thread the gate holds: where (``log`` entry ``batch``, ``when``), who (``pid``, ``tid``, and the
+    ``thread``'s name as the kernel has it: 15 characters, blanks as ``_``, ``Executor_task_l`` for a Spark
+    task, ``?`` unknown), since when (``t``, epoch seconds on the harness's clock) and the file it renames
+    (``path``)."""
 
     log: str
     when: str
@@ -112,14 +122,21 @@ class Hold:
     tid: int
     t: float
     path: str
+    thread: str = "?"
 
     @classmethod
     def parse(cls, text: str) -> Hold | None:
-        parts = text.strip().split(" ", 6)
-        if len(parts) != 7:
+        parts = text.strip().split(" ", 7)
+        if len(parts) != 8:
             return None  # not written through yet (it is linked complete, so this is another file)
-        log, when, n, pid, tid, ns, path = parts
-        return cls(log, when, int(n), int(pid), int(tid), int(ns) / 1e9, path)
+        log, when, n, pid, tid, ns, thread, path = parts
+        return cls(log, when, int(n), int(pid), int(tid), int(ns) / 1e9, path, thread)
+
+    @property
+    def in_task(self) -> bool | None:
+        """Whether the held thread renames for a task, which waits for it (:data:`TASK_THREADS`: a task's
+        own thread, or the pool a task hands its state file and checksum to); None: its name could not be read."""
+        return None if self.thread == "?" else self.thread.startswith(TASK_THREADS)
 
 
 class CheckpointGate:
@@ -142,7 +159,7 @@ class CheckpointGate:
         return {"LD_PRELOAD": preload, ENV_DIR: str(self.dir), ENV_MAX_HOLD: str(self.max_hold_ms)}
 
     def executor_conf(self) -> dict[str, str]:
-        """Spark conf that preloads the gate into the executors (for the state store's commits)."""
+        """Spark conf that preloads the gate into the executors (for the state stores' commits)."""
         return {f"spark.executorEnv.{k}": v for k, v in self.env().items()}
 
     def _write(self, name: str, text: str) -> None:

@@ -63,9 +63,9 @@ def test_the_jvms_checkpoint_renames_are_held_where_each_rule_says(gated_job):
     assert (cp / "offsets" / str(n)).exists() and not (out / f"batch={n}").exists()
     gate.release()
 
-    n, held = hold_next(gate, watcher, "delta", "before", shift=1)  # batch N commits state store version N + 1
+    n, held = hold_next(gate, watcher, "state", "before", shift=1)  # batch N commits state store version N + 1
     assert held.batch == n + 1 and held.path.endswith(f"/{n + 1}.delta")
-    assert held.pid in job.executor_pids() and held.pid not in job.driver_pids()
+    assert held.pid in job.executor_pids() and held.pid not in job.driver_pids() and held.in_task, held
     assert not Path(held.path).exists()
     gate.release()
     wait_for(lambda: Path(held.path).exists(), 30, f"{held.path} written once released")

@@ -17,8 +17,15 @@ from pytest_streamchaos.faults.gate_moments import gated_moment
 from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate, GateRule, Hold, gate_library
 
 RENAMER = """
-import os, sys, time
+import ctypes, os, sys, time
+if os.environ.get("THREAD_NAME"):  # name the thread as a JVM names its threads (PR_SET_NAME)
+    ctypes.CDLL(None).prctl(15, os.environ["THREAD_NAME"].encode(), 0, 0, 0)
 for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):
+    if src == "@wait":  # go on once the harness made this file (a deadline of 10 s)
+        deadline = time.time() + 10
+        while not os.path.exists(dst) and time.time() < deadline:
+            time.sleep(0.001)
+        continue
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     open(src, "w").write("v1")
     os.rename(src, dst)
@@ -51,13 +58,14 @@ def gate(tmp_path, library):
     g.close()
 
 
-def renamer(gate: CheckpointGate, cp: Path, *names: str) -> subprocess.Popen:
-    """A child that writes ``cp/<name>`` as Spark does: a temp file beside it, renamed into place."""
+def renamer(gate: CheckpointGate, cp: Path, *names: str, thread: str = "") -> subprocess.Popen:
+    """A child that writes ``cp/<name>`` as Spark does: a temp file beside it, renamed into place (by a
+    thread named ``thread``, when given)."""
     args = []
     for name in names:
-        final = cp / name
-        args += [str(final.parent / f".{final.name}.tmp"), str(final)]
-    env = {**os.environ, **gate.env()}
+        final = cp / name.removeprefix("@wait:")
+        args += ["@wait" if name.startswith("@wait:") else str(final.parent / f".{final.name}.tmp"), str(final)]
+    env = {**os.environ, **gate.env(), "THREAD_NAME": thread}
     return subprocess.Popen([sys.executable, "-c", RENAMER, *args], env=env, stdout=subprocess.PIPE, text=True)
 
 
@@ -102,11 +110,12 @@ def test_a_release_is_never_missed_however_fast_the_harness_arms_again(gate, tmp
     # waits on the arming it belongs to, not on a file that comes and goes), and the next rule must hold
     cp = tmp_path / "cp"
     gate.arm("commits", "before", 3)
-    child = renamer(gate, cp, "commits/3", "offsets/4", "commits/4", "offsets/5", "commits/5")
+    child = renamer(gate, cp, "commits/3", "offsets/4", "commits/4", "@wait:armed", "offsets/5", "commits/5")
     assert gate.wait_held(10) is not None
     gate.release()
     gate.disarm()
     gate.arm("offsets", "after", 5)
+    (cp / "armed").touch()  # the released child renames offsets/5 only now: the new rule is in force then
     held = gate.wait_held(10)
     assert held is not None and (held.log, held.batch, held.pid) == ("offsets", 5, child.pid)
     assert (cp / "offsets/5").exists() and not (cp / "commits/5").exists()
@@ -114,13 +123,25 @@ def test_a_release_is_never_missed_however_fast_the_harness_arms_again(gate, tmp
     assert child.wait(10) == 0
 
 
-def test_state_store_deltas_and_nothing_else(gate, tmp_path):
+#: what each state store provider renames into place when a task commits version 5 of its store (an
+#: strace of Spark 4.2: HDFS-backed, RocksDB with changelog checkpointing, without it, checkpoint format v2)
+STATE_FILES = ("state/0/1/5.delta", "state/0/1/5.changelog", "state/0/1/5.zip",
+               "state/0/1/5_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab.zip",
+               "state/0/1/5_0f1e2d3c-aaaa-bbbb-cccc-0123456789ab.changelog",
+               "state/0/3/left-keyToNumValues/5.delta")
+
+
+@pytest.mark.parametrize("name", STATE_FILES)
+def test_a_state_store_version_of_every_provider_and_nothing_else(gate, tmp_path, name):
     cp = tmp_path / "cp"
-    gate.arm("delta", "before", 5)
-    child = renamer(gate, cp, "sources/0/5", "state/0/1/4.delta", "commits/x5", "state/0/1/5.delta")
+    gate.arm("state", "before", 5)
+    others = ("sources/0/5", "state/0/1/4.delta", "state/0/1/4.zip", "commits/x5", "state/0/1/5.snapshot",
+              "state/0/1/SSTs/000005-1c2d.sst", "state/0/1/_5.zip", "lake/5.zip", "state/0/1/5_.zip")
+    child = renamer(gate, cp, *others, name, thread="Executor task launch worker for task 3.0")
     held = gate.wait_held(10)
-    assert held is not None and held.log == "delta" and held.batch == 5 and held.path.endswith("state/0/1/5.delta")
-    assert (cp / "sources/0/5").exists() and (cp / "state/0/1/4.delta").exists() and (cp / "commits/x5").exists()
+    assert held is not None and (held.log, held.batch) == ("state", 5) and held.path.endswith(name)
+    assert held.thread == "Executor_task_l" and held.in_task
+    assert all((cp / o).exists() for o in others) and not (cp / name).exists()
     gate.release()
     assert child.wait(10) == 0
 
@@ -147,8 +168,9 @@ def test_a_hold_never_outlasts_its_cap(tmp_path, library):
 def test_a_rule_is_checked():
     with pytest.raises(ValueError, match="log one of"):
         GateRule("sources", "before", 0)
-    assert Hold.parse("commits before 7 12 13 1700000000500000000 /c/commits/7") == Hold(
-        "commits", "before", 7, 12, 13, 1700000000.5, "/c/commits/7")
+    assert Hold.parse("commits before 7 12 13 1700000000500000000 stream_executio /c/my cp/commits/7") == Hold(
+        "commits", "before", 7, 12, 13, 1700000000.5, "/c/my cp/commits/7", "stream_executio")
+    assert Hold.parse("commits before 7 12 13 1700000000500000000 /c/commits/7") is None  # not written through
 
 
 class Checkpoint:
@@ -202,3 +224,23 @@ def test_a_task_finishing_its_output_is_held_with_the_batch_planned_then(gate, t
     assert gate.wait_held(10) is not None
     gate.release()
     assert committer.wait(10) == 0
+
+
+def test_a_state_store_file_renamed_outside_a_task_is_not_a_state_commit(gate, tmp_path):
+    # RocksDB with changelog checkpointing uploads a snapshot (V.zip) from a background thread: the hold
+    # is reported, as a miss, in phase state_upload
+    detect = gated_moment(gate, Checkpoint(), "state_commit")
+    child = renamer(gate, tmp_path / "cp", "state/0/0/5.zip", thread="rocksdb-maintenance")
+    aim = detect(None, threading.Event(), time.time() + 10)
+    assert aim is not None and (aim.batch, aim.phase, aim.hit) == (4, "state_upload", False)
+    gate.release()
+    assert child.wait(10) == 0
+    for thread in ("Executor task launch worker", "ChecksumCheckpointFileManager-Thread-2"):
+        # a task's own thread; with checkpoint format v2 on Spark 4, the checksum file manager's pool, which
+        # renames the task's file while the task waits for it
+        detect = gated_moment(gate, Checkpoint(), "state_commit")
+        child = renamer(gate, tmp_path / thread[:4], "state/0/1/5_1a2b.changelog", thread=thread)
+        aim = detect(None, threading.Event(), time.time() + 10)
+        assert aim is not None and (aim.batch, aim.phase, aim.hit) == (4, "state_commit", True), thread
+        gate.release()
+        assert child.wait(10) == 0

@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams
+from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams, NotMeasurable, NotMeasured
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.sla import SLA, SLAViolation
@@ -133,10 +133,13 @@ def test_no_baseline_run_still_reports_counts_and_guarantee_and_names_the_reason
     run = ChaosRun.from_trace(tr, guarantee="at-least-once")
     assert (run.lost, run.duplicates, run.incorrect) == (1, 1, 0)
     assert run.guarantee_delivered == "none"
-    assert run.recovery_time is None and run.failure_cost is None
+    assert isinstance(run.recovery_time, NotMeasured) and isinstance(run.failure_cost, NotMeasured)
+    assert run.metrics.recovery_time is None and run.metrics.failure_cost is None
+    with pytest.raises(NotMeasurable, match="recovery_time was not measured .*no usable baseline"):
+        assert run.recovery_time < 30
     text = run.describe()
     assert "recovery time not measured" in text and "failure cost not measured" in text
-    assert "recovery_time not measured: no usable baseline" in text
+    assert "recovery_time, failure_cost not measured: no usable baseline" in text
     d = json.loads(run.to_json())
     assert d["recovery_time"] is None and d["failure_cost"] is None and d["recovered"] is None
     assert "no usable baseline" in d["unavailable"]["recovery_time"]

@@ -48,9 +48,14 @@ class Recovery:
                                    "recovery_time": None if rec is None or rec is NOT_RECOVERED else float(rec),
                                    "failure_cost": m.failure_cost}
         reason = "; ".join(f"{k}: {why}" for k, why in m.unavailable.items())
-        lines = [f"fault {i} ({f.kind} {f.target}): {f.verdict}, downtime {f.downtime:.1f}s" for i, f in
+        lines = [f"fault {i} ({f.kind} {f.target}): {f.verdict}, downtime {seconds(f.downtime)}" for i, f in
                  enumerate(m.faults)]
         return RecoveryResult(self.name, m.recovered, lines, numbers, reason=reason, metrics=m)
+
+
+def seconds(value: float | None) -> str:
+    """A duration for a report line: ``1.2s``, or ``not measurable`` (None)."""
+    return "not measurable" if value is None else f"{value:.1f}s"
 
 
 class _Number:
@@ -83,6 +88,9 @@ class Downtime(_Number):
     name = "downtime"
 
     def judge(self, m: RunMetrics) -> CheckResult:
+        if m.downtime is None:
+            return CheckResult(self.name, None, reason=m.unavailable.get(self.name, "not measured"),
+                               numbers={self.name: None})
         return self.bounded(m.downtime, "downtime")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_streamchaos.observe import delta
-from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints
+from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.output_names import output_kind, output_path
 from pytest_streamchaos.observe.outputs import NoIds
@@ -22,7 +22,10 @@ from pytest_streamchaos.stack.base import JobHandle
 class CheckpointTracker:
     """Points the checkpoint watcher at the latest started query's checkpoint, wherever the job put
     it (a restarted driver of a job without a checkpoint location starts a new query elsewhere), and
-    before the faults checks that the query did not resume from an earlier run's."""
+    before the faults checks that the query did not resume from an earlier run's. Where to look: the
+    places the run could tell before the job started (its working directory, the paths its code and
+    arguments name), and every checkpoint root Spark's driver log says it resolved
+    (:func:`~pytest_streamchaos.observe.checkpoints.logged_checkpoints`: a path a helper module builds)."""
 
     def __init__(self, ctx: RunContext, watcher: CheckpointWatcher, roots: list, job: JobHandle) -> None:
         self.ctx = ctx
@@ -31,6 +34,7 @@ class CheckpointTracker:
         self.job = job
         self.found = False  #: the query's checkpoint was found
         self._qid: str | None = None  # the query whose checkpoint the watcher reads
+        self._log_read = 0  # how much of the driver log has been read for resolved checkpoint roots
 
     @property
     def checkpoint_dir(self) -> str | None:
@@ -48,12 +52,45 @@ class CheckpointTracker:
         if not ids or ids[-1] == self._qid:
             return
         found = find_checkpoints(self.roots)
+        if ids[-1] not in found and self._logged_roots():
+            found = find_checkpoints(self.roots)
         if ids[-1] in found:
             self.watcher.point_at(found[ids[-1]])
             self._qid = ids[-1]
             self.found = True
             if "warmup_end" not in self.ctx.phases:
                 self.check_fresh(progress, found[ids[-1]])
+
+    def state_store(self) -> dict[str, Any] | None:
+        """The query's state store as its checkpoint shows it (``to_dict`` and ``describe``), for the run's
+        facts; None without state, without a checkpoint found, or when it cannot be read."""
+        try:
+            store = self.watcher.state_store() if self.found else None
+        except (OSError, ValueError):
+            return None
+        return None if store is None else {**store.to_dict(), "describe": store.describe()}
+
+    def _logged_roots(self) -> bool:
+        """Add the checkpoint roots the driver logged since the last look to :attr:`roots`; whether any was new."""
+        try:
+            with open(self.job.log_path, "rb") as log:
+                log.seek(self._log_read)
+                text = log.read()
+        except OSError:
+            return False
+        text = text[:text.rfind(b"\n") + 1]  # a line still being written is read next time
+        self._log_read += len(text)
+        known = {str(r) for r in self.roots}
+        new = []
+        for root in logged_checkpoints(text.decode(errors="replace")):
+            try:
+                place = self.ctx.storage.place(root)
+            except ValueError:
+                continue  # another filesystem's (an object store): not this run's to watch
+            if str(place) not in known:
+                new.append(place)
+        self.roots.extend(new)
+        return bool(new)
 
     def check_fresh(self, progress: SparkProgress, place: Any = None) -> None:
         """Before the faults (no restart yet): a query that resumed from an earlier run's checkpoint the

@@ -104,7 +104,8 @@ class Verdict:
         return JobFacts(args=list(job.args), workdir=str(job.workdir),
                         log=str(job.log_path), master=d.warm.local_master or ctx.chaos.cluster.master_url,
                         launches=len(job.launches), restarts_by_supervisor=obs.supervisor.restarts,
-                        checkpoint=obs.checkpoint.checkpoint_dir, checkpoint_storage=ctx.storage.kind)
+                        checkpoint=obs.checkpoint.checkpoint_dir, checkpoint_storage=ctx.storage.kind,
+                        state_store=obs.checkpoint.state_store())
 
     def _load(self) -> LoadFacts:
         ctx = self.ctx

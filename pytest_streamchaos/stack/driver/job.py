@@ -302,16 +302,48 @@ class SparkJob:
 _EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$")
 
 
+#: how Spark reports a Python worker that died without sending its error back: ``Python worker exited
+#: unexpectedly (crashed)``, ``TransformWithStateInPySpark driver worker exited unexpectedly (crashed)``. The
+#: worker printed its own error to its stderr, which is the driver's log for the driver's Python workers
+CRASHED = "exited unexpectedly (crashed)"
+
+
+def exception_lines(log_text: str) -> list[str]:
+    """The exception line of each Python traceback in a log, in order."""
+    lines = log_text.splitlines()
+    out = []
+    # a traceback may start inside a JVM exception's message (a Python worker's, carried by Spark's
+    # "... initialization failed, returned -2. Cause: Traceback (most recent call last):")
+    for start in (i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line):
+        for line in lines[start + 1:]:
+            if not line.strip() or line[0].isspace():
+                continue  # the frames and the source lines of the traceback
+            if _EXC_LINE.match(line.strip()):
+                out.append(line.strip())
+            break
+    return out
+
+
 def last_exception(log_text: str) -> str | None:
     """The exception line of the last Python traceback in a driver log (``FileNotFoundError: [Errno 2]
-    No such file or directory: 'rates.csv'``), or None when there is none."""
-    lines = log_text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
-    if not starts:
+    No such file or directory: 'rates.csv'``), or None when there is none. When it says only that a Python
+    worker crashed, the worker's own error (:func:`crashed_worker_error`) is named first."""
+    found = exception_lines(log_text)
+    return with_worker_error(found[-1], log_text) if found else None
+
+
+def crashed_worker_error(log_text: str) -> str | None:
+    """The error a crashed Python worker printed itself (``ModuleNotFoundError: No module named 'google'``)
+    when Spark reported only that it crashed (:data:`CRASHED`): the exception line of the last traceback
+    in ``log_text`` that is not a report of the crash. None without a crash or such a traceback."""
+    if CRASHED not in log_text:
         return None
-    for line in lines[starts[-1] + 1:]:
-        if not line.strip() or line[0].isspace():
-            continue  # the frames and the source lines of the traceback
-        if _EXC_LINE.match(line.strip()):
-            return line.strip()
-    return None
+    own = [e for e in exception_lines(log_text) if CRASHED not in e]
+    return own[-1] if own else None
+
+
+def with_worker_error(error: str, log_text: str) -> str:
+    """``error`` (an exception line, or a query's exception), led by the crashed Python worker's own error
+    when ``error`` says only that one crashed and ``log_text`` holds the worker's traceback."""
+    worker = crashed_worker_error(log_text) if CRASHED in error else None
+    return error if worker is None else f"a Python worker crashed with {worker} (Spark: {error})"
