@@ -50,6 +50,7 @@ def test_no_duration_ends_the_load_once_the_fault_has_recovered(shared_run):
 # about, so the declared guarantee is not the point here (the job does not restart). The delay lasts
 # 20 s from +6 s (after 6 s of baseline: recovery metrics need 5), longer than those attempts on a
 # busy machine; the drain is 10 s (a stopped job commits nothing more)
+@pytest.mark.slow  # ./dev test keeps a representative: test_chaos_network_faults.py's 500 ms delay
 @pytest.mark.sla(guarantee=None)
 @network_delay(ms=3000, above_timeout=True, after=6, duration=20)
 def test_delay_above_the_jobs_kafka_timeout_is_noticed(chaos):

@@ -60,6 +60,7 @@ def invoice(rec: RecordSpec) -> dict:
             "TotalAmount": 9.5, "InvoiceLineItems": items}
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_checkpoint_on_hdfs_survives_a_namenode_kill
 @pytest.mark.chaos(backend="local")
 @kill_driver(after=8, restart_after=1)
 def test_relative_file_sink_and_checkpoint_land_on_hdfs_and_stay_exactly_once(chaos):

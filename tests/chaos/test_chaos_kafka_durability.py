@@ -35,6 +35,7 @@ def _key_id(_value: bytes, key: bytes | None) -> list[int]:
     return [int(key)]
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_chaos_kafka_faults.py's leader broker down
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)  # the point: acks=1 does not deliver at-least-once here
 @CUT

@@ -68,6 +68,7 @@ def test_driver_link_delay_above_timeout_loses_executors_and_recovers(chaos):
         "PD>TO: the driver should have declared an executor dead"
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: the 500 ms delay above
 @pytest.mark.chaos
 @network_partition(target="kafka", after=8, duration=8)
 def test_partition_from_kafka_stops_the_flow_until_healed(chaos):

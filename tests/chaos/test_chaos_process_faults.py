@@ -86,6 +86,7 @@ def test_master_killed_without_ha_the_job_does_not_recover(chaos):
     assert any(e.kind == "executor_removed" and e.t > fault_t for e in run.timeline)
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_executor_killed_while_running_tasks_loses_nothing
 @pytest.mark.chaos(ha=True)
 @kill_master(after=8)
 def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):

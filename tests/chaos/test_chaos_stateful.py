@@ -140,7 +140,7 @@ def test_a_driver_kill_on_a_30s_trigger_is_not_measurable_never_masked(chaos):
 # the default run has transformWithStateInPandas (it needs protobuf, which the set-up installs); -m slow adds
 # applyInPandasWithState
 @pytest.mark.chaos(backend="local")
-@pytest.mark.parametrize("api", [pytest.param("pandas_state", marks=pytest.mark.slow), "tws"])
+@pytest.mark.parametrize("api", [pytest.param(a, marks=pytest.mark.slow) for a in ("pandas_state", "tws")])
 def test_the_stateful_python_apis_run_after_the_readme_setup(chaos, api):
     if api == "tws" and not spark_4():
         pytest.skip("transformWithStateInPandas is Spark 4's")

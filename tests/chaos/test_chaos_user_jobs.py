@@ -60,6 +60,8 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
     assert run.meta["checkpoint"].endswith("chk-point-dir"), "the relative checkpoint is found in the driver's dir"
 
 
+# ./dev test keeps a representative: test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates
+@pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(after=10, restart_after=1)
 def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
@@ -82,6 +84,7 @@ def click(rec: RecordSpec) -> dict:
     return {"adId": str(rec.id), "clickTime": rec.ts}
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_sparks_own_kafka_wordcount_example_under_a_driver_kill
 @pytest.mark.chaos
 @kill_executor(after=10)
 def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
@@ -98,6 +101,7 @@ def sale(rec: RecordSpec) -> dict:
     return {"StoreID": rec.key, "CreatedTime": rec.ts}
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_reference_stateful.py's windowed count
 @pytest.mark.chaos
 @kill_worker(after=10, restart_after=5)
 def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
@@ -191,6 +195,8 @@ def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chao
     assert run.guarantee_delivered == "at-least-once"
 
 
+# ./dev test keeps a representative: test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass
+@pytest.mark.slow
 @pytest.mark.chaos
 @kill_worker(after=10)
 def test_a_job_that_sets_local_master_in_code_cannot_be_hit_by_a_worker_kill(chaos):

@@ -63,6 +63,7 @@ def test_an_executor_container_killed_through_yarns_api(chaos):
     assert run.recovery_time is not NOT_RECOVERED
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_an_executor_container_killed_through_yarns_api
 @pytest.mark.chaos(spark="yarn")
 @kill_driver(after=8)
 def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):

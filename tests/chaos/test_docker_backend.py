@@ -100,6 +100,7 @@ def test_delay_in_one_worker_namespace_slows_the_job(chaos):
     assert_observer_spared(run)
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: the shared run of the two tests above
 @DOCKER
 @network_partition(target="kafka", after=8, duration=8)
 def test_partition_of_the_workers_from_kafka_stops_the_flow_until_healed(chaos):

@@ -72,6 +72,8 @@ def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its
     assert_replay_duplicated(run)  # appended a second time
 
 
+# ./dev test keeps a representative: test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_a_foreach_batch_writer_keyed_by_batch_id_stays_exactly_once(chaos, hardcoded_paths):
@@ -117,6 +119,8 @@ def batch_ran_again(run, n: int) -> bool:
     return [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:2]
 
 
+# ./dev test keeps a representative: test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="uncommitted_output", after=3, restart_after=0)
 def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_whether_it_landed(chaos):

@@ -25,6 +25,7 @@ def per_fault(run, label):
                    reliable_throughput=run.reliable_throughput, lost=run.lost, duplicates=run.duplicates)
 
 
+@pytest.mark.slow  # ./dev test keeps a representative: test_paper_000's worker kill
 @pytest.mark.papers
 @pytest.mark.chaos
 @network_delay(ms=300, target="kafka", above_timeout=False, after=6, duration=6)
