@@ -54,7 +54,7 @@ def run_job(chaos, setup=None, **kwargs):
                      **kwargs)
 
 
-# ./dev test keeps a representative: test_a_data_file_the_job_cannot_find_fails_the_run_in_seconds_with_the_jobs_own_error
+# ./dev test keeps a representative: the missing data file below
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_first_runs_checkpoint(
