@@ -22,7 +22,7 @@ or lets the plugin search the fault schedules that break the test's assertions (
         assert run.duplicates == 0
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.deprecation import installed_version as _installed_version
 
@@ -53,7 +53,37 @@ _LAZY = {
     "Timing": "pytest_streamchaos.runner.groups",
     "Reference": "pytest_streamchaos.analysis.reference",
     "explore": "pytest_streamchaos.exploration.mark",
+    "ChaosFixture": "pytest_streamchaos.harness",
+    "ChaosRun": "pytest_streamchaos.analysis.result",
+    "RepeatedRun": "pytest_streamchaos.analysis.repeat",
 }
+if TYPE_CHECKING:  # what a type checker and an editor see of the lazy names above: their own types, not Any
+    from pytest_streamchaos.analysis.aggregate import AggregateOracle as AggregateOracle
+    from pytest_streamchaos.analysis.checker import Checker as Checker
+    from pytest_streamchaos.analysis.checker import CheckFailed as CheckFailed
+    from pytest_streamchaos.analysis.checker import CheckResult as CheckResult
+    from pytest_streamchaos.analysis.checker import compose as compose
+    from pytest_streamchaos.analysis.metrics import NOT_RECOVERED as NOT_RECOVERED
+    from pytest_streamchaos.analysis.metrics import MetricParams as MetricParams
+    from pytest_streamchaos.analysis.metrics import NotMeasurable as NotMeasurable
+    from pytest_streamchaos.analysis.metrics import NotMeasured as NotMeasured
+    from pytest_streamchaos.analysis.oracle import CustomOracle as CustomOracle
+    from pytest_streamchaos.analysis.oracle import IdentityOracle as IdentityOracle
+    from pytest_streamchaos.analysis.oracle import TumblingWindowOracle as TumblingWindowOracle
+    from pytest_streamchaos.analysis.reference import Reference as Reference
+    from pytest_streamchaos.analysis.repeat import RepeatedRun as RepeatedRun
+    from pytest_streamchaos.analysis.result import ChaosRun as ChaosRun
+    from pytest_streamchaos.exploration.mark import explore as explore
+    from pytest_streamchaos.faults.spec import FaultSpec as FaultSpec
+    from pytest_streamchaos.faults.spec import FaultSpecError as FaultSpecError
+    from pytest_streamchaos.harness import ChaosFixture as ChaosFixture
+    from pytest_streamchaos.history import History as History
+    from pytest_streamchaos.runner.groups import JobSetup as JobSetup
+    from pytest_streamchaos.runner.groups import Load as Load
+    from pytest_streamchaos.runner.groups import Timing as Timing
+    from pytest_streamchaos.runner.groups import Watch as Watch
+    from pytest_streamchaos.usercode import UserCodeError as UserCodeError
+    from pytest_streamchaos.workload.records import RecordSpec as RecordSpec
 #: where every fault kind's decorator is (``kill_worker`` ...): made from the fault registry, so a new
 #: kind is importable from here without a line in this file
 _FAULT_MARKS = "pytest_streamchaos.faults.marks"

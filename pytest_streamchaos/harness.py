@@ -15,16 +15,19 @@ Kept apart from the runner on purpose: the runner owns one run's life cycle, thi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
+from pytest_streamchaos.analysis.oracle import Oracle
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.versus import Versus, versus
+from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner import Chaos
-from pytest_streamchaos.runner.groups import GROUPS
+from pytest_streamchaos.runner.groups import GROUPS, JobSetup, Load, Timing, Watch, default, grouped_keywords
 
 #: the fields of a group that two runs' groups merge key by key
 _MERGED = ("conf", "env")
@@ -69,10 +72,82 @@ class ChaosHarness(Chaos):
         self.results: list[ChaosRun | RepeatedRun] = []
         self.comparisons: list[Versus] = []
 
-    def run(self, job: str | Path, *args: Any, repeat: int | None = None, faults: bool = True,
-            **kwargs: Any) -> Any:
-        """``Chaos.run`` (same arguments) ``repeat`` times (default: the test's mark, else
-        ``--chaos-repeat``); ``faults=False`` leaves the test's fault marks out of this run."""
+    # The return type follows ``repeat``: one ChaosRun when not given (a repeat the test's mark or
+    # --chaos-repeat asks for cannot be seen here: that RepeatedRun answers every ChaosRun attribute) or
+    # given as 1, a RepeatedRun for any other count. An int that is 1 only at run time gives one ChaosRun
+    # typed RepeatedRun: mypy's overlap warning below is that case, accepted for a precise literal call.
+    @overload
+    def run(self, job: str | Path, rate: float = 200.0, duration: float | None = None,  # type: ignore[overload-overlap]
+            guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
+            inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
+            outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
+            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
+            timing: Timing | None = None, reference: bool | Reference | None = None,
+            repeat: Literal[1] | None = None, faults: bool = True) -> ChaosRun: ...
+
+    @overload
+    def run(self, job: str | Path, rate: float = 200.0, duration: float | None = None,
+            guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
+            inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
+            outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
+            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
+            timing: Timing | None = None, reference: bool | Reference | None = None,
+            repeat: int, faults: bool = True) -> RepeatedRun: ...
+
+    @grouped_keywords
+    def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
+            guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
+            inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
+            outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
+            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
+            timing: Timing | None = None, reference: bool | Reference | None = None,
+            repeat: int | None = None, faults: bool = True) -> ChaosRun | RepeatedRun:
+        """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
+        ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
+        faults, and return the verdict, a :class:`~pytest_streamchaos.analysis.result.ChaosRun`. Without
+        ``duration`` the load lasts the fault timeline plus a recovery window and ends sooner once every
+        fault's recovery is settled (docs/metrics.md#ending-the-load-on-recovery).
+
+        ``guarantee`` is the declared processing guarantee (checked after the test, and by
+        ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
+        identity, for stateless jobs).
+
+        For a job written without this plugin in mind (see the README, "Chaos-test your own job"):
+        ``inputs`` maps each topic the job reads to its record factory (None: the built-in records);
+        several topics get the same ids (a join); named topics start empty. ``outputs`` maps each place it
+        writes to how input ids are read there. ``kafka_port``: the Kafka cluster also answers the job on
+        ``127.0.0.1:<port>`` during the run, for a job that hard-codes ``localhost:9092``.
+
+        The rest comes in groups: ``load=Load(...)`` (partitions, keys, skew, record size, late records),
+        ``watch=Watch(...)`` (id readers, annotations, metric parameters), ``setup=JobSetup(...)`` (the
+        job's args, conf, env, files, checkpoint place, supervision) and ``timing=Timing(...)`` (trigger,
+        phase timeouts, settle time). The flat arguments above belong to groups too (``rate`` to
+        :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
+        into them; a field given both flat and in its group is a ValueError naming it, and an argument
+        given flat that lives in a group a TypeError naming the group. A job in real-time mode is recognised
+        (:func:`~pytest_streamchaos.runner.chaos.judged_real_time`).
+
+        ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
+        without faults -- twice, once per session for this job and input -- and compares this run's outputs
+        with it by key (``run.diverged``, ``run.reference``): the oracle of a job whose output is not one
+        record per input (aggregates, joins, sessions, a table written by MERGE).
+
+        ``repeat=N`` runs the scenario N times with the same seed and returns a
+        :class:`~pytest_streamchaos.analysis.repeat.RepeatedRun` (medians, spread, worst run); without it,
+        the test's ``@pytest.mark.chaos(repeat=N)``, else ``--chaos-repeat``, decides (a ``RepeatedRun``
+        then answers every attribute a ``ChaosRun`` has). ``faults=False`` leaves the test's fault marks
+        out of this run.
+        """
+        return self._repeated(lambda: Chaos.run(self, job, rate, duration, guarantee, oracle, inputs=inputs,
+                                                outputs=outputs, kafka_port=kafka_port, load=load, watch=watch,
+                                                setup=setup, timing=timing, reference=reference),
+                              repeat=repeat, faults=faults)
+
+    def _repeated(self, once: Callable[[], ChaosRun], *, repeat: int | None, faults: bool) -> ChaosRun | RepeatedRun:
+        """``once()`` ``repeat`` times (None: the test's mark, else ``--chaos-repeat``), without the test's
+        fault marks when not ``faults``: one ``ChaosRun``, or a ``RepeatedRun`` of several, kept in
+        :attr:`results`. Test seam: a subclass whose ``run`` hands it synthetic runs (``analysis.synthetic``)
+        exercises repeats, comparisons and the plugin's reports without Spark."""
         n = self.repeat if repeat is None else int(repeat)
         if n < 1:
             raise ValueError(f"repeat={n!r} must be >= 1")
@@ -83,7 +158,7 @@ class ChaosHarness(Chaos):
         try:
             for _ in range(n):
                 try:
-                    runs.append(self._run_once(job, *args, **kwargs))
+                    runs.append(once())
                 finally:
                     finish = getattr(self.status, "finish", None)
                     if finish is not None:
@@ -93,11 +168,6 @@ class ChaosHarness(Chaos):
         result: ChaosRun | RepeatedRun = runs[0] if n == 1 else RepeatedRun(runs)
         self.results.append(result)
         return result
-
-    def _run_once(self, job: str | Path, *args: Any, **kwargs: Any) -> ChaosRun:
-        """One run on the stack (``Chaos.run``). Test seam: a subclass that returns synthetic runs
-        (``analysis.synthetic``) exercises repeats, comparisons and the plugin's reports without Spark."""
-        return Chaos.run(self, job, *args, **kwargs)
 
     def compare(self, job: str | Path, a: Mapping[str, Any] | None = None, b: Mapping[str, Any] | None = None,
                 *, labels: tuple[str, str] = ("A", "B"), slo_latency: float | None = None,
@@ -109,3 +179,8 @@ class ChaosHarness(Chaos):
         result = versus(run_b, run_a, slo_latency=slo_latency, labels=labels)
         self.comparisons.append(result)
         return result
+
+
+#: the ``chaos`` fixture's type, for a test's annotation: ``def test_x(chaos: ChaosFixture):`` makes an editor
+#: and mypy check every ``chaos.run(...)`` keyword and know it returns a ``ChaosRun``
+ChaosFixture = ChaosHarness

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -44,6 +44,9 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
     streamchaos_spark_session,
     streamchaos_stacks,
 )
+
+if TYPE_CHECKING:  # the fixture's type; the harness itself is imported when a test asks for it
+    from pytest_streamchaos.harness import ChaosFixture
 
 MARKERS = (
     "chaos(ha=False, repeat=1, backend=None, spark=None): a chaos test of a streaming job (select with -m chaos); "
@@ -181,9 +184,10 @@ def checkpoint_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F811
-          streamchaos_settings: _settings.Settings) -> Iterator[Any]:  # noqa: F811
+          streamchaos_settings: _settings.Settings) -> Iterator[ChaosFixture]:  # noqa: F811
     """Runs your streaming job on the stack under load with this test's fault marks:
-    ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``."""
+    ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``; its type,
+    for an annotation an editor and mypy check the call by, is ``pytest_streamchaos.ChaosFixture``."""
     from pytest_streamchaos.harness import ChaosHarness
     from pytest_streamchaos.report.progress import status_for
     from pytest_streamchaos.runner.reference import REFERENCES_KEY, References

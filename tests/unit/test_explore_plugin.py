@@ -2,12 +2,12 @@
 and the options' refusals (one line, before anything runs), the search over the test body, the failure
 with its replay line, the replay, a flaky violation, the summary and the JSON's ``explore`` key.
 
-No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``_run_once`` (the test seam)
-judges a synthetic trace of a system with a planted moment-bug: records come out twice when the plan
-has ``BUG`` (``kill_driver`` aimed at ``output_visible_uncommitted`` unless the environment says
-otherwise; ``always``: with no fault too); each fault lands in its phase, except the phases in ``MISS``
-(their aims miss); with ``FLAKY=1`` the bug shows once, never again; with ``BROKEN=1`` the job never
-starts. (On real jobs: tests/chaos/test_explore.py.)
+No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``run`` hands the harness's repeats
+(``_repeated``, the test seam) runs that judge a synthetic trace of a system with a planted moment-bug:
+records come out twice when the plan has ``BUG`` (``kill_driver`` aimed at ``output_visible_uncommitted``
+unless the environment says otherwise; ``always``: with no fault too); each fault lands in its phase, except
+the phases in ``MISS`` (their aims miss); with ``FLAKY=1`` the bug shows once, never again; with ``BROKEN=1``
+the job never starts. (On real jobs: tests/chaos/test_explore.py.)
 """
 
 import json
@@ -36,7 +36,10 @@ FLAKY = os.environ.get("FLAKY") == "1"
 SHOWN = []  # with FLAKY: the bug shows once, never again
 
 class FakeHarness(ChaosHarness):
-    def _run_once(self, job, guarantee="exactly-once"):
+    def run(self, job, guarantee="exactly-once", *, repeat=None, faults=True):
+        return self._repeated(lambda: self.synthetic(guarantee), repeat=repeat, faults=faults)
+
+    def synthetic(self, guarantee):
         if os.environ.get("BROKEN"):
             raise RuntimeError("the job exited (code 1) before its streaming query started: NameError: name "
                                "'sparkk' is not defined")

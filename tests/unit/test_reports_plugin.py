@@ -1,8 +1,9 @@
 """The plugin's reports, end to end in pytester sessions: baselines (save / compare / compare-fail),
 repeated runs, A/B comparisons, the report directory (JSON + PNG), JUnit properties and progress.
 
-No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``_run_once`` (the test seam)
-analyses a synthetic trace -- an outage of ``outages[k]`` seconds at +20 s in the k-th run.
+No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``run`` hands the harness's repeats
+(``_repeated``, the test seam) runs that analyse a synthetic trace -- an outage of ``outages[k]`` seconds
+at +20 s in the k-th run.
 """
 
 import contextlib
@@ -30,7 +31,10 @@ from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY, chaos_s
 from pytest_streamchaos.report.progress import status_for
 
 class FakeHarness(ChaosHarness):
-    def _run_once(self, job, outages=(0.0,), spike=0.0, drop=(), conf=None, guarantee="exactly-once"):
+    def run(self, job, *, repeat=None, faults=True, **scenario):
+        return self._repeated(lambda: self.synthetic(job, **scenario), repeat=repeat, faults=faults)
+
+    def synthetic(self, job, outages=(0.0,), spike=0.0, drop=(), conf=None, guarantee="exactly-once"):
         k = len(self.runs)
         outage = outages[k % len(outages)] if self.faults else 0.0
         if self.status:
