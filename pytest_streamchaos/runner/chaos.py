@@ -72,36 +72,9 @@ class Chaos:
             outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
             load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
             timing: Timing | None = None, reference: bool | Reference | None = None) -> ChaosRun:
-        """Run ``job`` (a PySpark script: absolute, or relative to the test file or rootdir) at
-        ``rate`` records/s for ``duration`` seconds of load after steady state, with the test's
-        faults, and return the verdict. Without ``duration`` the load lasts the fault timeline plus a
-        recovery window and ends sooner once every fault's recovery is settled
-        (docs/metrics.md#ending-the-load-on-recovery).
-
-        ``guarantee`` is the declared processing guarantee (checked after the test, and by
-        ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
-        identity, for stateless jobs).
-
-        For a job written without this plugin in mind (see the README, "Chaos-test your own job"):
-        ``inputs`` maps each topic the job reads to its record factory (None: the built-in records);
-        several topics get the same ids (a join); named topics start empty. ``outputs`` maps each place it
-        writes to how input ids are read there. ``kafka_port``: the Kafka cluster also answers the job on
-        ``127.0.0.1:<port>`` during the run, for a job that hard-codes ``localhost:9092``.
-
-        The rest comes in groups: ``load=Load(...)`` (partitions, keys, skew, record size, late records),
-        ``watch=Watch(...)`` (id readers, annotations, metric parameters), ``setup=JobSetup(...)`` (the
-        job's args, conf, env, files, checkpoint place, supervision) and ``timing=Timing(...)`` (trigger,
-        phase timeouts, settle time). The flat arguments above belong to groups too (``rate`` to
-        :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
-        into them; a field given both flat and in its group is a ValueError naming it, and an argument
-        given flat that lives in a group a TypeError naming the group. A job in real-time mode is recognised
-        (:func:`judged_real_time`).
-
-        ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
-        without faults -- twice, once per session for this job and input -- and compares this run's outputs
-        with it by key (``run.diverged``, ``run.reference``): the oracle of a job whose output is not one
-        record per input (aggregates, joins, sessions, a table written by MERGE).
-        """
+        """One run of ``job`` with the test's faults, and its verdict. The arguments are the ``chaos``
+        fixture's, documented there (:meth:`pytest_streamchaos.harness.ChaosHarness.run`), less its
+        ``repeat`` and ``faults``; tests/unit/test_run_groups.py holds the two signatures equal."""
         load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
         watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle, reference=reference))
         setup = grouped("setup", JobSetup, setup, dict(kafka_port=kafka_port))

@@ -5,6 +5,8 @@ way; a group with one of its flat arguments is refused, and an argument that liv
 from __future__ import annotations
 
 import inspect
+import sys
+import typing
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 
 import pytest_streamchaos
-from pytest_streamchaos import IdentityOracle, JobSetup, Load, MetricParams, Timing, Watch
+from pytest_streamchaos import ChaosFixture, IdentityOracle, JobSetup, Load, MetricParams, Timing, Watch
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner import chaos as chaos_module
 from pytest_streamchaos.runner.groups import Default
@@ -60,6 +62,69 @@ def test_the_groups_are_public_and_their_defaults_are_the_flat_ones():
                 flat = params[f.name].default
                 assert (flat.value if isinstance(flat, Default) else flat) == f.default, f.name
     assert repr(params["rate"].default) == "200.0"  # help() shows the value
+
+
+def _described(param: inspect.Parameter) -> tuple[Any, ...]:
+    """What a caller sees of a parameter: name, kind, annotation and default (a :class:`Default`'s value)."""
+    value = param.default.value if isinstance(param.default, Default) else param.default
+    return param.name, param.kind, param.annotation, value
+
+
+#: the fixture's own arguments: how many runs, and whether the test's fault marks play -- not what one run is
+HARNESS_OWN = ("repeat", "faults")
+
+
+def test_the_fixtures_run_spells_out_the_runners_arguments_plus_repeat_and_faults():
+    """What a test calls (``chaos.run``: typed, so an editor checks each keyword) takes the runner's arguments
+    as they are -- names, kinds, annotations, defaults -- plus the harness's own two. The runner's limit above
+    stays the rule for the call: a new flat argument has to go through it; repeat= and faults= are not run
+    arguments, and a group would hide them where every test reading a repeat looks."""
+    runner = list(inspect.signature(Chaos.run).parameters.values())
+    fixture = list(inspect.signature(ChaosFixture.run).parameters.values())
+    assert [p.name for p in fixture] == [p.name for p in runner] + list(HARNESS_OWN)
+    assert [_described(p) for p in fixture[:len(runner)]] == [_described(p) for p in runner]
+    assert [_described(p) for p in fixture[len(runner):]] == [
+        ("repeat", inspect.Parameter.KEYWORD_ONLY, "int | None", None),
+        ("faults", inspect.Parameter.KEYWORD_ONLY, "bool", True)]
+    assert ChaosFixture.run.__doc__ and "``repeat=N``" in ChaosFixture.run.__doc__
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="typing.get_overloads is Python 3.11's")
+def test_each_typed_overload_of_the_fixtures_run_is_its_signature_but_for_repeat():
+    """The overloads an editor shows (one ChaosRun; a RepeatedRun for repeat=N) carry the real defaults, and
+    differ from the signature only in ``repeat``'s type and the return type."""
+    real = [_described(p) for p in inspect.signature(ChaosFixture.run).parameters.values() if p.name != "repeat"]
+    overloads = typing.get_overloads(ChaosFixture.run)
+    assert [inspect.signature(o).return_annotation for o in overloads] == ["ChaosRun", "RepeatedRun"]
+    for o in overloads:
+        assert [_described(p) for p in inspect.signature(o).parameters.values() if p.name != "repeat"] == real
+    assert [inspect.signature(o).parameters["repeat"].annotation for o in overloads] == ["Literal[1] | None", "int"]
+
+
+def test_the_fixtures_run_hands_the_runner_what_the_test_gave(tmp_path, monkeypatch):
+    """Positional or keyword, flat or grouped, the fixture's run builds what the runner builds from the same
+    call; a misspelt keyword gets the runner's did-you-mean, which names the fixture's own arguments too."""
+    (tmp_path / "job.py").write_text("")
+    monkeypatch.setattr(chaos_module, "Run", NoRun)
+    runner = Chaos(cluster=None, kafka=None, workdir=tmp_path / "a", test_dir=tmp_path)
+    fixture = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path / "b", test_dir=tmp_path)
+    oracle = IdentityOracle()
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), ((50, 20, "exactly-once", oracle), {"kafka_port": 9092, "inputs": {"orders": None}}),
+        ((), {"rate": 50, "load": Load(partitions=3), "setup": JobSetup(args=["{bootstrap_servers}"]),
+              "timing": Timing(trigger_seconds=0.5), "watch": Watch(id_reader="key"), "outputs": {"o": "key"}})]
+    for args, kwargs in calls:
+        built = []
+        for chaos in (runner, fixture):
+            with pytest.raises(Captured) as got:
+                chaos.run("job.py", *args, **kwargs)
+            inputs = got.value.inputs
+            built.append((got.value.spec, type(inputs.oracle), inputs.id_reader, inputs.output_ids, inputs.factories))
+        assert built[0] == built[1], (args, kwargs)
+    with pytest.raises(TypeError, match=r"'rat': did you mean rate=\?"):
+        fixture.run("job.py", rat=5)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"'zzz'; it takes .*faults, .*repeat, setup"):
+        fixture.run("job.py", zzz=1)  # type: ignore[call-overload]
 
 
 def test_grouped_arguments_build_the_same_run_as_flat_ones(built):
