@@ -57,7 +57,8 @@ def _merged_group(common: Any, own: Any) -> Any:
 
 
 class ChaosHarness(Chaos):
-    """What the ``chaos`` fixture hands a test (see the module docstring).
+    """What the ``chaos`` fixture hands a test (see the module docstring); a test annotates it with its public
+    name, ``from pytest_streamchaos import ChaosFixture``, and an editor or mypy then checks every ``run`` call.
 
     :attr:`results` holds what each ``run`` returned (a ``ChaosRun`` or a ``RepeatedRun``): the
     plugin checks SLAs, saves baselines and draws pictures from it. :attr:`runs` (from ``Chaos``)
