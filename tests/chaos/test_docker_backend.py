@@ -39,9 +39,10 @@ def assert_ran_on_containers(run):
 # container killed at +38 s and restarted 5 s later (its new container registers in ~5 s and its
 # executor takes ~8 s more; recovered about 15 s after the kill). Each fault's metrics end where the
 # next fault begins, so the first must be over by then (30 s); the load outlasts the second recovery
-# and its hold by several seconds.
+# and its hold by about 20 s (66 s of load, 13 s after a typical recovery, was too short once in CI, where the
+# new executor came later).
 BROKER_THEN_WORKER = (kill_broker(after=8, restart_after=6), kill_worker(after=38, restart_after=5))
-BROKER_THEN_WORKER_LOAD = 66
+BROKER_THEN_WORKER_LOAD = 78
 
 
 @DOCKER
