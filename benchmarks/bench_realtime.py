@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _session import run_session  # benchmarks/_session.py (run as python benchmarks/<name>.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -86,18 +85,7 @@ def main() -> int:
     todo = cases(args.part, [float(i) for i in args.intervals.split(",")])
     tests = "".join(ONE % {"i": i, "fault": f, "mark": mark, "interval": iv, "supervise": s}
                     for i, (f, mark, iv, s) in enumerate(todo))
-    with tempfile.TemporaryDirectory(prefix="bench-realtime-") as tmp:
-        test = Path(tmp) / "test_bench_realtime.py"
-        test.write_text(TEST % {"job": str(JOB), "tests": tests})
-        out = Path(tmp) / "rows.jsonl"
-        env = {**os.environ, "BENCH_OUT": str(out), "PYTHONPATH": str(ROOT)}
-        started = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-q", "-s",
-                            "--rootdir", tmp], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-        took = time.monotonic() - started
-        rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    if p.returncode != 0 or len(rows) != len(todo):
-        print((p.stdout + p.stderr)[-6000:], file=sys.stderr)
+    rows, returncode, took = run_session("bench_realtime", TEST % {"job": str(JOB), "tests": tests}, len(todo))
     print(f"{'fault':<9} {'interval':>8} {'sent':>5} {'lost':>4} {'dup':>5} {'oldest dup s':>12} {'bound':>5} "
           f"{'down s':>6} {'p50/p99 ms before':>17} {'after':>9}")
     for r in rows:
@@ -105,10 +93,10 @@ def main() -> int:
               f"{str(r['oldest_duplicate_s']):>12} {'held' if r['replay_bound_held'] else 'NOT':>5} "
               f"{r['downtime_s']:>6} {ms(r['latency_before']):>17} {ms(r['latency_after']):>9}")
     result = {"date": time.strftime("%Y-%m-%d"), "session_s": round(took), "rate": 100, "duration_s": 40,
-              "partitions": 2, "job": str(JOB.relative_to(ROOT)), "rows": rows, "pytest_returncode": p.returncode}
+              "partitions": 2, "job": str(JOB.relative_to(ROOT)), "rows": rows, "pytest_returncode": returncode}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"realtime_{args.part}.json").write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if p.returncode == 0 and len(rows) == len(todo) else 1
+    return 0 if returncode == 0 and len(rows) == len(todo) else 1
 
 
 if __name__ == "__main__":

@@ -17,12 +17,11 @@ Prints one row per run (lost, duplicates, downtime, recovery, failure cost) and 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _session import run_session  # benchmarks/_session.py (run as python benchmarks/<name>.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "yarn_recovery.json"
@@ -73,18 +72,7 @@ def test_%(i)d(chaos):
 def main() -> int:
     tests = "".join(ONE % {"i": i, "manager": m, "fault": f, "mode": d, "mark": mark, "supervise": s}
                     for i, (m, f, d, mark, s) in enumerate(CASES))
-    with tempfile.TemporaryDirectory(prefix="bench-yarn-recovery-") as tmp:
-        test = Path(tmp) / "test_bench_yarn_recovery.py"
-        test.write_text(TEST % {"job": str(JOB), "tests": tests})
-        out = Path(tmp) / "rows.jsonl"
-        env = {**os.environ, "BENCH_OUT": str(out), "PYTHONPATH": str(ROOT)}
-        started = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-q", "-s",
-                            "--rootdir", tmp], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-        took = time.monotonic() - started
-        rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    if p.returncode != 0 or len(rows) != len(CASES):
-        print((p.stdout + p.stderr)[-6000:], file=sys.stderr)
+    rows, returncode, took = run_session("bench_yarn_recovery", TEST % {"job": str(JOB), "tests": tests}, len(CASES))
     print(f"{'manager':<11} {'fault':<17} {'mode':<8} {'sent':>5} {'lost':>4} {'dup':>4} {'down s':>7} "
           f"{'recov s':>8} {'cost s':>7} attempts/launches")
     for r in rows:
@@ -92,10 +80,10 @@ def main() -> int:
               f"{r['duplicates']:>4} {r['downtime_s']:>7} {str(r['recovery_s']):>8} {str(r['failure_cost_s']):>7} "
               f"{r['yarn_attempts']}/{r['driver_launches']}")
     result = {"date": time.strftime("%Y-%m-%d"), "session_s": round(took), "rate": 100, "duration_s": 60,
-              "job": str(JOB.relative_to(ROOT)), "rows": rows, "pytest_returncode": p.returncode}
+              "job": str(JOB.relative_to(ROOT)), "rows": rows, "pytest_returncode": returncode}
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if p.returncode == 0 and len(rows) == len(CASES) else 1
+    return 0 if returncode == 0 and len(rows) == len(CASES) else 1
 
 
 if __name__ == "__main__":

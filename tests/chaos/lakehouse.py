@@ -3,12 +3,10 @@ and one ``chaos.run`` each. Shared by ``test_chaos_delta.py`` and the explored s
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from planted import paths_fixture
 
 JOBS = Path(__file__).parent / "jobs"
 BRONZE = "/tmp/streamchaos-test-orders-bronze"
@@ -31,18 +29,7 @@ def sku_of(key_index: int) -> str:
     return f"sku-{key_index % 20}"
 
 
-def clear_paths() -> None:
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
-
-
-@pytest.fixture(autouse=True)
-def hardcoded_paths() -> Iterator[None]:
-    """The jobs' hard-coded paths absent before each test of a module that imports this fixture, and
-    removed after it."""
-    clear_paths()
-    yield
-    clear_paths()
+clear_paths, hardcoded_paths = paths_fixture(PATHS)
 
 
 def run_orders(chaos: Any, job: str, table: str, guarantee: str = "exactly-once") -> Any:

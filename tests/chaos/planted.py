@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +41,24 @@ def payment(rec: Any) -> dict:
     return {"paymentId": str(rec.id), "account": rec.key, "amount": round(rec.rng.uniform(1, 500), 2)}
 
 
-def clear_paths() -> None:
-    for p in PATHS:
-        shutil.rmtree(p, ignore_errors=True)
+def paths_fixture(paths: Sequence[str]) -> tuple[Callable[[], None], Any]:
+    """``clear_paths`` (remove ``paths``) and the autouse fixture ``hardcoded_paths``: the jobs' hard-coded
+    paths absent before each test of a module that imports the fixture, and removed after it."""
+
+    def clear_paths() -> None:
+        for p in paths:
+            shutil.rmtree(p, ignore_errors=True)
+
+    @pytest.fixture(autouse=True)
+    def hardcoded_paths() -> Iterator[None]:
+        clear_paths()
+        yield
+        clear_paths()
+
+    return clear_paths, hardcoded_paths
 
 
-@pytest.fixture(autouse=True)
-def hardcoded_paths() -> Iterator[None]:
-    """The jobs' hard-coded paths absent before each test of a module that imports this fixture, and
-    removed after it."""
-    clear_paths()
-    yield
-    clear_paths()
+clear_paths, hardcoded_paths = paths_fixture(PATHS)
 
 
 def lake(chaos: Any, guarantee: str = "exactly-once", duration: float = 20, job: str | None = None) -> Any:
