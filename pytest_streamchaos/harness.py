@@ -113,7 +113,7 @@ class ChaosHarness(Chaos):
         ``run.assert_sla``); ``oracle`` says which input ids each output must carry (default:
         identity, for stateless jobs).
 
-        For a job written without this plugin in mind (see the README, "Chaos-test your own job"):
+        For a job written without this plugin in mind (see docs/tutorial.md, "Chaos-test your own job"):
         ``inputs`` maps each topic the job reads to its record factory (None: the built-in records);
         several topics get the same ids (a join); named topics start empty. ``outputs`` maps each place it
         writes to how input ids are read there. ``kafka_port``: the Kafka cluster also answers the job on

@@ -3,7 +3,7 @@
 **slow**: a test marked ``slow`` runs only when ``-m`` names ``slow`` (``pytest -m slow``, ``pytest -m
 "chaos or slow"``): the default run (``./dev test``, CI) leaves it out, so that the suite stays within CI's
 budget on a 2-core machine. Each long scenario keeps one representative in the default run; its other
-variants, and the full versions of the papers' experiments, are ``slow`` (README, "Tests").
+variants, and the full versions of the papers' experiments, are ``slow`` (docs/setup.md, "Slow tests").
 """
 
 import pytest

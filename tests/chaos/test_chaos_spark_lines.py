@@ -1,4 +1,4 @@
-"""The Spark lines the plugin runs on (README, "Spark versions"): a public-style job pinned to Spark 3.5's
+"""The Spark lines the plugin runs on (docs/spark-versions.md): a public-style job pinned to Spark 3.5's
 Kafka connector runs unchanged on whichever line is installed, under a worker kill.
 
 The job (``tests/chaos/jobs/orders_pinned_spark35.py``) sets ``spark.jars.packages`` to

@@ -3,7 +3,7 @@
 One test, in CI's default run: build the sdist and the wheel (``python -m build``: the wheel is built from
 the sdist, so a file the sdist lacks fails here), ``twine check --strict`` both, install the **wheel** into a
 clean virtual environment (the editable environment's dependency versions as constraints, from pip's
-cache), and from a folder outside the repository run the README's own-job chaos test as a user copies it:
+cache), and from a folder outside the repository run the tutorial's own-job chaos test as a user copies it:
 ``pipelines/notifications.py`` unchanged (``format("kafka")``, a hard-coded ``localhost:9092``) under a
 worker kill, with the jars and Toxiproxy from the machine's prepared cache.
 
@@ -93,9 +93,9 @@ def constraints(path: Path) -> Path:
 
 
 def user_project(where: Path) -> Path:
-    """A folder outside the repository with the README's own-job test as written and the job it runs."""
-    block = re.search(r"The whole test .*?:\n\n```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    assert block, "README.md lost the own-job test (the block after 'The whole test')"
+    """A folder outside the repository with the tutorial's own-job test as written and the job it runs."""
+    block = re.search(r"The whole test .*?:\n\n```python\n(.*?)```", (ROOT / "docs" / "tutorial.md").read_text(), re.S)
+    assert block, "docs/tutorial.md lost the own-job test (the block after 'The whole test')"
     (where / "pipelines").mkdir(parents=True)
     shutil.copy(ROOT / "pipelines" / "notifications.py", where / "pipelines" / "notifications.py")
     (where / "test_notifications.py").write_text(block.group(1))

@@ -50,7 +50,7 @@ def test_every_job_gets_sparks_own_kafka_connector_and_a_pinned_one_is_replaced(
     from pytest_streamchaos.spark.launcher import spark_home
 
     ours = connector.connector(spark_home()).coordinates[0]
-    # a connector of the other Spark line than the installed one (README, "Spark versions")
+    # a connector of the other Spark line than the installed one (docs/spark-versions.md)
     pin = ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0" if connector.line(ours) == ("2.12", "3.5")
            else "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.0")
     job = launcher.submit(JOBS / "batch_count.py", conf={"spark.jars.packages": pin})

@@ -6,7 +6,7 @@ These use the ``chaos`` fixture without fault marks: the run is a plain load tes
 
 import numpy as np
 import pytest
-from readme_examples import readme_checker
+from doc_examples import checker_example
 
 from pytest_streamchaos import CheckFailed, JobSetup, Load
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
@@ -32,9 +32,9 @@ def test_broken_job_is_caught_with_the_ids_it_breaks(chaos):
     assert [v.metric for v in violations] == ["guarantee"]
     # the default checks judged the same history: the broken counts are violations
     assert (run.checks["lost"].ok, run.checks["duplicates"].ok, run.checks["incorrect"].ok) == (False, False, True)
-    # a checker of the test's own (the README's) over the real run, both ways: every output of this unfaulted
+    # a checker of the test's own (docs/checks.md's) over the real run, both ways: every output of this unfaulted
     # run came within a minute of its input, and none within a microsecond
-    OutputWithin = readme_checker()["OutputWithin"]
+    OutputWithin = checker_example()["OutputWithin"]
     timely = run.check(OutputWithin(seconds=60), must_pass=True)
     assert timely.numbers["outputs"] == run.outputs > 0
     with pytest.raises(CheckFailed, match="output_within_1e-06s: VIOLATED"):

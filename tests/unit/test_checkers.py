@@ -1,6 +1,6 @@
 """Every verdict is a checker over the run's history: each one on synthetic histories with known
 answers, their composition (each runs once), the oracle bound and never changed, the history's fault
-records, the run's facts as the report's ``meta``, and a checker of the test's own -- the README's --
+records, the run's facts as the report's ``meta``, and a checker of the test's own -- docs/checks.md's --
 both ways."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from readme_examples import readme_checker
+from doc_examples import checker_example
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import CheckFailed, CheckResult, compose, run_all
@@ -307,8 +307,8 @@ def test_the_reports_meta_is_written_from_the_typed_facts() -> None:
                                         "cluster_conf.spark.worker.timeout: 60 -> (unset)", "seed: 7 -> 8"]
 
 
-def test_the_readmes_own_checker_passes_a_timely_run_and_fails_a_late_one() -> None:
-    OutputWithin = readme_checker()["OutputWithin"]
+def test_the_docs_own_checker_passes_a_timely_run_and_fails_a_late_one() -> None:
+    OutputWithin = checker_example()["OutputWithin"]
     run = ChaosRun.from_trace(stateless_trace(rate=100, duration=30, latency=0.2, faults=[15],
                                               outages=[Outage(16, 4, catch_up_rate=1000)]))
     timely = run.check(OutputWithin(seconds=10))
@@ -325,7 +325,7 @@ def test_the_readmes_own_checker_passes_a_timely_run_and_fails_a_late_one() -> N
 
 
 def test_a_repeated_run_checks_every_run() -> None:
-    OutputWithin = readme_checker()["OutputWithin"]
+    OutputWithin = checker_example()["OutputWithin"]
     quick = ChaosRun.from_trace(stateless_trace(rate=100, duration=30))
     slow = ChaosRun.from_trace(stateless_trace(rate=100, duration=30, faults=[15], outages=[Outage(16, 4)]))
     r = RepeatedRun([quick, slow]).check(OutputWithin(seconds=1))

@@ -1,6 +1,6 @@
 """What a release promises holds together (docs/deprecations.md): CHANGELOG.md in Keep a Changelog form,
-its latest release = pyproject.toml's version = ``pytest_streamchaos.__version__``, the README's Spark-lines
-table = what ./dev and tox install = what the changelog says was tested, every deprecation with its
+its latest release = pyproject.toml's version = ``pytest_streamchaos.__version__``, the Spark-lines table
+(docs/spark-versions.md) = what ./dev and tox install = what the changelog says was tested, every deprecation with its
 changelog lines, the licence and the project URLs in the metadata."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 CHANGELOG = (ROOT / "CHANGELOG.md").read_text()
 README = (ROOT / "README.md").read_text()
+SPARK_VERSIONS = (ROOT / "docs" / "spark-versions.md").read_text()
 #: a release's heading: ``## [0.2.0] - 2026-11-27``
 RELEASE = re.compile(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", re.M)
 KINDS = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
@@ -68,9 +69,8 @@ def test_the_changelog_the_metadata_and_version_agree():
     assert pytest_streamchaos.__version__ == installed
 
 
-def test_the_readme_spark_lines_table_is_what_is_installed_tested_and_released():
-    section = README[README.index("## Spark versions"):]
-    section = section[:section.index("\n## ", 1)]
+def test_the_spark_lines_table_is_what_is_installed_tested_and_released():
+    section = SPARK_VERSIONS[:SPARK_VERSIONS.index("\n## ")]  # the page's opening, up to its first section
     said = re.search(r"pytest-streamchaos (\d+\.\d+\.\d+) runs on", section)
     assert said and said.group(1) == pytest_streamchaos.__version__ == latest()
     rows = re.findall(r"^\| [^|]+ \| (\d+\.\d+\.\d+) \| (2\.1[23]) \| "
