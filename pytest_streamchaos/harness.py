@@ -56,9 +56,10 @@ def _merged_group(common: Any, own: Any) -> Any:
     return replace(common, **changes)
 
 
-class ChaosHarness(Chaos):
-    """What the ``chaos`` fixture hands a test (see the module docstring); a test annotates it with its public
-    name, ``from pytest_streamchaos import ChaosFixture``, and an editor or mypy then checks every ``run`` call.
+class ChaosFixture(Chaos):
+    """What the ``chaos`` fixture hands a test (see the module docstring). Annotated with it,
+    ``def test_x(chaos: ChaosFixture):`` (``from pytest_streamchaos import ChaosFixture``), a test has every
+    ``chaos.run(...)`` keyword checked by an editor or mypy, and its result known as a ``ChaosRun``.
 
     :attr:`results` holds what each ``run`` returned (a ``ChaosRun`` or a ``RepeatedRun``): the
     plugin checks SLAs, saves baselines and draws pictures from it. :attr:`runs` (from ``Chaos``)
@@ -180,8 +181,3 @@ class ChaosHarness(Chaos):
         result = versus(run_b, run_a, slo_latency=slo_latency, labels=labels)
         self.comparisons.append(result)
         return result
-
-
-#: the ``chaos`` fixture's type, for a test's annotation: ``def test_x(chaos: ChaosFixture):`` makes an editor
-#: and mypy check every ``chaos.run(...)`` keyword and know it returns a ``ChaosRun``
-ChaosFixture = ChaosHarness

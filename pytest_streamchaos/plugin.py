@@ -188,7 +188,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     """Runs your streaming job on the stack under load with this test's fault marks:
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``; its type,
     for an annotation an editor and mypy check the call by, is ``pytest_streamchaos.ChaosFixture``."""
-    from pytest_streamchaos.harness import ChaosHarness
+    from pytest_streamchaos.harness import ChaosFixture
     from pytest_streamchaos.report.progress import status_for
     from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
     from pytest_streamchaos.workload.seed import resolve_seed
@@ -212,7 +212,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
         if why:
             pytest.fail(f"@{spec.kind}: {why}", pytrace=False)
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
-    harness = ChaosHarness(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
+    harness = ChaosFixture(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                            test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
                            java_home=streamchaos_settings.java_home, jit=streamchaos_settings.jit,
                            repeat=repeat,

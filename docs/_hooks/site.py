@@ -42,15 +42,12 @@ SECTIONS: list[tuple[str, str]] = [
     ("pytest_streamchaos.usercode", "Errors"),
     ("pytest_streamchaos", "Other"),
 ]
-#: what a test gets back without importing it (the ``chaos`` fixture, ``chaos.run``'s result and the parts
-#: of it a test reads): documented beside the exports, once (an export of the same object wins)
+#: what a test gets back without importing it (the parts of ``chaos.run``'s result a test reads; the fixture's
+#: type and the result's are exports): documented beside the exports, once (an export of the same object wins)
 RECEIVED = [
-    "pytest_streamchaos.harness.ChaosHarness",
-    "pytest_streamchaos.analysis.result.ChaosRun",
     "pytest_streamchaos.analysis.metrics.FaultMetrics",
     "pytest_streamchaos.history.Aim",
     "pytest_streamchaos.facts.RunFacts",
-    "pytest_streamchaos.analysis.repeat.RepeatedRun",
     "pytest_streamchaos.analysis.versus.Versus",
     "pytest_streamchaos.analysis.versus.Overhead",
 ]

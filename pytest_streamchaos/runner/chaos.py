@@ -73,7 +73,7 @@ class Chaos:
             load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
             timing: Timing | None = None, reference: bool | Reference | None = None) -> ChaosRun:
         """One run of ``job`` with the test's faults, and its verdict. The arguments are the ``chaos``
-        fixture's, documented there (:meth:`pytest_streamchaos.harness.ChaosHarness.run`), less its
+        fixture's, documented there (:meth:`pytest_streamchaos.harness.ChaosFixture.run`), less its
         ``repeat`` and ``faults``; tests/unit/test_run_groups.py holds the two signatures equal."""
         load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
         watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle, reference=reference))

@@ -2,7 +2,7 @@
 and the options' refusals (one line, before anything runs), the search over the test body, the failure
 with its replay line, the replay, a flaky violation, the summary and the JSON's ``explore`` key.
 
-No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``run`` hands the harness's repeats
+No stack: the conftest's ``chaos`` fixture is a ``ChaosFixture`` whose ``run`` hands the harness's repeats
 (``_repeated``, the test seam) runs that judge a synthetic trace of a system with a planted moment-bug:
 records come out twice when the plan has ``BUG`` (``kill_driver`` aimed at ``output_visible_uncommitted``
 unless the environment says otherwise; ``always``: with no fault too); each fault lands in its phase, except
@@ -27,7 +27,7 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import stateless_trace
 from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.faults.marks import specs_for_item
-from pytest_streamchaos.harness import ChaosHarness
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY
 
 BUG = os.environ.get("BUG", "kill_driver:output_visible_uncommitted")
@@ -35,7 +35,7 @@ MISS = os.environ.get("MISS", "").split(",")
 FLAKY = os.environ.get("FLAKY") == "1"
 SHOWN = []  # with FLAKY: the bug shows once, never again
 
-class FakeHarness(ChaosHarness):
+class FakeHarness(ChaosFixture):
     def run(self, job, guarantee="exactly-once", *, repeat=None, faults=True):
         return self._repeated(lambda: self.synthetic(guarantee), repeat=repeat, faults=faults)
 

@@ -1,7 +1,7 @@
 """The plugin's reports, end to end in pytester sessions: baselines (save / compare / compare-fail),
 repeated runs, A/B comparisons, the report directory (JSON + PNG), JUnit properties and progress.
 
-No stack: the conftest's ``chaos`` fixture is a ``ChaosHarness`` whose ``run`` hands the harness's repeats
+No stack: the conftest's ``chaos`` fixture is a ``ChaosFixture`` whose ``run`` hands the harness's repeats
 (``_repeated``, the test seam) runs that analyse a synthetic trace -- an outage of ``outages[k]`` seconds
 at +20 s in the k-th run.
 """
@@ -26,11 +26,11 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
 from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.faults.marks import specs_for_item
-from pytest_streamchaos.harness import ChaosHarness
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY, chaos_session
 from pytest_streamchaos.report.progress import status_for
 
-class FakeHarness(ChaosHarness):
+class FakeHarness(ChaosFixture):
     def run(self, job, *, repeat=None, faults=True, **scenario):
         return self._repeated(lambda: self.synthetic(job, **scenario), repeat=repeat, faults=faults)
 

@@ -92,7 +92,7 @@ def test_a_users_test_sees_chaos_run_typed_and_a_misspelt_keyword_is_an_error(tm
     assert sorted(errors) == sorted(expected), out  # the correct calls pass, each wrong one is caught
     for line, want in expected.items():
         assert any(want in message for message in errors[line]), (line, want, out)
-    assert 'Unexpected keyword argument "rat" for overloaded function "run"' in out
+    assert 'Unexpected keyword argument "rat" for overloaded function "run" of "ChaosFixture"' in out
     assert 'did you mean "rate"?' in out
     assert p.returncode == 1, out
 
@@ -119,4 +119,4 @@ def test_every_lazy_name_has_its_type_for_a_type_checker() -> None:
                     assert alias.asname == alias.name, f"{alias.name}: 'import X as X' re-exports it"
                     typed[alias.name] = imp.module
     assert typed == pytest_streamchaos._LAZY
-    assert pytest_streamchaos.ChaosFixture.__name__ == "ChaosHarness"
+    assert pytest_streamchaos.ChaosFixture.__name__ == "ChaosFixture"  # mypy's and the editor's name for it
