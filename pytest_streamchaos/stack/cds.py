@@ -21,7 +21,9 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from pytest_streamchaos.assets import cache_dir
@@ -90,10 +92,13 @@ def build(kind: str, java: str, spark_home: Path, train: Path, extra: str = "",
     path = archive_path(kind, java, spark_home, extra)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp-{os.getpid()}")
+    # Spark's scratch folders (spark-*, blockmgr-*) in one of our own, removed also when the run is killed
+    scratch = tempfile.mkdtemp(prefix="streamchaos-cds-")
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_CONF_DIR": str(conf_dir()),
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_DIRS": scratch}
     argv = [java, "-cp", class_path(kind, spark_home, extra), f"-XX:ArchiveClassesAtExit={tmp}", "-Xmx1g",
-            *_SPARK_JAVA_OPTS, "org.apache.spark.deploy.SparkSubmit", "--master", "local[1]", str(train)]
+            f"-Djava.io.tmpdir={scratch}", *_SPARK_JAVA_OPTS, "org.apache.spark.deploy.SparkSubmit",
+            "--master", "local[1]", str(train)]
     try:
         p = commands.completed(argv, env=env, timeout=timeout, error=RuntimeError)
         if p.returncode != 0 or not tmp.is_file():
@@ -101,6 +106,7 @@ def build(kind: str, java: str, spark_home: Path, train: Path, extra: str = "",
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     return path
 
 
