@@ -188,26 +188,29 @@ def main() -> None:
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--parts", default="explore,order,correct,replay")  # and random: time-based random kills
     ap.add_argument("--seed", type=int, default=33)
+    ap.add_argument("--jobs", default=",".join(PLANTED_JOBS), help="the planted jobs the explore and order parts run")
     ap.add_argument("--trigger", type=float, default=5.0,
                     help="the planted jobs' processing-time trigger, seconds (0: as written)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args()
     parts = set(a.parts.split(","))
+    jobs = [j for j in a.jobs.split(",") if j in PLANTED_JOBS]
     rng = random.Random(a.seed)
     times = {job: [round(rng.uniform(0, DURATION), 2) for _ in range(a.budget)] for job in ("lake", "ledger")}
     project = Path(tempfile.mkdtemp(prefix="bench-explore-"))
     results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts),
+                               "jobs": jobs,
                                "trigger_s": a.trigger}
     try:
         (project / "test_bench.py").write_text(
             COMMON.format(**job_variants(project, a.trigger)) + explored_tests(a.budget, a.correct)
             + "".join(RANDOM.format(job=job, job_upper=job.upper(), times=t) for job, t in times.items()))
         if "explore" in parts:
-            results["explore"] = part_explore(project, [f"test_{j}_fixed" for j in PLANTED_JOBS],
+            results["explore"] = part_explore(project, [f"test_{j}_fixed" for j in jobs],
                                               a.out.with_suffix(".log"))
             print(json.dumps(results["explore"]["tests"], indent=1, default=str))
         if "order" in parts:
-            results["order"] = part_explore(project, [f"test_{j}_random" for j in PLANTED_JOBS],
+            results["order"] = part_explore(project, [f"test_{j}_random" for j in jobs],
                                             a.out.with_name("explore-order.log"), f"--chaos-seed={a.seed}")
             print(json.dumps(results["order"]["tests"], indent=1, default=str))
         if "random" in parts:
