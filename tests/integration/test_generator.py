@@ -46,7 +46,7 @@ def run_for(gen: Generator, seconds: float) -> None:
 
 @pytest.mark.parametrize("rate", [500, 2000])
 def test_rate_is_accurate_and_ground_truth_is_consistent(kafka, rate):
-    topic = kafka.create_topic("gen-rate", partitions=3)
+    topic = kafka.create_topic(f"gen-rate-{rate}", partitions=3)  # one name per case: no deleted topic to race
     gen = Generator(kafka.bootstrap_servers, topic, rate=rate, seed=1)
     t_before = time.time()
     run_for(gen, 5.0)
