@@ -71,6 +71,7 @@ def assert_replayed_with_duplicates(run: Any) -> None:
     assert run.lost == 0 and run.incorrect == 0
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
 @pytest.mark.chaos(backend="local")
 @drop_commit()

@@ -66,6 +66,7 @@ def assert_ran_on_the_installed_lines_delta(run: Any) -> None:
     assert "spark.jars.packages" not in run.meta["spark_conf"]
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_kafka_to_delta_with_deltas_streaming_sink_stays_exactly_once_when_a_batch_is_replayed(chaos):

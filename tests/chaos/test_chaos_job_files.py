@@ -97,6 +97,7 @@ def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_fir
     assert checkpoint_query_id(no_checkpoint) not in (None, first_query), "the query started afresh"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos(backend="local")
 def test_a_data_file_the_job_cannot_find_fails_the_run_in_seconds_with_the_jobs_own_error(chaos, no_checkpoint):
     t0 = time.monotonic()

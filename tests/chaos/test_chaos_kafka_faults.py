@@ -28,6 +28,7 @@ def run_poison_then_broker(shared_run):
     return run
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 @with_faults(POISON_THEN_BROKER)
 def test_leader_broker_down_then_up_loses_nothing(shared_run):

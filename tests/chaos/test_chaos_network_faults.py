@@ -35,6 +35,7 @@ def test_kafka_delay_below_timeout_only_slows_the_job(chaos):
     assert_observer_spared(run)
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 @network_delay(ms=500, target="kafka", after=8, duration=14)
 def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_none_to_the_observers(chaos):

@@ -23,6 +23,7 @@ ALO = "pipelines/enrich_at_least_once.py"
 EOS = "pipelines/enrich_exactly_once.py"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 @kill_executor(when="tasks_running", after=5)
 def test_executor_killed_while_running_tasks_loses_nothing(chaos):

@@ -79,6 +79,7 @@ def assert_held_in_the_state_commit(run, name: str, suffix: str) -> None:
     assert fault.recovered, fault
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job's config
 @kill_executor(when="state_commit", after=6)
 def test_an_executor_killed_committing_rocksdb_changelog_state_in_a_job_whose_config_builds_its_checkpoint(chaos):

@@ -35,6 +35,7 @@ def _left_clean(chaos) -> None:
     assert not left, f"the failed run left harness threads running: {left}"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 def test_a_raising_factory_then_a_raising_output_reader_each_end_the_run_at_once(chaos):
     raised: dict[str, float] = {}

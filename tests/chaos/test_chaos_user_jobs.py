@@ -122,6 +122,7 @@ def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
     assert any(e.kind == "executor_removed" for e in run.timeline), "the worker kill must cost the job an executor"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 @kill_driver(after=5, restart_after=1)
 def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
@@ -166,6 +167,7 @@ def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(chaos):
     """Without outputs= the run reads its own output topic; the event log shows the query's batches
@@ -178,6 +180,7 @@ def test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass(ch
                   inputs={"page-views": page_view})
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=3, restart_after=0)
 def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chaos):

@@ -48,6 +48,7 @@ def test_a_users_job_on_yarn_gets_a_verdict(chaos):
     assert len(started) >= 3, "YARN's own events are on the timeline: the AM's and two executors' containers"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos(spark="yarn")
 @kill_executor(after=8)
 def test_an_executor_container_killed_through_yarns_api(chaos):

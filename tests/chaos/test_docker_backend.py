@@ -45,6 +45,7 @@ BROKER_THEN_WORKER = (kill_broker(after=8, restart_after=6), kill_worker(after=3
 BROKER_THEN_WORKER_LOAD = 78
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @DOCKER
 @with_faults(BROKER_THEN_WORKER)
 def test_worker_container_killed_loses_nothing(shared_run):
@@ -72,6 +73,7 @@ def test_driver_killed_restarts_from_checkpoint_on_containers(chaos):
     assert any(e.kind == "first_output_after_fault" for e in run.timeline)
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @DOCKER
 @with_faults(BROKER_THEN_WORKER)
 def test_leader_broker_down_in_its_container_loses_nothing(shared_run):

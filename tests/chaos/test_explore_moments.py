@@ -63,6 +63,7 @@ def assert_replay_duplicated(run) -> None:
     assert run.guarantee_delivered == "at-least-once"
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the jobs
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)

@@ -23,6 +23,7 @@ from pytest_streamchaos import (
 )
 
 
+@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
 @pytest.mark.papers
 @pytest.mark.chaos
 @kill_worker(after=8, restart_after=5)
