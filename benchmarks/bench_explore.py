@@ -197,6 +197,7 @@ def main() -> None:
     jobs = [j for j in a.jobs.split(",") if j in PLANTED_JOBS]
     rng = random.Random(a.seed)
     times = {job: [round(rng.uniform(0, DURATION), 2) for _ in range(a.budget)] for job in ("lake", "ledger")}
+    a.out.parent.mkdir(parents=True, exist_ok=True)  # the logs are written beside it as each part ends
     project = Path(tempfile.mkdtemp(prefix="bench-explore-"))
     results: dict[str, Any] = {"budget": a.budget, "duration": DURATION, "seed": a.seed, "parts": sorted(parts),
                                "jobs": jobs,
