@@ -4,6 +4,7 @@ they hard-code, and one ``chaos.run`` each. Shared by the chaos tests (``test_ex
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,24 @@ def nested_session_env(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> None:
     this module), the machine's cache of prepared jars and binaries."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
+
+def explored_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, text: str,
+                     clear: Callable[[], None], timeout: float) -> tuple[pytest.RunResult, dict]:
+    """Run ``text`` as ``test_explored.py`` in a pytest session of its own (this checkout's plugin and this
+    folder's modules first on its path), ``clear`` the jobs' paths after it; its result and the ``explore``
+    part of its one JSON report entry. It must pass: the session's output is printed either way."""
+    here = Path(__file__).resolve().parent
+    nested_session_env(monkeypatch, here.parents[1], here)
+    pytester.makepyfile(test_explored=text)
+    try:
+        result = pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
+                                               "--chaos-report=report.json", timeout=timeout)
+    finally:
+        clear()
+    print(result.stdout.str())
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [doc] = json.loads((pytester.path / "report.json").read_text())
+    return result, doc["explore"]
 
 JOBS = Path(__file__).parent / "jobs"
 LAKE = "/tmp/streamchaos-test-clicks-lake"

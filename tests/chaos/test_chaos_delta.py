@@ -12,7 +12,6 @@ again as a new version, unless it passes ``txnAppId`` / ``txnVersion``.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -31,16 +30,13 @@ from lakehouse import (  # noqa: F401  (hardcoded_paths: an autouse fixture)
     run_orders,
     sku_of,
 )
-from planted import nested_session_env
+from planted import explored_session
 
 from pytest_streamchaos import Reference, kill_driver
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.spark import delta as spark_delta
 from pytest_streamchaos.spark.launcher import spark_home
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 
 
 def replayed_batch(run: Any) -> int:
@@ -169,18 +165,8 @@ def test_explore_finds_nothing_on_the_kafka_to_delta_streaming_sink(pytester, mo
     """``@explore(faults=["kill_driver"])`` on the Delta-sink job, in a session of its own: the search runs its
     schedules, the driver killed at each moment it aims at (``output_visible_uncommitted`` among them), and
     finds no schedule that loses or duplicates an order."""
-    nested_session_env(monkeypatch, ROOT, HERE)
     budget = int(os.environ.get("STREAMCHAOS_EXPLORE_BUDGET", "4"))
-    pytester.makepyfile(test_explored=EXPLORED.format(budget=budget))
-    try:
-        result = pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
-                                               "--chaos-report=report.json", timeout=1800)
-    finally:
-        clear_paths()
-    print(result.stdout.str())
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    [doc] = json.loads((pytester.path / "report.json").read_text())
-    explore = doc["explore"]
+    _, explore = explored_session(pytester, monkeypatch, EXPLORED.format(budget=budget), clear_paths, timeout=1800)
     assert explore["found"] is None and explore["flaky"] == []
     assert explore["coverage"]["schedules_run"] >= 2
     assert ["kill_driver", "output_visible_uncommitted"] in explore["coverage"]["cells_covered"]

@@ -6,14 +6,9 @@ this test asserts on its output and JSON report: green, and the new kinds' cells
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from planted import clear_paths, nested_session_env
+from planted import clear_paths, explored_session
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 BUDGET = 8  # the singles up to the dropped commit (tasks_running cells are left out after the first miss)
 
 EXPLORED = f'''
@@ -33,17 +28,7 @@ def test_ledger_loses_nothing(chaos):
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 def test_explore_searches_a_dropped_commit_and_a_reassignment_beside_the_driver_kills(pytester, monkeypatch):
-    nested_session_env(monkeypatch, ROOT, HERE)
-    pytester.makepyfile(test_explored=EXPLORED)
-    try:
-        result = pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
-                                               "--chaos-report=report.json", timeout=2400)
-    finally:
-        clear_paths()
-    print(result.stdout.str())
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    [doc] = json.loads((pytester.path / "report.json").read_text())
-    explore = doc["explore"]
+    result, explore = explored_session(pytester, monkeypatch, EXPLORED, clear_paths, timeout=2400)
     assert explore["found"] is None and len(explore["runs"]) == BUDGET
     covered = explore["coverage"]["cells_covered"]
     for cell in (["kill_driver", "output_visible_uncommitted"], ["reassign_partitions", "output_visible_uncommitted"],
