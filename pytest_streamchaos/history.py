@@ -172,13 +172,18 @@ class MicroBatch:
         (Spark's JSON plus ``t_start`` / ``t_end``); Spark's own ISO ``timestamp`` when those are absent."""
         trig = (progress.get("durationMs") or {}).get("triggerExecution")
         duration = math.nan if trig is None else float(trig) / 1000.0
-        start = progress.get("t_start")
-        if start is None:
-            start = _iso(progress.get("timestamp"))
+        start = batch_start(progress)
         end = progress.get("t_end")
         end = float(start) + (0.0 if math.isnan(duration) else duration) if end is None else end
         return cls(str(progress.get("id") or ""), int(progress.get("batchId", -1)), float(start), float(end),
                    duration, int(progress.get("numInputRows", -1) or 0))
+
+
+def batch_start(progress: Mapping[str, Any]) -> float:
+    """When a progress dict's micro-batch started (epoch seconds; NaN when unknown): the event log's
+    ``t_start``, else Spark's ISO ``timestamp``."""
+    start = progress.get("t_start")
+    return _iso(progress.get("timestamp")) if start is None else float(start)
 
 
 def _iso(ts: Any) -> float:

@@ -69,10 +69,10 @@ from typing import Any
 import numpy as np
 
 from .. import deprecation
-from ..history import Aim
+from ..history import Aim, batch_start
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
 from .oracle import IdentityOracle, Oracle
-from .trigger import batch_cadence, batch_start
+from .trigger import batch_cadence
 from .validate import GuaranteeReport, validate
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
 from statistics import median
 from typing import Any
+
+from pytest_streamchaos.history import batch_start
 
 #: the intervals looked for, longest first (a start aligned to 10 s is aligned to 5 s too)
 CANDIDATES_S = (300.0, 120.0, 60.0, 30.0, 20.0, 15.0, 10.0, 5.0, 3.0, 2.0, 1.0, 0.5, 0.25, 0.1)
@@ -46,18 +47,6 @@ def trigger_words(interval: float | None) -> str | None:
     if interval is None:
         return None
     return "as fast as possible" if interval == AS_FAST_AS_POSSIBLE else f"{interval:g} s"
-
-
-def batch_start(b: dict[str, Any]) -> float:
-    """When a progress dict's micro-batch started (epoch seconds; NaN when unknown): the event log's
-    ``t_start``, else its ISO ``timestamp``."""
-    ts = b.get("t_start", b.get("timestamp"))
-    if isinstance(ts, str):
-        try:
-            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return math.nan
-    return float(ts) if ts is not None else math.nan
 
 
 def batch_cadence(batches: list[dict[str, Any]], before: float) -> float | None:
