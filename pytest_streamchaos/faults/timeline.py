@@ -80,10 +80,12 @@ def horizon(planned: list[PlannedFault]) -> float:
 
 #: load without faults when the test gives no ``duration``
 DEFAULT_LOAD_S = 30.0
-#: the least load after the last fault healed when the test gives no ``duration``: Spark's recovery
-#: from a lost worker or driver (relaunch, reschedule, catch-up) takes 10-20 s on the embedded stack,
-#: and the recovery metric needs a 5 s hold in band after it
-RECOVERY_WINDOW_S = 30.0
+#: the most load after the last fault healed when the test gives no ``duration`` (the load ends sooner
+#: once every fault's recovery is settled): Spark's recovery from a lost worker or driver (relaunch,
+#: reschedule, catch-up) takes 10-20 s on a quiet machine and the recovery metric needs a 5 s hold in
+#: band after it; on a busy CI machine a killed worker re-registered 11 s after its restart and its new
+#: executor came 21 s after the kill, and 30 s was not enough to see the job back in band
+RECOVERY_WINDOW_S = 60.0
 
 
 def recovery_window(trigger_seconds: float = 1.0) -> float:

@@ -14,7 +14,7 @@ from pytest_streamchaos import kill_worker
 @pytest.mark.chaos
 @kill_worker(after=10, restart_after=5)
 def test_enrichment_survives_worker_loss(chaos):
-    # no duration: the load ends once the recovery is settled (at most 15 s + a 30 s recovery window)
+    # no duration: the load ends once the recovery is settled (at most 15 s + a 60 s recovery window)
     run = chaos.run("pipelines/enrich_at_least_once.py", rate=200, guarantee="at-least-once")
     print()
     print(run.describe())

@@ -28,7 +28,7 @@ from pytest_streamchaos import (
 @pytest.mark.chaos
 @kill_worker(after=8, restart_after=5)
 def test_000_worker_kill_recovers_without_an_application_restart(chaos):
-    # no duration: the load lasts until the recovery has settled (at most a 30 s window after the worker is
+    # no duration: the load lasts until the recovery has settled (at most a 60 s window after the worker is
     # back), so a slow rejoin on a busy machine is measured rather than cut off by a fixed end
     run = ledger(chaos, rate=100)
     print(run.describe())
