@@ -30,6 +30,15 @@ from pytest_streamchaos.stack.base import ConnectSession, SparkCluster
 
 #: the name of the Connect manager (:data:`pytest_streamchaos.managers.MANAGERS`)
 CONNECT = "connect"
+#: when pyspark's Connect client (its retry ``DefaultPolicy``: 50 ms backoff x4, at most 60 s) retries a call its
+#: server broke, in seconds after the break: 0.05, 0.25, 1.05, 4.25, 17.05, 68.25, then every 60 s. A client
+#: notices a restarted server only at its first retry after the restart: a server back within 17 s is found at
+#: 17 s, one back in 24 s (a busy machine, measured) not before 68 s (measured: 70.7 s)
+CLIENT_SECOND_LATE_RETRY_S = 68.25
+#: from that retry to the resubmitted query's output: the client exits on its lost session, is started again, opens
+#: a session and starts its query, whose first batch replays from the checkpoint (measured 9-17 s), and the 5 s
+#: in band the recovery metric holds
+RESUBMIT_S = 30.0
 
 
 def _not_on_connect(what: str, cluster: SparkCluster) -> str | None:
@@ -53,6 +62,8 @@ class KillConnectServer(Kill):
            "on the same address after restart_after (default 0)")
     takes_down = "driver"
     default_restart_after = 0.0
+    #: the query is back only once the client found the new server (its retry schedule) and resubmitted it
+    least_recovery_window = CLIENT_SECOND_LATE_RETRY_S + RESUBMIT_S
 
     @classmethod
     def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
