@@ -26,6 +26,7 @@ from pytest_streamchaos.stack.host import Host, activate
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.docker.engine import DockerSession
     from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+    from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
 class _Stack(Protocol):
@@ -89,9 +90,14 @@ class Stacks:
             self._spark[key] = MANAGERS[manager].factory()(self, backend, ha)
         return self._spark[key]
 
-    def standalone(self, backend: str, *, ha: bool = False) -> SparkCluster:
+    def standalone(self, backend: str, *, ha: bool = False) -> StandaloneCluster:
         """The backend's Spark standalone cluster (``ha``: two masters and ZooKeeper), started on first use."""
-        return self.spark(backend, ha=ha, manager="standalone")
+        from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
+
+        cluster = self.spark(backend, ha=ha, manager="standalone")
+        if not isinstance(cluster, StandaloneCluster):  # the standalone manager's factory makes nothing else
+            raise TypeError(f"the standalone manager made {cluster!r}")
+        return cluster
 
     def kafka(self, backend: str) -> KafkaCluster:
         """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port), or the

@@ -10,7 +10,6 @@ from pytest_streamchaos.stack.base import (
     CheckpointView,
     ConnectSession,
     Executor,
-    HdfsCluster,
     JobHandle,
     Launcher,
     LinkProxy,
@@ -19,6 +18,7 @@ from pytest_streamchaos.stack.base import (
     PartitionView,
     SparkCluster,
 )
+from pytest_streamchaos.stack.capabilities import HdfsCluster
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.connect.job import ConnectJob
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher

@@ -70,8 +70,6 @@ class LocalYarnCluster:
         by :meth:`start`."""
         return self.workdir / "conf"
 
-    host_access = True  #: the plugin runs the daemons
-
     @property
     def api(self) -> ResourceManagerApi:
         """The ResourceManager's REST API."""
