@@ -8,6 +8,7 @@ it dies with the pytest process even when pytest is SIGKILLed.
 
 from __future__ import annotations
 
+import abc
 import os
 import signal
 import subprocess
@@ -394,7 +395,7 @@ class DaemonProcess(Protocol):
     def log_since_start(self, max_bytes: int = 1 << 20) -> str: ...
 
 
-class Daemon:
+class Daemon(abc.ABC):
     """A restartable daemon (a Spark master or worker, a Kafka node): the current process (or None) plus what
     it takes to start it again. ``role`` and ``index`` name it (``worker-1``, ``broker-2``)."""
 
@@ -440,9 +441,9 @@ class Daemon:
     def tail_log(self, n: int = 30) -> str:
         return self.process.tail_log(n) if self.process else "<never started>"
 
+    @abc.abstractmethod
     def endpoint(self) -> Endpoint:
         """Where its peers reach it: its address and ports (each kind of daemon says which)."""
-        raise NotImplementedError(f"{type(self).__name__} does not say its endpoint")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.process!r}>"
