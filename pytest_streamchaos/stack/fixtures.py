@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -22,6 +22,7 @@ from pytest_streamchaos.managers import DEFAULT, MANAGERS
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
+from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.docker.engine import DockerSession
@@ -29,13 +30,7 @@ if TYPE_CHECKING:
     from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
-class _Stack(Protocol):
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-S = TypeVar("S", bound=_Stack)
+S = TypeVar("S", bound=Service)
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +54,7 @@ class Stacks:
         self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
         self._hdfs: LocalHdfsCluster | None = None
-        self._started: list[_Stack] = []  # in start order, stopped newest first
+        self._started: list[Service] = []  # in start order, stopped newest first
         self._docker: DockerSession | None = None
         self._docker_error: str | None = None
 

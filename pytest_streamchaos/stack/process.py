@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -447,3 +447,17 @@ class Daemon(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.process!r}>"
+
+
+def check_alive(daemons: Iterable[Daemon], service: str, *, spared: Container[str] = (),
+                during: str = " during start-up", cause: Callable[[str], str] | None = None, fix: str = "") -> None:
+    """The check every readiness wait of the stack makes on each look (with :func:`~pytest_streamchaos.poll.poll`):
+    :class:`StackError` when one of ``daemons`` has exited -- a daemon that died does not come back by waiting --
+    naming the ``service``, its exit code, ``cause(its log)`` when given, its log and its tail, then ``fix``.
+    ``spared``: the names of daemons a fault killed on purpose."""
+    for d in daemons:
+        p = d.process
+        if p is not None and not p.alive and d.name not in spared:
+            why = cause(p.log_since_start()) if cause is not None else ""
+            raise StackError(f"{service} {d.name} exited with code {p.returncode}{during}{why} (log {p.log_path}):\n"
+                             f"{p.tail_log(25)}{fix}")
