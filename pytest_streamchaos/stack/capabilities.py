@@ -8,8 +8,9 @@ The Spark cluster's (:class:`~.base.SparkCluster`): :class:`WorkerKill`, :class:
 :class:`MasterKill`, :class:`MasterPause`, :class:`ActiveMaster`, :class:`ExecutorKill`,
 :class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`.
 The Kafka cluster's (:class:`~.base.KafkaCluster`): :class:`BrokerKill`, :class:`BrokerPause`,
-:class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`.
-``docs/architecture.md`` lists who implements which.
+:class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`. The run's
+HDFS's, what the HDFS faults act through: :class:`HdfsCluster`. ``docs/architecture.md`` lists who implements
+which.
 """
 
 from __future__ import annotations
