@@ -12,8 +12,9 @@
   killed: the micro-batch fails and the query with it; nothing of the plugin restarts it (the job's own code,
   or ``supervise=True``, does).
 
-Each acts through the job's :class:`~pytest_streamchaos.stack.base.ConnectSession` and is refused before the
-job starts on a run that is not on Spark Connect.
+Each acts through the job's :class:`~pytest_streamchaos.stack.base.ConnectSession` and needs the cluster's
+:class:`~pytest_streamchaos.stack.capabilities.ConnectServer`: a run that is not on Spark Connect refuses it when
+it is planned.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import ConnectSession, SparkCluster
+from pytest_streamchaos.stack.base import ConnectSession
+from pytest_streamchaos.stack.capabilities import ConnectServer
 
-#: the name of the Connect manager (:data:`pytest_streamchaos.managers.MANAGERS`)
-CONNECT = "connect"
 #: when pyspark's Connect client (its retry ``DefaultPolicy``: 50 ms backoff x4, at most 60 s) retries a call its
 #: server broke, in seconds after the break: 0.05, 0.25, 1.05, 4.25, 17.05, 68.25, then every 60 s. A client
 #: notices a restarted server only at a retry after the restart: measured, servers back 10-13 s after their kill
@@ -39,13 +39,6 @@ CLIENT_SECOND_LATE_RETRY_S = 68.25
 #: and starts its query (5 s), whose first batch replays the backlog (11-17 s), the output catches up and holds
 #: in band the recovery metric's 5 s (measured, the 70 s case: first output 17 s after the retry, caught up 29 s)
 RESUBMIT_S = 45.0
-
-
-def _not_on_connect(what: str, cluster: SparkCluster) -> str | None:
-    if cluster.manager == CONNECT:
-        return None
-    return (f"{what} is Spark Connect's: run the test with @pytest.mark.chaos(spark='connect') or "
-            "--chaos-spark=connect")
 
 
 def session_of(ctx: FaultContext) -> ConnectSession:
@@ -64,10 +57,7 @@ class KillConnectServer(Kill):
     default_restart_after = 0.0
     #: the query is back only once the client found the new server (its retry schedule) and resubmitted it
     least_recovery_window = CLIENT_SECOND_LATE_RETRY_S + RESUBMIT_S
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("the Connect server's kill", cluster)
+    needs = (ConnectServer,)
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
@@ -92,10 +82,7 @@ class KillClient(Kill):
     name = "kill_client"
     doc = ("kill the Spark Connect client (the job's own Python process): its query goes on in the server; "
            "start it again after restart_after (None, the default: it stays dead)")
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("the Connect client's kill", cluster)
+    needs = (ConnectServer,)
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
@@ -128,16 +115,13 @@ class KillForeachBatchWorker(FaultKind):
     doc = ("kill the Python worker that runs the query's foreachBatch function on the Spark Connect server: the "
            "micro-batch fails, the query with it; the job's own code (or supervise=True) restarts it")
     args = {"signal": "SIGKILL (default) or SIGTERM"}
+    needs = (ConnectServer,)
 
     @classmethod
     def check_params(cls, params: dict[str, object]) -> None:
         from pytest_streamchaos.faults.kind import check_signal
 
         check_signal(cls.name, params)
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("a foreachBatch worker's kill", cluster)
 
     def target(self, planned: PlannedFault) -> str:
         return "foreachbatch-worker"
