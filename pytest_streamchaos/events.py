@@ -14,10 +14,24 @@ of the package.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10: the same, as 3.11 defines it
+    from enum import Enum
+
+    class StrEnum(str, Enum):
+        """An enum whose members are their strings (``str(m)`` and ``format(m)`` give the value)."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return format(str(self.value), spec)
 
 #: YARN's ``NodeState`` and ``YarnApplicationState`` values (its REST API's closed sets), which the YARN
 #: watcher turns into ``yarn_node_<state>`` / ``yarn_app_<state>`` kinds
@@ -131,6 +145,16 @@ class Kind(StrEnum):
     def yarn_app(cls, state: str) -> Kind:
         """The kind of a YARN application reaching ``state`` (one of :data:`YARN_APP_STATES`)."""
         return cls(f"yarn_app_{state.lower()}")
+
+
+class Phase(StrEnum):
+    """The run's phase boundaries (``Trace.phases``' keys, times on the run's clock). ``load_end`` and
+    ``drain_end`` are also the kinds of the events the runner records at those moments."""
+
+    START = "start"
+    WARMUP_END = "warmup_end"
+    LOAD_END = "load_end"
+    DRAIN_END = "drain_end"
 
 
 #: Kafka: a partition's leader, as the watcher tells a new one from none
@@ -307,5 +331,5 @@ class Failure:
 
 __all__ = [
     "Exited", "Failure", "FaultFailed", "Healed", "ISR_KINDS", "Injected", "Kind", "LEADER_KINDS",
-    "Launched", "Planned", "QueryStarted", "TimelineEvent", "YARN_APP_STATES", "YARN_NODE_STATES",
+    "Launched", "Phase", "Planned", "QueryStarted", "TimelineEvent", "YARN_APP_STATES", "YARN_NODE_STATES",
 ]

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any
 
 from pytest_streamchaos import deprecation
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.facts import RunFacts, Topics
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
@@ -125,7 +126,7 @@ def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:
 
     for e in sorted(timeline, key=lambda e: e.t):
         d = e.detail
-        if e.kind == "fault_planned":
+        if e.kind == Kind.FAULT_PLANNED:
             rec = of(e.target, str(d.get("fault", "")), "")
             rec.planned_at, rec.occurrence = e.t, int(d.get("occurrence", 0))
         elif e.kind == FAULT_INJECTED:
@@ -133,13 +134,13 @@ def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:
             rec.kind, rec.target, rec.injected_at = str(d.get("fault") or e.kind), e.target, e.t
             rec.confirmed_s, rec.aim = d.get("confirmed"), Aim.of(d.get("aim"))
             rec.detail = {k: v for k, v in d.items() if k not in _OWN_DETAIL}
-        elif e.kind == "fault_healed":
+        elif e.kind == Kind.FAULT_HEALED:
             healed = _healed_one(records, by_label, d.get("label"), e.target)
             if healed is not None:
                 healed.healed_at = e.t
-        elif e.kind in ("fault_error", "fault_skipped"):
+        elif e.kind in (Kind.FAULT_ERROR, Kind.FAULT_SKIPPED):
             rec = of(e.target, "", "")
-            if e.kind == "fault_error":
+            if e.kind == Kind.FAULT_ERROR:
                 rec.errors.append(str(d.get("error", "")))
             else:
                 rec.skipped = str(d.get("reason", ""))

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_streamchaos.analysis.metrics import SYSTEM_DETECTION_KINDS
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.facts import DelaySpec
 from pytest_streamchaos.records import TimelineEvent
 
@@ -65,10 +66,10 @@ def judge_delays(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec])
     events = sorted(timeline, key=lambda e: e.t)
     out = []
     for d in delays:
-        injected = next((e for e in events if e.kind == "fault_injected" and e.detail.get("label") == d.label), None)
+        injected = next((e for e in events if e.kind == Kind.FAULT_INJECTED and e.detail.get("label") == d.label), None)
         if injected is None:
             continue
-        healed = next((e.t for e in events if e.kind == "fault_healed" and e.detail.get("label") == d.label
+        healed = next((e.t for e in events if e.kind == Kind.FAULT_HEALED and e.detail.get("label") == d.label
                        and e.t >= injected.t), None)
         end = (healed if healed is not None else events[-1].t) + GRACE_S
         reaction = next((e for e in events if e.kind in SYSTEM_DETECTION_KINDS and injected.t <= e.t <= end), None)

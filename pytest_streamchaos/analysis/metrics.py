@@ -68,6 +68,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.events import Kind, Phase
+
 from .. import deprecation
 from ..history import Aim, batch_start
 from ..records import FAULT_INJECTED, TimelineEvent, Trace
@@ -189,9 +191,9 @@ BASELINE_CYCLES = 2.0
 #: that is healing), the driver supervisor (driver exited / relaunched), and the Kafka cluster's
 #: own reactions (a broker fenced, a partition's leadership moved or lost, a new KRaft controller).
 SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
-    "executor_removed", "worker_lost", "master_failover", "driver_exited", "driver_launched",
-    "query_terminated", "source_timeout", "broker_fenced", "leader_elected", "leader_lost", "controller_elected",
-    "task_failed", "datanode_dead",
+    Kind.EXECUTOR_REMOVED, Kind.WORKER_LOST, Kind.MASTER_FAILOVER, Kind.DRIVER_EXITED, Kind.DRIVER_LAUNCHED,
+    Kind.QUERY_TERMINATED, Kind.SOURCE_TIMEOUT, Kind.BROKER_FENCED, Kind.LEADER_ELECTED, Kind.LEADER_LOST,
+    Kind.CONTROLLER_ELECTED, Kind.TASK_FAILED, Kind.DATANODE_DEAD,
 )
 
 
@@ -480,12 +482,12 @@ class RunMetrics:
         for i, f in enumerate(self.faults):
             tgt = f.target
             if f.first_output_after is not None:
-                ev.append(TimelineEvent(f.first_output_after, "first_output_after_fault", tgt, {"fault": i}))
+                ev.append(TimelineEvent(f.first_output_after, Kind.FIRST_OUTPUT_AFTER_FAULT, tgt, {"fault": i}))
             if f.recovered_at is not None:
                 detail = {"fault": i, "recovery_time": f.recovery_time}
-                ev.append(TimelineEvent(f.recovered_at, "recovered", tgt, detail))
+                ev.append(TimelineEvent(f.recovered_at, Kind.RECOVERED, tgt, detail))
             elif f.recovered is False:  # None: not measurable, which is not "not recovered"
-                ev.append(TimelineEvent(f.horizon, "not_recovered", tgt, {"fault": i}))
+                ev.append(TimelineEvent(f.horizon, Kind.NOT_RECOVERED, tgt, {"fault": i}))
         return ev
 
     def to_dict(self) -> dict[str, Any]:
@@ -494,7 +496,7 @@ class RunMetrics:
             "t0": self.t0,
             "t_end": self.t_end,
             "load_start": self.load_start,
-            "load_end": self.load_end,
+            Phase.LOAD_END: self.load_end,
             "downtime": _num(self.downtime),
             "recovery_time": _num(self.recovery_time),
             "recovered": self.recovered,
@@ -515,9 +517,11 @@ class RunMetrics:
 #: timeline kinds after which a fault with no sign yet must stay quiet before it counts as masked for
 #: good: the faults' injections and heals, and the system's reactions to them (a restarted worker's
 #: new executor shows in the output only once it runs tasks)
-REACTION_KINDS: tuple[str, ...] = (FAULT_INJECTED, "fault_healed", *SYSTEM_DETECTION_KINDS, "executor_added",
-                                   "worker_registered", "driver_started", "query_started", "broker_registered",
-                                   "isr_shrunk", "isr_expanded", "namenode_safemode_exit", "datanode_registered")
+REACTION_KINDS: tuple[str, ...] = (
+    Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *SYSTEM_DETECTION_KINDS, Kind.EXECUTOR_ADDED, Kind.WORKER_REGISTERED,
+    Kind.DRIVER_STARTED, Kind.QUERY_STARTED, Kind.BROKER_REGISTERED, Kind.ISR_SHRUNK, Kind.ISR_EXPANDED,
+    Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED,
+)
 #: what a fault's recovery phases are made of: the system's reactions and the steps of its healing
 PHASE_KINDS: tuple[str, ...] = tuple(k for k in REACTION_KINDS if k != FAULT_INJECTED)
 
@@ -844,7 +848,7 @@ class _Measure:
             load_start = float(trace.phases["warmup_end"])
         else:
             load_start = (float(arr_sorted[0]) if arr_sorted.size else t0) + p.warmup_seconds
-        load_end = float(trace.phases.get("load_end", send_ts.max() if send_ts.size else t_end))
+        load_end = float(trace.phases.get(Phase.LOAD_END, send_ts.max() if send_ts.size else t_end))
         base_end = float(ft[0]) if ft.size else load_end
         unavailable: dict[str, str] = {}
         if ft.size and base_end - load_start < max(B, p.hold_seconds):
@@ -1161,7 +1165,7 @@ def recovery_phases(timeline: list[TimelineEvent], f: float, until: float) -> li
     seen: dict[str, TimelineEvent] = {}
     for e in sorted(timeline, key=lambda e: e.t):
         if e.kind in PHASE_KINDS and f <= e.t <= until and e.kind not in seen:
-            if e.kind == "driver_launched" and int(e.detail.get("launch", 2)) <= 1:
+            if e.kind == Kind.DRIVER_LAUNCHED and int(e.detail.get("launch", 2)) <= 1:
                 continue
             seen[e.kind] = e
     return [{"at": round(e.t - f, 3), "kind": e.kind, "target": e.target} for e in seen.values()]
@@ -1175,7 +1179,7 @@ def _first_system_event(timeline: list[TimelineEvent], kinds: tuple[str, ...], f
     for e in timeline:
         if e.kind not in kinds or not f <= e.t <= horizon:
             continue
-        if e.kind == "driver_launched" and int(e.detail.get("launch", 2)) <= 1:
+        if e.kind == Kind.DRIVER_LAUNCHED and int(e.detail.get("launch", 2)) <= 1:
             continue
         if best is None or e.t < best.t:
             best = e

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.events import Kind
+
 from . import keys
 
 #: the metrics a comparison reports (dotted: attributes of the runs)
@@ -182,7 +184,7 @@ def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
 def fault_kind(run: Any, t: float, default: str) -> str:
     """The fault's own kind (``kill_worker``...) from the injection event's detail, if recorded."""
     for e in run.timeline:
-        if e.t == t and e.kind == "fault_injected" and e.detail.get("fault"):
+        if e.t == t and e.kind == Kind.FAULT_INJECTED and e.detail.get("fault"):
             return str(e.detail["fault"])
     return default
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.history import FaultRecord, History
 from pytest_streamchaos.records import TimelineEvent
 
@@ -74,15 +75,15 @@ def first_failure(timeline: list[TimelineEvent], since: float) -> TimelineEvent 
     for e in sorted(timeline, key=lambda e: e.t):
         if e.t < since:
             continue
-        if e.kind == "query_terminated" and e.detail.get("exception"):
+        if e.kind == Kind.QUERY_TERMINATED and e.detail.get("exception"):
             return e
-        if e.kind == "driver_exited" and e.detail.get("code") not in (0, None):
+        if e.kind == Kind.DRIVER_EXITED and e.detail.get("code") not in (0, None):
             return e
     return None
 
 
 def failure_line(e: TimelineEvent) -> str:
-    if e.kind == "query_terminated":
+    if e.kind == Kind.QUERY_TERMINATED:
         return str(e.detail["exception"]).strip().splitlines()[0][:300]
     return f"the driver exited with code {e.detail.get('code')}"
 

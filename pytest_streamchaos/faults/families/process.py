@@ -8,6 +8,7 @@ import signal
 import time
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import (
     CONFIRM_DRIVER_KILL_S,
     CONFIRM_KILL_S,
@@ -105,7 +106,7 @@ class KillWorker(_OnExecutors):
     def heal(self, planned: PlannedFault, i: int) -> None:
         w = self.ctx.cluster.restart_worker(i)
         port = getattr(w, "port", None)
-        self.ctx.watch("worker_registered", f"worker-{i}",
+        self.ctx.watch(Kind.WORKER_REGISTERED, f"worker-{i}",
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
@@ -218,7 +219,7 @@ class KillMaster(Kill):
                 new = self.ctx.cluster.active_master()
                 return new.name if new is not killed else None
 
-            self.ctx.watch("master_failover", "master", failed_over)
+            self.ctx.watch(Kind.MASTER_FAILOVER, "master", failed_over)
         return i
 
     def confirm(self, planned: PlannedFault, i: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 
@@ -59,14 +60,14 @@ class HdfsWatcher:
             return []
         events = []
         if self._safemode and st.safemode is False:
-            events.append(("namenode_safemode_exit", "namenode"))
+            events.append((Kind.NAMENODE_SAFEMODE_EXIT, "namenode"))
         self._safemode = st.safemode
         for dn in self.hdfs.datanodes:
             if dn.name in st.live and dn.name not in self._live and self.hdfs.datanode_registered(dn.index):
-                events.append(("datanode_registered", dn.name))
+                events.append((Kind.DATANODE_REGISTERED, dn.name))
                 self._live.add(dn.name)
         self._live &= set(st.live)
-        events += [("datanode_dead", name) for name in sorted(set(st.dead) - self._dead)]
+        events += [(Kind.DATANODE_DEAD, name) for name in sorted(set(st.dead) - self._dead)]
         self._dead = set(st.dead)
         for kind, target in events:
             self.recorder.record(kind, target)

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -227,7 +228,7 @@ class YarnJob:
         before = faults.attempt()
         kill, _ = faults.kill_am(wait=0)
         self._killed_attempt = before.attempt_id
-        self._events.append(TimelineEvent(kill.requested_at, "driver_killed", "driver",
+        self._events.append(TimelineEvent(kill.requested_at, Kind.DRIVER_KILLED, "driver",
                                           {"attempt": before.attempt_id, "container": before.am_container_id,
                                            "via": "YARN FORCEFUL_SHUTDOWN"}))
         if wait:
