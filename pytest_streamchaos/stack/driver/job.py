@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, QueryStarted
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -278,7 +278,7 @@ class SparkJob:
             job.progress.poll()
             app = job.app_id
             return app is not None and any(
-                e.kind == Kind.QUERY_STARTED and e.detail.get("app_id") == app for e in job.progress.timeline)
+                e.kind == Kind.QUERY_STARTED and QueryStarted.of(e).app_id == app for e in job.progress.timeline)
 
         self.wait_for(started, timeout, f"the streaming query of launch {len(self.launches)} to start")
 
