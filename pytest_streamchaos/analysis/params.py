@@ -73,7 +73,7 @@ class MetricParams:
 #: good: the faults' injections and heals, and the system's reactions to them (a restarted worker's
 #: new executor shows in the output only once it runs tasks)
 REACTION_KINDS: tuple[str, ...] = (
-    Kind.Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *SYSTEM_DETECTION_KINDS, Kind.EXECUTOR_ADDED, Kind.WORKER_REGISTERED,
+    Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *SYSTEM_DETECTION_KINDS, Kind.EXECUTOR_ADDED, Kind.WORKER_REGISTERED,
     Kind.DRIVER_STARTED, Kind.QUERY_STARTED, Kind.BROKER_REGISTERED, Kind.ISR_SHRUNK, Kind.ISR_EXPANDED,
     Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED,
 )

@@ -375,7 +375,7 @@ class SparkProgress:
             return TimeoutError(
                 f"timed out after {timeout:.0f}s waiting for {what}; last seen: apps={self.app_ids}, "
                 f"{len(self.batches)} progress events (last batchId {self.last_batch_id()}), "
-                f"timeline kinds {[e.kind for e in self.timeline[-5:]]} in {self.tailer.directory}"
+                f"timeline kinds {[str(e.kind) for e in self.timeline[-5:]]} in {self.tailer.directory}"
             )
 
         poll(holds, timeout, timed_out, interval=interval)
