@@ -91,7 +91,8 @@ def stateless_trace(
     o = np.argsort(arr, kind="stable")
     sent = SentRecords(i + id_base, np.zeros(n, dtype=np.int64), send.copy(), send)
     outputs = _csr(arr[o], ids[o] + id_base)
-    phases = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration, Phase.DRAIN_END: t0 + duration + drain}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration,
+                                Phase.DRAIN_END: t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=trigger)
 
@@ -167,7 +168,8 @@ def windowed_trace(
         a[o], offs2, flat, keys=gk[sel][o], window_start=(gw[sel][o] * size).astype(np.float64),
         window_end=((gw[sel][o] + 1) * size).astype(np.float64),
     )
-    phases = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration, Phase.DRAIN_END: t0 + duration + drain}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration,
+                                Phase.DRAIN_END: t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=1.0)
 
@@ -206,7 +208,8 @@ def fanout_trace(
     o = np.argsort(arr, kind="stable")
     sent = SentRecords(i, np.zeros(n, dtype=np.int64), send.copy(), send,
                        annotations={"copies": copies.astype(np.float64)})
-    phases = {Phase.WARMUP_END: t0 + 1.0, Phase.LOAD_END: t0 + n / rate, Phase.DRAIN_END: t0 + n / rate + 2.0}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + 1.0, Phase.LOAD_END: t0 + n / rate,
+                                Phase.DRAIN_END: t0 + n / rate + 2.0}
     return Trace(sent, _csr(arr[o], ids[o]), phases=phases, trigger_seconds=1.0)
 
 

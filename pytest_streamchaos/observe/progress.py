@@ -323,7 +323,7 @@ class SparkProgress:
             progress["app_id"] = app
             self.batches.append(progress)
 
-    def _connect(self, t: float, app: str, kind: str, ev: dict[str, Any]) -> None:
+    def _connect(self, t: float, app: str, kind: Kind, ev: dict[str, Any]) -> None:
         """A Connect server's session event (its own ``eventTime``, epoch ms)."""
         at = ev.get("eventTime")
         self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind, "connect-session",
@@ -354,7 +354,7 @@ class SparkProgress:
                   {"app_id": app, "exception": reason.get("Class Name"), "message": message,
                    "stage": ev.get("Stage ID"), "attempt": info.get("Attempt")})
 
-    def _add(self, t: float, app: str, kind: str, target: str, detail: dict[str, Any]) -> None:
+    def _add(self, t: float, app: str, kind: Kind, target: str, detail: dict[str, Any]) -> None:
         self.timeline.append(TimelineEvent(t=t, kind=kind, target=target, detail=detail))
 
     # -- convenience -------------------------------------------------------------------------------

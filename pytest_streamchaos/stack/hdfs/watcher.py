@@ -47,7 +47,7 @@ class HdfsWatcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def poll_once(self) -> list[tuple[str, str]]:
+    def poll_once(self) -> list[tuple[Kind, str]]:
         """One observation; records and returns the (kind, target) events it saw."""
         if self.hdfs.namenode.pid != self._nn_pid:  # a new NameNode starts in safe mode, knowing no DataNode
             self._nn_pid, self._safemode, self._live, self._dead = self.hdfs.namenode.pid, True, set(), set()

@@ -127,7 +127,7 @@ class _Timeline:
     def __init__(self, events: list[TimelineEvent]) -> None:
         self.events = events
 
-    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+    def record(self, kind: Kind, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
         ev = TimelineEvent(time.time() if t is None else t, kind, target, detail)
         self.events.append(ev)
         return ev
