@@ -6,7 +6,8 @@ watchers, Spark's event log and the analysis record; it is a :class:`~enum.StrEn
 keep working) while the package writes and matches ``Kind.EXECUTOR_REMOVED``. Where readers need what
 an event carries, a small frozen dataclass reads its ``detail`` once (:class:`Injected`,
 :class:`Launched`, :class:`QueryStarted`, ...): nothing outside this module reads an event's detail
-by key. ``tests/unit/test_event_kinds.py`` keeps every kind's string here.
+by key (faults are read once, by :mod:`pytest_streamchaos.history`). ``tests/unit/test_event_kinds.py``
+keeps every kind's string here.
 
 The bottom of the import graph, with :mod:`pytest_streamchaos.records` above it: it imports nothing
 of the package.
@@ -32,12 +33,6 @@ else:  # Python 3.10: the same, as 3.11 defines it
 
         def __format__(self, spec: str) -> str:
             return format(str(self.value), spec)
-
-#: YARN's ``NodeState`` and ``YarnApplicationState`` values (its REST API's closed sets), which the YARN
-#: watcher turns into ``yarn_node_<state>`` / ``yarn_app_<state>`` kinds
-YARN_NODE_STATES = ("NEW", "RUNNING", "UNHEALTHY", "DECOMMISSIONING", "DECOMMISSIONED", "LOST", "REBOOTED",
-                    "SHUTDOWN")
-YARN_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
 
 
 class Kind(StrEnum):
@@ -102,7 +97,8 @@ class Kind(StrEnum):
     NAMENODE_SAFEMODE_EXIT = "namenode_safemode_exit"
     DATANODE_REGISTERED = "datanode_registered"
     DATANODE_DEAD = "datanode_dead"
-    # YARN (stack/yarn's watcher, the YARN faults)
+    # YARN (stack/yarn's watcher, the YARN faults); ``yarn_node_<state>`` / ``yarn_app_<state>`` for every
+    # value of YARN's NodeState and YarnApplicationState (closed sets in its REST API)
     RESOURCEMANAGER_BACK = "resourcemanager_back"
     YARN_RM_STARTED = "yarn_rm_started"
     YARN_ATTEMPT_STARTED = "yarn_attempt_started"
@@ -138,12 +134,12 @@ class Kind(StrEnum):
 
     @classmethod
     def yarn_node(cls, state: str) -> Kind:
-        """The kind of a YARN node reaching ``state`` (one of :data:`YARN_NODE_STATES`)."""
+        """The kind of a YARN node reaching ``state`` (a ``NodeState``: ``LOST``, ``RUNNING``, ...)."""
         return cls(f"yarn_node_{state.lower()}")
 
     @classmethod
     def yarn_app(cls, state: str) -> Kind:
-        """The kind of a YARN application reaching ``state`` (one of :data:`YARN_APP_STATES`)."""
+        """The kind of a YARN application reaching ``state`` (a ``YarnApplicationState``: ``FINISHED``, ...)."""
         return cls(f"yarn_app_{state.lower()}")
 
 
@@ -155,12 +151,6 @@ class Phase(StrEnum):
     WARMUP_END = "warmup_end"
     LOAD_END = "load_end"
     DRAIN_END = "drain_end"
-
-
-#: Kafka: a partition's leader, as the watcher tells a new one from none
-LEADER_KINDS = {True: Kind.LEADER_ELECTED, False: Kind.LEADER_LOST}
-#: Kafka: a partition's in-sync replicas, fewer or more than before
-ISR_KINDS = {True: Kind.ISR_SHRUNK, False: Kind.ISR_EXPANDED}
 
 
 @dataclass
@@ -330,6 +320,6 @@ class Failure:
 
 
 __all__ = [
-    "Exited", "Failure", "FaultFailed", "Healed", "ISR_KINDS", "Injected", "Kind", "LEADER_KINDS",
-    "Launched", "Phase", "Planned", "QueryStarted", "TimelineEvent", "YARN_APP_STATES", "YARN_NODE_STATES",
+    "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
+    "TimelineEvent",
 ]
