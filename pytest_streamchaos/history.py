@@ -23,8 +23,9 @@ from functools import cached_property
 from typing import Any
 
 from pytest_streamchaos import deprecation
+from pytest_streamchaos.events import FaultFailed, Healed, Injected, Kind, Planned
 from pytest_streamchaos.facts import RunFacts, Topics
-from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
+from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent, Trace
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,6 @@ class Aim:
     def describe(self) -> str:
         tried = f"{self.attempts} batch{'es' if self.attempts != 1 else ''} tried"
         return f"aimed at {self.moment}: {'hit' if self.hit else 'MISSED'} (batch {self.batch} {self.phase}, {tried})"
-
-
-#: the ``fault_injected`` detail keys that are the record's own fields, not what a probe measured
-_OWN_DETAIL = ("fault", "label", "confirmed", "aim")
 
 
 @dataclass
@@ -124,26 +121,31 @@ def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:
         return rec
 
     for e in sorted(timeline, key=lambda e: e.t):
-        d = e.detail
-        if e.kind == "fault_planned":
-            rec = of(e.target, str(d.get("fault", "")), "")
-            rec.planned_at, rec.occurrence = e.t, int(d.get("occurrence", 0))
-        elif e.kind == FAULT_INJECTED:
-            rec = of(d.get("label"), str(d.get("fault") or e.kind), e.target)
-            rec.kind, rec.target, rec.injected_at = str(d.get("fault") or e.kind), e.target, e.t
-            rec.confirmed_s, rec.aim = d.get("confirmed"), Aim.of(d.get("aim"))
-            rec.detail = {k: v for k, v in d.items() if k not in _OWN_DETAIL}
-        elif e.kind == "fault_healed":
-            healed = _healed_one(records, by_label, d.get("label"), e.target)
+        if e.kind == Kind.FAULT_PLANNED:
+            planned = Planned.of(e)
+            rec = of(e.target, planned.fault, "")
+            rec.planned_at, rec.occurrence = e.t, planned.occurrence
+        elif e.kind == Kind.FAULT_INJECTED:
+            inj = Injected.of(e)
+            _inject(of(inj.label, inj.fault, e.target), e, inj)
+        elif e.kind == Kind.FAULT_HEALED:
+            healed = _healed_one(records, by_label, Healed.of(e).label, e.target)
             if healed is not None:
                 healed.healed_at = e.t
-        elif e.kind in ("fault_error", "fault_skipped"):
-            rec = of(e.target, "", "")
-            if e.kind == "fault_error":
-                rec.errors.append(str(d.get("error", "")))
+        elif e.kind in (Kind.FAULT_ERROR, Kind.FAULT_SKIPPED):
+            rec, failed = of(e.target, "", ""), FaultFailed.of(e)
+            if e.kind == Kind.FAULT_ERROR:
+                rec.errors.append(failed.error or "")
             else:
-                rec.skipped = str(d.get("reason", ""))
+                rec.skipped = failed.reason or ""
     return records
+
+
+def _inject(rec: FaultRecord, e: TimelineEvent, inj: Injected) -> FaultRecord:
+    """``rec`` injected by ``e`` (its typed detail ``inj``)."""
+    rec.kind, rec.target, rec.injected_at = inj.fault, e.target, e.t
+    rec.confirmed_s, rec.aim, rec.detail = inj.confirmed, Aim.of(inj.aim), inj.measured
+    return rec
 
 
 def _healed_one(records: list[FaultRecord], by_label: dict[str, FaultRecord], label: str | None,
@@ -252,9 +254,15 @@ class History:
         """The fault occurrences (planned, injected, healed, aimed, failed), from the timeline."""
         return faults_of(self.trace.timeline)
 
-    def injected(self) -> list[FaultRecord]:
-        """The faults that took effect, in injection order."""
-        return sorted((f for f in self.faults if f.injected), key=lambda f: f.injected_at or 0.0)
+    def injected(self, kinds: Iterable[str] = (Kind.FAULT_INJECTED,)) -> list[FaultRecord]:
+        """The faults that took effect, in injection order. ``kinds``: the timeline kinds that count as an
+        injection (``MetricParams.fault_kinds``); each event of a kind other than ``fault_injected`` is a
+        fault of its own (its kind, target and time)."""
+        kinds = set(kinds)
+        found = [f for f in self.faults if f.injected] if Kind.FAULT_INJECTED in kinds else []
+        found += [_inject(FaultRecord(e.kind, f"{e.kind} {e.target}".strip()), e, Injected.of(e))
+                  for e in self.timeline if e.kind in kinds and e.kind != Kind.FAULT_INJECTED]
+        return sorted(found, key=lambda f: f.injected_at or 0.0)
 
     def batch_at(self, t: float) -> MicroBatch | None:
         """The micro-batch that was running at ``t`` (its trigger's start to its end), None between

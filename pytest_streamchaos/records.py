@@ -1,8 +1,8 @@
 """The recorded data of one run: what went in, what came out, and what happened in between.
 
-The bottom of the package's import graph: it imports nothing of ``pytest_streamchaos``, so every
-layer (``workload``, ``observe``, ``faults``, ``spark.launcher``, ``runner``, ``analysis``) can use
-these types without importing the analysis.
+Next to the bottom of the package's import graph: it imports only :mod:`pytest_streamchaos.events` (the
+timeline's kinds and events, re-exported here), so every layer (``workload``, ``observe``, ``faults``,
+``spark.launcher``, ``runner``, ``analysis``) can use these types without importing the analysis.
 
 This is the contract between the recording side (``workload`` generator, ``observe`` collector and
 Spark progress capture, ``faults`` timeline) and the pure ``analysis`` code. Columns are NumPy
@@ -19,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
-#: The timeline ``kind`` the fault timeline records when a fault takes effect: the analysis measures
-#: every fault from it.
-FAULT_INJECTED = "fault_injected"
+from pytest_streamchaos.events import Kind, TimelineEvent
+
+#: The timeline ``kind`` the fault timeline records when a fault takes effect (:attr:`Kind.FAULT_INJECTED`,
+#: kept here for code written against it); :class:`TimelineEvent` and the kinds live in
+#: :mod:`pytest_streamchaos.events`.
+FAULT_INJECTED = Kind.FAULT_INJECTED
 
 
 @dataclass
@@ -97,21 +100,6 @@ class OutputRecords:
         flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(offsets[-1]))
         cols = {k: (None if v is None else np.asarray(v)) for k, v in columns.items()}
         return cls(np.asarray(arrival_ts, dtype=np.float64), offsets, flat, **cols)
-
-
-@dataclass
-class TimelineEvent:
-    """One thing that happened: a fault planned/injected/healed, an executor lost/added, a driver
-    restart, the first output after a fault, recovery. ``t`` is on the run's clock."""
-
-    t: float
-    kind: str
-    target: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        extra = {"detail": self.detail} if self.detail else {}
-        return {"t": self.t, "kind": self.kind, "target": self.target, **extra}
 
 
 @dataclass

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_streamchaos.analysis.metrics import SYSTEM_DETECTION_KINDS
+from pytest_streamchaos.analysis.params import SYSTEM_DETECTION_KINDS
+from pytest_streamchaos.events import Failure, TimelineEvent
 from pytest_streamchaos.facts import DelaySpec
-from pytest_streamchaos.records import TimelineEvent
+from pytest_streamchaos.history import History, faults_of
 
 __all__ = ["GRACE_S", "DelayOutcome", "DelaySpec", "delay_outcomes", "describe_outcome", "judge_delays"]
 
@@ -60,24 +61,25 @@ class DelayOutcome:
                 f"{stated}{seen}")
 
 
-def judge_delays(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec]) -> list[DelayOutcome]:
-    """Per delay that took effect, its :class:`DelayOutcome`."""
-    events = sorted(timeline, key=lambda e: e.t)
+def judge_delays(history: History | Iterable[TimelineEvent], delays: Sequence[DelaySpec]) -> list[DelayOutcome]:
+    """Per delay that took effect (its fault occurrence in ``history``, or in a bare timeline), its
+    :class:`DelayOutcome`."""
+    events = sorted(history.timeline if isinstance(history, History) else history, key=lambda e: e.t)
+    faults = {f.label: f for f in (history.faults if isinstance(history, History) else faults_of(events))}
     out = []
     for d in delays:
-        injected = next((e for e in events if e.kind == "fault_injected" and e.detail.get("label") == d.label), None)
-        if injected is None:
+        fault = faults.get(d.label)
+        if fault is None or fault.injected_at is None:
             continue
-        healed = next((e.t for e in events if e.kind == "fault_healed" and e.detail.get("label") == d.label
-                       and e.t >= injected.t), None)
-        end = (healed if healed is not None else events[-1].t) + GRACE_S
-        reaction = next((e for e in events if e.kind in SYSTEM_DETECTION_KINDS and injected.t <= e.t <= end), None)
+        injected = fault.injected_at
+        end = (fault.healed_at if fault.healed_at is not None else events[-1].t) + GRACE_S
+        reaction = next((e for e in events if e.kind in SYSTEM_DETECTION_KINDS and injected <= e.t <= end), None)
         out.append(DelayOutcome(
             fault=d.label, delay_ms=d.ms, timeout=d.timeout_setting, timeout_ms=d.timeout_s * 1000.0,
             timeout_where=d.timeout_where,
             stated=None if d.above_timeout is None else ("PD>TO" if d.above_timeout else "PD<TO"),
             observed="noticed" if reaction is not None else "not noticed",
-            evidence=None if reaction is None else _evidence(reaction, injected.t)))
+            evidence=None if reaction is None else _evidence(reaction, injected)))
     return out
 
 
@@ -87,7 +89,8 @@ def delay_outcomes(timeline: Iterable[TimelineEvent], delays: Sequence[DelaySpec
 
 
 def _evidence(e: TimelineEvent, since: float) -> str:
-    what = e.detail.get("exception") or e.detail.get("reason") or ""
+    failure = Failure.of(e)
+    what = failure.exception or failure.reason or ""
     return f"{e.kind} {e.target} {f'({what}) ' if what else ''}{e.t - since:+.1f}s after the injection"
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_streamchaos.events import Phase
+
 from ..records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
 T0 = 1_700_000_000.0
@@ -89,7 +91,8 @@ def stateless_trace(
     o = np.argsort(arr, kind="stable")
     sent = SentRecords(i + id_base, np.zeros(n, dtype=np.int64), send.copy(), send)
     outputs = _csr(arr[o], ids[o] + id_base)
-    phases = {"warmup_end": t0 + warmup, "load_end": t0 + duration, "drain_end": t0 + duration + drain}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration,
+                                Phase.DRAIN_END: t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=trigger)
 
@@ -165,7 +168,8 @@ def windowed_trace(
         a[o], offs2, flat, keys=gk[sel][o], window_start=(gw[sel][o] * size).astype(np.float64),
         window_end=((gw[sel][o] + 1) * size).astype(np.float64),
     )
-    phases = {"warmup_end": t0 + warmup, "load_end": t0 + duration, "drain_end": t0 + duration + drain}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration,
+                                Phase.DRAIN_END: t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
     return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=1.0)
 
@@ -204,7 +208,8 @@ def fanout_trace(
     o = np.argsort(arr, kind="stable")
     sent = SentRecords(i, np.zeros(n, dtype=np.int64), send.copy(), send,
                        annotations={"copies": copies.astype(np.float64)})
-    phases = {"warmup_end": t0 + 1.0, "load_end": t0 + n / rate, "drain_end": t0 + n / rate + 2.0}
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + 1.0, Phase.LOAD_END: t0 + n / rate,
+                                Phase.DRAIN_END: t0 + n / rate + 2.0}
     return Trace(sent, _csr(arr[o], ids[o]), phases=phases, trigger_seconds=1.0)
 
 
@@ -267,6 +272,6 @@ def seen_at(trace: Trace, t: float) -> Trace:
     outputs = OutputRecords(o.arrival_ts[:n], o.offsets[: n + 1], o.ids[: int(o.offsets[n])],
                             *(None if a is None else a[:n] for a in (o.keys, o.window_start, o.window_end, o.topic,
                                                                       o.values)))
-    phases = {k: v for k, v in trace.phases.items() if k == "warmup_end" and v <= t}
+    phases = {k: v for k, v in trace.phases.items() if k == Phase.WARMUP_END and v <= t}
     return Trace(sent, outputs, timeline=[e for e in trace.timeline if e.t <= t], phases=phases,
                  trigger_seconds=trace.trigger_seconds)

@@ -174,17 +174,9 @@ def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
         else:
             within = f"({keys.fmt(peak)}s <= {band:.2f}s)"
             verdict, reason = "masked", f"p99 latency stayed within the baseline band {within}"
-        out.append(FaultVerdict(i, fault_kind(run, f.t, f.kind), f.target, f.t - m.t0, verdict, peak,
+        out.append(FaultVerdict(i, f.kind, f.target, f.t - m.t0, verdict, peak,
                                 band, f.downtime, reason))
     return out
-
-
-def fault_kind(run: Any, t: float, default: str) -> str:
-    """The fault's own kind (``kill_worker``...) from the injection event's detail, if recorded."""
-    for e in run.timeline:
-        if e.t == t and e.kind == "fault_injected" and e.detail.get("fault"):
-            return str(e.detail["fault"])
-    return default
 
 
 def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B"),

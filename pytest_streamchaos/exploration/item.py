@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_streamchaos.analysis.trigger import observed_trigger, trigger_words
+from pytest_streamchaos.events import Phase
 from pytest_streamchaos.exploration.body import Body, NoChaosRun, phases_never_came
 from pytest_streamchaos.exploration.mark import ExploreSpec
 from pytest_streamchaos.exploration.memory import Entry, Memory
@@ -159,9 +160,9 @@ def run_phases(run: Any) -> dict[str, Any] | None:
     if run is None:
         return None
     p, load = run.history.phases, run.facts.load
-    span = {name: round(p[b] - p[a], 1) for name, a, b in (("warmup", "start", "warmup_end"),
-                                                           ("load", "warmup_end", "load_end"),
-                                                           ("drain", "load_end", "drain_end")) if a in p and b in p}
+    bounds = (("warmup", Phase.START, Phase.WARMUP_END), ("load", Phase.WARMUP_END, Phase.LOAD_END),
+              ("drain", Phase.LOAD_END, Phase.DRAIN_END))
+    span = {name: round(p[b] - p[a], 1) for name, a, b in bounds if a in p and b in p}
     return {**span, "load_ended": None if load is None else load.ended}
 
 

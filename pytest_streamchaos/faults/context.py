@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import CheckpointView, JobHandle, KafkaCluster, LinkScope, SparkCluster
@@ -94,7 +95,7 @@ class FaultContext:
                                "checkpoint= and collector=)")
         return self.checkpoint, self.collector
 
-    def watch(self, kind: str, target: str, predicate: Callable[[], Any], timeout: float = 90.0) -> None:
+    def watch(self, kind: Kind, target: str, predicate: Callable[[], Any], timeout: float = 90.0) -> None:
         """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
         background, given up silently after ``timeout``: the metrics show what did not happen)."""
         recorder = self.recorder

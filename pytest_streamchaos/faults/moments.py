@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import FaultContext, worker_index
 from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment, no_state_commit
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -204,7 +205,7 @@ def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> Momen
         found = wait(planned, stop, deadline)
         if found is not None and gate.holds and ctx.recorder is not None:
             h = gate.holds[-1]
-            ctx.recorder.record("checkpoint_held", f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
+            ctx.recorder.record(Kind.CHECKPOINT_HELD, f"{h.log}/{h.batch}", t=h.t, log=h.log, when=h.when,
                                 batch=h.batch, pid=h.pid, thread=h.thread, path=h.path)
         return found
 
@@ -220,7 +221,7 @@ def _saying_why_not(ctx: FaultContext, wait: MomentDetector) -> MomentDetector:
         found = wait(planned, stop, deadline)
         why = no_state_commit(ctx.checkpoint) if found is None else None
         if why is not None and ctx.recorder is not None:
-            ctx.recorder.record("moment_unreachable", STATE_COMMIT, reason=why)
+            ctx.recorder.record(Kind.MOMENT_UNREACHABLE, STATE_COMMIT, reason=why)
         return found
 
     return waited

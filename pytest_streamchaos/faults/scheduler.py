@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.kind import FaultAction
 from pytest_streamchaos.faults.moments import Aim, MomentDetector
 from pytest_streamchaos.faults.registry import kind_of
@@ -62,7 +63,7 @@ class FaultScheduler:
         self.steady_t = steady_t
         for i, p in enumerate(self.planned):
             at = steady_t + (p.at if p.at is not None else p.spec.after)
-            self.recorder.record("fault_planned", p.label, t=at, fault=p.spec.kind, occurrence=p.occurrence)
+            self.recorder.record(Kind.FAULT_PLANNED, p.label, t=at, fault=p.spec.kind, occurrence=p.occurrence)
             th = threading.Thread(target=self._run_one, args=(i, p, at), name=f"fault-{p.label}", daemon=True)
             self._threads.append(th)
             th.start()
@@ -126,7 +127,7 @@ class FaultScheduler:
             target = p.label
             unconfirmed = unconfirmed or f"target unknown: {exc}"
         permanent = kind_of(p.spec).permanent(p.spec)
-        self.recorder.record("fault_injected", target, t=t_injected, fault=p.spec.kind, label=p.label,
+        self.recorder.record(Kind.FAULT_INJECTED, target, t=t_injected, fault=p.spec.kind, label=p.label,
                              confirmed=None if confirmed is None else round(confirmed, 3), **measured,
                              **self._landed(p, handle, found), **({"permanent": True} if permanent else {}))
         if permanent:  # nothing to heal, nothing that can stop acting: it is done once it took effect
@@ -173,7 +174,7 @@ class FaultScheduler:
         if not found:
             why = (f"the load phase ended before moment {p.spec.when!r} came" if self._stop.is_set()
                    else f"moment {p.spec.when!r} not seen within timeout={p.spec.timeout:g}s")
-            self.recorder.record("fault_skipped", p.label, reason=why)
+            self.recorder.record(Kind.FAULT_SKIPPED, p.label, reason=why)
             self.errors.append(f"{p.label}: skipped: {why}")
             return None
         return found
@@ -193,7 +194,7 @@ class FaultScheduler:
                 why = f"check failed: {exc}"
             if why:
                 self._error(p, f"stopped acting while active: {why}")
-                self.recorder.record("fault_stopped_acting", self.actions[p.spec.kind].target(p), reason=why)
+                self.recorder.record(Kind.FAULT_STOPPED_ACTING, self.actions[p.spec.kind].target(p), reason=why)
                 break
             wait = CHECK_EVERY_S if heal_at is None else min(CHECK_EVERY_S, max(0.0, heal_at - self.clock()))
             self._stop.wait(wait)
@@ -208,14 +209,14 @@ class FaultScheduler:
         p, handle = entry
         try:
             self.actions[p.spec.kind].heal(p, handle)
-            self.recorder.record("fault_healed", self.actions[p.spec.kind].target(p), fault=p.spec.kind,
+            self.recorder.record(Kind.FAULT_HEALED, self.actions[p.spec.kind].target(p), fault=p.spec.kind,
                                  label=p.label)
         except Exception as exc:
             self._error(p, f"heal failed: {exc}")
 
     def _error(self, p: PlannedFault, msg: str) -> None:
         self.errors.append(f"{p.label}: {msg}")
-        self.recorder.record("fault_error", p.label, error=msg)
+        self.recorder.record(Kind.FAULT_ERROR, p.label, error=msg)
 
     def acting_on_driver(self) -> bool:
         """Whether a fault that stops the driver (a kill of the driver, a driver paused: its kind's

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_streamchaos.events import Kind, TimelineEvent
 from pytest_streamchaos.faults.spec import FaultSpec
-from pytest_streamchaos.records import TimelineEvent
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Recorder:
         self._events: list[TimelineEvent] = []
         self._lock = threading.Lock()
 
-    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+    def record(self, kind: Kind, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
         ev = TimelineEvent(self.clock() if t is None else t, kind, target, detail)
         with self._lock:
             self._events.append(ev)

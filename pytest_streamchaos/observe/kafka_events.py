@@ -14,6 +14,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_streamchaos.events import Kind
+
 log = logging.getLogger(__name__)
 
 POLL_S = 0.25
@@ -57,7 +59,7 @@ class KafkaWatcher:
         controller = self.kafka.controller_id()
         if controller is not None and controller != self._controller:
             if self._controller is not None:
-                self.recorder.record("controller_elected", f"broker-{controller}", previous=self._controller)
+                self.recorder.record(Kind.CONTROLLER_ELECTED, f"broker-{controller}", previous=self._controller)
             self._controller = controller
 
     def _partition(self, topic: str, p: int, state: Any) -> None:
@@ -67,16 +69,16 @@ class KafkaWatcher:
             return
         where = f"{topic}[{p}]"
         if state.leader != old.leader:
-            kind = "leader_elected" if state.leader >= 0 else "leader_lost"
+            kind = Kind.LEADER_ELECTED if state.leader >= 0 else Kind.LEADER_LOST
             self.recorder.record(kind, where, leader=state.leader, previous=old.leader, isr=list(state.isr))
         if set(state.isr) != set(old.isr):
-            kind = "isr_shrunk" if len(state.isr) < len(old.isr) else "isr_expanded"
+            kind = Kind.ISR_SHRUNK if len(state.isr) < len(old.isr) else Kind.ISR_EXPANDED
             self.recorder.record(kind, where, isr=list(state.isr), previous=list(old.isr))
 
     def _membership(self, brokers: set[int]) -> None:
         if self._brokers is not None:
             for b in sorted(self._brokers - brokers):
-                self.recorder.record("broker_fenced", f"broker-{b}")
+                self.recorder.record(Kind.BROKER_FENCED, f"broker-{b}")
             for b in sorted(brokers - self._brokers):
-                self.recorder.record("broker_registered", f"broker-{b}")
+                self.recorder.record(Kind.BROKER_REGISTERED, f"broker-{b}")
         self._brokers = brokers

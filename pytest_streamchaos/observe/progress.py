@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 
@@ -41,9 +42,9 @@ EV_QUERY_IDLE = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdle
 EV_SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 #: a Spark Connect server's session events (its listener bus writes them to the event log), as timeline kinds
 CONNECT_EVENTS = {
-    "org.apache.spark.sql.connect.service.SparkListenerConnectServiceStarted": "connect_service_started",
-    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionStarted": "connect_session_started",
-    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed": "connect_session_closed",
+    "org.apache.spark.sql.connect.service.SparkListenerConnectServiceStarted": Kind.CONNECT_SERVICE_STARTED,
+    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionStarted": Kind.CONNECT_SESSION_STARTED,
+    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed": Kind.CONNECT_SESSION_CLOSED,
 }
 #: a batch DataFrameWriter's file write in a SQL execution's plan: its output directory
 _FILE_WRITE = re.compile(r"Execute InsertIntoHadoopFsRelationCommand\n(?:Input[^\n]*\n)?Arguments: ([^,\s]+)")
@@ -269,7 +270,7 @@ class SparkProgress:
             app_id = ev.get("App ID") or app
             if app_id not in self.app_ids:
                 self.app_ids.append(app_id)
-            self._add(t, app, "driver_started", "driver", {"app_id": app_id, "app_name": ev.get("App Name")})
+            self._add(t, app, Kind.DRIVER_STARTED, "driver", {"app_id": app_id, "app_name": ev.get("App Name")})
         elif kind == "SparkListenerEnvironmentUpdate":
             props = ev.get("Spark Properties") or {}
             if isinstance(props, list):  # older event logs: [[key, value], ...]
@@ -277,14 +278,14 @@ class SparkProgress:
             if "spark.master" in props:
                 self.masters[app] = str(props["spark.master"])
         elif kind == "SparkListenerApplicationEnd":
-            self._add(t, app, "driver_stopped", "driver", {"app_id": app, "exit_code": ev.get("ExitCode")})
+            self._add(t, app, Kind.DRIVER_STOPPED, "driver", {"app_id": app, "exit_code": ev.get("ExitCode")})
         elif kind == "SparkListenerExecutorAdded":
             exec_id = str(ev.get("Executor ID"))
             if exec_id == "driver":  # local mode's in-driver executor, not a separate process
                 return
             info = ev.get("Executor Info") or {}
             self.live_executors[(app, exec_id)] = t
-            self._add(t, app, "executor_added", f"executor-{exec_id}",
+            self._add(t, app, Kind.EXECUTOR_ADDED, f"executor-{exec_id}",
                       {"app_id": app, "host": info.get("Host"), "cores": info.get("Total Cores")})
         elif kind == "SparkListenerExecutorRemoved":
             exec_id = str(ev.get("Executor ID"))
@@ -292,16 +293,16 @@ class SparkProgress:
             if (app, exec_id) in self._removed:
                 return
             self._removed.add((app, exec_id))
-            self._add(t, app, "executor_removed", f"executor-{exec_id}",
+            self._add(t, app, Kind.EXECUTOR_REMOVED, f"executor-{exec_id}",
                       {"app_id": app, "reason": ev.get("Removed Reason")})
         elif kind == "SparkListenerTaskEnd":
             self._task_end(t, app, ev)
         elif kind == EV_QUERY_STARTED:
             t = parse_spark_time(ev.get("timestamp")) or t
-            self._add(t, app, "query_started", "query",
+            self._add(t, app, Kind.QUERY_STARTED, "query",
                       {"app_id": app, "id": ev.get("id"), "run_id": ev.get("runId"), "name": ev.get("name")})
         elif kind == EV_QUERY_TERMINATED:
-            self._add(t, app, "query_terminated", "query",
+            self._add(t, app, Kind.QUERY_TERMINATED, "query",
                       {"app_id": app, "id": ev.get("id"), "run_id": ev.get("runId"),
                        "exception": ev.get("exception")})
         elif kind == EV_SQL_START:
@@ -322,7 +323,7 @@ class SparkProgress:
             progress["app_id"] = app
             self.batches.append(progress)
 
-    def _connect(self, t: float, app: str, kind: str, ev: dict[str, Any]) -> None:
+    def _connect(self, t: float, app: str, kind: Kind, ev: dict[str, Any]) -> None:
         """A Connect server's session event (its own ``eventTime``, epoch ms)."""
         at = ev.get("eventTime")
         self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind, "connect-session",
@@ -349,11 +350,11 @@ class SparkProgress:
         info = ev.get("Task Info") or {}
         t = (info.get("Finish Time") or 0) / 1000.0 or t
         message = str(reason.get("Description") or "").splitlines()[0][:300] if reason.get("Description") else ""
-        self._add(t, app, "task_failed", f"executor-{info.get('Executor ID')}",
+        self._add(t, app, Kind.TASK_FAILED, f"executor-{info.get('Executor ID')}",
                   {"app_id": app, "exception": reason.get("Class Name"), "message": message,
                    "stage": ev.get("Stage ID"), "attempt": info.get("Attempt")})
 
-    def _add(self, t: float, app: str, kind: str, target: str, detail: dict[str, Any]) -> None:
+    def _add(self, t: float, app: str, kind: Kind, target: str, detail: dict[str, Any]) -> None:
         self.timeline.append(TimelineEvent(t=t, kind=kind, target=target, detail=detail))
 
     # -- convenience -------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ class SparkProgress:
             return TimeoutError(
                 f"timed out after {timeout:.0f}s waiting for {what}; last seen: apps={self.app_ids}, "
                 f"{len(self.batches)} progress events (last batchId {self.last_batch_id()}), "
-                f"timeline kinds {[e.kind for e in self.timeline[-5:]]} in {self.tailer.directory}"
+                f"timeline kinds {[str(e.kind) for e in self.timeline[-5:]]} in {self.tailer.directory}"
             )
 
         poll(holds, timeout, timed_out, interval=interval)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.stack.driver.job import CRASHED, last_exception, with_worker_error
 
 #: the report section's title
@@ -53,7 +54,7 @@ def explain(run: Any) -> list[str]:
     lines += _faults(d, t0)
     exits = _exits(events, d, t0)
     lines += [line for line, _ in exits] or ["driver: ran to the end of the run (no exit of its own)"]
-    restarts = sum(1 for e in events if e["kind"] == "driver_launched") - 1
+    restarts = sum(1 for e in events if e["kind"] == Kind.DRIVER_LAUNCHED) - 1
     if restarts > 0:
         lines.append(f"restarts: the driver was started {restarts} more time{'s' if restarts != 1 else ''} "
                      "(from its checkpoint)")
@@ -98,9 +99,9 @@ def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[t
     out = []
     log_error = None
     for e in events:
-        if e["kind"] != "driver_exited":
+        if e["kind"] != Kind.DRIVER_EXITED:
             continue
-        killed = any(x["kind"] == "driver_killed" and e["t"] - 5.0 <= x["t"] <= e["t"] for x in events)
+        killed = any(x["kind"] == Kind.DRIVER_KILLED and e["t"] - 5.0 <= x["t"] <= e["t"] for x in events)
         error = "killed by a fault (driver_killed)" if killed else _query_error(events, e["t"])
         log = (d.get("meta") or {}).get("job_log")
         if error is None:
@@ -108,7 +109,7 @@ def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[t
             error = log_error or "no error in its event log or its log"
         elif CRASHED in error:  # the query says only that a Python worker crashed: its own error is in the log
             error = with_worker_error(error, _log_tail(log) or "")
-        later = any(x["kind"] == "driver_launched" and x["t"] > e["t"] for x in events)
+        later = any(x["kind"] == Kind.DRIVER_LAUNCHED and x["t"] > e["t"] for x in events)
         code = (e.get("detail") or {}).get("code")
         out.append((f"driver: exited at +{e['t'] - t0:.1f}s (exit code {code}): {error}; "
                     + ("started again" if later else "not started again"), e["t"]))
@@ -118,7 +119,7 @@ def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[t
 def _query_error(events: list[dict[str, Any]], before: float) -> str | None:
     """The first line of the exception of the last query that terminated before ``before``."""
     errors = [(e.get("detail") or {}).get("exception") for e in events
-              if e["kind"] == "query_terminated" and e["t"] <= before + 1.0]
+              if e["kind"] == Kind.QUERY_TERMINATED and e["t"] <= before + 1.0]
     errors = [x for x in errors if x]
     if not errors:
         return None
@@ -148,8 +149,8 @@ def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> str
     driver's last exit was not followed by a new start, and that was not supervised."""
     if not d.get("lost"):
         return None
-    exits = [e for e in events if e["kind"] == "driver_exited"]
-    if not exits or any(e["kind"] == "driver_launched" and e["t"] > exits[-1]["t"] for e in events):
+    exits = [e for e in events if e["kind"] == Kind.DRIVER_EXITED]
+    if not exits or any(e["kind"] == Kind.DRIVER_LAUNCHED and e["t"] > exits[-1]["t"] for e in events):
         return None
     supervised = bool(((d.get("meta") or {}).get("run") or {}).get("supervise"))
     if supervised:

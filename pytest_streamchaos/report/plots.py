@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.events import Kind
+
 MISSING = "streamchaos: timeline pictures need matplotlib: pip install 'pytest-streamchaos[plots]'"
 
 _FAULT = "#d62728"
@@ -42,12 +44,12 @@ def fault_windows(run: Mapping[str, Any]) -> list[tuple[float, float | None, str
     out: list[list[Any]] = []
     for e in sorted(run.get("timeline", []), key=lambda e: e["t"]):
         d = e.get("detail") or {}
-        if e["kind"] == "fault_injected":
+        if e["kind"] == Kind.FAULT_INJECTED:
             label = d.get("label") or f"{d.get('fault', 'fault')} {e.get('target', '')}".strip()
             w = [e["t"], None, label, e.get("target")]
             open_.append(w)
             out.append(w)
-        elif e["kind"] == "fault_healed":
+        elif e["kind"] == Kind.FAULT_HEALED:
             for w in open_:
                 if (d.get("label") and w[2] == d["label"]) or w[3] == e.get("target"):
                     w[1] = e["t"]
@@ -58,7 +60,7 @@ def fault_windows(run: Mapping[str, Any]) -> list[tuple[float, float | None, str
 
 def _marks(run: Mapping[str, Any]) -> list[tuple[float, str]]:
     """(time, kind) of recovered / not_recovered events."""
-    return [(e["t"], e["kind"]) for e in run.get("timeline", []) if e["kind"] in ("recovered", "not_recovered")]
+    return [(e["t"], e["kind"]) for e in run.get("timeline", []) if e["kind"] in (Kind.RECOVERED, Kind.NOT_RECOVERED)]
 
 
 def _seconds(run: Mapping[str, Any], name: str) -> str:
@@ -105,7 +107,7 @@ def _shade_run(axes: Sequence[Any], run: Mapping[str, Any], origin: float, colou
                      rotation=0, bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1})
     for t, kind in _marks(run):
         x = t - origin
-        ok = kind == "recovered"
+        ok = kind == Kind.RECOVERED
         c = _RECOVERED if ok else _FAULT
         for ax in axes:
             ax.axvline(x, color=c, lw=1.2, ls="--")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.timeline import Recorder
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.outputs import Outputs
@@ -125,7 +126,7 @@ class Status:
         count, seen = (self.collector.count, self.collector.ids_seen) if self.collector is not None else (0, 0)
         fields = {"phase": phase, "elapsed": now - self.phase[1], "planned": planned, "sent": sent,
                   "outputs": count, "backlog": max(0, sent - seen),
-                  "faults": sum(e.kind == "fault_injected" for e in self.recorder.events())}
+                  "faults": sum(e.kind == Kind.FAULT_INJECTED for e in self.recorder.events())}
         try:
             self.callback(fields)
         except Exception:  # a display problem must never fail the run

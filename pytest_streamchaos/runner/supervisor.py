@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.stack.base import JobHandle
 
 
@@ -37,7 +38,7 @@ class DriverSupervisor:
         now = time.time()
         if self._down_since is None:
             self._down_since = now
-            self.record("driver_exited", "driver", code=job.returncode)
+            self.record(Kind.DRIVER_EXITED, "driver", code=job.returncode)
             return
         if (self.enabled and not self.hold() and now - self._down_since >= self.delay
                 and self.restarts < self.max_restarts):

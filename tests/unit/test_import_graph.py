@@ -186,8 +186,10 @@ def _offenders(graph: dict[str, set[str]], sources: tuple[str, ...], allowed: tu
                   for d in deps if not under(d, allowed))
 
 
-#: the run's history, what the analysis is handed: the records, the history of a run, its facts
-HISTORY = ("pytest_streamchaos.records", "pytest_streamchaos.history", "pytest_streamchaos.facts")
+#: the run's history, what the analysis is handed: the timeline's events, the records, the history of a run,
+#: its facts
+HISTORY = ("pytest_streamchaos.events", "pytest_streamchaos.records", "pytest_streamchaos.history",
+           "pytest_streamchaos.facts")
 #: the deprecation policy's helper: any layer may keep an old public form through it (docs/deprecations.md),
 #: so it imports nothing of the package (checked below)
 DEPRECATION = "pytest_streamchaos.deprecation"
@@ -209,8 +211,10 @@ def test_the_schedule_search_is_pure():
 
 def test_records_are_the_bottom():
     graph = import_graph()
-    for bottom in ("pytest_streamchaos.records", "pytest_streamchaos.facts", DEPRECATION):
+    for bottom in ("pytest_streamchaos.events", "pytest_streamchaos.facts", DEPRECATION):
         assert not graph[bottom], f"{bottom} must import nothing of the package: {sorted(graph[bottom])}"
+    records = graph["pytest_streamchaos.records"]
+    assert records == {"pytest_streamchaos.events"}, f"records must import only the events: {sorted(records)}"
     bad = _offenders(graph, HISTORY, (*HISTORY, DEPRECATION))
     assert not bad, "the history types must import only one another: " + "; ".join(bad)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.events import Exited, Failure, Kind
 from pytest_streamchaos.history import FaultRecord, History
 from pytest_streamchaos.records import TimelineEvent
 
@@ -74,17 +75,17 @@ def first_failure(timeline: list[TimelineEvent], since: float) -> TimelineEvent 
     for e in sorted(timeline, key=lambda e: e.t):
         if e.t < since:
             continue
-        if e.kind == "query_terminated" and e.detail.get("exception"):
+        if e.kind == Kind.QUERY_TERMINATED and Failure.of(e).exception:
             return e
-        if e.kind == "driver_exited" and e.detail.get("code") not in (0, None):
+        if e.kind == Kind.DRIVER_EXITED and Exited.of(e).failed:
             return e
     return None
 
 
 def failure_line(e: TimelineEvent) -> str:
-    if e.kind == "query_terminated":
-        return str(e.detail["exception"]).strip().splitlines()[0][:300]
-    return f"the driver exited with code {e.detail.get('code')}"
+    if e.kind == Kind.QUERY_TERMINATED:
+        return str(Failure.of(e).exception).strip().splitlines()[0][:300]
+    return f"the driver exited with code {Exited.of(e).code}"
 
 
 def destroyed_ids(history: History, detail: Mapping[str, Any]) -> np.ndarray:

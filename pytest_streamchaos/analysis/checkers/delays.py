@@ -26,7 +26,7 @@ class DelayClasses:
     name = "delay_classes"
 
     def check(self, history: History) -> DelayResult:
-        outcomes = judge_delays(history.timeline, history.facts.delays)
+        outcomes = judge_delays(history, history.facts.delays)
         stated = [o.as_stated for o in outcomes if o.as_stated is not None]
         ok = None if not stated else all(stated)
         numbers = {"delays": len(outcomes), "as_stated": sum(stated), "stated": len(stated)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.events import Phase
 from pytest_streamchaos.facts import ClientSample
 from pytest_streamchaos.history import FaultRecord, History
 
@@ -120,7 +121,7 @@ class ObserverCheck:
             return CheckResult(self.name, None, reason="the history records no harness client statistics")
         scoped = [f for f in history.faults if f.injected and f.scope is not None]
         unscoped = [f.detail.get("scope_reason") for f in scoped if f.scope not in SPARED]
-        end = history.phase("load_end")
+        end = history.phase(Phase.LOAD_END)
         if end is None:
             end = max([e.t for e in history.timeline] + [s.ts for ss in samples.values() for s in ss], default=0.0)
         windows = network_windows(scoped, end)

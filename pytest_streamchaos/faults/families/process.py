@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import (
     CONFIRM_DRIVER_KILL_S,
     CONFIRM_KILL_S,
@@ -100,7 +101,7 @@ class KillWorker(_OnExecutors):
     def heal(self, planned: PlannedFault, i: int) -> None:
         w = self.ctx.spark(WorkerKill).restart_worker(i)
         port = getattr(w, "port", None)
-        self.ctx.watch("worker_registered", f"worker-{i}",
+        self.ctx.watch(Kind.WORKER_REGISTERED, f"worker-{i}",
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
@@ -205,7 +206,7 @@ class KillMaster(Kill):
                 new = self.ctx.spark(ActiveMaster).active_master()
                 return new.name if new is not killed else None
 
-            self.ctx.watch("master_failover", "master", failed_over)
+            self.ctx.watch(Kind.MASTER_FAILOVER, "master", failed_over)
         return i
 
     def confirm(self, planned: PlannedFault, i: int) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import FaultContext, having
 from pytest_streamchaos.faults.kind import FaultKind, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
@@ -234,7 +235,7 @@ class ReassignPartitions(_OnTopic):
                                                f"complete within {SETTLE_S:g}s: "
                                                f"{view(self.ctx, moved.topic)}"))
         if self.ctx.recorder is not None:
-            self.ctx.recorder.record("reassignment_completed", moved.topic, assignment=_json(moved.target))
+            self.ctx.recorder.record(Kind.REASSIGNMENT_COMPLETED, moved.topic, assignment=_json(moved.target))
         return {"move": planned.spec.params.get("move"), "assignment_before": _json(moved.before),
                 "assignment_after": _json(moved.target), "before": moved.view_before,
                 "after": view(self.ctx, moved.topic)}
@@ -336,7 +337,7 @@ class RecreateTopic(_OnTopic):
         kafka.delete_topic(topic)
         deleted = time.time()
         if self.ctx.recorder is not None:
-            self.ctx.recorder.record("topic_deleted", topic, t=deleted)
+            self.ctx.recorder.record(Kind.TOPIC_DELETED, topic, t=deleted)
         kafka.create_topic(topic, partitions=len(states), replication=replication)
         # every record acknowledged before the deletion was in the old topic, also those after the offsets were
         # read: the ranges are open-ended, bounded by the deletion's time

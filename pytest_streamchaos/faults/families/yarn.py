@@ -8,6 +8,7 @@ is planned, naming why."""
 
 from __future__ import annotations
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S
 from pytest_streamchaos.faults.kind import Kill
 from pytest_streamchaos.faults.spec import FaultSpec
@@ -15,7 +16,7 @@ from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.capabilities import ResourceManagerRestart
 
 #: where the RM came back, on the timeline (the cluster's alive workers again: its NodeManagers resynced)
-RM_BACK = "resourcemanager_back"
+RM_BACK = Kind.RESOURCEMANAGER_BACK
 
 
 class RestartResourceManager(Kill):

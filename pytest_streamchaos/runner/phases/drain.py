@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from pytest_streamchaos.analysis.oracle import IdentityOracle
+from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
@@ -71,8 +72,8 @@ class Drain(ObservedPhase):
                 what += " (the query's checkpoint was not found: pass its path in args or conf)"
             self.ctx.warnings.append(f"drain_timeout={s.drain_timeout:g}s passed while waiting for {what}; "
                                      "inputs still in flight then are reported as lost")
-        self.ctx.phases["drain_end"] = time.time()
-        self.ctx.recorder.record("drain_end")
+        self.ctx.phases[Phase.DRAIN_END] = time.time()
+        self.ctx.recorder.record(Kind.DRAIN_END)
         return self.result
 
     def _ended(self) -> str | None:
@@ -83,7 +84,7 @@ class Drain(ObservedPhase):
         obs.checkpoint.find(obs.progress)
         if r.caught_up_at is None and all(committed_past(obs.checkpoint.watcher, t, e) for t, e in self._ends.items()):
             r.caught_up_at = time.time()
-            ctx.recorder.record("caught_up", "", t=r.caught_up_at)
+            ctx.recorder.record(Kind.CAUGHT_UP, "", t=r.caught_up_at)
         obs.supervisor.check()
         if (r.caught_up_at is None and not job.alive and not obs.supervisor.will_restart()
                 and self.down.settled(obs.sinks.last_output(obs.collector, obs.progress))):

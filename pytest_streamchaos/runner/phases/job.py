@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.delay_class import DelaySpec
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.gate_moments import GATE_KEY, RunGate, needs_gate
 from pytest_streamchaos.faults.kind import JobSite, LinkDelay, Preparation
 from pytest_streamchaos.faults.registry import kind_of, prepare
@@ -200,7 +201,7 @@ class PrepareJob:
                 continue
             conf.update(choice.conf)
             choices.append(choice)
-            ctx.recorder.record("timeout_set", choice.target, setting=choice.setting, value=choice.after,
+            ctx.recorder.record(Kind.TIMEOUT_SET, choice.target, setting=choice.setting, value=choice.after,
                                 was=choice.before, reason=choice.describe())
         return conf, choices
 

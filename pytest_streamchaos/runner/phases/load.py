@@ -10,6 +10,7 @@ from typing import cast
 
 from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.faults.timeline import load_end
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
@@ -52,8 +53,8 @@ class LoadPhase(ObservedPhase):
         planned_until = steady + self.ctx.spec.duration
         poll_until(lambda: self._over(planned_until), math.inf)  # its end moves: _over checks it
         self.obs.generator.stop()
-        self.ctx.phases["load_end"] = time.time()
-        self.ctx.recorder.record("load_end")
+        self.ctx.phases[Phase.LOAD_END] = time.time()
+        self.ctx.recorder.record(Kind.LOAD_END)
         self.obs.scheduler.stop()
         return self.result
 
@@ -140,7 +141,7 @@ class LoadPhase(ObservedPhase):
         if not recovery_settled(metrics, history.timeline):
             return False
         # settled: every fault has a recovery time in seconds (none is NOT_RECOVERED or unknown)
-        ctx.recorder.record("load_ended_on_recovery", "", t=t,
+        ctx.recorder.record(Kind.LOAD_ENDED_ON_RECOVERY, "", t=t,
                             recovery_time=[round(float(cast(float, f.recovery_time)), 3) for f in metrics.faults],
                             masked=[f.output_symptom is None for f in metrics.faults])
         extended = f"{self.result.ended}; then " if self.result.ended else ""

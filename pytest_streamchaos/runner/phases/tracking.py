@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_streamchaos.events import Kind, QueryStarted
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
@@ -48,7 +49,7 @@ class CheckpointTracker:
 
     def find(self, progress: SparkProgress) -> None:
         """Follow the latest ``query_started`` to its checkpoint (a fresh one checked, before the faults)."""
-        ids = [e.detail.get("id") for e in progress.timeline if e.kind == "query_started"]
+        ids = [QueryStarted.of(e).id for e in progress.timeline if e.kind == Kind.QUERY_STARTED]
         if not ids or ids[-1] == self._qid:
             return
         found = find_checkpoints(self.roots)
@@ -159,7 +160,7 @@ class SinkJudge:
         if verdict.action == "progress_only":
             self.note = verdict.message
             # the reason is describe()'s "outputs:" line; the timeline keeps it short
-            ctx.recorder.record("outputs_unreadable", "query", sinks=",".join(q.kind for q in sinks),
+            ctx.recorder.record(Kind.OUTPUTS_UNREADABLE, "query", sinks=",".join(q.kind for q in sinks),
                                 first_batch_end=min(b["t_end"] for b in progress.batches))
             if ctx.chaos.progress is not None:
                 ctx.chaos.progress(verdict.message)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.client_stats import samples_by_client
+from pytest_streamchaos.events import Phase
 from pytest_streamchaos.facts import (
     CollectorStats,
     GeneratorStats,
@@ -109,7 +110,7 @@ class Verdict:
 
     def _load(self) -> LoadFacts:
         ctx = self.ctx
-        ran = ctx.phases.get("load_end", 0.0) - ctx.phases.get("warmup_end", 0.0)
+        ran = ctx.phases.get(Phase.LOAD_END, 0.0) - ctx.phases.get("warmup_end", 0.0)
         return LoadFacts(planned_s=ctx.spec.duration, why=ctx.inputs.load_why, ended=self.done.load.ended,
                          ran_s=round(ran, 3))
 

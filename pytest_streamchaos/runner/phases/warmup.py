@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
@@ -50,7 +51,7 @@ class WarmUp:
         obs.start(obs.kafka_events)
         ctx.phases["start"] = time.time()
         job.start()
-        ctx.recorder.record("job_submitted", "driver", script=ctx.inputs.script.name)
+        ctx.recorder.record(Kind.JOB_SUBMITTED, "driver", script=ctx.inputs.script.name)
         # Load starts when the query runs: a backlog built up during the JVMs' start-up is
         # excluded from the baseline anyway and only makes the warm-up longer.
         self._wait_query_started()
@@ -59,7 +60,7 @@ class WarmUp:
         obs.start(obs.generator)
         steady = self._wait_steady()
         ctx.phases["warmup_end"] = steady
-        ctx.recorder.record("steady_state", "", t=steady)
+        ctx.recorder.record(Kind.STEADY_STATE, "", t=steady)
         return WarmUpResult(steady=steady, local_master=local_master)
 
     def _fail(self, what: str) -> RunError:
@@ -70,7 +71,7 @@ class WarmUp:
 
         def started() -> bool:
             progress.poll()
-            if any(e.kind == "query_started" for e in progress.timeline):
+            if any(e.kind == Kind.QUERY_STARTED for e in progress.timeline):
                 return True
             if not job.alive:
                 raise self._fail(f"the job exited (code {job.returncode}) before its streaming query started")
@@ -109,7 +110,7 @@ class WarmUp:
             progress.poll()
             checkpoint.find(progress)
             if checkpoint.offsets_fixed():
-                self.ctx.recorder.record("starting_offsets_fixed", "query")
+                self.ctx.recorder.record(Kind.STARTING_OFFSETS_FIXED, "query")
                 return True
             if not job.alive:
                 raise self._fail(f"the job exited (code {job.returncode}) before its query read any offsets")
@@ -153,7 +154,7 @@ class WarmUp:
         if self.first_output is None:
             self.first_output = obs.sinks.first_output(collector, progress)
             if self.first_output is not None:
-                self.ctx.recorder.record("first_output", "", t=self.first_output)
+                self.ctx.recorder.record(Kind.FIRST_OUTPUT, "", t=self.first_output)
         obs.checkpoint.check_fresh(progress)
         if self.first_output is not None and self._stable(progress.batches):
             return time.time()

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -38,7 +39,7 @@ SERVER_START_S = 120.0
 #: what names a ``foreachBatch`` function's Python worker (``pyspark.sql.connect.streaming.worker``)
 FOREACH_BATCH_WORKER = "foreach_batch_worker"
 #: the timeline's kind of the moment a restarted server answers again
-SERVER_BACK = "connect_server_listening"
+SERVER_BACK = Kind.CONNECT_SERVER_LISTENING
 
 
 def listening(host: str, port: int) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_streamchaos.events import Kind, QueryStarted
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -88,7 +89,7 @@ class SparkJob:
                                        name=f"{role}:{self.name}", job=True, host=self.host)
         launch = Launch(number=number, started_at=time.time(), pid=self._process.pid)
         self.launches.append(launch)
-        self.timeline.append(TimelineEvent(launch.started_at, f"{role}_launched", role,
+        self.timeline.append(TimelineEvent(launch.started_at, Kind.of_process(role, "launched"), role,
                                            {"launch": number, "pid": launch.pid}))
         return self
 
@@ -109,7 +110,7 @@ class SparkJob:
         sent = time.time()
         self._process.kill(timeout, wait=wait)
         if was_alive:
-            self.timeline.append(TimelineEvent(sent, f"{self.command.role}_killed", self.command.role,
+            self.timeline.append(TimelineEvent(sent, Kind.of_process(self.command.role, "killed"), self.command.role,
                                                {"launch": len(self.launches), "signal": "SIGKILL"}))
         if wait:
             self._record_end()
@@ -128,7 +129,8 @@ class SparkJob:
         was_alive = self.alive
         self._process.terminate(timeout)
         if was_alive:
-            self.timeline.append(TimelineEvent(time.time(), f"{self.command.role}_stopped", self.command.role,
+            role = self.command.role
+            self.timeline.append(TimelineEvent(time.time(), Kind.of_process(role, "stopped"), role,
                                                {"launch": len(self.launches), "returncode": self.returncode}))
         self._record_end()
 
@@ -276,7 +278,7 @@ class SparkJob:
             job.progress.poll()
             app = job.app_id
             return app is not None and any(
-                e.kind == "query_started" and e.detail.get("app_id") == app for e in job.progress.timeline)
+                e.kind == Kind.QUERY_STARTED and QueryStarted.of(e).app_id == app for e in job.progress.timeline)
 
         self.wait_for(started, timeout, f"the streaming query of launch {len(self.launches)} to start")
 

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -126,7 +127,7 @@ class _Timeline:
     def __init__(self, events: list[TimelineEvent]) -> None:
         self.events = events
 
-    def record(self, kind: str, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+    def record(self, kind: Kind, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
         ev = TimelineEvent(time.time() if t is None else t, kind, target, detail)
         self.events.append(ev)
         return ev
@@ -227,7 +228,7 @@ class YarnJob:
         before = faults.attempt()
         kill, _ = faults.kill_am(wait=0)
         self._killed_attempt = before.attempt_id
-        self._events.append(TimelineEvent(kill.requested_at, "driver_killed", "driver",
+        self._events.append(TimelineEvent(kill.requested_at, Kind.DRIVER_KILLED, "driver",
                                           {"attempt": before.attempt_id, "container": before.am_container_id,
                                            "via": "YARN FORCEFUL_SHUTDOWN"}))
         if wait:

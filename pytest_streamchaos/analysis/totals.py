@@ -1,0 +1,86 @@
+"""The run's totals (definitions in :mod:`pytest_streamchaos.analysis.metrics`): its downtime, recovery
+time and failure cost over its faults, overall latency and reliable throughput, assembled with the
+series, the baseline and the per-fault metrics into :class:`~.run_metrics.RunMetrics`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .frame import RunFrame
+from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series
+from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
+from .series import micro_batches, stability
+
+
+def run_metrics(m: RunFrame, faults: list[FaultMetrics]) -> RunMetrics:
+    """The :class:`RunMetrics` of the run (its frame ``m``) with these per-fault metrics."""
+    load_start, load_end, first_ts, bl = m.load_start, m.load_end, m.first_ts, m.bl
+    downtime_run, recovery_run, cost_run = _run_totals(faults, m.ab_start, m.ab_len, load_start)
+    # Overall percentiles describe the measured part of the run (load + drain), not the startup
+    # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
+    measured = m.lat_sorted[int(np.searchsorted(m.arr_sorted, load_start, side="left")):]
+    lat_fin = measured[np.isfinite(measured)]
+    if lat_fin.size:
+        o50, o95, o99 = (float(v) for v in np.quantile(lat_fin, [0.5, 0.95, 0.99]))
+        peak_all = float(lat_fin.max())
+    else:
+        o50 = o95 = o99 = peak_all = math.nan
+    load_dur = max(load_end - load_start, 1e-9)
+    rt_mean = float(np.count_nonzero((first_ts >= load_start) & (first_ts <= load_end))) / load_dur
+
+    return RunMetrics(
+        params=m.p,
+        t0=m.t0,
+        t_end=m.t_end,
+        load_start=load_start,
+        load_end=load_end,
+        series=Series(
+            t=m.edges[:-1], input=m.inp, outputs=m.outr, output_ids=m.out_ids, reliable=m.reliable,
+            reliable_smoothed=m.smooth, latency_p50=bl[0], latency_p95=bl[1], latency_p99=bl[2],
+            latency_max=bl[4], backlog=m.backlog, in_band=m.ok,
+        ),
+        latency=LatencySummary(o50, o95, o99, peak_all, m.b50, m.b95, m.b99, m.bound,
+                               int(lat_fin.size)),
+        baseline=Baseline(load_start, m.base_end, m.base_tp, m.b50, m.bound, m.gap0,
+                          m.downtime_gap),
+        faults=faults,
+        downtime=downtime_run,
+        recovery_time=recovery_run,
+        failure_cost=cost_run,
+        reliable_throughput=rt_mean,
+        batches=micro_batches(m.history.trace.batches),
+        stability=stability([f.recovery_time for f in faults]),
+        output_latency=m.lat_all,
+        unavailable=m.unavailable,
+        cycle=m.cycle,
+    )
+
+
+def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.ndarray,
+                load_start: float) -> tuple[float | None, RecoveryTime | None, float | None]:
+    """The run's downtime, recovery time and failure cost: the worst over its faults (without a
+    fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
+    fault's is not measurable (a worse one may hide there)."""
+    recovery_run: RecoveryTime | None
+    cost_run: float | None
+    downtime_run: float | None
+    if faults:
+        downs = [f.downtime for f in faults]
+        downtime_run = None if any(d is None for d in downs) else max(downs)  # type: ignore[type-var]
+        rts = [f.recovery_time for f in faults]
+        costs = [f.failure_cost for f in faults]
+        if any(isinstance(r, NotRecovered) for r in rts):
+            recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
+        elif any(r is None for r in rts):
+            recovery_run = None
+        else:
+            recovery_run = max(rts)  # type: ignore[type-var]
+        cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
+    else:
+        # no fault: the longest abnormal gap during the load phase still counts as downtime
+        sel = ab_start >= load_start
+        downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
+        recovery_run, cost_run = 0.0, 0.0
+    return downtime_run, recovery_run, cost_run

@@ -1,0 +1,325 @@
+"""The run's timeline: every kind of event, the event itself, and the typed details readers use.
+
+One module owns the timeline's vocabulary. :class:`Kind` names every event the harness, the stack's
+watchers, Spark's event log and the analysis record; it is a :class:`~enum.StrEnum`, so an event's
+``kind`` is still the string the JSON report shows (``e.kind == "executor_removed"`` and saved traces
+keep working) while the package writes and matches ``Kind.EXECUTOR_REMOVED``. Where readers need what
+an event carries, a small frozen dataclass reads its ``detail`` once (:class:`Injected`,
+:class:`Launched`, :class:`QueryStarted`, ...): nothing outside this module reads an event's detail
+by key (faults are read once, by :mod:`pytest_streamchaos.history`). ``tests/unit/test_event_kinds.py``
+keeps every kind's string here.
+
+The bottom of the import graph, with :mod:`pytest_streamchaos.records` above it: it imports nothing
+of the package.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10: the same, as 3.11 defines it
+    from enum import Enum
+
+    class StrEnum(str, Enum):
+        """An enum whose members are their strings (``str(m)`` and ``format(m)`` give the value)."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return format(str(self.value), spec)
+
+
+class Kind(StrEnum):
+    """What happened (see the module docstring); grouped by who records it."""
+
+    # the fault schedule (faults/)
+    FAULT_PLANNED = "fault_planned"
+    #: a fault took effect: the analysis measures every fault from it
+    FAULT_INJECTED = "fault_injected"
+    FAULT_HEALED = "fault_healed"
+    FAULT_SKIPPED = "fault_skipped"
+    FAULT_ERROR = "fault_error"
+    FAULT_STOPPED_ACTING = "fault_stopped_acting"
+    CHECKPOINT_HELD = "checkpoint_held"
+    MOMENT_UNREACHABLE = "moment_unreachable"
+    # the run's phases (runner/)
+    JOB_SUBMITTED = "job_submitted"
+    STEADY_STATE = "steady_state"
+    STARTING_OFFSETS_FIXED = "starting_offsets_fixed"
+    FIRST_OUTPUT = "first_output"
+    TIMEOUT_SET = "timeout_set"
+    OUTPUTS_UNREADABLE = "outputs_unreadable"
+    LOAD_END = "load_end"
+    LOAD_ENDED_ON_RECOVERY = "load_ended_on_recovery"
+    DRAIN_END = "drain_end"
+    CAUGHT_UP = "caught_up"
+    # the job's processes (stack/driver, the supervisor): ``<role>_launched`` ...
+    DRIVER_LAUNCHED = "driver_launched"
+    DRIVER_KILLED = "driver_killed"
+    DRIVER_STOPPED = "driver_stopped"
+    DRIVER_EXITED = "driver_exited"
+    CONNECT_SERVER_LAUNCHED = "connect_server_launched"
+    CONNECT_SERVER_KILLED = "connect_server_killed"
+    CONNECT_SERVER_STOPPED = "connect_server_stopped"
+    CONNECT_SERVER_LISTENING = "connect_server_listening"
+    # Spark's event log (observe/progress)
+    DRIVER_STARTED = "driver_started"
+    EXECUTOR_ADDED = "executor_added"
+    EXECUTOR_REMOVED = "executor_removed"
+    TASK_FAILED = "task_failed"
+    QUERY_STARTED = "query_started"
+    QUERY_TERMINATED = "query_terminated"
+    CONNECT_SERVICE_STARTED = "connect_service_started"
+    CONNECT_SESSION_STARTED = "connect_session_started"
+    CONNECT_SESSION_CLOSED = "connect_session_closed"
+    # Spark standalone, as the faults' watchers see it
+    WORKER_REGISTERED = "worker_registered"
+    WORKER_LOST = "worker_lost"
+    MASTER_FAILOVER = "master_failover"
+    SOURCE_TIMEOUT = "source_timeout"
+    # Kafka (observe/kafka_events, the topic faults)
+    CONTROLLER_ELECTED = "controller_elected"
+    LEADER_ELECTED = "leader_elected"
+    LEADER_LOST = "leader_lost"
+    ISR_SHRUNK = "isr_shrunk"
+    ISR_EXPANDED = "isr_expanded"
+    BROKER_FENCED = "broker_fenced"
+    BROKER_REGISTERED = "broker_registered"
+    REASSIGNMENT_COMPLETED = "reassignment_completed"
+    TOPIC_DELETED = "topic_deleted"
+    # HDFS (stack/hdfs's watcher, the HDFS faults)
+    NAMENODE_SAFEMODE_EXIT = "namenode_safemode_exit"
+    DATANODE_REGISTERED = "datanode_registered"
+    DATANODE_DEAD = "datanode_dead"
+    # YARN (stack/yarn's watcher, the YARN faults); ``yarn_node_<state>`` / ``yarn_app_<state>`` for every
+    # value of YARN's NodeState and YarnApplicationState (closed sets in its REST API)
+    RESOURCEMANAGER_BACK = "resourcemanager_back"
+    YARN_RM_STARTED = "yarn_rm_started"
+    YARN_ATTEMPT_STARTED = "yarn_attempt_started"
+    YARN_ATTEMPT_ENDED = "yarn_attempt_ended"
+    YARN_CONTAINER_STARTED = "yarn_container_started"
+    YARN_CONTAINER_COMPLETED = "yarn_container_completed"
+    YARN_NODE_RUNNING = "yarn_node_running"
+    YARN_NODE_UNHEALTHY = "yarn_node_unhealthy"
+    YARN_NODE_DECOMMISSIONING = "yarn_node_decommissioning"
+    YARN_NODE_DECOMMISSIONED = "yarn_node_decommissioned"
+    YARN_NODE_LOST = "yarn_node_lost"
+    YARN_NODE_REBOOTED = "yarn_node_rebooted"
+    YARN_NODE_SHUTDOWN = "yarn_node_shutdown"
+    YARN_NODE_NEW = "yarn_node_new"
+    YARN_APP_NEW = "yarn_app_new"
+    YARN_APP_NEW_SAVING = "yarn_app_new_saving"
+    YARN_APP_SUBMITTED = "yarn_app_submitted"
+    YARN_APP_ACCEPTED = "yarn_app_accepted"
+    YARN_APP_RUNNING = "yarn_app_running"
+    YARN_APP_FINISHED = "yarn_app_finished"
+    YARN_APP_FAILED = "yarn_app_failed"
+    YARN_APP_KILLED = "yarn_app_killed"
+    # what the analysis derives (analysis/metrics)
+    FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
+    RECOVERED = "recovered"
+    NOT_RECOVERED = "not_recovered"
+
+    @classmethod
+    def of_process(cls, role: str, what: str) -> Kind:
+        """``<role>_<what>`` of a job's process (``driver`` / ``connect_server``; ``launched`` / ``killed`` /
+        ``stopped``)."""
+        return cls(f"{role}_{what}")
+
+    @classmethod
+    def yarn_node(cls, state: str) -> Kind:
+        """The kind of a YARN node reaching ``state`` (a ``NodeState``: ``LOST``, ``RUNNING``, ...)."""
+        return cls(f"yarn_node_{state.lower()}")
+
+    @classmethod
+    def yarn_app(cls, state: str) -> Kind:
+        """The kind of a YARN application reaching ``state`` (a ``YarnApplicationState``: ``FINISHED``, ...)."""
+        return cls(f"yarn_app_{state.lower()}")
+
+
+class Phase(StrEnum):
+    """The run's phase boundaries (``Trace.phases``' keys, times on the run's clock). ``load_end`` and
+    ``drain_end`` are also the kinds of the events the runner records at those moments."""
+
+    START = "start"
+    WARMUP_END = "warmup_end"
+    LOAD_END = "load_end"
+    DRAIN_END = "drain_end"
+
+
+@dataclass
+class TimelineEvent:
+    """One thing that happened: a fault planned/injected/healed, an executor lost/added, a driver
+    restart, the first output after a fault, recovery. ``t`` is on the run's clock; ``kind`` is a
+    :class:`Kind` (a string given is converted: an unknown one is a ``ValueError`` naming it)."""
+
+    t: float
+    kind: Kind
+    target: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, Kind):
+            try:
+                self.kind = Kind(self.kind)
+            except ValueError:
+                raise ValueError(f"unknown timeline kind {self.kind!r}: the kinds are "
+                                 "pytest_streamchaos.events.Kind's") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        extra = {"detail": self.detail} if self.detail else {}
+        return {"t": self.t, "kind": str(self.kind), "target": self.target, **extra}
+
+
+class _Event(Protocol):
+    """What the typed details read: an event's kind and detail (a :class:`TimelineEvent`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def detail(self) -> Mapping[str, Any]: ...
+
+
+def _int(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# -- typed details of the kinds whose detail someone reads ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """``fault_planned``: the fault kind of a planned occurrence and which occurrence it is."""
+
+    fault: str
+    occurrence: int
+
+    @classmethod
+    def of(cls, e: _Event) -> Planned:
+        return cls(str(e.detail.get("fault", "")), int(e.detail.get("occurrence", 0)))
+
+
+#: the ``fault_injected`` detail keys that are :class:`Injected`'s own fields, not what a probe measured
+_INJECTED_OWN = ("fault", "label", "confirmed", "aim")
+
+
+@dataclass(frozen=True)
+class Injected:
+    """``fault_injected`` (or another kind counted as an injection): the fault's own kind (``kill_worker``;
+    the event's kind when it names none), its occurrence label, seconds to its confirmation, where an
+    aimed one landed (the :class:`~pytest_streamchaos.history.Aim`'s JSON form), and what the injection
+    measured (``measured``: a probe's delay, a network fault's ``scope``)."""
+
+    fault: str
+    label: str | None
+    confirmed: float | None
+    aim: Mapping[str, Any] | None
+    measured: dict[str, Any]
+
+    @classmethod
+    def of(cls, e: _Event) -> Injected:
+        d = e.detail
+        return cls(str(d.get("fault") or e.kind), _str(d.get("label")), d.get("confirmed"), d.get("aim"),
+                   {k: v for k, v in d.items() if k not in _INJECTED_OWN})
+
+
+@dataclass(frozen=True)
+class Healed:
+    """``fault_healed``: the occurrence label it ends (None: the earliest open one on its target)."""
+
+    label: str | None
+
+    @classmethod
+    def of(cls, e: _Event) -> Healed:
+        return cls(_str(e.detail.get("label")))
+
+
+@dataclass(frozen=True)
+class FaultFailed:
+    """``fault_error`` / ``fault_skipped``: what went wrong (the error) or why it was skipped (the reason)."""
+
+    error: str | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, e: _Event) -> FaultFailed:
+        return cls(_str(e.detail.get("error")), _str(e.detail.get("reason")))
+
+
+@dataclass(frozen=True)
+class Launched:
+    """``driver_launched`` (a job process's launch): its number (1 is the job's start; more is a relaunch,
+    the supervisor's reaction to a failure) and its pid. A launch without a number counts as a relaunch."""
+
+    launch: int
+    pid: int | None
+
+    @classmethod
+    def of(cls, e: _Event) -> Launched:
+        pid = e.detail.get("pid")
+        return cls(_int(e.detail.get("launch"), 2), None if pid is None else int(pid))
+
+    @property
+    def relaunch(self) -> bool:
+        return self.launch > 1
+
+
+@dataclass(frozen=True)
+class Exited:
+    """``driver_exited``: the driver's exit code (None: unknown)."""
+
+    code: int | None
+
+    @classmethod
+    def of(cls, e: _Event) -> Exited:
+        code = e.detail.get("code")
+        return cls(None if code is None else int(code))
+
+    @property
+    def failed(self) -> bool:
+        return self.code not in (0, None)
+
+
+@dataclass(frozen=True)
+class QueryStarted:
+    """``query_started``: the streaming query's id and the application it runs in."""
+
+    id: str | None
+    app_id: str | None
+    run_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def of(cls, e: _Event) -> QueryStarted:
+        d = e.detail
+        return cls(_str(d.get("id")), _str(d.get("app_id")), _str(d.get("run_id")), _str(d.get("name")))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """``query_terminated`` / ``task_failed`` / ``executor_removed``: the exception that ended it (its
+    class, or Spark's text), or Spark's reason (an executor's ``Removed Reason``)."""
+
+    exception: str | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, e: _Event) -> Failure:
+        return cls(_str(e.detail.get("exception")) or None, _str(e.detail.get("reason")) or None)
+
+
+__all__ = [
+    "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
+    "TimelineEvent",
+]
