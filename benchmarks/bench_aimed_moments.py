@@ -155,7 +155,7 @@ def gate_executor(b: Bench, phase: str) -> dict[str, Any]:
         b.gate.release()
         return {"hit": False, "landed": f"held by pid {held.pid}, not an executor {executors}"}
     t_kill = time.time()
-    b.cluster.signal_executor(held.pid, signal.SIGKILL)
+    b.cluster.kill_executor(held.pid, signal.SIGKILL)
     b.gate.release()
     wait_for(lambda: b.cluster.executor_state(held.pid) is None, 15, f"executor {held.pid} gone")
     gone = not Path(held.path).exists()
@@ -189,7 +189,7 @@ def poll_tasks_running(b: Bench, phase: str) -> dict[str, Any]:
         return {"hit": False, "landed": "moment not seen within 120 s"}
     n, executor = got
     t_kill = time.time()
-    b.cluster.signal_executor(executor, signal.SIGKILL)
+    b.cluster.kill_executor(executor, signal.SIGKILL)
     b.committed_past(n, timeout=240)
     lost = lost_tasks_since(b, t_kill)
     return {"hit": lost > 0, "landed": "tasks_running" if lost else "no task lost", "batch": n, "attempts": 1}

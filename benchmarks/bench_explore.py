@@ -132,7 +132,12 @@ def explored_numbers(entry: dict[str, Any]) -> dict[str, Any]:
             "seconds_per_schedule": per, "median_seconds_per_schedule": statistics.median(per) if per else None,
             "control_seconds": runs[0]["seconds"] if runs and runs[0]["purpose"] == "control" else None,
             "coverage": ex["coverage"], "verdicts": ex["verdicts"],
-            "falsified": sum(r["falsified"] for r in runs if r["purpose"] != "control")}
+            "falsified": sum(r["falsified"] for r in runs if r["purpose"] != "control"),
+            # each run as the search saw it: a missed step says where it landed (None: it never fired)
+            "each": [{"purpose": r["purpose"], "seconds": r["seconds"], "hit": r["hit"], "error": r["error"],
+                      "steps": [f"{x['kind']} {x['phase']} +{x['batch']}" for x in r["schedule"]],
+                      "landed": [x["phase"] if x["hit"] else f"missed ({x['phase']})" for x in r["landed"]]}
+                     for r in runs]}
 
 
 def part_explore(project: Path, tests: list[str], log: Path | None = None, *args: str) -> dict[str, Any]:

@@ -19,6 +19,11 @@ from pytest_streamchaos.search.schedule import PHASES, Schedule, Step
 #: how long an explored step waits for its moment before it counts as missed (a phase that never comes
 #: for this job -- a state commit in a stateless job -- costs this much of the run)
 STEP_TIMEOUT_S = 30.0
+#: what a step armed right after a step that stopped the driver waits on top: the restarted driver's
+#: query must start again before any batch can come (16 s from the kill to the query's start and 26 s to
+#: its first output on a quiet machine, at a 5 s trigger); within 30 s alone the next batch's moment was
+#: often missed, and the schedule was retried instead of tested
+AFTER_RESTART_S = 60.0
 
 
 def default_target(kind: type[FaultKind]) -> str:
@@ -59,9 +64,19 @@ def step_spec(step: Step, position: int, previous: Step | None) -> FaultSpec:
     if restart is None and "restart_after" in kind.args:
         restart = 0.0
     return FaultSpec(kind=step.kind, after=AIMED_ARM_AFTER, index=index, when=step.phase,
-                     timeout=STEP_TIMEOUT_S, restart_after=restart,
+                     timeout=step_timeout(previous), restart_after=restart,
                      params={**(target.params if target is not None else {}), "step": position + 1},
                      anchor=step.batch - (previous.batch if previous is not None else 0))
+
+
+def step_timeout(previous: Step | None) -> float:
+    """How long a step waits for its moment: :data:`STEP_TIMEOUT_S`, and :data:`AFTER_RESTART_S` more when
+    the step before it stopped the driver (a kill, a Connect server's loss, a checkpoint damage)."""
+    if previous is None:
+        return STEP_TIMEOUT_S
+    kind = KINDS[previous.kind]
+    stops = kind.takes_down == "driver" or kind.stops_driver(FaultSpec(kind=previous.kind, when=previous.phase))
+    return STEP_TIMEOUT_S + (AFTER_RESTART_S if stops else 0.0)
 
 
 def schedule_specs(schedule: Schedule) -> list[FaultSpec]:

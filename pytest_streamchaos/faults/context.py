@@ -1,9 +1,10 @@
 """What a fault may act on during one run (:class:`FaultContext`), and the helpers several families share.
 
 The runner builds one context per run from the stack's interface (``stack/base.py``): the Spark
-cluster, the brokers, the job's driver, the run's HDFS, the views of the query's checkpoint and of
-its output that aimed faults read, and the recorder of what the system did in reaction. Every fault
-kind (:mod:`.kind`) gets it; none reaches the stack any other way.
+cluster, the brokers (what a fault does to them beyond that interface is the capability its kind
+``needs``: :meth:`FaultContext.spark`, :meth:`FaultContext.brokers`), the job's driver, the run's HDFS, the
+views of the query's checkpoint and of its output that aimed faults read, and the recorder of what the system
+did in reaction. Every fault kind (:mod:`.kind`) gets it; none reaches the stack any other way.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import CheckpointView, HdfsCluster, JobHandle, KafkaCluster, LinkScope, SparkCluster
+from pytest_streamchaos.stack.base import CheckpointView, JobHandle, KafkaCluster, LinkScope, SparkCluster
+from pytest_streamchaos.stack.capabilities import HdfsCluster
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 
@@ -27,6 +29,17 @@ _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 CONFIRM_KILL_S = 10.0
 CONFIRM_DRIVER_KILL_S = 15.0
 CONFIRM_PAUSE_S = 5.0
+
+C = TypeVar("C")
+
+
+def having(cluster: object, capability: type[C]) -> C:
+    """``cluster`` as ``capability``; an error naming both where it lacks it (a kind that did not declare it in
+    its ``needs``: the run checks those when it is planned, so a declared one is always there)."""
+    if not isinstance(cluster, capability):
+        raise TypeError(f"{type(cluster).__name__} lacks the capability {capability.__name__}: the fault kind "
+                        "must name it in its needs (stack/capabilities.py), so that the run refuses it when planned")
+    return cluster
 
 
 class OutputSeen(Protocol):
@@ -60,6 +73,14 @@ class FaultContext:
     hdfs: HdfsCluster[Any] | None = None  #: the HDFS of a run with ``checkpoint="hdfs"``, else None
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
     prepared: Mapping[str, Any] = field(default_factory=dict)
+
+    def spark(self, capability: type[C]) -> C:
+        """The run's Spark cluster as one of its capabilities (:mod:`pytest_streamchaos.stack.capabilities`)."""
+        return having(self.cluster, capability)
+
+    def brokers(self, capability: type[C]) -> C:
+        """The run's Kafka cluster as one of its capabilities."""
+        return having(self.kafka, capability)
 
     @property
     def link_scope(self) -> LinkScope:

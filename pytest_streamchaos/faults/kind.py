@@ -4,7 +4,8 @@ A fault kind is one class (in its family's module, :mod:`pytest_streamchaos.faul
 
 - its **declaration**, as class attributes: the mark's ``name``, ``doc``, its own ``args`` (besides
   :data:`~.spec.COMMON_ARGS`), which are ``required``, the ``roles`` an ``index`` may name, the
-  ``moments`` it can aim at (:mod:`.moments`);
+  ``moments`` it can aim at (:mod:`.moments`), the cluster capabilities it ``needs``
+  (:mod:`pytest_streamchaos.stack.capabilities`: checked when the run is planned);
 - its **properties**, as class methods, which the plugin and the runner ask before and around a run
   (never by the kind's name): its argument checks, what the host must have (``unavailable``), whether
   it reaches the cluster's JVMs, stops the driver, delays a link with a failure-detection timeout, and
@@ -37,7 +38,7 @@ from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim
 
 if TYPE_CHECKING:
-    from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
+    from pytest_streamchaos.stack.base import KafkaCluster
 
 #: the arguments of a fault that kills a process
 KILL_ARGS = {
@@ -159,6 +160,8 @@ class FaultKind(FaultAction):
     search_targets: ClassVar[tuple[str | SearchTarget, ...]] = ()
     #: ``restart_after`` when the mark gives neither it nor ``duration`` (None: not healed by the plugin)
     default_restart_after: ClassVar[float | None] = None
+    #: the capabilities of the Spark or Kafka cluster it acts through (:mod:`pytest_streamchaos.stack.capabilities`)
+    needs: ClassVar[tuple[type, ...]] = ()
 
     def __init__(self, ctx: FaultContext) -> None:
         self.ctx = ctx
@@ -237,15 +240,15 @@ class FaultKind(FaultAction):
         return {}
 
     @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        """Why the run's Spark cluster cannot give this fault (e.g. a daemon's kill on a cluster the plugin
-        attached to), or None; asked before the job starts."""
-        return None
+    def capabilities(cls, spec: FaultSpec) -> tuple[type, ...]:
+        """The cluster capabilities this fault needs (default: :attr:`needs`; a kind whose target decides
+        says so): a cluster that lacks one refuses the fault when the run is planned."""
+        return cls.needs
 
     @classmethod
     def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        """Why the run's Kafka cannot take this fault (a broker's kill on a Kafka the plugin attached to by its
-        bootstrap address), or None; asked before the job starts."""
+        """Why the run's Kafka, which has the capabilities the fault needs, still cannot take it as it is now
+        (too few brokers, an ACL that denies the operation), or None; asked before the job starts."""
         return None
 
     @classmethod

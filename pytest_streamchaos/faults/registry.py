@@ -9,7 +9,7 @@ follow from its kinds.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families import (
@@ -27,6 +27,10 @@ from pytest_streamchaos.faults.families import (
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
+from pytest_streamchaos.stack import capabilities
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 #: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
 FAMILIES = (process, broker, topic, checkpoint, network, hdfs, workload, disk, yarn, connect)
@@ -67,6 +71,30 @@ def by_kind(specs: Iterable[FaultSpec]) -> dict[type[FaultKind], list[FaultSpec]
     for s in specs:
         out.setdefault(kind_of(s), []).append(s)
     return out
+
+
+def refused_by_stack(spec: FaultSpec, cluster: SparkCluster, kafka: KafkaCluster) -> str | None:
+    """The one line refusing ``spec`` on this Spark cluster and Kafka: a capability its kind needs that the cluster
+    lacks (naming the fault, the cluster manager and the capability), or what the Kafka as it is cannot take; None
+    when both can serve it."""
+    fault = f"@{spec.kind}"
+    for cap in kind_of(spec).capabilities(spec):
+        on_kafka = capabilities.NEEDS[cap].kafka
+        target = kafka if on_kafka else cluster
+        if not isinstance(target, cap):
+            where = f"the {target.manager} {'Kafka' if on_kafka else 'Spark cluster'} ({type(target).__name__})"
+            return capabilities.refusal(fault, where, cap)
+    why = kind_of(spec).refused_by_kafka(spec, kafka)
+    return f"{fault}: {why}" if why else None
+
+
+def check_stack(specs: Iterable[FaultSpec], cluster: SparkCluster, kafka: KafkaCluster) -> None:
+    """Fail (``ValueError``, :func:`refused_by_stack`'s line) when the session's clusters cannot serve a fault of
+    the plan: when the run is planned, before anything starts."""
+    for s in specs:
+        why = refused_by_stack(s, cluster, kafka)
+        if why:
+            raise ValueError(why)
 
 
 def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | None = None) -> None:

@@ -82,7 +82,7 @@ class Chaos:
                                      faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
                                                                           timing=timing or Timing()),
                                      guarantee=guarantee, default_checkpoint=self.checkpoint,
-                                     explored=self.explored)
+                                     explored=self.explored, stack=(self.cluster, self.kafka))
         ref = Reference.of(watch.reference)
         refs = None
         if ref is not None:

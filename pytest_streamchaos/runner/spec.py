@@ -12,11 +12,11 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
-from pytest_streamchaos.faults.registry import check_run
+from pytest_streamchaos.faults.registry import check_run, check_stack
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind
@@ -26,6 +26,9 @@ from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files, realtime
 from pytest_streamchaos.spark.realtime import RealTime
 from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, annotation_label, check_arity
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
 #: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``)
@@ -126,15 +129,19 @@ class RunGroups:
 
 
 def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], groups: RunGroups, guarantee: str,
-              default_checkpoint: str, explored: bool = False) -> tuple[RunSpec, RunInputs]:
+              default_checkpoint: str, explored: bool = False,
+              stack: tuple[SparkCluster, KafkaCluster] | None = None) -> tuple[RunSpec, RunInputs]:
     """Check every argument of ``chaos.run`` (ValueError / RunError naming it, before anything
     starts) and build the run's spec and inputs (``default_checkpoint``: the session's ``--chaos-checkpoint``;
-    ``explored``: a run of ``@explore``'s search)."""
+    ``explored``: a run of ``@explore``'s search; ``stack``: the session's clusters, whose capabilities the
+    faults need)."""
     load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
     checkpoint = setup.checkpoint or default_checkpoint
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
     check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
+    if stack is not None:
+        check_stack(faults, *stack)  # ... or these clusters cannot serve
     script = resolve_job(job, place.test_dir, place.rootdir)
     real_time = checked_real_time(script)
     planned = plan(list(faults))

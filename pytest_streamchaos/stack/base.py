@@ -3,15 +3,16 @@ YARN) implement it, so tests, faults and the runner do not change when the backe
 
 A *target* is anything a fault can hit: a Spark master or worker, an executor, the driver, a broker.
 Local targets are process groups; container targets are containers. The faults and the runner use only
-the methods here; a backend implements them (the ones it lacks fail the fault that needs them, naming
-the method).
+the methods here and the capabilities of :mod:`.capabilities` (kill, pause, restart a role, leaders ...),
+which a cluster class implements where it can: a fault needing one its cluster lacks is refused when the
+run is planned, never half-way through it.
 
 What the clusters hand out is typed by the protocols below, so the faults and the runner need nothing of
 a backend's own classes: :class:`Node` (a master, worker or broker), :class:`Executor`, :class:`Launcher`
 (what starts the user's job on a cluster, from a :class:`SparkApp`) and :class:`JobHandle` (the running
 job, its driver; under Spark Connect a :class:`ConnectSession`, the client of a server),
 :class:`CheckpointView` (the query's checkpoint as the aimed faults and the drain read it),
-:class:`HdfsCluster`, and for network faults :class:`LinkScope` (whose connections a fault on this host acts
+and for network faults :class:`LinkScope` (whose connections a fault on this host acts
 on, as Jepsen's ``Net``) and :class:`LinkProxy` (a proxy on one of the job's links).
 """
 
@@ -23,9 +24,10 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from pytest_streamchaos.stack.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
+from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:
     from pytest_streamchaos.observe.progress import SparkProgress
@@ -91,8 +93,7 @@ class Executor(Protocol):
         ...
 
 
-#: what :meth:`SparkCluster.executors` hands out and :meth:`~SparkCluster.signal_executor` /
-#: :meth:`~SparkCluster.executor_state` take back (the name the faults know it by)
+#: what :meth:`SparkCluster.executors` hands out and :meth:`~SparkCluster.executor_state` takes back
 ExecutorRef: TypeAlias = Executor
 
 
@@ -441,77 +442,15 @@ class PartitionView(Protocol):
         ...
 
 
-class _NodeStates(Protocol):
-    @property
-    def dead(self) -> Sequence[str]:
-        """The DataNodes the NameNode has declared dead (``datanode-<i>``)."""
-        ...
-
-
-#: a backend's own node class (what its HDFS hands out and takes back)
-N = TypeVar("N", bound=Node)
-
-
-@runtime_checkable
-class HdfsCluster(Protocol[N]):
-    """The stack's HDFS (``stack.hdfs.cluster.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
-    out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
+class SparkCluster(Service):
+    """A Spark cluster as the runner and every fault see it: the standalone one (one or two masters, HA with
+    ZooKeeper; N workers) on the ``local`` or ``docker`` placement, or another cluster manager. What a fault
+    does to it beyond this is a capability (:mod:`.capabilities`) the cluster's class implements where it can."""
 
     @property
-    def namenode(self) -> N:
-        ...
-
-    @property
-    def datanodes(self) -> Sequence[N]:
-        ...
-
-    @property
-    def dead_after_s(self) -> float:
-        """Seconds without heartbeats until the NameNode declares a DataNode dead."""
-        ...
-
-    def state(self) -> _NodeStates:
-        ...
-
-    def out_of_safemode(self) -> bool:
-        ...
-
-    def datanode_registered(self, i: int) -> bool:
-        ...
-
-    def kill_namenode(self, sig: int = signal.SIGKILL, wait: bool = True) -> N:
-        ...
-
-    def restart_namenode(self, wait: bool = True, timeout: float | None = None) -> N:
-        ...
-
-    def pause_namenode(self, wait: bool = True) -> None:
-        ...
-
-    def resume_namenode(self) -> None:
-        ...
-
-    def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> N:
-        ...
-
-    def restart_datanode(self, i: int, wait: bool = True, timeout: float | None = None) -> N:
-        ...
-
-    def wait_gone(self, node: N, timeout: float = 10.0) -> None:
-        ...
-
-    def wait_paused(self, node: N, timeout: float = 5.0) -> None:
-        ...
-
-
-class SparkCluster(abc.ABC):
-    """A Spark cluster: the standalone one (one or two masters, HA with ZooKeeper; N workers) on the
-    ``local`` or ``docker`` placement, or another cluster manager."""
-
-    @property
+    @abc.abstractmethod
     def master_url(self) -> str:
-        """Where drivers submit to: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode)."""
-        raise _missing(self, "master_url")
+        """Where drivers submit to: ``spark://127.0.0.1:PORT`` (``spark://h:p1,h:p2`` in HA mode), ``yarn``."""
 
     @property
     def manager(self) -> str:
@@ -524,21 +463,15 @@ class SparkCluster(abc.ABC):
         return {}
 
     @property
-    def host_access(self) -> bool:
-        """Whether the plugin runs this cluster's daemons (and can kill or pause them); False for a cluster it
-        attached to, whose API is all it may use."""
-        return True
-
-    @property
     def driver_host(self) -> str:
         """The address a driver on this host binds so that the cluster's executors reach it."""
         return "127.0.0.1"
 
     @property
+    @abc.abstractmethod
     def link_scope(self) -> LinkScope:
         """Whose connections a network fault on this host acts on (the job's, by the job group's mark,
         where the host has one)."""
-        raise _missing(self, "link_scope")
 
     @property
     @abc.abstractmethod
@@ -560,125 +493,69 @@ class SparkCluster(abc.ABC):
         """Bring the cluster back to its configured shape (restart dead, resume paused processes)."""
 
     @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop everything this cluster started. Idempotent."""
-
-    # -- what the faults and the runner do to the cluster (one method per operation) --------------
-    # Not abstract: a backend that lacks one fails the fault that needs it, naming the method.
     def endpoints(self) -> list[Endpoint]:
         """Every node with the ports its peers connect to (masters, workers, ZooKeeper)."""
-        raise _missing(self, "endpoints")
 
-    def active_master(self) -> Node:
-        """The master that leads now (the only one without HA)."""
-        raise _missing(self, "active_master")
-
+    @abc.abstractmethod
     def alive_workers(self) -> list[dict[str, Any]]:
         """The active master's ALIVE workers (its JSON rows: ``host``, ``port``, ...)."""
-        raise _missing(self, "alive_workers")
 
-    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
-        """Send ``sig`` to worker ``i`` and everything it runs (its executors)."""
-        raise _missing(self, "kill_worker")
-
-    def restart_worker(self, i: int) -> Node:
-        """Start worker ``i`` again (after a kill); returns its handle."""
-        raise _missing(self, "restart_worker")
-
-    def pause_worker(self, i: int, wait: bool = True) -> None:
-        """Freeze worker ``i`` and its executors (SIGSTOP / ``docker pause``)."""
-        raise _missing(self, "pause_worker")
-
-    def resume_worker(self, i: int) -> None:
-        raise _missing(self, "resume_worker")
-
-    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
-        """Send ``sig`` to master ``i`` (the active one when None)."""
-        raise _missing(self, "kill_master")
-
-    def restart_master(self, i: int) -> Node:
-        raise _missing(self, "restart_master")
-
-    def pause_master(self, i: int, wait: bool = True) -> None:
-        raise _missing(self, "pause_master")
-
-    def resume_master(self, i: int) -> None:
-        raise _missing(self, "resume_master")
-
-    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
-        """Return once ``node`` (a master or worker handle) and all it ran are gone."""
-        raise _missing(self, "wait_gone")
-
-    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
-        """Return once every process of ``node`` is frozen."""
-        raise _missing(self, "wait_paused")
-
+    @abc.abstractmethod
     def executors(self, i: int) -> Sequence[ExecutorRef]:
         """Handles of the executors worker ``i`` runs now (empty when none)."""
-        raise _missing(self, "executors")
 
-    def signal_executor(self, executor: ExecutorRef, sig: int) -> None:
-        """Send ``sig`` to one executor (SIGKILL/SIGTERM to kill, SIGSTOP/SIGCONT to pause)."""
-        raise _missing(self, "signal_executor")
+    @abc.abstractmethod
+    def executor_state(self, executor: ExecutorRef) -> str | None:
+        """``running``, ``stopped`` (paused) ..., or None once the executor is gone."""
 
+    @abc.abstractmethod
+    def app_executors(self, app_id: str) -> Sequence[Executor]:
+        """The executors application ``app_id`` runs now, wherever they are (the cluster's own knowledge)."""
+
+    @abc.abstractmethod
     def link_sides(self) -> list[tuple[str, str]]:
         """The network namespaces the job's side of a link lives in, as (node name, the network-namespace
         file of a process in it, ``/proc/<pid>/ns/net``): a network fault acts there. [] when the job
         shares this host's namespace (the local backend, where :attr:`link_scope` tells its connections
         apart)."""
-        raise _missing(self, "link_sides")
 
-    def executor_state(self, executor: ExecutorRef) -> str | None:
-        """``running``, ``stopped`` (paused) ..., or None once the executor is gone."""
-        raise _missing(self, "executor_state")
-
-    def app_executors(self, app_id: str) -> Sequence[Executor]:
-        """The executors application ``app_id`` runs now, wherever they are (the cluster's own knowledge)."""
-        raise _missing(self, "app_executors")
-
-    # -- what the runner starts on the cluster ----------------------------------------------------
+    @abc.abstractmethod
     def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> Launcher:
         """What starts the user's jobs on this cluster (their drivers, directories under ``workdir``)."""
-        raise _missing(self, "launcher")
 
 
-def _missing(backend: object, method: str) -> NotImplementedError:
-    return NotImplementedError(f"the {type(backend).__name__} backend does not implement {method}() of the "
-                               "stack interface (stack/base.py), so the fault that needs it cannot run")
-
-
-class KafkaCluster(abc.ABC):
-    """A Kafka cluster of N brokers (real Apache Kafka, KRaft) with broker-level fault controls.
+class KafkaCluster(Service):
+    """A Kafka cluster of N brokers as the runner and every fault see it: the stack's own (KRaft) or one the
+    plugin attached to. What a fault does to the brokers beyond this is a capability (:mod:`.capabilities`).
 
     Two ways in: :attr:`bootstrap_servers` for the harness (generator, collector, admin), which no
     fault on the job's links touches, and :attr:`job_bootstrap_servers` for the job, whose links
     network faults act on."""
 
     @property
-    def bootstrap_servers(self) -> str:
-        """The harness's listeners, ``host:port,host:port,...``."""
-        raise _missing(self, "bootstrap_servers")
+    def manager(self) -> str:
+        """Who runs the brokers: ``kraft`` (the plugin's own cluster) or ``attached`` (by its bootstrap)."""
+        return "kraft"
 
     @property
+    @abc.abstractmethod
+    def bootstrap_servers(self) -> str:
+        """The harness's listeners, ``host:port,host:port,...``."""
+
+    @property
+    @abc.abstractmethod
     def broker_ids(self) -> list[int]:
-        raise _missing(self, "broker_ids")
+        ...
+
+    @property
+    @abc.abstractmethod
+    def replication(self) -> int:
+        """The replication factor of the topics it creates when none is asked for."""
 
     @property
     def effective_conf(self) -> Mapping[str, str]:
         """The settings the brokers run with (failure detection, replication), for the run's JSON."""
         return {}
-
-    @property
-    def link_scope(self) -> LinkScope:
-        """Whose connections a network fault on this host acts on (the job's, by the job group's mark,
-        where the host has one)."""
-        raise _missing(self, "link_scope")
-
-    @property
-    def host_access(self) -> bool:
-        """Whether the plugin runs these brokers (and can kill, pause or isolate them, and proxy the job's
-        links to them); False for a Kafka it attached to by its bootstrap address."""
-        return True
 
     @property
     def job_bootstrap_servers(self) -> str:
@@ -692,133 +569,29 @@ class KafkaCluster(abc.ABC):
         """Create exactly ``name`` with ``partitions`` partitions (an existing one is deleted first)."""
 
     @abc.abstractmethod
+    def delete_topic(self, name: str) -> None:
+        ...
+
+    @abc.abstractmethod
     def heal(self, timeout: float | None = None) -> None:
         """Every broker up and in sync, no fault left on the job's links."""
 
     @abc.abstractmethod
-    def stop(self) -> None:
-        """Stop the cluster. Idempotent."""
-
-    # -- what the faults and the runner do to the brokers ----------------------------------------
-
-    def delete_topic(self, name: str) -> None:
-        raise _missing(self, "delete_topic")
-
-    def reset(self) -> None:
-        """Delete every topic (a fresh cluster for the next test)."""
-        raise _missing(self, "reset")
-
-    def endpoints(self) -> list[Endpoint]:
-        """Every broker with the ports the job and its peers connect to."""
-        raise _missing(self, "endpoints")
-
     def partition_states(self, topic: str) -> Mapping[int, PartitionView] | None:
         """Leader, replicas and ISR of each partition of ``topic``."""
-        raise _missing(self, "partition_states")
 
-    def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
-        """The broker id leading ``topic``/``partition`` now."""
-        raise _missing(self, "leader_of")
-
-    def followers_of(self, topic: str, partition: int = 0) -> list[int]:
-        """The in-sync replicas of ``topic``/``partition`` other than its leader."""
-        raise _missing(self, "followers_of")
-
-    def controller_id(self) -> int | None:
-        """The active controller's node id (KRaft)."""
-        raise _missing(self, "controller_id")
-
-    def alive_brokers(self) -> list[int]:
-        raise _missing(self, "alive_brokers")
-
-    def kill_broker(self, broker_id: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
-        """Send ``sig`` to the broker's process (SIGKILL: a lost machine)."""
-        raise _missing(self, "kill_broker")
-
-    def wait_gone(self, broker_id: int, timeout: float = 15.0) -> None:
-        raise _missing(self, "wait_gone")
-
-    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
-        raise _missing(self, "restart_broker")
-
-    def pause_broker(self, broker_id: int, wait: bool = True) -> None:
-        """Freeze the broker (SIGSTOP / ``docker pause``): connections open, nothing answers."""
-        raise _missing(self, "pause_broker")
-
-    def wait_paused(self, broker_id: int, timeout: float = 5.0) -> None:
-        raise _missing(self, "wait_paused")
-
-    def resume_broker(self, broker_id: int) -> None:
-        raise _missing(self, "resume_broker")
-
-    def broker_state(self, broker_id: int) -> str | None:
-        """``running``, ``paused``, or None when the broker's process is gone."""
-        raise _missing(self, "broker_state")
-
+    @abc.abstractmethod
     def registered_brokers(self) -> list[int]:
         """The brokers the cluster's metadata lists now (a fenced one is missing)."""
-        raise _missing(self, "registered_brokers")
 
-    def peer_ports(self, broker_id: int) -> list[int]:
-        """The ports only the brokers use to reach this one (replication, the KRaft quorum)."""
-        raise _missing(self, "peer_ports")
+    @abc.abstractmethod
+    def controller_id(self) -> int | None:
+        """The active controller's node id (KRaft), None where it cannot be known."""
 
-    def node_mark(self, broker_id: int) -> tuple[int, int] | None:
-        """(mark, mask) of the conntrack mark on every connection the broker opens, so that a cut can
-        tell its own connections from its peers'; None where the host cannot mark them."""
-        raise _missing(self, "node_mark")
-
-    # -- Kafka's own operations on a topic (the topic faults), through its admin API ------------------
-    @property
-    def replication(self) -> int:
-        """The replication factor of the topics it creates when none is asked for."""
-        raise _missing(self, "replication")
-
-    def partition_views(self, topic: str) -> Sequence[Mapping[int, PartitionView] | None]:
-        """``topic``'s partitions as each broker's own metadata shows them now (brokers apply the metadata log
-        each at its own pace: an operation is complete for the job's clients once every view shows it)."""
-        raise _missing(self, "partition_views")
-
-    def topic_offsets(self, topic: str) -> Mapping[int, tuple[int, int]] | None:
-        """(log start offset, end offset) of each partition of ``topic`` (None: no such topic)."""
-        raise _missing(self, "topic_offsets")
-
-    def add_partitions(self, topic: str, total: int) -> None:
-        """Grow ``topic`` to ``total`` partitions; return once every broker lists them with a leader."""
-        raise _missing(self, "add_partitions")
-
-    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
-        """Delete each partition's records below its offset in ``before`` (what retention does); the
-        partitions' new log start offsets."""
-        raise _missing(self, "delete_records")
-
-    def reassign_partitions(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> str:
-        """Submit a reassignment of ``topic``'s partitions to ``replicas`` (partition -> broker ids, the first
-        the preferred leader); returns once the controller accepted it."""
-        raise _missing(self, "reassign_partitions")
-
-    def elect_preferred_leaders(self, topic: str, partitions: Sequence[int]) -> None:
-        """Move each partition's leadership to its preferred replica now."""
-        raise _missing(self, "elect_preferred_leaders")
-
-    def reassignment_refused(self) -> str | None:
-        """Why this cluster's partitions cannot be reassigned from here (Kafka's own tool could not be fetched),
-        as one line, or None; fetches the tool once per machine, so that a run does not wait for it."""
-        return None
-
-    def administration_refused(self, operations: Sequence[str]) -> str | None:
-        """Why this client may not perform ``operations`` (Kafka's ACL operation names) on the cluster, as one
-        line, or None when it may."""
-        return None
-
-    def job_links(self, broker_ids: list[int] | None = None) -> Sequence[LinkProxy]:
-        """The proxies of the job's links to these brokers (all when None), for network faults on
-        Kafka links; [] when the backend has none (the faults act on the brokers' job ports then)."""
-        return []
-
+    @abc.abstractmethod
     def listen(self, port: int) -> None:
         """Also accept the job's clients on ``127.0.0.1:port`` (a job that hard-codes its bootstrap address)."""
-        raise _missing(self, "listen")
 
+    @abc.abstractmethod
     def unlisten(self, port: int) -> None:
-        raise _missing(self, "unlisten")
+        ...

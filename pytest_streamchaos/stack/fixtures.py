@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -22,19 +22,15 @@ from pytest_streamchaos.managers import DEFAULT, MANAGERS
 from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
+from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.docker.engine import DockerSession
     from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+    from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
-class _Stack(Protocol):
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-S = TypeVar("S", bound=_Stack)
+S = TypeVar("S", bound=Service)
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +54,7 @@ class Stacks:
         self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
         self._hdfs: LocalHdfsCluster | None = None
-        self._started: list[_Stack] = []  # in start order, stopped newest first
+        self._started: list[Service] = []  # in start order, stopped newest first
         self._docker: DockerSession | None = None
         self._docker_error: str | None = None
 
@@ -89,9 +85,14 @@ class Stacks:
             self._spark[key] = MANAGERS[manager].factory()(self, backend, ha)
         return self._spark[key]
 
-    def standalone(self, backend: str, *, ha: bool = False) -> SparkCluster:
+    def standalone(self, backend: str, *, ha: bool = False) -> StandaloneCluster:
         """The backend's Spark standalone cluster (``ha``: two masters and ZooKeeper), started on first use."""
-        return self.spark(backend, ha=ha, manager="standalone")
+        from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
+
+        cluster = self.spark(backend, ha=ha, manager="standalone")
+        if not isinstance(cluster, StandaloneCluster):  # the standalone manager's factory makes nothing else
+            raise TypeError(f"the standalone manager made {cluster!r}")
+        return cluster
 
     def kafka(self, backend: str) -> KafkaCluster:
         """The backend's Kafka cluster, started on first use (with the session's fixed bootstrap port), or the

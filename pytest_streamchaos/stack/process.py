@@ -8,11 +8,12 @@ it dies with the pytest process even when pytest is SIGKILLed.
 
 from __future__ import annotations
 
+import abc
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
@@ -394,7 +395,7 @@ class DaemonProcess(Protocol):
     def log_since_start(self, max_bytes: int = 1 << 20) -> str: ...
 
 
-class Daemon:
+class Daemon(abc.ABC):
     """A restartable daemon (a Spark master or worker, a Kafka node): the current process (or None) plus what
     it takes to start it again. ``role`` and ``index`` name it (``worker-1``, ``broker-2``)."""
 
@@ -440,9 +441,23 @@ class Daemon:
     def tail_log(self, n: int = 30) -> str:
         return self.process.tail_log(n) if self.process else "<never started>"
 
+    @abc.abstractmethod
     def endpoint(self) -> Endpoint:
         """Where its peers reach it: its address and ports (each kind of daemon says which)."""
-        raise NotImplementedError(f"{type(self).__name__} does not say its endpoint")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.process!r}>"
+
+
+def check_alive(daemons: Iterable[Daemon], service: str, *, spared: Container[str] = (),
+                during: str = " during start-up", cause: Callable[[str], str] | None = None, fix: str = "") -> None:
+    """The check every readiness wait of the stack makes on each look (with :func:`~pytest_streamchaos.poll.poll`):
+    :class:`StackError` when one of ``daemons`` has exited -- a daemon that died does not come back by waiting --
+    naming the ``service``, its exit code, ``cause(its log)`` when given, its log and its tail, then ``fix``.
+    ``spared``: the names of daemons a fault killed on purpose."""
+    for d in daemons:
+        p = d.process
+        if p is not None and not p.alive and d.name not in spared:
+            why = cause(p.log_since_start()) if cause is not None else ""
+            raise StackError(f"{service} {d.name} exited with code {p.returncode}{during}{why} (log {p.log_path}):\n"
+                             f"{p.tail_log(25)}{fix}")

@@ -34,7 +34,7 @@ RUN = dict(guarantee="at-least-once", setup=JobSetup(args=["{checkpoint_dir}"], 
 @pytest.mark.chaos
 @kill_executor(after=8)
 def test_executor_kill(chaos, kafka):
-    assert not kafka.host_access and kafka.bootstrap_servers == "%(bootstrap)s"  # attached, nothing started
+    assert kafka.manager == "attached" and kafka.bootstrap_servers == "%(bootstrap)s"  # nothing started
     run = chaos.run("%(job)s", **RUN)
     print(run.describe())
     assert run.lost == 0 and any(e.kind == "yarn_container_completed" for e in run.timeline)
@@ -96,7 +96,8 @@ def test_a_chaos_test_on_a_yarn_and_a_kafka_known_only_by_their_addresses(tmp_pa
         out = p.stdout + p.stderr
         print(out[-4000:])
         assert "1 passed" in out and "2 error" in out, out[-3000:]  # the refusals fail the tests at their setup
-        for mark, why in (("@kill_worker:", "attached"), ("@kill_broker", "attached by its bootstrap address")):
+        for mark, why in (("@kill_worker cannot run on the yarn Spark cluster", "WorkerKill"),
+                          ("@kill_broker cannot run on the attached Kafka", "BrokerKill")):
             assert [line for line in out.splitlines() if mark in line and why in line], \
                 f"{mark} on an attached cluster is refused in one line, naming why"
         for refused in ("test_worker_kill_is_refused", "test_broker_kill_is_refused"):

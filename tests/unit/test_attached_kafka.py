@@ -5,25 +5,15 @@ start. Nothing here starts a broker: an unreachable address is a port nothing li
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.faults.registry import kind_of, parse
-from pytest_streamchaos.stack.base import KafkaCluster, StackError
+from pytest_streamchaos.faults.registry import parse, refused_by_stack
+from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.capabilities import BrokerKill
 from pytest_streamchaos.stack.kraft.attached import AttachedKafka, attach_kafka
-
-
-class StartedKafka(KafkaCluster):
-    """A Kafka the plugin started, as the fault kinds see it (only ``host_access`` is asked)."""
-
-    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
-                     config: dict[str, str] | None = None) -> str:
-        return name
-
-    def heal(self, timeout: float | None = None) -> None: ...
-
-    def stop(self) -> None: ...
-
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 REFUSED = [("kill_broker", {}), ("isolate_broker", {}), ("pause", {"target": "broker"}),
            ("network_delay", {"target": "kafka", "ms": 100}), ("network_delay", {"target": "broker-1",
@@ -41,22 +31,24 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize(("kind", "kwargs"), REFUSED, ids=[f"{k}-{kw.get('target', '')}" for k, kw in REFUSED])
-def test_a_fault_on_the_brokers_is_refused_on_an_attached_kafka_in_one_line(kind: str, kwargs: dict) -> None:
-    spec = parse(kind, kwargs=kwargs)
-    why = kind_of(spec).refused_by_kafka(spec, AttachedKafka("127.0.0.1:1"))
-    assert why and "\n" not in why and "attached by its bootstrap address" in why and "leave the fault out" in why
-    assert kind_of(spec).refused_by_kafka(spec, StartedKafka()) is None  # the stack's own brokers take it
+def test_a_fault_on_the_brokers_is_refused_on_an_attached_kafka_in_one_line(kind: str, kwargs: dict,
+                                                                          tmp_path: Path) -> None:
+    spec, spark = parse(kind, kwargs=kwargs), LocalSparkCluster(tmp_path / "spark")
+    why = refused_by_stack(spec, spark, AttachedKafka("127.0.0.1:1"))
+    assert why and "\n" not in why and why.startswith(f"@{kind} cannot run on the attached Kafka (AttachedKafka)")
+    assert "without --chaos-kafka-bootstrap" in why
+    assert refused_by_stack(spec, spark, LocalKafkaCluster(tmp_path / "kafka")) is None  # the stack's own take it
 
 
 @pytest.mark.parametrize(("kind", "kwargs"), ALLOWED, ids=[f"{k}-{kw.get('target', '')}" for k, kw in ALLOWED])
-def test_a_fault_that_spares_the_brokers_runs_on_an_attached_kafka(kind: str, kwargs: dict) -> None:
+def test_a_fault_that_spares_the_brokers_runs_on_an_attached_kafka(kind: str, kwargs: dict, tmp_path: Path) -> None:
     spec = parse(kind, kwargs=kwargs)
-    assert kind_of(spec).refused_by_kafka(spec, AttachedKafka("127.0.0.1:1")) is None
+    assert refused_by_stack(spec, LocalSparkCluster(tmp_path / "spark"), AttachedKafka("127.0.0.1:1")) is None
 
 
 def test_the_attached_kafka_is_what_every_client_uses_and_it_starts_nothing() -> None:
     kafka = AttachedKafka("10.0.0.5:9092,10.0.0.6:9092")
-    assert not kafka.host_access and StartedKafka().host_access
+    assert kafka.manager == "attached" and not isinstance(kafka, BrokerKill)
     assert kafka.bootstrap_servers == kafka.job_bootstrap_servers == "10.0.0.5:9092,10.0.0.6:9092"
     assert kafka.controller_id() is None  # a KRaft client sees no controller: no false elections on the timeline
     kafka.start()  # nothing to start, nothing contacted

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos import managers, settings
-from pytest_streamchaos.faults.registry import kind_of, parse
+from pytest_streamchaos.faults.registry import parse, refused_by_stack
 from pytest_streamchaos.prepare import OPTIONAL, PROFILES, profile_steps
 from pytest_streamchaos.stack.base import ConnectSession, SparkApp
 from pytest_streamchaos.stack.connect import server
@@ -18,6 +18,7 @@ from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
 from pytest_streamchaos.stack.driver.launcher import DriverSite
 from pytest_streamchaos.stack.host import Host
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 JOB = Path(__file__).resolve().parents[1] / "chaos" / "jobs" / "connect" / "orders_filter.py"
 
@@ -43,26 +44,27 @@ def test_an_unknown_manager_is_refused_at_collection(pytester: pytest.Pytester) 
     result.stderr.fnmatch_lines(["*spark='conect': valid cluster managers: 'standalone', 'yarn', 'connect'*"])
 
 
-class _Cluster:
-    """What the faults' refusals ask of a cluster: which manager it is."""
-
-    def __init__(self, manager: str) -> None:
-        self.manager = manager
+def _clusters(tmp_path: Path) -> tuple[LocalSparkCluster, ConnectSparkCluster, LocalKafkaCluster]:
+    """The real classes, built and never started: what they serve is their class's."""
+    standalone = LocalSparkCluster(tmp_path / "spark")
+    return standalone, ConnectSparkCluster(standalone, port=15002), LocalKafkaCluster(tmp_path / "kafka")
 
 
 @pytest.mark.parametrize("kind", ["kill_connect_server", "kill_client", "kill_foreachbatch_worker"])
-def test_the_connect_faults_are_refused_off_connect_in_one_line(kind):
+def test_the_connect_faults_are_refused_off_connect_in_one_line(kind, tmp_path):
+    standalone, connect, kafka = _clusters(tmp_path)
     spec = parse(kind, (), {"after": 5})
-    why = kind_of(spec).refused_by_cluster(spec, _Cluster("standalone"))
-    assert why is not None and "\n" not in why and "spark='connect'" in why
-    assert kind_of(spec).refused_by_cluster(spec, _Cluster("connect")) is None
+    why = refused_by_stack(spec, standalone, kafka)
+    assert why is not None and "\n" not in why and "spark='connect'" in why and "ConnectServer" in why
+    assert refused_by_stack(spec, connect, kafka) is None
 
 
-def test_kill_driver_on_connect_names_the_two_faults_it_could_mean():
+def test_kill_driver_on_connect_names_the_two_faults_it_could_mean(tmp_path):
+    standalone, connect, kafka = _clusters(tmp_path)
     spec = parse("kill_driver", (), {"after": 5})
-    why = kind_of(spec).refused_by_cluster(spec, _Cluster("connect"))
+    why = refused_by_stack(spec, connect, kafka)
     assert why is not None and "@kill_connect_server" in why and "@kill_client" in why
-    assert kind_of(spec).refused_by_cluster(spec, _Cluster("standalone")) is None
+    assert refused_by_stack(spec, standalone, kafka) is None
 
 
 def test_the_server_kill_restarts_by_default_and_the_client_kill_does_not():

@@ -165,3 +165,17 @@ def test_the_kind_judges_where_its_aimed_fault_landed_once_it_took_effect() -> N
     assert any("landing unknown: no metadata answer" in err for err in sched.errors)
     run = SimpleNamespace(history=SimpleNamespace(faults=faults_of(rec.events())))
     assert [x.hit for x in landed_of(run, steps)] == [False, False]  # the search counts both as not run
+
+
+def test_a_step_after_a_stopped_driver_waits_for_the_restart_too() -> None:
+    # the second step's moment can only come once the restarted driver runs batches again: it waits the
+    # restart on top of the usual timeout; after an executor kill the query never stopped
+    from pytest_streamchaos.exploration.catalogue import AFTER_RESTART_S, STEP_TIMEOUT_S
+
+    def timeouts(first: str) -> list[float]:
+        steps = Schedule.of(Step(first, "driver" if first == "kill_driver" else "busiest", "between_batches"),
+                            Step("kill_executor", "busiest", "between_batches", 1))
+        return [s.timeout for s in schedule_specs(steps)]
+
+    assert timeouts("kill_driver") == [STEP_TIMEOUT_S, STEP_TIMEOUT_S + AFTER_RESTART_S]
+    assert timeouts("kill_executor") == [STEP_TIMEOUT_S, STEP_TIMEOUT_S]

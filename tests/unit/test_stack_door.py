@@ -18,10 +18,11 @@ def test_only_the_stack_touches_processes_and_proc():
     assert not hits, "move these into pytest_streamchaos/stack/:\n" + "\n".join(hits)
 
 
-#: what of stack/ the faults may import: the interface, the command runner, the iptables wrapper, the
-#: helper-process class (the NFQUEUE delayer is one), the session's host (its reaper and the faults' host-wide
-#: machinery), and the error the Toxiproxy API raises
-FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.commands",
+#: what of stack/ the faults may import: the interface and its capabilities, the command runner, the iptables
+#: wrapper, the helper-process class (the NFQUEUE delayer is one), the session's host (its reaper and the faults'
+#: host-wide machinery), and the error the Toxiproxy API raises
+FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.capabilities",
+                     "pytest_streamchaos.stack.commands",
                      "pytest_streamchaos.stack.host", "pytest_streamchaos.stack.netfilter",
                      "pytest_streamchaos.stack.process", "pytest_streamchaos.stack.reaper",
                      "pytest_streamchaos.stack.toxiproxy"}

@@ -1,25 +1,54 @@
-"""The faults and the runner use the stack only through the interface of stack/base.py, so a backend
-plugs in by implementing it: every operation they call on the cluster, the brokers or the job is declared
-there, and they send no signal to a process themselves. The local and docker backends share the
-clusters and differ only in their placement (stack/placement.py)."""
+"""The faults and the runner use the stack only through the interface of stack/base.py and the capabilities of
+stack/capabilities.py, so a backend plugs in by implementing them: every operation they call on the cluster, the
+brokers or the job is declared there, a cluster class has exactly the capabilities it can serve (none raises "not
+supported here" at run time), and the faults send no signal to a process themselves. The local and docker
+backends share the clusters and differ only in their placement (stack/placement.py)."""
 
 import re
 from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.stack import capabilities as caps
 from pytest_streamchaos.stack.base import ConnectSession, KafkaCluster, SparkCluster
+from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
+from pytest_streamchaos.stack.kraft.attached import AttachedKafka
 from pytest_streamchaos.stack.kraft.cluster import KRaftCluster
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
+from pytest_streamchaos.stack.yarn.spark import MiniYarnSparkCluster, YarnSparkCluster
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
 #: what acts on the stack: the fault families, their shared context and moments, and the runner
 FAULTS = [PKG / "faults" / "context.py", PKG / "faults" / "moments.py",
           *sorted((PKG / "faults" / "families").glob("*.py"))]
 USERS = [*FAULTS, *sorted((PKG / "runner").rglob("*.py"))]
+
+SPARK_CAPS = [c for c, need in caps.NEEDS.items() if not need.kafka]
+KAFKA_CAPS = [c for c, need in caps.NEEDS.items() if need.kafka]
+STANDALONE = {caps.WorkerKill, caps.WorkerPause, caps.MasterKill, caps.MasterPause, caps.ActiveMaster,
+              caps.ExecutorKill, caps.ExecutorPause, caps.SubmittedDrivers}
+#: who serves what: the table docs/architecture.md shows
+SERVES: dict[type, set[type]] = {
+    StandaloneCluster: STANDALONE,
+    ConnectSparkCluster: STANDALONE - {caps.SubmittedDrivers} | {caps.ConnectServer},
+    YarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers},  # an attached YARN: its RM's API only
+    MiniYarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers, caps.WorkerKill, caps.MasterKill,
+                           caps.ActiveMaster, caps.ResourceManagerRestart},
+    KRaftCluster: set(KAFKA_CAPS),
+    AttachedKafka: {caps.TopicAdmin},  # a client's view: no broker's process, no link of the job's
+}
+
+
+def _members(protocol: type) -> set[str]:
+    return {n for n in vars(protocol) if not n.startswith("_")}
+
+
+def _has(cls: type, protocol: type) -> bool:
+    """What ``isinstance`` finds on an instance, read off the class (no cluster is built)."""
+    return all(hasattr(cls, n) for n in _members(protocol))
 
 
 def _uses(pattern: str) -> set[str]:
@@ -29,22 +58,33 @@ def _uses(pattern: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize(("pattern", "iface"), [
-    (r"\bcluster\.(\w+)", SparkCluster),
-    (r"\bctx\.kafka\.(\w+)|self\.kafka\.(\w+)|\bkafka\.(\w+)\(", KafkaCluster),
+@pytest.mark.parametrize(("pattern", "iface", "capabilities"), [
+    (r"\bcluster\.(\w+)", SparkCluster, SPARK_CAPS),
+    (r"\bctx\.kafka\.(\w+)|self\.kafka\.(\w+)|\bkafka\.(\w+)\(", KafkaCluster, KAFKA_CAPS),
 ])
-def test_every_stack_operation_the_faults_use_is_in_the_interface(pattern, iface):
+def test_every_stack_operation_the_faults_use_is_declared(pattern, iface, capabilities):
     used = {n for m in _uses(pattern) for n in (m if isinstance(m, tuple) else (m,)) if n}
-    missing = sorted(n for n in used if not hasattr(iface, n) and n not in iface.__annotations__)
-    assert not missing, f"declare these in stack/base.py {iface.__name__}: {missing}"
+    declared = {n for n in dir(iface) if not n.startswith("_")} | {n for c in capabilities for n in _members(c)}
+    missing = sorted(used - declared)
+    assert not missing, f"declare these in stack/base.py {iface.__name__} or a capability: {missing}"
 
 
-@pytest.mark.parametrize(("local", "iface"), [(LocalSparkCluster, SparkCluster), (LocalKafkaCluster, KafkaCluster),
-                                              (DockerSparkCluster, SparkCluster), (DockerKafkaCluster, KafkaCluster)])
-def test_the_local_backend_implements_the_whole_interface(local, iface):
-    declared = {n for n, v in vars(iface).items() if callable(v) and not n.startswith("_")}
-    not_overridden = sorted(n for n in declared if getattr(local, n) is getattr(iface, n))
-    assert not not_overridden, f"{local.__name__} lacks {not_overridden}"
+@pytest.mark.parametrize("cluster", list(SERVES), ids=lambda c: c.__name__)
+def test_a_cluster_class_has_exactly_the_capabilities_it_serves(cluster):
+    has = {c for c in caps.NEEDS if _has(cluster, c)}
+    assert has == SERVES[cluster], f"{cluster.__name__}: has {sorted(c.__name__ for c in has)}"
+
+
+@pytest.mark.parametrize(("backend", "shared"), [(LocalSparkCluster, StandaloneCluster),
+                                                 (DockerSparkCluster, StandaloneCluster),
+                                                 (LocalKafkaCluster, KRaftCluster),
+                                                 (DockerKafkaCluster, KRaftCluster)])
+def test_a_backend_adds_a_placement_not_cluster_logic(backend, shared):
+    """A backend's cluster is the shared one on its placement: construction, and the docker backend's
+    container names for debugging, nothing else (so both serve what the shared cluster serves)."""
+    assert issubclass(backend, shared)
+    own = {n for n, v in vars(backend).items() if callable(v) or isinstance(v, (property, classmethod))}
+    assert own <= {"__init__", "from_settings", "containers"}, sorted(own)
 
 
 def test_every_operation_on_the_job_is_in_its_handle():
@@ -54,36 +94,19 @@ def test_every_operation_on_the_job_is_in_its_handle():
     assert not sorted(used - declared), f"declare these in stack/base.py JobHandle: {sorted(used - declared)}"
 
 
-@pytest.mark.parametrize(("backend", "shared"), [(LocalSparkCluster, StandaloneCluster),
-                                                 (DockerSparkCluster, StandaloneCluster),
-                                                 (LocalKafkaCluster, KRaftCluster),
-                                                 (DockerKafkaCluster, KRaftCluster)])
-def test_a_backend_adds_a_placement_not_cluster_logic(backend, shared):
-    """A backend's cluster is the shared one on its placement: construction, and the docker backend's
-    container names for debugging, nothing else."""
-    assert issubclass(backend, shared)
-    own = {n for n, v in vars(backend).items() if callable(v) or isinstance(v, (property, classmethod))}
-    assert own <= {"__init__", "from_settings", "containers"}, sorted(own)
-
-
 def test_the_faults_send_no_signal_themselves():
     for path in FAULTS:
         text = path.read_text()
         assert "os.kill(" not in text and "psutil" not in text, f"{path.name}: signal through the stack (stack/base.py)"
 
 
-def test_a_backend_lacking_an_operation_fails_naming_it():
-    class Bare(SparkCluster):
-        workers = masters = []
-
-        def wait_for_workers(self, k, timeout=60.0):
-            pass
-
-        def heal(self, timeout=60.0):
-            pass
-
-        def stop(self):
-            pass
-
-    with pytest.raises(NotImplementedError, match=r"Bare backend does not implement kill_worker\(\)"):
-        Bare().kill_worker(0)
+def test_no_stack_method_is_a_stub_that_fails_at_run_time():
+    """A missing operation is a missing capability, refused when the run is planned; and no fault or runner
+    code asks which cluster manager it runs on."""
+    stubs = [f"{p.relative_to(PKG)}:{n}" for p in sorted((PKG / "stack").rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if "raise NotImplementedError" in line]
+    assert not stubs, stubs
+    named = [f"{p.relative_to(PKG)}:{n}: {line.strip()}" for p in USERS
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"(master_url|manager)\s*[!=]=\s*['\"]|host_access", line)]
+    assert not named, "ask for a capability (stack/capabilities.py), not for a cluster manager:\n" + "\n".join(named)

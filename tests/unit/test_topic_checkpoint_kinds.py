@@ -19,7 +19,7 @@ from pytest_streamchaos.faults.registry import KINDS, check_run, kind_of, parse
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
-from pytest_streamchaos.stack.base import KafkaCluster
+from pytest_streamchaos.stack.kraft.operations import TopicAdministration
 
 OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1795780000000}\n{"invoices":{"1":812,"0":790}}\n'
 
@@ -88,8 +88,9 @@ def test_a_checkpoint_fault_on_a_checkpoint_the_run_cannot_reach_is_refused_in_o
         kind.before_job([parse("tear_offsets")], containers)
 
 
-class Brokers(KafkaCluster):
-    """A Kafka as the topic faults' refusals see it: its brokers, the topics' replication, its ACLs' answer."""
+class Brokers(TopicAdministration):
+    """A Kafka as the topic faults' refusals see it: its brokers, the topics' replication, its ACLs' answer, its
+    admin operations (:class:`~pytest_streamchaos.stack.capabilities.TopicAdmin`, the real mixin's)."""
 
     def __init__(self, brokers: int, replication: int = 3, denied: str | None = None) -> None:
         self._brokers, self._replication, self._denied = brokers, replication, denied
@@ -105,13 +106,8 @@ class Brokers(KafkaCluster):
     def administration_refused(self, operations: Sequence[str]) -> str | None:
         return self._denied
 
-    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
-                     config: dict[str, str] | None = None) -> str:
-        return name
-
-    def heal(self, timeout: float | None = None) -> None: ...
-
-    def stop(self) -> None: ...
+    def reassignment_refused(self) -> str | None:
+        return None
 
 
 def test_a_kafka_that_cannot_take_the_operation_refuses_it_in_one_line():

@@ -17,7 +17,8 @@ from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, O
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim
-from pytest_streamchaos.stack.base import KafkaCluster, NetFaultError
+from pytest_streamchaos.stack.base import NetFaultError
+from pytest_streamchaos.stack.capabilities import BrokerIsolation, BrokerKill, PartitionLeaders
 
 #: which broker a broker fault hits: a role of a partition of the job's topics, or a broker id
 BROKER_ROLES = ("leader", "follower", "controller", "all")
@@ -55,21 +56,13 @@ def brokers_of(ctx: FaultContext, planned: PlannedFault) -> list[int]:
     if topic is None:
         raise ValueError("topic='output': the job's output is not a Kafka topic of this run")
     partition = int(planned.spec.params.get("partition", 0))
+    leaders = ctx.brokers(PartitionLeaders)
     if idx == "follower":
-        followers = kafka.followers_of(topic, partition)
+        followers = leaders.followers_of(topic, partition)
         if not followers:
             raise RuntimeError(f"{topic}[{partition}] has no in-sync follower (a cluster of one broker?)")
         return [followers[0]]
-    return [kafka.leader_of(topic, partition)]
-
-
-def brokers_refused(what: str, kafka: KafkaCluster) -> str | None:
-    """The refusal of a fault that needs the brokers' hosts, where the plugin did not start the brokers."""
-    if kafka.host_access:
-        return None
-    return (f"{what} needs the brokers' hosts, and this Kafka was attached by its bootstrap address (the plugin did "
-            "not start it; a client cannot stop a broker or get between it and the job): run the test on the Kafka "
-            "the plugin starts (without --chaos-kafka-bootstrap), or leave the fault out")
+    return [leaders.leader_of(topic, partition)]
 
 
 #: a metadata answer about a killed leader's partition shows the leadership as it was at the kill only if it
@@ -117,10 +110,6 @@ class _OnBrokers(FaultKind):
         super().__init__(ctx)
         self.resolved: dict[int, list[int]] = {}
 
-    @classmethod
-    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        return brokers_refused("it acts on a broker's process or its peers' connections: it", kafka)
-
     def target(self, planned: PlannedFault) -> str:
         got = self.resolved.get(id(planned))
         return broker_names(got) if got else "broker-?"
@@ -140,6 +129,7 @@ class KillBroker(_OnBrokers, Kill):
            "output: topic='output'), 'follower', 'controller' (the active KRaft controller), 'all', "
            "or a broker id")
     args = {**KILL_ARGS, **BROKER_ARGS}
+    needs = (BrokerKill, PartitionLeaders)
     moments = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED)
     takes_down = "broker"
     # the leader of partition 0 of the job's input, of its output (docs/explore.md: the broker phases)
@@ -159,9 +149,10 @@ class KillBroker(_OnBrokers, Kill):
         ids = self._brokers(planned)  # an aimed leader: looked up now, when its moment has come
         part = led_partition(self.ctx, planned) if planned.spec.when is not None else None
         if part is not None:  # a leader the metadata still names after an earlier kill is dead, not leading
-            self.led[id(planned)] = LeaderKill(*part, ids[0] in self.ctx.kafka.alive_brokers(), time.time())
+            self.led[id(planned)] = LeaderKill(*part, ids[0] in self.ctx.brokers(BrokerKill).alive_brokers(),
+                                             time.time())
         for b in ids:
-            self.ctx.kafka.kill_broker(b, signal_of(planned), wait=False)
+            self.ctx.brokers(BrokerKill).kill_broker(b, signal_of(planned), wait=False)
         return ids
 
     def confirm(self, planned: PlannedFault, ids: list[int]) -> dict[str, Any] | None:
@@ -179,7 +170,7 @@ class KillBroker(_OnBrokers, Kill):
             else:  # answered too late to tell the leadership at the kill from the election after it
                 after = None
         for b in ids:
-            self.ctx.kafka.wait_gone(b, CONFIRM_KILL_S)
+            self.ctx.brokers(BrokerKill).wait_gone(b, CONFIRM_KILL_S)
         return None if led is None else {"leader": ids[0], "leader_after_kill": after,
                                          "partition": f"{led.topic}[{led.partition}]"}
 
@@ -191,7 +182,7 @@ class KillBroker(_OnBrokers, Kill):
 
     def heal(self, planned: PlannedFault, ids: list[int]) -> None:
         for b in ids:
-            self.ctx.kafka.restart_broker(b, wait=False)
+            self.ctx.brokers(BrokerKill).restart_broker(b, wait=False)
 
 
 class IsolateBroker(_OnBrokers):
@@ -203,6 +194,7 @@ class IsolateBroker(_OnBrokers):
     doc = ("cut a Kafka broker from the other brokers (replication and the KRaft quorum) while clients still "
            "reach it, for duration")
     args = BROKER_ARGS
+    needs = (BrokerIsolation, PartitionLeaders)
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -214,18 +206,18 @@ class IsolateBroker(_OnBrokers):
 
     @classmethod
     def unavailable(cls, spec: FaultSpec) -> str | None:
-        # (the mark itself comes from the stack, KafkaCluster.node_mark: BrokerCut refuses to act without)
+        # (the mark itself comes from the stack, BrokerIsolation.node_mark: BrokerCut refuses to act without)
         return get_capabilities().missing("drop", cls.name)
 
     def inject(self, planned: PlannedFault) -> net.FaultGroup:
         ids = self._brokers(planned)
-        kafka = self.ctx.kafka
+        kafka, why = self.ctx.brokers(BrokerIsolation), self.ctx.link_scope.unscoped_reason()
         if any(kafka.node_mark(b) is None for b in ids):
             raise NetFaultError(f"{self.name} needs the broker's connections told apart, which needs the job group "
-                                f"({kafka.link_scope.unscoped_reason()}): run as root on a host with cgroup v2 and "
-                                "iptables")
-        cuts = [net.BrokerCut(kafka.peer_ports(b), [p for o in kafka.broker_ids if o != b for p in kafka.peer_ports(o)],
-                              kafka.node_mark(b), unmarked_reason=kafka.link_scope.unscoped_reason()) for b in ids]
+                                f"({why}): run as root on a host with cgroup v2 and iptables")
+        others = self.ctx.kafka.broker_ids
+        cuts = [net.BrokerCut(kafka.peer_ports(b), [p for o in others if o != b for p in kafka.peer_ports(o)],
+                              kafka.node_mark(b), unmarked_reason=why) for b in ids]
         group = net.FaultGroup(cuts, [f"broker-{b}" for b in ids])
         group.inject()
         return group

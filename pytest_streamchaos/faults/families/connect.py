@@ -12,8 +12,9 @@
   killed: the micro-batch fails and the query with it; nothing of the plugin restarts it (the job's own code,
   or ``supervise=True``, does).
 
-Each acts through the job's :class:`~pytest_streamchaos.stack.base.ConnectSession` and is refused before the
-job starts on a run that is not on Spark Connect.
+Each acts through the job's :class:`~pytest_streamchaos.stack.base.ConnectSession` and needs the cluster's
+:class:`~pytest_streamchaos.stack.capabilities.ConnectServer`: a run that is not on Spark Connect refuses it when
+it is planned.
 """
 
 from __future__ import annotations
@@ -26,17 +27,8 @@ from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import ConnectSession, SparkCluster
-
-#: the name of the Connect manager (:data:`pytest_streamchaos.managers.MANAGERS`)
-CONNECT = "connect"
-
-
-def _not_on_connect(what: str, cluster: SparkCluster) -> str | None:
-    if cluster.manager == CONNECT:
-        return None
-    return (f"{what} is Spark Connect's: run the test with @pytest.mark.chaos(spark='connect') or "
-            "--chaos-spark=connect")
+from pytest_streamchaos.stack.base import ConnectSession
+from pytest_streamchaos.stack.capabilities import ConnectServer
 
 
 def session_of(ctx: FaultContext) -> ConnectSession:
@@ -53,10 +45,7 @@ class KillConnectServer(Kill):
            "on the same address after restart_after (default 0)")
     takes_down = "driver"
     default_restart_after = 0.0
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("the Connect server's kill", cluster)
+    needs = (ConnectServer,)
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
@@ -81,10 +70,7 @@ class KillClient(Kill):
     name = "kill_client"
     doc = ("kill the Spark Connect client (the job's own Python process): its query goes on in the server; "
            "start it again after restart_after (None, the default: it stays dead)")
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("the Connect client's kill", cluster)
+    needs = (ConnectServer,)
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
@@ -117,16 +103,13 @@ class KillForeachBatchWorker(FaultKind):
     doc = ("kill the Python worker that runs the query's foreachBatch function on the Spark Connect server: the "
            "micro-batch fails, the query with it; the job's own code (or supervise=True) restarts it")
     args = {"signal": "SIGKILL (default) or SIGTERM"}
+    needs = (ConnectServer,)
 
     @classmethod
     def check_params(cls, params: dict[str, object]) -> None:
         from pytest_streamchaos.faults.kind import check_signal
 
         check_signal(cls.name, params)
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _not_on_connect("a foreachBatch worker's kill", cluster)
 
     def target(self, planned: PlannedFault) -> str:
         return "foreachbatch-worker"

@@ -12,7 +12,7 @@ from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.moments import OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.stack.base import HdfsCluster
+from pytest_streamchaos.stack.capabilities import HdfsCluster
 
 
 class _OnHdfs(FaultKind):

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import Capabilities, get_capabilities
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.families.broker import brokers_refused
 from pytest_streamchaos.faults.kind import FaultKind, LinkDelay
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.faults.toxics import ToxicBandwidth, ToxicDelay, ToxicFault, ToxicPartition
-from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, LinkProxy, NetFaultError
+from pytest_streamchaos.stack.base import Endpoint, LinkProxy, NetFaultError
+from pytest_streamchaos.stack.capabilities import ActiveMaster, KafkaLinks
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
 #: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
@@ -38,7 +38,7 @@ def job_proxies(ctx: FaultContext, target: str) -> list[LinkProxy]:
         return []
     if base == "broker" and int(idx or 0) not in ctx.kafka.broker_ids:
         raise ValueError(f"target {target!r}: brokers are {[f'broker-{b}' for b in ctx.kafka.broker_ids]}")
-    return list(ctx.kafka.job_links(None if base == "kafka" else [int(idx)]))
+    return list(ctx.brokers(KafkaLinks).job_links(None if base == "kafka" else [int(idx)]))
 
 
 def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
@@ -48,13 +48,14 @@ def link_endpoints(ctx: FaultContext, target: str) -> list[Endpoint]:
         proxies = job_proxies(ctx, target)
         if proxies:  # the job reaches the brokers through these: their listen ports are its links
             return [Endpoint(p.name, "broker", "127.0.0.1", {"kafka": p.listen_port}) for p in proxies]
-        eps = [Endpoint(e.name, e.role, e.host, {"kafka": e.ports["kafka"]}) for e in ctx.kafka.endpoints()
+        brokers = ctx.brokers(KafkaLinks).endpoints()
+        eps = [Endpoint(e.name, e.role, e.host, {"kafka": e.ports["kafka"]}) for e in brokers
                if base == "kafka" or e.name == target]
         if not eps:
-            raise ValueError(f"target {target!r}: brokers are {[e.name for e in ctx.kafka.endpoints()]}")
+            raise ValueError(f"target {target!r}: brokers are {[e.name for e in brokers]}")
         return eps
     if base == "master":
-        return [ctx.cluster.active_master().endpoint()]
+        return [ctx.spark(ActiveMaster).active_master().endpoint()]
     if base == "worker":
         i = int(idx or 0)
         return [ctx.cluster.workers[i].endpoint()]
@@ -93,11 +94,11 @@ class _OnALink(FaultKind):
         return not _on_kafka_link(spec)
 
     @classmethod
-    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        if not _on_kafka_link(spec):
-            return None
-        return brokers_refused(f"on the job's Kafka links (target={spec.target or 'kafka'!r}: a proxy between the job "
-                               "and brokers the plugin started), it", kafka)
+    def capabilities(cls, spec: FaultSpec) -> tuple[type, ...]:
+        """The job's Kafka links (their proxies or the brokers' ports), or the leading master's."""
+        if _on_kafka_link(spec):
+            return (KafkaLinks,)
+        return (ActiveMaster,) if str(spec.target).startswith("master") else ()
 
     @classmethod
     def host_missing(cls, caps: Capabilities) -> str | None:

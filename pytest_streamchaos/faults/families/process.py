@@ -1,10 +1,10 @@
 """The process family: Spark's processes killed or frozen -- a worker (and its executors), one
 executor, the driver, a master -- and ``pause``, a SIGSTOP of a target's process group (also a
-broker's) until the heal's SIGCONT. Every signal goes through the stack's interface."""
+broker's) until the heal's SIGCONT. Every signal goes through the capability of the stack each kind
+declares it needs (:mod:`pytest_streamchaos.stack.capabilities`)."""
 
 from __future__ import annotations
 
-import signal
 import time
 from typing import Any
 
@@ -16,13 +16,7 @@ from pytest_streamchaos.faults.context import (
     signal_of,
     worker_index,
 )
-from pytest_streamchaos.faults.families.broker import (
-    BROKER_ARGS,
-    BROKER_ROLES,
-    brokers_of,
-    brokers_refused,
-    check_broker_args,
-)
+from pytest_streamchaos.faults.families.broker import BROKER_ARGS, BROKER_ROLES, brokers_of, check_broker_args
 from pytest_streamchaos.faults.gate_moments import gate_of, held_worker
 from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.moments import (
@@ -36,15 +30,19 @@ from pytest_streamchaos.faults.moments import (
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import ExecutorRef, KafkaCluster, SparkCluster
-
-
-def _daemons_refused(what: str, cluster: SparkCluster) -> str | None:
-    """The refusal of a fault on the cluster's daemons where the plugin did not start them."""
-    if cluster.host_access:
-        return None
-    return (f"{what} needs the cluster's daemons as processes, and this cluster was attached (the plugin did not "
-            "start it; its API cannot stop them): run the test on the cluster the plugin starts, or leave it out")
+from pytest_streamchaos.stack.base import ExecutorRef
+from pytest_streamchaos.stack.capabilities import (
+    ActiveMaster,
+    BrokerPause,
+    ExecutorKill,
+    ExecutorPause,
+    MasterKill,
+    MasterPause,
+    PartitionLeaders,
+    SubmittedDrivers,
+    WorkerKill,
+    WorkerPause,
+)
 
 #: the moments a fault on an executor can aim at (the gate's: docs/explore.md)
 EXECUTOR_MOMENTS = (TASKS_RUNNING, BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, STATE_COMMIT)
@@ -84,10 +82,7 @@ class _OnExecutors(Kill):
 class KillWorker(_OnExecutors):
     name = "kill_worker"
     doc = "kill a Spark worker and its executors (process group)"
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _daemons_refused("the loss of a worker (a YARN NodeManager)", cluster)
+    needs = (WorkerKill,)
 
     def target(self, planned: PlannedFault) -> str:
         return f"worker-{self.resolved.get(id(planned), '?')}"
@@ -95,15 +90,15 @@ class KillWorker(_OnExecutors):
     def inject(self, planned: PlannedFault) -> int:
         i = target_worker(self.ctx, planned)
         self.resolved[id(planned)] = i
-        self.ctx.cluster.kill_worker(i, signal_of(planned), wait=False)
+        self.ctx.spark(WorkerKill).kill_worker(i, signal_of(planned), wait=False)
         return i
 
     def confirm(self, planned: PlannedFault, i: int) -> None:
         """The worker's whole group (its executors too) is gone."""
-        self.ctx.cluster.wait_gone(self.ctx.cluster.workers[i], CONFIRM_KILL_S)
+        self.ctx.spark(WorkerKill).wait_gone(self.ctx.cluster.workers[i], CONFIRM_KILL_S)
 
     def heal(self, planned: PlannedFault, i: int) -> None:
-        w = self.ctx.cluster.restart_worker(i)
+        w = self.ctx.spark(WorkerKill).restart_worker(i)
         port = getattr(w, "port", None)
         self.ctx.watch("worker_registered", f"worker-{i}",
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
@@ -112,6 +107,7 @@ class KillWorker(_OnExecutors):
 class KillExecutor(_OnExecutors):
     name = "kill_executor"
     doc = "kill one executor JVM (its worker stays)"
+    needs = (ExecutorKill,)
 
     def target(self, planned: PlannedFault) -> str:
         return f"executor@worker-{self.resolved.get(id(planned), '?')}"
@@ -122,7 +118,7 @@ class KillExecutor(_OnExecutors):
         found = self.ctx.cluster.executors(i)
         if not found:
             raise RuntimeError(f"worker-{i} runs no executor to kill")
-        self.ctx.cluster.signal_executor(found[0], signal_of(planned))
+        self.ctx.spark(ExecutorKill).kill_executor(found[0], signal_of(planned))
         return found[0]
 
     def confirm(self, planned: PlannedFault, executor: ExecutorRef) -> None:
@@ -143,17 +139,11 @@ class KillDriver(Kill):
     moments = (UNCOMMITTED_OUTPUT, OUTPUT_VISIBLE_UNCOMMITTED, BETWEEN_BATCHES, OFFSETS_LOGGED, TASKS_RUNNING)
     takes_down = "driver"
     default_restart_after = 0.0  # like --supervise: a killed driver comes back (from the same checkpoint)
+    needs = (SubmittedDrivers,)  # under Spark Connect the job's process is a client; the driver is the server
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
         return True
-
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        if cluster.manager == "connect":  # the job's process is a client there; the driver is the server
-            return ("on Spark Connect the query's driver is the Connect server and the job's script its client: "
-                    "use @kill_connect_server (the driver) or @kill_client (the script's process)")
-        return None
 
     def target(self, planned: PlannedFault) -> str:
         return "driver"
@@ -176,6 +166,7 @@ class KillMaster(Kill):
     name = "kill_master"
     doc = "kill a Spark master (the active one by default)"
     roles = ("active", "standby")
+    needs = (MasterKill, ActiveMaster)
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
@@ -185,16 +176,12 @@ class KillMaster(Kill):
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
 
-    @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        return _daemons_refused("a master's kill (YARN's ResourceManager)", cluster)
-
     def _index(self, planned: PlannedFault) -> int:
         masters = self.ctx.cluster.masters
         idx = planned.spec.index
         if isinstance(idx, int):
             return idx
-        active = self.ctx.cluster.active_master()
+        active = self.ctx.spark(ActiveMaster).active_master()
         ai = masters.index(active)
         if idx == "standby":
             others = [i for i in range(len(masters)) if i != ai]
@@ -209,13 +196,13 @@ class KillMaster(Kill):
     def inject(self, planned: PlannedFault) -> int:
         i = self._index(planned)
         self.resolved[id(planned)] = i
-        self.ctx.cluster.kill_master(i, signal_of(planned), wait=False)
+        self.ctx.spark(MasterKill).kill_master(i, signal_of(planned), wait=False)
         masters = self.ctx.cluster.masters
         if len(masters) > 1:  # HA: record when a standby has taken over
             killed = masters[i]
 
             def failed_over() -> str | None:
-                new = self.ctx.cluster.active_master()
+                new = self.ctx.spark(ActiveMaster).active_master()
                 return new.name if new is not killed else None
 
             self.ctx.watch("master_failover", "master", failed_over)
@@ -223,14 +210,18 @@ class KillMaster(Kill):
 
     def confirm(self, planned: PlannedFault, i: int) -> None:
         """The master's group is gone."""
-        self.ctx.cluster.wait_gone(self.ctx.cluster.masters[i], CONFIRM_KILL_S)
+        self.ctx.spark(MasterKill).wait_gone(self.ctx.cluster.masters[i], CONFIRM_KILL_S)
 
     def heal(self, planned: PlannedFault, i: int) -> None:
-        self.ctx.cluster.restart_master(i)
+        self.ctx.spark(MasterKill).restart_master(i)
 
 
 #: what ``pause`` can freeze; the first three are the cluster's JVMs
 PAUSE_TARGETS = ("worker", "executor", "master", "driver", "broker")
+#: what a pause of each target needs of the cluster (a driver's pause is the job handle's own)
+PAUSE_NEEDS: dict[str, tuple[type, ...]] = {
+    "worker": (WorkerPause,), "executor": (ExecutorPause,), "master": (MasterPause, ActiveMaster), "driver": (),
+    "broker": (BrokerPause, PartitionLeaders)}
 
 
 class Pause(FaultKind):
@@ -262,45 +253,36 @@ class Pause(FaultKind):
         return spec.target == "driver"
 
     @classmethod
-    def refused_by_cluster(cls, spec: FaultSpec, cluster: SparkCluster) -> str | None:
-        if spec.target in ("worker", "master"):
-            return _daemons_refused(f"a pause of a {spec.target}", cluster)
-        if spec.target == "executor" and cluster.master_url == "yarn":
-            return ("a pause of an executor on YARN: its API kills a container (kill_executor) but cannot freeze "
-                    "one; pause the driver (client mode) or run the test on Spark standalone")
-        return None
-
-    @classmethod
-    def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        return brokers_refused("a pause of a broker", kafka) if spec.target == "broker" else None
+    def capabilities(cls, spec: FaultSpec) -> tuple[type, ...]:
+        return PAUSE_NEEDS[str(spec.target)]
 
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
 
     def inject(self, planned: PlannedFault) -> tuple[str, Any]:
         t = planned.spec.target
-        c = self.ctx.cluster
         if t == "worker":
             i = worker_index(self.ctx, planned)
-            c.pause_worker(i, wait=False)
+            self.ctx.spark(WorkerPause).pause_worker(i, wait=False)
             return ("worker", i)
         if t == "executor":
-            found = c.executors(worker_index(self.ctx, planned))
+            found = self.ctx.cluster.executors(worker_index(self.ctx, planned))
             if not found:
                 raise RuntimeError("no executor to pause")
-            c.signal_executor(found[0], signal.SIGSTOP)
+            self.ctx.spark(ExecutorPause).pause_executor(found[0])
             return ("executor", found[0])
         if t == "driver":
             self.ctx.job.pause(wait=False)
             return ("driver", None)
         if t == "master":
-            i = planned.spec.index if isinstance(planned.spec.index, int) else c.masters.index(c.active_master())
-            c.pause_master(i, wait=False)
+            i = planned.spec.index if isinstance(planned.spec.index, int) else \
+                self.ctx.cluster.masters.index(self.ctx.spark(ActiveMaster).active_master())
+            self.ctx.spark(MasterPause).pause_master(i, wait=False)
             return ("master", i)
         if t == "broker":  # connections stay open, nothing answers
             ids = brokers_of(self.ctx, planned)
             for b in ids:
-                self.ctx.kafka.pause_broker(b, wait=False)
+                self.ctx.brokers(BrokerPause).pause_broker(b, wait=False)
             return ("broker", ids)
         raise ValueError(f"pause: unknown target {t!r}")
 
@@ -309,35 +291,31 @@ class Pause(FaultKind):
         kind, h = handle
         c = self.ctx.cluster
         if kind == "worker":
-            c.wait_paused(c.workers[h], CONFIRM_PAUSE_S)
+            self.ctx.spark(WorkerPause).wait_paused(c.workers[h], CONFIRM_PAUSE_S)
         elif kind == "master":
-            c.wait_paused(c.masters[h], CONFIRM_PAUSE_S)
+            self.ctx.spark(MasterPause).wait_paused(c.masters[h], CONFIRM_PAUSE_S)
         elif kind == "driver":
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
         elif kind == "broker":
             for b in h:
-                self.ctx.kafka.wait_paused(b, CONFIRM_PAUSE_S)
+                self.ctx.brokers(BrokerPause).wait_paused(b, CONFIRM_PAUSE_S)
         else:  # an executor
             poll(lambda: c.executor_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
                  on_timeout=lambda _: TimeoutError(f"executor {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
 
     def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
         kind, h = handle
-        c = self.ctx.cluster
         if kind == "worker":
-            c.resume_worker(h)
+            self.ctx.spark(WorkerPause).resume_worker(h)
         elif kind == "executor":
-            try:
-                c.signal_executor(h, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+            self.ctx.spark(ExecutorPause).resume_executor(h)
         elif kind == "broker":
             for b in h:
-                self.ctx.kafka.resume_broker(b)
+                self.ctx.brokers(BrokerPause).resume_broker(b)
         elif kind == "driver":
             self.ctx.job.resume()
         elif kind == "master":
-            c.resume_master(h)
+            self.ctx.spark(MasterPause).resume_master(h)
 
 
 KINDS = (KillWorker, KillExecutor, KillDriver, KillMaster, Pause)

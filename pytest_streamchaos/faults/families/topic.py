@@ -20,12 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pytest_streamchaos.faults.context import FaultContext, having
 from pytest_streamchaos.faults.kind import FaultKind, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import KafkaCluster
+from pytest_streamchaos.stack.capabilities import TopicAdmin
 
 #: how long a topic operation's effect may take to show in the admin API's view (a replica to catch up)
 SETTLE_S = 60.0
@@ -42,10 +44,10 @@ def topic_name(ctx: Any, planned: PlannedFault) -> str:
     return str(ctx.input_topic)
 
 
-def view(kafka: KafkaCluster, topic: str) -> dict[str, Any]:
+def view(ctx: FaultContext, topic: str) -> dict[str, Any]:
     """The admin API's view of ``topic`` now: each partition's leader and replicas, log start and end offset."""
-    states = kafka.partition_states(topic) or {}
-    offsets = kafka.topic_offsets(topic) or {}
+    states = ctx.kafka.partition_states(topic) or {}
+    offsets = ctx.brokers(TopicAdmin).topic_offsets(topic) or {}
     return {str(p): {"leader": s.leader, "replicas": list(s.replicas), "isr": list(s.isr),
                      "offsets": list(offsets.get(p, (-1, -1)))} for p, s in sorted(states.items())}
 
@@ -88,9 +90,11 @@ class _OnTopic(FaultKind):
     def permanent(cls, spec: FaultSpec) -> bool:
         return cls.permanent_always
 
+    needs = (TopicAdmin,)
+
     @classmethod
     def refused_by_kafka(cls, spec: FaultSpec, kafka: KafkaCluster) -> str | None:
-        why = kafka.administration_refused(cls.operations) if cls.operations else None
+        why = having(kafka, TopicAdmin).administration_refused(cls.operations) if cls.operations else None
         if why is None:
             return None
         return (f"it acts through Kafka's admin API ({', '.join(cls.operations)} on the cluster), and {why}: run it on "
@@ -171,7 +175,7 @@ class ReassignPartitions(_OnTopic):
             return (f"move='replicas' moves a replica to a broker that holds none, and the run's topics have "
                     f"{kafka.replication} replicas on {brokers} brokers (every broker holds one): run with "
                     f"--chaos-kafka-brokers {kafka.replication + 1}, or move='leaders'")
-        return super().refused_by_kafka(spec, kafka) or kafka.reassignment_refused()
+        return super().refused_by_kafka(spec, kafka) or having(kafka, TopicAdmin).reassignment_refused()
 
     def inject(self, planned: PlannedFault) -> Moved:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
@@ -180,9 +184,10 @@ class ReassignPartitions(_OnTopic):
         before = {p: list(s.replicas) for p, s in states.items() if wanted is None or p == wanted}
         if not before:
             raise ValueError(f"{topic} has no partition {wanted}")
-        moved = Moved(topic, before, self._target(planned, before, states), view(kafka, topic))
-        kafka.reassign_partitions(topic, moved.target)
-        kafka.elect_preferred_leaders(topic, sorted(moved.target))  # a rotation completes at once: lead now
+        moved = Moved(topic, before, self._target(planned, before, states), view(self.ctx, topic))
+        admin = self.ctx.brokers(TopicAdmin)
+        admin.reassign_partitions(topic, moved.target)
+        admin.elect_preferred_leaders(topic, sorted(moved.target))  # a rotation completes at once: lead now
         if planned.spec.params.get("move") == "replicas":  # the new replica catches up first: elect then
             threading.Thread(target=self._lead_when_complete, args=(moved,), name=f"{self.name}-complete",
                              daemon=True).start()
@@ -211,13 +216,13 @@ class ReassignPartitions(_OnTopic):
         and each partition led by its preferred replica."""
         return all(states is not None and _in_sync(states, moved.target)
                    and all(states[p].leader == r[0] for p, r in moved.target.items())
-                   for states in self.ctx.kafka.partition_views(moved.topic))
+                   for states in self.ctx.brokers(TopicAdmin).partition_views(moved.topic))
 
     def _lead_when_complete(self, moved: Moved) -> None:
         """(move='replicas') once every new replica is in sync, its preferred leader elected."""
         try:
             self._await_in_sync(moved)
-            self.ctx.kafka.elect_preferred_leaders(moved.topic, sorted(moved.target))
+            self.ctx.brokers(TopicAdmin).elect_preferred_leaders(moved.topic, sorted(moved.target))
         except Exception:  # the confirmation reports what did not complete
             pass
 
@@ -227,19 +232,19 @@ class ReassignPartitions(_OnTopic):
         poll(lambda: self._complete(moved), SETTLE_S, interval=0.1, clock=time.time,
              on_timeout=lambda _: TimeoutError(f"the reassignment of {moved.topic} to {moved.target} did not "
                                                f"complete within {SETTLE_S:g}s: "
-                                               f"{view(self.ctx.kafka, moved.topic)}"))
+                                               f"{view(self.ctx, moved.topic)}"))
         if self.ctx.recorder is not None:
             self.ctx.recorder.record("reassignment_completed", moved.topic, assignment=_json(moved.target))
         return {"move": planned.spec.params.get("move"), "assignment_before": _json(moved.before),
                 "assignment_after": _json(moved.target), "before": moved.view_before,
-                "after": view(self.ctx.kafka, moved.topic)}
+                "after": view(self.ctx, moved.topic)}
 
     def heal(self, planned: PlannedFault, moved: Moved) -> None:
         """The assignment before, its preferred leaders elected once it is in sync."""
-        back = Moved(moved.topic, moved.target, moved.before)
-        self.ctx.kafka.reassign_partitions(moved.topic, back.target)
+        back, admin = Moved(moved.topic, moved.target, moved.before), self.ctx.brokers(TopicAdmin)
+        admin.reassign_partitions(moved.topic, back.target)
         self._await_in_sync(back)
-        self.ctx.kafka.elect_preferred_leaders(moved.topic, sorted(back.target))
+        admin.elect_preferred_leaders(moved.topic, sorted(back.target))
 
     def _await_in_sync(self, moved: Moved) -> None:
         poll(lambda: self._in_sync(moved), SETTLE_S, interval=0.2, clock=time.time,
@@ -296,14 +301,14 @@ class AddPartitions(_OnTopic):
         return {"topic.metadata.refresh.interval.ms": 1000}
 
     def inject(self, planned: PlannedFault) -> dict[str, Any]:
-        kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
-        before = view(kafka, topic)
+        topic = topic_name(self.ctx, planned)
+        before = view(self.ctx, topic)
         count = int(planned.spec.params.get("count", len(before) + 1))
-        kafka.add_partitions(topic, count)
+        self.ctx.brokers(TopicAdmin).add_partitions(topic, count)
         return {"topic": topic, "partitions_before": len(before), "count": count, "before": before}
 
     def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
-        after = view(self.ctx.kafka, done["topic"])
+        after = view(self.ctx, done["topic"])
         if len(after) != done["count"]:
             raise RuntimeError(f"{done['topic']} has {len(after)} partitions after growing to {done['count']}")
         return {**done, "added": sorted(set(map(int, after)) - set(map(int, done["before"]))), "after": after}
@@ -324,9 +329,9 @@ class RecreateTopic(_OnTopic):
 
     def inject(self, planned: PlannedFault) -> dict[str, Any]:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
-        before = view(kafka, topic)
+        before = view(self.ctx, topic)
         states = kafka.partition_states(topic) or {}
-        offsets = kafka.topic_offsets(topic) or {}
+        offsets = self.ctx.brokers(TopicAdmin).topic_offsets(topic) or {}
         replication = len(next(iter(states.values())).replicas) if states else None
         kafka.delete_topic(topic)
         deleted = time.time()
@@ -339,7 +344,7 @@ class RecreateTopic(_OnTopic):
                 "destroyed_at": deleted, "before": before}
 
     def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
-        after = view(self.ctx.kafka, done["topic"])
+        after = view(self.ctx, done["topic"])
         if len(after) != len(done["before"]):
             raise RuntimeError(f"{done['topic']} came back with {len(after)} partitions, not {len(done['before'])}")
         return {**done, "after": after}
@@ -358,15 +363,15 @@ class ExpireRecords(_OnTopic):
     moments = TOPIC_MOMENTS
 
     def inject(self, planned: PlannedFault) -> dict[str, Any]:
-        kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
-        before = view(kafka, topic)
-        offsets = kafka.topic_offsets(topic) or {}
-        starts = kafka.delete_records(topic, {p: hi for p, (_, hi) in offsets.items()})
+        admin, topic = self.ctx.brokers(TopicAdmin), topic_name(self.ctx, planned)
+        before = view(self.ctx, topic)
+        offsets = admin.topic_offsets(topic) or {}
+        starts = admin.delete_records(topic, {p: hi for p, (_, hi) in offsets.items()})
         return {"topic": topic, "destroyed": _ranges(offsets), "destroyed_at": time.time(), "before": before,
                 "log_start_after": {str(p): o for p, o in sorted(starts.items())}}
 
     def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
-        after = view(self.ctx.kafka, done["topic"])
+        after = view(self.ctx, done["topic"])
         short = [p for p, (_, hi) in done["destroyed"].items() if after.get(p, {}).get("offsets", [0])[0] < hi]
         if short:
             raise RuntimeError(f"{done['topic']}: partitions {short} still hold records below the deleted offsets")

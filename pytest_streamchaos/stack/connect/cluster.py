@@ -1,7 +1,9 @@
 """Spark Connect as the session's cluster manager (``spark="connect"``): the session's standalone cluster,
 whose launcher starts each job as a Connect server on it and the job's script as that server's client
 (:mod:`.launcher`). Everything else -- workers, masters, executors, their faults -- is the standalone
-cluster's, by delegation: a worker's loss under Connect is the same loss."""
+cluster's, by delegation: a worker's loss under Connect is the same loss. It has every capability of the
+standalone cluster but :class:`~..capabilities.SubmittedDrivers` (the job's script is a client here, not the
+driver), and :class:`~..capabilities.ConnectServer`, which only it has."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkCluster
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
-from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
 from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.ports import port_holder
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.fixtures import Stacks
+    from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
 def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
@@ -35,7 +37,7 @@ def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
 class ConnectSparkCluster(SparkCluster):
     """``inner`` (a started standalone cluster) whose jobs run under Spark Connect on ``port``."""
 
-    def __init__(self, inner: SparkCluster, *, port: int) -> None:
+    def __init__(self, inner: StandaloneCluster, *, port: int) -> None:
         self.inner, self.port = inner, port
         self.launchers: list[ConnectLauncher] = []
 
@@ -47,6 +49,13 @@ class ConnectSparkCluster(SparkCluster):
     def manager(self) -> str:
         return "connect"
 
+    @property
+    def connect_port(self) -> int:
+        return self.port
+
+    def start(self) -> None:
+        """Nothing: the standalone cluster is the session's, started already; each job starts its server."""
+
     def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> ConnectLauncher:
         """Connect's launcher on the standalone cluster's driver site; :class:`LaunchError` at once when another
         process holds the Connect port."""
@@ -55,10 +64,7 @@ class ConnectSparkCluster(SparkCluster):
             raise LaunchError(f"the Spark Connect port 127.0.0.1:{self.port} is in use by {holder}: stop it, or give "
                               "the session another port (--chaos-connect-port / ini streamchaos_connect_port; a job "
                               "that hard-codes sc://localhost:15002 needs 15002)")
-        classic = self.inner.launcher(workdir, options)
-        if not isinstance(classic, SubmitLauncher):
-            raise LaunchError(f"Spark Connect needs a cluster whose drivers run on this host; {self.inner!r} has none")
-        launcher = ConnectLauncher(classic.site, workdir, options, port=self.port)
+        launcher = ConnectLauncher(self.inner.driver_site(), workdir, options, port=self.port)
         self.launchers.append(launcher)
         return launcher
 
@@ -78,10 +84,6 @@ class ConnectSparkCluster(SparkCluster):
     @property
     def effective_conf(self) -> Mapping[str, str]:
         return self.inner.effective_conf
-
-    @property
-    def host_access(self) -> bool:
-        return self.inner.host_access
 
     @property
     def driver_host(self) -> str:
@@ -147,8 +149,14 @@ class ConnectSparkCluster(SparkCluster):
     def executors(self, i: int) -> Sequence[Executor]:
         return self.inner.executors(i)
 
-    def signal_executor(self, executor: Executor, sig: int) -> None:
-        self.inner.signal_executor(executor, sig)
+    def kill_executor(self, executor: Executor, sig: int = signal.SIGKILL) -> None:
+        self.inner.kill_executor(executor, sig)
+
+    def pause_executor(self, executor: Executor) -> None:
+        self.inner.pause_executor(executor)
+
+    def resume_executor(self, executor: Executor) -> None:
+        self.inner.resume_executor(executor)
 
     def link_sides(self) -> list[tuple[str, str]]:
         return self.inner.link_sides()

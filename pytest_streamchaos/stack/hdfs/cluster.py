@@ -36,9 +36,10 @@ from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import DaemonProcess, terminate_all
+from pytest_streamchaos.stack.service import Service
 
 
-class LocalHdfsCluster:
+class LocalHdfsCluster(Service):
     """A NameNode and ``datanodes`` DataNodes of Hadoop 3.5.0 as local JVMs (see the module docstring);
     :class:`~..base.HdfsCluster` for the HDFS faults."""
 
@@ -145,13 +146,6 @@ class LocalHdfsCluster:
         deadline = time.monotonic() + timeout
         self.control.revive(deadline)
         return self.readiness.wait_ready(max(0.1, deadline - time.monotonic()))
-
-    def __enter__(self) -> LocalHdfsCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- state (delegated) ---------------------------------------------------------------------------
     def state(self) -> HdfsState:

@@ -15,7 +15,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.hdfs.plan import HdfsNode, HdfsPlan
 from pytest_streamchaos.stack.ports import HOST
-from pytest_streamchaos.stack.process import DaemonProcess
+from pytest_streamchaos.stack.process import check_alive
 
 #: how long one JMX request may take (a paused NameNode accepts the connection and never answers)
 JMX_TIMEOUT_S = 1.0
@@ -137,10 +137,7 @@ class HdfsReadiness:
                 f"(missing {missing}, dead {list(st.dead)}); see their logs in {logs}")
 
     def _check_running(self) -> None:
-        for node in self.plan.nodes():
-            p = node.process
-            if p is not None and not p.alive and node.name not in self.killed:
-                raise StackError(_exit_message(node, p))
+        check_alive(self.plan.nodes(), "HDFS", spared=self.killed, cause=_exit_cause)
 
     def wait_registered(self, node: HdfsNode, timeout: float) -> None:
         def registered() -> bool:
@@ -152,14 +149,10 @@ class HdfsReadiness:
             f"{self.state()} (log {self.plan.workdir / 'logs' / (node.name + '.log')}):\n{node.tail_log(15)}"))
 
 
-def _exit_message(node: HdfsNode, proc: DaemonProcess) -> str:
-    """One line saying that ``node`` exited (naming a port it could not bind), then its log's tail."""
-    log = proc.log_since_start()
+def _exit_cause(log: str) -> str:
+    """Why an HDFS node exited, from its log: a port it could not bind (and the fix), or its first exception."""
     bind = re.search(r"BindException: Problem binding to \[([^\]]+)\]", log)
     cause = re.search(r"^[\w.$]+(?:Exception|Error): .*$", log, re.M)  # the first exception's line
     if bind:
-        why = f": port {bind.group(1)} is taken; fix: free it or let the plugin pick ports"
-    else:
-        why = f": {cause.group(0)}" if cause else ""
-    return (f"HDFS {node.name} exited with code {proc.returncode} during start-up{why} (log {proc.log_path}):\n"
-            f"{proc.tail_log(25)}")
+        return f": port {bind.group(1)} is taken; fix: free it or let the plugin pick ports"
+    return f": {cause.group(0)}" if cause else ""

@@ -7,9 +7,10 @@ from typing import Any
 
 from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+from pytest_streamchaos.stack.service import Service
 
 
-class HdfsWatcher:
+class HdfsWatcher(Service):
     """Records what HDFS does on a run's timeline, stamped when observed (``recorder.record``, on
     ``time.time``): ``namenode_safemode_exit`` (a new NameNode process left safe mode),
     ``datanode_registered`` and ``datanode_dead`` (target ``datanode-<i>``), by polling
@@ -39,12 +40,6 @@ class HdfsWatcher:
     def stop(self) -> None:
         """Stop polling (idempotent)."""
         self._polling.stop()
-
-    def __enter__(self) -> HdfsWatcher:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def poll_once(self) -> list[tuple[str, str]]:
         """One observation; records and returns the (kind, target) events it saw."""

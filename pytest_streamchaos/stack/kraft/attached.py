@@ -3,9 +3,10 @@ broker and reaches the cluster only as a client does. The generator, the collect
 admin client (topics created and deleted exactly as on the stack's own Kafka) all use that bootstrap.
 
 What needs the brokers' hosts -- a broker killed, paused or isolated, a fault on the job's Kafka links
-(Toxiproxy sits between the job and brokers the plugin started) -- is refused before the job starts, in
-one line naming why (:attr:`AttachedKafka.host_access` is False; the fault kinds ask it). A bootstrap that
-does not answer fails the session at its start, in one line naming the fix (:func:`attach_kafka`).
+(Toxiproxy sits between the job and brokers the plugin started) -- are capabilities this class lacks
+(:mod:`..capabilities`): a fault that needs one is refused when the run is planned, in one line naming why.
+A bootstrap that does not answer fails the session at its start, in one line naming the fix
+(:func:`attach_kafka`).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class AttachedKafka(TopicAdministration, KafkaCluster):
         return f"AttachedKafka({self._bootstrap!r})"
 
     @property
-    def host_access(self) -> bool:
-        return False
+    def manager(self) -> str:
+        return "attached"
 
     @property
     def bootstrap_servers(self) -> str:

@@ -19,7 +19,8 @@ Composed of collaborators: the layout, configuration and format (:class:`~.plan.
 (:class:`~.readiness.KafkaReadiness`), the faults on the brokers (:class:`~.control.BrokerControl`), the
 harness's admin client (:class:`~.admin.KafkaAdmin`) and the job's links (:class:`~.links.JobLinks`);
 where each node runs is the :class:`~..placement.Placement`'s. This class starts, heals and stops the
-whole, keeps the topics and answers the stack interface (:class:`~..base.KafkaCluster`) by delegating.
+whole, keeps the topics and answers the stack interface (:class:`~..base.KafkaCluster`) and every Kafka
+capability (:mod:`..capabilities`) by delegating.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.kraft.admin import KafkaAdmin, client_conf
 from pytest_streamchaos.stack.kraft.plan import KafkaNode, KRaftPlan
+from pytest_streamchaos.stack.process import check_alive
 
 READY_LINE = "Kafka Server started"
 
@@ -24,9 +25,7 @@ class KafkaReadiness:
         """Every node of ``nodes`` logged its start and every broker of the cluster is registered; a
         node that exits fails the wait at once, with its log."""
         def ready() -> bool:
-            for n in nodes:
-                if not n.alive:
-                    raise StackError(self._died(n))
+            check_alive(nodes, "Kafka", fix="\nfix: see the log's last error (a port taken, disk full, the wrong Java)")
             if not all(READY_LINE in n.process.log_since_start() for n in nodes if n.process is not None):
                 return False
             try:
@@ -39,11 +38,6 @@ class KafkaReadiness:
             + "; ".join(f"{n.name}: {'started' if READY_LINE in n.process.log_since_start() else 'not started'} "
                         f"(log {n.process.log_path})" for n in nodes if n.process is not None)
             + f"\n{nodes[0].tail_log(15)}\nfix: raise --chaos-start-timeout on a busy machine"))
-
-    def _died(self, n: KafkaNode) -> str:
-        proc = n.started()
-        return (f"Kafka {n.name} exited with code {proc.returncode} during start-up (log {proc.log_path}):\n"
-                f"{n.tail_log(25)}\nfix: see the log's last error (a port taken, disk full, the wrong Java)")
 
     def round_trip(self, timeout: float) -> None:
         """Produce to and consume from a replicated topic (brokers registered do not mean the

@@ -6,7 +6,8 @@ Composed of collaborators, each a class of its own: the layout and the daemons' 
 the faults and revivals of the daemons (:class:`~.control.DaemonControl`), the executors found in the
 workers' process trees (:mod:`.executors`) and the driver's launch (:mod:`..driver`); where each daemon
 runs is the :class:`~..placement.Placement`'s. This class starts, heals and stops the whole and answers the
-stack interface (:class:`~..base.SparkCluster`) by delegating.
+stack interface (:class:`~..base.SparkCluster`) and every Spark capability (:mod:`..capabilities`) by
+delegating.
 
 Every daemon port is allocated and pinned (see :meth:`StandaloneCluster.endpoints`), so network faults
 can find them. Failure detection is shortened for chaos runs; the values in force are in
@@ -15,6 +16,7 @@ can find them. Failure detection is shortened for chaos runs; the values in forc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -190,13 +192,6 @@ class StandaloneCluster(SparkCluster):
             f"heal: the cluster did not get back to {self.plan.n_workers} ALIVE workers within {timeout:.0f}s: "
             f"{last[0] if last else None}"))
 
-    def __enter__(self) -> StandaloneCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # -- the stack interface: observation and faults (delegated) ---------------------------------
     def active_master(self) -> SparkMaster:
         return self.readiness.active_master()
@@ -254,8 +249,15 @@ class StandaloneCluster(SparkCluster):
         """The executors of application ``app_id`` on every worker (found in the workers' process trees)."""
         return [e for w in self.plan.workers for e in w.executors(app_id)]
 
-    def signal_executor(self, executor: Executor, sig: int) -> None:
+    def kill_executor(self, executor: Executor, sig: int = signal.SIGKILL) -> None:
         executor.kill(sig)
+
+    def pause_executor(self, executor: Executor) -> None:
+        executor.kill(signal.SIGSTOP)
+
+    def resume_executor(self, executor: Executor) -> None:
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile: nothing to resume
+            executor.kill(signal.SIGCONT)
 
     def executor_state(self, executor: Executor) -> str | None:
         return executor.state
@@ -265,12 +267,15 @@ class StandaloneCluster(SparkCluster):
         their own; [] when they share this host's."""
         return self.placement.link_sides(self.plan.workers)
 
+    def driver_site(self) -> DriverSite:
+        """Drivers on this host submitted to this cluster; a job's executors are found in its workers."""
+        return DriverSite(master_url=self.master_url, driver_host=self.driver_host, host=self.placement.host,
+                          executors=self.app_executors)
+
     def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> SubmitLauncher:
         """A launcher of drivers on this host for this cluster (``spark-submit --master <this cluster>`` in
-        client mode: :mod:`..driver`); a job's executors are found in this cluster's workers."""
-        site = DriverSite(master_url=self.master_url, driver_host=self.driver_host, host=self.placement.host,
-                          executors=self.app_executors)
-        return SubmitLauncher(site, workdir, options or LaunchOptions())
+        client mode: :mod:`..driver`)."""
+        return SubmitLauncher(self.driver_site(), workdir, options or LaunchOptions())
 
     @classmethod
     def settings_kwargs(cls, settings: Settings, *, ha: bool | None = None) -> dict[str, Any]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.stack.base import Endpoint, StackError
+from pytest_streamchaos.stack.base import Endpoint
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 from pytest_streamchaos.stack.standalone.executors import ProcessExecutor, executors_under
 
@@ -92,13 +92,3 @@ class ZooKeeper(Daemon):
 
     def endpoint(self) -> Endpoint:
         return Endpoint(self.name, "zookeeper", self.host, {"client": self.port})
-
-
-def check_alive(daemons: Sequence[Daemon]) -> None:
-    """Raise :class:`StackError` (with its log) when one of ``daemons`` has exited: a daemon that dies
-    during start-up does not come back by waiting."""
-    for d in daemons:
-        p = d.process
-        if p is not None and not p.alive:
-            raise StackError(f"Spark {d.name} exited with code {p.returncode} during start-up "
-                             f"(log {p.log_path}):\n{p.tail_log(25)}")

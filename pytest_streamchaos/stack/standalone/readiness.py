@@ -10,8 +10,8 @@ from typing import Any
 from pytest_streamchaos.poll import poll, settled
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.placement import Placement
-from pytest_streamchaos.stack.process import Daemon
-from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker, check_alive
+from pytest_streamchaos.stack.process import Daemon, check_alive
+from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker
 from pytest_streamchaos.stack.standalone.plan import StandalonePlan
 
 OnPoll = Callable[[list[dict[str, Any]]], None]
@@ -46,7 +46,7 @@ class Readiness:
     def wait_listening(self, d: Daemon, port: int, timeout: float) -> None:
         """Until ``d`` accepts connections on ``port``; a daemon that died fails the wait at once, with its log."""
         def listening() -> bool:
-            check_alive([d])
+            check_alive([d], "Spark")
             return self.placement.listening(d, port)
 
         poll(listening, timeout, lambda _: TimeoutError(
@@ -60,7 +60,7 @@ class Readiness:
         seen: list[dict[str, Any]] = [{}]
 
         def enough() -> bool:
-            check_alive(must_live)
+            check_alive(must_live, "Spark")
             alive = self.alive_workers()
             n = len(alive)
             if (n == k) if exactly else (n >= k):

@@ -30,7 +30,6 @@ class AttachedYarn:
     conf: dict[str, str]  #: core-site and yarn-site as a client reads them
     api: ResourceManagerApi
     info: ClusterInfo
-    host_access = False
 
     def submit_settings(self, spark_home: Path) -> tuple[dict[str, str], dict[str, str]]:
         """(environment, Spark conf) of a submission: the conf dir, nothing else (Spark ships its own jars

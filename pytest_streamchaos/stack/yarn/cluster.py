@@ -23,7 +23,8 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
-from pytest_streamchaos.stack.process import DaemonProcess, terminate_all
+from pytest_streamchaos.stack.process import DaemonProcess, check_alive, terminate_all
+from pytest_streamchaos.stack.service import Service
 from pytest_streamchaos.stack.yarn import conf as yconf
 from pytest_streamchaos.stack.yarn.launch import YarnLaunch, plan_ports
 from pytest_streamchaos.stack.yarn.nodes import NodeManager, YarnDaemon
@@ -33,7 +34,7 @@ from pytest_streamchaos.stack.yarn.rest import ClusterInfo, ResourceManagerApi, 
 MIN_JAVA = 17
 
 
-class LocalYarnCluster:
+class LocalYarnCluster(Service):
     """A ResourceManager and ``nodemanagers`` NodeManagers as local JVMs (see the module docstring)."""
 
     def __init__(self, workdir: str | os.PathLike, nodemanagers: int = 2, *, java_home: str = "",
@@ -69,8 +70,6 @@ class LocalYarnCluster:
         """The Hadoop conf dir of clients (``HADOOP_CONF_DIR`` / ``YARN_CONF_DIR`` of spark-submit), written
         by :meth:`start`."""
         return self.workdir / "conf"
-
-    host_access = True  #: the plugin runs the daemons
 
     @property
     def api(self) -> ResourceManagerApi:
@@ -150,13 +149,6 @@ class LocalYarnCluster:
             nm.forget()
         self._started = False
 
-    def __enter__(self) -> LocalYarnCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def _check_java(self) -> tuple[Path, Path]:
         java, home = find_java(self.java_home)
         version = java_version(java)
@@ -197,11 +189,7 @@ class LocalYarnCluster:
         return info
 
     def _check_running(self) -> None:
-        for d in self.daemons():
-            p = d.process
-            if p is not None and not p.alive and d.name not in self._killed:
-                raise StackError(f"YARN {d.name} exited with code {p.returncode} (log {p.log_path}):\n"
-                                 f"{p.tail_log(25)}")
+        check_alive(self.daemons(), "YARN", spared=self._killed, during="")
 
     # -- faults on the daemons (host access) ------------------------------------------------------
     def kill_nodemanager(self, i: int) -> NodeManager:

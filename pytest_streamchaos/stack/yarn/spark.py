@@ -6,9 +6,9 @@ What the interface's words mean here: a *worker* is a NodeManager, the *master* 
 *executor* a container of a job's application other than its ApplicationMaster's (signalled through the
 RM's REST API: the same on any YARN), the launcher ``spark-submit --master yarn`` (:mod:`.launcher`). The
 operations on the daemons themselves -- the loss of a NodeManager with its containers, an RM restart --
-need the processes, so only the mini cluster gives them; on an attached cluster they raise
-:class:`~..errors.StackError` in one line naming why (the faults check :attr:`YarnSparkCluster.host_access`
-before anything starts).
+need the processes, so only the mini cluster has them (:class:`MiniYarnSparkCluster`): an attached cluster
+(:class:`YarnSparkCluster`) lacks those capabilities, and a fault that needs one is refused when the run is
+planned (:mod:`..capabilities`).
 """
 
 from __future__ import annotations
@@ -40,13 +40,6 @@ API_SIGNALS = {signal.SIGKILL: "FORCEFUL_SHUTDOWN", signal.SIGTERM: "GRACEFUL_SH
 #: the YARN settings a run's JSON records (failure detection, attempts)
 REPORTED_CONF = ("yarn.nm.liveness-monitor.expiry-interval-ms", "yarn.resourcemanager.am.max-attempts",
                  "yarn.resourcemanager.recovery.enabled", "yarn.nodemanager.resource.memory-mb")
-
-
-def host_access_refusal(what: str) -> StackError:
-    """The one line an attached cluster answers an operation on its daemons with."""
-    return StackError(f"{what} needs the YARN daemons' processes, and this YARN was attached by its conf dir (the "
-                      "plugin did not start it): YARN's API cannot stop a NodeManager or the ResourceManager; run the "
-                      "test on the mini cluster (no --chaos-yarn-conf), or leave the fault out")
 
 
 @dataclass
@@ -108,8 +101,8 @@ class ApiNode:
 
 
 class YarnSparkCluster(SparkCluster):
-    """YARN behind the stack's interface (see the module docstring): ``yarn`` is the mini cluster, or an
-    attachment (``host_access`` False)."""
+    """YARN behind the stack's interface through its ResourceManager's API (see the module docstring): what
+    any YARN gives, an attached one included. The daemons' own faults are :class:`MiniYarnSparkCluster`'s."""
 
     def __init__(self, yarn: LocalYarnCluster | AttachedYarn, *, host: Host | None = None) -> None:
         self.yarn = yarn
@@ -118,23 +111,10 @@ class YarnSparkCluster(SparkCluster):
 
     @classmethod
     def mini(cls, workdir: str | os.PathLike, *, java_home: str = "", start_timeout: float = 90.0,
-             host: Host | None = None) -> YarnSparkCluster:
+             host: Host | None = None) -> MiniYarnSparkCluster:
         """The mini cluster (an RM and two NodeManagers), not started."""
-        return cls(LocalYarnCluster(workdir, 2, java_home=java_home, start_timeout=start_timeout), host=host)
-
-    @property
-    def local(self) -> LocalYarnCluster | None:
-        return self.yarn if isinstance(self.yarn, LocalYarnCluster) else None
-
-    @property
-    def host_access(self) -> bool:
-        """Whether the plugin runs the daemons (the mini cluster): the faults on them are possible."""
-        return self.local is not None
-
-    def _local(self, what: str) -> LocalYarnCluster:
-        if self.local is None:
-            raise host_access_refusal(what)
-        return self.local
+        return MiniYarnSparkCluster(LocalYarnCluster(workdir, 2, java_home=java_home, start_timeout=start_timeout),
+                                    host=host)
 
     @property
     def api(self) -> ResourceManagerApi:
@@ -166,19 +146,14 @@ class YarnSparkCluster(SparkCluster):
 
     @property
     def workers(self) -> Sequence[Node]:
-        if self.local is not None:
-            return self.local.nodemanagers
         return [ApiNode(n) for n in sorted(self.api.nodes(), key=lambda n: n.id)]
 
     @property
     def masters(self) -> Sequence[Node]:
-        return [self.local.resourcemanager] if self.local is not None else []
+        return []
 
     def endpoints(self) -> list[Endpoint]:
-        return self.local.endpoints() if self.local is not None else [w.endpoint() for w in self.workers]
-
-    def active_master(self) -> Node:
-        return self._local("the ResourceManager as a process").resourcemanager
+        return [w.endpoint() for w in self.workers]
 
     def alive_workers(self) -> list[dict[str, Any]]:
         """The NodeManagers the RM counts RUNNING (``port``: their container-manager RPC port)."""
@@ -191,8 +166,7 @@ class YarnSparkCluster(SparkCluster):
 
     # -- start / stop --------------------------------------------------------------------------
     def start(self) -> None:
-        if self.local is not None:
-            self.local.start()
+        """Nothing: an attached YARN runs already."""
 
     def stop(self) -> None:
         for launcher in self.launchers:
@@ -200,40 +174,14 @@ class YarnSparkCluster(SparkCluster):
                 launcher.stop_all(timeout=15)
             except Exception:  # the cluster goes regardless
                 pass
-        if self.local is not None:
-            self.local.stop()
 
     def heal(self, timeout: float = 60.0) -> None:
-        if self.local is not None:
-            self.local.heal(timeout)
-        else:
-            self.wait_for_workers(1, timeout)
+        self.wait_for_workers(1, timeout)
 
     def wait_for_workers(self, k: int, timeout: float = 60.0) -> None:
         poll(lambda: len(self.alive_workers()) >= k, timeout, lambda _: TimeoutError(
             f"YARN: {len(self.alive_workers())} NodeManagers RUNNING after {timeout:.0f}s, waited for {k}"),
             interval=0.2)
-
-    # -- the daemons (the mini cluster's) ------------------------------------------------------
-    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
-        """The loss of NodeManager ``i`` with its containers (SIGKILL whatever ``sig``: a lost node)."""
-        self._local("kill_worker (the loss of a NodeManager)").kill_nodemanager(i)
-
-    def restart_worker(self, i: int) -> Node:
-        return self._local("a NodeManager's restart").restart_nodemanager(i, wait=False)
-
-    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
-        local = self._local("waiting for a YARN daemon's processes")
-        daemon = next(d for d in local.daemons() if d is node)
-        procs = getattr(daemon, "processes", lambda: [] if not daemon.alive else [daemon.pid])
-        poll(lambda: not procs(), timeout, lambda _: TimeoutError(f"YARN {daemon.name} still alive after {timeout}s"),
-             interval=0.05)
-
-    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
-        return self._local("killing the ResourceManager").kill_resourcemanager(sig)
-
-    def restart_master(self, i: int) -> Node:
-        return self._local("the ResourceManager's restart").restart_resourcemanager(wait=False)
 
     # -- executors: containers, through the API ------------------------------------------------
     def _node_id(self, i: int) -> str | None:
@@ -263,20 +211,87 @@ class YarnSparkCluster(SparkCluster):
         except (YarnApiError, StackError):
             return []
 
-    def signal_executor(self, executor: Executor, sig: int) -> None:
+    def kill_executor(self, executor: Executor, sig: int = signal.SIGKILL) -> None:
+        """Through the RM's API (a container's kill: SIGKILL or SIGTERM; it cannot freeze one)."""
         executor.kill(sig)
 
     def executor_state(self, executor: Executor) -> str | None:
         return executor.state
 
     # -- the job -------------------------------------------------------------------------------
+    def driver_site(self) -> DriverSite:
+        """``spark-submit --master yarn`` from this host, client or cluster mode."""
+        return DriverSite(master_url="yarn", driver_host=self.driver_host, host=self.host,
+                          executors=self.app_executors, deploy_modes=("client", "cluster"))
+
     def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> YarnSubmitLauncher:
         """``spark-submit --master yarn`` of the user's jobs (:mod:`.launcher`), client or cluster mode."""
-        site = DriverSite(master_url="yarn", driver_host=self.driver_host, host=self.host,
-                          executors=self.app_executors, deploy_modes=("client", "cluster"))
-        launcher = YarnSubmitLauncher(self, site, workdir, options)
+        launcher = YarnSubmitLauncher(self, self.driver_site(), workdir, options)
         self.launchers.append(launcher)
         return launcher
+
+
+class MiniYarnSparkCluster(YarnSparkCluster):
+    """The mini cluster the plugin starts (:class:`~.cluster.LocalYarnCluster`): YARN's API as on any YARN, and
+    the daemons as processes -- a NodeManager's loss with its containers, the ResourceManager's kill and
+    restart (the capabilities :class:`~..capabilities.WorkerKill`, :class:`~..capabilities.MasterKill`,
+    :class:`~..capabilities.ActiveMaster`, :class:`~..capabilities.ResourceManagerRestart`)."""
+
+    def __init__(self, yarn: LocalYarnCluster, *, host: Host | None = None) -> None:
+        super().__init__(yarn, host=host)
+        self.local = yarn
+
+    @property
+    def workers(self) -> Sequence[Node]:
+        return self.local.nodemanagers
+
+    @property
+    def masters(self) -> Sequence[Node]:
+        return [self.local.resourcemanager]
+
+    def endpoints(self) -> list[Endpoint]:
+        return self.local.endpoints()
+
+    def start(self) -> None:
+        self.local.start()
+
+    def stop(self) -> None:
+        super().stop()
+        self.local.stop()
+
+    def heal(self, timeout: float = 60.0) -> None:
+        self.local.heal(timeout)
+
+    def active_master(self) -> Node:
+        return self.local.resourcemanager
+
+    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        """The loss of NodeManager ``i`` with its containers (SIGKILL whatever ``sig``: a lost node)."""
+        self.local.kill_nodemanager(i)
+
+    def restart_worker(self, i: int) -> Node:
+        return self.local.restart_nodemanager(i, wait=False)
+
+    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
+        daemon = next(d for d in self.local.daemons() if d is node)
+        procs = getattr(daemon, "processes", lambda: [] if not daemon.alive else [daemon.pid])
+        poll(lambda: not procs(), timeout, lambda _: TimeoutError(f"YARN {daemon.name} still alive after {timeout}s"),
+             interval=0.05)
+
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
+        return self.kill_resourcemanager(sig)
+
+    def restart_master(self, i: int) -> Node:
+        return self.restart_resourcemanager()
+
+    def kill_resourcemanager(self, sig: int = signal.SIGKILL) -> Node:
+        return self.local.kill_resourcemanager(sig)
+
+    def wait_resourcemanager_gone(self, timeout: float = 10.0) -> None:
+        self.wait_gone(self.local.resourcemanager, timeout)
+
+    def restart_resourcemanager(self) -> Node:
+        return self.local.restart_resourcemanager(wait=False)
 
 
 def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
@@ -293,7 +308,7 @@ def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
         raise pytest.UsageError("@chaos(ha=True) is Spark standalone's two masters; on YARN the "
                                 "ResourceManager's own HA is the cluster's: leave ha out with spark='yarn'")
     s = stacks.settings
-    cluster = (YarnSparkCluster(attach(s.yarn_conf), host=stacks.host) if s.yarn_conf else
-               YarnSparkCluster.mini(stacks.tmp.mktemp("yarn"), java_home=s.java_home,
-                                     start_timeout=s.start_timeout, host=stacks.host))
+    cluster: YarnSparkCluster = (YarnSparkCluster(attach(s.yarn_conf), host=stacks.host) if s.yarn_conf else
+                                 YarnSparkCluster.mini(stacks.tmp.mktemp("yarn"), java_home=s.java_home,
+                                                       start_timeout=s.start_timeout, host=stacks.host))
     return stacks.start(cluster)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_streamchaos.poll import Every
+from pytest_streamchaos.stack.service import Service
 from pytest_streamchaos.stack.yarn.rest import (
     AppAttempt,
     ResourceManagerApi,
@@ -56,7 +57,7 @@ class _Seen:
     exits: dict[str, tuple[int | None, str, float]] = field(default_factory=dict)  #: id -> (exit, diag, seen at)
 
 
-class YarnWatcher:
+class YarnWatcher(Service):
     """Records YARN's events for the applications with ``app_ids`` or carrying ``tag`` (see the module
     docstring), polling every ``interval`` seconds."""
 
@@ -78,12 +79,6 @@ class YarnWatcher:
         """Stop polling (idempotent), after one last look."""
         if self._polling.stop():
             self.poll_once()
-
-    def __enter__(self) -> YarnWatcher:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def poll_once(self) -> list[tuple[str, str, dict[str, Any]]]:
         """One observation; records and returns the (kind, target, detail) events it saw."""

@@ -1,0 +1,377 @@
+"""What a cluster can do to itself, one small protocol per capability (as Jepsen's ``Kill``, ``Pause``,
+``Primary``): a fault kind declares the ones it needs (``FaultKind.needs``), the run checks them when it is
+planned -- before anything starts -- and a fault the session's cluster cannot serve is refused in one line
+naming the fault, the cluster and the capability (:func:`missing`). A cluster class implements the ones it
+can, and nothing else: no method raises "not supported here" at run time.
+
+The Spark cluster's (:class:`~.base.SparkCluster`): :class:`WorkerKill`, :class:`WorkerPause`,
+:class:`MasterKill`, :class:`MasterPause`, :class:`ActiveMaster`, :class:`ExecutorKill`,
+:class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`.
+The Kafka cluster's (:class:`~.base.KafkaCluster`): :class:`BrokerKill`, :class:`BrokerPause`,
+:class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`. The run's
+HDFS's, what the HDFS faults act through: :class:`HdfsCluster`. ``docs/architecture.md`` lists who implements
+which.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.stack.base import Endpoint, Executor, LinkProxy, Node, PartitionView
+    from pytest_streamchaos.stack.driver.launcher import DriverSite
+
+
+# -- the Spark cluster's --------------------------------------------------------------------------
+
+@runtime_checkable
+class WorkerKill(Protocol):
+    """A worker's process (and everything it runs) killed, and started again."""
+
+    def kill_worker(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        """Send ``sig`` to worker ``i`` and everything it runs (its executors)."""
+        ...
+
+    def restart_worker(self, i: int) -> Node:
+        """Start worker ``i`` again (after a kill); returns its handle."""
+        ...
+
+    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
+        """Return once ``node`` (a master or worker handle) and all it ran are gone."""
+        ...
+
+
+@runtime_checkable
+class WorkerPause(Protocol):
+    """A worker and its executors frozen (SIGSTOP / ``docker pause``), and resumed."""
+
+    def pause_worker(self, i: int, wait: bool = True) -> None:
+        ...
+
+    def resume_worker(self, i: int) -> None:
+        ...
+
+    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
+        """Return once every process of ``node`` is frozen."""
+        ...
+
+
+@runtime_checkable
+class MasterKill(Protocol):
+    """A master's process killed (the active one by default), and started again."""
+
+    def kill_master(self, i: int | None = None, sig: int = signal.SIGKILL, wait: bool = True) -> Node:
+        """Send ``sig`` to master ``i`` (the active one when None)."""
+        ...
+
+    def restart_master(self, i: int) -> Node:
+        ...
+
+    def wait_gone(self, node: Node, timeout: float = 10.0) -> None:
+        ...
+
+
+@runtime_checkable
+class MasterPause(Protocol):
+    """A master frozen, and resumed."""
+
+    def pause_master(self, i: int, wait: bool = True) -> None:
+        ...
+
+    def resume_master(self, i: int) -> None:
+        ...
+
+    def wait_paused(self, node: Node, timeout: float = 5.0) -> None:
+        ...
+
+
+@runtime_checkable
+class ActiveMaster(Protocol):
+    """Which master leads now (Jepsen's ``Primary``)."""
+
+    def active_master(self) -> Node:
+        """The master that leads now (the only one without HA)."""
+        ...
+
+
+@runtime_checkable
+class ExecutorKill(Protocol):
+    """One executor killed (its worker stays)."""
+
+    def kill_executor(self, executor: Executor, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` (SIGKILL or SIGTERM) to one executor the cluster handed out."""
+        ...
+
+
+@runtime_checkable
+class ExecutorPause(Protocol):
+    """One executor frozen, and resumed."""
+
+    def pause_executor(self, executor: Executor) -> None:
+        ...
+
+    def resume_executor(self, executor: Executor) -> None:
+        """Resume it (nothing when it is gone meanwhile)."""
+        ...
+
+
+@runtime_checkable
+class SubmittedDrivers(Protocol):
+    """The job's script is the query's driver (``spark-submit``): the run's job handle is the driver."""
+
+    def driver_site(self) -> DriverSite:
+        """Where this cluster's drivers are submitted from and to (what its launchers start them with)."""
+        ...
+
+
+@runtime_checkable
+class ConnectServer(Protocol):
+    """The job's script is a Spark Connect client; the query's driver is a Connect server the run starts."""
+
+    # isinstance() reads a property member (Python 3.11): one here must be cheap and never raise
+
+    @property
+    def connect_port(self) -> int:
+        """Where the Connect server listens (``sc://127.0.0.1:<port>``)."""
+        ...
+
+
+@runtime_checkable
+class ResourceManagerRestart(Protocol):
+    """YARN's ResourceManager killed and started again on its state store."""
+
+    def kill_resourcemanager(self, sig: int = signal.SIGKILL) -> Node:
+        ...
+
+    def wait_resourcemanager_gone(self, timeout: float = 10.0) -> None:
+        ...
+
+    def restart_resourcemanager(self) -> Node:
+        """Started again (not waited for: the NodeManagers' resync shows it back)."""
+        ...
+
+
+# -- the Kafka cluster's --------------------------------------------------------------------------
+
+@runtime_checkable
+class BrokerKill(Protocol):
+    """A broker's process killed, and started again."""
+
+    def kill_broker(self, broker_id: int, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        """Send ``sig`` to the broker's process (SIGKILL: a lost machine)."""
+        ...
+
+    def wait_gone(self, broker_id: int, timeout: float = 15.0) -> None:
+        ...
+
+    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
+        ...
+
+    def alive_brokers(self) -> list[int]:
+        """The brokers whose process runs."""
+        ...
+
+
+@runtime_checkable
+class BrokerPause(Protocol):
+    """A broker frozen: connections open, nothing answers; and resumed."""
+
+    def pause_broker(self, broker_id: int, wait: bool = True) -> None:
+        ...
+
+    def wait_paused(self, broker_id: int, timeout: float = 5.0) -> None:
+        ...
+
+    def resume_broker(self, broker_id: int) -> None:
+        ...
+
+
+@runtime_checkable
+class PartitionLeaders(Protocol):
+    """Which broker leads a partition, and which follow it (the broker faults' roles)."""
+
+    def leader_of(self, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
+        """The broker id leading ``topic``/``partition`` now."""
+        ...
+
+    def followers_of(self, topic: str, partition: int = 0) -> list[int]:
+        """The in-sync replicas of ``topic``/``partition`` other than its leader."""
+        ...
+
+
+@runtime_checkable
+class BrokerIsolation(Protocol):
+    """A broker cut from its peers, its clients kept: the ports only the brokers use, and the mark on the
+    connections a broker opens."""
+
+    def peer_ports(self, broker_id: int) -> list[int]:
+        """The ports only the brokers use to reach this one (replication, the KRaft quorum)."""
+        ...
+
+    def node_mark(self, broker_id: int) -> tuple[int, int] | None:
+        """(mark, mask) of the conntrack mark on every connection the broker opens; None where the host
+        cannot mark them."""
+        ...
+
+
+@runtime_checkable
+class KafkaLinks(Protocol):
+    """The job's links to the brokers, where a network fault acts: their proxies, or the brokers' ports."""
+
+    def job_links(self, broker_ids: list[int] | None = None) -> Sequence[LinkProxy]:
+        """The proxies of the job's links to these brokers (all when None); [] when there are none (the
+        faults act on the brokers' job ports then)."""
+        ...
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every broker with the ports the job and its peers connect to."""
+        ...
+
+
+@runtime_checkable
+class TopicAdmin(Protocol):
+    """Kafka's own operations on a topic (the topic faults), through its admin API."""
+
+    def partition_views(self, topic: str) -> Sequence[Mapping[int, PartitionView] | None]:
+        """``topic``'s partitions as each broker's own metadata shows them now."""
+        ...
+
+    def topic_offsets(self, topic: str) -> Mapping[int, tuple[int, int]] | None:
+        """(log start offset, end offset) of each partition of ``topic`` (None: no such topic)."""
+        ...
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        ...
+
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        ...
+
+    def reassign_partitions(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> str:
+        ...
+
+    def elect_preferred_leaders(self, topic: str, partitions: Sequence[int]) -> None:
+        ...
+
+    def reassignment_refused(self) -> str | None:
+        """Why partitions cannot be reassigned from here (Kafka's tool could not be fetched), or None."""
+        ...
+
+    def administration_refused(self, operations: Sequence[str]) -> str | None:
+        """Why this client may not perform ``operations`` (ACL operation names), or None."""
+        ...
+
+
+# -- the run's HDFS's (a checkpoint on HDFS) -------------------------------------------------------
+
+class _NodeStates(Protocol):
+    @property
+    def dead(self) -> Sequence[str]:
+        """The DataNodes the NameNode has declared dead (``datanode-<i>``)."""
+        ...
+
+
+#: a backend's own node class (what its HDFS hands out and takes back)
+N = TypeVar("N", bound="Node")
+
+
+@runtime_checkable
+class HdfsCluster(Protocol[N]):
+    """The stack's HDFS (``stack.hdfs.cluster.LocalHdfsCluster``) as the HDFS faults use it: the nodes it hands
+    out (``N``) are what its ``wait_gone`` / ``wait_paused`` take back."""
+
+    @property
+    def namenode(self) -> N:
+        ...
+
+    @property
+    def datanodes(self) -> Sequence[N]:
+        ...
+
+    @property
+    def dead_after_s(self) -> float:
+        """Seconds without heartbeats until the NameNode declares a DataNode dead."""
+        ...
+
+    def state(self) -> _NodeStates:
+        ...
+
+    def out_of_safemode(self) -> bool:
+        ...
+
+    def datanode_registered(self, i: int) -> bool:
+        ...
+
+    def kill_namenode(self, sig: int = signal.SIGKILL, wait: bool = True) -> N:
+        ...
+
+    def restart_namenode(self, wait: bool = True, timeout: float | None = None) -> N:
+        ...
+
+    def pause_namenode(self, wait: bool = True) -> None:
+        ...
+
+    def resume_namenode(self) -> None:
+        ...
+
+    def kill_datanode(self, i: int, sig: int = signal.SIGKILL, wait: bool = True) -> N:
+        ...
+
+    def restart_datanode(self, i: int, wait: bool = True, timeout: float | None = None) -> N:
+        ...
+
+    def wait_gone(self, node: N, timeout: float = 10.0) -> None:
+        ...
+
+    def wait_paused(self, node: N, timeout: float = 5.0) -> None:
+        ...
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a capability is and how a test gets it, for the one-line refusal."""
+
+    what: str
+    fix: str
+    kafka: bool = False  #: a capability of the Kafka cluster (else of the Spark cluster)
+
+
+_PLUGIN_SPARK = ("run the test on a cluster the plugin starts (Spark standalone, or YARN's mini cluster: no "
+                 "--chaos-yarn-conf)")
+_PLUGIN_KAFKA = "run the test on the Kafka the plugin starts (without --chaos-kafka-bootstrap)"
+
+#: every capability, what it is and the fix when the cluster lacks it
+NEEDS: dict[type, Need] = {
+    WorkerKill: Need("kill and restart a worker's process", _PLUGIN_SPARK),
+    WorkerPause: Need("freeze and resume a worker's processes", "run the test on Spark standalone"),
+    MasterKill: Need("kill and restart a master's process", _PLUGIN_SPARK),
+    MasterPause: Need("freeze and resume a master's process", "run the test on Spark standalone"),
+    ActiveMaster: Need("name the master that leads now", _PLUGIN_SPARK),
+    ExecutorKill: Need("kill one executor", "run the test on Spark standalone or YARN"),
+    ExecutorPause: Need("freeze and resume one executor; YARN's API kills a container but cannot freeze one",
+                        "pause the driver, or run the test on Spark standalone"),
+    SubmittedDrivers: Need("the job's script as the query's driver, where Spark Connect makes it a server's client",
+                           "use @kill_connect_server (the driver) or @kill_client (the script's process)"),
+    ConnectServer: Need("a Spark Connect server the job's script is a client of",
+                        "run the test with @pytest.mark.chaos(spark='connect') or --chaos-spark=connect"),
+    ResourceManagerRestart: Need("kill and restart YARN's ResourceManager process",
+                                 "run the test on YARN's mini cluster (@pytest.mark.chaos(spark='yarn'), no "
+                                 "--chaos-yarn-conf); on Spark standalone kill_master is the master's loss"),
+    BrokerKill: Need("kill and restart a broker's process", _PLUGIN_KAFKA, kafka=True),
+    BrokerPause: Need("freeze and resume a broker's process", _PLUGIN_KAFKA, kafka=True),
+    PartitionLeaders: Need("name a partition's leader and followers", _PLUGIN_KAFKA, kafka=True),
+    BrokerIsolation: Need("cut a broker from its peers (their ports, its connections' mark)", _PLUGIN_KAFKA,
+                          kafka=True),
+    KafkaLinks: Need("the job's links to the brokers (a proxy between the job and brokers the plugin started)",
+                     _PLUGIN_KAFKA, kafka=True),
+    TopicAdmin: Need("Kafka's admin operations on a topic", _PLUGIN_KAFKA, kafka=True),
+}
+
+
+def refusal(fault: str, cluster: str, cap: type) -> str:
+    """The one line a fault the cluster cannot serve is refused with (``cluster``: its manager, its class)."""
+    need = NEEDS[cap]
+    return f"{fault} cannot run on {cluster}: it needs {cap.__name__} ({need.what}), which that cluster lacks; " \
+           f"fix: {need.fix}"

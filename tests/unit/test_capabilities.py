@@ -1,0 +1,113 @@
+"""A fault kind declares the cluster capabilities it needs (stack/capabilities.py); a run refuses a fault its
+session's cluster cannot serve when it is planned -- before anything starts -- in one line naming the fault,
+the cluster manager and the missing capability. The clusters here are the real classes, built and never
+started: what they can serve is their class's, so no JVM, broker or YARN is needed to know it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_streamchaos.faults.registry import KINDS, kind_of, parse, refused_by_stack
+from pytest_streamchaos.runner.chaos import Chaos
+from pytest_streamchaos.stack import capabilities
+from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
+from pytest_streamchaos.stack.kraft.attached import AttachedKafka
+from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
+from pytest_streamchaos.stack.yarn.attach import AttachedYarn
+from pytest_streamchaos.stack.yarn.rest import ClusterInfo, ResourceManagerApi
+from pytest_streamchaos.stack.yarn.spark import YarnSparkCluster
+
+#: the smallest arguments of each kind's mark
+ARGS: dict[str, dict] = {"pause": {"target": "worker"}, "network_delay": {"ms": 50}, "packet_loss": {"percent": 5},
+                         "bandwidth_limit": {"kbit": 100}, "poison_records": {"count": 3}, "fill_disk": {}}
+
+
+def _clusters(tmp_path: Path) -> dict[str, object]:
+    standalone = LocalSparkCluster(tmp_path / "spark")
+    info = ClusterInfo(1, "STARTED", "ACTIVE", "3.5.0", 1)
+    return {
+        "standalone": standalone,
+        "connect": ConnectSparkCluster(standalone, port=15002),
+        "yarn-attached": YarnSparkCluster(AttachedYarn(tmp_path, {}, ResourceManagerApi("127.0.0.1:1"), info)),
+        "yarn-mini": YarnSparkCluster.mini(tmp_path / "yarn"),
+        "kraft": LocalKafkaCluster(tmp_path / "kafka"),
+        "kafka-attached": AttachedKafka("127.0.0.1:1"),
+    }
+
+
+@pytest.fixture
+def clusters(tmp_path: Path) -> dict[str, object]:
+    return _clusters(tmp_path)
+
+
+REFUSED = [
+    # (fault, its arguments, Spark cluster, Kafka, the line's cluster, the capability it names, the fix's words)
+    ("kill_worker", {}, "yarn-attached", "kraft", "the yarn Spark cluster (YarnSparkCluster)", "WorkerKill",
+     "a cluster the plugin starts"),
+    ("kill_master", {}, "yarn-attached", "kraft", "the yarn Spark cluster (YarnSparkCluster)", "MasterKill",
+     "no --chaos-yarn-conf"),
+    ("pause", {"target": "executor"}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)",
+     "ExecutorPause", "cannot freeze one"),
+    ("pause", {"target": "worker"}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)",
+     "WorkerPause", "Spark standalone"),
+    ("kill_driver", {}, "connect", "kraft", "the connect Spark cluster (ConnectSparkCluster)", "SubmittedDrivers",
+     "@kill_connect_server"),
+    ("kill_connect_server", {}, "standalone", "kraft", "the standalone Spark cluster (LocalSparkCluster)",
+     "ConnectServer", "spark='connect'"),
+    ("kill_foreachbatch_worker", {}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)",
+     "ConnectServer", "spark='connect'"),
+    ("restart_resourcemanager", {}, "standalone", "kraft", "the standalone Spark cluster (LocalSparkCluster)",
+     "ResourceManagerRestart", "YARN's mini cluster"),
+    ("restart_resourcemanager", {}, "yarn-attached", "kraft", "the yarn Spark cluster (YarnSparkCluster)",
+     "ResourceManagerRestart", "no --chaos-yarn-conf"),
+    ("network_delay", {"target": "master", "ms": 50}, "yarn-attached", "kraft",
+     "the yarn Spark cluster (YarnSparkCluster)", "ActiveMaster", "a cluster the plugin starts"),
+    ("kill_broker", {}, "standalone", "kafka-attached", "the attached Kafka (AttachedKafka)", "BrokerKill",
+     "without --chaos-kafka-bootstrap"),
+    ("isolate_broker", {}, "standalone", "kafka-attached", "the attached Kafka (AttachedKafka)", "BrokerIsolation",
+     "without --chaos-kafka-bootstrap"),
+    ("pause", {"target": "broker"}, "standalone", "kafka-attached", "the attached Kafka (AttachedKafka)",
+     "BrokerPause", "without --chaos-kafka-bootstrap"),
+    ("network_partition", {"target": "broker-1"}, "standalone", "kafka-attached",
+     "the attached Kafka (AttachedKafka)", "KafkaLinks", "without --chaos-kafka-bootstrap"),
+]
+
+
+@pytest.mark.parametrize(("kind", "kwargs", "spark", "kafka", "where", "capability", "fix"), REFUSED,
+                         ids=[f"{r[0]}-{r[1].get('target', '')}-{r[2]}-{r[3]}" for r in REFUSED])
+def test_a_fault_the_cluster_cannot_serve_is_refused_when_the_run_is_planned_in_one_line(
+        tmp_path, clusters, kind, kwargs, spark, kafka, where, capability, fix):
+    spec = parse(kind, kwargs={"after": 5, **kwargs})
+    chaos = Chaos(cluster=clusters[spark], kafka=clusters[kafka], workdir=tmp_path / "runs", test_dir=tmp_path,
+                  faults=[spec])
+    with pytest.raises(ValueError) as refused:  # the job does not even exist: planning stops first
+        chaos.run("no_such_job.py", rate=10, duration=10)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"@{kind} cannot run on {where}: it needs {capability} (")
+    assert fix in line
+    assert not (tmp_path / "runs").exists() and chaos.started == 0  # nothing was made, nothing started
+    assert not clusters["standalone"].processes()
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_fault_has_what_it_needs_on_the_stacks_own_clusters(clusters, kind):
+    spec = parse(kind, kwargs={"after": 5, **ARGS.get(kind, {})})
+    if spec.kind.startswith(("kill_connect", "kill_client", "kill_foreachbatch")):
+        spark = clusters["connect"]
+    elif spec.kind == "restart_resourcemanager":
+        spark = clusters["yarn-mini"]
+    else:
+        spark = clusters["standalone"]
+    kafka = clusters["kraft"]  # (what Kafka as it is refuses -- ACLs, too few brokers: test_topic_checkpoint_kinds)
+    lacking = [c.__name__ for c in kind_of(spec).capabilities(spec)
+               if not isinstance(kafka if capabilities.NEEDS[c].kafka else spark, c)]
+    assert not lacking
+
+
+def test_what_an_attached_yarn_still_serves(clusters):
+    """Its RM's API kills an executor's container; the driver is the job's own spark-submit."""
+    for kind in ("kill_executor", "kill_driver", "pause"):
+        spec = parse(kind, kwargs={"after": 5, **({"target": "driver"} if kind == "pause" else {})})
+        assert refused_by_stack(spec, clusters["yarn-attached"], clusters["kafka-attached"]) is None  # type: ignore[arg-type]
