@@ -160,6 +160,10 @@ class FaultKind(FaultAction):
     search_targets: ClassVar[tuple[str | SearchTarget, ...]] = ()
     #: ``restart_after`` when the mark gives neither it nor ``duration`` (None: not healed by the plugin)
     default_restart_after: ClassVar[float | None] = None
+    #: the least recovery window a run without ``duration`` gives this fault after its heal is due (0: the default
+    #: :func:`~pytest_streamchaos.faults.timeline.recovery_window`): for a recovery that waits on something
+    #: slower than Spark's own (a Connect client's next retry)
+    least_recovery_window: ClassVar[float] = 0.0
     #: the capabilities of the Spark or Kafka cluster it acts through (:mod:`pytest_streamchaos.stack.capabilities`)
     needs: ClassVar[tuple[type, ...]] = ()
 

@@ -88,14 +88,16 @@ DEFAULT_LOAD_S = 30.0
 RECOVERY_WINDOW_S = 60.0
 
 
-def recovery_window(trigger_seconds: float = 1.0) -> float:
+def recovery_window(trigger_seconds: float = 1.0, least: float = 0.0) -> float:
     """The load a run without a ``duration`` keeps on after its last fault healed:
-    ``max(RECOVERY_WINDOW_S, 10 triggers)`` (a slow trigger makes every phase of recovery slower)."""
-    return max(RECOVERY_WINDOW_S, 10 * trigger_seconds)
+    ``max(RECOVERY_WINDOW_S, 10 triggers, least)`` (a slow trigger makes every phase of recovery slower;
+    ``least``: what the run's fault kinds need, :attr:`FaultKind.least_recovery_window
+    <pytest_streamchaos.faults.kind.FaultKind.least_recovery_window>`)."""
+    return max(RECOVERY_WINDOW_S, 10 * trigger_seconds, least)
 
 
 def load_seconds(planned: list[PlannedFault], duration: float | None,
-                 trigger_seconds: float = 1.0) -> tuple[float, str]:
+                 trigger_seconds: float = 1.0, least_window: float = 0.0) -> tuple[float, str]:
     """How long the load lasts, and why (for the report).
 
     ``duration`` given: that, provided the fault timeline fits (else :class:`ValueError` naming both
@@ -109,7 +111,7 @@ def load_seconds(planned: list[PlannedFault], duration: float | None,
         return float(duration), f"duration={duration:g}s given by the test"
     if not planned:
         return DEFAULT_LOAD_S, f"no duration given and no faults: the default {DEFAULT_LOAD_S:g}s"
-    window = recovery_window(trigger_seconds)
+    window = recovery_window(trigger_seconds, least_window)
     return need + window, (f"no duration given: the fault timeline ({need:g}s until the last fault fired and healed) "
                            f"+ a recovery window of {window:g}s")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
-from pytest_streamchaos.faults.registry import check_run, check_stack
+from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind
@@ -145,7 +145,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     script = resolve_job(job, place.test_dir, place.rootdir)
     real_time = checked_real_time(script)
     planned = plan(list(faults))
-    load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds)
+    least = max((kind_of(p.spec).least_recovery_window for p in planned), default=0.0)
+    load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds, least)
     check_stale_checkpoint(setup.stale_checkpoint)
     if setup.deploy_mode not in ("client", "cluster"):
         raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}): use 'client' (the driver on this host) or "
@@ -153,7 +154,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
-    window = recovery_window(t.trigger_seconds) if load.duration is None and planned else None
+    window = recovery_window(t.trigger_seconds, least) if load.duration is None and planned else None
     spec = RunSpec(
         job=str(script), rate=load.rate, duration=load_s, guarantee=guarantee, partitions=load.partitions,
         key_space=load.key_space, skew=load.skew, record_size=load.record_size, late_fraction=load.late_fraction,

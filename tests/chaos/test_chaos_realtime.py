@@ -4,10 +4,10 @@ given a core per input partition, its latency per record measured before and aft
 mode promises asserted: after a failure, duplicates only from the last checkpoint interval.
 
 All ``slow``: each run needs the mode's long-running tasks on both workers' cores for most of a minute. Their
-representative in the default run is Connect's
-``test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it`` (the one new
-chaos test of issue 41 there); the refusals (Spark 3.5, a sink the mode does not support, too few cores) are unit
-tests (``tests/unit/test_realtime.py``).
+representative is Connect's
+``test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it`` (``slow``
+too); the refusals (Spark 3.5, a sink the mode does not support, too few cores) are unit tests in the default run
+(``tests/unit/test_realtime.py``).
 """
 
 import pytest

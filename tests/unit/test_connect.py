@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos import managers, settings
-from pytest_streamchaos.faults.registry import parse, refused_by_stack
+from pytest_streamchaos.faults.registry import kind_of, parse, refused_by_stack
 from pytest_streamchaos.prepare import OPTIONAL, PROFILES, profile_steps
 from pytest_streamchaos.stack.base import ConnectSession, SparkApp
 from pytest_streamchaos.stack.connect import server
@@ -70,6 +70,26 @@ def test_kill_driver_on_connect_names_the_two_faults_it_could_mean(tmp_path):
 def test_the_server_kill_restarts_by_default_and_the_client_kill_does_not():
     assert parse("kill_connect_server", (), {"after": 5}).restart_after == 0.0
     assert parse("kill_client", (), {"after": 5}).restart_after is None
+
+
+def test_a_server_kill_gives_the_client_time_for_the_retry_that_finds_the_new_server():
+    """pyspark's client retries a broken call on its own schedule; a server back after its fifth retry (17 s) is
+    found at the sixth (68 s): the load after the kill covers it and the resubmission, not only Spark's 60 s."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    from pytest_streamchaos.faults.families.connect import CLIENT_SECOND_LATE_RETRY_S, RESUBMIT_S
+    from pytest_streamchaos.faults.timeline import RECOVERY_WINDOW_S, load_seconds, plan
+
+    policy, waited, moments = DefaultPolicy(), 0.0, []
+    for i in range(6):
+        waited += min(policy.initial_backoff * policy.backoff_multiplier ** i, policy.max_backoff) / 1000
+        moments.append(round(waited, 2))
+    assert moments[-2:] == [17.05, CLIENT_SECOND_LATE_RETRY_S]
+    kill = parse("kill_connect_server", (), {"after": 8})
+    least = kind_of(kill).least_recovery_window
+    assert least == CLIENT_SECOND_LATE_RETRY_S + RESUBMIT_S > RECOVERY_WINDOW_S
+    assert load_seconds(plan([kill]), None, least_window=least)[0] == 8 + least
+    assert kind_of(parse("kill_client", (), {"after": 8})).least_recovery_window == 0.0
 
 
 def _conf(argv: list[str]) -> dict[str, str]:
