@@ -307,6 +307,17 @@ class QueryStarted:
 
 
 @dataclass(frozen=True)
+class ExecutorChange:
+    """``executor_added`` / ``executor_removed``: the application the executor (the event's target) serves."""
+
+    app_id: str | None
+
+    @classmethod
+    def of(cls, e: _Event) -> ExecutorChange:
+        return cls(_str(e.detail.get("app_id")))
+
+
+@dataclass(frozen=True)
 class Failure:
     """``query_terminated`` / ``task_failed`` / ``executor_removed``: the exception that ended it (its
     class, or Spark's text), or Spark's reason (an executor's ``Removed Reason``)."""
@@ -320,6 +331,7 @@ class Failure:
 
 
 __all__ = [
-    "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
+    "ExecutorChange", "Exited", "Failure",
+    "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
     "TimelineEvent",
 ]

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any
 
 from pytest_streamchaos import deprecation
-from pytest_streamchaos.events import FaultFailed, Healed, Injected, Kind, Planned
+from pytest_streamchaos.events import ExecutorChange, FaultFailed, Healed, Injected, Kind, Planned
 from pytest_streamchaos.facts import RunFacts, Topics
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent, Trace
 
@@ -103,6 +103,28 @@ class FaultRecord:
         d["aim"] = None if self.aim is None else self.aim.to_dict()
         d["detail"] = dict(self.detail)
         return d
+
+
+def executors_back(timeline: Iterable[TimelineEvent]) -> bool:
+    """Whether the job's application has as many executors now as its application had when the first fault
+    was injected: a killed worker's replacement executor, a relaunched driver's executors. Until then a
+    load ended on recovery would end before the cluster healed (the job can keep up on fewer executors),
+    and the run would not show the heal's effect. True without a fault or without executor events (a
+    runtime that reports none)."""
+    alive: dict[str | None, set[str]] = {}
+    latest: str | None = None
+    before: int | None = None
+    for e in sorted(timeline, key=lambda e: e.t):
+        if before is None and e.kind == Kind.FAULT_INJECTED:
+            before = len(alive.get(latest, ()))
+        if e.kind in (Kind.EXECUTOR_ADDED, Kind.EXECUTOR_REMOVED):
+            app = ExecutorChange.of(e).app_id
+            if e.kind == Kind.EXECUTOR_ADDED:
+                alive.setdefault(app, set()).add(e.target)
+                latest = app
+            else:
+                alive.get(app, set()).discard(e.target)
+    return before is None or len(alive.get(latest, ())) >= before
 
 
 def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:

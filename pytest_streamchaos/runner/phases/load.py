@@ -12,6 +12,7 @@ from pytest_streamchaos.analysis.metrics import recovery_settled
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.faults.timeline import load_end
+from pytest_streamchaos.history import executors_back
 from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
@@ -127,8 +128,9 @@ class LoadPhase(ObservedPhase):
 
     def _recovered_for_good(self) -> bool:
         """Whether the verdict on the run so far settles every fault's recovery point
-        (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`): then more load would not
-        change it, and the load ends. The same analysis as the final verdict, on what was seen so far;
+        (:func:`~pytest_streamchaos.analysis.metrics.recovery_settled`) and the job has its executors back
+        (:func:`~pytest_streamchaos.history.executors_back`): then more load would not change it, and the
+        load ends. The same analysis as the final verdict, on what was seen so far;
         if it fails the load runs its planned length."""
         ctx, t = self.ctx, time.time()
         try:
@@ -138,7 +140,7 @@ class LoadPhase(ObservedPhase):
             self.result.end_on_recovery = False
             ctx.warnings.append(f"the load ran its planned length: judging recovery mid-run failed ({exc})")
             return False
-        if not recovery_settled(metrics, history.timeline):
+        if not recovery_settled(metrics, history.timeline) or not executors_back(history.timeline):
             return False
         # settled: every fault has a recovery time in seconds (none is NOT_RECOVERED or unknown)
         ctx.recorder.record(Kind.LOAD_ENDED_ON_RECOVERY, "", t=t,
