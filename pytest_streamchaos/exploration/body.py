@@ -21,12 +21,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.exploration.catalogue import schedule_specs
 from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.search.schedule import PHASES, Landed, Outcome, Schedule
 from pytest_streamchaos.usercode import UserCodeError
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.analysis.repeat import RepeatedRun
+    from pytest_streamchaos.analysis.result import ChaosRun
+    from pytest_streamchaos.harness import ChaosFixture
 
 
 class NoChaosRun(Exception):
@@ -37,20 +42,20 @@ class Body:
     """One explored test's body (see the module docstring). ``check(runs)`` is the plugin's after-body
     check of the runs' SLA marks and declared guarantee (raises ``AssertionError``)."""
 
-    def __init__(self, func: Callable[..., Any], funcargs: Mapping[str, Any], harness: Any,
-                 check: Callable[[list[Any]], None]) -> None:
+    def __init__(self, func: Callable[..., Any], funcargs: Mapping[str, Any], harness: ChaosFixture,
+                 check: Callable[[list[ChaosRun | RepeatedRun]], None]) -> None:
         self.func = func
         self.funcargs = dict(funcargs)
         self.harness = harness
         self.check = check
         #: each run's schedule (None: the control run), outcome and the ChaosRun(s) it made, in order
-        self.history: list[tuple[Schedule | None, Outcome, list[Any]]] = []
+        self.history: list[tuple[Schedule | None, Outcome[ChaosRun], list[ChaosRun]]] = []
 
-    def control(self) -> Outcome:
+    def control(self) -> Outcome[ChaosRun]:
         """Run the body once without any fault: the search's control run."""
         return self.run(None)
 
-    def run(self, schedule: Schedule | None) -> Outcome:
+    def run(self, schedule: Schedule | None) -> Outcome[ChaosRun]:
         """Run the body once under ``schedule`` (None: no fault at all; see the module docstring)."""
         h = self.harness
         h.faults = schedule_specs(schedule) if schedule is not None else []
@@ -74,7 +79,7 @@ class Body:
         seconds = time.time() - t0
         if not runs:
             if failure is not None and not isinstance(failure, AssertionError):
-                out = Outcome(False, error=first_line(failure), seconds=seconds)
+                out: Outcome[ChaosRun] = Outcome(False, error=first_line(failure), seconds=seconds)
                 self.history.append((schedule, out, runs))
                 return out
             raise NoChaosRun()
@@ -95,7 +100,7 @@ POLLED_PHASES = {"running": "tasks_running", "sink_written": "output_visible_unc
                  "committed": "between_batches", "idle": "between_batches"}
 
 
-def landed_of(run: Any, schedule: Schedule | None) -> tuple[Landed, ...]:
+def landed_of(run: ChaosRun, schedule: Schedule | None) -> tuple[Landed, ...]:
     """Where each step of ``schedule`` landed in ``run`` (its history's fault occurrences, in plan order;
     a step whose moment never came, or that was not injected, did not land; one that fired in another
     phase than its own missed)."""
@@ -116,7 +121,7 @@ def landed_of(run: Any, schedule: Schedule | None) -> tuple[Landed, ...]:
 NEVER_CAME_AFTER = 3
 
 
-def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
+def phases_never_came(run: ChaosRun, schedule: Schedule) -> set[str]:
     """The phases inside the tasks (``Phase.in_tasks``) that ``run`` showed its job does not have: the
     schedule's first step aimed there never fired while the job ran :data:`NEVER_CAME_AFTER` batches with
     input after it armed. Only the first step is evidence: a later one arms after a fault, whose
@@ -129,19 +134,19 @@ def phases_never_came(run: Any, schedule: Schedule) -> set[str]:
     return {step.phase} if len(after) >= NEVER_CAME_AFTER else set()
 
 
-def outcome(schedule: Schedule | None, run: Any, failure: BaseException | None, seconds: float) -> Outcome:
+def outcome(schedule: Schedule | None, run: ChaosRun, failure: BaseException | None,
+            seconds: float) -> Outcome[ChaosRun]:
     """The :class:`Outcome` of one run of ``schedule`` (None: the control run): ``run`` its (first)
     ChaosRun, ``failure`` what the body raised (None: it passed)."""
     landed = landed_of(run, schedule)
-    detail = {"run": run}
-    missed = not all(x.hit for x in landed)
-    errors = [e for e in run.fault_errors if "skipped" not in e] if not missed else []
-    if errors:  # the faults did not happen as planned: the run's verdict means nothing
+    # a step whose moment never came is a miss (retried), not an error; with every step landed, any fault
+    # error says the faults did not happen as planned
+    errors = run.fault_errors if all(x.hit for x in landed) else []
+    if errors:  # the run's verdict means nothing
         return Outcome(False, landed, error=f"faults did not happen as planned: {errors[0]}", seconds=seconds,
-                       detail=detail)
+                       run=run)
     if failure is None:
-        return Outcome(False, landed, seconds=seconds, detail=detail)
+        return Outcome(False, landed, seconds=seconds, run=run)
     if isinstance(failure, AssertionError):
-        return Outcome(True, landed, message=first_line(failure), seconds=seconds,
-                       detail={**detail, "failure": failure})
-    return Outcome(False, landed, error=first_line(failure), seconds=seconds, detail=detail)
+        return Outcome(True, landed, message=first_line(failure), seconds=seconds, run=run)
+    return Outcome(False, landed, error=first_line(failure), seconds=seconds, run=run)

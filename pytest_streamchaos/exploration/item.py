@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.analysis.trigger import observed_trigger, trigger_words
 from pytest_streamchaos.events import Phase
@@ -24,6 +24,9 @@ from pytest_streamchaos.search.engine import Explorer, Recall, Report, replay
 from pytest_streamchaos.search.schedule import Outcome, Schedule
 from pytest_streamchaos.search.space import Space
 from pytest_streamchaos.search.token import Setting, encode, plugin_version
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.analysis.result import ChaosRun
 
 #: how to turn a flaky finding into a warning, named where one fails a test
 FLAKY_OPTION = "@explore(..., flaky='warn') (or flaky=warn in the explore profile)"
@@ -151,11 +154,11 @@ class Explored:
                "memory": self.memory, "flaky_tokens": self.flaky_tokens, **self.report.to_dict(),
                "verdict": self.verdict, "passed": not self.failed}
         for record, d in zip(self.report.runs, out["runs"], strict=True):
-            d["phases"] = run_phases(record.outcome.detail.get("run"))
+            d["phases"] = run_phases(record.outcome.run)
         return out
 
 
-def run_phases(run: Any) -> dict[str, Any] | None:
+def run_phases(run: ChaosRun | None) -> dict[str, Any] | None:
     """How long one run's phases took (seconds) and why its load ended when it did (None: no run)."""
     if run is None:
         return None
@@ -166,12 +169,12 @@ def run_phases(run: Any) -> dict[str, Any] | None:
     return {**span, "load_ended": None if load is None else load.ended}
 
 
-def _described(title: str, outcome: Outcome | None) -> list[str]:
-    run: Any = None if outcome is None else outcome.detail.get("run")
+def _described(title: str, outcome: Outcome[ChaosRun] | None) -> list[str]:
+    run = None if outcome is None else outcome.run
     return [] if run is None else ["", f"{title}:", *run.describe().splitlines()]
 
 
-def stateful(run: Any) -> bool | None:
+def stateful(run: ChaosRun) -> bool | None:
     """Whether a run's job keeps state (a stateful operator in its progress); None when it cannot tell."""
     batches = getattr(run.history.trace, "batches", None) or []
     if not batches:
@@ -179,19 +182,19 @@ def stateful(run: Any) -> bool | None:
     return any(b.get("stateOperators") for b in batches if isinstance(b, dict))
 
 
-def kafka_output(run: Any) -> bool | None:
+def kafka_output(run: ChaosRun) -> bool | None:
     """Whether a run's job writes to a Kafka topic of the run; None when it cannot tell."""
     topics = getattr(run.history, "topics", None)
     return None if topics is None else topics.output is not None
 
 
-def learn(space: Space, schedule: Schedule | None, outcome: Outcome) -> None:
+def learn(space: Space, schedule: Schedule | None, outcome: Outcome[ChaosRun]) -> None:
     """The job's traits a run shows, into the space's pruning: once a run shows a job without state,
     schedules aimed at a state store commit are left out (``no_state_store``); once it shows an output that
     is not a Kafka topic, the output leader's (``no_kafka_output``); once a run of a schedule shows a
     moment inside the tasks never comes (``tasks_running`` on a job whose tasks write no file), every step
     aimed there (``moment_never_came``). The control run teaches the first two before any schedule runs."""
-    run: Any = outcome.detail.get("run")
+    run = outcome.run
     if run is None:
         return
     if space.stateful is None:
@@ -202,10 +205,10 @@ def learn(space: Space, schedule: Schedule | None, outcome: Outcome) -> None:
         space.never_comes |= phases_never_came(run, schedule)
 
 
-def setting_of(outcome: Outcome) -> Setting:
+def setting_of(outcome: Outcome[ChaosRun]) -> Setting:
     """The setting a run of a schedule ran under (its seed, the job's trigger as its batches show it, the
     checkpoint's place), for a replay token."""
-    run: Any = outcome.detail.get("run")
+    run = outcome.run
     if run is None:
         return Setting()
     facts = run.facts
@@ -286,10 +289,10 @@ def _replayed(nodeid: str, spec: ExploreSpec, run_schedule: Callable[[Schedule |
     return explored
 
 
-def _kept(report: Report) -> list[Any]:
+def _kept(report: Report) -> list[ChaosRun]:
     """The run the session's reports show: the falsifying one, else the last that gave a verdict."""
     decided = [report.found.outcome] if report.found is not None else [
         r.outcome for r in report.runs if r.schedule is not None and r.outcome.error is None
         and r.outcome.all_hit(r.schedule)]
-    run = decided[-1].detail.get("run") if decided else None
+    run = decided[-1].run if decided else None
     return [run] if run is not None else []

@@ -12,6 +12,7 @@ and for each step where its fault landed (:class:`Landed`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 
 @dataclass(frozen=True)
@@ -118,18 +119,23 @@ class Landed:
     phase: str | None = None
 
 
+#: what a run of a schedule made, for whoever ran it (the exploration: a ``ChaosRun``); the search never reads it
+R = TypeVar("R")
+
+
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Generic[R]):
     """What one run of a schedule gave. ``falsified``: the test's property failed (its first line in
     ``message``). ``error``: the run could not give a verdict (the stack broke): neither a pass nor a
-    failure. ``landed``: one :class:`Landed` per step. ``seconds``: the run's wall time."""
+    failure. ``landed``: one :class:`Landed` per step. ``seconds``: the run's wall time. ``run``: what
+    the run made (None: nothing), carried for the caller's reports."""
 
     falsified: bool
     landed: tuple[Landed, ...] = ()
     message: str = ""
     error: str | None = None
     seconds: float = 0.0
-    detail: dict[str, object] = field(default_factory=dict, compare=False)
+    run: R | None = field(default=None, compare=False)
 
     @property
     def fired(self) -> bool:
