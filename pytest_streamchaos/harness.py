@@ -156,9 +156,11 @@ class ChaosFixture(Chaos):
         planned = self.faults
         if not faults:
             self.faults = []
-        runs = []
+        runs: list[ChaosRun] = []
         try:
             for _ in range(n):
+                if runs:  # each repetition starts as the first did: not from the checkpoint the last one left
+                    self._clear_leftovers()
                 try:
                     runs.append(once())
                 finally:
