@@ -119,6 +119,7 @@ def test_a_foreach_batch_delta_append_with_txn_app_id_stays_exactly_once(chaos):
 
 # slow (-m slow): the planted MERGE for the reference run (issue 38, point 2); the moment is in the default run
 @pytest.mark.slow
+@pytest.mark.sla(guarantee=None)  # the test asserts the broken verdict ("none") instead of failing on it
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
 def test_an_additive_merge_adds_the_replayed_batch_to_the_totals_again(chaos):
