@@ -19,7 +19,7 @@ from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
 from pytest_streamchaos.exploration.plugin import PLUGIN_NAME as EXPLORE_PLUGIN
 from pytest_streamchaos.exploration.plugin import ExplorePlugin
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
-from pytest_streamchaos.faults.registry import kind_of, refused_by_stack
+from pytest_streamchaos.faults.registry import check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.report.baseline import parse_gates
 from pytest_streamchaos.report.session import (
@@ -207,10 +207,10 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
         if reason:
             pytest.skip(f"@{spec.kind} cannot run on this host: {reason}")
     cluster = request.getfixturevalue("spark_cluster_ha" if ha else "spark_cluster")
-    for spec in specs:  # a capability this cluster lacks (an attached YARN's daemons): before the job starts
-        why = refused_by_stack(spec, cluster, kafka)
-        if why:
-            pytest.fail(why, pytrace=False)
+    try:  # a capability this cluster lacks (an attached YARN's daemons): before the job starts
+        check_stack(specs, cluster, kafka)
+    except ValueError as why:
+        pytest.fail(str(why), pytrace=False)
     test_dir = Path(str(item.fspath)).parent if getattr(item, "fspath", None) else None
     harness = ChaosFixture(cluster=cluster, kafka=kafka, workdir=tmp_path / "chaos", faults=specs,
                            test_dir=test_dir, rootdir=Path(str(request.config.rootpath)), nodeid=item.nodeid,
