@@ -110,21 +110,29 @@ def executors_back(timeline: Iterable[TimelineEvent]) -> bool:
     was injected: a killed worker's replacement executor, a relaunched driver's executors. Until then a
     load ended on recovery would end before the cluster healed (the job can keep up on fewer executors),
     and the run would not show the heal's effect. True without a fault or without executor events (a
-    runtime that reports none)."""
+    runtime that reports none), and while a killed worker is not yet restarted: it comes back only with its
+    heal, which a kill without ``restart_after`` does at the end of the load (waiting would run out the
+    window). A restarted worker is awaited until its new executor is added."""
     alive: dict[str | None, set[str]] = {}
     latest: str | None = None
     before: int | None = None
+    down: set[str] = set()
     for e in sorted(timeline, key=lambda e: e.t):
-        if before is None and e.kind == Kind.FAULT_INJECTED:
-            before = len(alive.get(latest, ()))
-        if e.kind in (Kind.EXECUTOR_ADDED, Kind.EXECUTOR_REMOVED):
+        if e.kind == Kind.FAULT_INJECTED:
+            if before is None:
+                before = len(alive.get(latest, ()))
+            if e.target.startswith("worker-"):
+                down.add(e.target)
+        elif e.kind == Kind.FAULT_HEALED:
+            down.discard(e.target)  # restarted: now its executor is awaited
+        elif e.kind in (Kind.EXECUTOR_ADDED, Kind.EXECUTOR_REMOVED):
             app = ExecutorChange.of(e).app_id
             if e.kind == Kind.EXECUTOR_ADDED:
                 alive.setdefault(app, set()).add(e.target)
                 latest = app
             else:
                 alive.get(app, set()).discard(e.target)
-    return before is None or len(alive.get(latest, ())) >= before
+    return before is None or bool(down) or len(alive.get(latest, ())) >= before
 
 
 def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.workload import records
 from pytest_streamchaos.workload.generator import Generator
 
@@ -207,14 +208,23 @@ def test_falling_behind_skips_old_slots_instead_of_bursting(kafka):
     topic = kafka.create_topic("gen-behind", partitions=2)
     gen = Generator(kafka.bootstrap_servers, topic, rate=1_000_000, max_lag_s=0.1, seed=8)  # unreachable rate
     t0 = time.time()
-    run_for(gen, 1.5)
+    gen.start()
+    try:
+        # a fresh cluster can take seconds to give an idempotent producer its id ("Coordinator load in
+        # progress", seen in CI): until then nothing is acked, so the 1.5 s are counted from the first ack
+        wait_for(lambda: gen.acked > 0 or not gen.running, 60, "the generator's first acknowledged record")
+        t_ready = time.time()
+        wait_for(lambda: time.time() - t_ready > 1.5 or not gen.running, 10, "1.5 s of sending")
+        assert gen.running, f"generator thread died: {gen.stats()}"
+    finally:
+        gen.stop()
     st = gen.stats()
     assert st["skipped"] > 0 and st["failed"] == 0, st
     sent = gen.sent()
     assert np.array_equal(sent.ids, np.arange(len(sent)))
     assert (np.diff(sent.event_ts) >= 0).all()
     # event times span the run (slots of skipped records stay empty) instead of being compressed
-    assert sent.event_ts[0] - t0 < 0.5 and sent.event_ts[-1] - sent.event_ts[0] > 1.0
+    assert sent.event_ts[0] - t0 < 0.5 and sent.event_ts[-1] - t_ready > 1.0, (t0, t_ready, sent.event_ts[[0, -1]])
 
 
 def test_missing_topic_is_a_clear_error(kafka):
