@@ -52,7 +52,7 @@ def _one(chaos, fault, interval, supervise):
            "duplicates": run.duplicates, "replay_bound_held": run.user_checks["replay_bound"].ok,
            "oldest_duplicate_s": bound["oldest_s"], "downtime_s": round(run.downtime, 1),
            "latency_before": lat["before"], "latency_after": lat["after"], "fault_errors": run.fault_errors,
-           "driver_launches": run.meta.get("driver_launches")}
+           "driver_launches": run.driver_launches}
     with open(os.environ["BENCH_OUT"], "a") as f:
         f.write(json.dumps(row) + "\\n")
 %(tests)s

@@ -52,7 +52,7 @@ def _one(chaos, manager, fault, mode, supervise):
            "recovery_s": None if rec is None or rec is NOT_RECOVERED else round(float(rec), 1),
            "failure_cost_s": None if run.failure_cost is None else round(run.failure_cost, 1),
            "delivered": run.guarantee_delivered, "fault_errors": run.fault_errors,
-           "driver_launches": run.meta.get("driver_launches"),
+           "driver_launches": run.driver_launches,
            "yarn_attempts": sum(1 for e in run.timeline if e.kind == "yarn_attempt_started")}
     with open(os.environ["BENCH_OUT"], "a") as f:
         f.write(json.dumps(row) + "\\n")

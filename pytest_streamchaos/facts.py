@@ -144,6 +144,23 @@ class RunSetup:
 
 
 @dataclass(frozen=True)
+class StateStoreFacts:
+    """The query's state store as its checkpoint showed it: the provider class Spark recorded, which files
+    its versions are written as (``delta``, ``snapshot``, ``changelog``, ``zip``), whether they carry a
+    unique id (state checkpoint format v2), and one line saying so for the report."""
+
+    provider: str
+    files: tuple[str, ...] = ()
+    format_v2: bool = False
+    description: str = ""  #: e.g. ``RocksDB, changelog checkpointing (versions written as .changelog, .zip)``
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's ``meta.state_store`` (docs/report-schema.md)."""
+        return {"provider": self.provider, "files": list(self.files), "format_v2": self.format_v2,
+                "describe": self.description}
+
+
+@dataclass(frozen=True)
 class JobFacts:
     """The job as it ran: its arguments after the script, its working directory and log, the master
     it used, how often the driver was launched (a restart is a launch) and how often the supervisor
@@ -157,9 +174,8 @@ class JobFacts:
     restarts_by_supervisor: int = 0
     checkpoint: str | None = None
     checkpoint_storage: str = "local"
-    #: the query's state store as its checkpoint showed it (``observe.checkpoints.StateStore.to_dict``, with
-    #: ``describe``); None: no state, or no checkpoint found
-    state_store: dict[str, Any] | None = None
+    #: the query's state store as its checkpoint showed it; None: no state, or no checkpoint found
+    state_store: StateStoreFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -286,9 +302,10 @@ class RunFacts:
         """Whether these are the facts of a run of the harness (not of a bare trace)."""
         return self.setup is not None
 
-    def meta(self) -> dict[str, Any]:
-        """The run JSON's ``meta`` object, written from the facts (empty for a bare trace; the verdicts
-        it also holds -- ``delay_outcomes``, ``observer``, ``exactly_once`` -- come from the checks)."""
+    def meta(self, topics: Topics | None = None) -> dict[str, Any]:
+        """The run JSON's ``meta`` object, written from the facts and the run's ``topics`` (empty for a bare
+        trace; the verdicts it also holds -- ``delay_outcomes``, ``observer``, ``exactly_once`` -- come from
+        the checks)."""
         out: dict[str, Any] = {"warnings": list(self.warnings)} if self.warnings else {}
         if self.setup is not None:
             out.update(self._setup_meta(self.setup))
@@ -304,6 +321,8 @@ class RunFacts:
         if self.recorded:
             out.update(poisoned_ids=list(self.poisoned_ids), fault_errors=list(self.fault_errors),
                        warnings=list(self.warnings), sinks=[q.to_dict() for q in self.sinks], sink_note=self.sink_note)
+        if self.recorded and topics is not None:
+            out["topics"] = topics.to_dict()
         return out
 
     @staticmethod
@@ -317,5 +336,5 @@ class RunFacts:
     def _job_meta(j: JobFacts) -> dict[str, Any]:
         return {"driver_launches": j.launches, "driver_restarts_by_supervisor": j.restarts_by_supervisor,
                 "job_log": j.log, "checkpoint": j.checkpoint, "checkpoint_storage": j.checkpoint_storage,
-                "state_store": j.state_store,
+                "state_store": None if j.state_store is None else j.state_store.to_dict(),
                 "job_args": list(j.args), "job_workdir": j.workdir, "spark_master_used": j.master}

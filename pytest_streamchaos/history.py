@@ -247,10 +247,7 @@ class History:
     def meta(self) -> dict[str, Any]:
         """The run JSON's ``meta`` object as far as the history knows it (:meth:`RunFacts.meta` and the
         topics; empty for a bare trace)."""
-        meta = self.facts.meta()
-        if self.facts.recorded and self.topics is not None:
-            meta["topics"] = self.topics.to_dict()
-        return meta
+        return self.facts.meta(self.topics)
 
     # -- what was recorded ----------------------------------------------------------------------
     @property

@@ -48,6 +48,10 @@ RECEIVED = [
     "pytest_streamchaos.analysis.metrics.FaultMetrics",
     "pytest_streamchaos.history.Aim",
     "pytest_streamchaos.facts.RunFacts",
+    "pytest_streamchaos.facts.LoadFacts",
+    "pytest_streamchaos.facts.StateStoreFacts",
+    "pytest_streamchaos.facts.GeneratorStats",
+    "pytest_streamchaos.analysis.delay_class.DelayOutcome",
     "pytest_streamchaos.analysis.versus.Versus",
     "pytest_streamchaos.analysis.versus.Overhead",
 ]

@@ -5,7 +5,7 @@ it (PD>TO) the system notices: it declares the peer dead, fails a task, moves a 
 noticed is read from the run's timeline -- a system reaction (one of the metrics' system detection
 kinds: a task failed, an executor removed, a query terminated...) between the delay's injection and
 shortly after its heal -- and set beside the class the test stated, so a test can assert the effect it
-claims (the ``delay_classes`` check, ``run.meta["delay_outcomes"]``, one line each in ``describe()``).
+claims (the ``delay_classes`` check, ``run.delay_outcomes``, one line each in ``describe()``).
 Pure: timeline in, verdict out.
 """
 

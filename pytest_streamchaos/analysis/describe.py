@@ -77,7 +77,7 @@ def setup_lines(run: ChaosRun) -> list[str]:
     lines = [facts.load.describe()] if facts.load is not None else []
     lines += sink_lines(facts)
     store = facts.job.state_store if facts.job is not None else None
-    lines += [f"state store: {store['describe']}"] if store else []
+    lines += [f"state store: {store.description}"] if store else []
     lines += [f"timeout: {c.describe()}" for c in (facts.setup.timeouts if facts.setup is not None else [])]
     for kind in (DelayResult, ObserverResult, TransactionsResult):
         r = run.result_of(kind)

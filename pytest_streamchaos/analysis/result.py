@@ -58,6 +58,7 @@ from .checkers import (
 )
 from .delay_class import DelayOutcome
 from .guarantee import GuaranteeReport
+from .harness_facts import HarnessFacts
 from .metrics import (
     NOT_RECOVERED,
     FaultMetrics,
@@ -172,10 +173,12 @@ class OldForms:
 
 
 @dataclass(eq=False)
-class ChaosRun(RecoveryNumbers, ABMethods, OldForms):
+class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
     """Verdict of one run: its history, the default checkers' results (``checks``, by name; the
     validation and the recovery metrics the others read) and the timeline with the events the
-    analysis derived; ``user_checks`` holds what :meth:`check` found."""
+    analysis derived; ``user_checks`` holds what :meth:`check` found. What the harness knows about the
+    run (``driver_launches``, ``checkpoint``, ``spark_conf``, ``load``, ...) are typed attributes too
+    (:class:`~pytest_streamchaos.analysis.harness_facts.HarnessFacts`)."""
 
     history: History
     guarantee: str
@@ -308,11 +311,6 @@ class ChaosRun(RecoveryNumbers, ABMethods, OldForms):
         return self.history.trace
 
     @property
-    def facts(self) -> RunFacts:
-        """What the harness knows about the run besides its records (empty for a bare trace)."""
-        return self.history.facts
-
-    @property
     def sent(self) -> int:
         return len(self.history.sent)
 
@@ -352,7 +350,8 @@ class ChaosRun(RecoveryNumbers, ABMethods, OldForms):
     @property
     def meta(self) -> dict[str, Any]:
         """The JSON of what the harness knows about the run (the report's ``meta``, written from
-        :attr:`facts` and the checks; a new dict each time, empty for a bare trace)."""
+        :attr:`facts` and the checks; a new dict each time, empty for a bare trace). A test reads the typed
+        attributes instead (:attr:`driver_launches`, :attr:`checkpoint`, :attr:`load`, ...)."""
         return _text.meta(self)
 
     # -- SLA -----------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ records were lost after the driver stopped and nothing started it again, one lin
 ``supervise=True``; then the run's full report (``describe()``: the numbers and the timeline).
 
 It reads a run through its public API only (``to_dict()``, the documented JSON of
-``docs/report-schema.md``, and ``describe()``), and the driver's log for an exit the timeline does not
-explain.
+``docs/report-schema.md``, the typed ``job_log`` and ``arguments``, and ``describe()``), and the driver's
+log for an exit the timeline does not explain.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.stack.driver.job import CRASHED, last_exception, with_worker_error
 
@@ -45,20 +46,20 @@ def failure_section(results: Sequence[Any]) -> str:
     return "\n\n".join(parts)
 
 
-def explain(run: Any) -> list[str]:
+def explain(run: ChaosRun) -> list[str]:
     """The short account of one run (see the module docstring), one line per point."""
     d = run.to_dict()
     events = sorted(d.get("timeline") or [], key=lambda e: e["t"])
     t0 = (d.get("metrics") or {}).get("t0") or (events[0]["t"] if events else 0.0)
     lines = [_verdict(d)]
     lines += _faults(d, t0)
-    exits = _exits(events, d, t0)
+    exits = _exits(events, run.job_log, t0)
     lines += [line for line, _ in exits] or ["driver: ran to the end of the run (no exit of its own)"]
     restarts = sum(1 for e in events if e["kind"] == Kind.DRIVER_LAUNCHED) - 1
     if restarts > 0:
         lines.append(f"restarts: the driver was started {restarts} more time{'s' if restarts != 1 else ''} "
                      "(from its checkpoint)")
-    stranded = _stranded(events, d, t0)
+    stranded = _stranded(events, d, t0, supervised=bool(run.arguments.get("supervise")))
     if stranded:
         lines.append(stranded)
     return lines
@@ -93,9 +94,9 @@ def _faults(d: dict[str, Any], t0: float) -> list[str]:
     return out
 
 
-def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[tuple[str, float]]:
+def _exits(events: list[dict[str, Any]], log: str, t0: float) -> list[tuple[str, float]]:
     """One line per exit of the driver of its own (``driver_exited``), with the first line of its error:
-    the query's exception from the event log, else the last Python exception in the driver's log."""
+    the query's exception from the event log, else the last Python exception in the driver's ``log``."""
     out = []
     log_error = None
     for e in events:
@@ -103,7 +104,6 @@ def _exits(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> list[t
             continue
         killed = any(x["kind"] == Kind.DRIVER_KILLED and e["t"] - 5.0 <= x["t"] <= e["t"] for x in events)
         error = "killed by a fault (driver_killed)" if killed else _query_error(events, e["t"])
-        log = (d.get("meta") or {}).get("job_log")
         if error is None:
             log_error = log_error if log_error is not None else _log_error(log)
             error = log_error or "no error in its event log or its log"
@@ -144,7 +144,7 @@ def _log_error(path: str | None) -> str | None:
     return None if text is None else last_exception(text)
 
 
-def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> str | None:
+def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float, supervised: bool) -> str | None:
     """The line for records lost because the driver stopped for good: a run that lost records, whose
     driver's last exit was not followed by a new start, and that was not supervised."""
     if not d.get("lost"):
@@ -152,7 +152,6 @@ def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float) -> str
     exits = [e for e in events if e["kind"] == Kind.DRIVER_EXITED]
     if not exits or any(e["kind"] == Kind.DRIVER_LAUNCHED and e["t"] > exits[-1]["t"] for e in events):
         return None
-    supervised = bool(((d.get("meta") or {}).get("run") or {}).get("supervise"))
     if supervised:
         return (f"lost: {d['lost']} records; the driver stopped at +{exits[-1]['t'] - t0:.1f}s and was not started "
                 "again although supervise=True (it exited too often: see the restarts above)")

@@ -25,5 +25,5 @@ def assert_load_outlasted_the_recovery(run):
     injected = max(e.t for e in run.timeline if e.kind == "fault_injected")
     (load_end,) = [e.t for e in run.timeline if e.kind == "load_end"]
     ended_early = any(e.kind == "load_ended_on_recovery" for e in run.timeline)
-    assert ended_early or load_end - injected >= RECOVERY_WINDOW_S - 1, (run.meta["load"], injected, load_end)
+    assert ended_early or load_end - injected >= RECOVERY_WINDOW_S - 1, (run.load, injected, load_end)
     assert all(f.recovered for f in run.faults), run.faults

@@ -21,18 +21,18 @@ FAST_TIMEOUTS = "jobs/payments_fast_timeouts.py"
 def test_no_duration_ends_the_load_once_the_fault_has_recovered(shared_run):
     run = shared_run(ALO, rate=100)  # the card's chaos.run(ALO, rate=100), shared with test_fault_timing
     print(run.describe())
-    load = run.meta["load"]
-    assert load["planned_s"] == 10 + RECOVERY_WINDOW_S and "no duration given" in load["why"]
-    assert f"load ran {load['ran_s']:.1f}s" in run.describe()
-    assert run.lost == 0 and not run.meta["fault_errors"]
+    load = run.load
+    assert load.planned_s == 10 + RECOVERY_WINDOW_S and "no duration given" in load.why
+    assert f"load ran {load.ran_s:.1f}s" in run.describe()
+    assert run.lost == 0 and not run.fault_errors
     # the killed worker's executor is gone and Spark says so; the job goes on with the other one
     # (often with no sign in the output at all: masked), and the load ends once more load could not
     # change that verdict instead of running out the 30 s window
     (f,) = run.faults
     assert f.system_detection_event == "executor_removed" and f.recovered, f
     (ended,) = [e for e in run.timeline if e.kind == "load_ended_on_recovery"]
-    assert load["ended"].startswith("ended early") and load["ended"] in run.describe()
-    assert load["ran_s"] < load["planned_s"] - 5
+    assert load.ended.startswith("ended early") and load.ended in run.describe()
+    assert load.ran_s < load.planned_s - 5
     # the recovery time (0 when masked) judged mid-run is the one the whole run
     # (load, drain) reports, and the load ended no sooner than the windows it depends on allow
     # (hold 5 + smoothing 5 + reach-back + 2 buckets)
@@ -58,13 +58,13 @@ def test_delay_above_the_jobs_kafka_timeout_is_noticed(chaos):
                     setup=JobSetup(args=["{bootstrap_servers}", "{input_topic}", "{output_topic}", "{checkpoint_dir}"]),
                     timing=Timing(drain_timeout=10))
     print(run.describe())
-    assert run.meta["delay_class"] == []  # it holds as the job is written: nothing to change
+    assert run.timeouts == []  # it holds as the job is written: nothing to change
     injected = next(e for e in run.timeline if e.kind == "fault_injected")
-    assert injected.detail["mechanism"] == "toxiproxy" and not run.meta["fault_errors"]
+    assert injected.detail["mechanism"] == "toxiproxy" and not run.fault_errors
     # above the timeout, the job noticed: a task or its query failed during the delay
-    (outcome,) = run.meta["delay_outcomes"]
-    assert (outcome["timeout"], outcome["timeout_ms"]) == ("kafka.request.timeout.ms", 1500.0), outcome
-    assert (outcome["stated"], outcome["observed"]) == ("PD>TO", "noticed"), outcome
+    (outcome,) = run.delay_outcomes
+    assert (outcome.timeout, outcome.timeout_ms) == ("kafka.request.timeout.ms", 1500.0), outcome
+    assert (outcome.stated, outcome.observed) == ("PD>TO", "noticed"), outcome
     assert "payments_fast_timeouts.py:" in run.describe()  # where the timeout was read
     assert run.faults[0].verdict != "masked"
 

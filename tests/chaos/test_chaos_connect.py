@@ -85,7 +85,7 @@ def test_a_dead_client_leaves_its_query_running_on_the_server(chaos):
     assert len(killed) == 1
     after = run.trace.outputs.arrival_ts[run.trace.outputs.arrival_ts > killed[0].t + 2]
     assert after.size > 200, "outputs kept coming after the client died"
-    assert run.meta["driver_launches"] == 1, "nothing started the client again"
+    assert run.driver_launches == 1, "nothing started the client again"
     assert run.expected > 1000 and run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
 
 
@@ -97,7 +97,7 @@ def test_a_restarted_client_takes_its_running_query_over(chaos):
     stops that run for the new one (spark.sql.streaming.stopActiveRunOnRestart). Nothing is lost."""
     run = filter_run(chaos)
     print(run.describe())
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     starts = [e for e in events(run, "query_started") if e.t > events(run, "driver_killed")[0].t]
     assert starts, "the restarted client started its query again"
     assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
@@ -116,7 +116,7 @@ def test_a_dead_foreachbatch_worker_fails_the_query_and_the_resubmitted_one_repl
     assert fault.injected and fault.detail.get("pid"), "the worker's pid, gone from the server's tree"
     exits = [e for e in events(run, "driver_exited") if e.t > fault.injected_at]
     assert exits, "the client's query failed with the batch, and the client exited"
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
 
 

@@ -47,9 +47,9 @@ def replayed_batch(run: Any) -> int:
     n = fault.aim.batch
     (held,) = [e for e in run.history.trace.timeline if e.kind == "checkpoint_held"]
     assert held.detail["log"] == "commits" and held.detail["batch"] == n
-    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
     progress.poll()
-    assert len(progress.app_ids) == 2 and run.meta["driver_launches"] == 2
+    assert len(progress.app_ids) == 2 and run.driver_launches == 2
     assert [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:], n
     return n
 
@@ -57,9 +57,9 @@ def replayed_batch(run: Any) -> int:
 def assert_ran_on_the_installed_lines_delta(run: Any) -> None:
     """The launcher gave the job Delta's jar of the installed Spark line (nothing resolved at the start)."""
     ours = spark_delta.choice(spark_home())
-    jars = run.meta["spark_conf"]["spark.jars"]
+    jars = run.spark_conf["spark.jars"]
     assert f"{ours.artifact}-{ours.version}.jar" in jars, jars
-    assert "spark.jars.packages" not in run.meta["spark_conf"]
+    assert "spark.jars.packages" not in run.spark_conf
 
 
 @pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
@@ -97,9 +97,9 @@ def test_a_foreach_batch_delta_append_writes_the_replayed_batch_twice_and_the_ru
     assert abs(run.duplicates - twice) <= max(1, 0.02 * twice), (run.duplicates, twice)
     assert run.guarantee_delivered == "at-least-once"
     pin = "io.delta:delta-spark_2.12:3.2.0"
-    notes = [w for w in run.meta.get("warnings", []) if pin in w]
+    notes = [w for w in run.warnings if pin in w]
     if spark_delta.choice(spark_home()).coordinate != pin:
-        assert len(notes) == 1 and "orders_to_delta_foreach_batch.py:" in notes[0], run.meta.get("warnings", [])
+        assert len(notes) == 1 and "orders_to_delta_foreach_batch.py:" in notes[0], run.warnings
 
 
 # slow (-m slow): the same moment and both verdicts are in the default run on the two jobs above

@@ -36,7 +36,7 @@ def test_a_full_checkpoint_disk_stops_the_query_until_it_has_room_and_nothing_is
     (injected,) = [e for e in run.timeline if e.kind == "fault_injected"]
     (healed,) = [e for e in run.timeline if e.kind == "fault_healed"]
     assert injected.detail["free_bytes"] < 4096, "the filesystem under the checkpoint was full"
-    assert run.meta["checkpoint"].endswith("chk-point-dir"), "the job's own relative checkpoint was on it"
+    assert run.checkpoint.endswith("chk-point-dir"), "the job's own relative checkpoint was on it"
     # while it was full: the query failed on its checkpoint write, with the disk's own error (the event log
     # gives a query's end no time of its own, so its stamp is the query's last progress: the driver's
     # exit, seen by the supervisor, is what is timed)
@@ -46,12 +46,12 @@ def test_a_full_checkpoint_disk_stops_the_query_until_it_has_room_and_nothing_is
     exits = [e.t for e in run.timeline if e.kind == "driver_exited" and e.t >= injected.t]
     assert exits and exits[0] <= healed.t, "the driver exited while the disk was full"
     # no micro-batch committed while it was full (Spark reports a batch's progress once it committed)
-    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
     progress.poll()
     committed = [b["batchId"] for b in progress.batches if injected.t + 0.5 < b["t_end"] < healed.t]
     assert not committed, f"batches {committed} committed while the disk was full"
     # after the heal: the supervisor's restart resumes from the checkpoint; nothing lost or wrong
-    assert run.meta["driver_restarts_by_supervisor"] >= 1
+    assert run.driver_restarts_by_supervisor >= 1
     assert any(b["t_end"] > healed.t for b in progress.batches), "the job committed batches again"
     assert fault.recovered, f"the job did not recover after the disk had room again: {fault.verdict}"
     assert run.lost == 0 and run.incorrect == 0

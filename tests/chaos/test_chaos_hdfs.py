@@ -29,9 +29,9 @@ def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):
     run = chaos.run(ALO, rate=100, duration=60, guarantee="at-least-once",
                     setup=JobSetup(checkpoint="hdfs", supervise=True))
     print(run.describe())
-    assert run.meta["checkpoint_storage"] == "hdfs" and run.meta["checkpoint"].startswith("hdfs://")
+    assert run.checkpoint_storage == "hdfs" and run.checkpoint.startswith("hdfs://")
     assert run.lost == 0 and run.incorrect == 0
-    assert run.meta["driver_restarts_by_supervisor"] >= 1, "the query should have failed on the lost NameNode"
+    assert run.driver_restarts_by_supervisor >= 1, "the query should have failed on the lost NameNode"
     (fault,) = run.faults
     # the NameNode's restart and its return from safe mode are phases of the job's recovery
     kinds = [ph["kind"] for ph in fault.phases]
@@ -69,6 +69,6 @@ def test_relative_file_sink_and_checkpoint_land_on_hdfs_and_stay_exactly_once(ch
                     setup=JobSetup(checkpoint="hdfs", args=["{bootstrap_servers}", "invoices"]),
                     inputs={"invoices": invoice}, outputs={"file:output": "InvoiceNumber"}, oracle=IdentityOracle())
     print(run.describe())
-    assert run.meta["checkpoint"].startswith("hdfs://") and run.meta["checkpoint"].endswith("chk-point-dir")
-    assert run.meta["driver_launches"] == 2
+    assert run.checkpoint.startswith("hdfs://") and run.checkpoint.endswith("chk-point-dir")
+    assert run.driver_launches == 2
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0

@@ -67,12 +67,12 @@ def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_fir
     # helper module imported on the driver and the executors (the UDF)
     assert run.expected > 500
     assert run.lost == 0 and run.incorrect == 0
-    assert run.meta["checkpoint"] == str(no_checkpoint), "the checkpoint literal in the job's code is watched"
+    assert run.checkpoint == str(no_checkpoint), "the checkpoint literal in the job's code is watched"
     # item 8: the pins are named in one line each, taken out, and nothing is resolved at the driver's start
-    notes = [w for w in run.meta["warnings"] if pin in w or "kafka-clients" in w]
+    notes = [w for w in run.warnings if pin in w or "kafka-clients" in w]
     assert len(notes) == 2 and all(n in run.describe() for n in notes), notes
-    assert "spark.jars.packages" not in run.meta["spark_conf"]
-    log = Path(run.meta["job_log"]).read_text(errors="replace")
+    assert "spark.jars.packages" not in run.spark_conf
+    log = Path(run.job_log).read_text(errors="replace")
     assert not [line for line in IVY_LINES if line in log], "spark-submit resolved packages at the job's start"
     started = [e.t for e in run.timeline if e.kind == "query_started"][0]
     submitted = [e.t for e in run.timeline if e.kind == "job_submitted"][0]
@@ -92,7 +92,7 @@ def test_a_job_folder_runs_with_its_files_and_a_second_run_never_resumes_the_fir
     # cleared on request: a new query (a new checkpoint) and the run's verdict holds
     again = run_job(chaos, setup=JobSetup(files=["regions.csv"], stale_checkpoint="clear"))
     print(again.describe())
-    assert any(str(no_checkpoint) in w and "deleted" in w for w in again.meta["warnings"])
+    assert any(str(no_checkpoint) in w and "deleted" in w for w in again.warnings)
     assert again.expected > 500 and again.lost == 0 and again.incorrect == 0
     assert checkpoint_query_id(no_checkpoint) not in (None, first_query), "the query started afresh"
 

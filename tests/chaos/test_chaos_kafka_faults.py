@@ -33,7 +33,7 @@ def run_poison_then_broker(shared_run):
 @with_faults(POISON_THEN_BROKER)
 def test_leader_broker_down_then_up_loses_nothing(shared_run):
     run = run_poison_then_broker(shared_run)
-    assert run.meta["generator"]["failed"] == 0
+    assert run.generator.failed == 0
     # the stall showed in the output (reads of the broker's partitions stopped) and the job recovered
     # once the broker was back
     fault = fault_metrics(run, "kill_broker")
@@ -50,6 +50,6 @@ def test_leader_broker_down_then_up_loses_nothing(shared_run):
 @with_faults(POISON_THEN_BROKER)
 def test_poison_records_do_not_crash_the_query(shared_run):
     run = run_poison_then_broker(shared_run)
-    poisoned = run.meta["poisoned_ids"]
+    poisoned = run.poisoned_ids
     assert len(poisoned) == 5
-    assert run.meta["driver_launches"] == 1 and not any(e.kind == "driver_exited" for e in run.timeline)
+    assert run.driver_launches == 1 and not any(e.kind == "driver_exited" for e in run.timeline)

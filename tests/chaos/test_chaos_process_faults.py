@@ -54,7 +54,7 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
     assert run.lost == 0 and run.incorrect == 0
     assert run.duplicates > 0, "a replayed batch whose output was visible must duplicate with this sink"
     assert run.guarantee_delivered == "at-least-once"
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
 
 
 # slow (-m slow): the exactly-once twin is in the default run as tests/chaos/test_explore_moments.py's
@@ -67,7 +67,7 @@ def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates
     print(run.describe())
     assert run.faults[0].hit, f"no duplicates means something only if the kill hit: {run.faults[0].aim}"
     assert_load_outlasted_the_recovery(run)
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
     assert run.reliability == 1.0
 
@@ -94,7 +94,7 @@ def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
     run = chaos.run(ALO, rate=200, duration=30, guarantee="at-least-once")
     print(run.describe())
     assert run.lost == 0 and run.incorrect == 0
-    assert run.meta["driver_launches"] == 1
+    assert run.driver_launches == 1
     killed = next(e.target for e in run.timeline if e.kind == "fault_injected")
     assert spark_cluster_ha.active_master().name != killed  # the standby became the leader
     assert run.downtime < 10

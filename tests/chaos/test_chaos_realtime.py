@@ -30,7 +30,7 @@ def realtime_run(chaos, **setup):
 def assert_real_time_promises(run):
     latency, bound = run.user_checks["realtime_latency"], run.user_checks["replay_bound"]
     print("\n".join(latency.lines + bound.lines))
-    assert run.meta["spark_conf"]["spark.cores.max"] == "2", "a core per input partition"
+    assert run.spark_conf["spark.cores.max"] == "2", "a core per input partition"
     assert latency.numbers["before"]["p50"] < 1.0, "real-time mode's point: sub-second latency per record"
     assert bound.ok, "duplicates only from the last checkpoint interval before the fault"
     assert run.lost == 0 and run.incorrect == 0
@@ -42,7 +42,7 @@ def assert_real_time_promises(run):
 def test_a_driver_kill_replays_at_most_the_last_interval(chaos):
     run = realtime_run(chaos, supervise=True)
     print(run.describe())
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert_real_time_promises(run)
 
 

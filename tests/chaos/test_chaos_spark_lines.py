@@ -40,11 +40,11 @@ def test_a_public_job_pinned_to_the_spark35_connector_runs_unchanged_under_a_wor
     assert run.lost == 0 and run.incorrect == 0
     assert any(e.kind == "executor_removed" for e in run.timeline), "the worker kill must cost the job an executor"
     # the job ran on the installed line's connector, given by the launcher, and nothing was resolved at start
-    assert ours.split(":", 1)[1].replace(":", "-") + ".jar" in run.meta["spark_conf"]["spark.jars"]
-    assert "spark.jars.packages" not in run.meta["spark_conf"]
-    log = Path(run.meta["job_log"]).read_text(errors="replace")
+    assert ours.split(":", 1)[1].replace(":", "-") + ".jar" in run.spark_conf["spark.jars"]
+    assert "spark.jars.packages" not in run.spark_conf
+    log = Path(run.job_log).read_text(errors="replace")
     assert not [line for line in IVY_LINES if line in log], "spark-submit resolved packages at the job's start"
-    notes = [w for w in run.meta["warnings"] if PINNED in w]
+    notes = [w for w in run.warnings if PINNED in w]
     if connector.line(PINNED) == connector.line(ours):
         assert notes == [], "a pin of the installed Spark line just runs"
     else:

@@ -61,7 +61,7 @@ def dedupe(chaos, job: str, conf: dict[str, str] | None = None):
 def assert_held_in_the_state_commit(run, name: str, suffix: str) -> None:
     """The kill landed in a task committing its state store's next version: the gate held an executor's
     task thread before renaming ``<version><suffix>`` into the checkpoint the job's config.py computed."""
-    assert run.meta["checkpoint"] == str(LAKE_ROOT / "_checkpoints" / name), run.meta["checkpoint"]
+    assert run.checkpoint == str(LAKE_ROOT / "_checkpoints" / name), run.checkpoint
     # found when the query started: no wait for its starting offsets, no drain asking for the path
     assert not [w for w in run.warnings if "starting offsets" in w or "checkpoint was not found" in w], run.warnings
     started = next(e.t for e in run.timeline if e.kind == "query_started")
@@ -73,7 +73,7 @@ def assert_held_in_the_state_commit(run, name: str, suffix: str) -> None:
     d = held.detail
     assert d["log"] == "state" and d["when"] == "before" and d["batch"] == fault.aim.batch + 1, d
     assert d["thread"].startswith(("Executor_task", "ChecksumCheckpo")), d  # v2: the pool the task waits for
-    assert d["path"].startswith(f"{run.meta['checkpoint']}/state/") and d["path"].endswith(suffix), d
+    assert d["path"].startswith(f"{run.checkpoint}/state/") and d["path"].endswith(suffix), d
     assert Path(d["path"]).exists(), "the task's retry committed the version the killed task did not"
     assert run.lost == 0 and run.incorrect == 0  # at-least-once: the retried task's records are produced again
     assert fault.recovered, fault
@@ -86,7 +86,7 @@ def test_an_executor_killed_committing_rocksdb_changelog_state_in_a_job_whose_co
     run = dedupe(chaos, DEDUPE_ROCKSDB)
     print(run.describe())
     assert_held_in_the_state_commit(run, "dedupe-clicks-rocksdb", ".changelog")
-    assert run.meta["state_store"]["provider"].endswith("RocksDBStateStoreProvider")
+    assert run.state_store.provider.endswith("RocksDBStateStoreProvider")
 
 
 STORES = {
@@ -134,7 +134,7 @@ def test_a_driver_kill_on_a_30s_trigger_is_not_measurable_never_masked(chaos):
     assert "recovery not measurable" in text and "micro-batches come every 3" in text
     with pytest.raises(NotMeasurable, match="downtime was not measured"):
         assert run.downtime < 60
-    assert run.meta["driver_launches"] == 2 and fault.first_output_after is not None  # it did restart
+    assert run.driver_launches == 2 and fault.first_output_after is not None  # it did restart
     assert run.lost == 0 and run.incorrect == 0
 
 

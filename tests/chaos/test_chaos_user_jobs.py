@@ -57,7 +57,7 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
     assert run.lost == 0 and run.incorrect == 0
     assert run.guarantee_delivered in ("exactly-once", "at-least-once")
     assert any(e.kind == "executor_removed" for e in run.timeline), "the worker kill must cost the job an executor"
-    assert run.meta["checkpoint"].endswith("chk-point-dir"), "the relative checkpoint is found in the driver's dir"
+    assert run.checkpoint.endswith("chk-point-dir"), "the relative checkpoint is found in the driver's dir"
 
 
 # ./dev test keeps a representative: test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates
@@ -71,7 +71,7 @@ def test_explode_to_json_files_is_exactly_once_across_a_driver_kill(chaos):
                     outputs={"file:output": "InvoiceNumber"},
                     oracle=IdentityOracle(copies=lambda rec: len(rec["InvoiceLineItems"])))
     print(run.describe())
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert run.outputs > run.expected, "explode: more line items than invoices"
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
 
@@ -139,10 +139,10 @@ def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
     [note] = [line for line in run.describe().splitlines() if line.startswith("outputs: ")]
     assert "writes to the console" in note and "outputs={...}" in note
     # the restarted driver starts a new query (no checkpoint location): each query's sink is listed
-    assert [q["kind"] for q in run.meta["sinks"]] == ["console"] * run.meta["driver_launches"]
+    assert [q.kind for q in run.sinks] == ["console"] * run.driver_launches
     [decided] = [e for e in run.timeline if e.kind == "outputs_unreadable"]
     assert decided.t - decided.detail["first_batch_end"] <= 10, "known from the first batch, not a 120 s wait"
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert run.faults[0].recovered, "progress resumed after the driver restart"
     assert run.downtime > 0
 
@@ -192,7 +192,7 @@ def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chao
     print(run.describe())
     (fault,) = run.faults
     assert fault.hit, f"the kill must land between the batch's files and its commit: {fault.aim}"
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     assert run.lost == 0 and run.incorrect == 0
     assert run.duplicates > 0, f"the replayed batch's views are in the lake twice ({fault.aim})"
     assert run.guarantee_delivered == "at-least-once"

@@ -79,7 +79,7 @@ def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):
     assert am and am[0].detail["exit_status"] not in (0, None), "the AM's container ended by the signal"
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
-    assert run.meta["driver_launches"] == 1, "YARN restarted the driver, not the plugin"
+    assert run.driver_launches == 1, "YARN restarted the driver, not the plugin"
 
 
 @pytest.mark.slow

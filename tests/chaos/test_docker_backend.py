@@ -65,7 +65,7 @@ def test_worker_container_killed_loses_nothing(shared_run):
 @kill_driver(after=8, restart_after=2)
 def test_driver_killed_restarts_from_checkpoint_on_containers(chaos):
     run = run_on_containers(chaos.run, duration=30)
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     # the second driver resumed the same query from its checkpoint, and the output flowed again (how
     # long that takes on containers, with new executors to start, is the benchmark's business)
     queries = [e.detail["id"] for e in run.timeline if e.kind == "query_started"]
@@ -84,7 +84,7 @@ def test_leader_broker_down_in_its_container_loses_nothing(shared_run):
     assert fault.downtime > 1.0, fault
     assert window_sum(run, "outputs", healed.t, healed.t + 12) > 0
     assert fault.recovered, fault
-    assert run.meta["generator"]["failed"] == 0
+    assert run.generator.failed == 0
 
 
 # slow (-m slow): network faults in the workers' namespaces are represented in the default run by the

@@ -47,11 +47,11 @@ def assert_landed_between_output_and_commit(run) -> int:
     (held,) = [e for e in run.history.trace.timeline if e.kind == "checkpoint_held"]
     n = fault.aim.batch
     assert held.detail["log"] == "commits" and held.detail["when"] == "before" and held.detail["batch"] == n
-    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
     progress.poll()
     runs_of_n = [b["app_id"] for b in progress.batches if b["batchId"] == n]
     assert runs_of_n == progress.app_ids[1:] and len(progress.app_ids) == 2, (n, runs_of_n, progress.app_ids)
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
     return n
 
 
@@ -115,7 +115,7 @@ def test_the_kafka_sink_held_to_at_least_once_loses_nothing(chaos, hardcoded_pat
 
 def batch_ran_again(run, n: int) -> bool:
     """Whether batch ``n``'s progress came only from the second driver launch (it was replayed)."""
-    progress = SparkProgress(Path(run.meta["job_workdir"]) / "eventlog")
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
     progress.poll()
     return [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:2]
 
@@ -133,7 +133,7 @@ def test_on_an_hdfs_checkpoint_the_moment_is_polled_and_its_aim_says_truly_wheth
     print(run.describe())
     (fault,) = run.faults
     print("aim on HDFS:", fault.aim)
-    assert fault.aim is not None and run.meta["checkpoint"].startswith("hdfs://")
+    assert fault.aim is not None and run.checkpoint.startswith("hdfs://")
     if fault.hit:
         assert batch_ran_again(run, fault.aim.batch), fault.aim
     assert fault.hit == (run.duplicates > 0), (fault.aim, run.duplicates)

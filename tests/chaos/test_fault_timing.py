@@ -21,7 +21,7 @@ def test_worker_kill_is_stamped_before_spark_removes_its_executor(shared_run):
     run = shared_run(ALO, rate=100)
     print(run.describe())
     injected = [e for e in run.timeline if e.kind == "fault_injected"]
-    assert len(injected) == 1, run.meta["fault_errors"]
+    assert len(injected) == 1, run.fault_errors
     inj = injected[0]
     steady = next(e.t for e in run.timeline if e.kind == "steady_state")
     removed = sorted(e.t for e in run.timeline if e.kind == "executor_removed" and e.t > steady)

@@ -34,9 +34,9 @@ def test_000_worker_kill_recovers_without_an_application_restart(chaos):
     print(run.describe())
     (f,) = run.faults
     paper_line("000", "worker kill (short)", **fault_numbers(run, f), lost=run.lost,
-               driver_launches=run.meta["driver_launches"])
+               driver_launches=run.driver_launches)
     assert run.lost == 0 and run.incorrect == 0
-    assert run.meta["driver_launches"] == 1, "a worker failure must not restart the application"
+    assert run.driver_launches == 1, "a worker failure must not restart the application"
     assert f.system_detection_event == "executor_removed", f
     assert f.recovered and f.recovery_time < 30, f"the paper: Spark recovers within 30 s; here {f.recovery_time}"
     # downtime (the output gap) and catch-up (back to normal after output resumed) are reported apart;
@@ -66,7 +66,7 @@ def test_000_full_worker_kill_at_least_once_vs_exactly_once_sink(chaos):
         (f,) = run.faults
         paper_line("000", f"worker kill, {label} (full)", **fault_numbers(run, f), duplicates=run.duplicates,
                    p50=run.latency.p50, lost=run.lost)
-        assert run.lost == 0 and run.meta["driver_launches"] == 1
+        assert run.lost == 0 and run.driver_launches == 1
     assert eos.duplicates == 0
 
 
@@ -80,7 +80,7 @@ def test_000_full_driver_kill_restarted(chaos):
     (f,) = run.faults
     paper_line("000", "driver kill, restarted (full)", **fault_numbers(run, f), duplicates=run.duplicates,
                lost=run.lost)
-    assert run.lost == 0 and run.meta["driver_launches"] == 2 and f.downtime > 0
+    assert run.lost == 0 and run.driver_launches == 2 and f.downtime > 0
 
 
 @pytest.mark.papers
@@ -93,9 +93,9 @@ def test_000_full_master_kill_without_ha_left_down(chaos):
     run = ledger(chaos, rate=200, duration=30)
     (f,) = run.faults
     paper_line("000", "master kill, no HA, left down (full)", **fault_numbers(run, f), lost=run.lost,
-               driver_launches=run.meta["driver_launches"])
+               driver_launches=run.driver_launches)
     assert not any(e.kind == "executor_removed" for e in run.timeline), "the executors outlive the master"
-    assert run.lost == 0 and run.meta["driver_launches"] == 1
+    assert run.lost == 0 and run.driver_launches == 1
     assert f.recovered, f
 
 
@@ -123,7 +123,7 @@ def test_000_full_master_kill_with_zookeeper_ha(chaos):
     (f,) = run.faults
     failover = next((e.t - f.t for e in run.timeline if e.kind == "master_failover" and e.t >= f.t), None)
     paper_line("000", "master kill, ZooKeeper HA (full)", **fault_numbers(run, f), failover=failover, lost=run.lost)
-    assert run.lost == 0 and run.meta["driver_launches"] == 1
+    assert run.lost == 0 and run.driver_launches == 1
 
 
 @pytest.mark.papers

@@ -29,7 +29,7 @@ def recurrent(run, interval: float, label: str):
                verdicts=[f.verdict for f in run.faults], downtimes=[round(f.downtime, 1) for f in run.faults],
                lost=run.lost)
     assert run.lost == 0 and run.incorrect == 0
-    assert run.meta["driver_launches"] == 1, "worker kills must not restart the application"
+    assert run.driver_launches == 1, "worker kills must not restart the application"
     kills = [e.t for e in run.timeline if e.kind == "fault_injected"]
     assert len(kills) == len(run.faults) >= 3
     # every kill took an executor (Spark noticed each one)

@@ -38,9 +38,9 @@ def test_002_delay_below_timeout_and_crash_keep_reliability(chaos):
     # at-least-once holds through both: every input reached the output (the paper's reliability 100 %)
     assert run.lost == 0 and run.incorrect == 0 and run.reliability == 1.0
     # PD<TO only slowed the job: the same application, nothing declared dead during the delay
-    assert run.meta["driver_launches"] == 1
-    (outcome,) = run.meta["delay_outcomes"]
-    assert (outcome["stated"], outcome["observed"]) == ("PD<TO", "not noticed"), outcome
+    assert run.driver_launches == 1
+    (outcome,) = run.delay_outcomes
+    assert (outcome.stated, outcome.observed) == ("PD<TO", "not noticed"), outcome
     assert not any(e.kind == "executor_removed" and delay.t <= e.t < crash.t for e in run.timeline)
     # the crash was noticed (an executor lost) and recovered from
     assert crash.system_detection_event == "executor_removed" and crash.recovered, crash
@@ -79,8 +79,8 @@ def test_002_full_delay_above_timeout_supervised(chaos):
                     setup=JobSetup(args=FAST_ARGS, supervise=True))
     print(run.describe())
     per_fault(run, "full PD>TO")
-    (outcome,) = run.meta["delay_outcomes"]
-    assert outcome["observed"] == "noticed", outcome
+    (outcome,) = run.delay_outcomes
+    assert outcome.observed == "noticed", outcome
     assert run.lost == 0
 
 

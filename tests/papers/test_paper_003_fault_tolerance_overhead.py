@@ -32,8 +32,8 @@ def overhead_of(chaos, rate: float, label: str, **hdfs_run):
                p50_ratio=o.latency_p50, p99_ratio=o.latency_p99, throughput_ratio=o.throughput,
                back_to_normal=float(o.back_to_normal), write_ms_local=writes[0], write_ms_hdfs=writes[1],
                **fault_numbers(hdfs, f))
-    assert hdfs.meta["checkpoint"].startswith("hdfs://") and not local.meta["checkpoint"].startswith("hdfs://")
-    assert local.lost == 0 and hdfs.lost == 0 and hdfs.meta["driver_launches"] == 1
+    assert hdfs.checkpoint.startswith("hdfs://") and not local.checkpoint.startswith("hdfs://")
+    assert local.lost == 0 and hdfs.lost == 0 and hdfs.driver_launches == 1
     return o, f, writes
 
 

@@ -52,7 +52,7 @@ def test_004_replica_loss_keeps_output_flowing_driver_loss_stops_it(chaos):
     assert any(e.kind == "datanode_dead" for e in run.timeline), "the NameNode should declare the DataNode dead"
     assert datanode.verdict in ("masked", "degraded") and datanode.downtime == 0, datanode
     assert driver.verdict == "outage" and driver.downtime > 0, driver
-    assert run.meta["driver_launches"] == 2
+    assert run.driver_launches == 2
 
 
 @pytest.mark.papers

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
+from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.report.failure import explain, failure_section
 
@@ -34,9 +35,9 @@ def dying_run(*, supervise: bool = False, restarted: bool = False) -> ChaosRun:
         TimelineEvent(T0 + 30.0, "driver_exited", "driver", {"code": 1}),
         *([TimelineEvent(T0 + 32.0, "driver_launched", "driver", {"launch": 2})] if restarted else []),
     ]
-    run = ChaosRun.from_trace(trace, guarantee="at-least-once")
-    run.meta["run"] = {"supervise": supervise}
-    return run
+    # the run's arguments as the runner records them (what explain() reads ``supervise`` from)
+    facts = RunFacts(setup=RunSetup(arguments={"supervise": supervise}))
+    return ChaosRun.from_trace(trace, guarantee="at-least-once", facts=facts)
 
 
 def test_a_run_whose_job_died_unsupervised_names_the_loss_cause_and_supervise() -> None:
@@ -52,6 +53,12 @@ def test_a_run_whose_job_died_unsupervised_names_the_loss_cause_and_supervise() 
                          "java.io.EOFException: End of File Exception between local host; not started again")
     (loss,) = [ln for ln in lines if ln.startswith("lost: ")]
     assert "because the job stopped at +30.0s and nothing restarted it" in loss and "supervise=True" in loss
+
+
+def test_a_supervised_run_that_still_lost_records_says_the_driver_was_not_started_again() -> None:
+    lines = explain(dying_run(supervise=True))
+    (loss,) = [ln for ln in lines if ln.startswith("lost: ")]
+    assert "was not started again although supervise=True" in loss and "nothing restarted it" not in loss
 
 
 def test_a_restarted_driver_is_counted_and_blamed_for_nothing() -> None:

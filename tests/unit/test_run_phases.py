@@ -6,6 +6,7 @@ run's phases and cleans up."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -171,20 +172,20 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     oracle = IdentityOracle()
     run = chaos.run("job.py", rate=10, duration=1.0, timing=Timing(settle_seconds=0.3, trigger_seconds=0.5),
                     oracle=oracle)
-    phases = run.meta["load"]
+    load = run.load
     assert chaos.runs == [run] and FakeLauncher.job is not None and FakeLauncher.job.calls == ["start", "stop"]
-    assert 0.9 <= phases["ran_s"] < 3 and phases["ended"] is None
+    assert load is not None and 0.9 <= load.ran_s < 3 and load.ended is None
     kinds = [e["kind"] for e in run.to_dict()["timeline"]]
     for a, b in [("job_submitted", "starting_offsets_fixed"), ("starting_offsets_fixed", "steady_state"),
                  ("steady_state", "load_end"), ("load_end", "caught_up"), ("caught_up", "drain_end")]:
         assert kinds.index(a) < kinds.index(b), (a, b, kinds)
-    assert run.meta["run"]["rate"] == 10 and run.meta["run"]["end_on_recovery"] is False
-    assert run.meta["topics"]["input"].endswith("-in") and sorted(kafka.deleted) == sorted(kafka.topics)
-    assert run.meta["spark_master_used"] == "spark://fake:7077" and run.meta["job_args"] == ["arg"]
+    assert run.arguments["rate"] == 10 and run.arguments["end_on_recovery"] is False
+    assert run.topics is not None and run.topics.input.endswith("-in") and sorted(kafka.deleted) == sorted(kafka.topics)
+    assert run.facts.job is not None and run.facts.job.master == "spark://fake:7077" and run.facts.job.args == ["arg"]
     assert {s["phase"] for s in status} <= {"warm-up", "load", "drain"} and any(s["phase"] == "load" for s in status)
     assert run.lost == 0
-    # the history the analysis got: typed facts (the JSON above is written from them), the run's topics
-    assert run.facts.load is not None and run.facts.load.ran_s == phases["ran_s"]
-    assert run.facts.job is not None and run.facts.job.args == ["arg"] and run.facts.job.launches == 0
-    assert run.history.topics is not None and run.history.topics.output == run.meta["topics"]["output"]
+    # the history the analysis got: typed facts (the report's JSON is written from them), the run's topics
+    assert run.meta.items() >= {"load": asdict(load), "run": dict(run.arguments), "topics": run.topics.to_dict(),
+                                "spark_master_used": "spark://fake:7077", "job_args": ["arg"]}.items()
+    assert run.driver_launches == 0 and run.history.topics is run.topics
     assert oracle.topic is None and oracle.side_topic is None, "the run binds its own copy of the test's oracle"

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_streamchaos.events import Kind, QueryStarted
+from pytest_streamchaos.facts import StateStoreFacts
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
@@ -62,14 +63,15 @@ class CheckpointTracker:
             if "warmup_end" not in self.ctx.phases:
                 self.check_fresh(progress, found[ids[-1]])
 
-    def state_store(self) -> dict[str, Any] | None:
-        """The query's state store as its checkpoint shows it (``to_dict`` and ``describe``), for the run's
-        facts; None without state, without a checkpoint found, or when it cannot be read."""
+    def state_store(self) -> StateStoreFacts | None:
+        """The query's state store as its checkpoint shows it, for the run's facts; None without state,
+        without a checkpoint found, or when it cannot be read."""
         try:
             store = self.watcher.state_store() if self.found else None
         except (OSError, ValueError):
             return None
-        return None if store is None else {**store.to_dict(), "describe": store.describe()}
+        return None if store is None else StateStoreFacts(store.provider, tuple(store.files), store.format_v2,
+                                                          store.describe())
 
     def _logged_roots(self) -> bool:
         """Add the checkpoint roots the driver logged since the last look to :attr:`roots`; whether any was new."""
