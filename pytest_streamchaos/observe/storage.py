@@ -5,9 +5,8 @@ A job's checkpoint and its file-sink output are named by a path or a URL (``/tmp
 ``hdfs://127.0.0.1:9820/streamchaos/run0/chk``). :func:`locate` turns one into a :class:`Place`: an
 fsspec filesystem (the local one, or the one a storage's service hands out, :mod:`pytest_streamchaos.storages`:
 WebHDFS on the stack's NameNode, a well-kept client, not a hand-written one) and the path on it, with the few
-reads the observers need (names in a directory, a
-file's text or bytes, its modification time). Every read of a missing path answers "nothing"
-(``[]`` / None) rather than raising: a checkpoint appears while it is watched.
+reads the observers need (names in a directory, a file's text or bytes, its modification time). Every read of
+a missing path answers "nothing" (``[]`` / None) rather than raising: a checkpoint appears while it is watched.
 """
 
 from __future__ import annotations
