@@ -13,9 +13,11 @@ BRONZE = "/tmp/streamchaos-test-orders-bronze"
 FOREACH_BATCH = "/tmp/streamchaos-test-orders-fb-bronze"
 IDEMPOTENT = "/tmp/streamchaos-test-orders-idem-bronze"
 INVENTORY = "/tmp/streamchaos-test-inventory"
+INVENTORY_IDEM = f"{INVENTORY}-idem"  #: the idempotent MERGE twin's table
 #: what the jobs hard-code under /tmp (absent before each test, removed after it)
 PATHS = (BRONZE, f"{BRONZE}-chk", FOREACH_BATCH, "/tmp/streamchaos-test-orders-fb-chk", IDEMPOTENT,
-         "/tmp/streamchaos-test-orders-idem-chk", INVENTORY, f"{INVENTORY}-chk")
+         "/tmp/streamchaos-test-orders-idem-chk", INVENTORY, f"{INVENTORY}-chk",
+         INVENTORY_IDEM, f"{INVENTORY_IDEM}-chk")
 
 
 def order(rec: Any) -> dict:

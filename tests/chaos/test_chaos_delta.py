@@ -22,6 +22,7 @@ from lakehouse import (  # noqa: F401  (hardcoded_paths: an autouse fixture)
     FOREACH_BATCH,
     IDEMPOTENT,
     INVENTORY,
+    INVENTORY_IDEM,
     JOBS,
     bronze,
     clear_paths,
@@ -142,6 +143,31 @@ def test_an_additive_merge_adds_the_replayed_batch_to_the_totals_again(chaos):
     assert too_high and {c.key for c in changed} == too_high, "\n".join(cmp.lines())
     assert all(c.expected["on_hand"] == expected[c.key.removeprefix("sku=")] < c.got["on_hand"] for c in changed)
     assert (cmp.missing, cmp.extra, run.guarantee_delivered) == (0, 0, "none")
+
+
+
+# slow (-m slow): the idempotent twin of the MERGE above -- the reference run silent on a correct MERGE
+@pytest.mark.slow
+@pytest.mark.chaos(backend="local")
+@kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
+def test_a_merge_made_idempotent_by_txn_app_id_confs_keeps_every_total(chaos):
+    """The same MERGE with ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set per batch: Delta
+    skips the replayed batch's MERGE, every SKU's total is the received quantities summed by hand, and the
+    reference run (same input, no fault) agrees key by key."""
+    run = chaos.run(str(JOBS / "inventory_merge_delta_idempotent.py"), rate=100, duration=20, kafka_port=9092,
+                    inputs={"receipts": order}, outputs=[f"delta:{INVENTORY_IDEM}"], reference=Reference(key=["sku"]))
+    print(run.describe())
+    replayed_batch(run)
+    cmp = run.reference
+    assert cmp is not None and cmp.outputs[0].mode == "final per key", run.describe()
+    sent = run.history.trace.sent
+    expected: dict[str, int] = {}
+    for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
+        expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
+    got = {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(INVENTORY_IDEM))}
+    assert got == expected, {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+    assert (run.diverged, cmp.missing, cmp.extra, cmp.outputs[0].changed) == (0, 0, 0, ()), "\n".join(cmp.lines())
+    assert run.guarantee_delivered == "exactly-once", run.describe()
 
 
 EXPLORED = '''
