@@ -12,7 +12,9 @@ heavy lock::
 
 Prints per job: the compared runs, how many diverged (want 0), how many could not be compared, the
 reference's cost (seconds for its two runs) and reuse, the rows compared and the seconds per compared
-run; writes ``benchmarks/results/reference.json``.
+run; writes ``benchmarks/results/reference.json``. The figures come from each session's ``--chaos-report``
+(every run's ``diverged`` and its reference check); ``--from-reports DIR`` summarises kept
+``report-<job>.json`` files again without running.
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ CHAOS = ROOT / "tests" / "chaos"
 RESULTS = Path(__file__).parent / "results" / "reference.json"
 
 TEST = '''
-import json
-
 import pytest
 from test_reference_stateful import CASES, hardcoded_paths, run_case  # noqa: F401  (an autouse fixture)
 
@@ -43,10 +43,25 @@ from test_reference_stateful import CASES, hardcoded_paths, run_case  # noqa: F4
 @pytest.mark.chaos(backend="local")
 @pytest.mark.parametrize("k", range({pairs}))
 def test_clean(chaos, k):
-    run = run_case(chaos, CASES[{case!r}])
-    print("RESULT", json.dumps({{"k": k, "diverged": run.diverged, "expected": run.reference.outputs[0].expected,
-                                "lines": run.reference.lines()[:4]}}))
+    run_case(chaos, CASES[{case!r}])
 '''
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one job's session from its ``--chaos-report`` runs: each run's ``diverged`` (0: as
+    the reference; None: not comparable) and its reference check's lines (the rows compared, how the
+    reference was made or that it was reused)."""
+    reference = [r["checks"].get("reference") or {"lines": []} for r in runs]
+    notes = [line for c in reference for line in c["lines"] if line.startswith("note: the reference")]
+    rows = [int(m) for c in reference for line in c["lines"][:1] for m in re.findall(r"(\d+) in the reference", line)]
+    return {"compared": len(runs),
+            "diverged": sum(1 for r in runs if r["diverged"] not in (0, None)),
+            "not_comparable": sum(1 for r in runs if r["diverged"] is None),
+            "rows_in_reference": sorted(set(rows)), "sent": [r["sent"] for r in runs],
+            "reference_made_s": [float(m) for n in notes for m in re.findall(r"made in (\d+)s", n)],
+            "reference_reused": sum("reused" in n for n in notes),
+            "results": [{"test": r["test"], "diverged": r["diverged"], "lines": c["lines"][:4]}
+                        for r, c in zip(runs, reference, strict=True)]}
 
 
 def session(project: Path, case: str, pairs: int) -> dict[str, Any]:
@@ -55,21 +70,14 @@ def session(project: Path, case: str, pairs: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(CHAOS), os.environ.get("PYTHONPATH", "")])}
     t0 = time.time()
     out = subprocess.run([sys.executable, "-m", "pytest", "test_bench_reference.py", "-p", "no:cacheprovider",
-                          "-s", "-q", f"--chaos-report={report}"], cwd=project, env=env, capture_output=True,
+                          "-q", f"--chaos-report={report}"], cwd=project, env=env, capture_output=True,
                          text=True, timeout=7200)
     runs = json.loads(report.read_text()) if report.exists() else []
-    results = [json.loads(m) for m in re.findall(r"^RESULT (\{.*\})$", out.stdout, re.M)]
-    reference = [c for r in runs for c in [r["checks"].get("reference")] if c]
-    notes = [line for c in reference for line in c["lines"] if line.startswith("note: the reference")]
-    made = [float(m) for n in notes for m in re.findall(r"made in (\d+)s", n)]
-    return {"rc": out.returncode, "session_seconds": round(time.time() - t0, 1), "compared": len(results),
-            "diverged": sum(1 for r in results if r["diverged"] not in (0, None)),
-            "not_comparable": sum(1 for r in results if r["diverged"] is None),
-            "rows_in_reference": [r["expected"] for r in results][:1],
-            "reference_made_s": made, "reference_reused": sum("reused" in n for n in notes),
-            # the session's time over its runs: two reference runs and the compared ones (with the stack's start)
-            "seconds_per_run": round((time.time() - t0) / max(1, len(results) + 2), 1),
-            "results": results, "tail": out.stdout[-2000:] if out.returncode else ""}
+    seconds = time.time() - t0
+    # the session's time over its runs: two reference runs and the compared ones (with the stack's start)
+    return {"rc": out.returncode, "session_seconds": round(seconds, 1), **summary(runs),
+            "seconds_per_run": round(seconds / max(1, len(runs) + 2), 1),
+            "tail": out.stdout[-2000:] if out.returncode else ""}
 
 
 def main() -> None:
@@ -77,22 +85,33 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--jobs", default="windowed_count,dedup,join,sessions")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--from-reports", type=Path, metavar="DIR",
+                    help="summarise the report-<job>.json files a run kept in DIR instead of running")
     a = ap.parse_args()
+    if a.from_reports:
+        jobs = {case: summary(json.loads((a.from_reports / f"report-{case}.json").read_text()))
+                for case in a.jobs.split(",")}
+        write(a.out, {"pairs_per_job": a.pairs, "jobs": jobs})
+        return
     project = Path(tempfile.mkdtemp(prefix="bench-reference-"))
     results: dict[str, Any] = {"pairs_per_job": a.pairs, "jobs": {}}
     try:
         for case in a.jobs.split(","):
             results["jobs"][case] = session(project, case, a.pairs)
             print(case, json.dumps({k: v for k, v in results["jobs"][case].items() if k != "results"}, indent=1))
-        jobs = results["jobs"].values()
-        results["total"] = {"compared": sum(j["compared"] for j in jobs), "diverged": sum(j["diverged"] for j in jobs),
-                            "not_comparable": sum(j["not_comparable"] for j in jobs)}
-        print("total", results["total"])
     finally:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(results, indent=1, default=str))
+        write(a.out, results)
         shutil.rmtree(project, ignore_errors=True)
-        print(f"wrote {a.out}")
+
+
+def write(out: Path, results: dict[str, Any]) -> None:
+    """Add the totals over the jobs, print them and write ``out``."""
+    jobs = results["jobs"].values()
+    results["total"] = {k: sum(j[k] for j in jobs) for k in ("compared", "diverged", "not_comparable")}
+    print("total", results["total"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
