@@ -220,7 +220,7 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            status=status_for(request.config, item.nodeid),
                            progress=progress_writer(request.config),
                            checkpoint=streamchaos_settings.checkpoint,
-                           hdfs=lambda: request.getfixturevalue("hdfs"),
+                           fixture=request.getfixturevalue,
                            references=request.config.stash.setdefault(REFERENCES_KEY, References()))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons

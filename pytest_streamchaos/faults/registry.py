@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families import (
     broker,
@@ -106,10 +107,11 @@ def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | 
             why = kind_of(s).refused_by_topic(s, partitions)
         if why:
             raise ValueError(f"@{s.kind}: {why}")
-        if checkpoint == "hdfs" and s.when in GATE_ONLY:
+        storage = storages.get(checkpoint)
+        if not storage.gate and s.when in GATE_ONLY:
             raise ValueError(f"@{s.kind}: when={s.when!r} is landed by the checkpoint gate, which needs the "
-                             "checkpoint on this host's file system (on HDFS a rename is an RPC): use "
-                             "checkpoint='local', or aim at 'output_visible_uncommitted' / 'tasks_running'")
+                             f"checkpoint on this host's file system (on {storage.title} {storage.renames}): use "
+                             f"checkpoint={storages.GATED!r}, or aim at 'output_visible_uncommitted' / 'tasks_running'")
 
 
 def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.poll import poll
 
@@ -77,12 +78,13 @@ def _walk(d: Place, depth: int, found: dict[str, Place], seen: set[str]) -> None
 
 
 def paths_in(args: Iterable[str], cwd: Path) -> list[str]:
-    """Absolute directories and ``hdfs://`` URLs named in a job's argv or conf values (candidates
-    for its checkpoint)."""
+    """Absolute directories and URLs of a storage's service (``hdfs://``) named in a job's argv or conf values
+    (candidates for its checkpoint)."""
     out: list[str] = []
+    remote = tuple(f"{prefix}//" for prefix in storages.remote_prefixes())
     for a in args:
         for part in str(a).split(","):
-            if part.startswith("hdfs://"):
+            if part.startswith(remote):
                 out.append(part.rstrip("/"))
                 continue
             part = part.removeprefix("file://").removeprefix("file:")

@@ -1,11 +1,12 @@
-"""Where a run's checkpoints and file-sink outputs live -- the local disk or HDFS -- read the same way.
+"""Where a run's checkpoints and file-sink outputs live -- the local disk or a storage's service (HDFS) -- read
+the same way.
 
 A job's checkpoint and its file-sink output are named by a path or a URL (``/tmp/chk``, ``file:/tmp/chk``,
 ``hdfs://127.0.0.1:9820/streamchaos/run0/chk``). :func:`locate` turns one into a :class:`Place`: an
-fsspec filesystem (the local one, or WebHDFS on the stack's NameNode: a well-kept client, not a
-hand-written one) and the path on it, with the few reads the observers need (names in a directory, a
-file's text or bytes, its modification time). Every read of a missing path answers "nothing"
-(``[]`` / None) rather than raising: a checkpoint appears while it is watched.
+fsspec filesystem (the local one, or the one a storage's service hands out, :mod:`pytest_streamchaos.storages`:
+WebHDFS on the stack's NameNode, a well-kept client, not a hand-written one) and the path on it, with the few
+reads the observers need (names in a directory, a file's text or bytes, its modification time). Every read of
+a missing path answers "nothing" (``[]`` / None) rather than raising: a checkpoint appears while it is watched.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from pytest_streamchaos import storages
+from pytest_streamchaos.storages import CheckpointStorage
+
 
 @dataclass(frozen=True)
 class Place:
-    """A path on a filesystem (local or HDFS)."""
+    """A path on a filesystem (local, or a storage's service: HDFS)."""
 
     fs: Any  #: an fsspec filesystem
     path: str  #: absolute, without scheme
-    scheme: str = "file"  #: ``file`` or ``hdfs``
-    authority: str = ""  #: ``host:port`` of an HDFS NameNode
+    scheme: str = "file"  #: ``file``, or the service's (``hdfs``)
+    authority: str = ""  #: ``host:port`` of the service (an HDFS NameNode)
 
     def __str__(self) -> str:
         return self.path if self.scheme == "file" else f"{self.scheme}://{self.authority}{self.path}"
@@ -91,65 +95,73 @@ def local_fs() -> Any:
     return fsspec.filesystem("file")
 
 
-def locate(where: str | Any, hdfs: Any = None) -> Place:
-    """The :class:`Place` of a path or URL; ``hdfs``: the stack's HDFS (a ``LocalHdfsCluster``), needed
-    for ``hdfs://`` URLs (one of another NameNode is refused, naming both)."""
+def locate(where: str | Any, service: Any = None) -> Place:
+    """The :class:`Place` of a path or URL; ``service``: the service of the run's storage (the stack's HDFS, a
+    ``LocalHdfsCluster``), needed for URLs of its scheme (``hdfs://``; one of another server is refused, naming
+    both)."""
     text = str(where)
     url = urlparse(text)
-    if url.scheme == "hdfs":
-        if hdfs is None:
-            raise ValueError(f"{text}: an hdfs:// path, but this run has no HDFS "
-                             "(chaos.run(..., setup=JobSetup(checkpoint='hdfs')))")
-        authority = hdfs.default_fs.removeprefix("hdfs://")
-        if url.netloc and url.netloc != authority:
-            raise ValueError(f"{text}: on HDFS {url.netloc}, but the stack's NameNode is {authority}")
-        return Place(hdfs.filesystem(), url.path or "/", "hdfs", authority)
-    path = text.removeprefix("file://").removeprefix("file:") if url.scheme in ("file", "") else text
-    return Place(local_fs(), path)
+    storage = storages.of_scheme(url.scheme)
+    if storage is None:
+        path = text.removeprefix("file://").removeprefix("file:") if url.scheme in ("file", "") else text
+        return Place(local_fs(), path)
+    root = urlparse(service.default_fs) if service is not None else None
+    if root is None or root.scheme != url.scheme:
+        raise ValueError(f"{text}: an {url.scheme}:// path, but this run has no {storage.title} "
+                         f"(chaos.run(..., setup=JobSetup(checkpoint={storage.name!r})))")
+    if url.netloc and url.netloc != root.netloc:
+        raise ValueError(f"{text}: on {storage.title} {url.netloc}, but {storage.service()} is at {root.netloc}")
+    return Place(service.filesystem(), url.path or "/", url.scheme, root.netloc)
 
 
 @dataclass
 class RunStorage:
-    """Where one run's checkpoint and the job's relative paths go: a local directory, or HDFS.
+    """Where one run's checkpoint and the job's relative paths go: a local directory, or a storage's service.
 
-    On HDFS (``chaos.run(..., setup=JobSetup(checkpoint="hdfs"))``) the job runs with the cluster as its default
-    filesystem, under a user of its own (``streamchaos-<run tag>``), so a relative
+    On a service (HDFS: ``chaos.run(..., setup=JobSetup(checkpoint="hdfs"))``) the job runs with it as its
+    default filesystem, under a user of its own (``streamchaos-<run tag>``), so a relative
     ``checkpointLocation`` or output path lands in that user's fresh home directory, as in production
     where HDFS is the default filesystem; the run's own checkpoint (``{checkpoint_dir}``) and the
     default location of queries that name none are under ``/streamchaos/<run tag>``."""
 
-    checkpoint: str  #: the run's checkpoint location, a path or an ``hdfs://`` URL
+    checkpoint: str  #: the run's checkpoint location, a path or a URL of the service (``hdfs://``)
     conf: dict[str, str]  #: the Spark conf that puts the job there
     env: dict[str, str]  #: the driver's environment for it
     roots: list[str]  #: where the job's own checkpoints may be (besides its working directory)
     home: str | None = None  #: where relative paths of the job land (None: its working directory)
-    hdfs: Any = None  #: the stack's HDFS (a ``LocalHdfsCluster``), None on the local disk
+    #: the storage it is on: its entry in :data:`pytest_streamchaos.storages.STORAGES`
+    entry: CheckpointStorage = storages.STORAGES[storages.DEFAULT]
+    #: the storage's service (the stack's HDFS, a ``LocalHdfsCluster``), None on this host's disk
+    service: Any = None
 
     @classmethod
     def local(cls, run_dir: Any) -> RunStorage:
         return cls(checkpoint=str(run_dir / "checkpoint"), conf={}, env={}, roots=[str(run_dir / "checkpoint")])
 
     @classmethod
-    def on_hdfs(cls, hdfs: Any, tag: str) -> RunStorage:
+    def on_service(cls, storage: CheckpointStorage, service: Any, tag: str) -> RunStorage:
+        """The run on ``storage``'s started ``service`` (``default_fs``, ``filesystem()``, ``client_conf()``:
+        :mod:`pytest_streamchaos.storages`), the job's default filesystem."""
         user = f"streamchaos-{tag}"
-        root, home = f"{hdfs.default_fs}/streamchaos/{tag}", f"{hdfs.default_fs}/user/{user}"
-        conf = {"spark.hadoop.fs.defaultFS": hdfs.default_fs,
+        root, home = f"{service.default_fs}/streamchaos/{tag}", f"{service.default_fs}/user/{user}"
+        conf = {"spark.hadoop.fs.defaultFS": service.default_fs,
                 "spark.sql.streaming.checkpointLocation": f"{root}/queries", "spark.executorEnv.HADOOP_USER_NAME": user,
-                **{f"spark.hadoop.{k}": v for k, v in hdfs.client_conf().items()}}
+                **{f"spark.hadoop.{k}": v for k, v in service.client_conf().items()}}
         return cls(checkpoint=f"{root}/checkpoint", conf=conf, env={"HADOOP_USER_NAME": user}, roots=[root, home],
-                   home=home, hdfs=hdfs)
+                   home=home, entry=storage, service=service)
 
     @property
     def kind(self) -> str:
-        return "local" if self.hdfs is None else "hdfs"
+        """The storage's name (``--chaos-checkpoint``'s choices)."""
+        return self.entry.name
 
     def place(self, where: str | Any) -> Place:
         """The :class:`Place` of a path or URL the run or the job names."""
-        return locate(where, self.hdfs)
+        return locate(where, self.service)
 
     def output(self, path: str, workdir: Any) -> Place:
         """Where a job's output path (``outputs={"file:<path>": ...}``) is: absolute or a URL as given,
-        relative against the job's home (HDFS) or its working directory."""
+        relative against the job's home (on a service) or its working directory."""
         if "://" in path or path.startswith("/"):
             return self.place(path)
         return self.place(f"{self.home}/{path}" if self.home else str(workdir / path))

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.checkers import ReferenceCheck
 from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound, interval_of
 from pytest_streamchaos.analysis.oracle import Oracle
@@ -33,8 +34,8 @@ class Chaos:
                  test_dir: Path | None = None, rootdir: Path | None = None, nodeid: str = "",
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None,
-                 progress: Callable[[str], None] | None = None, checkpoint: str = "local",
-                 hdfs: Callable[[], Any] | None = None, references: References | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, checkpoint: str = storages.DEFAULT,
+                 fixture: Callable[[str], Any] | None = None, references: References | None = None) -> None:
         check_checkpoint(checkpoint)
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
@@ -57,8 +58,9 @@ class Chaos:
         self.progress = progress
         #: where runs keep their checkpoints unless a run says otherwise (``--chaos-checkpoint``)
         self.checkpoint = checkpoint
-        #: the session's HDFS, started on first use (None: no HDFS on this backend)
-        self.hdfs = hdfs
+        #: a fixture by name (``request.getfixturevalue``): the service of a checkpoint storage, started on first
+        #: use (None: no storage but this host's disk)
+        self.fixture = fixture
         #: the runs are ``@explore``'s (its body sets it): each load ends once its schedule played out
         self.explored = False
         #: the session's reference runs (``reference=``), made once per job and input, reused across tests

@@ -42,7 +42,8 @@ class RunOwner(Protocol):
 
     cluster: SparkCluster
     kafka: KafkaCluster
-    hdfs: Callable[[], Any] | None  #: the session's HDFS, started on first use (None: none on this backend)
+    #: a fixture by name: the service of a checkpoint storage, started on first use (None: none on this backend)
+    fixture: Callable[[str], Any] | None
     nodeid: str
     seed: int
     java_home: str | None

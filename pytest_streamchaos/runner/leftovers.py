@@ -15,14 +15,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.observe.output_names import output_path
 
 
 def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> list[str]:
-    """The absolute local paths a run's job wrote that outlive it: its ``checkpoint`` when ``storage`` is
-    local, and the ``file:`` / ``delta:`` ``outputs`` named with an absolute path."""
+    """The absolute local paths a run's job wrote that outlive it: its ``checkpoint`` when ``storage`` (a name of
+    :data:`pytest_streamchaos.storages.STORAGES`) is on this host, and the ``file:`` / ``delta:`` ``outputs``
+    named with an absolute path."""
     out = []
-    if storage == "local" and checkpoint:
+    if checkpoint and storages.get(storage).on_host:
         path = checkpoint.removeprefix("file://").removeprefix("file:")
         if path.startswith("/"):
             out.append(path)
@@ -37,8 +39,10 @@ def run_leftovers(run: Any) -> list[str]:
     """:func:`leftovers` of one ``ChaosRun``, from its facts and topics."""
     ran = run.facts.job  # the job's facts, not its handle
     topics = run.history.topics
-    return leftovers(None if ran is None else ran.checkpoint, "local" if ran is None else ran.checkpoint_storage,
-                     (topics.outputs or []) if topics is not None else [])
+    outputs = (topics.outputs or []) if topics is not None else []
+    if ran is None:
+        return leftovers(None, storages.DEFAULT, outputs)
+    return leftovers(ran.checkpoint, ran.checkpoint_storage, outputs)
 
 
 def clear_leftovers(runs: Iterable[Any], own: Path) -> None:

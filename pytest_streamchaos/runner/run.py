@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.observe.storage import RunStorage
@@ -52,13 +53,15 @@ class Run:
             topics_phase.forget(topics)
 
     def _storage(self) -> RunStorage:
-        """Where the run's checkpoint is: the run's directory, or the stack's HDFS (started on first use)."""
-        if self.spec.checkpoint != "hdfs":
+        """Where the run's checkpoint is: the run's directory, or the service of its storage (the stack's HDFS,
+        started on first use by its fixture)."""
+        storage = storages.get(self.spec.checkpoint)
+        if storage.fixture is None:
             return RunStorage.local(self.dir)
-        if self.chaos.hdfs is None:
-            raise RunError("checkpoint='hdfs' needs the stack's HDFS, which this backend does not have "
-                           "(the docker backend runs none): use checkpoint='local'")
-        return RunStorage.on_hdfs(self.chaos.hdfs(), self.tag)
+        if self.chaos.fixture is None:
+            raise RunError(f"checkpoint={storage.name!r} needs {storage.service()}, which this backend does not have "
+                           f"(the docker backend runs none): use checkpoint={storages.DEFAULT!r}")
+        return RunStorage.on_service(storage, self.chaos.fixture(storage.fixture), self.tag)
 
     def _with_topics(self, ctx: RunContext, topics: RunTopics) -> ChaosRun:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
-#: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``)
-CHECKPOINTS = ("local", "hdfs")
+#: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``; their registry: :mod:`pytest_streamchaos.storages`)
+CHECKPOINTS = tuple(storages.STORAGES)
 #: what a run does with a checkpoint the job names that exists before it starts (``chaos.run(stale_checkpoint=...)``)
 STALE_CHECKPOINT = ("fail", "clear")
 #: placeholders a job's ``args`` may use
@@ -63,7 +64,7 @@ class RunSpec:
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
-    checkpoint: str = "local"  #: where the run's checkpoint is: ``local`` or ``hdfs``
+    checkpoint: str = storages.DEFAULT  #: where the run's checkpoint is: a name of :data:`CHECKPOINTS`
     files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
     py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
     stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``
@@ -219,19 +220,21 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
 def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
     """Every ``file:`` / ``delta:`` output names a path and how ids are read from it
     (:func:`~pytest_streamchaos.observe.outputs.check_path_output`); a Delta table is read on the local disk."""
+    storage = storages.get(checkpoint)
     for name, ids in (outputs or {}).items():
         if output_kind(name) == "kafka":
             continue
         check_path_output(name, ids)
-        if output_kind(name) == "delta" and checkpoint == "hdfs":
+        if output_kind(name) == "delta" and not storage.on_host:
             raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table is read on the local disk, and with "
-                             "checkpoint='hdfs' the job's paths are on HDFS: run it with checkpoint='local'")
+                             f"checkpoint={checkpoint!r} the job's paths are on {storage.title}: run it with "
+                             f"checkpoint={storages.DEFAULT!r}")
 
 
 def check_checkpoint(checkpoint: str) -> None:
-    """Fail now, naming the choices, when ``checkpoint`` is neither ``"local"`` nor ``"hdfs"``."""
-    if checkpoint not in CHECKPOINTS:
-        raise ValueError(f"checkpoint={checkpoint!r}: use one of {CHECKPOINTS}")
+    """Fail now, naming the choices (:func:`pytest_streamchaos.storages.choices_help`), when ``checkpoint`` names
+    no storage."""
+    storages.get(checkpoint)
 
 
 def check_stale_checkpoint(stale_checkpoint: str) -> None:

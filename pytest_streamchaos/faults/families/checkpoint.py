@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.faults.context import CONFIRM_DRIVER_KILL_S
 from pytest_streamchaos.faults.kind import FaultKind, JobSite, Preparation, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED
@@ -94,11 +95,12 @@ class _Damage(FaultKind):
 
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
-        if checkpoint == "local":
+        storage = storages.get(checkpoint)
+        if storage.gate:
             return None
         return (f"it damages the checkpoint while the checkpoint gate holds the driver at {spec.when}, and the gate "
-                f"needs the checkpoint on this host's file system (checkpoint={checkpoint!r}: a rename there is an "
-                "RPC): use setup=JobSetup(checkpoint=\"local\")")
+                f"needs the checkpoint on this host's file system (checkpoint={checkpoint!r}: on {storage.title} "
+                f"{storage.renames}): use setup=JobSetup(checkpoint=\"{storages.GATED}\")")
 
     @classmethod
     def before_job(cls, specs: Sequence[FaultSpec], site: JobSite) -> Preparation | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.faults.kind import FaultKind, JobSite
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -178,16 +179,17 @@ class FillDisk(FaultKind):
 
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
-        if checkpoint != "local":
-            return (f"the run keeps its checkpoint on HDFS (checkpoint={checkpoint!r}), and this fault fills a local "
-                    "filesystem: use setup=JobSetup(checkpoint=\"local\")")
+        storage = storages.get(checkpoint)
+        if not storage.on_host:
+            return (f"the run keeps its checkpoint on {storage.title} (checkpoint={checkpoint!r}), and this fault "
+                    f"fills a local filesystem: use setup=JobSetup(checkpoint=\"{storages.ON_HOST}\")")
         return None
 
     @classmethod
     def before_job(cls, specs: Sequence[FaultSpec], site: JobSite) -> DiskPlaces:
         """A small filesystem at each place the checkpoint may be (:func:`mount_points`), of the largest
         ``size_mb`` the plan asks for; one line naming the fix when there is no such place."""
-        if site.storage != "local":
+        if not storages.get(site.storage).on_host:
             raise ValueError(f"@{cls.name}: the checkpoint is on {site.storage}; this fault fills a local filesystem")
         if site.separate_hosts:
             raise ValueError(f"@{cls.name}: the job's executors run in containers, which do not see a filesystem "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
@@ -15,15 +16,20 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.capabilities import HdfsCluster
 
+#: the fixture of the HDFS these faults act on: the run's checkpoint must be on the storage it provides
+#: (:func:`pytest_streamchaos.storages.with_fixture`)
+FIXTURE = "hdfs"
+
 
 class _OnHdfs(FaultKind):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
 
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
-        if checkpoint != "hdfs":
-            return ("an HDFS fault needs the run's checkpoint on the stack's HDFS: chaos.run(..., "
-                    "setup=JobSetup(checkpoint=\"hdfs\")) or --chaos-checkpoint=hdfs")
+        storage = storages.with_fixture(FIXTURE)
+        if checkpoint != storage.name:
+            return (f"an HDFS fault needs the run's checkpoint on {storage.service()}: chaos.run(..., "
+                    f"setup=JobSetup(checkpoint=\"{storage.name}\")) or --chaos-checkpoint={storage.name}")
         return None
 
     def _hdfs(self) -> HdfsCluster[Any]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.delay_class import DelaySpec
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.gate_moments import GATE_KEY, RunGate, needs_gate
@@ -119,7 +120,7 @@ class PrepareJob:
         renames by RPC; a stack whose executors run on other hosts cannot preload this host's library)."""
         specs = [p.spec for p in self.ctx.inputs.planned]
         whens = {s.when for s in specs}
-        if not needs_gate(specs) or self.ctx.storage.kind != "local" or self.ctx.chaos.cluster.link_sides():
+        if not needs_gate(specs) or not self.ctx.storage.entry.gate or self.ctx.chaos.cluster.link_sides():
             return None
         try:
             return CheckpointGate(self.ctx.dir / "gate")
@@ -139,7 +140,7 @@ class PrepareJob:
         except OSError:
             source = ""
         places = (checkpoint_places(source, argv, s.conf, s.outputs, job.workdir, str(storage.checkpoint))
-                  if storage.kind == "local" else [])
+                  if storage.entry.on_host else [])
         site = JobSite(workdir=job.workdir, checkpoints=tuple(places), storage=storage.kind,
                        harness=(job.event_log_dir, job.log_path, job.workdir / "local"),
                        separate_hosts=bool(self.ctx.chaos.cluster.link_sides()),
@@ -159,13 +160,13 @@ class PrepareJob:
         except OSError:
             source = ""
         named = [(loc, where) for loc, where in checkpoint_literals(source, script.name)
-                 if loc.startswith(("/", "file:", "hdfs:"))]
+                 if loc.startswith(("/", "file:", *storages.remote_prefixes()))]
         named += [(a, "args") for a in paths_in(argv, self.ctx.dir)]
         out: list[tuple[Any, str]] = []
         for loc, where in named:
-            # on HDFS storage the default filesystem is HDFS: a bare absolute path is there
+            # on a storage's service (HDFS) the default filesystem is the service's: a bare absolute path is there
             bare = "://" not in loc and not loc.startswith("file:")
-            place = storage.place(f"{storage.hdfs.default_fs}{loc}" if storage.hdfs and bare else loc)
+            place = storage.place(f"{storage.service.default_fs}{loc}" if storage.service and bare else loc)
             if all(str(place) != str(p) for p, _ in out):
                 out.append((place, where))
         return out
@@ -237,11 +238,13 @@ def checkpoint_places(source: str, argv: Sequence[str], conf: Mapping[str, str],
 
 def unreachable_checkpoints(source: str, storage: str) -> list[str]:
     """The checkpoint locations the job's code names on a file system the run cannot reach: another scheme
-    than this host's (``s3a://``, ``gs://``, ``abfss://``, ``dbfs:/``), or ``hdfs://`` in a run without HDFS."""
+    than the run's storage takes (``s3a://``, ``gs://``, ``abfss://``, ``dbfs:/``; ``hdfs://`` in a run without
+    HDFS): its ``schemes`` (:mod:`pytest_streamchaos.storages`)."""
+    schemes = storages.get(storage).schemes
     out = []
     for loc, _ in checkpoint_literals(source):
         scheme = loc.split(":", 1)[0] if ":" in loc.split("/", 1)[0] else "file"
-        if scheme != "file" and not (scheme == "hdfs" and storage == "hdfs"):
+        if scheme not in schemes:
             out.append(loc)
     return list(dict.fromkeys(out))
 
