@@ -126,7 +126,7 @@ class ToxicFault(NetworkFault):
             return None
         for p in self.proxies:
             if not p.server.alive:
-                return f"toxiproxy-server (pid {p.server.pid}) exited with code {p.server.proc.returncode}"
+                return f"toxiproxy-server (pid {p.server.pid}) exited with code {p.server.returncode}"
             try:
                 why = self._gone_from(p.info())
             except ToxiproxyError as exc:

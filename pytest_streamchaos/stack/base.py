@@ -360,12 +360,6 @@ class LinkScope(Protocol):
         ...
 
 
-class _Exited(Protocol):
-    @property
-    def returncode(self) -> int | None:
-        ...
-
-
 class _Serving(Protocol):
     """The server behind a :class:`LinkProxy` (its toxics die with it)."""
 
@@ -378,7 +372,7 @@ class _Serving(Protocol):
         ...
 
     @property
-    def proc(self) -> _Exited:
+    def returncode(self) -> int | None:
         ...
 
 

@@ -52,6 +52,7 @@ from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.process import ManagedProcess
+from pytest_streamchaos.stack.service import Service
 
 #: the pinned Toxiproxy release (the latest 2.x when pinned; needs Go >= 1.23 to build)
 TOXIPROXY_VERSION = "2.12.0"
@@ -202,9 +203,11 @@ class ToxiproxyError(NetFaultError):
     """The Toxiproxy API refused a call or did not answer; the message names the call and the answer."""
 
 
-class ToxiproxyServer:
+class ToxiproxyServer(Service):
     """A ``toxiproxy-server`` on 127.0.0.1 as a :class:`ManagedProcess` (own process group, registered
-    with the reaper), ready when the constructor returns. Its log is ``<workdir>/toxiproxy-<port>.log``."""
+    with the reaper), started and ready when the constructor returns (a :class:`Service`: ``stop`` and
+    ``with``; ``start`` again after a ``stop`` brings it back on the same port). Its log is
+    ``<workdir>/toxiproxy-<port>.log``."""
 
     def __init__(self, workdir: str | os.PathLike, port: int | None = None, *, binary: str | os.PathLike | None = None,
                  timeout: float = 15.0, host: Host | None = None) -> None:
@@ -212,16 +215,25 @@ class ToxiproxyServer:
         self.host = host or current()
         self.port = port or self.host.ports.free()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.workdir, self.timeout = Path(workdir), timeout
         self._http = requests.Session()
+        self.proc: ManagedProcess | None = None
+        self.start()
+
+    def start(self) -> ToxiproxyServer:
+        """Start the server and wait until ``GET /version`` answers; nothing when it runs already."""
+        if self.proc is not None and self.proc.alive:
+            return self
         self.proc = ManagedProcess([str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)],
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LOG_LEVEL": "info"},
-                                   log_path=Path(workdir) / f"toxiproxy-{self.port}.log", name="toxiproxy-server",
+                                   log_path=self.workdir / f"toxiproxy-{self.port}.log", name="toxiproxy-server",
                                    host=self.host)
         try:
-            self.started_in = self._await_ready(timeout)
+            self.started_in = self._await_ready(self.timeout)
         except BaseException:
             self.stop()
             raise
+        return self
 
     def _await_ready(self, timeout: float) -> float:
         """Poll GET /version until it answers; the seconds that took."""
@@ -229,8 +241,8 @@ class ToxiproxyServer:
         last: list[str] = ["no answer yet"]
 
         def up() -> bool:
-            if not self.proc.alive:  # it died (port taken, bad binary): waiting longer cannot help
-                raise StackError(self._failure(f"it exited with code {self.proc.returncode}"))
+            if not self._proc.alive:  # it died (port taken, bad binary): waiting longer cannot help
+                raise StackError(self._failure(f"it exited with code {self._proc.returncode}"))
             try:
                 return self._http.get(f"{self.url}/version", timeout=1.0).ok
             except requests.RequestException as exc:
@@ -243,28 +255,33 @@ class ToxiproxyServer:
 
     def _failure(self, why: str) -> str:
         return (f"toxiproxy-server ({self.binary}) on 127.0.0.1:{self.port} did not come up: {why}; its log "
-                f"{self.proc.log_path}:\n{self.proc.tail_log(15)}")
+                f"{self._proc.log_path}:\n{self._proc.tail_log(15)}")
+
+    @property
+    def _proc(self) -> ManagedProcess:
+        assert self.proc is not None, "ToxiproxyServer.start() sets the process"
+        return self.proc
 
     @property
     def pid(self) -> int:
         """The server's pid (also its process group id)."""
-        return self.proc.pid
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit code once it exited (None while it runs)."""
+        return self._proc.returncode
 
     @property
     def alive(self) -> bool:
         """Whether the server process runs (a SIGSTOPped one is alive but does not answer)."""
-        return self.proc.alive
+        return self.proc is not None and self.proc.alive
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, SIGKILL after 5 s) and wait until its process group is gone. Idempotent."""
-        self.proc.stop(timeout=5.0)
+        if self.proc is not None:
+            self.proc.stop(timeout=5.0)
         self._http.close()
-
-    def __enter__(self) -> ToxiproxyServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- the API -----------------------------------------------------------------------------------
     def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:

@@ -142,6 +142,17 @@ def test_server_starts_answers_and_stops_leaving_nothing(tmp_path, echo):
     assert_gone(s, p.listen_port)
 
 
+def test_a_stopped_server_starts_again_on_its_port_as_a_service(tmp_path):
+    with ToxiproxyServer(tmp_path) as s:  # the stack's Service: ``with`` stops it on every exit path
+        first = s.pid
+        s.stop()
+        assert not s.alive and s.returncode is not None
+        s.start()
+        assert s.alive and s.pid != first and s.version() == TOXIPROXY_VERSION
+        assert s.start() is s and s.pid != first  # running: start does nothing
+    assert not s.alive
+
+
 def test_server_reset_enables_and_removes_toxics(server, proxy):
     proxy.add_toxic("latency", "downstream", {"latency": 100})
     proxy.disable()
