@@ -48,10 +48,11 @@ class Reference:
     """How a run is compared with its reference run (``chaos.run(..., reference=Reference(...))``; ``True``
     is ``Reference()``): ``key`` the columns that name an output row's key, to compare the final value per
     key (an update or complete output, a table written by MERGE; None: the Kafka message key of an update
-    stream, else the multiset of rows), ``ignore`` columns left out (a timestamp of when a row was written)."""
+    stream, else the multiset of rows), ``ignore`` columns left out (a timestamp of when a row was written).
+    Either is a list or tuple of names, kept as a tuple."""
 
-    key: tuple[str, ...] | None = None
-    ignore: tuple[str, ...] = ()
+    key: Sequence[str] | None = None
+    ignore: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         for name in ("key", "ignore"):

@@ -55,6 +55,21 @@ def replayed_batch(run: Any) -> int:
     return n
 
 
+def merged_inventory(chaos: Any, job: str, table: str) -> tuple[Any, dict[str, int], dict[str, int]]:
+    """Run an inventory MERGE job under the test's driver kill compared with its reference by SKU; the run,
+    the totals the received quantities sum to by hand, and the table's final totals."""
+    run = chaos.run(str(JOBS / job), rate=100, duration=20, kafka_port=9092, inputs={"receipts": order},
+                    outputs=[f"delta:{table}"], reference=Reference(key=["sku"]))
+    print(run.describe())
+    replayed_batch(run)
+    assert run.reference is not None and run.reference.outputs[0].mode == "final per key", run.describe()
+    sent = run.history.trace.sent
+    expected: dict[str, int] = {}
+    for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
+        expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
+    return run, expected, {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(table))}
+
+
 def assert_ran_on_the_installed_lines_delta(run: Any) -> None:
     """The launcher gave the job Delta's jar of the installed Spark line (nothing resolved at the start)."""
     ours = spark_delta.choice(spark_home())
@@ -127,23 +142,13 @@ def test_an_additive_merge_adds_the_replayed_batch_to_the_totals_again(chaos):
     """The inventory job's MERGE (``on_hand = t.on_hand + s.qty``) has no ids to check: the reference run
     (the same job on the same input without faults) finds it, key by key -- the SKUs whose totals are too
     high, none too low -- and its expected totals are the received quantities summed by hand."""
-    run = chaos.run(str(JOBS / "inventory_merge_delta.py"), rate=100, duration=20, kafka_port=9092,
-                    inputs={"receipts": order}, outputs=[f"delta:{INVENTORY}"], reference=Reference(key=["sku"]))
-    print(run.describe())
-    replayed_batch(run)
+    run, expected, got = merged_inventory(chaos, "inventory_merge_delta.py", INVENTORY)
     cmp = run.reference
-    assert cmp is not None and cmp.outputs[0].mode == "final per key", run.describe()
-    sent = run.history.trace.sent
-    expected: dict[str, int] = {}
-    for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
-        expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
-    got = {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(INVENTORY))}
     too_high = {f"sku={k}" for k in got if got[k] > expected[k]}
     changed = cmp.outputs[0].changed
     assert too_high and {c.key for c in changed} == too_high, "\n".join(cmp.lines())
     assert all(c.expected["on_hand"] == expected[c.key.removeprefix("sku=")] < c.got["on_hand"] for c in changed)
     assert (cmp.missing, cmp.extra, run.guarantee_delivered) == (0, 0, "none")
-
 
 
 # slow (-m slow): the idempotent twin of the MERGE above -- the reference run silent on a correct MERGE
@@ -154,17 +159,8 @@ def test_a_merge_made_idempotent_by_txn_app_id_confs_keeps_every_total(chaos):
     """The same MERGE with ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set per batch: Delta
     skips the replayed batch's MERGE, every SKU's total is the received quantities summed by hand, and the
     reference run (same input, no fault) agrees key by key."""
-    run = chaos.run(str(JOBS / "inventory_merge_delta_idempotent.py"), rate=100, duration=20, kafka_port=9092,
-                    inputs={"receipts": order}, outputs=[f"delta:{INVENTORY_IDEM}"], reference=Reference(key=["sku"]))
-    print(run.describe())
-    replayed_batch(run)
+    run, expected, got = merged_inventory(chaos, "inventory_merge_delta_idempotent.py", INVENTORY_IDEM)
     cmp = run.reference
-    assert cmp is not None and cmp.outputs[0].mode == "final per key", run.describe()
-    sent = run.history.trace.sent
-    expected: dict[str, int] = {}
-    for i, key in zip(sent.ids.tolist(), sent.keys.tolist(), strict=True):
-        expected[sku_of(int(key))] = expected.get(sku_of(int(key)), 0) + 1 + int(i) % 5
-    got = {r["sku"]: r["on_hand"] for r in delta.rows(delta.final_rows(INVENTORY_IDEM))}
     assert got == expected, {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
     assert (run.diverged, cmp.missing, cmp.extra, cmp.outputs[0].changed) == (0, 0, 0, ()), "\n".join(cmp.lines())
     assert run.guarantee_delivered == "exactly-once", run.describe()
