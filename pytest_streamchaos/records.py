@@ -115,6 +115,9 @@ class Trace:
     phases: dict[str, float] = field(default_factory=dict)
     #: the job's trigger interval in seconds (the normal gap between micro-batches).
     trigger_seconds: float = 1.0
+    #: records flow out while a batch runs (real-time mode's long-running tasks): Spark's progress comes once
+    #: per checkpoint interval, which is then not the output's pace
+    continuous: bool = False
 
     def fault_times(self, kinds: tuple[str, ...] = (FAULT_INJECTED,)) -> np.ndarray:
         """Sorted times of the timeline events whose ``kind`` is one of ``kinds``."""

@@ -210,8 +210,10 @@ def baseline_measurable(history: History, start: float, end: float, throughput: 
                         judged: bool) -> tuple[float, str | None]:
     """The job's cycle (``max(trigger, Spark's progress's median time between batches)``), and why the
     baseline from ``start`` to ``end`` (its ``throughput``; the sorted output ``arrivals``) cannot tell a
-    fault's effect, or None when it can (or is not ``judged``: no fault, or no baseline already)."""
-    cadence = batch_cadence(history.trace.batches, end)
+    fault's effect, or None when it can (or is not ``judged``: no fault, or no baseline already). A job whose
+    output flows while its batches run (real-time mode) has no silence between batches to tell apart: its
+    progress's cadence (the checkpoint interval) is not its cycle."""
+    cadence = None if history.trace.continuous else batch_cadence(history.trace.batches, end)
     cycle = max(float(history.trigger_seconds), cadence or 0.0)
     short = end - start < BASELINE_CYCLES * cycle
     # nothing processed in the baseline is unknown normal output -- unless nothing came out after it either:

@@ -133,3 +133,19 @@ def test_the_cadence_is_the_median_batch_interval_per_query_and_launch():
     assert batch_cadence(iso, math.inf) == pytest.approx(10.0)
     assert batch_cadence([], math.inf) is None
     assert np.isfinite(compute_metrics(slow_job(fault=72, duration=130)).cycle)
+
+
+def test_a_real_time_job_is_measured_though_its_progress_comes_once_per_checkpoint_interval():
+    # real-time mode: records flow out continuously while Spark reports a "batch" every 6 s (the 5 s
+    # checkpoint interval); a 10 s baseline of continuous output has seen its normal output (the bench's
+    # driver kills were "not measurable" before: the cadence of the progress taken for the output's)
+    def run(continuous: bool) -> ChaosRun:
+        tr = stateless_trace(faults=[30], outages=[Outage(31, 6, catch_up_rate=3000)], warmup=20)
+        tr.batches, tr.continuous = progress(6.0, 60), continuous
+        return ChaosRun.from_trace(tr)
+
+    micro_batch = run(continuous=False)
+    assert micro_batch.metrics.cycle == pytest.approx(6.0) and isinstance(micro_batch.downtime, NotMeasured)
+    real_time = run(continuous=True)
+    assert real_time.measurable and real_time.metrics.cycle == pytest.approx(1.0)
+    assert real_time.faults[0].verdict == "outage" and real_time.downtime == pytest.approx(6.0, abs=0.6)

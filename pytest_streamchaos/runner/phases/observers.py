@@ -76,7 +76,8 @@ class Observers:
                    if self.sinks.progress_only else self.collector.outputs())
         events: list[TimelineEvent] = [*ctx.recorder.events(), *job.timeline, *self.progress.timeline]
         trace = Trace(sent=sent, outputs=outputs, batches=list(self.progress.batches), timeline=events,
-                      phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds)
+                      phases=dict(ctx.phases), trigger_seconds=ctx.spec.trigger_seconds,
+                      continuous=ctx.spec.real_time)
         return History(trace, topics=topics.typed(ctx.spec), facts=facts or RunFacts(),
                        per_record=not self.sinks.progress_only)
 
