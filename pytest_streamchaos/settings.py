@@ -18,7 +18,7 @@ BACKENDS: tuple[str, ...] = ("local", "docker")
 #: Spark's cluster managers by name (their registry: :data:`pytest_streamchaos.managers.MANAGERS`)
 SPARK_MANAGERS: tuple[str, ...] = tuple(managers.MANAGERS)
 #: where runs keep their checkpoints, by name (their registry: :data:`pytest_streamchaos.storages.STORAGES`)
-CHECKPOINTS: tuple[str, ...] = tuple(storages.STORAGES)
+CHECKPOINTS = storages.NAMES
 
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
 AUTO = "auto"
@@ -68,7 +68,7 @@ OPTIONS: tuple[Option, ...] = (
            "job) or 'full' (the JVM's default tiered compilation); a job's own -XX:*Tiered* options win",
            "quick", str, choices=("quick", "full")),
     Option("checkpoint", "where every chaos run keeps its checkpoint unless its JobSetup(checkpoint=...) says: "
-           f"{storages.choices_help()}", storages.DEFAULT, str, choices=CHECKPOINTS),
+           + storages.choices_help(), storages.DEFAULT, str, choices=CHECKPOINTS),
     Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
     Option("kafka_port", "a fixed port on 127.0.0.1 where the Kafka cluster also answers the job's clients as a "

@@ -53,8 +53,10 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
                       "filesystem", "HDFS", fixture="hdfs", schemes=("file", "hdfs"), gate=False,
                       renames="a rename is an RPC"),
 )}
+#: the storages' names, in order: ``--chaos-checkpoint``'s choices and ``JobSetup(checkpoint=...)``'s
+NAMES: tuple[str, ...] = tuple(STORAGES)
 #: the default checkpoint storage
-DEFAULT = next(iter(STORAGES))
+DEFAULT = NAMES[0]
 #: a storage whose renames the checkpoint gate holds: the fix a refusal of a gate-landed fault names
 GATED = next(s.name for s in STORAGES.values() if s.gate)
 #: a storage on this host's file system: the fix a refusal of a fault on the local disk names

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
 #: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``; their registry: :mod:`pytest_streamchaos.storages`)
-CHECKPOINTS = tuple(storages.STORAGES)
+CHECKPOINTS = storages.NAMES
 #: what a run does with a checkpoint the job names that exists before it starts (``chaos.run(stale_checkpoint=...)``)
 STALE_CHECKPOINT = ("fail", "clear")
 #: placeholders a job's ``args`` may use
