@@ -46,6 +46,9 @@ MANAGERS: dict[str, ClusterManager] = {m.name: m for m in (
     ClusterManager("connect", "a Spark Connect server on the standalone cluster, the job's script its client; "
                    "docs/connect.md", "pytest_streamchaos.stack.connect.cluster:session_cluster", ha=True,
                    prepare=("connect",)),
+    ClusterManager("connect-yarn", "a Spark Connect server on YARN (client mode), the job's script its client; "
+                   "docs/connect.md#on-yarn", "pytest_streamchaos.stack.connect.yarn:session_cluster",
+                   prepare=("connect", "yarn")),
 )}
 #: the default cluster manager
 DEFAULT = next(iter(MANAGERS))

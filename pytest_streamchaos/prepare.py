@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
     parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
-                             "the demo needs, what a run on a cluster manager needs (yarn, connect); repeat it "
-                             "for several")
+                             "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn); "
+                             "repeat it for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 

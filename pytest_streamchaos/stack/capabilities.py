@@ -355,7 +355,8 @@ NEEDS: dict[type, Need] = {
     SubmittedDrivers: Need("the job's script as the query's driver, where Spark Connect makes it a server's client",
                            "use @kill_connect_server (the driver) or @kill_client (the script's process)"),
     ConnectServer: Need("a Spark Connect server the job's script is a client of",
-                        "run the test with @pytest.mark.chaos(spark='connect') or --chaos-spark=connect"),
+                        "run the test with @pytest.mark.chaos(spark='connect') or --chaos-spark=connect "
+                           "(spark='connect-yarn': on YARN)"),
     ResourceManagerRestart: Need("kill and restart YARN's ResourceManager process",
                                  "run the test on YARN's mini cluster (@pytest.mark.chaos(spark='yarn'), no "
                                  "--chaos-yarn-conf); on Spark standalone kill_master is the master's loss"),

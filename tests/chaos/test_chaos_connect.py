@@ -19,12 +19,15 @@ from pytest_streamchaos import (
     RecordSpec,
     kill_client,
     kill_connect_server,
+    kill_executor,
     kill_foreachbatch_worker,
 )
 
 FILTER = "jobs/connect/orders_filter.py"
 BY_BATCH = "jobs/connect/payments_by_batch.py"
 CONNECT = pytest.mark.chaos(spark="connect", backend="local")
+#: the server submitted to YARN's mini cluster in client mode, its executors YARN's containers
+ON_YARN = pytest.mark.chaos(spark="connect-yarn", backend="local")
 
 
 def amount(ids):
@@ -128,4 +131,42 @@ def test_a_foreachbatch_job_comes_back_after_the_servers_loss(chaos):
                     outputs={"ledger": "key"}, kafka_port=9092, setup=JobSetup(supervise=True))
     print(run.describe())
     assert len(events(run, "connect_server_listening")) == 2
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+
+
+def yarn_containers(run, after=0.0):
+    """The executor containers YARN started or completed for the run (its AM's left out), from YARN's own events."""
+    return [e for e in run.timeline if e.kind in ("yarn_container_started", "yarn_container_completed")
+            and not e.detail.get("am") and e.t >= after]
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@ON_YARN
+@kill_connect_server(after=8)
+def test_on_yarn_the_servers_loss_stops_the_query_until_the_client_resubmits_it(chaos):
+    """The same loss with the server on YARN: its executors are containers of its application, which dies with it;
+    the restarted server is a new application with new containers; the client resubmits. Nothing lost."""
+    run = filter_run(chaos, supervise=True)
+    print(run.describe())
+    killed, back = events(run, "connect_server_killed"), events(run, "connect_server_listening")
+    assert len(killed) == 1 and len(back) == 2, "the server's kill, and its listening before and after it"
+    started = [e for e in yarn_containers(run) if e.kind == "yarn_container_started"]
+    assert {e.detail.get("app") for e in started if e.t < killed[0].t}, "the server's executors ran on YARN"
+    assert [e for e in started if e.t > killed[0].t], "the restarted server's application got containers of its own"
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+    assert run.downtime > 0, "the query stopped with its server"
+
+
+@pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
+@ON_YARN
+@kill_executor(after=8)
+def test_on_yarn_an_executor_container_of_the_server_killed_through_yarns_api(chaos):
+    """An executor of the Connect server's application killed by YARN (FORCEFUL_SHUTDOWN): the container
+    completes with a forced exit, the server's query goes on with a replacement, nothing lost."""
+    run = filter_run(chaos)
+    print(run.describe())
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    done = [e for e in yarn_containers(run, injected.t) if e.kind == "yarn_container_completed"]
+    assert done and done[0].detail["exit_status"] not in (0, None), [e.detail for e in done]
+    assert run.driver_launches == 1, "the client was never restarted: the query lived on in the server"
     assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0

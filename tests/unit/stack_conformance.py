@@ -24,6 +24,7 @@ from pytest_streamchaos.stack.capabilities import HdfsCluster
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.connect.job import ConnectJob
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
+from pytest_streamchaos.stack.connect.yarn import ConnectMiniYarnSparkCluster, ConnectYarnSparkCluster
 from pytest_streamchaos.stack.docker.placement import DockerPlacement
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import SubmitLauncher
@@ -85,17 +86,18 @@ def connect_backend_fits(job: ConnectJob, launcher: ConnectLauncher, cluster: Co
 
 
 def capabilities_fit(standalone: StandaloneCluster, connect: ConnectSparkCluster, mini: MiniYarnSparkCluster,
-                     yarn: YarnSparkCluster, kraft: KRaftCluster, attached: AttachedKafka) -> None:
-    workers: list[caps.WorkerKill] = [standalone, connect, mini]
+                     yarn: YarnSparkCluster, connect_mini: ConnectMiniYarnSparkCluster,
+                     connect_yarn: ConnectYarnSparkCluster, kraft: KRaftCluster, attached: AttachedKafka) -> None:
+    workers: list[caps.WorkerKill] = [standalone, connect, mini, connect_mini]
     frozen_workers: list[caps.WorkerPause] = [standalone, connect]
-    masters: list[caps.MasterKill] = [standalone, connect, mini]
+    masters: list[caps.MasterKill] = [standalone, connect, mini, connect_mini]
     frozen_masters: list[caps.MasterPause] = [standalone, connect]
-    leading: list[caps.ActiveMaster] = [standalone, connect, mini]
-    executors: list[caps.ExecutorKill] = [standalone, connect, mini, yarn]
+    leading: list[caps.ActiveMaster] = [standalone, connect, mini, connect_mini]
+    executors: list[caps.ExecutorKill] = [standalone, connect, mini, yarn, connect_mini, connect_yarn]
     frozen_executors: list[caps.ExecutorPause] = [standalone, connect]
     drivers: list[caps.SubmittedDrivers] = [standalone, mini, yarn]
-    servers: list[caps.ConnectServer] = [connect]
-    rm: list[caps.ResourceManagerRestart] = [mini]
+    servers: list[caps.ConnectServer] = [connect, connect_mini, connect_yarn]
+    rm: list[caps.ResourceManagerRestart] = [mini, connect_mini]
     brokers: list[caps.BrokerKill] = [kraft]
     frozen_brokers: list[caps.BrokerPause] = [kraft]
     leaders: list[caps.PartitionLeaders] = [kraft]

@@ -13,6 +13,7 @@ from pytest_streamchaos.faults.registry import KINDS, kind_of, parse, refused_by
 from pytest_streamchaos.runner.chaos import Chaos
 from pytest_streamchaos.stack import capabilities
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
+from pytest_streamchaos.stack.connect.yarn import ConnectMiniYarnSparkCluster, ConnectYarnSparkCluster
 from pytest_streamchaos.stack.kraft.attached import AttachedKafka
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 from pytest_streamchaos.stack.yarn.attach import AttachedYarn
@@ -27,11 +28,15 @@ ARGS: dict[str, dict] = {"pause": {"target": "worker"}, "network_delay": {"ms": 
 def _clusters(tmp_path: Path) -> dict[str, object]:
     standalone = LocalSparkCluster(tmp_path / "spark")
     info = ClusterInfo(1, "STARTED", "ACTIVE", "3.5.0", 1)
+    attached = YarnSparkCluster(AttachedYarn(tmp_path, {}, ResourceManagerApi("127.0.0.1:1"), info))
+    mini = YarnSparkCluster.mini(tmp_path / "yarn")
     return {
         "standalone": standalone,
         "connect": ConnectSparkCluster(standalone, port=15002),
-        "yarn-attached": YarnSparkCluster(AttachedYarn(tmp_path, {}, ResourceManagerApi("127.0.0.1:1"), info)),
-        "yarn-mini": YarnSparkCluster.mini(tmp_path / "yarn"),
+        "yarn-attached": attached,
+        "yarn-mini": mini,
+        "connect-yarn-attached": ConnectYarnSparkCluster(attached, port=15002),
+        "connect-yarn-mini": ConnectMiniYarnSparkCluster(mini, port=15002),
         "kraft": LocalKafkaCluster(tmp_path / "kafka"),
         "kafka-attached": AttachedKafka("127.0.0.1:1"),
     }
@@ -54,6 +59,14 @@ REFUSED = [
      "WorkerPause", "Spark standalone"),
     ("kill_driver", {}, "connect", "kraft", "the connect Spark cluster (ConnectSparkCluster)", "SubmittedDrivers",
      "@kill_connect_server"),
+    ("kill_driver", {}, "connect-yarn-mini", "kraft", "the connect-yarn Spark cluster (ConnectMiniYarnSparkCluster)",
+     "SubmittedDrivers", "@kill_connect_server"),
+    ("pause", {"target": "executor"}, "connect-yarn-mini", "kraft",
+     "the connect-yarn Spark cluster (ConnectMiniYarnSparkCluster)", "ExecutorPause", "cannot freeze one"),
+    ("kill_worker", {}, "connect-yarn-attached", "kraft", "the connect-yarn Spark cluster (ConnectYarnSparkCluster)",
+     "WorkerKill", "a cluster the plugin starts"),
+    ("kill_connect_server", {}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)",
+     "ConnectServer", "spark='connect-yarn'"),
     ("kill_connect_server", {}, "standalone", "kraft", "the standalone Spark cluster (LocalSparkCluster)",
      "ConnectServer", "spark='connect'"),
     ("kill_foreachbatch_worker", {}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)",
@@ -111,3 +124,15 @@ def test_what_an_attached_yarn_still_serves(clusters):
     for kind in ("kill_executor", "kill_driver", "pause"):
         spec = parse(kind, kwargs={"after": 5, **({"target": "driver"} if kind == "pause" else {})})
         assert refused_by_stack(spec, clusters["yarn-attached"], clusters["kafka-attached"]) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("connect", "inner"), [("connect", "standalone"), ("connect-yarn-mini", "yarn-mini"),
+                                                ("connect-yarn-attached", "yarn-attached")])
+def test_a_cluster_under_connect_serves_what_its_own_does_but_submitted_drivers(clusters, connect, inner):
+    """Connect forwards each capability its inner cluster has, and only those: the job's script is a client, so
+    never SubmittedDrivers; the Connect faults' ConnectServer on top."""
+    def serves(cluster: object) -> set[type]:
+        return {c for c, need in capabilities.NEEDS.items() if not need.kafka and isinstance(cluster, c)}
+
+    expected = (serves(clusters[inner]) - {capabilities.SubmittedDrivers}) | {capabilities.ConnectServer}
+    assert serves(clusters[connect]) == expected

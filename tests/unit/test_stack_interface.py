@@ -12,6 +12,7 @@ import pytest
 from pytest_streamchaos.stack import capabilities as caps
 from pytest_streamchaos.stack.base import ConnectSession, KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
+from pytest_streamchaos.stack.connect.yarn import ConnectMiniYarnSparkCluster, ConnectYarnSparkCluster
 from pytest_streamchaos.stack.docker.kafka import DockerKafkaCluster
 from pytest_streamchaos.stack.docker.spark import DockerSparkCluster
 from pytest_streamchaos.stack.kraft.attached import AttachedKafka
@@ -37,6 +38,9 @@ SERVES: dict[type, set[type]] = {
     YarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers},  # an attached YARN: its RM's API only
     MiniYarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers, caps.WorkerKill, caps.MasterKill,
                            caps.ActiveMaster, caps.ResourceManagerRestart},
+    ConnectYarnSparkCluster: {caps.ExecutorKill, caps.ConnectServer},  # Connect on an attached YARN
+    ConnectMiniYarnSparkCluster: {caps.ExecutorKill, caps.ConnectServer, caps.WorkerKill, caps.MasterKill,
+                                  caps.ActiveMaster, caps.ResourceManagerRestart},
     KRaftCluster: set(KAFKA_CAPS),
     AttachedKafka: {caps.TopicAdmin},  # a client's view: no broker's process, no link of the job's
 }

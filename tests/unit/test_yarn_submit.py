@@ -157,3 +157,32 @@ def test_each_launch_is_a_new_application_under_the_jobs_tag() -> None:
     assert job.app_id is None, "the earlier launch's application is not this launch's"
     apps.append(YarnApp("application_1_0002", "j", "RUNNING", "UNDEFINED", ("streamchaos-x",), started_time=2))
     assert job.app_id == "application_1_0002" and len(started) == 2
+
+
+def test_connect_on_yarn_submits_its_server_to_yarn_and_runs_the_script_as_its_client(tmp_path: Path) -> None:
+    """spark='connect-yarn': the Connect server is spark-submit --master yarn in client mode (the query's driver
+    here, its executors YARN's containers, found by the application's tag), the script its client."""
+    from pytest_streamchaos.stack.base import ConnectSession, SparkApp
+    from pytest_streamchaos.stack.capabilities import ConnectServer
+    from pytest_streamchaos.stack.connect import server
+    from pytest_streamchaos.stack.connect.yarn import ConnectYarnSparkCluster
+
+    yarn = attached(tmp_path)
+    cluster = ConnectYarnSparkCluster(yarn, port=15999)
+    assert cluster.manager == "connect-yarn" and cluster.master_url == "yarn"
+    assert isinstance(cluster, ConnectServer) and isinstance(cluster, ExecutorKill)
+    assert not isinstance(cluster, SubmittedDrivers)
+    launcher = cluster.launcher(tmp_path / "jobs")
+    assert launcher in yarn.launchers  # YARN finds the servers' executors among its jobs, and stops them with it
+    job = launcher.prepare(SparkApp(script=JOB, name="orders", conf={"spark.executor.instances": "1"},
+                                    env={"EXTRA": "1"}))
+    assert isinstance(job, ConnectSession) and isinstance(job.server, YarnJob) and not job.alive
+    argv = job.server.inner.argv
+    assert argv[argv.index("--master") + 1] == "yarn" and argv[argv.index("--deploy-mode") + 1] == "client"
+    assert argv[argv.index("--class") + 1] == server.SERVER_CLASS and argv[-1] == server.INTERNAL
+    conf = conf_of(argv)
+    assert conf["spark.yarn.tags"] == job.server.tag and conf["spark.connect.grpc.binding.port"] == "15999"
+    assert conf["spark.executor.instances"] == "1" and conf["spark.yarn.maxAppAttempts"] == "2"
+    assert job.server.inner.env["HADOOP_CONF_DIR"] == str(tmp_path) and job.server.inner.env["EXTRA"] == "1"
+    assert job.client.env["SPARK_REMOTE"] == "sc://127.0.0.1:15999" and job.client.argv[1:] == [str(JOB)]
+    assert launcher.yarn_jobs == [job.server] and job.server.pid is None  # not started

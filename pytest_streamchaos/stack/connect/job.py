@@ -24,12 +24,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
-from pytest_streamchaos.stack.base import Executor, Launch
+from pytest_streamchaos.stack.base import Executor, JobHandle, Launch
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.process import descendants, process_cmdline
@@ -42,6 +43,18 @@ FOREACH_BATCH_WORKER = "foreach_batch_worker"
 SERVER_BACK = Kind.CONNECT_SERVER_LISTENING
 
 
+class ServerJob(JobHandle, Protocol):
+    """The server's spark-submit: a :class:`~pytest_streamchaos.stack.driver.job.SparkJob` on the standalone
+    cluster, a ``YarnJob`` (client mode) on YARN; what the cluster runs of it is its application's."""
+
+    @property
+    def app_id(self) -> str | None:
+        ...
+
+    def executors(self) -> list[Executor]:
+        ...
+
+
 def listening(host: str, port: int) -> bool:
     """Whether something accepts connections at ``host:port`` now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -52,7 +65,7 @@ def listening(host: str, port: int) -> bool:
 class ConnectJob:
     """One job on Spark Connect (see the module docstring): ``server`` and ``client`` share its directory."""
 
-    def __init__(self, server: SparkJob, client: SparkJob, *, host: str, port: int) -> None:
+    def __init__(self, server: ServerJob, client: SparkJob, *, host: str, port: int) -> None:
         self.server, self.client, self.host, self.port = server, client, host, port
         self._events: list[TimelineEvent] = []
         #: one start of the server at a time (a fault's heal and a supervisor's restart of the client may race)

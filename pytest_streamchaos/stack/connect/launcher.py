@@ -19,7 +19,7 @@ from pathlib import Path
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import LaunchOptions, SparkApp
 from pytest_streamchaos.stack.connect import server
-from pytest_streamchaos.stack.connect.job import ConnectJob
+from pytest_streamchaos.stack.connect.job import ConnectJob, ServerJob
 from pytest_streamchaos.stack.driver import command, conf
 from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
@@ -90,9 +90,9 @@ class ConnectLauncher(SubmitLauncher):
         argv[1:1] = ["--class", server.SERVER_CLASS]
         common = dict(name=app.name, script=app.script, workdir=dirs.job, event_log_dir=dirs.event,
                       effective_conf=effective, args=tuple(app.args))
-        server_job = SparkJob(JobCommand(argv=argv, env=env, log_name="connect-server.log", role="connect_server",
-                                         **common),  # type: ignore[arg-type]
-                              host=self.site.host, executors=self.site.executors)
+        server_job = self._server_job(SparkJob(JobCommand(argv=argv, env=env, log_name="connect-server.log",
+                                                          role="connect_server", **common),  # type: ignore[arg-type]
+                                               host=self.site.host, executors=self.site.executors))
         client_env = {**env, "SPARK_REMOTE": f"sc://{bind}:{self.port}"}
         client = SparkJob(JobCommand(argv=[self.python, str(app.script), *app.args], env=client_env,
                                      notes=tuple(app.notes), **common),  # type: ignore[arg-type]
@@ -100,6 +100,10 @@ class ConnectLauncher(SubmitLauncher):
         job = ConnectJob(server_job, client, host=bind, port=self.port)
         self.connect_jobs.append(job)
         return job
+
+    def _server_job(self, submit: SparkJob) -> ServerJob:
+        """The server's handle: its spark-submit as it is (a launcher on another cluster manager wraps it)."""
+        return submit
 
     def stop_all(self, timeout: float = 30.0) -> None:
         from pytest_streamchaos.stack.driver.launcher import stop_jobs

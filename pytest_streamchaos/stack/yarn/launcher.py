@@ -85,6 +85,41 @@ def yarn_conf(app: SparkApp, tag: str, cluster_conf: Mapping[str, str], effectiv
     return out
 
 
+class YarnLaunches(Protocol):
+    """A launcher whose jobs are YARN applications (:class:`YarnSubmitLauncher`, Connect's on YARN): the YARN
+    cluster finds executors among its jobs and stops them with it."""
+
+    @property
+    def yarn_jobs(self) -> list[YarnJob]: ...
+
+    def stop_all(self, timeout: float = 30.0) -> None: ...
+
+
+class YarnSubmission:
+    """What a submission to ``yarn`` adds to the shared launcher's: YARN's conf dir in spark-submit's environment,
+    the cluster's conf and a tag per application (:func:`yarn_conf`). One per launcher, the state of the app being
+    prepared; :class:`YarnSubmitLauncher`'s, and the Connect server's on YARN (:mod:`..connect.yarn`)."""
+
+    def __init__(self, yarn: YarnTarget) -> None:
+        self.yarn = yarn
+        self.tag = ""
+        self._cluster_conf: dict[str, str] = {}
+
+    def begin(self, app: SparkApp) -> SparkApp:
+        """A new application: its tag, and ``app`` with YARN's submit environment under its own."""
+        submit_env, self._cluster_conf = self.yarn.submit_settings(spark_home())
+        self.tag = f"streamchaos-{uuid.uuid4().hex[:12]}"  # YARN keeps tags lower-case
+        return replace(app, env={**submit_env, **app.env})
+
+    def conf(self, app: SparkApp, effective: Mapping[str, str]) -> dict[str, str]:
+        """The shared launcher's ``effective`` conf of ``app`` made this application's (:func:`yarn_conf`)."""
+        return yarn_conf(app, self.tag, self._cluster_conf, effective)
+
+    def job(self, inner: SparkJob, executors: Callable[[str], Sequence[Executor]]) -> YarnJob:
+        """spark-submit's job of this application as YARN's (:class:`YarnJob`)."""
+        return YarnJob(inner, self.yarn.api, self.tag, executors)
+
+
 class YarnSubmitLauncher(SubmitLauncher):
     """The shared launcher with YARN's conf, its conf dir in spark-submit's environment, and both deploy
     modes; every job a :class:`YarnJob`."""
@@ -92,9 +127,8 @@ class YarnSubmitLauncher(SubmitLauncher):
     def __init__(self, yarn: YarnTarget, site: DriverSite, workdir: str | os.PathLike,
                  options: LaunchOptions | None = None) -> None:
         super().__init__(site, workdir, options)
-        self.yarn = yarn
+        self.submission = YarnSubmission(yarn)
         self.yarn_jobs: list[YarnJob] = []
-        self._current: tuple[str, dict[str, str]] = ("", {})  # the tag and cluster conf of the app being prepared
 
     @property
     def defaults(self) -> Mapping[str, str]:
@@ -104,18 +138,13 @@ class YarnSubmitLauncher(SubmitLauncher):
         if app.deploy_mode not in DEPLOY_MODES:
             raise LaunchError(f"deploy_mode={app.deploy_mode!r}: on YARN use 'client' (the driver here) or "
                               "'cluster' (the driver is the ApplicationMaster)")
-        submit_env, cluster_conf = self.yarn.submit_settings(spark_home())
-        tag = f"streamchaos-{uuid.uuid4().hex[:12]}"  # YARN keeps tags lower-case
-        self._current = (tag, cluster_conf)
-        inner = super().prepare(replace(app, env={**submit_env, **app.env}))
-        job = YarnJob(inner, self.yarn.api, tag, self.site.executors)
+        job = self.submission.job(super().prepare(self.submission.begin(app)), self.site.executors)
         self.yarn_jobs.append(job)
         return job
 
     def _effective_conf(self, app: SparkApp, dirs: command.JobDirs, pythonpath: str, home: Path,
                         java: str | None) -> dict[str, str]:
-        tag, cluster_conf = self._current
-        return yarn_conf(app, tag, cluster_conf, super()._effective_conf(app, dirs, pythonpath, home, java))
+        return self.submission.conf(app, super()._effective_conf(app, dirs, pythonpath, home, java))
 
     def stop_all(self, timeout: float = 30.0) -> None:
         stop_jobs(self.yarn_jobs, timeout)

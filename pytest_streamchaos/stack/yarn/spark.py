@@ -29,7 +29,7 @@ from pytest_streamchaos.stack.host import current as current_host
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.yarn.attach import AttachedYarn, read_conf_dir
 from pytest_streamchaos.stack.yarn.cluster import LocalYarnCluster
-from pytest_streamchaos.stack.yarn.launcher import YarnSubmitLauncher
+from pytest_streamchaos.stack.yarn.launcher import YarnLaunches, YarnSubmitLauncher
 from pytest_streamchaos.stack.yarn.rest import ResourceManagerApi, YarnApiError, YarnContainer, YarnNode
 
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ class YarnSparkCluster(SparkCluster):
     def __init__(self, yarn: LocalYarnCluster | AttachedYarn, *, host: Host | None = None) -> None:
         self.yarn = yarn
         self.host = host or current_host()
-        self.launchers: list[YarnSubmitLauncher] = []
+        #: every launcher of jobs on it: its own, and Connect's on YARN (stack/connect/yarn.py)
+        self.launchers: list[YarnLaunches] = []
 
     @classmethod
     def mini(cls, workdir: str | os.PathLike, *, java_home: str = "", start_timeout: float = 90.0,
