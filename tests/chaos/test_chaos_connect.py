@@ -66,7 +66,11 @@ def test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it(
     """The server dies with the query; the plugin starts it again on the same address; the client's session is
     gone, so it exits, and (as a job scheduler would) is started again: it submits its query anew from the
     checkpoint. Nothing is lost; what was written after the last commit is written again."""
-    run = filter_run(chaos, supervise=True)
+    server_came_back_and_the_client_resubmitted(filter_run(chaos, supervise=True))
+
+
+def server_came_back_and_the_client_resubmitted(run):
+    """What a server's loss under a supervised client must show; the server's kill, for what comes after it."""
     print(run.describe())
     killed, back = events(run, "connect_server_killed"), events(run, "connect_server_listening")
     assert len(killed) == 1 and len(back) == 2, "the server's kill, and its listening before and after it"
@@ -75,6 +79,7 @@ def test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it(
     assert relaunched, "the client, whose session died with the server, was started again"
     assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
     assert run.downtime > 0, "the query stopped with its server"
+    return killed[0]
 
 
 @pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
@@ -147,14 +152,12 @@ def test_on_yarn_the_servers_loss_stops_the_query_until_the_client_resubmits_it(
     """The same loss with the server on YARN: its executors are containers of its application, which dies with it;
     the restarted server is a new application with new containers; the client resubmits. Nothing lost."""
     run = filter_run(chaos, supervise=True)
-    print(run.describe())
-    killed, back = events(run, "connect_server_killed"), events(run, "connect_server_listening")
-    assert len(killed) == 1 and len(back) == 2, "the server's kill, and its listening before and after it"
+    killed = server_came_back_and_the_client_resubmitted(run)
     started = [e for e in yarn_containers(run) if e.kind == "yarn_container_started"]
-    assert {e.detail.get("app") for e in started if e.t < killed[0].t}, "the server's executors ran on YARN"
-    assert [e for e in started if e.t > killed[0].t], "the restarted server's application got containers of its own"
-    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
-    assert run.downtime > 0, "the query stopped with its server"
+    before = {e.detail.get("app") for e in started if e.t < killed.t}
+    after = {e.detail.get("app") for e in started if e.t > killed.t}
+    assert before, "the server's executors ran on YARN"
+    assert after - before, "the restarted server is a new application, with containers of its own"
 
 
 @pytest.mark.slow  # representative: test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it
