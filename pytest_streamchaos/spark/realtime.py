@@ -158,3 +158,23 @@ def sized(rt: RealTime, *, partitions: int, worker_cores: list[int] | None, job_
     return ({"spark.cores.max": str(cores_needed(partitions))},
             f"real-time mode ({rt.where}): spark.cores.max raised from {have} to {cores_needed(partitions)}, one core "
             "per input partition")
+
+
+def sized_on_yarn(rt: RealTime, *, partitions: int, job_conf: Mapping[str, str], own: Mapping[str, str]
+                  ) -> tuple[dict[str, str], str | None]:
+    """:func:`sized` on YARN, where a query's cores are its executors' (``spark.executor.instances`` x
+    ``spark.executor.cores``; ``spark.cores.max`` is standalone's): more executors when they are too few, a
+    ``ValueError`` in one line when the test's own conf fixes them too few."""
+    per = int(own.get("spark.executor.cores") or job_conf.get("spark.executor.cores") or 1)
+    instances = int(own.get("spark.executor.instances") or job_conf.get("spark.executor.instances") or 2)
+    need = cores_needed(partitions)
+    if instances * per >= need:
+        return {}, None
+    if "spark.executor.instances" in own:
+        why = cores_refusal(rt, partitions=partitions, cores=instances * per,
+                            where="the job's spark.executor.instances x spark.executor.cores")
+        raise ValueError(why)
+    more = -(-need // per)
+    return ({"spark.executor.instances": str(more)},
+            f"real-time mode ({rt.where}): spark.executor.instances raised from {instances} to {more}, one core per "
+            "input partition")

@@ -128,6 +128,20 @@ def test_the_job_is_sized_to_a_core_per_partition_or_refused(tmp_path):
         realtime.sized(rt, partitions=2, worker_cores=None, job_conf={}, own={"spark.cores.max": "1"})
 
 
+def test_on_yarn_the_job_is_sized_by_its_executors(tmp_path):
+    """YARN gives a query its executors' cores (spark.cores.max is standalone's): two of one core by default."""
+    rt = realtime.find(_job(tmp_path, KAFKA_RT))
+    yarn = {"spark.executor.instances": "2"}
+    assert realtime.sized_on_yarn(rt, partitions=2, job_conf=yarn, own={}) == ({}, None)
+    conf, note = realtime.sized_on_yarn(rt, partitions=5, job_conf=yarn, own={})
+    assert conf == {"spark.executor.instances": "5"} and "raised from 2 to 5" in note
+    conf, _ = realtime.sized_on_yarn(rt, partitions=5, job_conf=yarn, own={"spark.executor.cores": "2"})
+    assert conf == {"spark.executor.instances": "3"}  # 3 x 2 cores for 5 partitions
+    with pytest.raises(ValueError, match="needs 3 free cores for 3 partitions; the job's spark.executor.instances x "
+                                         "spark.executor.cores offers 1"):
+        realtime.sized_on_yarn(rt, partitions=3, job_conf=yarn, own={"spark.executor.instances": "1"})
+
+
 def test_a_run_of_a_real_time_job_with_foreachbatch_is_refused_before_anything_starts(tmp_path):
     from pytest_streamchaos.runner.errors import RunError
     from pytest_streamchaos.runner.spec import checked_real_time

@@ -103,11 +103,14 @@ class PrepareJob:
         rt = self.ctx.inputs.real_time
         if rt is None:
             return {}
+        partitions, own = self.ctx.spec.partitions * len(self.topics.inputs), self.ctx.spec.conf
         rows = self.ctx.chaos.cluster.alive_workers()
         cores = [int(r["cores"]) for r in rows] if rows and all("cores" in r for r in rows) else None
         try:
-            conf, note = realtime.sized(rt, partitions=self.ctx.spec.partitions * len(self.topics.inputs),
-                                        worker_cores=cores, job_conf=job_conf, own=self.ctx.spec.conf)
+            if self.ctx.chaos.cluster.master_url == "yarn":  # its executors' cores, not spark.cores.max
+                conf, note = realtime.sized_on_yarn(rt, partitions=partitions, job_conf=job_conf, own=own)
+            else:
+                conf, note = realtime.sized(rt, partitions=partitions, worker_cores=cores, job_conf=job_conf, own=own)
         except ValueError as exc:
             raise RunError(str(exc)) from None
         if note:
