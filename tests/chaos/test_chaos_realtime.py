@@ -27,10 +27,13 @@ def realtime_run(chaos, **setup):
                      outputs={"large_orders": "key"}, kafka_port=9092, setup=JobSetup(args=["5 seconds"], **setup))
 
 
-def assert_real_time_promises(run):
+def assert_real_time_promises(run, yarn=False):
     latency, bound = run.user_checks["realtime_latency"], run.user_checks["replay_bound"]
     print("\n".join(latency.lines + bound.lines))
-    assert run.spark_conf["spark.cores.max"] == "2", "a core per input partition"
+    if yarn:  # YARN's cores are its executors': two of one core by default
+        assert int(run.spark_conf["spark.executor.instances"]) >= 2, "a core per input partition"
+    else:
+        assert run.spark_conf["spark.cores.max"] == "2", "a core per input partition"
     assert latency.numbers["before"]["p50"] < 1.0, "real-time mode's point: sub-second latency per record"
     assert bound.ok, "duplicates only from the last checkpoint interval before the fault"
     assert run.lost == 0 and run.incorrect == 0
@@ -56,3 +59,30 @@ def test_an_executor_kill_replays_at_most_the_last_interval(chaos):
     print(run.describe())
     assert any(e.kind == "executor_removed" for e in run.timeline)
     assert_real_time_promises(run)
+
+
+ON_YARN = pytest.mark.chaos(backend="local", spark="yarn")
+
+
+@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+@ON_YARN
+@kill_driver(after=12)
+def test_on_yarn_a_driver_kill_replays_at_most_the_last_interval(chaos):
+    """The same job submitted to YARN in client mode (its tasks in two executor containers), its driver killed
+    and started again from its checkpoint."""
+    run = realtime_run(chaos, supervise=True)
+    print(run.describe())
+    assert run.driver_launches == 2
+    assert_real_time_promises(run, yarn=True)
+
+
+@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+@ON_YARN
+@kill_executor(after=12)
+def test_on_yarn_an_executor_container_kill_replays_at_most_the_last_interval(chaos):
+    """One of the query's two executor containers killed through YARN's API: YARN starts another, the lost
+    partition is replayed from its last commit."""
+    run = realtime_run(chaos, supervise=True)
+    print(run.describe())
+    assert any(e.kind == "yarn_container_completed" and not e.detail.get("am") for e in run.timeline)
+    assert_real_time_promises(run, yarn=True)
