@@ -1,5 +1,6 @@
 """Pure helpers of the run engine: job path resolution and the drain's caught-up test."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,23 @@ def test_a_job_down_in_the_drain_ends_it_once_its_output_settled(monkeypatch: py
     assert not down.settled(collector.last_arrival)
     now[0] = 1004.6
     assert down.settled(collector.last_arrival)
+
+
+def test_the_drain_never_calls_a_query_idle_while_its_checkpoint_shows_a_batch_running(tmp_path: Path) -> None:
+    """A restarted stateful query caught up, then ran its no-data batch for longer than the idle window: the run
+    ended inside it and lost the sessions it was closing (43 of 85, 2026-11-28). Planned and not committed is
+    running; once committed, the idle window counts from the commit."""
+    from pytest_streamchaos.runner.phases.drain import query_idle
+
+    w = CheckpointWatcher(tmp_path)
+    _write_batch(tmp_path, 0, '{"in":{"0":9}}', commit=True)
+    _write_batch(tmp_path, 1, '{"in":{"0":9}}', commit=False)  # the no-data batch, running
+    now = time.time()
+    assert not query_idle(now + 60, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
+    assert query_idle(now + 60, caught_up_at=now - 5, batch_ends=[now - 5], watcher=None, trigger_seconds=0)
+    _write_batch(tmp_path, 1, '{"in":{"0":9}}', commit=True)
+    committed = w.commit_time(1)
+    assert committed is not None
+    assert not query_idle(committed + 0.5, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
+    assert query_idle(committed + 1.0, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
+    assert not query_idle(committed + 9, caught_up_at=now - 5, batch_ends=[], watcher=w, trigger_seconds=5)

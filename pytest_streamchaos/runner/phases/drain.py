@@ -4,6 +4,7 @@ input offset and its outputs settle."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_streamchaos.analysis.oracle import IdentityOracle
@@ -113,13 +114,28 @@ class Drain(ObservedPhase):
         return None
 
     def _query_idle(self, caught_up_at: float) -> bool:
-        """The job has committed every input and then run no micro-batch for two triggers (at least
-        1 s): it has nothing left to write. A sink writes a batch's output before Spark commits the
-        batch, and a stateful query emits what the watermark finalises in a no-data batch right after
-        the last data batch; what was written is read to the output's end offsets when the collector
-        stops. A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
-        last_batch_end = max((b["t_end"] for b in self.obs.progress.batches), default=0.0)
-        return time.time() - max(caught_up_at, last_batch_end) >= max(1.0, 2 * self.ctx.spec.trigger_seconds)
+        """:func:`query_idle` of the job's query now."""
+        checkpoint = self.obs.checkpoint
+        return query_idle(time.time(), caught_up_at, [b["t_end"] for b in self.obs.progress.batches],
+                          checkpoint.watcher if checkpoint.found else None, self.ctx.spec.trigger_seconds)
+
+
+def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], watcher: CheckpointWatcher | None,
+               trigger_seconds: float) -> bool:
+    """The job has committed every input and then run no micro-batch for two triggers (at least 1 s): it has
+    nothing left to write. A sink writes a batch's output before Spark commits the batch, and a stateful query
+    emits what the watermark finalises in a no-data batch right after the last data batch; what was written is
+    read to the output's end offsets when the collector stops. A batch its checkpoint shows planned and not yet
+    committed is running, however long since the last one ended: a restarted stateful query's no-data batch
+    after its backlog took longer than that (its Python state function), and ending the run in it lost every
+    session it was closing (``batch_ends``: the progress events' ends, which come only when a batch is over).
+    A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
+    if watcher is not None and watcher.uncommitted_batch() is not None:
+        return False
+    done = watcher.latest_committed_batch() if watcher is not None else None
+    committed = watcher.commit_time(done) if watcher is not None and done is not None else None
+    last = max([caught_up_at, *batch_ends, committed or 0.0])
+    return now - last >= max(1.0, 2 * trigger_seconds)
 
 
 def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
