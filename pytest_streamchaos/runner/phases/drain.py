@@ -106,12 +106,21 @@ class Drain(ObservedPhase):
         if (isinstance(collector, Collector) and isinstance(oracle, IdentityOracle)
                 and oracle.filter is None and collector.ids_seen >= obs.generator.acked):
             return "ids"
-        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at)
+        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at, self._batch_planned_at())
         if time.time() - last > s.settle_seconds:
             return "settled"
         if not inputs.settle_pinned and self._query_idle(caught_up_at):
             return "idle"
         return None
+
+    def _batch_planned_at(self) -> float:
+        """When the micro-batch running now was planned (0.0: none runs, or a real-time query, whose batch always
+        runs): the settle window counts from it, as a batch may still write."""
+        checkpoint = self.obs.checkpoint
+        if not checkpoint.found or self.ctx.inputs.real_time is not None:
+            return 0.0
+        running = checkpoint.watcher.uncommitted_batch()
+        return (checkpoint.watcher.planned_time(running) or 0.0) if running is not None else 0.0
 
     def _query_idle(self, caught_up_at: float) -> bool:
         """:func:`query_idle` of the job's query now."""
