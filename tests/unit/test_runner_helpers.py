@@ -68,17 +68,18 @@ def test_the_drain_never_calls_a_query_idle_while_its_checkpoint_shows_a_batch_r
     """A restarted stateful query caught up, then ran its no-data batch for longer than the idle window: the run
     ended inside it and lost the sessions it was closing (43 of 85, 2026-11-28). Planned and not committed is
     running; once committed, the idle window counts from the commit."""
-    from pytest_streamchaos.runner.phases.drain import query_idle
+    from pytest_streamchaos.runner.phases.drain import query_idle, running_batch_planned_at
 
     w = CheckpointWatcher(tmp_path)
     _write_batch(tmp_path, 0, '{"in":{"0":9}}', commit=True)
     _write_batch(tmp_path, 1, '{"in":{"0":9}}', commit=False)  # the no-data batch, running
     now = time.time()
+    assert running_batch_planned_at(w) == w.planned_time(1) and w.planned_time(1)  # the settle window's start
     assert not query_idle(now + 60, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
     assert query_idle(now + 60, caught_up_at=now - 5, batch_ends=[now - 5], watcher=None, trigger_seconds=0)
     _write_batch(tmp_path, 1, '{"in":{"0":9}}', commit=True)
     committed = w.commit_time(1)
-    assert committed is not None
+    assert committed is not None and running_batch_planned_at(w) == 0.0
     assert not query_idle(committed + 0.5, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
     assert query_idle(committed + 1.0, caught_up_at=now - 5, batch_ends=[now - 5], watcher=w, trigger_seconds=0)
     assert not query_idle(committed + 9, caught_up_at=now - 5, batch_ends=[], watcher=w, trigger_seconds=5)

@@ -114,19 +114,24 @@ class Drain(ObservedPhase):
         return None
 
     def _batch_planned_at(self) -> float:
-        """When the micro-batch running now was planned (0.0: none runs, or a real-time query, whose batch always
-        runs): the settle window counts from it, as a batch may still write."""
+        """:func:`running_batch_planned_at` of the job's query; 0.0 for a real-time query (its batch always runs)."""
         checkpoint = self.obs.checkpoint
         if not checkpoint.found or self.ctx.inputs.real_time is not None:
             return 0.0
-        running = checkpoint.watcher.uncommitted_batch()
-        return (checkpoint.watcher.planned_time(running) or 0.0) if running is not None else 0.0
+        return running_batch_planned_at(checkpoint.watcher)
 
     def _query_idle(self, caught_up_at: float) -> bool:
         """:func:`query_idle` of the job's query now."""
         checkpoint = self.obs.checkpoint
         return query_idle(time.time(), caught_up_at, [b["t_end"] for b in self.obs.progress.batches],
                           checkpoint.watcher if checkpoint.found else None, self.ctx.spec.trigger_seconds)
+
+
+def running_batch_planned_at(watcher: CheckpointWatcher) -> float:
+    """When the micro-batch running now was planned (its ``offsets/N`` written, no ``commits/N`` yet); 0.0 when
+    none runs. The drain's settle window counts from it: a running batch may still write."""
+    running = watcher.uncommitted_batch()
+    return (watcher.planned_time(running) or 0.0) if running is not None else 0.0
 
 
 def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], watcher: CheckpointWatcher | None,
