@@ -57,6 +57,7 @@ class FaultScheduler:
         #: holds go on (the checkpoint gate's release)
         self.after_fire = after_fire
         self._settled = [threading.Event() for _ in planned]  # occurrence fired, or will not
+        self._over = [threading.Event() for _ in planned]  # occurrence healed, or will not act any more
 
     def start(self, steady_t: float) -> None:
         """Start the clock: ``at`` offsets count from ``steady_t``."""
@@ -70,16 +71,19 @@ class FaultScheduler:
 
     def _run_one(self, i: int, p: PlannedFault, at: float) -> None:
         try:
-            fired = self._fire(i, p, at)
+            try:
+                fired = self._fire(i, p, at)
+            finally:
+                self._settled[i].set()  # the next step of an explored schedule may arm now
+            if fired is None:
+                return
+            handle, t_injected = fired
+            # heal_after counts from the injection, not from its confirmation
+            self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
+            if p.heal_after is not None:
+                self._heal(i)
         finally:
-            self._settled[i].set()  # the next step of an explored schedule may arm now
-        if fired is None:
-            return
-        handle, t_injected = fired
-        # heal_after counts from the injection, not from its confirmation
-        self._watch(i, p, handle, None if p.heal_after is None else t_injected + p.heal_after)
-        if p.heal_after is not None:
-            self._heal(i)
+            self._over[i].set()  # the fault's next occurrence may fire now
 
     def _fire(self, i: int, p: PlannedFault, at: float) -> tuple[Any, float] | None:
         """Wait for the occurrence's time (a step of an explored schedule: also for the step before it to
@@ -91,6 +95,11 @@ class FaultScheduler:
         before = self._previous_step(i)
         if before is not None:
             while not self._settled[before].wait(0.2):
+                if self._stop.is_set():
+                    return None
+        earlier = self._previous_occurrence(i)
+        if earlier is not None:  # a late heal delays the next occurrence: two at once would fight (a reassignment
+            while not self._over[earlier].wait(0.2):  # moved on while the one before is moved back)
                 if self._stop.is_set():
                     return None
         found: Aim | bool | None = None
@@ -156,6 +165,13 @@ class FaultScheduler:
             return None
         earlier = [j for j in range(i) if self.planned[j].spec.anchor is not None]
         return earlier[-1] if earlier else None
+
+    def _previous_occurrence(self, i: int) -> int | None:
+        """The occurrence of the same recurring fault before occurrence ``i``, which must be over (healed) before
+        ``i`` fires; None for a first occurrence."""
+        p = self.planned[i]
+        return next((j for j, q in enumerate(self.planned)
+                     if q.spec is p.spec and q.occurrence == p.occurrence - 1), None)
 
     def _after_fire(self, p: PlannedFault) -> None:
         if self.after_fire is not None and p.at is None:

@@ -246,3 +246,24 @@ def test_last_heal_due_without_injections_is_the_steady_state() -> None:
     wait_for(sched.done, 5.0, interval=0.01, what="the failed injection to end its occurrence")
     assert sched.last_heal_due() == steady
     sched.stop()
+
+
+class SlowHeal(FakeTarget):
+    """A heal that takes longer than the time between occurrences (a reassignment moved back on busy brokers)."""
+
+    def heal(self, planned, handle):
+        time.sleep(0.6)  # the slow heal under test, not a wait for a condition
+        super().heal(planned, handle)
+
+
+def test_a_recurring_faults_next_occurrence_waits_for_the_one_before_to_heal() -> None:
+    """every=0.3 s with a 0.6 s heal: without the wait occurrence 2 fired while 1 was still being moved back
+    (2026-11-28: two reassignments at once, a heal that never converged, the job failed)."""
+    t = SlowHeal()
+    sched = FaultScheduler(plan([parse("kill_worker", kwargs={"after": 0.1, "every": 0.3, "times": 2,
+                                                            "restart_after": 0.05})]), {"kill_worker": t}, Recorder())
+    sched.start(time.time())
+    wait_for(lambda: len(t.calls) == 4, 5.0, interval=0.01, what="two injections and two heals")
+    sched.stop()
+    assert [c[0] for c in t.calls] == ["inject", "heal", "inject", "heal"]
+    assert t.calls[2][1] >= t.calls[1][1]  # the second injection after the first heal ended
