@@ -24,8 +24,9 @@ from pytest_streamchaos import Load, RecordSpec, add_partitions, expire_records,
 
 NOTIFICATIONS = "pipelines/notifications.py"
 TOLERANT = "tests/chaos/jobs/invoices_tolerant.py"
-#: the first line of Spark's error when the source's offsets are gone (failOnDataLoss=true)
-DATA_LOSS = "Some data may have been lost"
+#: Spark's error when the source's offsets are gone (failOnDataLoss=true): 4.2's words, and 3.5's (measured
+#: 2026-11-28: an offset that went back "some data may have been missed", deleted records "Cannot fetch offset")
+DATA_LOSS = ("Some data may have been lost", "some data may have been missed", "Cannot fetch offset")
 
 
 def invoice(rec: RecordSpec) -> dict:
@@ -94,13 +95,14 @@ def test_new_input_partitions_are_read_from_their_first_offset(chaos):
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
 
 
-def assert_failed_loudly(run: Any, error: str) -> None:
-    """A true, explained failure: the job stopped on Spark's own error after the fault, the damage line says
-    so, and what it did not read is lost (the declared at-least-once is not delivered)."""
+def assert_failed_loudly(run: Any, errors: tuple[str, ...]) -> None:
+    """A true, explained failure: the job stopped on Spark's own error (one of ``errors``) after the fault, the
+    damage line says so, and what it did not read is lost (the declared at-least-once is not delivered)."""
     damage = run.checks["damage"]
     assert damage.ok is True and damage.numbers["reaction"] == "failed", damage.lines
-    assert "FAILED LOUDLY" in damage.lines[0] and error in damage.lines[0], damage.lines
-    assert any(e.kind == "query_terminated" and error in str(e.detail.get("exception")) for e in run.timeline)
+    assert "FAILED LOUDLY" in damage.lines[0] and any(e in damage.lines[0] for e in errors), damage.lines
+    assert any(e.kind == "query_terminated" and any(m in str(e.detail.get("exception")) for m in errors)
+               for e in run.timeline)
     assert run.lost > 0 and run.guarantee_delivered == "at-most-once"
     assert damage.lines[0] in run.describe(), "the report explains the loss"
 
