@@ -70,7 +70,9 @@ class PrepareJob:
                                            jit=chaos.jit, progress=chaos.progress)
         # the timeouts a stated delay class needs, on the conf the launcher will pass; a real-time query's cores
         conf_add, choices = self._resolve_delay_classes({**launcher.defaults, **s.conf}, job_kafka)
-        conf_add.update(self._real_time_cores({**launcher.defaults, **s.conf}))
+        # a launcher that gives its jobs a number of executors (YARN's) is sized by them, not by spark.cores.max
+        conf_add.update(self._real_time_cores({**launcher.defaults, **s.conf},
+                                              by_executors="spark.executor.instances" in launcher.defaults))
         gate = self._gate()
         gate_env, gate_conf = (gate.env(base=s.env.get("LD_PRELOAD")), gate.executor_conf()) if gate else ({}, {})
         try:
@@ -97,7 +99,7 @@ class PrepareJob:
         return PreparedJob(job=job, checkpoint_roots=roots, job_kafka=job_kafka, delay_choices=choices,
                            prepared=prepared)
 
-    def _real_time_cores(self, job_conf: Mapping[str, str]) -> dict[str, str]:
+    def _real_time_cores(self, job_conf: Mapping[str, str], by_executors: bool) -> dict[str, str]:
         """A real-time query's cores (:func:`pytest_streamchaos.spark.realtime.sized`): the conf that gives it one
         per input partition, said in the run's warnings; a :class:`RunError` in one line when it cannot have them."""
         rt = self.ctx.inputs.real_time
@@ -107,7 +109,7 @@ class PrepareJob:
         rows = self.ctx.chaos.cluster.alive_workers()
         cores = [int(r["cores"]) for r in rows] if rows and all("cores" in r for r in rows) else None
         try:
-            if self.ctx.chaos.cluster.master_url == "yarn":  # its executors' cores, not spark.cores.max
+            if by_executors:
                 conf, note = realtime.sized_on_yarn(rt, partitions=partitions, job_conf=job_conf, own=own)
             else:
                 conf, note = realtime.sized(rt, partitions=partitions, worker_cores=cores, job_conf=job_conf, own=own)
