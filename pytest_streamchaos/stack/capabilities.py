@@ -356,7 +356,7 @@ NEEDS: dict[type, Need] = {
                            "use @kill_connect_server (the driver) or @kill_client (the script's process)"),
     ConnectServer: Need("a Spark Connect server the job's script is a client of",
                         "run the test with @pytest.mark.chaos(spark='connect') or --chaos-spark=connect "
-                           "(spark='connect-yarn': on YARN)"),
+                        "(spark='connect-yarn': on YARN)"),
     ResourceManagerRestart: Need("kill and restart YARN's ResourceManager process",
                                  "run the test on YARN's mini cluster (@pytest.mark.chaos(spark='yarn'), no "
                                  "--chaos-yarn-conf); on Spark standalone kill_master is the master's loss"),

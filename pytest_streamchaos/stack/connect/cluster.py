@@ -24,6 +24,7 @@ from pytest_streamchaos.stack.capabilities import (
     ExecutorPause,
     MasterKill,
     MasterPause,
+    ResourceManagerRestart,
     WorkerKill,
     WorkerPause,
 )
@@ -45,9 +46,14 @@ def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
 
     if backend == "docker":
         pytest.skip("Spark Connect runs on the local backend only: run this test with --chaos-backend local")
+    return ConnectSparkCluster(stacks.standalone(backend, ha=ha), port=session_port(stacks))
+
+
+def session_port(stacks: Stacks) -> int:
+    """The Connect servers' port of the session (``--chaos-connect-port``; 0: a free one), reserved."""
     port = stacks.settings.connect_port or stacks.host.ports.free()
     stacks.host.ports.reserve(port)
-    return ConnectSparkCluster(stacks.standalone(backend, ha=ha), port=port)
+    return port
 
 
 class ConnectOn(SparkCluster):
@@ -209,6 +215,17 @@ class ExecutorPauseVia(ConnectOn):
 
     def resume_executor(self, executor: Executor) -> None:
         self._via(ExecutorPause).resume_executor(executor)
+
+
+class ResourceManagerRestartVia(ConnectOn):
+    def kill_resourcemanager(self, sig: int = signal.SIGKILL) -> Node:
+        return self._via(ResourceManagerRestart).kill_resourcemanager(sig)
+
+    def wait_resourcemanager_gone(self, timeout: float = 10.0) -> None:
+        self._via(ResourceManagerRestart).wait_resourcemanager_gone(timeout)
+
+    def restart_resourcemanager(self) -> Node:
+        return self._via(ResourceManagerRestart).restart_resourcemanager()
 
 
 class ConnectSparkCluster(MasterKillVia, MasterPauseVia, ExecutorKillVia, ExecutorPauseVia):

@@ -18,9 +18,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_streamchaos.stack.base import LaunchOptions, Node, SparkApp, SparkCluster
-from pytest_streamchaos.stack.capabilities import ResourceManagerRestart
-from pytest_streamchaos.stack.connect.cluster import ConnectOn, ExecutorKillVia, MasterKillVia
+from pytest_streamchaos.stack.base import LaunchOptions, SparkApp, SparkCluster
+from pytest_streamchaos.stack.connect.cluster import (
+    ConnectOn,
+    ExecutorKillVia,
+    MasterKillVia,
+    ResourceManagerRestartVia,
+    session_port,
+)
 from pytest_streamchaos.stack.connect.job import ConnectJob, ServerJob
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
 from pytest_streamchaos.stack.driver import command
@@ -77,26 +82,16 @@ class ConnectYarnSparkCluster(ExecutorKillVia, ConnectOn):
         return launcher
 
 
-class ConnectMiniYarnSparkCluster(MasterKillVia, ConnectYarnSparkCluster):
+class ConnectMiniYarnSparkCluster(MasterKillVia, ResourceManagerRestartVia, ConnectYarnSparkCluster):
     """YARN's mini cluster under Spark Connect: a NodeManager's loss, the ResourceManager's kill and restart, an
     executor container's kill, and :class:`~..capabilities.ConnectServer`."""
-
-    def kill_resourcemanager(self, sig: int = 9) -> Node:
-        return self._via(ResourceManagerRestart).kill_resourcemanager(sig)
-
-    def wait_resourcemanager_gone(self, timeout: float = 10.0) -> None:
-        self._via(ResourceManagerRestart).wait_resourcemanager_gone(timeout)
-
-    def restart_resourcemanager(self) -> Node:
-        return self._via(ResourceManagerRestart).restart_resourcemanager()
 
 
 def session_cluster(stacks: Stacks, backend: str, ha: bool) -> SparkCluster:
     """The ``connect-yarn`` manager's factory: the session's YARN (the ``yarn`` manager's: the mini cluster, or
     the one ``--chaos-yarn-conf`` names) behind Connect's launcher."""
     inner = stacks.spark(backend, ha=ha, manager="yarn")
-    port = stacks.settings.connect_port or stacks.host.ports.free()
-    stacks.host.ports.reserve(port)
+    port = session_port(stacks)
     if isinstance(inner, MiniYarnSparkCluster):
         return ConnectMiniYarnSparkCluster(inner, port=port)
     if not isinstance(inner, YarnSparkCluster):  # the yarn manager's factory makes nothing else
