@@ -217,14 +217,22 @@ def test_falling_behind_skips_old_slots_instead_of_bursting(kafka):
         wait_for(lambda: time.time() - t_ready > 1.5 or not gen.running, 10, "1.5 s of sending")
         assert gen.running, f"generator thread died: {gen.stats()}"
     finally:
+        t_stop = time.time()
         gen.stop()
     st = gen.stats()
     assert st["skipped"] > 0 and st["failed"] == 0, st
     sent = gen.sent()
     assert np.array_equal(sent.ids, np.arange(len(sent)))
     assert (np.diff(sent.event_ts) >= 0).all()
-    # event times span the run (slots of skipped records stay empty) instead of being compressed
-    assert sent.event_ts[0] - t0 < 0.5 and sent.event_ts[-1] - t_ready > 1.0, (t0, t_ready, sent.event_ts[[0, -1]])
+    # Event times span the run (slots of skipped records stay empty) instead of being compressed into
+    # len(sent) / rate. Where the last record lands is not exact: at an unreachable rate one poll of the
+    # delivery reports can take over half a second on two busy cores (seen in CI: 0.57 s), and the loop
+    # produces nothing meanwhile; so the span is asserted against half the run, and the holes against
+    # the skipped count (each skipped record is one empty 1 us slot).
+    first, last = sent.event_ts[0], sent.event_ts[-1]
+    assert first - t0 < 0.5, (t0, first)
+    assert last - first > 0.5 * (t_stop - first), (first, last, t_stop)
+    assert last - first <= (len(sent) - 1 + st["skipped"]) / 1_000_000 + 0.002, (first, last, len(sent), st)
 
 
 def test_missing_topic_is_a_clear_error(kafka):
