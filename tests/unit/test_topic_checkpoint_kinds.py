@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos import add_partitions, drop_commit
-from pytest_streamchaos.faults.families.checkpoint import newest_state_file, state_version
+from pytest_streamchaos.faults.families.checkpoint import newest_state_file, state_files, state_version
 from pytest_streamchaos.faults.families.topic import moved_to, rotated
 from pytest_streamchaos.faults.kind import JobSite
 from pytest_streamchaos.faults.registry import KINDS, check_run, kind_of, parse
@@ -210,6 +210,9 @@ def test_the_newest_state_file_is_the_per_batch_file_of_the_highest_version():
     assert newest_state_file(["7_9c2e.zip", "6_1b2d.zip"]) == "7_9c2e.zip"
     assert newest_state_file(["_metadata", ".1.delta.crc"]) is None
     assert state_version("12_0f3a.zip") == 12 and state_version("SSTs") is None
+    # in version order, not the names' (a run past version 9 once listed 10.delta first and cut it off)
+    assert state_files(["10.delta", "9.delta", "_metadata", "10.snapshot", ".9.delta.crc"]) == [
+        "9.delta", "10.delta", "10.snapshot"]
 
 
 def test_an_offsets_answer_right_after_a_leadership_change_is_asked_again():
@@ -221,5 +224,7 @@ def test_an_offsets_answer_right_after_a_leadership_change_is_asked_again():
 
     assert retriable(KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)))
     assert retriable(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
+    # a broker behind the leader epoch the client asks with, right after a leader move (a flapping-leaders run)
+    assert retriable(KafkaException(KafkaError(KafkaError.UNKNOWN_LEADER_EPOCH)))
     assert not retriable(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
     assert not retriable(ValueError("not Kafka's"))

@@ -58,6 +58,11 @@ def state_version(name: str) -> int | None:
     return int(head) if head.isdigit() and not name.startswith(".") and "." in name else None
 
 
+def state_files(names: Sequence[str]) -> list[str]:
+    """A partition's state files in version order (``9.delta`` before ``10.delta``: not the names' order)."""
+    return sorted((n for n in names if state_version(n) is not None), key=lambda n: (state_version(n), n))
+
+
 def newest_state_file(names: Sequence[str]) -> str | None:
     """The newest state file of a partition's directory: of the highest version, the per-batch file (a delta or
     changelog) before a snapshot or an archive."""
@@ -258,7 +263,7 @@ class DamageState(_Damage):
             raise RuntimeError(f"the query's checkpoint has no state file in state/{op}/{part} "
                                f"({'no state/ at all: a stateless query' if not cp.names('state') else names}): "
                                f"{self.name} needs a stateful query (operator= and partition= name one)")
-        before = sorted(n for n in names if state_version(n) is not None)
+        before = state_files(names)
         how = planned.spec.params.get("how", STATE_HOW[0])
         done: dict[str, Any]
         if how == "delete":
@@ -269,7 +274,7 @@ class DamageState(_Damage):
             cp.write(*where, found, data=data[: len(data) // 2])
             done = {"damage": f"truncated to {len(data) // 2} of {len(data)} bytes", "bytes": len(data) // 2}
         cp.remove(*where, f".{found}.crc")
-        after = sorted(n for n in cp.names(*where) if state_version(n) is not None)
+        after = state_files(cp.names(*where))
         committed = batch_files(cp.names("commits"))
         return {**done, "how": how, "file": "/".join((*where, found)), "version": state_version(found),
                 "batch": committed[-1] if committed else None, "before": before[-LISTED:], "after": after[-LISTED:]}

@@ -34,13 +34,16 @@ SETTLE_TIMEOUT_S = 30.0
 
 def retriable(exc: Exception) -> bool:
     """Whether a partition's admin answer says "ask again": a new leader whose high watermark has not caught up
-    (OFFSET_NOT_AVAILABLE, not flagged retriable by the client), a leadership moving, a topic being created."""
+    (OFFSET_NOT_AVAILABLE, not flagged retriable by the client), a leadership moving -- among them a broker that
+    has not yet learnt the leader epoch the client asks with (UNKNOWN_LEADER_EPOCH, seen right after a leader
+    move while leaders flapped; Kafka's own clients retry it) --, a topic being created."""
     from confluent_kafka import KafkaError
 
     err = exc.args[0] if exc.args else None
     if not isinstance(err, KafkaError):
         return False
     again = (KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+             KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
              KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)
     return bool(err.retriable()) or err.code() in again
 
