@@ -29,7 +29,8 @@ def test_ledger_loses_nothing(chaos):
 @pytest.mark.chaos(backend="local")
 def test_explore_searches_a_dropped_commit_and_a_reassignment_beside_the_driver_kills(pytester, monkeypatch):
     result, explore = explored_session(pytester, monkeypatch, EXPLORED, clear_paths, timeout=2400)
-    assert explore["found"] is None and len(explore["runs"]) == BUDGET
+    assert explore["found"] is None and explore["verdict"] == "passed"
+    assert [r["purpose"] for r in explore["runs"]] == ["control"] + ["explore"] * BUDGET, explore["runs"]
     covered = explore["coverage"]["cells_covered"]
     for cell in (["kill_driver", "output_visible_uncommitted"], ["reassign_partitions", "output_visible_uncommitted"],
                  ["drop_commit", "between_batches"]):
