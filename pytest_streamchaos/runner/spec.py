@@ -86,6 +86,9 @@ class RunSpec:
     #: fixed event times on a shared clock: record ``n``'s is ``event_origin + (n + 1) / rate`` (None: the
     #: time it was scheduled)
     event_origin: float | None = None
+    #: send this many times faster than ``rate``, the event times staying on the rate's clock (the second
+    #: reference run's: the same records split into other micro-batches than the first's)
+    send_pace: float = 1.0
     #: the job's query runs in real-time mode (``trigger(realTime=...)`` in its script:
     #: :mod:`pytest_streamchaos.spark.realtime`)
     real_time: bool = False

@@ -134,6 +134,7 @@ class Generator:
         annotate: Mapping[str, Annotation] | None = None,
         what: str = "record_factory",
         event_origin: float | None = None,
+        event_rate: float | None = None,
     ) -> None:
         lo, hi = _check_args(bootstrap_servers=bootstrap_servers, topic=topic, rate=rate, key_space=key_space,
                              skew=skew, record_size=record_size, late_fraction=late_fraction,
@@ -161,10 +162,12 @@ class Generator:
         self._t_start: float | None = None  # wall clock
         self._t_end: float | None = None  # wall clock when producing stopped
         self._thread_cpu_s: float | None = None  # CPU time of the producing thread (benchmarks)
-        #: fixed event times: record ``seq``'s is ``origin + (seq + 1) / rate`` whenever it is sent (None: the
-        #: time it was scheduled); a reference run and the run compared with it share one origin
+        #: fixed event times: record ``seq``'s is ``origin + (seq + 1) / event_rate`` whenever it is sent (None:
+        #: the time it was scheduled); a reference run and the run compared with it share one origin. The clock's
+        #: rate is ``rate`` unless ``event_rate`` says otherwise (records sent faster than their clock: the same
+        #: records, on other batch boundaries)
         self.event_origin = event_origin
-        self._nominal_rate = float(rate)
+        self._nominal_rate = float(event_rate or rate)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator:

@@ -14,7 +14,7 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.synthetic import stateless_trace
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.runner.chaos import Chaos
-from pytest_streamchaos.runner.reference import SLACK_S, References
+from pytest_streamchaos.runner.reference import SECOND_PACE, SLACK_S, References
 
 TOTALS = [{"user": f"u{i}", "clicks": 10 + i} for i in range(40)]
 
@@ -49,6 +49,9 @@ def test_the_reference_is_made_twice_on_one_input_and_the_run_is_compared_with_i
     first, second, compared = chaos.specs
     assert first.duration == 20 + SLACK_S and first.input_counts is None and first.event_origin is not None
     assert (second.input_counts, second.event_origin) == ((1234,), first.event_origin)
+    # the second sends the same records faster, on the same clock: other batch boundaries, so that a column set by
+    # them (a batch id) differs between the two; the run compared is paced as the test says
+    assert (first.send_pace, second.send_pace, compared.send_pace) == (1.0, SECOND_PACE, 1.0) and SECOND_PACE > 1
     assert (compared.input_counts, compared.event_origin, compared.duration) == ((1234,), first.event_origin, 20)
     assert all(s.capture_rows for s in chaos.specs)
     assert run.diverged == 1 and run.reference is not None

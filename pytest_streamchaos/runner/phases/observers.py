@@ -144,10 +144,10 @@ class WireObservers:
         for i, topic in enumerate(self.topics.inputs):
             factory = inputs.factories.get(topic) if s.inputs is not None else None
             count = s.input_counts[i] if s.input_counts is not None and i < len(s.input_counts) else None
-            parts.append(Generator(self.topics.bootstrap, topic, s.rate, key_space=s.key_space, skew=s.skew,
-                                   record_size=s.record_size, late_fraction=s.late_fraction,
+            parts.append(Generator(self.topics.bootstrap, topic, s.rate * s.send_pace, key_space=s.key_space,
+                                   skew=s.skew, record_size=s.record_size, late_fraction=s.late_fraction,
                                    poison=poison if i == 0 else 0, seed=self.ctx.chaos.seed, record_factory=factory,
                                    annotate=inputs.annotate or None, what=f"inputs[{topic!r}] factory",
-                                   max_records=count, event_origin=s.event_origin,
+                                   max_records=count, event_origin=s.event_origin, event_rate=s.rate,
                                    producer_config=producer or None))
         return parts[0] if len(parts) == 1 else JoinedGenerators(parts)
