@@ -66,13 +66,12 @@ def state_files(names: Sequence[str]) -> list[str]:
 def newest_state_file(names: Sequence[str]) -> str | None:
     """The newest state file of a partition's directory: of the highest version, the per-batch file (a delta or
     changelog) before a snapshot or an archive."""
-    versions = [(v, n) for n in names if (v := state_version(n)) is not None]
-    if not versions:
+    files = state_files(names)
+    if not files:
         return None
-    top = max(v for v, _ in versions)
-    files = sorted(n for v, n in versions if v == top)
-    per_batch = [n for n in files if n.endswith((".delta", ".changelog"))]
-    return (per_batch or files)[0]
+    top = [n for n in files if state_version(n) == state_version(files[-1])]
+    per_batch = [n for n in top if n.endswith((".delta", ".changelog"))]
+    return (per_batch or top)[0]
 
 
 class _Damage(FaultKind):
