@@ -114,6 +114,15 @@ class AggregateOracle(TumblingWindowOracle):
     def record_callables(self) -> dict[str, Callable[[Any], float]]:
         return {AMOUNT: self.amount} if callable(self.amount) else {}
 
+    def annotation_names(self) -> dict[str, str]:
+        return {AMOUNT: self.amount} if isinstance(self.amount, str) else {}
+
+    def output_fields(self) -> dict[str, str | None]:
+        """The fields of an output the oracle reads, by the argument that names them (None: the default
+        ``window`` object or ``window_start`` / ``window_end``): checked against the job's first records."""
+        named: dict[str, str | None] = {"value_field": self.value_field, "window_field": self.window_field}
+        return {**({"key_field": self.key_field} if self.by_key and self.key_field else {}), **named}
+
     def collector_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~pytest_streamchaos.observe.collector.Collector` so that it
         reads each output's key, window and value."""

@@ -23,10 +23,12 @@ from typing import Any, ParamSpec, TypeVar, cast
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
+from pytest_streamchaos.analysis.spelling import spelled
 from pytest_streamchaos.deprecation import MOVED
 from pytest_streamchaos.observe.outputs import NO_IDS, IdSpec
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Load:
     """What the generator sends: ``rate`` records/s for ``duration`` s of load after steady state
@@ -45,6 +47,7 @@ class Load:
     late_fraction: float = 0.0
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Watch:
     """How the run reads and judges the job's output.
@@ -83,6 +86,7 @@ class Watch:
         object.__setattr__(self, "outputs", dict.fromkeys(cast(Sequence[str], outs), NO_IDS))  # frozen: once, here
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class JobSetup:
     """How the job is started: ``args`` is its argv, with ``{bootstrap_servers}``, ``{input_topic}``,
@@ -110,6 +114,7 @@ class JobSetup:
     deploy_mode: str = "client"
 
 
+@spelled
 @dataclass(frozen=True, kw_only=True)
 class Timing:
     """The run's pace and its phases' limits: the job's ``trigger_seconds`` (what its micro-batches are

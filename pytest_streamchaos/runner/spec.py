@@ -22,6 +22,7 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind
 from pytest_streamchaos.observe.outputs import NoIds
+from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files, realtime
@@ -141,6 +142,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     faults need)."""
     load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
     checkpoint = setup.checkpoint or default_checkpoint
+    check_arguments(load, watch, setup, t)  # the names and numbers that need no running job
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
     check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
