@@ -77,7 +77,7 @@ def misspelt_marks(item: pytest.Item, registered: Iterable[str], ours: Iterable[
         if meant is not None:
             errors.append(f"{item.nodeid}: @pytest.mark.{mark.name} is not a mark pytest-streamchaos knows (did you "
                           f"mean @pytest.mark.{meant}?): the test would run without it; the plugin's marks: "
-                          f"{listed(mine, 40)}")
+                          f"{listed(mine)}")
     return errors
 
 

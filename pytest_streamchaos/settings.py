@@ -260,7 +260,7 @@ def check_ini_keys(config: pytest.Config) -> None:
     known = [_ini(o) for o in OPTIONS] + [EXPLORE_PROFILES_INI] + [_ini(Option(old, "", "")) for old in RENAMED]
     for key in sorted(k for k in unknown() if k.startswith("streamchaos_")):
         raise pytest.UsageError(f"ini {key}: not a setting of pytest-streamchaos{did_you_mean(key, known)}; its "
-                                f"ini keys: {', '.join(known)}")
+                                "ini keys are listed by pytest --help (the [pytest] ini-options)")
 
 
 def _check_backend(opt: Option, value: str) -> None:

@@ -126,10 +126,11 @@ def idless(what: str, spec: Any, samples: Sequence[Sampled], n: int = SAMPLE) ->
             "name the field with the input id")
 
 
-def missing_fields(what: str, fields: Mapping[str, str | None], samples: Sequence[Sampled],
+def missing_fields(oracle: str, output: str, fields: Mapping[str, str | None], samples: Sequence[Sampled],
                    n: int = SAMPLE) -> str | None:
-    """The refusal of the first field an oracle reads (``fields``: argument -> JSON path; None: the default
-    window, ``window`` or ``window_start``) that none of the first ``n`` records has (None while fewer were seen)."""
+    """The refusal of the first field ``oracle`` reads (``fields``: argument -> JSON path; None: the default
+    window, ``window`` or ``window_start``) that none of the first ``n`` records of ``output`` has (None while
+    fewer were seen)."""
     first = list(samples[:n])
     if len(first) < n:
         return None
@@ -138,10 +139,11 @@ def missing_fields(what: str, fields: Mapping[str, str | None], samples: Sequenc
         if path is None:
             if any(isinstance(o, Mapping) and ("window" in o or "window_start" in o) for o in objects):
                 continue
-            return (f"{what} reads each output's window, but none of the first {n} records has 'window' or "
-                    f"'window_start'; {fields_note(first)}: name it (window_field=...)")
+            return (f"{oracle} reads each output's window, but none of the first {n} records of {output} has a "
+                    f"'window' object or 'window_start' / 'window_end'; {fields_note(first)}")
         if not any(lookup(o, path)[0] for o in objects):
-            return f"{what}({arg}={path!r}): none of the first {n} records has it; {fields_note(first, path)}"
+            return (f"{oracle}({arg}={path!r}): none of the first {n} records of {output} has that field; "
+                    f"{fields_note(first, path)}")
     return None
 
 
@@ -234,11 +236,11 @@ def unwritten_outputs(received: Mapping[str, int], missing: Sequence[str], sinks
     named = list(received)
     elsewhere = [t for t in missing if t not in received]
     if elsewhere:
-        return (f"outputs= names {listed(named)}, but the job writes to topic {elsewhere[0]!r}, which does not exist "
-                f"(its Kafka producer found no such topic): name the topic it writes, e.g. "
+        return (f"outputs= names {listed(map(repr, named))}, but the job writes to topic {elsewhere[0]!r}, which "
+                f"does not exist (its Kafka producer found no such topic): name the topic it writes, e.g. "
                 f"outputs={{{elsewhere[0]!r}: ...}}")
     if not sinks_wrote:
         return None
-    where = f"to {listed(written)}" if written else "to topics outputs= does not name"
-    return (f"outputs= names {listed(named)}, which got no record, but the job's Kafka sinks wrote rows {where}: name "
-            "the topics the job writes")
+    where = f"to {listed(map(repr, written))}" if written else "to topics outputs= does not name"
+    return (f"outputs= names {listed(map(repr, named))}, which got no record, but the job's Kafka sinks wrote rows "
+            f"{where}: name the topics the job writes")

@@ -196,16 +196,21 @@ def grouped_keywords(func: Callable[P, R]) -> Callable[P, R]:
     """``func`` (``chaos.run``), failing at once on a keyword it does not take: one that lives in a group
     now is named with its group (``args=`` -> ``setup=JobSetup(args=...)``), a misspelt one gets a
     did-you-mean over every argument and group field."""
-    takes = set(inspect.signature(func).parameters)
-
     @functools.wraps(func)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        unknown = [k for k in kwargs if k not in takes]
-        if unknown:
-            raise TypeError(moved_message(unknown[0], takes))
+        check_keywords(func, kwargs)
         return func(*args, **kwargs)
 
     return checked
+
+
+def check_keywords(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """A TypeError naming the first keyword of ``kwargs`` that ``func`` (``chaos.run``) does not take: where it
+    lives now, or what it may have meant (``chaos.compare`` checks both runs' arguments so before the first)."""
+    takes = set(inspect.signature(func).parameters)
+    unknown = [k for k in kwargs if k not in takes]
+    if unknown:
+        raise TypeError(moved_message(unknown[0], takes))
 
 
 def moved_message(name: str, takes: set[str]) -> str:

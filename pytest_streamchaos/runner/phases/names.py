@@ -139,8 +139,8 @@ class NameCheck:
             if not (isinstance(spec, NoIds) or (aggregate and spec is None)):
                 yield idless(what, spec, samples)
             if self._judged_by_oracle(name):  # the collector reads an oracle's fields off Kafka records
-                yield missing_fields(f"{type(oracle).__name__} on {name or 'the output'}", oracle.output_fields(),
-                                     samples)
+                yield missing_fields(type(oracle).__name__, repr(name) if name else "the run's output topic",
+                                     oracle.output_fields(), samples)
             if len(samples) >= SAMPLE:
                 self._parts_done.add(name)
 
