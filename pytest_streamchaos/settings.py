@@ -222,7 +222,7 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 
 
 #: the least value of a number option (the others: >= 0) and the largest of a port
-MINIMUM: dict[str, float] = {"workers": 1, "worker_cores": 1, "kafka_brokers": 1, "repeat": 1, "connect_port": 1}
+MINIMUM: dict[str, float] = {"workers": 1, "worker_cores": 1, "kafka_brokers": 1, "repeat": 1}
 PORTS = ("connect_port", "kafka_port")
 #: a Spark size string (``1g``, ``512m``, ``2048``)
 _SIZE = re.compile(r"^\d+(b|k|kb|m|mb|g|gb|t|tb|p|pb)?$", re.IGNORECASE)
@@ -240,7 +240,7 @@ def _check_value(opt: Option, value: Any) -> None:
         if value < least or (opt.name == "start_timeout" and value <= 0):
             raise pytest.UsageError(f"{where} must be {'> 0' if opt.name == 'start_timeout' else f'>= {least:g}'}")
         if opt.name in PORTS and value > 65535:
-            raise pytest.UsageError(f"{where} is not a port (1-65535)")
+            raise pytest.UsageError(f"{where} is not a port (0-65535)")
     if opt.name == "worker_memory" and not _SIZE.match(str(value)):
         raise pytest.UsageError(f"{where} is not a Spark size: write e.g. 1g or 512m")
     if opt.name == "java_home" and value and not (Path(value).expanduser() / "bin" / "java").is_file():

@@ -36,6 +36,7 @@ import numpy as np
 from ..records import OutputRecords, SentRecords
 from .guarantee import GuaranteeReport
 from .oracle import IGNORE, UNKNOWN, Expected, PerRecord, Predicate, TumblingWindowOracle, per_record
+from .spelling import did_you_mean
 
 AGGS = ("count", "sum")
 OUTPUT_MODES = ("update", "complete", "append")
@@ -99,10 +100,10 @@ class AggregateOracle(TumblingWindowOracle):
         window_field: str | None = None,
         value_field: str | None = None,
     ) -> None:
-        if agg not in AGGS:
-            raise ValueError(f"AggregateOracle: agg must be one of {AGGS}, got {agg!r}")
-        if output_mode not in OUTPUT_MODES:
-            raise ValueError(f"AggregateOracle: output_mode must be one of {OUTPUT_MODES}, got {output_mode!r}")
+        for arg, value, choices in (("agg", agg, AGGS), ("output_mode", output_mode, OUTPUT_MODES)):
+            if value not in choices:
+                raise ValueError(f"AggregateOracle({arg}={value!r}){did_you_mean(str(value), choices)}: use one of "
+                                 f"{', '.join(map(repr, choices))}")
         if (agg == "sum") != (amount is not None):
             raise ValueError("AggregateOracle: agg='sum' needs amount= (and agg='count' takes none)")
         super().__init__(size_seconds, by_key=by_key, watermark_seconds=watermark_seconds, origin=origin,

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..records import OutputRecords, SentRecords
 from .guarantee import GuaranteeReport, IdIndex
+from .spelling import did_you_mean
 
 #: :meth:`Oracle.assign` codes for outputs that are not an expected output's group.
 IGNORE = -1  #: output does not count (e.g. a window not finalized at the end of the run, another topic)
@@ -327,7 +328,8 @@ class TumblingWindowOracle(Oracle):
         if not size_seconds > 0:
             raise ValueError(f"TumblingWindowOracle: size_seconds must be > 0, got {size_seconds!r}")
         if closer not in ("key", "any"):
-            raise ValueError(f"TumblingWindowOracle: closer must be 'key' or 'any', got {closer!r}")
+            raise ValueError(f"TumblingWindowOracle(closer={closer!r}){did_you_mean(str(closer), ('key', 'any'))}: use "
+                             "'key' or 'any'")
         super().__init__(filter=filter, drop_poison=drop_poison, topic=topic, side_topic=late_topic)
         self.size = float(size_seconds)
         self.by_key = by_key

@@ -191,11 +191,11 @@ def subscriptions(batches: Iterable[Mapping[str, Any]]) -> Subscriptions:
                 continue
             items = [i.strip() for i in m.group(2).split(",") if i.strip()]
             if m.group(1) == "SubscribePattern":
-                out.patterns += [p for p in items if p not in out.patterns]
+                out.patterns += [p for p in dict.fromkeys(items) if p not in out.patterns]
                 continue
             if m.group(1) == "Assign":  # topic-partition: orders-0
                 items = [i.rsplit("-", 1)[0] if i.rsplit("-", 1)[-1].isdigit() else i for i in items]
-            out.topics += [t for t in items if t not in out.topics]
+            out.topics += [t for t in dict.fromkeys(items) if t not in out.topics]
     return out
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
+from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
@@ -155,8 +156,9 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds, least)
     check_stale_checkpoint(setup.stale_checkpoint)
     if setup.deploy_mode not in ("client", "cluster"):
-        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}): use 'client' (the driver on this host) or "
-                         "'cluster' (on YARN: the driver is the ApplicationMaster)")
+        meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
+        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
+                         "or 'cluster' (on YARN: the driver is the ApplicationMaster)")
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
@@ -201,7 +203,8 @@ def check_args(args: Sequence[Any] | None) -> None:
         for _, name, _, _ in string.Formatter().parse(str(a)):
             if name is not None and name not in PLACEHOLDERS:
                 names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-                raise ValueError(f"args: {{{name}}} in {a!r} is not a placeholder the run fills; use {names} "
+                raise ValueError(f"args: {{{name}}} in {a!r} is not a placeholder the run fills"
+                                 f"{did_you_mean(name, PLACEHOLDERS, '{{{}}}')}; use {names} "
                                  "(write {{ }} for a literal brace)")
 
 
@@ -211,7 +214,8 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
                    id_reader: Any = None, oracle: Oracle | None = None) -> None:
     """Fail now, naming the argument and what is allowed, when ``chaos.run``'s arguments cannot work."""
     if guarantee not in GUARANTEES:
-        raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
+        raise ValueError(f"guarantee={guarantee!r}{did_you_mean(str(guarantee), GUARANTEES)}: use one of "
+                         f"{', '.join(map(repr, GUARANTEES))}")
     if rate <= 0 or (duration is not None and duration <= 0):
         raise ValueError(f"rate={rate!r} and duration={duration!r} must be > 0")
     check_args(args)

@@ -134,7 +134,7 @@ class NameCheck:
             if name in self._parts_done:
                 continue
             samples = part.first_records
-            what = f"outputs[{name!r}]" if name else ("Watch(id_reader=...)" if spec is not None
+            what = f"outputs[{name!r}]" if name else ("Watch(id_reader)" if spec is not None
                                                       else "the run's output topic")
             if not (isinstance(spec, NoIds) or (aggregate and spec is None)):
                 yield idless(what, spec, samples)
