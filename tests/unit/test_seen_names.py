@@ -177,3 +177,19 @@ def test_a_named_topic_that_got_nothing_is_refused_once_the_producer_says_where_
     with pytest.raises(RunError, match="but the job writes to topic 'ledger-eu', which does not exist"):
         check(outputs={"ledger-ue": "key"}, parts=[Part([])], timeline=[failed]).check()
     check(outputs={"ledger-ue": "key"}, parts=[Part(records({"id": 1}), count=1)], timeline=[failed]).check()
+
+
+def test_the_driver_log_tells_the_missing_topic_before_the_event_log_does(tmp_path):
+    """Spark's event log holds a task's failure until its stage ends, which a write retried for a missing topic
+    never does: the driver log's ``Lost task`` line is read instead, a whole line at a time."""
+    log = tmp_path / "driver.log"
+    log.write_text("01:04:07.100 INFO SparkContext: Starting job\n01:05:15.573 WARN TaskSetManager: [batchId = 1] "
+                   "Lost task 0.0 in stage 1.0 (TID 2) (127.0.0.1 executor 1): org.apache.kafka.common.errors."
+                   "TimeoutException: Topic ledger-eu not pres")
+    names = check(outputs={"ledger-ue": "key"}, parts=[Part([])])
+    names.log = log
+    names.check()  # half a line: not read yet
+    with log.open("a") as f:
+        f.write("ent in metadata after 60000 ms.\n")
+    with pytest.raises(RunError, match="the job writes to topic 'ledger-eu', which does not exist"):
+        names.check()

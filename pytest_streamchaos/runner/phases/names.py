@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.events import Kind, QueryStarted
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 #: how long after the latest query started its progress must have come before the queries' sources are
 #: judged (a job starts its queries one after another: the last one may not have reported yet)
 SETTLE_S = 5.0
+#: the most of the driver's log one look reads (a look reads what was written since the last)
+LOG_READ_MAX = 1 << 20
 #: how long after every Kafka sink of the job reported rows written the named topics may still be empty (the
 #: collector's lag, with a wide margin)
 GRACE_S = 5.0
@@ -47,12 +50,16 @@ class NameCheck:
     refused (``check`` raises the refusal)."""
 
     def __init__(self, ctx: RunContext, collector: Reader, progress: SparkProgress,
-                 written: Callable[[float, set[str]], list[str]] | None = None) -> None:
+                 written: Callable[[float, set[str]], list[str]] | None = None, log: Path | None = None) -> None:
         self.ctx = ctx
         self.collector = collector
         self.progress = progress
         #: the topics with records stamped after a time, but the ones given (the brokers' view; None: not asked)
         self.written = written
+        #: the driver's log: a task's failure shows there at once (the event log holds it until a stage ends)
+        self.log = log
+        self._log_read = 0
+        self._failures: list[str] = []
         self._inputs_done = ctx.spec.inputs is None
         self._topics_done = not self._named_topics()
         self._parts_done: set[str] = set()
@@ -91,10 +98,25 @@ class NameCheck:
             return None
         failures = [str(e.detail.get("message") or e.detail.get("exception") or "") for e in self.progress.timeline
                     if e.kind in (Kind.TASK_FAILED, Kind.QUERY_TERMINATED)]
-        why = unwritten_outputs(received, missing_topics(failures))
+        why = unwritten_outputs(received, missing_topics([*failures, *self._logged_failures()]))
         if why is None and self._sinks_wrote():
             why = unwritten_outputs(received, [], sinks_wrote=True, written=self._written_elsewhere())
         return why
+
+    def _logged_failures(self) -> list[str]:
+        """The driver log's lines that tell of a write to a topic the brokers lack (read on from the last look)."""
+        if self.log is None:
+            return []
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self._log_read)
+                text = f.read(LOG_READ_MAX)
+        except OSError:
+            return []
+        text = text[:text.rfind(b"\n") + 1]  # a line still being written is read next time
+        self._log_read += len(text)
+        self._failures += [line for line in text.decode(errors="replace").splitlines() if "not present in" in line]
+        return self._failures
 
     def _sinks_wrote(self) -> bool:
         """Every Kafka sink of the job reported rows written, :data:`GRACE_S` ago or more (with every query

@@ -46,7 +46,8 @@ class WarmUp:
         self.status = status
         self.first_output: float | None = None  #: when output first showed (None: not yet)
         #: the names of the test only the running job confirms (topics, id fields): checked on every look
-        self.names = NameCheck(ctx, obs.collector, obs.progress, written_since(ctx.chaos.kafka.bootstrap_servers))
+        self.names = NameCheck(ctx, obs.collector, obs.progress, written_since(ctx.chaos.kafka.bootstrap_servers),
+                               job.log_path)
 
     def run(self) -> WarmUpResult:
         ctx, obs, job = self.ctx, self.obs, self.job
