@@ -189,7 +189,7 @@ class ChaosFixture(Chaos):
         ``.faults`` verdicts, ``.describe()``). ``slo_latency`` (s) separates degraded from outage."""
         args_a, args_b = merged_args(common, a), merged_args(common, b)
         for args in (args_a, args_b):  # B's typo found before A's whole run, not after it
-            check_keywords(ChaosFixture.run, args)
+            check_keywords(self.run, args)
         run_a = self.run(job, **args_a)
         run_b = self.run(job, **args_b)
         result = versus(run_b, run_a, slo_latency=slo_latency, labels=labels)

@@ -102,10 +102,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _check_baseline(config: pytest.Config, settings: _settings.Settings, gated: bool) -> None:
     """``--chaos-compare`` (or ``--chaos-compare-fail``, which compares with the latest) naming a baseline that is
-    not saved: one line listing the saved ones, before the runs rather than after them."""
+    not saved: one line listing the saved ones, before the runs rather than after them (unless the session saves
+    the first one, ``--chaos-save``)."""
     which = settings.compare or (_settings.LATEST if gated else "")
-    if not which:
-        return
+    if not which or (settings.save and which == _settings.LATEST):
+        return  # the session saves one (the first baseline of a CI set up with gates): compared at its end
     try:
         Storage(Path(str(config.rootpath)) / settings.storage).find(which)
     except FileNotFoundError as exc:

@@ -28,31 +28,33 @@ def _args(source: str, sink: str) -> JobSetup:
     return JobSetup(args=["{bootstrap_servers}", source, sink, "{checkpoint_dir}", "all"])
 
 
+def refused(chaos, match: str, what: str, *, inputs: dict, outputs: dict, source: str = "orders",
+            sink: str = "ledger", warmup: float = 120) -> float:
+    """Run the job with the test's names; the run must stop with the refusal ``match``: the seconds it took."""
+    start = time.monotonic()
+    with pytest.raises(RunError, match=match):
+        chaos.run(JOB, rate=50, duration=15, inputs=inputs, outputs=outputs, setup=_args(source, sink),
+                  timing=Timing(warmup_timeout=warmup))
+    took = time.monotonic() - start
+    print(f"{what}: refused {took:.1f}s after chaos.run was called")
+    return took
+
+
 @pytest.mark.chaos
 def test_a_mistyped_output_id_field_is_refused_at_the_first_records_naming_the_fields(chaos):
     """The job writes each input record as the value: ``"idd"`` is in none of them; the refusal lists the
     fields they have, with the did-you-mean."""
-    start = time.monotonic()
-    with pytest.raises(RunError, match=r"outputs\['ledger'\] = 'idd': none of the first 10 records has the field "
-                                       r"'idd'; they have fields id, amount, customer \(did you mean 'id'\?\)"):
-        chaos.run(JOB, rate=50, duration=15, inputs={"orders": order}, outputs={"ledger": "idd"},
-                  setup=_args("orders", "ledger"), timing=Timing(warmup_timeout=120))
-    took = time.monotonic() - start
-    print(f"mistyped id field: refused {took:.1f}s after chaos.run was called")
-    assert took < BOUND_S
+    assert refused(chaos, r"outputs\['ledger'\] = 'idd': none of the first 10 records has the field 'idd'; they have "
+                          r"fields id, amount, customer \(did you mean 'id'\?\)", "mistyped id field",
+                   inputs={"orders": order}, outputs={"ledger": "idd"}) < BOUND_S
 
 
 @pytest.mark.chaos
 def test_a_mistyped_input_topic_is_refused_at_the_queries_first_progress_naming_what_they_read(chaos):
     """The job subscribes to ``orders`` (its argv); the test names ``ordrs``: no query reads it."""
-    start = time.monotonic()
-    with pytest.raises(RunError, match=r"inputs= names 'ordrs', which no query of the job reads \(did you mean "
-                                       r"'orders'\?\); its queries read orders"):
-        chaos.run(JOB, rate=50, duration=15, inputs={"ordrs": order}, outputs={"ledger": "key"},
-                  setup=_args("orders", "ledger"), timing=Timing(warmup_timeout=120))
-    took = time.monotonic() - start
-    print(f"mistyped input topic: refused {took:.1f}s after chaos.run was called")
-    assert took < BOUND_S
+    assert refused(chaos, r"inputs= names 'ordrs', which no query of the job reads \(did you mean 'orders'\?\); its "
+                          r"queries read orders", "mistyped input topic",
+                   inputs={"ordrs": order}, outputs={"ledger": "key"}) < BOUND_S
 
 
 @pytest.mark.chaos
@@ -60,13 +62,9 @@ def test_a_mistyped_output_topic_is_refused_naming_the_topic_the_job_writes(chao
     """The job writes ``ledger-eu`` (its argv), which the test misspells ``ledger-ue``: the run creates the
     topic the test names, the brokers create none on use, so the job's producer finds no ``ledger-eu`` and its
     first task fails after Kafka's ``max.block.ms`` (60 s): the refusal names the topic it writes."""
-    start = time.monotonic()
-    with pytest.raises(RunError, match=r"outputs= names 'ledger-ue', but the job writes to topic 'ledger-eu', which "
-                                       r"does not exist"):
-        chaos.run(JOB, rate=50, duration=15, inputs={"orders": order}, outputs={"ledger-ue": "key"},
-                  setup=_args("orders", "ledger-eu"), timing=Timing(warmup_timeout=150))
-    took = time.monotonic() - start
-    print(f"mistyped output topic: refused {took:.1f}s after chaos.run was called")
+    took = refused(chaos, r"outputs= names 'ledger-ue', but the job writes to topic 'ledger-eu', which does not exist",
+                   "mistyped output topic", inputs={"orders": order}, outputs={"ledger-ue": "key"}, sink="ledger-eu",
+                   warmup=150)
     assert took < 60.0 + BOUND_S  # the producer's own 60 s wait for the topic, then the check
 
 
@@ -77,13 +75,9 @@ def test_a_named_topic_that_gets_nothing_while_the_job_writes_an_existing_one_is
     the topic the brokers got records in since the job started."""
     chaos.kafka.create_topic("ledger-2025", partitions=2)
     try:
-        start = time.monotonic()
-        with pytest.raises(RunError, match=r"outputs= names 'ledger-2026', which got no record, but the job's Kafka "
-                                           r"sinks wrote rows to 'ledger-2025': name the topics the job writes"):
-            chaos.run(JOB, rate=50, duration=15, inputs={"orders": order}, outputs={"ledger-2026": "key"},
-                      setup=_args("orders", "ledger-2025"), timing=Timing(warmup_timeout=120))
-        took = time.monotonic() - start
+        took = refused(chaos, r"outputs= names 'ledger-2026', which got no record, but the job's Kafka sinks wrote "
+                              r"rows to 'ledger-2025': name the topics the job writes", "output topic that got nothing",
+                       inputs={"orders": order}, outputs={"ledger-2026": "key"}, sink="ledger-2025")
     finally:
         chaos.kafka.delete_topic("ledger-2025")
-    print(f"output topic that got nothing: refused {took:.1f}s after chaos.run was called")
     assert took < BOUND_S
