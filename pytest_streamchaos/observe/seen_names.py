@@ -216,6 +216,49 @@ def unread_inputs(named: Sequence[str], seen: Subscriptions) -> str | None:
             "name the topics the job subscribes to")
 
 
+#: the job's Kafka source asked for a topic the brokers do not have (the query stops before its first batch)
+_NO_SOURCE_TOPIC = "UnknownTopicOrPartitionException"
+
+
+def mentioned_topics(args: Sequence[str], script: str) -> list[str]:
+    """The topic names a job's own text gives: its arguments that could be a topic's name, and the literal
+    values of its ``.option("subscribe" / "assign" / "topic", ...)`` calls (the hint of a refusal, never its
+    ground)."""
+    import ast
+
+    found = [a for a in args if re.fullmatch(r"[A-Za-z][A-Za-z0-9._-]{0,248}", a)]
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "option" and len(node.args) == 2:
+            key, value = node.args
+            if isinstance(key, ast.Constant) and key.value in ("subscribe", "assign", "topic") \
+                    and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found += [t.strip() for t in value.value.split(",") if t.strip()]
+    return list(dict.fromkeys(found))
+
+
+def missing_source(named: Sequence[str], failures: Sequence[str], mentioned: Sequence[str]) -> str | None:
+    """The refusal of ``inputs=`` when the job's Kafka source stopped on a topic the brokers do not have (the run
+    creates only the named ones): the named topic its own text does not give, with the one it does give that the
+    name misspells (``mentioned``: :func:`mentioned_topics`)."""
+    if not named or not any(_NO_SOURCE_TOPIC in f and "not present in metadata" not in f for f in failures):
+        return None
+    unnamed = [t for t in mentioned if t not in named]
+    for topic in (t for t in named if t not in mentioned):
+        meant = close_to(topic, unnamed)
+        if meant:
+            return (f"inputs= names {topic!r}, but the job's Kafka source subscribes to a topic the brokers do not "
+                    f"have ({_NO_SOURCE_TOPIC}; the run creates only the inputs= topics): did you mean {meant!r} "
+                    "(the job's arguments or code name it)? name the topics the job subscribes to")
+    also = f"; the job's arguments and code also name {listed(map(repr, unnamed))}" if unnamed else ""
+    return (f"the job's Kafka source subscribes to a topic the brokers do not have ({_NO_SOURCE_TOPIC}; the run "
+            f"creates only the inputs= topics: {listed(map(repr, named))}){also}: name every topic the job reads "
+            "in inputs=")
+
+
 #: the job's Kafka producer waited for a topic the brokers do not have (the stack's brokers create none on use)
 _NO_TOPIC = re.compile(r"Topic (\S+?)\.? not present in metadata")
 

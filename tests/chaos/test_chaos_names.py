@@ -51,10 +51,28 @@ def test_a_mistyped_output_id_field_is_refused_at_the_first_records_naming_the_f
 
 @pytest.mark.chaos
 def test_a_mistyped_input_topic_is_refused_at_the_queries_first_progress_naming_what_they_read(chaos):
-    """The job subscribes to ``orders`` (its argv); the test names ``ordrs``: no query reads it."""
-    assert refused(chaos, r"inputs= names 'ordrs', which no query of the job reads \(did you mean 'orders'\?\); its "
-                          r"queries read orders", "mistyped input topic",
-                   inputs={"ordrs": order}, outputs={"ledger": "key"}) < BOUND_S
+    """The job subscribes to ``orders-eu`` (its argv), a topic that exists (an earlier run's, made here); the
+    test names ``orders-ue``: the query runs on an empty topic, and its first progress shows what it reads."""
+    chaos.kafka.create_topic("orders-eu", partitions=2)
+    try:
+        took = refused(chaos, r"inputs= names 'orders-ue', which no query of the job reads \(did you mean "
+                              r"'orders-eu'\?\); its queries read orders-eu", "mistyped input topic",
+                       inputs={"orders-ue": order}, outputs={"ledger": "key"}, source="orders-eu")
+    finally:
+        chaos.kafka.delete_topic("orders-eu")
+    assert took < BOUND_S
+
+
+@pytest.mark.chaos
+def test_an_input_topic_the_brokers_lack_is_refused_when_the_query_stops_on_it(chaos):
+    """The job subscribes to ``purchases`` (its argv), which the test misspells ``purchses``: the run creates
+    only the topic the test names, and Spark's Kafka source stops the query on the topic the brokers lack
+    (``UnknownTopicOrPartitionException``, which does not name it): the refusal names the test's topic and the
+    one the job's arguments give."""
+    assert refused(chaos, r"inputs= names 'purchses', but the job's Kafka source subscribes to a topic the brokers "
+                          r"do not have \(UnknownTopicOrPartitionException; the run creates only the inputs= "
+                          r"topics\): did you mean 'purchases'", "input topic the brokers lack",
+                   inputs={"purchses": order}, outputs={"ledger": "key"}, source="purchases") < BOUND_S
 
 
 @pytest.mark.chaos

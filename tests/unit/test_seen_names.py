@@ -193,3 +193,28 @@ def test_the_driver_log_tells_the_missing_topic_before_the_event_log_does(tmp_pa
         f.write("ent in metadata after 60000 ms.\n")
     with pytest.raises(RunError, match="the job writes to topic 'ledger-eu', which does not exist"):
         names.check()
+
+
+def test_a_source_topic_the_brokers_lack_is_told_from_a_sink_topic_they_lack(tmp_path):
+    """A query that ends on ``UnknownTopicOrPartitionException`` before its first batch read a topic the run did
+    not create: the named input its arguments do not give is refused with the one they give. A sink's write to a
+    missing topic logs the same cause under its task's failure: that is the output check's, not this one's."""
+    script = tmp_path / "job.py"
+    script.write_text('spark.readStream.format("kafka").option("subscribe", sys.argv[1]).load()\n')
+    log = tmp_path / "driver.log"
+    log.write_text("01:05:15 WARN TaskSetManager: Lost task 0.0: org.apache.kafka.common.errors.TimeoutException: "
+                   "Topic ledger-eu not present in metadata after 60000 ms.\nCaused by: org.apache.kafka.common."
+                   "errors.UnknownTopicOrPartitionException: This server does not host this topic-partition.\n")
+    names = check(inputs=["orders"], outputs={"ledger-ue": "key"}, parts=[Part([])])
+    names.ctx.inputs.script, names.log, names.job_args = script, log, ["orders", "ledger-eu"]
+    with pytest.raises(RunError, match="outputs= names 'ledger-ue', but the job writes to topic 'ledger-eu'"):
+        names.check()
+    with log.open("a") as f:
+        f.write("pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] Query [id = 6] terminated "
+                "with exception: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does "
+                "not host this topic-partition. SQLSTATE: XXKST\n")
+    names = check(inputs=["ordrs"], outputs={"ledger": "key"}, parts=[Part([])])
+    names.ctx.inputs.script, names.log, names.job_args = script, log, ["127.0.0.1:9092", "orders", "ledger", "/tmp/c"]
+    with pytest.raises(RunError, match=r"inputs= names 'ordrs', but the job's Kafka source subscribes to a topic the "
+                                       r"brokers do not have .*did you mean 'orders'"):
+        names.check()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.seen_names import (
     SAMPLE,
     idless,
+    mentioned_topics,
     missing_fields,
+    missing_source,
     missing_topics,
     subscriptions,
     unread_inputs,
@@ -50,7 +52,8 @@ class NameCheck:
     refused (``check`` raises the refusal)."""
 
     def __init__(self, ctx: RunContext, collector: Reader, progress: SparkProgress,
-                 written: Callable[[float, set[str]], list[str]] | None = None, log: Path | None = None) -> None:
+                 written: Callable[[float, set[str]], list[str]] | None = None, log: Path | None = None,
+                 job_args: Sequence[str] = ()) -> None:
         self.ctx = ctx
         self.collector = collector
         self.progress = progress
@@ -60,6 +63,7 @@ class NameCheck:
         self.log = log
         self._log_read = 0
         self._failures: list[str] = []
+        self.job_args = list(job_args)  #: the job's own argv: the topics it names, for a refusal's hint
         self._inputs_done = ctx.spec.inputs is None
         self._topics_done = not self._named_topics()
         self._parts_done: set[str] = set()
@@ -67,7 +71,7 @@ class NameCheck:
 
     def check(self) -> None:
         """One look: raise the first refusal found (:class:`RunError`)."""
-        for why in (self._inputs(), self._topics(), *self._outputs()):
+        for why in (self._inputs(), self._source(), self._topics(), *self._outputs()):
             if why:
                 raise RunError(why)
 
@@ -85,6 +89,27 @@ class NameCheck:
         self._inputs_done = True
         return unread_inputs(list(self.ctx.spec.inputs or []), subscriptions(self.progress.batches))
 
+    def _source(self) -> str | None:
+        """The job's Kafka source stopped on a topic the brokers lack (the query dies before its first progress)."""
+        if self.ctx.spec.inputs is None:
+            return None
+        # a query's end, not a task's: a sink's write to a missing topic logs the same cause under its own failure
+        failures = [str(e.detail.get("exception") or "") for e in self.progress.timeline
+                    if e.kind == Kind.QUERY_TERMINATED]
+        failures += [line for line in self._logged_failures() if "terminated with exception" in line]
+        if not failures:
+            return None
+        try:
+            script = self.ctx.inputs.script.read_text()
+        except OSError:
+            script = ""
+        return missing_source(list(self.ctx.spec.inputs), failures, mentioned_topics(self.job_args, script))
+
+    def _failed(self) -> list[str]:
+        """What the job's failed tasks and terminated queries said (Spark's event log)."""
+        return [str(e.detail.get("message") or e.detail.get("exception") or "") for e in self.progress.timeline
+                if e.kind in (Kind.TASK_FAILED, Kind.QUERY_TERMINATED)]
+
     def _named_topics(self) -> list[str]:
         return [o for o in self.ctx.spec.outputs or [] if output_kind(o) == "kafka"]
 
@@ -96,15 +121,13 @@ class NameCheck:
         if any(received.values()):
             self._topics_done = True
             return None
-        failures = [str(e.detail.get("message") or e.detail.get("exception") or "") for e in self.progress.timeline
-                    if e.kind in (Kind.TASK_FAILED, Kind.QUERY_TERMINATED)]
-        why = unwritten_outputs(received, missing_topics([*failures, *self._logged_failures()]))
+        why = unwritten_outputs(received, missing_topics([*self._failed(), *self._logged_failures()]))
         if why is None and self._sinks_wrote():
             why = unwritten_outputs(received, [], sinks_wrote=True, written=self._written_elsewhere())
         return why
 
     def _logged_failures(self) -> list[str]:
-        """The driver log's lines that tell of a write to a topic the brokers lack (read on from the last look)."""
+        """The driver log's lines that tell of a topic the brokers lack (read on from the last look)."""
         if self.log is None:
             return []
         try:
@@ -115,7 +138,8 @@ class NameCheck:
             return []
         text = text[:text.rfind(b"\n") + 1]  # a line still being written is read next time
         self._log_read += len(text)
-        self._failures += [line for line in text.decode(errors="replace").splitlines() if "not present in" in line]
+        self._failures += [line for line in text.decode(errors="replace").splitlines()
+                           if "not present in" in line or "UnknownTopicOrPartition" in line]
         return self._failures
 
     def _sinks_wrote(self) -> bool:

@@ -47,7 +47,7 @@ class WarmUp:
         self.first_output: float | None = None  #: when output first showed (None: not yet)
         #: the names of the test only the running job confirms (topics, id fields): checked on every look
         self.names = NameCheck(ctx, obs.collector, obs.progress, written_since(ctx.chaos.kafka.bootstrap_servers),
-                               job.log_path)
+                               job.log_path, job.args)
 
     def run(self) -> WarmUpResult:
         ctx, obs, job = self.ctx, self.obs, self.job
@@ -68,6 +68,7 @@ class WarmUp:
         return WarmUpResult(steady=steady, local_master=local_master)
 
     def _fail(self, what: str) -> RunError:
+        self.names.check()  # a name the test mistyped that made the job fail (a topic it cannot find) says so
         return job_failed(self.job, what, self.ctx.inputs.script)
 
     def _wait_query_started(self) -> None:
