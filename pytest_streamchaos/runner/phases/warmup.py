@@ -12,6 +12,7 @@ import numpy as np
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.registry import kind_of
+from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code, poll_until
@@ -59,6 +60,7 @@ class WarmUp:
         self._wait_starting_offsets()
         obs.start(obs.generator)
         steady = self._wait_steady()
+        self._check_reference_names()
         ctx.phases["warmup_end"] = steady
         ctx.recorder.record(Kind.STEADY_STATE, "", t=steady)
         return WarmUpResult(steady=steady, local_master=local_master)
@@ -160,6 +162,19 @@ class WarmUp:
             return time.time()
         self.status("warm-up", self.ctx.spec.warmup_timeout)
         return None
+
+    def _check_reference_names(self) -> None:
+        """Before the load: a column the test's ``Reference(key=..., ignore=...)`` names that no row an output
+        holds so far has fails the run in one line naming the columns there are (a mistyped key must never be
+        compared as nothing). An output with no rows yet (windows the watermark has not closed) is checked by
+        the comparison at the end."""
+        ref = self.ctx.inputs.reference
+        if ref is None or not (ref.key or ref.ignore):
+            return
+        for out in output_rows(self.obs.collector):
+            refused = ref.refused(out.name, out.rows)
+            if refused:
+                raise RunError(refused)
 
     def _output_names(self) -> str:
         outputs = self.ctx.spec.outputs
