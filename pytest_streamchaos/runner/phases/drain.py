@@ -106,19 +106,17 @@ class Drain(ObservedPhase):
         if (isinstance(collector, Collector) and isinstance(oracle, IdentityOracle)
                 and oracle.filter is None and collector.ids_seen >= obs.generator.acked):
             return "ids"
-        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at, self._batch_planned_at())
+        checkpoint = obs.checkpoint
+        # a real-time query's batch always runs: its settle window counts from its output alone
+        watcher = checkpoint.watcher if checkpoint.found and inputs.real_time is None else None
+        if watcher is not None and watcher.uncommitted_batch() is not None:
+            return None  # a batch that runs may still write (a stateful query's no-data batch closing windows)
+        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at, last_commit(watcher))
         if time.time() - last > s.settle_seconds:
             return "settled"
         if not inputs.settle_pinned and self._query_idle(caught_up_at):
             return "idle"
         return None
-
-    def _batch_planned_at(self) -> float:
-        """:func:`running_batch_planned_at` of the job's query; 0.0 for a real-time query (its batch always runs)."""
-        checkpoint = self.obs.checkpoint
-        if not checkpoint.found or self.ctx.inputs.real_time is not None:
-            return 0.0
-        return running_batch_planned_at(checkpoint.watcher)
 
     def _query_idle(self, caught_up_at: float) -> bool:
         """:func:`query_idle` of the job's query now."""
@@ -127,11 +125,12 @@ class Drain(ObservedPhase):
                           checkpoint.watcher if checkpoint.found else None, self.ctx.spec.trigger_seconds)
 
 
-def running_batch_planned_at(watcher: CheckpointWatcher) -> float:
-    """When the micro-batch running now was planned (its ``offsets/N`` written, no ``commits/N`` yet); 0.0 when
-    none runs. The drain's settle window counts from it: a running batch may still write."""
-    running = watcher.uncommitted_batch()
-    return (watcher.planned_time(running) or 0.0) if running is not None else 0.0
+def last_commit(watcher: CheckpointWatcher | None) -> float:
+    """When the query last committed a micro-batch (0.0: never, or no checkpoint to tell by). The drain's settle
+    window counts from it too: a batch that ran after the last input (a no-data batch closing windows) writes its
+    output before its commit, and another may follow it."""
+    done = watcher.latest_committed_batch() if watcher is not None else None
+    return (watcher.commit_time(done) or 0.0) if watcher is not None and done is not None else 0.0
 
 
 def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], watcher: CheckpointWatcher | None,
@@ -146,9 +145,7 @@ def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], wat
     A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
     if watcher is not None and watcher.uncommitted_batch() is not None:
         return False
-    done = watcher.latest_committed_batch() if watcher is not None else None
-    committed = watcher.commit_time(done) if watcher is not None and done is not None else None
-    last = max([caught_up_at, *batch_ends, committed or 0.0])
+    last = max([caught_up_at, *batch_ends, last_commit(watcher)])
     return now - last >= max(1.0, 2 * trigger_seconds)
 
 
