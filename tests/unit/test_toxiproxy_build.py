@@ -103,7 +103,7 @@ def test_links_without_a_built_toxiproxy_go_direct_and_build_it_on_first_use(bar
     links.start_server(tmp_path / "logs", build=False)
     assert links.server is None and not links.available and links.proxies() == []
     assert links.reason is not None and "reaches the brokers directly" in links.reason
-    with pytest.raises(StackError, match=r"kafka port 9092: answering on a fixed port needs Toxiproxy.*no `go` on PATH"):
+    with pytest.raises(StackError, match=r"kafka port 9092: answering on a fixed port needs Toxiproxy.*no `go`"):
         links.listen(9092, "127.0.0.1:1")
     assert not (tmp_path / "cache").exists()  # the build was tried (no Go): nothing half-made
 
