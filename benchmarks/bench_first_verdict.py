@@ -14,6 +14,9 @@ downloading into an empty archive folder. Run it under the heavy lock::
 
     flock /tmp/sc/heavy.lock python benchmarks/bench_first_verdict.py --fresh --apt
 
+``--commit C`` measures commit ``C`` of this checkout's history instead of its HEAD (a change's "before");
+pip's cache is off in the first run (``PIP_NO_CACHE_DIR=1``: pyspark's sdist is built into a wheel again).
+
 **An old log** (``--log FILE --total S``): the phases a ``./dev demo`` log without stamps shows (the
 durations it prints), the rest of ``S`` seconds as "apt + pip + other" (the "before" of issue 32).
 
