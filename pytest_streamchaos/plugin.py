@@ -139,8 +139,19 @@ def _check_kafka(settings: _settings.Settings) -> None:
         raise pytest.UsageError(f"--chaos-kafka-bootstrap: {exc}") from None
 
 
+def faults_kafka_links(items: list[pytest.Item]) -> bool:
+    """Whether a test among ``items`` has a fault mark on the job's Kafka links: only then is Toxiproxy built
+    for the session's Kafka (``@explore`` explores no network fault). Without it those links go direct,
+    where a network fault would act on the brokers' job listeners instead (stack/kraft/links.py)."""
+    from pytest_streamchaos.stack.capabilities import KafkaLinks
+
+    return any(KafkaLinks in kind_of(spec).capabilities(spec) for item in items
+               for spec in item.stash.get(FAULTS_KEY, []))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Validate every fault and SLA mark now (collection time), so a typo never starts a stack."""
+    """Validate every fault and SLA mark now (collection time), so a typo never starts a stack; note whether
+    a test may fault the job's Kafka links (:func:`faults_kafka_links`)."""
     from pytest_streamchaos.analysis.sla import SLA
 
     errors = []
@@ -172,6 +183,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                               f"{', '.join(map(repr, _settings.BACKENDS))}")
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
+    config.stash[_settings.KAFKA_LINKS_KEY] = faults_kafka_links(items)
 
 
 @pytest.fixture

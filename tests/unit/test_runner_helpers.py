@@ -116,3 +116,31 @@ def test_a_no_data_batch_running_longer_than_the_settle_window_is_waited_for(tmp
     assert d._settled(caught_up) is None  # just committed: another may follow
     now[0] += 2.0
     assert d._settled(caught_up) == "idle"
+
+
+def test_a_caught_up_query_without_state_is_idle_once_its_last_batch_committed(tmp_path: Path) -> None:
+    """A single query whose progress shows no state operator plans no batch without new input: once it has
+    committed the input's end offsets and no batch runs, the drain waits only STATELESS_IDLE_S, not two
+    triggers. A stateful one, a second query beside it, or no progress at all keep the two-trigger wait; a
+    batch running still holds both."""
+    from pytest_streamchaos.runner.phases.drain import STATELESS_IDLE_S, one_stateless_query, query_idle
+
+    w = CheckpointWatcher(tmp_path)
+    _write_batch(tmp_path, 0, '{"in":{"0":9}}', commit=True)
+    committed = w.commit_time(0)
+    assert committed is not None
+    after = committed + STATELESS_IDLE_S + 0.01
+    assert query_idle(after, caught_up_at=committed, batch_ends=[committed], watcher=w, trigger_seconds=1,
+                      stateless=True)
+    assert not query_idle(after, caught_up_at=committed, batch_ends=[committed], watcher=w, trigger_seconds=1)
+    assert not query_idle(after, caught_up_at=committed, batch_ends=[committed], watcher=None, trigger_seconds=1,
+                          stateless=True)  # no checkpoint to tell a running batch: two triggers
+    _write_batch(tmp_path, 1, '{"in":{"0":12}}', commit=False)
+    assert not query_idle(committed + 60, caught_up_at=committed, batch_ends=[committed], watcher=w,
+                          trigger_seconds=1, stateless=True)
+
+    plain = {"id": "q1", "stateOperators": []}
+    assert one_stateless_query([plain, plain])
+    assert not one_stateless_query([])
+    assert not one_stateless_query([plain, {"id": "q1", "stateOperators": [{"numRowsTotal": 3}]}])
+    assert not one_stateless_query([plain, {"id": "q2", "stateOperators": []}])  # a console query beside it

@@ -15,7 +15,7 @@ from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code, poll_until
+from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.runner.phases.observers import Observers
 from pytest_streamchaos.stack.base import JobHandle
@@ -81,7 +81,7 @@ class WarmUp:
 
         poll(started, timeout, lambda _: self._fail(
             f"the streaming query did not start within warmup_timeout={timeout:g}s "
-            "(awaited a QueryStartedEvent in the job's event log)"), interval=POLL_S, clock=time.time)
+            "(awaited a QueryStartedEvent in the job's event log)"), interval=PHASE_POLL_S, clock=time.time)
 
     def _check_reach(self) -> str | None:
         """A job that sets ``.master("local[...]")`` in its code runs no executors on the plugin's
@@ -118,7 +118,7 @@ class WarmUp:
                 raise self._fail(f"the job exited (code {job.returncode}) before its query read any offsets")
             return False
 
-        if not poll_until(fixed, min(30.0, self.ctx.spec.warmup_timeout)):
+        if not poll_until(fixed, min(30.0, self.ctx.spec.warmup_timeout), PHASE_POLL_S):
             self.ctx.warnings.append("the query did not report its starting offsets within 30 s after it started; "
                                      "the load began anyway (with startingOffsets=latest, records sent before the "
                                      "query fixed its offsets would count as lost)")
@@ -126,7 +126,7 @@ class WarmUp:
     def _wait_steady(self) -> float:
         """Wait for output, then for :data:`STEADY_BATCHES` stable micro-batches without backlog; return that time."""
         s, progress = self.ctx.spec, self.obs.progress
-        steady = poll_until(self._steady_now, s.warmup_timeout)
+        steady = poll_until(self._steady_now, s.warmup_timeout, PHASE_POLL_S)
         if steady is not None:
             return steady
         if self.first_output is None:
