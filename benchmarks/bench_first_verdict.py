@@ -14,6 +14,9 @@ downloading into an empty archive folder. Run it under the heavy lock::
 
     flock /tmp/sc/heavy.lock python benchmarks/bench_first_verdict.py --fresh --apt
 
+``--commit C`` measures commit ``C`` of this checkout's history instead of its HEAD (a change's "before");
+pip's cache is off in the first run (``PIP_NO_CACHE_DIR=1``: pyspark's sdist is built into a wheel again).
+
 **An old log** (``--log FILE --total S``): the phases a ``./dev demo`` log without stamps shows (the
 durations it prints), the rest of ``S`` seconds as "apt + pip + other" (the "before" of issue 32).
 
@@ -106,13 +109,16 @@ def run_stamped(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> t
     return rc, time.monotonic() - started, stamped
 
 
-def fresh(keep: bool, apt: bool) -> dict:
-    """The fresh-machine measurement (see the module docstring)."""
+def fresh(keep: bool, apt: bool, commit: str | None = None) -> dict:
+    """The fresh-machine measurement (see the module docstring); ``commit``: of that commit of this checkout's
+    history instead of its HEAD (the "before" of a change)."""
     base = Path(tempfile.mkdtemp(prefix="sc-fresh-"))
     try:
         repo, venv, home, cache = base / "repo", base / "venv", base / "home", base / "cache"
         home.mkdir()
         subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
+        if commit:
+            subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
         t = time.monotonic()
@@ -120,14 +126,16 @@ def fresh(keep: bool, apt: bool) -> dict:
         venv_s = time.monotonic() - t
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GO", "PIP_", "VIRTUAL_ENV", "PYTHON", "XDG_", "STREAMCHAOS_", "JAVA_TOOL"))}
+        # pip's cache off too (nothing built before is reused: pyspark's sdist is built into a wheel every time)
         env.update(PATH=f"{venv / 'bin'}:{env['PATH']}", HOME=str(home), XDG_CACHE_HOME=str(cache),
-                   PYTHONUNBUFFERED="1", VIRTUAL_ENV=str(venv))
+                   PYTHONUNBUFFERED="1", VIRTUAL_ENV=str(venv), PIP_NO_CACHE_DIR="1")
         results = base / "logs"
         results.mkdir()
         rc, total, stamped = run_stamped(["./dev", "demo"], repo, env, results / "first.log")
         first = {"commit": head, "exit": rc, "venv_s": round(venv_s, 1), **phases(stamped, total),
                  "prepare_steps": timed_steps([line for _, line in stamped])}
-        offline = {**env, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+        offline = {**{k: v for k, v in env.items() if k != "PIP_NO_CACHE_DIR"},
+                   "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
                    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "GOPROXY": "off",
                    "PIP_NO_INDEX": "1", "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"}
         rc2, total2, stamped2 = run_stamped(["./dev", "demo"], repo, offline, results / "second.log")
@@ -224,6 +232,7 @@ def main() -> int:
     ap.add_argument("--fresh", action="store_true", help="measure ./dev demo on a fresh machine (under the lock)")
     ap.add_argument("--apt", action="store_true", help="with --fresh: the demo's Debian packages, apart")
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone, venv and caches")
+    ap.add_argument("--commit", help="with --fresh: measure this commit (of this checkout's history), not HEAD")
     ap.add_argument("--log", type=Path, help="an unstamped ./dev demo log (the before)")
     ap.add_argument("--total", type=float, help="with --log: its wall time in seconds")
     ap.add_argument("--junit", type=Path, help="a JUnit XML of a suite run")
@@ -241,7 +250,7 @@ def main() -> int:
             ap.error("--log needs --total")
         result["before"] = from_log(args.log, args.total)
     if args.fresh:
-        result.update(fresh(args.keep, args.apt))
+        result.update(fresh(args.keep, args.apt, args.commit))
     if args.junit:
         result["suite"] = suite(args.junit, args.top)
         if args.project:

@@ -287,6 +287,8 @@ class RunFacts:
     sinks: list[SinkQuery] = field(default_factory=list)
     #: what the run did when it found the output unreadable
     sink_note: str | None = None
+    #: the outputs the test named as a list: their rows carry no input ids (compared with a reference run)
+    outputs_without_ids: list[str] = field(default_factory=list)
     poisoned_ids: list[int] = field(default_factory=list)
     #: faults that did not happen as planned (each names the fault and why)
     fault_errors: list[str] = field(default_factory=list)

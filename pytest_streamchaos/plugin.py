@@ -159,9 +159,20 @@ def _check_kafka(settings: _settings.Settings) -> None:
         raise pytest.UsageError(f"--chaos-kafka-bootstrap: {exc}") from None
 
 
+def faults_kafka_links(items: list[pytest.Item]) -> bool:
+    """Whether a test among ``items`` has a fault mark on the job's Kafka links: only then is Toxiproxy built
+    for the session's Kafka (``@explore`` explores no network fault). Without it those links go direct,
+    where a network fault would act on the brokers' job listeners instead (stack/kraft/links.py)."""
+    from pytest_streamchaos.stack.capabilities import KafkaLinks
+
+    return any(KafkaLinks in kind_of(spec).capabilities(spec) for item in items
+               for spec in item.stash.get(FAULTS_KEY, []))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Validate every fault, chaos and SLA mark now (collection time), and refuse a mark that misspells one of
-    the plugin's, so a typo never starts a stack (:mod:`~pytest_streamchaos.mark_checks`)."""
+    the plugin's, so a typo never starts a stack (:mod:`~pytest_streamchaos.mark_checks`); note whether a test
+    may fault the job's Kafka links (:func:`faults_kafka_links`)."""
     errors = []
     settings = chaos_session(config).settings
     registered = registered_marks(config)
@@ -174,6 +185,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         errors += mark_errors(item, settings, registered, ours)
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
+    config.stash[_settings.KAFKA_LINKS_KEY] = faults_kafka_links(items)
 
 
 @pytest.fixture

@@ -10,9 +10,10 @@
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
-``--for demo`` only what the demo needs before it runs (``./dev demo``); the rest is prepared by
-``./dev test`` or on first use (HDFS's jars when a test first asks for HDFS; without the class-data
-archives the JVMs start, only slower). The steps run concurrently (downloads are bound by round trips,
+``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars);
+the rest is prepared by ``./dev test`` or on first use (HDFS's jars when a test first asks for HDFS,
+Toxiproxy when a test faults the job's Kafka links or a job needs a fixed bootstrap port; without the
+class-data archives the JVMs start, only slower). The steps run concurrently (downloads are bound by round trips,
 the build and the training by CPU), one line each as it finishes; what is up to date is skipped, and a
 second run needs no network and prints one line. Each step that fails prints one line naming the fix;
 the exit code is the number of failed steps.
@@ -37,15 +38,18 @@ from pytest_streamchaos.stack.environment import check_spark_environment
 
 #: the steps of a run on the standalone cluster that ``--for`` a cluster manager starts from
 _RUN = ("kafka", "connector", "toxiproxy")
+#: what the demo's run needs before it starts: the jars of Kafka and the connector. Not Toxiproxy: the job's
+#: Kafka links need it only for a network fault on them, which the demo has none of (its build, ~40 s on a
+#: fresh machine, comes on first use or with ./dev test); not the class-data archives: their training (two
+#: Spark apps, ~40 s of CPU each) would cost more than they save one demo's three JVM starts; no HDFS
+DEMO = ("kafka", "connector")
 #: steps that only ``--for`` names, a cluster manager's own (:data:`~pytest_streamchaos.managers.MANAGERS`):
 #: YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for Connect
 OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
 #: which steps each ``--for`` runs (``all`` is every step but the optional ones); a step's name is also its
 #: key in :func:`steps`
 PROFILES = {
-    # no HDFS in the demo; the class-data archives would cost more to train (two Spark apps, ~40 s of CPU
-    # each) than they save one demo's three JVM starts
-    "demo": _RUN,
+    "demo": DEMO,
     **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
 }
 

@@ -219,6 +219,9 @@ class Settings:
 #: where ``pytest_configure`` keeps the session's :class:`Settings` (``config.stash[SETTINGS_KEY]``);
 #: here, not in the plugin, so that the stack fixtures read it without importing the plugin
 SETTINGS_KEY = pytest.StashKey[Settings]()
+#: whether a collected test may fault the job's Kafka links (set at collection; the session's Kafka builds
+#: Toxiproxy for them only then, stack/kraft/links.py)
+KAFKA_LINKS_KEY = pytest.StashKey[bool]()
 
 
 #: the least value of a number option (the others: >= 0) and the largest of a port

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..facts import RunFacts
 from ..records import TimelineEvent
-from .checkers import NO_VERDICT, DamageResult, DelayResult, ObserverResult, TransactionsResult
+from .checkers import DamageResult, DelayResult, ObserverResult, TransactionsResult, no_verdict
 from .metrics import NOT_RECOVERED, FaultMetrics
 from .sla import render_timeline
 
@@ -54,7 +54,7 @@ def unavailable_lines(unavailable: dict[str, str]) -> list[str]:
 
 def _resolution_lines(run: ChaosRun) -> list[str]:
     if run.resolution == "none":
-        return [f"no per-record verdict: {NO_VERDICT}"]
+        return [f"no per-record verdict: {no_verdict(run.facts)}"]
     if run.resolution == "record":
         return []
     return [f"resolution: per {run.resolution}, not per record (lost / duplicates are input records "

@@ -54,6 +54,7 @@ from .checkers import (
     comparison_of,
     default_checkers,
     fault_errors,
+    no_verdict,
     reference_unavailable,
 )
 from .delay_class import DelayOutcome
@@ -302,8 +303,9 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         """Metric name -> why it could not be computed (empty when every metric was)."""
         if self.resolution != "none":
             return self.metrics.unavailable
-        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), NO_VERDICT),
-                **reference_unavailable(self.reference), **self.metrics.unavailable}
+        why = no_verdict(self.facts)
+        return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), why),
+                **reference_unavailable(self.reference, self.facts), **self.metrics.unavailable}
 
     # -- the run's facts -----------------------------------------------------------------------
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ class Chaos:
         ref = Reference.of(watch.reference)
         refs = None
         if ref is not None:
+            run_inputs = replace(run_inputs, reference=ref)
             key = reference_key(spec, run_inputs, self.seed, spec.checkpoint)
             refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute,
                                                                    self._clear_leftovers))

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 
 #: how often the run's phases look at the job, the observers and the clock
 POLL_S = 0.25
+#: how often the warm-up and the drain look: each of their steps (the query started, its starting offsets
+#: fixed -- the load starts then --, steady state, caught up, idle) ends when a look sees it, so every step
+#: costs half an interval on average; a look reads only what is new (the event log's bytes, a checkpoint
+#: listing): 0.1 s cost ~0.05 cores of the pytest process
+PHASE_POLL_S = 0.1
 
 T = TypeVar("T")
 
@@ -75,11 +80,11 @@ class RunContext:
     phases: dict[str, float] = field(default_factory=dict)
 
 
-def poll_until(cond: Callable[[], T], timeout: float) -> T | None:
-    """``cond``'s first truthy result, asked every :data:`POLL_S` on the run's clock (``time.time``);
+def poll_until(cond: Callable[[], T], timeout: float, interval: float = POLL_S) -> T | None:
+    """``cond``'s first truthy result, asked every ``interval`` s on the run's clock (``time.time``);
     None once ``timeout`` seconds passed without one (the caller says what that means)."""
     try:
-        return poll(cond, timeout, lambda _: _Passed(), interval=POLL_S, clock=time.time)
+        return poll(cond, timeout, lambda _: _Passed(), interval=interval, clock=time.time)
     except _Passed:
         return None
 

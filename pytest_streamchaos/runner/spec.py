@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
+from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
@@ -114,6 +115,8 @@ class RunInputs:
     output_ids: dict[str, Any]  #: output name -> how input ids are read there
     annotate: dict[str, Any]  #: the test's annotations and the oracle's per-record callables
     real_time: RealTime | None = None  #: the job's real-time trigger, as its script shows it
+    #: how the run is compared with its reference run (its columns are checked before the load: warm-up)
+    reference: Reference | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

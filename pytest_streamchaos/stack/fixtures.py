@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 import pytest
 
 from pytest_streamchaos.managers import DEFAULT, MANAGERS
-from pytest_streamchaos.settings import BACKENDS, SETTINGS_KEY, Settings
+from pytest_streamchaos.settings import BACKENDS, KAFKA_LINKS_KEY, SETTINGS_KEY, Settings
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
 from pytest_streamchaos.stack.service import Service
@@ -45,11 +45,14 @@ class Stacks:
 
     def __init__(self, settings: Settings, tmp_path_factory: pytest.TempPathFactory,
                  project: tuple[str, ...] = (), progress: Callable[[str], None] | None = None,
-                 host: Host | None = None) -> None:
+                 host: Host | None = None, kafka_links: bool = True) -> None:
         """``project``: the user's project directories (pytest's rootdir), readable by the nodes.
         ``progress``: where a line goes while something slow happens once (jars resolved, a binary built).
-        ``host``: the session's host resources (a new :class:`~.host.Host` when None)."""
+        ``host``: the session's host resources (a new :class:`~.host.Host` when None).
+        ``kafka_links``: a test of the session may fault the job's Kafka links, so Toxiproxy is built for them
+        if it is not yet (False: the links go direct unless it is built already; :mod:`.kraft.links`)."""
         self.settings, self.tmp, self.project, self.progress = settings, tmp_path_factory, project, progress
+        self.kafka_links = kafka_links
         self.host = host or Host()
         self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
@@ -117,7 +120,8 @@ class Stacks:
                 from pytest_streamchaos.stack.local import LocalKafkaCluster
 
                 cluster = LocalKafkaCluster(workdir, s.kafka_brokers, java_home=s.java_home,
-                                            start_timeout=s.start_timeout, progress=self.progress, host=self.host)
+                                            start_timeout=s.start_timeout, progress=self.progress, host=self.host,
+                                            build_links=self.kafka_links)
             self._kafka[backend] = self.start(cluster)
             if s.kafka_port:  # the session's fixed bootstrap port for jobs that hard-code it
                 cluster.listen(s.kafka_port)
@@ -189,7 +193,8 @@ def streamchaos_stacks(streamchaos_settings: Settings, tmp_path_factory: pytest.
                        pytestconfig: pytest.Config) -> Iterator[Stacks]:
     """Every stack of the session, by backend (see :class:`Stacks`); its host is the session's current one."""
     stacks = Stacks(streamchaos_settings, tmp_path_factory, project=(str(pytestconfig.rootpath),),
-                    progress=progress_writer(pytestconfig))
+                    progress=progress_writer(pytestconfig),
+                    kafka_links=pytestconfig.stash.get(KAFKA_LINKS_KEY, True))
     try:
         with activate(stacks.host):
             yield stacks

@@ -35,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from planted import CACHE_HOME
+from venvs import cached_venv, pip_install, run, user_env, venv
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("wheel_probe.py")
@@ -44,44 +44,9 @@ PROBE = Path(__file__).with_name("wheel_probe.py")
 TOOLS = ("build==1.6.1", "twine==7.0.0", "setuptools==84.2.1")
 #: what the probe must find equal in the editable install and the installed wheel
 SAME = ("version", "package", "fixtures", "entry_points", "requires", "license")
-#: the environment of everything but the editable probe: no PYTHONPATH, through which a checkout (a worktree's
-#: run) would leak into pip's view of the venv (it took the checkout's metadata for the wheel, installed) and
-#: into the venv's imports
-CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-
-
-def run(argv: list[str], timeout: float, env: dict[str, str] = CLEAN, **kw) -> subprocess.CompletedProcess:
-    """``argv``, its output captured; a failure shows it."""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, **kw)
-    assert done.returncode == 0, f"{' '.join(map(str, argv))} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 def tools() -> Path:
-    """The Python of the release tools' venv, made once per machine (in a new directory, renamed into place)."""
-    home = Path(CACHE_HOME, "pytest-streamchaos", "release-tools", "-".join(TOOLS).replace("==", "-"))
-    if not (home / "bin" / "python").exists():
-        home.parent.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(prefix="tools-", dir=home.parent))
-        venv(fresh)
-        pip_install(fresh, *TOOLS, timeout=600)
-        try:
-            fresh.rename(home)
-        except OSError:  # another session made it meanwhile
-            shutil.rmtree(fresh, ignore_errors=True)
-    return home / "bin" / "python"
-
-
-def venv(where: Path) -> Path:
-    """A new virtual environment without pip of its own (no ensurepip needed: Debian's python3 has none
-    without python3-venv); this interpreter's pip installs into it. Its Python."""
-    run([sys.executable, "-m", "venv", "--without-pip", str(where)], 120)
-    return where / "bin" / "python"
-
-
-def pip_install(where: Path, *args: str, timeout: float) -> None:
-    run([sys.executable, "-m", "pip", "--python", str(where / "bin" / "python"), "install", "-q",
-         "--disable-pip-version-check", *args], timeout)
+    """The Python of the release tools' venv, made once per machine."""
+    return cached_venv("release-tools-" + "-".join(TOOLS).replace("==", "-"), *TOOLS, timeout=600)
 
 
 def constraints(path: Path) -> Path:
@@ -121,16 +86,16 @@ def build_and_check(tools_python: Path, dist: Path) -> Path:
     return wheel
 
 
-def assert_no_difference(home: Path, project: Path, user_env: dict[str, str]) -> None:
+def assert_no_difference(home: Path, project: Path, env: dict[str, str]) -> None:
     """The installed wheel against the editable install (the module docstring's list), and the cache found."""
     editable = probe(sys.executable, project, dict(os.environ))
-    installed = probe(home / "bin" / "python", project, user_env)
+    installed = probe(home / "bin" / "python", project, env)
     for key in SAME:
         assert installed[key] == editable[key], f"the installed wheel's {key} differs from the editable install's"
     for key in ("package_dir", "fixtures_dir"):
         assert Path(installed[key]).is_relative_to(home), f"{key} {installed[key]} is not the venv's"
     prepared = run([str(home / "bin" / "python"), "-m", "pytest_streamchaos.prepare", "--for", "demo"], 300,
-                   cwd=project, env=user_env)
+                   cwd=project, env=env)
     said = prepared.stdout + prepared.stderr
     assert "up to date" in said and "download" not in said, f"the prepared stack is in the cache: {said}"
 
@@ -150,14 +115,13 @@ def test_the_wheel_in_a_clean_venv_runs_a_users_chaos_test_like_the_editable_ins
     took["venv"], t = time.monotonic() - t, time.monotonic()
 
     project = user_project(work / "project")
-    user_env = dict(CLEAN)
-    user_env.update(XDG_CACHE_HOME=CACHE_HOME, VIRTUAL_ENV=str(home), PATH=f"{home / 'bin'}:{os.environ['PATH']}")
-    assert_no_difference(home, project, user_env)
+    env = user_env(home)
+    assert_no_difference(home, project, env)
     took["compare"], t = time.monotonic() - t, time.monotonic()
 
     session = subprocess.run([str(home / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-rA",
                               "--chaos-kafka-brokers=1", "--chaos-report=report.json", "test_notifications.py"],
-                             capture_output=True, text=True, timeout=900, cwd=project, env=user_env)
+                             capture_output=True, text=True, timeout=900, cwd=project, env=env)
     took["chaos test"] = time.monotonic() - t
     print("wheel check:", ", ".join(f"{k} {v:.1f} s" for k, v in took.items()))
     assert session.returncode == 0, session.stdout[-6000:] + session.stderr[-3000:]

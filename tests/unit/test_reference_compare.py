@@ -87,13 +87,93 @@ def test_a_column_that_differs_between_two_fault_free_runs_is_left_out_and_named
     assert "left out: written_at (differed between two runs without faults)" in "\n".join(cmp.lines())
 
 
-def test_rows_that_differ_between_two_fault_free_runs_make_the_output_not_comparable():
+def test_rows_only_one_fault_free_run_wrote_are_left_out_counted_and_the_rest_compared():
     base = clicks(300)
     late_dropped = base[:-4]  # records later than the watermark, dropped in one run only
     cmp = compare([OutputRows("lake", base)], [OutputRows("lake", late_dropped)], [OutputRows("lake", base[:-10])])
+    (out,) = cmp.outputs
+    assert (out.expected, out.total, out.left_out) == (296, 300, 4)
+    assert cmp.diverged == 6 and cmp.missing == 6 and cmp.guarantee() == "at-most-once"  # the 6 others lost
+    assert cmp.lines()[0].startswith("lake (rows, 296 of its 300 rows compared; 4 left out: rows written in only "
+                                     "one fault-free run")
+    same = compare([OutputRows("lake", base)], [OutputRows("lake", late_dropped)], [OutputRows("lake", late_dropped)])
+    assert same.diverged == 0 and same.guarantee() == "exactly-once" and same.left_out == 4
+
+
+def test_when_less_than_half_is_left_the_output_is_not_comparable():
+    base = clicks(300)
+    other = base[:100] + [dict(r, clickId=f"x{r['clickId']}", price=0.5) for r in base[100:]]  # 200 rows differ
+    cmp = compare([OutputRows("lake", base)], [OutputRows("lake", other)], [OutputRows("lake", base)])
     assert cmp.diverged is None and cmp.guarantee() is None
-    said = "not comparable: 4 of its 300 rows differ between two runs of the same input without faults"
-    assert said in cmp.lines()[0]
+    said = "not comparable: 200 of its 300 rows differ between two runs of the same input without faults"
+    assert said in cmp.lines()[0] and "would leave 100 of 300 to compare" in cmp.lines()[0]
+
+
+def windowed(n_windows: int, keys: int = 6) -> list[dict]:
+    """A 5-minute windowed sum per key, as Spark writes ``window()`` to JSON: a struct of start and end."""
+    rows = []
+    for w in range(n_windows):
+        start, end = f"2026-11-29T10:{5 * w:02d}:00", f"2026-11-29T10:{5 * w + 5:02d}:00"
+        rows += [{"window": {"start": start, "end": end}, "sku": f"s{k}", "total": 10 * w + k} for k in range(keys)]
+    return rows
+
+
+def test_windows_closed_in_only_one_fault_free_run_are_left_out_and_the_rest_is_compared():
+    # 14 windows x 6 keys = 84 rows; the second fault-free run sent its last records before the watermark closed
+    # the last windows: 70 rows in 12 windows agree; the two windows only one run closed are left out
+    full = windowed(14)
+    fewer = full[:-14] + full[-14:-12]  # 12 whole windows and 2 rows of a 13th
+    run = full + [full[5]]  # the faulted run wrote one row twice
+    cmp = compare([OutputRows("sums", full)], [OutputRows("sums", fewer)], [OutputRows("sums", run)])
+    (out,) = cmp.outputs
+    assert (out.expected, out.total, out.left_out) == (72, 84, 12), out
+    assert "the last 2 windows, closed in only one fault-free run" in out.left_out_why
+    assert cmp.diverged == 1 and cmp.extra == 1 and cmp.guarantee() == "at-least-once"
+    assert cmp.lines()[0].startswith("sums (rows, 72 of its 84 rows compared; 12 left out: the last 2 windows")
+    # the same under a run that also closed a window only one fault-free run closed, with another value
+    tail = full[:-6] + [dict(r, total=r["total"] + 1) for r in full[-6:]]
+    quiet = compare([OutputRows("sums", full)], [OutputRows("sums", fewer)], [OutputRows("sums", tail)])
+    assert quiet.diverged == 0 and quiet.guarantee() == "exactly-once"
+    # flattened window columns (window_start / window_end) are windows too
+    flat = [{"window_start": r["window"]["start"], "window_end": r["window"]["end"], "sku": r["sku"],
+             "total": r["total"]} for r in full]
+    again = compare([OutputRows("sums", flat)], [OutputRows("sums", flat[:-12])], [OutputRows("sums", flat[:-30])])
+    assert again.outputs[0].left_out == 12 and again.missing == 18
+
+
+def test_a_mistyped_key_or_ignored_column_is_refused_naming_the_columns_there_are():
+    ref = [{"sku": f"s{i}", "on_hand": 10 * i} for i in range(17)]
+    doubled = [dict(r, on_hand=2 * r["on_hand"]) for r in ref]  # every SKU double-counted by a replayed MERGE
+    table = [OutputRows("delta:/t", ref, table=True)]
+    right = compare(table, table, [OutputRows("delta:/t", doubled, table=True)], Reference(key=["sku"]))
+    assert right.changed == 16 and right.guarantee() == "none"  # s0 is 0 either way
+    typo = compare(table, table, [OutputRows("delta:/t", doubled, table=True)], Reference(key=["skuu"]))
+    assert typo.diverged is None and typo.guarantee() is None
+    assert typo.lines() == ["delta:/t: not comparable: Reference(key=['skuu']): no row of delta:/t has a column "
+                            "'skuu' (did you mean 'sku'?); its columns: sku, on_hand"]
+    ignored = compare(table, table, table, Reference(key=["sku"], ignore=["updatedAt"]))
+    assert ignored.diverged is None and "Reference(ignore=['updatedAt']): no row of delta:/t has a column " \
+        "'updatedAt'" in ignored.lines()[0]
+    assert Reference(key=["sku"]).refused("delta:/t", ref) is None
+    assert Reference(key=["skuu"]).refused("delta:/t", []) is None  # no rows yet: nothing to tell by
+
+
+def test_a_key_that_does_not_tell_a_tables_rows_apart_is_refused():
+    rows = [{"region": f"r{i % 3}", "sku": f"s{i}", "on_hand": i} for i in range(84)]
+    table = [OutputRows("delta:/inv", rows, table=True)]
+    cmp = compare(table, table, table, Reference(key=["region"]))
+    assert cmp.diverged is None and cmp.guarantee() is None
+    assert "Reference(key=['region']) does not name one row of delta:/inv: its 84 final rows have 3 distinct keys" \
+        in cmp.lines()[0]
+    assert compare(table, table, table, Reference(key=["region", "sku"])).diverged == 0
+
+
+def test_an_output_that_cannot_be_compared_leaves_the_guarantee_unknown():
+    rows = clicks(50)
+    both = [OutputRows("a", rows), OutputRows("b", rows)]
+    cmp = compare(both, both, [OutputRows("a", rows)])  # the run did not read b
+    assert cmp.diverged == 0 and cmp.guarantee() is None
+    assert "b: not comparable: the run did not read this output, so it was not compared" in cmp.lines()
 
 
 def test_floats_summed_in_another_order_are_equal_and_an_empty_reference_proves_nothing():

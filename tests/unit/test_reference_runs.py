@@ -79,7 +79,25 @@ def test_without_a_comparable_output_the_guarantee_is_unknown_and_says_why(tmp_p
     run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
     assert run.diverged is None and run.guarantee_delivered == "unknown"
     [violation] = run.check_sla(guarantee="exactly-once")
-    assert "no output could be compared with the reference run" in str(violation)
+    assert "the reference comparison cannot vouch for it (totals: the reference run wrote nothing there" \
+        in str(violation)
+
+
+def test_a_mistyped_key_is_never_a_pass(tmp_path: Path, job: Path):
+    # issue 47: Reference(key=["skuu"]) on rows keyed by "user" made every key None, one key was compared, and the
+    # run passed as "0 diverged, exactly-once"; now the comparison is refused, naming the columns there are
+    doubled = [dict(r, clicks=2 * r["clicks"]) for r in TOTALS]
+    chaos = FakeChaos(tmp_path, lambda n: TOTALS if n < 2 else doubled)
+    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["usr"]))
+    assert run.diverged is None and run.guarantee_delivered == "unknown"
+    assert run.reference is not None and run.reference.lines()[0] == (
+        "totals: not comparable: Reference(key=['usr']): no row of totals has a column 'usr' (did you mean 'user'?); "
+        "its columns: user, clicks")
+    assert run.check_sla(guarantee="at-least-once")  # never green
+    right = FakeChaos(tmp_path / "r", lambda n: TOTALS if n < 2 else doubled)
+    (tmp_path / "r").mkdir()
+    found = right.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["user"]))
+    assert found.diverged == 40 and found.guarantee_delivered == "none"
 
 
 @pytest.mark.parametrize("bad", [["user"], {"key": "user"}, 1])
@@ -89,3 +107,21 @@ def test_a_wrong_reference_is_refused_naming_the_fix(tmp_path: Path, job: Path, 
         chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=bad)
     with pytest.raises(ValueError, match=r"Reference\(key='user'\): give a list of column names"):
         Reference(key="user")
+
+
+def test_the_report_says_why_there_is_no_per_record_verdict_as_the_test_asked():
+    # issue 47: a run with outputs=["delta:..."] said "outputs={}: console, noop, an external system"
+    def described(**facts) -> str:
+        run = ChaosRun.from_trace(stateless_trace(rate=50, duration=20), facts=RunFacts(**facts), per_record=False)
+        return run.describe()
+
+    listed = described(outputs_without_ids=["delta:/lake/inventory"], output_rows=[OutputRows("delta:/lake/inventory",
+                                                                                             TOTALS, table=True)])
+    assert ("no per-record verdict: outputs=['delta:/lake/inventory'] names outputs whose rows carry no input ids, so "
+            "no input record is tracked to an output: their rows are compared with the reference run") in listed
+    assert "outputs={}" not in listed
+    no_ref = described(outputs_without_ids=["counts"])
+    assert "pass reference=True to compare their rows with a run of the same input without faults" in no_ref
+    console = described(sink_note="query 'q' writes to the console, which the run cannot read")
+    assert "no per-record verdict: query 'q' writes to the console, which the run cannot read;" in console
+    assert "outputs={}: console, noop, an external system" in described()

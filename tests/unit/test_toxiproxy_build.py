@@ -90,3 +90,35 @@ def test_api_versions_v0_request_bytes():
     default = kafka_api_versions_v0()
     assert struct.unpack(">i", default[:4])[0] == len(default) - 4
     assert default[4:8] == b"\x00\x12\x00\x00"
+
+
+def test_links_without_a_built_toxiproxy_go_direct_and_build_it_on_first_use(bare, tmp_path):
+    """A session whose tests fault none of the job's Kafka links does not build Toxiproxy (``build=False``):
+    the brokers advertise their job listeners directly and the links have no proxy (a network fault would act
+    on the listeners' ports). A fixed bootstrap port is a first use: the build is tried then, and without Go the
+    port is refused naming why."""
+    from pytest_streamchaos.stack.kraft.links import JobLinks
+
+    links = JobLinks(None)
+    links.start_server(tmp_path / "logs", build=False)
+    assert links.server is None and not links.available and links.proxies() == []
+    assert links.reason is not None and "reaches the brokers directly" in links.reason
+    with pytest.raises(StackError, match=r"kafka port 9092: answering on a fixed port needs Toxiproxy.*no `go`"):
+        links.listen(9092, "127.0.0.1:1")
+    assert not (tmp_path / "cache").exists()  # the build was tried (no Go): nothing half-made
+
+
+def test_a_session_builds_toxiproxy_only_when_a_test_faults_the_jobs_kafka_links(pytester) -> None:
+    """The collected fault marks decide (stack/kraft/links.py): a network fault on the job's Kafka links asks for
+    Toxiproxy; a worker kill or a fault on a Spark link does not."""
+    from pytest_streamchaos.settings import KAFKA_LINKS_KEY
+
+    def wants(source: str) -> bool:
+        items, rec = pytester.inline_genitems(pytester.makepyfile(source))
+        return rec.getcalls("pytest_collection_finish")[0].session.config.stash[KAFKA_LINKS_KEY]
+
+    head = "import pytest\nfrom pytest_streamchaos import kill_worker, network_delay, network_partition\n"
+    assert not wants(head + "@kill_worker(after=5)\ndef test_a(): pass\n"
+                            "@network_partition(target='worker-0', after=5, duration=3)\ndef test_b(): pass\n")
+    assert wants(head + "@network_delay(ms=200, after=5, duration=3)\ndef test_a(): pass\n")
+    assert wants(head + "@network_partition(target='broker-1', after=5, duration=3)\ndef test_a(): pass\n")

@@ -37,6 +37,7 @@ from .guarantee import (
     Reliability,
     Validation,
     ValidationResult,
+    no_verdict,
 )
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
@@ -45,6 +46,7 @@ from .transactions import ExactlyOnceTransactions, TransactionsResult
 
 __all__ = [
     "NO_VERDICT",
+    "no_verdict",
     "Damage",
     "DamageResult",
     "DefaultCheckers",

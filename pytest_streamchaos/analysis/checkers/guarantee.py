@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.history import History
 
 from ..checker import CheckResult, Memo
@@ -20,11 +21,29 @@ from ..guarantee import SATISFIES, GuaranteeReport, _check_guarantee
 from ..oracle import IdentityOracle, Oracle
 from ..validate import validate
 
-#: why a run built from Spark's progress alone has no per-record verdict
+#: what a run built from Spark's progress alone measures instead of a per-record verdict
+_FROM_PROGRESS = ("downtime, recovery and throughput come from Spark's query progress (latency is estimated from "
+                  "micro-batch end times)")
+#: why a run built from Spark's progress alone has no per-record verdict, when the run tells no more
 NO_VERDICT = ("the job's output is not readable (outputs={}: console, noop, an external system), so no input "
-              "record is tracked to an output; downtime, recovery and throughput come from Spark's query progress "
-              "(latency is estimated from micro-batch end times)")
+              f"record is tracked to an output; {_FROM_PROGRESS}")
 _NO_VERDICT_SHORT = "no per-record verdict: the job's output is not readable"
+
+
+def no_verdict(facts: RunFacts | None) -> str:
+    """Why a run has no per-record verdict, as the run was asked for and what it found: outputs the test named as
+    rows without ids (``outputs=[...]``), sinks the run found unreadable, or ``outputs={}``."""
+    if facts is None:
+        return NO_VERDICT
+    if facts.outputs_without_ids:
+        named = ", ".join(repr(o) for o in facts.outputs_without_ids)
+        rows = ("their rows are compared with the reference run (run.reference)" if facts.output_rows is not None
+                else "pass reference=True to compare their rows with a run of the same input without faults")
+        return (f"outputs=[{named}] names outputs whose rows carry no input ids, so no input record is tracked to "
+                f"an output: {rows}; {_FROM_PROGRESS}")
+    if facts.sink_note:
+        return f"{facts.sink_note.rstrip('.')}; {_FROM_PROGRESS}"
+    return NO_VERDICT
 
 
 @dataclass

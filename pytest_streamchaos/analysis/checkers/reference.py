@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pytest_streamchaos.facts import OutputRows
+from pytest_streamchaos.facts import OutputRows, RunFacts
 from pytest_streamchaos.history import History
 
 from ..checker import CheckResult
 from ..reference import Comparison, Reference, compare
-from .guarantee import NO_VERDICT
+from .guarantee import no_verdict
 
 
 @dataclass
@@ -42,10 +42,12 @@ class ReferenceCheck:
         cmp = compare(self.reference, self.again, rows, self.options, self.plan_notes)
         n = cmp.diverged
         numbers = {"diverged": n, "missing": cmp.missing, "extra": cmp.extra, "changed": cmp.changed,
-                   "guarantee": cmp.guarantee()}
-        reason = "" if n is not None else "no output could be compared with the reference (see the lines)"
-        return ReferenceResult(self.name, None if n is None else n == 0, cmp.lines(), numbers, reason=reason,
-                               comparison=cmp)
+                   "compared": cmp.compared, "left_out": cmp.left_out, "guarantee": cmp.guarantee()}
+        unknown = next((o for o in cmp.outputs if o.count is None), None)
+        reason = "" if unknown is None else f"{unknown.name} could not be compared: {unknown.unstable}"
+        # a divergence is a violation; none found is a pass only if every output was compared
+        ok = False if n else (True if n == 0 and unknown is None else None)
+        return ReferenceResult(self.name, ok, cmp.lines(), numbers, reason=reason, comparison=cmp)
 
 
 def comparison_of(results: Sequence[CheckResult]) -> Comparison | None:
@@ -53,11 +55,13 @@ def comparison_of(results: Sequence[CheckResult]) -> Comparison | None:
     return next((r.comparison for r in results if isinstance(r, ReferenceResult)), None)
 
 
-def reference_unavailable(cmp: Comparison | None) -> dict[str, str]:
+def reference_unavailable(cmp: Comparison | None, facts: RunFacts | None = None) -> dict[str, str]:
     """Why the guarantee of a run without a per-record verdict is not known: it has no reference, or the
-    reference could compare nothing (empty: the comparison gives it)."""
+    reference could not vouch for it (empty: the comparison gives it)."""
     if cmp is None:
-        return {"guarantee": NO_VERDICT}
+        return {"guarantee": no_verdict(facts)}
     if cmp.guarantee() is None:
-        return {"guarantee": "no output could be compared with the reference run (run.reference says why)"}
+        unknown = next((o for o in cmp.outputs if o.count is None), None)
+        why = f"{unknown.name}: {unknown.unstable}" if unknown is not None else "no output had rows to compare"
+        return {"guarantee": f"the reference comparison cannot vouch for it ({why})"}
     return {}

@@ -11,10 +11,16 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
-from pytest_streamchaos.runner.context import RunContext, Status, check_user_code, poll_until
+from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
 from pytest_streamchaos.stack.base import JobHandle
+
+#: how long a caught-up query without state must run no micro-batch before the drain calls it idle
+#: (:func:`query_idle`): it plans no batch without new input, and the input's end offsets are committed, so
+#: once its checkpoint shows no batch running nothing more comes; the margin covers the checkpoint's
+#: commit of one batch and the planning of the next, which Spark writes one after the other
+STATELESS_IDLE_S = 0.25
 
 
 @dataclass
@@ -63,7 +69,7 @@ class Drain(ObservedPhase):
         s, began = self.ctx.spec, time.time()
         self._ends = {t: input_end_offsets(self.topics.bootstrap, t) for t in self.topics.inputs}
         # the drain's timeout counts from its start, the end offsets' round trips included
-        ended = poll_until(self._ended, s.drain_timeout - (time.time() - began))
+        ended = poll_until(self._ended, s.drain_timeout - (time.time() - began), PHASE_POLL_S)
         if ended is not None:
             self.result.ended = ended
         else:
@@ -106,37 +112,49 @@ class Drain(ObservedPhase):
         if (isinstance(collector, Collector) and isinstance(oracle, IdentityOracle)
                 and oracle.filter is None and collector.ids_seen >= obs.generator.acked):
             return "ids"
-        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at, self._batch_planned_at())
+        checkpoint = obs.checkpoint
+        # a real-time query's batch always runs: its settle window counts from its output alone
+        watcher = checkpoint.watcher if checkpoint.found and inputs.real_time is None else None
+        if watcher is not None and watcher.uncommitted_batch() is not None:
+            return None  # a batch that runs may still write (a stateful query's no-data batch closing windows)
+        last = max(obs.sinks.last_output(collector, obs.progress) or 0.0, caught_up_at, last_commit(watcher))
         if time.time() - last > s.settle_seconds:
             return "settled"
         if not inputs.settle_pinned and self._query_idle(caught_up_at):
             return "idle"
         return None
 
-    def _batch_planned_at(self) -> float:
-        """:func:`running_batch_planned_at` of the job's query; 0.0 for a real-time query (its batch always runs)."""
-        checkpoint = self.obs.checkpoint
-        if not checkpoint.found or self.ctx.inputs.real_time is not None:
-            return 0.0
-        return running_batch_planned_at(checkpoint.watcher)
-
     def _query_idle(self, caught_up_at: float) -> bool:
         """:func:`query_idle` of the job's query now."""
-        checkpoint = self.obs.checkpoint
-        return query_idle(time.time(), caught_up_at, [b["t_end"] for b in self.obs.progress.batches],
-                          checkpoint.watcher if checkpoint.found else None, self.ctx.spec.trigger_seconds)
+        checkpoint, batches = self.obs.checkpoint, self.obs.progress.batches
+        stateless = (checkpoint.found and self.ctx.inputs.real_time is None
+                     and one_stateless_query(batches))
+        return query_idle(time.time(), caught_up_at, [b["t_end"] for b in batches],
+                          checkpoint.watcher if checkpoint.found else None, self.ctx.spec.trigger_seconds,
+                          stateless=stateless)
 
 
-def running_batch_planned_at(watcher: CheckpointWatcher) -> float:
-    """When the micro-batch running now was planned (its ``offsets/N`` written, no ``commits/N`` yet); 0.0 when
-    none runs. The drain's settle window counts from it: a running batch may still write."""
-    running = watcher.uncommitted_batch()
-    return (watcher.planned_time(running) or 0.0) if running is not None else 0.0
+def one_stateless_query(batches: list[dict]) -> bool:
+    """The job ran one streaming query (one query id in its progress), and none of its micro-batches had a
+    state operator: Spark plans a batch of it only for new input (a no-data batch is a stateful query's, to
+    emit what its watermark finalised). With a second query (a console query beside the real one) a batch of
+    the other may be running unseen; a job whose progress shows none tells nothing."""
+    ids = {b.get("id") for b in batches}
+    return len(ids) == 1 and None not in ids and not any(b.get("stateOperators") for b in batches)
+
+
+def last_commit(watcher: CheckpointWatcher | None) -> float:
+    """When the query last committed a micro-batch (0.0: never, or no checkpoint to tell by). The drain's settle
+    window counts from it too: a batch that ran after the last input (a no-data batch closing windows) writes its
+    output before its commit, and another may follow it."""
+    done = watcher.latest_committed_batch() if watcher is not None else None
+    return (watcher.commit_time(done) or 0.0) if watcher is not None and done is not None else 0.0
 
 
 def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], watcher: CheckpointWatcher | None,
-               trigger_seconds: float) -> bool:
-    """The job has committed every input and then run no micro-batch for two triggers (at least 1 s): it has
+               trigger_seconds: float, stateless: bool = False) -> bool:
+    """The job has committed every input and then run no micro-batch for two triggers (at least 1 s; a single
+    query without state, ``stateless`` and its checkpoint given: :data:`STATELESS_IDLE_S`): it has
     nothing left to write. A sink writes a batch's output before Spark commits the batch, and a stateful query
     emits what the watermark finalises in a no-data batch right after the last data batch; what was written is
     read to the output's end offsets when the collector stops. A batch its checkpoint shows planned and not yet
@@ -146,10 +164,9 @@ def query_idle(now: float, caught_up_at: float, batch_ends: Iterable[float], wat
     A job whose output comes later (an asynchronous sink) needs ``settle_seconds`` given."""
     if watcher is not None and watcher.uncommitted_batch() is not None:
         return False
-    done = watcher.latest_committed_batch() if watcher is not None else None
-    committed = watcher.commit_time(done) if watcher is not None and done is not None else None
-    last = max([caught_up_at, *batch_ends, committed or 0.0])
-    return now - last >= max(1.0, 2 * trigger_seconds)
+    last = max([caught_up_at, *batch_ends, last_commit(watcher)])
+    idle = STATELESS_IDLE_S if stateless and watcher is not None else max(1.0, 2 * trigger_seconds)
+    return now - last >= idle
 
 
 def input_end_offsets(bootstrap_servers: str, topic: str, timeout: float = 10.0) -> dict[int, int]:

@@ -19,7 +19,7 @@ from pytest_streamchaos.facts import (
     SinkQuery,
 )
 from pytest_streamchaos.history import History
-from pytest_streamchaos.observe.outputs import Outputs
+from pytest_streamchaos.observe.outputs import NoIds, Outputs
 from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.runner.context import RunContext
@@ -75,6 +75,7 @@ class Verdict:
             sinks=[SinkQuery(q.name, q.query_id, q.kind, q.description, q.path, list(q.writes))
                    for q in query_sinks(obs.progress.batches, obs.progress.writes)],
             sink_note=obs.sinks.note,
+            outputs_without_ids=[name for name, ids in ctx.inputs.output_ids.items() if isinstance(ids, NoIds)],
             delays=delay_specs(ctx.inputs.planned, ctx.chaos.cluster.effective_conf, job, d.prepared.job_kafka),
             client_samples=samples_by_client(obs.generator, obs.collector),
             transaction_markers=None if obs.sinks.progress_only else dict(obs.collector.transaction_markers),

@@ -12,9 +12,10 @@ import numpy as np
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.registry import kind_of
+from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.runner.context import POLL_S, RunContext, Status, check_user_code, poll_until
+from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.runner.phases.names import NameCheck, written_since
 from pytest_streamchaos.runner.phases.observers import Observers
@@ -63,6 +64,7 @@ class WarmUp:
         self._wait_starting_offsets()
         obs.start(obs.generator)
         steady = self._wait_steady()
+        self._check_reference_names()
         ctx.phases["warmup_end"] = steady
         ctx.recorder.record(Kind.STEADY_STATE, "", t=steady)
         return WarmUpResult(steady=steady, local_master=local_master)
@@ -84,7 +86,7 @@ class WarmUp:
 
         poll(started, timeout, lambda _: self._fail(
             f"the streaming query did not start within warmup_timeout={timeout:g}s "
-            "(awaited a QueryStartedEvent in the job's event log)"), interval=POLL_S, clock=time.time)
+            "(awaited a QueryStartedEvent in the job's event log)"), interval=PHASE_POLL_S, clock=time.time)
 
     def _check_reach(self) -> str | None:
         """A job that sets ``.master("local[...]")`` in its code runs no executors on the plugin's
@@ -121,7 +123,7 @@ class WarmUp:
                 raise self._fail(f"the job exited (code {job.returncode}) before its query read any offsets")
             return False
 
-        if not poll_until(fixed, min(30.0, self.ctx.spec.warmup_timeout)):
+        if not poll_until(fixed, min(30.0, self.ctx.spec.warmup_timeout), PHASE_POLL_S):
             self.ctx.warnings.append("the query did not report its starting offsets within 30 s after it started; "
                                      "the load began anyway (with startingOffsets=latest, records sent before the "
                                      "query fixed its offsets would count as lost)")
@@ -129,7 +131,7 @@ class WarmUp:
     def _wait_steady(self) -> float:
         """Wait for output, then for :data:`STEADY_BATCHES` stable micro-batches without backlog; return that time."""
         s, progress = self.ctx.spec, self.obs.progress
-        steady = poll_until(self._steady_now, s.warmup_timeout)
+        steady = poll_until(self._steady_now, s.warmup_timeout, PHASE_POLL_S)
         if steady is not None:
             return steady
         if self.first_output is None:
@@ -166,6 +168,19 @@ class WarmUp:
             return time.time()
         self.status("warm-up", self.ctx.spec.warmup_timeout)
         return None
+
+    def _check_reference_names(self) -> None:
+        """Before the load: a column the test's ``Reference(key=..., ignore=...)`` names that no row an output
+        holds so far has fails the run in one line naming the columns there are (a mistyped key must never be
+        compared as nothing). An output with no rows yet (windows the watermark has not closed) is checked by
+        the comparison at the end."""
+        ref = self.ctx.inputs.reference
+        if ref is None or not (ref.key or ref.ignore):
+            return
+        for out in output_rows(self.obs.collector):
+            refused = ref.refused(out.name, out.rows)
+            if refused:
+                raise RunError(refused)
 
     def _output_names(self) -> str:
         outputs = self.ctx.spec.outputs

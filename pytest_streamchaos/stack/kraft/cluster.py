@@ -49,7 +49,10 @@ class KRaftCluster(TopicAdministration, KafkaCluster):
     """N KRaft nodes (ids 1..N) on ``placement`` (see the module docstring)."""
 
     def __init__(self, workdir: str | os.PathLike, brokers: int = 3, *, placement: Placement, java_home: str = "",
-                 start_timeout: float = 90.0, progress: Callable[[str], None] | None = None) -> None:
+                 start_timeout: float = 90.0, progress: Callable[[str], None] | None = None,
+                 build_links: bool = True) -> None:
+        """``build_links``: build Toxiproxy for the job's links if it is not built yet (False: the job's links
+        go direct then, :mod:`.links`; the session's tests fault none of them)."""
         if brokers < 1:
             raise StackError(f"brokers={brokers}: a Kafka cluster needs at least 1 broker; "
                              "fix: --chaos-kafka-brokers 1")
@@ -64,6 +67,7 @@ class KRaftCluster(TopicAdministration, KafkaCluster):
         #: Kafka's own operations on the topics (the topic faults)
         self.topic_ops = TopicOperations(self.admin, lambda: str(find_java(self.java_home)[0]), progress)
         self.reassign_dir = self.workdir / "reassignments"
+        self.build_links = build_links
         self._started = False
 
     def __repr__(self) -> str:
@@ -154,7 +158,7 @@ class KRaftCluster(TopicAdministration, KafkaCluster):
         where the job shares this host's network; none where it does not (the docker backend: network
         faults on the job's Kafka links act in the job's containers' namespaces)."""
         if self.placement.shares_host_network:
-            self.links.start_server(self.workdir / "logs", self.progress, self.placement.host)
+            self.links.start_server(self.workdir / "logs", self.progress, self.placement.host, build=self.build_links)
         else:
             self.links.reason = "the docker backend's job links run through the job's containers' namespaces"
         if self.links.available:

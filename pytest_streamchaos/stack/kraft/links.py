@@ -6,9 +6,12 @@ advertised at: every connection the job's clients open to a broker goes through 
 (generator, collector, admin) talks to the brokers' own listener and is never touched. A fixed
 bootstrap port a job hard-codes (``localhost:9092``) is one more proxy, to a live broker.
 
-Without Toxiproxy (no Go to build it, see :mod:`.toxiproxy`) the stack still runs: the JOB listener is
-advertised directly, network faults on Kafka links fall back to iptables on its ports, and what needs a
-proxy (a fixed bootstrap port, the toxics without an iptables twin) fails naming :attr:`reason`.
+Without Toxiproxy the stack still runs: the JOB listener is advertised directly, and network faults on Kafka
+links fall back to iptables on its ports. That is so where it cannot be had (no Go to build it, see
+:mod:`.toxiproxy`), and where it is not built yet and no test of the session faults the job's Kafka links
+(``start_server(build=False)``): a first run (``./dev demo``) does not wait for its build. A fixed bootstrap
+port (:meth:`JobLinks.listen`) starts a server then, building it on this first use; where none can be had it
+fails naming :attr:`reason`.
 """
 
 from __future__ import annotations
@@ -31,15 +34,23 @@ class JobLinks:
         self.reason = reason
         self.nodes: dict[int, ToxiProxy] = {}
         self.bootstrap: dict[int, ToxiProxy] = {}
+        #: how to start a server later, on first use (set by ``start_server(build=False)`` that found none)
+        self._later: tuple[str | os.PathLike, Callable[[str], None] | None, Host | None] | None = None
 
     def start_server(self, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None,
-                     host: Host | None = None) -> None:
-        """A server of their own (built once per machine), or none, saying why (:attr:`reason`)."""
+                     host: Host | None = None, build: bool = True) -> None:
+        """A server of their own, or none, saying why (:attr:`reason`). ``build``: build the pinned release if it
+        is not built yet (once per machine, ~40 s on a fresh one); else go without, and build it on first use
+        (:meth:`listen`)."""
         try:
-            self.server, self.reason = ToxiproxyServer(workdir, binary=toxiproxy_server_binary(progress),
+            self.server, self.reason = ToxiproxyServer(workdir, binary=toxiproxy_server_binary(progress, build=build),
                                                        host=host), None
         except StackError as exc:
             self.server, self.reason = None, str(exc)
+            if not build:
+                self._later = (workdir, progress, host)
+                self.reason = (f"Toxiproxy is not built yet and no test of this session faults the job's Kafka links "
+                               f"({exc}): the job reaches the brokers directly")
 
     @property
     def available(self) -> bool:
@@ -53,13 +64,22 @@ class JobLinks:
         return HOST, proxy.listen_port
 
     def proxies(self, node_ids: Sequence[int] | None = None) -> list[ToxiProxy]:
-        """The proxies of these nodes (all, and the bootstrap ones, when None)."""
+        """The proxies of these nodes (all, and the bootstrap ones, when None); none when the nodes have
+        none (a bootstrap proxy alone carries only the first metadata request: a fault on the links then
+        acts on the JOB listeners' ports)."""
+        if not self.nodes:
+            return []
         if node_ids is None:
             return [*self.nodes.values(), *self.bootstrap.values()]
         return [self.nodes[n] for n in node_ids if n in self.nodes]
 
     def listen(self, port: int, upstream: str) -> None:
-        """A bootstrap proxy on ``127.0.0.1:port`` to ``upstream`` (a live broker's JOB listener)."""
+        """A bootstrap proxy on ``127.0.0.1:port`` to ``upstream`` (a live broker's JOB listener); a server
+        not started for want of the binary is started now, built on this first use."""
+        if self.server is None and self._later is not None:
+            workdir, progress, host = self._later
+            self.start_server(workdir, progress, host)
+            self._later = None if self.server is not None else self._later
         if self.server is None:
             raise StackError(f"kafka port {port}: answering on a fixed port needs Toxiproxy, which is not available "
                              f"({self.reason})")

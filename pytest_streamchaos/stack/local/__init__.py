@@ -40,9 +40,9 @@ class LocalKafkaCluster(KRaftCluster):
 
     def __init__(self, workdir: str | os.PathLike, brokers: int = 3, *, java_home: str = "",
                  start_timeout: float = 90.0, progress: Callable[[str], None] | None = None,
-                 host: Host | None = None) -> None:
+                 host: Host | None = None, build_links: bool = True) -> None:
         super().__init__(workdir, brokers, placement=LocalPlacement(host), java_home=java_home,
-                         start_timeout=start_timeout, progress=progress)
+                         start_timeout=start_timeout, progress=progress, build_links=build_links)
 
 
 __all__ = ["LocalKafkaCluster", "LocalPlacement", "LocalSparkCluster"]
