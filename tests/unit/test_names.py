@@ -37,7 +37,9 @@ from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.observe.seen_names import (
     Sampled,
     idless,
+    mentioned_topics,
     missing_fields,
+    missing_source,
     missing_topics,
     subscriptions,
     unread_inputs,
@@ -131,6 +133,11 @@ PROGRESS = [{"id": "q1", "name": "ledger", "sources": [{"description": "KafkaV2[
 
 RUNTIME: dict[str, Callable[[Any], str | None]] = {
     "inputs={topic: ...} (what the job reads)": lambda _: unread_inputs(["ordrs"], subscriptions(PROGRESS)),
+    "inputs={topic: ...} (a topic the brokers lack)": lambda _: missing_source(
+        ["purchses"], ["org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query terminated with "
+                       "exception: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does "
+                       "not host this topic-partition."],
+        mentioned_topics(["127.0.0.1:9092", "purchases", "ledger"], "")),
     "outputs={topic: ...} (what the job writes)": lambda _: unwritten_outputs(
         {"ledger-ue": 0}, missing_topics(["org.apache.kafka.common.errors.TimeoutException: Topic ledger-eu not "
                                           "present in metadata after 60000 ms."])),
