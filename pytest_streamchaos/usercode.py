@@ -170,8 +170,8 @@ def _function_print(fn: types.FunctionType, seen: set[int]) -> str:
         code = todo.pop()
         names.update(code.co_names)
         todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    glob = fn.__globals__
-    parts += [f"{n}={_print(glob[n], seen)}" for n in sorted(names) if n in glob]
+    module_globals = fn.__globals__
+    parts += [f"{n}={_print(module_globals[n], seen)}" for n in sorted(names) if n in module_globals]
     return "\n".join(parts)
 
 

@@ -132,7 +132,8 @@ class ReferenceCache:
 
     def _heads(self) -> list[dict[str, Any]]:
         out = []
-        for path in sorted(self.directory.glob("*.json")) if self.directory is not None else []:
+        folder = self.directory
+        for path in sorted(p for p in folder.iterdir() if p.suffix == ".json") if folder and folder.is_dir() else []:
             try:
                 head = json.loads(path.read_text())
                 if isinstance(head, dict) and head.get("schema") == SCHEMA:
