@@ -127,6 +127,11 @@ def _print(obj: Any, seen: set[int]) -> str:
     """The text :func:`fingerprint` hashes, ``seen`` the objects already on the way (a recursion)."""
     if isinstance(obj, _PLAIN):
         return repr(obj)
+    if isinstance(obj, types.ModuleType):
+        return _module_print(obj)
+    home = _foreign_home(obj)
+    if home is not None:  # a builtin, the standard library's or an installed package's: by name and version
+        return f"{home}.{getattr(obj, '__qualname__', type(obj).__qualname__)} {_version_of(home)}".rstrip()
     if id(obj) in seen:
         return f"<again {type(obj).__qualname__}>"
     seen.add(id(obj))
@@ -140,16 +145,40 @@ def _print(obj: Any, seen: set[int]) -> str:
         return f"partial({_print(obj.func, seen)}, {_print(obj.args, seen)}, {_print(obj.keywords, seen)})"
     if isinstance(obj, types.MethodType):
         return f"method({_print(obj.__func__, seen)}, {_print(obj.__self__, seen)})"
-    if isinstance(obj, types.ModuleType):
-        return _module_print(obj)
     if isinstance(obj, types.FunctionType):
         return _function_print(obj, seen)
     if isinstance(obj, type):
         return f"class {obj.__module__}.{obj.__qualname__}: {_source(obj)}"
-    if callable(obj) or hasattr(obj, "__dict__"):  # an instance: its class and its state
+    if _foreign_home(type(obj)) is None:  # an instance of the project's class: its class and its state
         return f"{_print(type(obj), seen)}({_print(getattr(obj, '__dict__', {}), seen)})"
     text = repr(obj)
     return text if " at 0x" not in text else f"<{type(obj).__qualname__}>"
+
+
+#: the callables written in C (a builtin, a method of a builtin type)
+_BUILTIN = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDescriptorType, types.MethodWrapperType,
+            types.MethodDescriptorType)
+
+
+def _foreign_home(obj: Any) -> str | None:
+    """The module of a function or class that is not the project's -- a builtin, the standard library's, an
+    installed package's, the plugin's own (its code is in the reference's key apart) --, None for the
+    project's own code and for anything that is no function or class."""
+    if isinstance(obj, _BUILTIN):
+        return getattr(obj, "__module__", None) or "builtins"
+    if not isinstance(obj, type | types.FunctionType):
+        return None
+    name = obj.__module__ or "builtins"
+    top = name.split(".")[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names or top in ("builtins", "pytest_streamchaos"):
+        return name
+    path = obj.__code__.co_filename if isinstance(obj, types.FunctionType) else \
+        getattr(sys.modules.get(name), "__file__", None)
+    return name if path is not None and path.startswith(_installed_prefixes()) else None
+
+
+def _version_of(module: str) -> str:
+    return str(getattr(sys.modules.get(module.split(".")[0]), "__version__", ""))
 
 
 def _source(obj: Any) -> str:
@@ -186,11 +215,10 @@ def _filled(cell: Any) -> bool:
 def _module_print(module: types.ModuleType) -> str:
     """An installed or standard module by its name and version; one of the project's by its file's content."""
     path = getattr(module, "__file__", None)
-    installed = path is None or any(path.startswith(p) for p in _installed_prefixes())
-    if installed:
+    if path is None or path.startswith(_installed_prefixes()):
         return f"module {module.__name__} {getattr(module, '__version__', '')}".rstrip()
     try:
-        with open(path, "rb") as f:  # type: ignore[arg-type]
+        with open(path, "rb") as f:
             return f"module {module.__name__} {hashlib.sha256(f.read()).hexdigest()[:16]}"
     except OSError:
         return f"module {module.__name__}"
@@ -204,5 +232,4 @@ def _installed_prefixes() -> tuple[str, ...]:
 
     paths = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     paths.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
-    paths.update({sys.prefix, sys.base_prefix} - {os.getcwd()})
     return tuple(sorted(p for p in paths if p))

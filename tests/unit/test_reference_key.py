@@ -178,10 +178,21 @@ def _module(path: Path, name: str) -> Any:
 
 
 FACTORIES = """\
+import hashlib
+import json
+import math
+
+import numpy as np
+
 RATE = {rate}
 
+def user(i):
+    return f"u{{i % {users}}}"
+
 def retried(rec):
-    return {{"clickId": str(rec.id // 2), "at": rec.ts - (rec.id % 2) * 1000 // RATE}}
+    tag = hashlib.md5(json.dumps([rec.id]).encode()).hexdigest()[:4] + str(math.floor(np.float64(rec.id) / 2))
+    return {{"clickId": str(rec.id // 2), "userId": user(rec.id), "tag": tag,
+             "at": rec.ts - (rec.id % 2) * 1000 // RATE}}
 
 def test_other():
     assert {other}
@@ -189,14 +200,15 @@ def test_other():
 
 
 def test_a_factory_is_known_by_its_code_and_what_it_reads_not_by_the_test_file_around_it(tmp_path: Path) -> None:
-    def made(n: int, rate: int, other: str) -> str:
+    def made(n: int, rate: int = 100, users: int = 7, other: str = "True") -> str:
         path = tmp_path / f"test_f{n}.py"
-        path.write_text(FACTORIES.format(rate=rate, other=other))
-        return fingerprint(_module(path, f"test_f{n}").retried)
+        path.write_text(FACTORIES.format(rate=rate, users=users, other=other))
+        return fingerprint(_module(path, f"test_f{n}").retried)  # builtins, the stdlib and numpy: by name
 
-    first = made(1, 100, "True")
-    assert made(2, 100, "1 + 1 == 2") == first  # another test in the file changed: the same factory
-    assert made(3, 200, "True") != first  # the constant it reads changed
+    first = made(1)
+    assert made(2, other="1 + 1 == 2") == first  # another test in the file changed: the same factory
+    assert made(3, rate=200) != first  # the constant it reads changed
+    assert made(4, users=9) != first  # the project's function it calls changed
     assert fingerprint(scaled) == fingerprint(scaled) and fingerprint(click) != fingerprint(click_upper)
 
 
