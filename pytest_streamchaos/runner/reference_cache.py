@@ -7,17 +7,19 @@ no:cacheprovider`` turns it off), two files per key::
 
     <key>.json          {"schema": 1, "key": ..., "plugin": "0.2.0", "made_at": 1764410520.3, "seconds": 251.0,
                          "counts": [5267], "origin": 1764410270.0, "pacing": {...}, "parts": {...},
-                         "outputs": [{"name": "file:/tmp/out", "rows": 2230}], "rows": "<key>.rows.json.gz"}
+                         "outputs": [{"name": "file:/tmp/out", "rows": 2230}], "rows": "<key>.rows.json.gz",
+                         "tagged": false}
     <key>.rows.json.gz  {"first": [<output>...], "second": [<output>...]}   (gzip'd JSON)
 
-The first holds what the compared run needs (the input's size per topic, the origin of its event times, the
-pacing) and what the line about it says (when and in how long it was made); the second the two fault-free
-runs' rows of every output (:class:`~pytest_streamchaos.facts.OutputRows`), compressed: a million rows of
-five columns is about 10 MB. A value JSON has no form for (a timestamp, a decimal, bytes, of a table's
-rows) is kept tagged and read back as the same value. The rows file is written first and the head last, each
-whole or not at all, so that a reader never takes half an entry; an entry of another schema, or one that
-cannot be read, is not used and said so (:meth:`ReferenceCache.load`), never a crash. At most
-:data:`KEEP_PER_JOB` entries of one job are kept (the newest).
+The head holds what the compared run needs (the input's size per topic, the origin of its event times, the
+pacing) and what the line about it says (when and in how long it was made, the key's parts to name what
+changed); the rows file the two fault-free runs' rows of every output
+(:class:`~pytest_streamchaos.facts.OutputRows`), compressed: two runs of a million rows of three columns take
+about 10 MB. A value JSON has no form for (a table's timestamp, decimal, bytes) is kept tagged and read back
+as the same value (``tagged``: plain rows are read without looking for tags). The rows file is written first
+and the head last, each whole or not at all, so that a reader never takes half an entry; an entry of another
+schema, or one that cannot be read, is not used and said so (:meth:`ReferenceCache.load`), never a crash. At
+most :data:`KEEP_PER_JOB` entries of one job are kept (the newest).
 """
 
 from __future__ import annotations
