@@ -15,6 +15,14 @@ reference's cost (seconds for its two runs) and reuse, the rows compared and the
 run; writes ``benchmarks/results/reference.json``. The figures come from each session's ``--chaos-report``
 (every run's ``diverged`` and its reference check); ``--from-reports DIR`` summarises kept
 ``report-<job>.json`` files again without running.
+
+``--sessions`` measures the reference kept in pytest's cache (issue 48) instead: one reference test of a
+job (``--jobs``, the first) in two pytest sessions of one project sharing its ``.pytest_cache`` -- the
+first makes the reference, the second reuses it -- and prints each session's wall time, the test's own
+time (the body: reference and run, without the stack's start), how many runs it started and the
+reference's line; writes ``benchmarks/results/reference_sessions.json``::
+
+    flock /tmp/sc/heavy.lock python benchmarks/bench_reference.py --sessions --jobs windowed_count
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 CHAOS = ROOT / "tests" / "chaos"
 RESULTS = Path(__file__).parent / "results" / "reference.json"
+SESSIONS_RESULTS = Path(__file__).parent / "results" / "reference_sessions.json"
 
 TEST = '''
 import pytest
@@ -45,6 +54,55 @@ from test_reference_stateful import CASES, hardcoded_paths, run_case  # noqa: F4
 def test_clean(chaos, k):
     run_case(chaos, CASES[{case!r}])
 '''
+
+
+#: one reference test whose body says what it cost: its time, the runs it started, the reference's line
+ONE_TEST = '''
+import json
+import os
+import time
+
+import pytest
+from test_reference_stateful import CASES, hardcoded_paths, run_case  # noqa: F401  (an autouse fixture)
+
+from pytest_streamchaos import kill_executor
+
+
+@pytest.mark.chaos(backend="local")
+@kill_executor(after=5)
+def test_reference(chaos):
+    t0 = time.time()
+    run = run_case(chaos, CASES[{case!r}])
+    with open(os.environ["BENCH_RESULT"], "w") as f:
+        json.dump({{"test_seconds": round(time.time() - t0, 1), "started": chaos.started, "diverged": run.diverged,
+                   "sent": run.sent, "note": [n for n in run.reference.notes if n.startswith("the reference")]}}, f)
+'''
+
+
+def cached_sessions(case: str) -> dict[str, Any]:
+    """Two sessions of one reference test sharing a project's pytest cache: the first makes the reference,
+    the second reuses it. Each session's wall time, the test body's time, its runs, its reference line."""
+    project = Path(tempfile.mkdtemp(prefix="bench-reference-sessions-"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(CHAOS), os.environ.get("PYTHONPATH", "")])}
+    out: dict[str, Any] = {"job": case, "sessions": []}
+    try:
+        (project / "test_bench_sessions.py").write_text(ONE_TEST.format(case=case))
+        for n in (1, 2):
+            result = project / f"result-{n}.json"
+            t0 = time.time()
+            done = subprocess.run([sys.executable, "-m", "pytest", "test_bench_sessions.py", "-q", "--rootdir",
+                                   str(project), "-o", f"cache_dir={project / '.pytest_cache'}"], cwd=project,
+                                  env={**env, "BENCH_RESULT": str(result)}, capture_output=True, text=True,
+                                  timeout=3600)
+            got = json.loads(result.read_text()) if result.exists() else {}
+            out["sessions"].append({"session": n, "rc": done.returncode, "wall_seconds": round(time.time() - t0, 1),
+                                    **got, "tail": done.stdout[-2000:] if done.returncode else ""})
+            print(f"session {n}", json.dumps(out["sessions"][-1], indent=1))
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+    first, second = out["sessions"]
+    out["saved_seconds"] = round(first["wall_seconds"] - second["wall_seconds"], 1)
+    return out
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,7 +145,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--from-reports", type=Path, metavar="DIR",
                     help="summarise the report-<job>.json files a run kept in DIR instead of running")
+    ap.add_argument("--sessions", action="store_true",
+                    help="first vs second session of one reference test, the reference kept in pytest's cache")
     a = ap.parse_args()
+    if a.sessions:
+        results = cached_sessions(a.jobs.split(",")[0])
+        SESSIONS_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        SESSIONS_RESULTS.write_text(json.dumps(results, indent=1))
+        first, second = (r["wall_seconds"] for r in results["sessions"])
+        print(f"first session {first}s, second {second}s; wrote {SESSIONS_RESULTS}")
+        return
     if a.from_reports:
         jobs = {case: summary(json.loads((a.from_reports / f"report-{case}.json").read_text()))
                 for case in a.jobs.split(",")}

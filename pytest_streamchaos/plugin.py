@@ -8,6 +8,7 @@ configure time: :class:`~pytest_streamchaos.report.session.ChaosSession`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -204,7 +205,6 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
     for an annotation an editor and mypy check the call by, is ``pytest_streamchaos.ChaosFixture``."""
     from pytest_streamchaos.harness import ChaosFixture
     from pytest_streamchaos.report.progress import status_for
-    from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
     from pytest_streamchaos.workload.seed import resolve_seed
 
     item = request.node
@@ -235,10 +235,22 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            progress=progress_writer(request.config),
                            checkpoint=streamchaos_settings.checkpoint,
                            fixture=request.getfixturevalue,
-                           references=request.config.stash.setdefault(REFERENCES_KEY, References()))
+                           references=session_references(request.config, streamchaos_settings))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     yield harness
+
+
+def session_references(config: pytest.Config, settings: _settings.Settings) -> Any:
+    """The session's reference runs (one per job and input), kept in pytest's cache across sessions
+    (``--chaos-fresh-reference`` refuses what is kept there)."""
+    from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
+
+    found = config.stash.get(REFERENCES_KEY, None)
+    if found is None:
+        found = config.stash[REFERENCES_KEY] = References.for_config(config, settings.fresh_reference,
+                                                                     dataclasses.asdict(settings))
+    return found
 
 
 @pytest.hookimpl(wrapper=True)

@@ -100,6 +100,9 @@ OPTIONS: tuple[Option, ...] = (
            "runs) to this many seconds, over what its @explore or profile says (0: no bound)", 0.0, float),
     Option("explore_profile", "the explore profile (ini streamchaos_explore_profiles) whose knobs every explored "
            "test takes where its @explore says nothing, e.g. ci or nightly", "", str),
+    Option("fresh_reference", "make every reference run (chaos.run(..., reference=True)) again instead of reusing "
+           "the one kept in pytest's cache from an earlier session; the new one is kept for the next (--cache-clear "
+           "drops them all; docs/reference.md)", False, bool),
     Option("explore_db", "where explored tests remember their found and flaky schedules and how far the search got: "
            "'' (pytest's cache: --cache-clear forgets), a directory, or 'off'", "", str),
 )
@@ -183,6 +186,8 @@ class Settings:
     explore_seconds: float = 0.0  #: ``--chaos-explore-seconds``: every explored test's time bound (0: none)
     explore_profile: str = ""  #: ``--chaos-explore-profile``: the explore profile's name ("": none)
     explore_db: str = ""  #: ``--chaos-explore-db``: the search's memory ("": pytest's cache; "off")
+    #: ``--chaos-fresh-reference``: make every reference again rather than reuse the cached one
+    fresh_reference: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

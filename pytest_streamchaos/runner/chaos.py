@@ -17,7 +17,8 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
 from pytest_streamchaos.runner.leftovers import clear_leftovers
-from pytest_streamchaos.runner.reference import References, compared_spec, make_reference, reference_key
+from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
+from pytest_streamchaos.runner.reference_key import reference_key, stack_part
 from pytest_streamchaos.runner.run import Run
 from pytest_streamchaos.runner.spec import JobPlace, RunGroups, RunInputs, RunSpec, build_run, check_checkpoint
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
@@ -87,22 +88,24 @@ class Chaos:
                                      guarantee=guarantee, default_checkpoint=self.checkpoint,
                                      explored=self.explored, stack=(self.cluster, self.kafka))
         ref = Reference.of(watch.reference)
-        refs = None
         if ref is not None:
-            run_inputs = replace(run_inputs, reference=ref)
-            key = reference_key(spec, run_inputs, self.seed, spec.checkpoint)
-            refs = self.references.get(key, lambda: make_reference(spec, run_inputs, self._execute,
-                                                                   self._clear_leftovers))
+            run_inputs = replace(run_inputs, reference=ref)  # its columns are checked before the load
+        refs = self._reference(spec, run_inputs) if ref is not None else None
+        if refs is not None:
             spec = compared_spec(spec, refs)
         result = judged_real_time(spec, self._execute(spec, run_inputs))
         if ref is not None and refs is not None:
             first, second = refs.rows()
-            made = "reused from an earlier test" if refs.reused else f"made in {refs.seconds:.0f}s"
-            result.check(ReferenceCheck(first, second, ref, plan_notes=[
-                f"the reference: two runs of the job without faults on the same {sum(refs.counts)} input "
-                f"records ({made})"]))
+            result.check(ReferenceCheck(first, second, ref, plan_notes=[refs.note()]))
         self.runs.append(result)
         return result
+
+    def _reference(self, spec: RunSpec, inputs: RunInputs) -> ReferenceRuns:
+        """The reference of ``spec``'s job and input: this session's, pytest's cache's, or made now."""
+        key = reference_key(spec, inputs, self.seed, stack_part(type(self.cluster).__name__,
+                                                                self.references.session))
+        return self.references.get(key, lambda: make_reference(spec, inputs, self._execute, self._clear_leftovers),
+                                   self.progress)
 
     def _execute(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
         """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`); its leftovers

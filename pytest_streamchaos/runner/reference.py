@@ -10,22 +10,24 @@ second reference run and every run compared with them send exactly as many recor
 their load lasting until the last one is sent -- the second :data:`SECOND_PACE` times faster, so that its
 micro-batches split the input otherwise than the first's.
 
-**Twice, once per session.** Two fault-free runs tell what of the output is stable (a column that
-differs between them -- a ``current_timestamp()``, a batch id -- is left out and named; rows that differ
-make the output not comparable, never a false alarm). They are made once per session for what decides
-a run's output -- the job (its file's content), its arguments, conf and environment, the inputs and their
-record factories, the outputs, the seed, rate, duration, the workload's shape, the trigger, the
-checkpoint's place -- and reused by every test that asks the same (:class:`References`).
+**Twice, once.** Two fault-free runs tell what of the output is stable (a column that differs between
+them -- a ``current_timestamp()``, a batch id -- is left out and named; rows that differ make the output
+not comparable, never a false alarm). They are made once for what decides a run's output (its key,
+:mod:`.reference_key`: the job and its modules' content, its files, arguments, conf and environment, the
+inputs and their record factories, the outputs, the seed, rate, duration, the workload's shape, the
+trigger, the checkpoint's place, the Spark line and the session's stack), reused by every test of the
+session that asks the same, and kept in pytest's cache for the next sessions (:mod:`.reference_cache`),
+which reuse it with no run at all unless ``--chaos-fresh-reference`` (:class:`References`). A run compared
+with a reference kept from an earlier session sends exactly its records on its event-time clock: event times
+from then, which nothing compares with the wall clock (a job's watermark follows the event times it reads;
+the harness's latencies are of send and arrival times).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +36,9 @@ from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.facts import OutputRows
 from pytest_streamchaos.runner.errors import RunError
+from pytest_streamchaos.runner.reference_cache import ReferenceCache, Stored, when
+from pytest_streamchaos.runner.reference_key import RefKey, reference_key
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
-from pytest_streamchaos.usercode import name_of
 
 __all__ = ["REFERENCES_KEY", "SECOND_PACE", "SLACK_S", "Reference", "ReferenceRuns", "References", "compared_spec",
            "make_reference", "reference_key"]
@@ -54,47 +57,98 @@ REFERENCES_KEY: pytest.StashKey[References] = pytest.StashKey()
 @dataclass
 class ReferenceRuns:
     """The two fault-free runs of one input: their outputs' rows, the input's size per topic and the origin
-    of its event times, how long making them took, how often they were reused."""
+    of its event times, how long making them took and when; where they came from (``made`` in this session,
+    or read from the ``cache``), why they were made rather than read (:attr:`why_made`), what became of
+    keeping them (:attr:`kept`), how often they were reused."""
 
-    first: ChaosRun
-    second: ChaosRun
+    first: list[OutputRows]
+    second: list[OutputRows]
     counts: tuple[int, ...]
     origin: float | None
     seconds: float
+    made_at: float = field(default_factory=time.time)
+    key: str = ""
+    source: str = "made"
+    why_made: str = ""
+    kept: str | None = None
     reused: int = 0
 
     def rows(self) -> tuple[list[OutputRows], list[OutputRows]]:
-        return list(self.first.facts.output_rows or []), list(self.second.facts.output_rows or [])
+        return list(self.first), list(self.second)
+
+    def note(self) -> str:
+        """The one line a run compared with this reference carries (its check's lines, ``describe()``, the
+        report): how the reference was made or where it came from, and why."""
+        what = f"two runs of the job without faults on the same {sum(self.counts)} input records"
+        key = self.key[:12]
+        if self.source == "cache":
+            again = "; reused from an earlier test" if self.reused else ""
+            return (f"the reference: reused from the cache (made {when(self.made_at)} in {self.seconds:.0f}s, key "
+                    f"{key}{again}): {what}")
+        if self.reused:
+            return f"the reference: {what} (reused from an earlier test; made in {self.seconds:.0f}s)"
+        kept = "kept for the next session" if self.kept is None else self.kept
+        return f"the reference: {what} (made in {self.seconds:.0f}s, key {key}; made fresh: {self.why_made}; {kept})"
+
+    @classmethod
+    def of(cls, stored: Stored) -> ReferenceRuns:
+        return cls(stored.first, stored.second, stored.counts, stored.origin, stored.seconds, stored.made_at,
+                   stored.key, source="cache")
+
+    def stored(self, key: RefKey, pacing: Mapping[str, float]) -> Stored:
+        return Stored(key.key, key.parts, list(self.first), list(self.second), self.counts, self.origin,
+                      self.seconds, self.made_at, dict(pacing))
 
 
 @dataclass
 class References:
-    """The session's reference runs, by :func:`reference_key` (one set per distinct input and job)."""
+    """The session's reference runs, by key (:func:`reference_key`: one set per distinct input and job),
+    read from and kept in :attr:`cache` across sessions unless :attr:`fresh` (``--chaos-fresh-reference``);
+    :attr:`session`: the session's settings that go into every key (the stack's shape)."""
 
     made: dict[str, ReferenceRuns] = field(default_factory=dict)
+    cache: ReferenceCache = field(default_factory=lambda: ReferenceCache(None, "no cache given"))
+    fresh: bool = False
+    session: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, key: str, make: Callable[[], ReferenceRuns]) -> ReferenceRuns:
-        found = self.made.get(key)
+    @classmethod
+    def for_config(cls, config: pytest.Config, fresh: bool, session: Mapping[str, Any]) -> References:
+        """The session's references, in pytest's cache (``config.cache``) unless it is off."""
+        return cls(cache=ReferenceCache.for_config(config), fresh=fresh, session=dict(session))
+
+    def get(self, key: RefKey, make: Callable[[], ReferenceRuns],
+            announce: Callable[[str], None] | None = None) -> ReferenceRuns:
+        """The reference of ``key``: this session's, else the cache's, else made by ``make`` (``announce`` says
+        why, before the runs start) and kept in the cache."""
+        found = self.made.get(key.key)
         if found is not None:
             found.reused += 1
             return found
-        self.made[key] = made = make()
+        cached, why = self._cached(key)
+        if cached is not None:
+            self.made[key.key] = cached
+            if announce is not None:
+                announce(cached.note())
+            return cached
+        if announce is not None:
+            announce(f"making the reference (two runs of the job without faults), key {key.short}: {why}")
+        made = make()
+        made.key, made.why_made = key.key, why
+        made.kept = self.cache.save(made.stored(key, {"slack_s": SLACK_S, "second_pace": SECOND_PACE})) \
+            if key.why_not is None and self.cache.on else "not kept"
+        self.made[key.key] = made
         return made
 
-
-def reference_key(spec: RunSpec, inputs: RunInputs, seed: int, checkpoint_kind: str) -> str:
-    """What decides a run's output besides its faults, hashed: the job's file and content, its arguments,
-    conf, environment and files, the inputs with their factories, the outputs, the seed, the load."""
-    script = Path(spec.job)
-    parts: dict[str, Any] = {
-        "job": str(script), "content": hashlib.sha256(script.read_bytes()).hexdigest() if script.exists() else "",
-        "args": spec.args, "conf": spec.conf, "env": spec.env, "files": spec.files, "py_files": spec.py_files,
-        "inputs": spec.inputs, "factories": {k: name_of(v) if v else None for k, v in inputs.factories.items()},
-        "outputs": spec.outputs, "seed": seed, "rate": spec.rate, "duration": spec.duration,
-        "partitions": spec.partitions, "key_space": spec.key_space, "skew": spec.skew,
-        "record_size": spec.record_size, "late_fraction": spec.late_fraction, "trigger": spec.trigger_seconds,
-        "checkpoint": checkpoint_kind, "kafka_port": spec.kafka_port}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    def _cached(self, key: RefKey) -> tuple[ReferenceRuns | None, str]:
+        """The cache's entry of ``key`` when it may be used, else None and why not."""
+        if key.why_not is not None:
+            return None, f"not reused from the cache: {key.why_not}"
+        if not self.cache.on:
+            return None, self.cache.off
+        if self.fresh:
+            return None, "--chaos-fresh-reference refuses the cached one"
+        stored, why = self.cache.load(key)
+        return (ReferenceRuns.of(stored), "") if stored is not None else (None, why)
 
 
 def reference_spec(spec: RunSpec) -> RunSpec:
@@ -120,7 +174,8 @@ def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec,
     counts = tuple(g.produced for g in gens)
     second = execute(replace(first_spec, input_counts=counts, send_pace=SECOND_PACE), quiet)
     clear()
-    return ReferenceRuns(first, second, counts, first_spec.event_origin, time.time() - t0)
+    return ReferenceRuns(list(first.facts.output_rows), list(second.facts.output_rows or []), counts,
+                         first_spec.event_origin, time.time() - t0, made_at=t0)
 
 
 def compared_spec(spec: RunSpec, refs: ReferenceRuns) -> RunSpec:

@@ -5,9 +5,9 @@ with ``configure_spark_with_delta_pip(builder)`` runs on Delta Lake's jar for th
 Spark line and Scala version, resolved once per machine into the plugin's cache like Spark's Kafka
 connector (:mod:`pytest_streamchaos.stack.artifacts`: a lock for each tested line, downloaded in
 parallel; offline and fast the second time) and passed with it as ``spark.jars``. Which jobs need it
-is read from what they are (:func:`needs_delta`): their code and the local modules it imports, their
-conf, a ``delta:`` output. Such a job also gets the two settings a Delta-enabled cluster has
-(:data:`SESSION_CONF`: Delta's SQL extension and catalog), unless it sets them itself.
+is read from what they are (:func:`needs_delta`): their code and the local modules it imports
+(:func:`.job_code.job_sources`), their conf, a ``delta:`` output. Such a job also gets the two settings a
+Delta-enabled cluster has (:data:`SESSION_CONF`: Delta's SQL extension and catalog), unless it sets them itself.
 
 **Which Delta** (:func:`choose`): Delta Lake publishes a jar per Spark line since 4.1
 (``io.delta:delta-spark_4.2_2.13``); the run takes the version of the ``delta-spark`` Python package
@@ -27,7 +27,6 @@ code does nothing under spark-submit. ``configure_spark_with_delta_pip`` is such
 
 from __future__ import annotations
 
-import ast
 import importlib.metadata
 import importlib.util
 import re
@@ -160,43 +159,6 @@ def delta_jars(spark_home: Path, progress: Callable[[str], None] | None = None, 
 
 
 # -- which jobs need Delta -----------------------------------------------------------------------------------
-
-def job_sources(script: Path, py_files: Sequence[Path] = ()) -> list[Path]:
-    """The job's own Python code: its script, its ``py_files`` (a package folder's modules) and the modules
-    beside the script that these import (followed through their own imports), each once."""
-    given = [m for p in py_files for m in (sorted(p.rglob("*.py")) if p.is_dir() else [p]) if m.suffix == ".py"]
-    todo: list[Path] = [script, *given]
-    seen: list[Path] = []
-    while todo:
-        path = todo.pop(0)
-        if path in seen or not path.is_file():
-            continue
-        seen.append(path)
-        todo += [m for m in _local_imports(path) if m not in seen]
-    return seen
-
-
-def _local_imports(path: Path) -> list[Path]:
-    """The modules beside ``path`` (``helper.py``, ``pkg/__init__.py``) that it imports."""
-    try:
-        tree = ast.parse(path.read_text(errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return []
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
-    out = []
-    for name in names:
-        parts = name.split(".")
-        # a package's __init__ is imported on the way to its module (``lake`` of ``lake.tables``)
-        out += [path.parent.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts))]
-        base = path.parent.joinpath(*parts)
-        out += [base.with_suffix(".py"), base / "__init__.py"]
-    return [p for p in out if p.is_file()]
-
 
 def uses_delta(sources: Sequence[Path]) -> str | None:
     """Where the job's code first uses Delta Lake (``job.py:12``), None when it does not."""

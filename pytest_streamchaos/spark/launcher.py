@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.job.config import JobConfig
-from pytest_streamchaos.spark import connector, delta, job_files
+from pytest_streamchaos.spark import connector, delta, job_code, job_files
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import JobHandle, Launcher, LaunchOptions, SparkApp, SparkCluster
 from pytest_streamchaos.stack.driver.conf import DEFAULT_CONF, JIT_MODES, QUICK_JIT, java_env, java_path, spark_home
@@ -113,7 +113,7 @@ class JobLauncher:
         # before any directory is made: no connector (resolution failed) fails here, cleanly
         jars, notes = self._kafka_connector(script_path, own)
         app_conf = {**self.conf, **own}
-        delta_jars, delta_notes = self._delta(delta.job_sources(script_path, py), app_conf, outputs)
+        delta_jars, delta_notes = self._delta(job_code.job_sources(script_path, py), app_conf, outputs)
         jars, notes = [*jars, *delta_jars], [*notes, *delta_notes]
         if "spark.jars.packages" in app_conf:
             packages = delta.without_pins(connector.without_pins(app_conf.pop("spark.jars.packages")))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind, output_path
-from pytest_streamchaos.spark import delta
+from pytest_streamchaos.spark import delta, job_code
 from pytest_streamchaos.spark.launcher import JobLauncher, LaunchError, spark_home
 from pytest_streamchaos.stack import artifacts
 
@@ -78,7 +78,7 @@ def test_the_modules_a_job_imports_from_beside_it_are_its_code(tmp_path: Path) -
     (tmp_path / "lake" / "__init__.py").write_text("")
     (tmp_path / "lake" / "tables.py").write_text("from delta.tables import DeltaTable\n")
     (tmp_path / "unrelated.py").write_text("import delta\n")
-    sources = delta.job_sources(tmp_path / "job.py")
+    sources = job_code.job_sources(tmp_path / "job.py")
     assert [p.name for p in sources] == ["job.py", "sinks.py", "__init__.py", "tables.py"]
     assert delta.uses_delta(sources) == "sinks.py:2" and delta.imports_delta(sources) == "tables.py:1"
 
