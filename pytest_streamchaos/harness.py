@@ -27,7 +27,16 @@ from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.versus import Versus, versus
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner import Chaos
-from pytest_streamchaos.runner.groups import GROUPS, JobSetup, Load, Timing, Watch, default, grouped_keywords
+from pytest_streamchaos.runner.groups import (
+    GROUPS,
+    JobSetup,
+    Load,
+    Timing,
+    Watch,
+    check_keywords,
+    default,
+    grouped_keywords,
+)
 
 #: the fields of a group that two runs' groups merge key by key
 _MERGED = ("conf", "env")
@@ -178,8 +187,11 @@ class ChaosFixture(Chaos):
                 **common: Any) -> Versus:
         """Run ``job`` under A, then under B, and return B versus A (``Versus``: ``.deltas``,
         ``.faults`` verdicts, ``.describe()``). ``slo_latency`` (s) separates degraded from outage."""
-        run_a = self.run(job, **merged_args(common, a))
-        run_b = self.run(job, **merged_args(common, b))
+        args_a, args_b = merged_args(common, a), merged_args(common, b)
+        for args in (args_a, args_b):  # B's typo found before A's whole run, not after it
+            check_keywords(self.run, args)
+        run_a = self.run(job, **args_a)
+        run_b = self.run(job, **args_b)
         result = versus(run_b, run_a, slo_latency=slo_latency, labels=labels)
         self.comparisons.append(result)
         return result

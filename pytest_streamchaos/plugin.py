@@ -17,12 +17,14 @@ import pytest
 
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
+from pytest_streamchaos.exploration.mark import MARK as EXPLORE_MARK
 from pytest_streamchaos.exploration.plugin import PLUGIN_NAME as EXPLORE_PLUGIN
 from pytest_streamchaos.exploration.plugin import ExplorePlugin
 from pytest_streamchaos.faults.marks import marker_lines, specs_for_item
-from pytest_streamchaos.faults.registry import check_stack, kind_of
+from pytest_streamchaos.faults.registry import KINDS, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpecError
-from pytest_streamchaos.report.baseline import parse_gates
+from pytest_streamchaos.mark_checks import mark_errors, registered_marks
+from pytest_streamchaos.report.baseline import Storage, check_gates, parse_gates
 from pytest_streamchaos.report.session import (
     COMPARISONS_KEY,
     EXPLORED_KEY,
@@ -71,6 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session's :class:`~pytest_streamchaos.report.session.ChaosSession`, registered as a plugin."""
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    _settings.check_ini_keys(config)
     settings = _settings.Settings.from_config(config)
     # the stack fixtures (stack/fixtures.py) read the settings from here
     config.stash[_settings.SETTINGS_KEY] = settings
@@ -82,8 +85,11 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_yarn(settings.yarn_conf)
     try:
         gates = parse_gates(settings.compare_fail)
+        check_gates(gates)
     except ValueError as exc:
         raise pytest.UsageError(f"--chaos-compare-fail / ini streamchaos_compare_fail: {exc}") from None
+    if not config.option.help:
+        _check_baseline(config, settings, bool(gates))
     config.pluginmanager.register(ChaosSession(settings, gates), PLUGIN_NAME)
     config.pluginmanager.register(ExplorePlugin(config, settings, check_sla), EXPLORE_PLUGIN)
 
@@ -93,6 +99,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
+
+
+def _check_baseline(config: pytest.Config, settings: _settings.Settings, gated: bool) -> None:
+    """``--chaos-compare`` (or ``--chaos-compare-fail``, which compares with the latest) naming a baseline that is
+    not saved: one line listing the saved ones, before the runs rather than after them (unless the session saves
+    the first one, ``--chaos-save``)."""
+    which = settings.compare or (_settings.LATEST if gated else "")
+    if not which or (settings.save and which == _settings.LATEST):
+        return  # the session saves one (the first baseline of a CI set up with gates): compared at its end
+    try:
+        Storage(Path(str(config.rootpath)) / settings.storage).find(which)
+    except FileNotFoundError as exc:
+        flag = "--chaos-compare" if settings.compare else "--chaos-compare-fail (compares with the latest baseline)"
+        raise pytest.UsageError(f"{flag}: {exc}") from None
 
 
 def _check_docker(image: str) -> None:
@@ -151,37 +171,19 @@ def faults_kafka_links(items: list[pytest.Item]) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Validate every fault and SLA mark now (collection time), so a typo never starts a stack; note whether
-    a test may fault the job's Kafka links (:func:`faults_kafka_links`)."""
-    from pytest_streamchaos.analysis.sla import SLA
-
+    """Validate every fault, chaos and SLA mark now (collection time), and refuse a mark that misspells one of
+    the plugin's, so a typo never starts a stack (:mod:`~pytest_streamchaos.mark_checks`); note whether a test
+    may fault the job's Kafka links (:func:`faults_kafka_links`)."""
     errors = []
+    settings = chaos_session(config).settings
+    registered = registered_marks(config)
+    ours = ["chaos", "sla", EXPLORE_MARK, *KINDS]
     for item in items:
         try:
             item.stash[FAULTS_KEY] = specs_for_item(item)
         except FaultSpecError as exc:
             errors.append(str(exc))
-        for mark in item.iter_markers("sla"):
-            bounds = dict(mark.kwargs)
-            over = bounds.pop("over", "worst")
-            try:
-                SLA().merged(**bounds)
-                if over not in ("worst", "median"):
-                    raise ValueError(f"over={over!r}: use 'worst' (the default) or 'median'")
-            except (TypeError, ValueError) as exc:
-                errors.append(f"{item.nodeid}: @sla: {exc}")
-        for mark in item.iter_markers("chaos"):
-            repeat = mark.kwargs.get("repeat", 1)
-            if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
-                errors.append(f"{item.nodeid}: @chaos: repeat={repeat!r} must be an int >= 1")
-            manager = mark.kwargs.get("spark", chaos_session(config).settings.spark)
-            if manager not in _settings.SPARK_MANAGERS:
-                errors.append(f"{item.nodeid}: @chaos: spark={manager!r}: valid cluster managers: "
-                              f"{', '.join(map(repr, _settings.SPARK_MANAGERS))}")
-            backend = mark.kwargs.get("backend", chaos_session(config).settings.backend)
-            if backend not in _settings.BACKENDS:
-                errors.append(f"{item.nodeid}: @chaos: backend={backend!r}: valid backends: "
-                              f"{', '.join(map(repr, _settings.BACKENDS))}")
+        errors += mark_errors(item, settings, registered, ours)
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
     config.stash[_settings.KAFKA_LINKS_KEY] = faults_kafka_links(items)

@@ -6,12 +6,15 @@ A command-line option wins over the ini key, which wins over the default.
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_streamchaos import deprecation, managers, storages
+from pytest_streamchaos.analysis.spelling import did_you_mean
 
 #: the stack backends by name
 BACKENDS: tuple[str, ...] = ("local", "docker")
@@ -211,10 +214,7 @@ class Settings:
                 ) from None
             if opt.name == "backend":
                 _check_backend(opt, value)
-            if opt.choices and value not in opt.choices:
-                raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} is not one of {opt.choices}")
-            if opt.type in (int, float) and value < (1 if opt.name in ("workers", "repeat") else 0):
-                raise pytest.UsageError(f"{_flag(opt)} / ini {_ini(opt)}: {value!r} must be positive")
+            _check_value(opt, value)
             values[f.name] = value
         if values.get("yarn_conf"):
             values["spark"] = "yarn"
@@ -227,6 +227,48 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 #: whether a collected test may fault the job's Kafka links (set at collection; the session's Kafka builds
 #: Toxiproxy for them only then, stack/kraft/links.py)
 KAFKA_LINKS_KEY = pytest.StashKey[bool]()
+
+
+#: the least value of a number option (the others: >= 0) and the largest of a port
+MINIMUM: dict[str, float] = {"workers": 1, "worker_cores": 1, "kafka_brokers": 1, "repeat": 1}
+PORTS = ("connect_port", "kafka_port")
+#: a Spark size string (``1g``, ``512m``, ``2048``)
+_SIZE = re.compile(r"^\d+(b|k|kb|m|mb|g|gb|t|tb|p|pb)?$", re.IGNORECASE)
+
+
+def _check_value(opt: Option, value: Any) -> None:
+    """A ``UsageError`` in one line naming the flag, the ini key, the value and what is allowed (the choices with a
+    did-you-mean, the range, the form) unless ``value`` can work."""
+    where = f"{_flag(opt)} / ini {_ini(opt)}: {value!r}"
+    if opt.choices and value not in opt.choices:
+        raise pytest.UsageError(f"{where} is not one of {', '.join(map(repr, opt.choices))}"
+                                f"{did_you_mean(str(value), opt.choices)}")
+    if opt.type in (int, float):
+        least = MINIMUM.get(opt.name, 0)
+        if value < least or (opt.name == "start_timeout" and value <= 0):
+            raise pytest.UsageError(f"{where} must be {'> 0' if opt.name == 'start_timeout' else f'>= {least:g}'}")
+        if opt.name in PORTS and value > 65535:
+            raise pytest.UsageError(f"{where} is not a port (0-65535)")
+    if opt.name == "worker_memory" and not _SIZE.match(str(value)):
+        raise pytest.UsageError(f"{where} is not a Spark size: write e.g. 1g or 512m")
+    if opt.name == "java_home" and value and not (Path(value).expanduser() / "bin" / "java").is_file():
+        raise pytest.UsageError(f"{where}: no bin/java there; give a JDK's directory (the one with bin/java)")
+    if opt.name == "report" and value and not Path(value).expanduser().resolve().parent.is_dir():
+        raise pytest.UsageError(f"{where}: its directory does not exist; create it or name a file in one that does")
+    if opt.name == "explore_db" and value not in ("", "off") and Path(value).expanduser().is_file():
+        raise pytest.UsageError(f"{where} is a file; give a directory (created on first use), '' or 'off'")
+
+
+def check_ini_keys(config: pytest.Config) -> None:
+    """An ini key of this plugin's (``streamchaos_...``) that it does not know, refused in one line with the
+    did-you-mean (pytest itself only warns, and the setting would silently not apply)."""
+    unknown = getattr(config, "_get_unknown_ini_keys", None)  # pytest's own list, where it has one
+    if unknown is None:
+        return
+    known = [_ini(o) for o in OPTIONS] + [EXPLORE_PROFILES_INI] + [_ini(Option(old, "", "")) for old in RENAMED]
+    for key in sorted(k for k in unknown() if k.startswith("streamchaos_")):
+        raise pytest.UsageError(f"ini {key}: not a setting of pytest-streamchaos{did_you_mean(key, known)}; its "
+                                "ini keys are listed by pytest --help (the [pytest] ini-options)")
 
 
 def _check_backend(opt: Option, value: str) -> None:

@@ -68,7 +68,11 @@ def get(name: str) -> CheckpointStorage:
     try:
         return STORAGES[name]
     except (KeyError, TypeError):
-        raise ValueError(f"checkpoint={name!r}: use {choices_help()}") from None
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(STORAGES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"checkpoint={name!r}{hint}: use {choices_help()}") from None
 
 
 def remote_prefixes() -> tuple[str, ...]:

@@ -36,6 +36,7 @@ import numpy as np
 from ..records import OutputRecords, SentRecords
 from .guarantee import GuaranteeReport
 from .oracle import IGNORE, UNKNOWN, Expected, PerRecord, Predicate, TumblingWindowOracle, per_record
+from .spelling import did_you_mean
 
 AGGS = ("count", "sum")
 OUTPUT_MODES = ("update", "complete", "append")
@@ -99,10 +100,10 @@ class AggregateOracle(TumblingWindowOracle):
         window_field: str | None = None,
         value_field: str | None = None,
     ) -> None:
-        if agg not in AGGS:
-            raise ValueError(f"AggregateOracle: agg must be one of {AGGS}, got {agg!r}")
-        if output_mode not in OUTPUT_MODES:
-            raise ValueError(f"AggregateOracle: output_mode must be one of {OUTPUT_MODES}, got {output_mode!r}")
+        for arg, value, choices in (("agg", agg, AGGS), ("output_mode", output_mode, OUTPUT_MODES)):
+            if value not in choices:
+                raise ValueError(f"AggregateOracle({arg}={value!r}){did_you_mean(str(value), choices)}: use one of "
+                                 f"{', '.join(map(repr, choices))}")
         if (agg == "sum") != (amount is not None):
             raise ValueError("AggregateOracle: agg='sum' needs amount= (and agg='count' takes none)")
         super().__init__(size_seconds, by_key=by_key, watermark_seconds=watermark_seconds, origin=origin,
@@ -113,6 +114,15 @@ class AggregateOracle(TumblingWindowOracle):
 
     def record_callables(self) -> dict[str, Callable[[Any], float]]:
         return {AMOUNT: self.amount} if callable(self.amount) else {}
+
+    def annotation_names(self) -> dict[str, str]:
+        return {AMOUNT: self.amount} if isinstance(self.amount, str) else {}
+
+    def output_fields(self) -> dict[str, str | None]:
+        """The fields of an output the oracle reads, by the argument that names them (None: the default
+        ``window`` object or ``window_start`` / ``window_end``): checked against the job's first records."""
+        named: dict[str, str | None] = {"value_field": self.value_field, "window_field": self.window_field}
+        return {**({"key_field": self.key_field} if self.by_key and self.key_field else {}), **named}
 
     def collector_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~pytest_streamchaos.observe.collector.Collector` so that it

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .metrics import NotMeasured
+from .spelling import did_you_mean
 
 #: the metrics reports compare, in display order (dotted: nested keys of the run's JSON)
 HEADLINE: tuple[str, ...] = (
@@ -25,6 +26,9 @@ HEADLINE: tuple[str, ...] = (
     "latency.p99",
     "reliable_throughput",
 )
+
+#: the groups of a run's JSON whose keys differ from run to run (the checks it made, what the harness knew)
+OPEN_GROUPS = ("checks", "meta")
 
 #: metric names (last dotted component) where a lower value is the worse one
 _HIGHER_IS_BETTER = {"reliability", "reliable_throughput", "throughput"}
@@ -61,7 +65,8 @@ def from_dict(d: Mapping[str, Any], metric: str) -> float:
         if not isinstance(cur, Mapping) or part not in cur:
             where = ".".join(path[:i]) or "the run's JSON"
             known = sorted(k for k, v in cur.items() if not isinstance(v, list)) if isinstance(cur, Mapping) else []
-            raise KeyError(f"no metric {metric!r}: {part!r} is not a key of {where} (keys: {', '.join(known)})")
+            raise KeyError(f"no metric {metric!r}: {part!r} is not a key of {where}{did_you_mean(part, known)} "
+                           f"(keys: {', '.join(known)})")
         cur = cur[part]
     if metric == "recovery_time" and cur is None and d.get("recovered") is False:
         return math.inf
@@ -73,8 +78,15 @@ def from_dict(d: Mapping[str, Any], metric: str) -> float:
 def from_run(run: Any, metric: str) -> float:
     """The value of dotted ``metric`` read as attributes of a run object (``latency.p99``)."""
     cur = run
-    for part in metric.split("."):
-        cur = getattr(cur, part)
+    for i, part in enumerate(metric.split(".")):
+        try:
+            cur = getattr(cur, part)
+        except AttributeError:
+            where = ".".join(metric.split(".")[:i]) or "a run"
+            known = sorted(n for n in dir(cur) if not n.startswith("_"))
+            hint = did_you_mean(part, HEADLINE if i == 0 else known)
+            raise KeyError(f"no metric {metric!r}: {where} has no {part!r}{hint}; the headline metrics: "
+                           f"{', '.join(HEADLINE)}") from None
     if cur is None or isinstance(cur, NotMeasured):
         return math.nan  # not measured
     return float(cur)  # NOT_RECOVERED -> inf
@@ -108,3 +120,30 @@ def json_number(x: float) -> Any:
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
     return x
+
+
+def metric_refusal(metric: str, sample: Mapping[str, Any]) -> str | None:
+    """Why dotted ``metric`` cannot name a number of a run's JSON, judged on ``sample`` (one run's JSON), in one
+    line with the did-you-mean; None when it names one there, or cannot be judged (a group this sample run does
+    not have, such as a reference comparison's)."""
+    cur: Any = sample
+    parts = metric.split(".")
+    for i, part in enumerate(parts):
+        where = ".".join(parts[:i]) or "a run's JSON"
+        if cur is None:
+            return None
+        if not isinstance(cur, Mapping):
+            return f"no metric {metric!r}: {where} is a value, not a group of metrics"
+        if part not in cur:
+            if parts[0] in OPEN_GROUPS and i > 0:
+                return None  # the checks a run made, its meta: other runs have other keys there
+            known = sorted(k for k, v in cur.items() if not isinstance(v, list))
+            return (f"no metric {metric!r}: {part!r} is not a key of {where}{did_you_mean(part, known)} "
+                    f"(keys: {', '.join(known)})")
+        cur = cur[part]
+    if isinstance(cur, Mapping | list):
+        inside = ", ".join(sorted(cur)) if isinstance(cur, Mapping) else "a list"
+        return f"metric {metric!r} is a group, not a number; name a key inside it ({inside})"
+    if isinstance(cur, str) and cur not in ("inf", "-inf"):
+        return f"metric {metric!r} is not a number (a run says {cur!r} there)"
+    return None

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..records import OutputRecords, SentRecords
 from .guarantee import GuaranteeReport, IdIndex
+from .spelling import did_you_mean
 
 #: :meth:`Oracle.assign` codes for outputs that are not an expected output's group.
 IGNORE = -1  #: output does not count (e.g. a window not finalized at the end of the run, another topic)
@@ -166,6 +167,18 @@ class Oracle:
         (``Generator(annotate=...)``; ``chaos.run`` does it)."""
         return {}
 
+    def annotation_names(self) -> dict[str, str]:
+        """The ground-truth annotations the oracle reads by name, by the argument that names them (e.g.
+        ``{"IdentityOracle(copies=)": "lines"}``): ``chaos.run`` checks each is one the test's ``annotate=``
+        gives, before anything starts (docs/names.md)."""
+        return {}
+
+    def output_fields(self) -> dict[str, str | None]:
+        """The fields of the job's output records the oracle reads, by the argument that names them (a JSON path,
+        dots for nesting; None: the default window, a ``window`` object or ``window_start`` / ``window_end``):
+        the run refuses one that none of the first records has (docs/names.md)."""
+        return {}
+
     def custom_report(self, sent: SentRecords, outputs: OutputRecords) -> GuaranteeReport | None:
         """An oracle that does not work per id appearance (aggregates) validates here; None (the
         default) means :func:`~pytest_streamchaos.analysis.validate.validate`'s per-record path."""
@@ -256,6 +269,9 @@ class IdentityOracle(Oracle):
     def record_callables(self) -> dict[str, Callable[[Any], float]]:
         return {COPIES: self.copies} if callable(self.copies) else {}
 
+    def annotation_names(self) -> dict[str, str]:
+        return {COPIES: self.copies} if isinstance(self.copies, str) else {}
+
     def _expected(self, sent: SentRecords, keep: np.ndarray) -> Expected:
         copies = None
         if self.copies is not None:
@@ -312,7 +328,8 @@ class TumblingWindowOracle(Oracle):
         if not size_seconds > 0:
             raise ValueError(f"TumblingWindowOracle: size_seconds must be > 0, got {size_seconds!r}")
         if closer not in ("key", "any"):
-            raise ValueError(f"TumblingWindowOracle: closer must be 'key' or 'any', got {closer!r}")
+            raise ValueError(f"TumblingWindowOracle(closer={closer!r}){did_you_mean(str(closer), ('key', 'any'))}: use "
+                             "'key' or 'any'")
         super().__init__(filter=filter, drop_poison=drop_poison, topic=topic, side_topic=late_topic)
         self.size = float(size_seconds)
         self.by_key = by_key
@@ -320,6 +337,9 @@ class TumblingWindowOracle(Oracle):
         self.watermark = float(allowed_lateness if allowed_lateness is not None else watermark_seconds)
         self.origin = float(origin)
         self.closer = closer
+
+    def output_fields(self) -> dict[str, str | None]:
+        return {"window": None}  # the window each output reports (OutputRecords.window_start)
 
     # window index of a time
     def _win(self, ts: np.ndarray) -> np.ndarray:

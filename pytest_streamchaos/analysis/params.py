@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..events import Kind
+from .spelling import did_you_mean, spelled
 
 #: how many of the job's cycles (its time between micro-batches) the baseline must span for recovery to be
 #: measurable: two, so that the baseline saw the job's output come back at least once
@@ -22,6 +23,7 @@ SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
 )
 
 
+@spelled
 @dataclass
 class MetricParams:
     """Tunables of the metrics; every one can be set per test."""
@@ -63,6 +65,15 @@ class MetricParams:
                 raise ValueError(f"MetricParams.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0 < self.latency_quantile <= 1 or not 0 < self.gap_time_quantile <= 1:
             raise ValueError("MetricParams: latency_quantile and gap_time_quantile must be in (0, 1]")
+        for name in ("fault_kinds", "system_detection_kinds"):  # a misspelt kind would never match: say so
+            kinds = getattr(self, name)
+            if isinstance(kinds, str):
+                raise ValueError(f"MetricParams.{name}={kinds!r}: give a tuple of timeline kinds, e.g. ({kinds!r},)")
+            known = [str(k) for k in Kind]
+            for kind in kinds:
+                if kind not in known:
+                    raise ValueError(f"MetricParams.{name}: {kind!r} is not a timeline kind"
+                                     f"{did_you_mean(kind, known)}; the kinds are pytest_streamchaos.events.Kind's")
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}

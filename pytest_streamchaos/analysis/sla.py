@@ -17,6 +17,7 @@ from typing import Any
 from ..records import TimelineEvent
 from .guarantee import GUARANTEES, SATISFIES
 from .metrics import NotMeasured
+from .spelling import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -35,15 +36,26 @@ class SLA:
 
     def __post_init__(self) -> None:
         if self.guarantee is not None and self.guarantee not in GUARANTEES:
-            raise ValueError(f"SLA guarantee {self.guarantee!r} unknown; use one of {', '.join(GUARANTEES)}")
+            raise ValueError(f"SLA guarantee {self.guarantee!r} unknown{did_you_mean(self.guarantee, GUARANTEES)}; "
+                             f"use one of {', '.join(GUARANTEES)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "guarantee" or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"SLA bound {f.name}={value!r} must be a number >= 0 (or None: not checked)")
+            if f.name == "min_reliability" and value > 1:
+                raise ValueError(f"SLA bound min_reliability={value!r} is a fraction: 0 to 1 (e.g. 0.999)")
 
     def merged(self, **bounds: Any) -> SLA:
-        """A copy with ``bounds`` overriding (unknown names raise TypeError listing the valid ones)."""
-        names = {f.name for f in fields(self)}
-        unknown = set(bounds) - names
-        if unknown:
-            raise TypeError(f"unknown SLA bound(s) {sorted(unknown)}; valid: {sorted(names)}")
+        """A copy with ``bounds`` overriding (an unknown name raises TypeError with the did-you-mean and the
+        valid ones)."""
+        names = [f.name for f in fields(self)]
+        for name in bounds:
+            if name not in names:
+                raise TypeError(f"unknown SLA bound {name!r}{did_you_mean(name, names)}; valid: {', '.join(names)}")
         return SLA(**{**{n: getattr(self, n) for n in names}, **bounds})
+
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,8 @@ def check_index(kind: str, roles: tuple[str, ...], index: Any) -> int | str | No
             raise FaultSpecError(f"@{kind}: index={index!r} must be >= 0")
         if isinstance(index, str) and index not in roles:
             names = ", ".join(repr(r) for r in roles) or "none (use an int position)"
-            raise FaultSpecError(f"@{kind}: index={index!r} is not a role of this fault; roles: {names}")
+            raise FaultSpecError(f"@{kind}: index={index!r} is not a role of this fault{_meant(index, roles)}; roles: "
+                                 f"{names}")
     return index
 
 
@@ -142,9 +143,15 @@ def check_when(kind: str, moments: tuple[str, ...], when: Any, every: float | No
     """``when``: one of the moments the kind can aim at, and not with ``every``."""
     if when not in moments:
         names = ", ".join(repr(m) for m in moments) or "none"
-        raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at; moments: {names}")
+        raise FaultSpecError(f"@{kind}: when={when!r} is not a moment this fault can aim at{_meant(when, moments)}; "
+                             f"moments: {names}")
     if every is not None:
         raise FaultSpecError(f"@{kind}: when= and every= cannot be combined")
+
+
+def _meant(value: Any, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(value), choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def pop_target(kind: str, kwargs: dict[str, Any], allowed: dict[str, str]) -> str | None:

@@ -47,6 +47,7 @@ from pytest_streamchaos.observe.output_consumer import OutputConsumer
 from pytest_streamchaos.observe.output_reader import AmountReader, IdReader, OutputReader
 from pytest_streamchaos.observe.output_store import MalformedOutput, OutputStore
 from pytest_streamchaos.observe.partition_offsets import PartitionOffsets
+from pytest_streamchaos.observe.seen_names import Sampled
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.usercode import UserCodeError
@@ -166,6 +167,11 @@ class Collector:
     def malformed(self) -> int:
         """Outputs that could not be read."""
         return self._store.malformed
+
+    @property
+    def first_records(self) -> list[Sampled]:
+        """The first records read (readable or not), with how many input ids each gave."""
+        return list(self._store.first)
 
     @property
     def malformed_samples(self) -> list[MalformedOutput]:

@@ -3,6 +3,7 @@ anything starts. Light: imported where a run's arguments are checked, before any
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 #: the kinds of output that are a path (their name: ``<kind>:<path>``); any other name is a Kafka topic
@@ -18,6 +19,20 @@ def output_kind(name: str) -> str:
 def output_path(name: str) -> str | None:
     """The path of a ``file:`` or ``delta:`` output as the test wrote it; None for a Kafka topic."""
     return None if output_kind(name) == "kafka" else name.split(":", 1)[1]
+
+
+def check_output_name(name: Any) -> None:
+    """An output's name is a Kafka topic or ``file:`` / ``delta:`` and a path: a ``<word>:`` that is neither (a
+    misspelt kind, which would be taken for a topic that cannot exist) is a ValueError naming the kinds."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"outputs={{{name!r}: ...}}: an output's name is a Kafka topic, or 'file:<path>' / "
+                         "'delta:<path>'")
+    kind, sep, _ = name.partition(":")
+    if sep and output_kind(name) == "kafka":
+        close = difflib.get_close_matches(kind, PATH_KINDS, n=1)
+        hint = f"did you mean '{close[0]}:'? " if close else ""
+        raise ValueError(f"outputs={{{name!r}: ...}}: {kind + ':'!r} is not a kind of output ({hint}the kinds: "
+                         f"{', '.join(k + ':' for k in PATH_KINDS)}; a Kafka topic's name has no ':')")
 
 
 def check_path_output(name: str, ids: Any) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
 
 from pytest_streamchaos.observe.output_reader import NO_KEY, OutputReader
+from pytest_streamchaos.observe.seen_names import SAMPLE, Sampled
 from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.usercode import UserCodeError
 
@@ -129,6 +130,8 @@ class OutputStore:
         self.failure: UserCodeError | None = None
         self.malformed = 0
         self.samples: list[MalformedOutput] = []
+        #: the first records read, readable or not, with how many ids each gave
+        self.first: list[Sampled] = []
         self.last_arrival: float | None = None
         self.last_written: float | None = None
         self._topic_index = {t: i for i, t in enumerate(topics)}
@@ -160,7 +163,9 @@ class OutputStore:
                 continue
             except Exception as e:  # an unreadable output is a finding
                 self._malformed(m, e)
+                self._sample(m, None, f"{type(e).__name__}: {e}")
                 continue
+            self._sample(m, len(ids))
             lengths.append(len(ids))
             flat.extend(ids)
             keys.append(key)
@@ -174,6 +179,12 @@ class OutputStore:
             self._cols.append(now, keys, ws, we, lengths, flat, tix, vals)
         self.seen.mark(flat)
         self.last_arrival = now
+
+    def _sample(self, m: Any, ids: int | None, error: str = "") -> None:
+        """Keep the first :data:`~.seen_names.SAMPLE` records read, readable or not (the run checks the test's
+        id spec and field names on them: :mod:`~pytest_streamchaos.observe.seen_names`)."""
+        if len(self.first) < SAMPLE:
+            self.first.append(Sampled(m.value(), m.key(), ids, error))
 
     def _malformed(self, m: Any, e: Exception) -> None:
         self.malformed += 1

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_streamchaos.observe.seen_names import SAMPLE, Sampled
 from pytest_streamchaos.records import OutputRecords
 from pytest_streamchaos.usercode import UserCodeError, name_of
 
@@ -49,6 +50,9 @@ class RowOutput:
         self._thread: threading.Thread | None = None
         self.malformed = 0
         self.malformed_samples: list[str] = []
+        #: the first rows read, readable or not, with how many input ids each gave (the run checks the test's id
+        #: spec on them: :mod:`~pytest_streamchaos.observe.seen_names`)
+        self.first_records: list[Sampled] = []
         self.errors: list[str] = []
         self.lost_to_retention = 0
         self.retention_gaps: list[dict[str, Any]] = []
@@ -128,6 +132,11 @@ class RowOutput:
                 self.malformed += 1
                 if len(self.malformed_samples) < 20:
                     self.malformed_samples.append(f"{row!r}: {e}")
+                if len(self.first_records) < SAMPLE:
+                    self.first_records.append(Sampled(row, None, None, f"{type(e).__name__}: {e}"))
+                continue
+            if len(self.first_records) < SAMPLE:
+                self.first_records.append(Sampled(row, None, len(got[-1])))
         with self._lock:
             self._files[unit] = (t, got)
         for ids in got:

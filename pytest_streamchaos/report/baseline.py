@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis import keys
-from pytest_streamchaos.analysis.result import SCHEMA_VERSION
+from pytest_streamchaos.analysis.result import SCHEMA_VERSION, ChaosRun
 from pytest_streamchaos.facts import RunSetup
 from pytest_streamchaos.jsonfile import write_json
 
@@ -59,6 +59,26 @@ def parse_gates(text: str) -> list[Gate]:
             raise ValueError(f"{part.strip()!r} is not METRIC:N% or METRIC:N (e.g. downtime:20% or lost:0)")
         gates.append(Gate(m.group(1), float(m.group(2)), m.group(3) == "%"))
     return gates
+
+
+def check_gates(gates: Sequence[Gate]) -> None:
+    """Every gate's METRIC names a number of a run's JSON (judged on a synthetic run's, made here): ValueError
+    naming the first that does not, with the did-you-mean -- at session start, not after the runs."""
+    if not gates:
+        return
+    sample = sample_run_json()
+    for gate in gates:
+        why = keys.metric_refusal(gate.metric, sample)
+        if why:
+            raise ValueError(f"{gate}: {why}")
+
+
+def sample_run_json() -> dict[str, Any]:
+    """The JSON of a run of a synthetic trace with one fault (what every run's JSON has the keys of)."""
+    from pytest_streamchaos.analysis.synthetic import stateless_trace
+
+    trace = stateless_trace(rate=10, duration=10, batch_interval=1.0, faults=[5.0])
+    return ChaosRun.from_trace(trace, guarantee="at-least-once").to_dict()
 
 
 # -- storage ---------------------------------------------------------------------------------------

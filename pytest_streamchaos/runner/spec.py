@@ -18,11 +18,13 @@ from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.reference import Reference
+from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind
 from pytest_streamchaos.observe.outputs import NoIds
+from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.spark import job_files, realtime
@@ -144,6 +146,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     faults need)."""
     load, watch, setup, t = groups.load, groups.watch, groups.setup, groups.timing
     checkpoint = setup.checkpoint or default_checkpoint
+    check_arguments(load, watch, setup, t)  # the names and numbers that need no running job
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
     check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
@@ -156,8 +159,9 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds, least)
     check_stale_checkpoint(setup.stale_checkpoint)
     if setup.deploy_mode not in ("client", "cluster"):
-        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}): use 'client' (the driver on this host) or "
-                         "'cluster' (on YARN: the driver is the ApplicationMaster)")
+        meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
+        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
+                         "or 'cluster' (on YARN: the driver is the ApplicationMaster)")
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
@@ -202,7 +206,8 @@ def check_args(args: Sequence[Any] | None) -> None:
         for _, name, _, _ in string.Formatter().parse(str(a)):
             if name is not None and name not in PLACEHOLDERS:
                 names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-                raise ValueError(f"args: {{{name}}} in {a!r} is not a placeholder the run fills; use {names} "
+                raise ValueError(f"args: {{{name}}} in {a!r} is not a placeholder the run fills"
+                                 f"{did_you_mean(name, PLACEHOLDERS, '{{{}}}')}; use {names} "
                                  "(write {{ }} for a literal brace)")
 
 
@@ -212,7 +217,8 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
                    id_reader: Any = None, oracle: Oracle | None = None) -> None:
     """Fail now, naming the argument and what is allowed, when ``chaos.run``'s arguments cannot work."""
     if guarantee not in GUARANTEES:
-        raise ValueError(f"guarantee={guarantee!r}: use one of {GUARANTEES}")
+        raise ValueError(f"guarantee={guarantee!r}{did_you_mean(str(guarantee), GUARANTEES)}: use one of "
+                         f"{', '.join(map(repr, GUARANTEES))}")
     if rate <= 0 or (duration is not None and duration <= 0):
         raise ValueError(f"rate={rate!r} and duration={duration!r} must be > 0")
     check_args(args)

@@ -42,7 +42,8 @@ def test_an_unknown_manager_is_refused_at_collection(pytester: pytest.Pytester) 
         def test_x(): pass
     """)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.stderr.fnmatch_lines(["*spark='conect': valid cluster managers: 'standalone', 'yarn', 'connect'*"])
+    result.stderr.fnmatch_lines(["*spark='conect' (did you mean 'connect'?): valid cluster managers: 'standalone', "
+                                 "'yarn', 'connect'*"])
 
 
 def _clusters(tmp_path: Path) -> tuple[LocalSparkCluster, ConnectSparkCluster, LocalKafkaCluster]:

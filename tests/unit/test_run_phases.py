@@ -5,6 +5,7 @@ run's phases and cleans up."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from pytest_streamchaos import Timing
 from pytest_streamchaos.analysis.oracle import IdentityOracle
+from pytest_streamchaos.observe.seen_names import Sampled
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent
 from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner.phases import drain, job, observers
@@ -120,6 +122,8 @@ class FakeCollector:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.last_arrival = time.time()
         self.stopped = False
+        #: what the run's name checks see: records that carry their input id
+        self.first_records = [Sampled(json.dumps({"id": i}).encode(), None, 1) for i in range(20)]
 
     def start(self) -> None:
         pass

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults import network as net
 from pytest_streamchaos.faults.capabilities import Capabilities, get_capabilities
 from pytest_streamchaos.faults.context import FaultContext
@@ -85,7 +86,8 @@ class _OnALink(FaultKind):
         target = target or "kafka"
         base, _, idx = target.partition("-")
         if base not in LINK_BASES or (idx and not idx.isdigit()):
-            raise FaultSpecError(f"@{cls.name}: target={target!r} is not a link; use {NET_TARGETS}")
+            raise FaultSpecError(f"@{cls.name}: target={target!r} is not a link{did_you_mean(base, LINK_BASES)}; use "
+                                 f"{NET_TARGETS}")
         return target
 
     @classmethod

@@ -17,6 +17,7 @@ from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.errors import RunError, job_failed
+from pytest_streamchaos.runner.phases.names import NameCheck, written_since
 from pytest_streamchaos.runner.phases.observers import Observers
 from pytest_streamchaos.stack.base import JobHandle
 
@@ -45,6 +46,9 @@ class WarmUp:
         self.obs = obs
         self.status = status
         self.first_output: float | None = None  #: when output first showed (None: not yet)
+        #: the names of the test only the running job confirms (topics, id fields): checked on every look
+        self.names = NameCheck(ctx, obs.collector, obs.progress, written_since(ctx.chaos.kafka.bootstrap_servers),
+                               job.log_path, job.args)
 
     def run(self) -> WarmUpResult:
         ctx, obs, job = self.ctx, self.obs, self.job
@@ -66,6 +70,7 @@ class WarmUp:
         return WarmUpResult(steady=steady, local_master=local_master)
 
     def _fail(self, what: str) -> RunError:
+        self.names.check()  # a name the test mistyped that made the job fail (a topic it cannot find) says so
         return job_failed(self.job, what, self.ctx.inputs.script)
 
     def _wait_query_started(self) -> None:
@@ -148,6 +153,7 @@ class WarmUp:
         progress.poll()
         obs.checkpoint.find(progress)
         check_user_code(obs.generator, collector)
+        self.names.check()  # a name the job shows mistyped ends the run now, naming what the job has
         if not job.alive:
             raise self._fail(f"the job exited (code {job.returncode}) before reaching steady state")
         if collector.errors and collector.count == 0 and not obs.sinks.progress_only:
