@@ -31,6 +31,9 @@ class JobLinks:
         self.reason = reason
         self.nodes: dict[int, ToxiProxy] = {}
         self.bootstrap: dict[int, ToxiProxy] = {}
+        #: how many listeners asked for each bootstrap port (the session's ``--chaos-kafka-port`` and a run's
+        #: ``kafka_port=``): the proxy goes with the last :meth:`unlisten`, never from under another
+        self._listeners: dict[int, int] = {}
 
     def start_server(self, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None,
                      host: Host | None = None) -> None:
@@ -64,6 +67,7 @@ class JobLinks:
             raise StackError(f"kafka port {port}: answering on a fixed port needs Toxiproxy, which is not available "
                              f"({self.reason})")
         if port in self.bootstrap:
+            self._listeners[port] += 1
             return
         holder = port_holder(port)
         if holder is not None:
@@ -72,8 +76,14 @@ class JobLinks:
                              "chaos.run(kafka_port=...))")
         self.server.host.ports.reserve(port)
         self.bootstrap[port] = self.server.create_proxy(f"job-bootstrap-{port}", upstream, listen_port=port)
+        self._listeners[port] = 1
 
     def unlisten(self, port: int) -> None:
+        """One :meth:`listen` of ``port`` undone; the proxy is removed with the last one."""
+        self._listeners[port] = self._listeners.get(port, 1) - 1
+        if self._listeners[port] > 0:
+            return
+        del self._listeners[port]
         proxy = self.bootstrap.pop(port, None)
         if proxy is not None:
             proxy.destroy()
@@ -95,3 +105,4 @@ class JobLinks:
             self.server.stop()
         self.nodes.clear()
         self.bootstrap.clear()
+        self._listeners.clear()
