@@ -82,3 +82,27 @@ def test_a_delta_job_that_hard_codes_a_relative_path_is_exactly_once_under_a_dri
 def test_a_delta_job_given_relative_paths_in_argv_is_exactly_once_under_a_driver_kill(chaos):
     relative_delta(chaos, "orders_to_delta_args.py",
                    ["--output-path", "data/bronze", "--checkpoint-path", "data/_checkpoints/bronze"])
+
+
+def invoice(rec: RecordSpec) -> dict:
+    items = [{"ItemCode": "100", "ItemDescription": "item", "ItemPrice": 9.5, "ItemQty": 1, "TotalValue": 9.5}]
+    return {"InvoiceNumber": str(rec.id), "CreatedTime": rec.ts, "StoreID": rec.key, "CustomerCardNo": "1",
+            "TotalAmount": 9.5, "InvoiceLineItems": items}
+
+
+# slow (-m slow): the relative outputs of the default run are standalone's (the two Delta jobs above)
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", [pytest.param("connect", marks=pytest.mark.chaos(spark="connect", backend="local")),
+                                     pytest.param("yarn", marks=pytest.mark.chaos(spark="yarn", backend="local"))])
+def test_a_relative_output_is_read_where_each_runtimes_driver_writes_it(chaos, runtime):
+    """Spark Connect (the server's working directory is the job's) and YARN's client mode: the job's relative
+    file sink ``output`` and its relative checkpoint land in the directory the run reads, as the driver's own
+    environment event says (``user.dir``)."""
+    run = chaos.run("pipelines/invoice_items.py", rate=50, duration=15, guarantee="exactly-once",
+                    setup=JobSetup(args=["{bootstrap_servers}", "invoices"]), inputs={"invoices": invoice},
+                    outputs={"file:output": "InvoiceNumber"})
+    print(run.describe())
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
+    progress.poll()
+    assert {d.cwd for d in progress.drivers.values()} == {str(Path(run.job_workdir).resolve())}, progress.drivers
+    assert run.expected > 300 and run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
