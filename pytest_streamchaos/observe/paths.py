@@ -39,6 +39,12 @@ class DriverDirs:
         return (urlparse(self.default_fs).scheme or "file") == "file"
 
 
+def same_fs(a: str, b: str) -> bool:
+    """Whether two ``fs.defaultFS`` values name one filesystem (``file:///`` and ``file:/``; a trailing ``/``)."""
+    ua, ub = urlparse(a), urlparse(b)
+    return ((ua.scheme or "file"), ua.netloc) == ((ub.scheme or "file"), ub.netloc)
+
+
 def qualify(path: str, dirs: DriverDirs) -> str:
     """``path`` (a path or a URL, as a job or a test wrote it) as the driver qualifies it:
     ``<scheme>://<authority><absolute path>`` (``file:///w/jobs/j/data/bronze``, ``hdfs://nn:9820/user/u/out``)."""

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.observe.output_names import check_relative_output
-from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify
+from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.storage import RunStorage
 
@@ -97,3 +97,8 @@ def test_yarn_cluster_mode_refuses_a_relative_local_output_before_the_run() -> N
         "outputs={'file:output': ...}: a relative path in YARN's cluster mode is under the ApplicationMaster "
         "container's working directory, which each attempt gets anew and YARN deletes when it ends: give it as an "
         "absolute path, or run with JobSetup(checkpoint='hdfs') (relative paths in the run user's HDFS home)")
+
+
+def test_default_filesystems_compare_by_scheme_and_authority() -> None:
+    assert same_fs("file:///", "file:/") and same_fs("hdfs://127.0.0.1:9820/", "hdfs://127.0.0.1:9820")
+    assert not same_fs("hdfs://127.0.0.1:9820", "file:///") and not same_fs("hdfs://a:1", "hdfs://b:1")

@@ -14,7 +14,7 @@ from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.outputs import NoIds
-from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify
+from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.sinks import judge, judge_named, query_sinks
 from pytest_streamchaos.runner.context import RunContext
@@ -170,7 +170,7 @@ class SinkJudge:
         seen = progress.drivers.get(progress.app_ids[-1]) if progress.app_ids else None
         if seen is None:
             return planned
-        return replace(seen, home=planned.home if seen.default_fs == planned.default_fs else None)
+        return replace(seen, home=planned.home if same_fs(seen.default_fs, planned.default_fs) else None)
 
     def _check_named(self, sinks: list, starts: dict[str, float], collector: Any, progress: SparkProgress) -> None:
         """The outputs the test names against what the job's queries write
