@@ -77,6 +77,8 @@ def test_a_delta_job_that_hard_codes_a_relative_path_is_exactly_once_under_a_dri
     relative_delta(chaos, "orders_to_delta_relative.py")
 
 
+# slow (-m slow): the default run keeps the hard-coded relative path above (the same resolution, from argv here)
+@pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted")
 def test_a_delta_job_given_relative_paths_in_argv_is_exactly_once_under_a_driver_kill(chaos):
