@@ -137,25 +137,35 @@ def exchange(port: int, request: bytes | None = None, timeout: float = 2.0,
     size-prefixed frame back. Returns ``(outcome, ms)``: ``"reply"`` with the milliseconds from the
     send to the whole reply (the connect is not counted: a proxy accepts it itself), or ``"refused"``,
     ``"reset"``, ``"closed"`` (EOF before a whole frame), ``"timeout"`` with the time until then."""
+    outcome, _, ms = ask(port, request, timeout, host)
+    return outcome, ms
+
+
+def ask(port: int, request: bytes | None = None, timeout: float = 2.0,
+        host: str = "127.0.0.1") -> tuple[str, bytes | None, float]:
+    """:func:`exchange` with the reply: ``(outcome, frame, ms)``, ``frame`` the reply's bytes after its size
+    (None unless the outcome is ``"reply"``)."""
     request = kafka_api_versions_v0() if request is None else request
     t = time.perf_counter()
+    frame = None
     try:
         with socket.create_connection((host, port), timeout=timeout) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             t = time.perf_counter()
             s.sendall(request)
-            outcome = "reply" if _read_frame(s) else "closed"
+            frame = _read_frame(s)
+            outcome = "reply" if frame is not None else "closed"
     except ConnectionRefusedError:
         outcome = "refused"
     except (ConnectionResetError, BrokenPipeError):
         outcome = "reset"
     except TimeoutError:
         outcome = "timeout"
-    return outcome, (time.perf_counter() - t) * 1000.0
+    return outcome, frame, (time.perf_counter() - t) * 1000.0
 
 
-def _read_frame(s: socket.socket) -> bool:
-    """Read an ``int32`` size and that many bytes; False on EOF before the end."""
+def _read_frame(s: socket.socket) -> bytes | None:
+    """Read an ``int32`` size and that many bytes; None on EOF before the end."""
     def read(n: int) -> bytes | None:
         buf = b""
         while len(buf) < n:
@@ -166,7 +176,39 @@ def _read_frame(s: socket.socket) -> bool:
         return buf
 
     size = read(4)
-    return size is not None and read(struct.unpack(">i", size)[0]) is not None
+    return None if size is None else read(struct.unpack(">i", size)[0])
+
+
+#: Kafka's Metadata request (API key 3); version 4, the oldest a Kafka 4 broker answers (KIP-896 removed 0-3)
+KAFKA_METADATA = 3
+
+
+def kafka_metadata_v4(correlation_id: int = 2, client_id: str = "streamchaos-probe") -> bytes:
+    """A Metadata v4 request for no topic (the brokers only): header v1 as in :func:`kafka_api_versions_v0`,
+    then an empty ``topics`` array and ``allow_auto_topic_creation`` false."""
+    cid = client_id.encode()
+    body = struct.pack(">hhih", KAFKA_METADATA, 4, correlation_id, len(cid)) + cid + struct.pack(">ib", 0, 0)
+    return struct.pack(">i", len(body)) + body
+
+
+def metadata_brokers(frame: bytes) -> list[tuple[int, str, int]]:
+    """``(node id, host, port)`` of every broker a Metadata v4 reply (``frame``, after its size) advertises:
+    response header v0 (correlation id), ``throttle_time_ms``, then the brokers array (node id, host, port,
+    nullable rack). ValueError when the frame is not one."""
+    try:
+        pos, brokers = 8, []
+        (n,) = struct.unpack_from(">i", frame, pos)
+        pos += 4
+        for _ in range(n):
+            node, length = struct.unpack_from(">ih", frame, pos)
+            host = frame[pos + 6:pos + 6 + length].decode()
+            pos += 6 + length
+            port, rack = struct.unpack_from(">ih", frame, pos)
+            pos += 6 + max(rack, 0)
+            brokers.append((node, host, port))
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(f"not a Kafka Metadata v4 reply ({exc})") from None
+    return brokers
 
 
 def exchanges(port: int, n: int = 3, timeout: float = 2.0, host: str = "127.0.0.1",

@@ -52,3 +52,19 @@ def check_path_output(name: str, ids: Any) -> None:
         except ImportError:
             raise ValueError(f"outputs={{{name!r}: ...}}: reading a Delta table needs the deltalake package: "
                              "pip install 'pytest-streamchaos[delta]'") from None
+
+
+def check_relative_output(name: str, *, deploy_mode: str, on_host: bool) -> None:
+    """A relative ``file:`` / ``delta:`` path in YARN's cluster mode with the job's paths on this host's disk
+    (``on_host``) is under the ApplicationMaster container's working directory, which each attempt gets anew and
+    YARN deletes: ValueError naming the fix, before anything starts (the other runtimes' drivers run in the
+    job's own directory, where the run reads it)."""
+    path = output_path(name)
+    if path is None or deploy_mode != "cluster" or not on_host or path.startswith("/") or "://" in path:
+        return
+    if path.startswith("file:") and path[len("file:"):].startswith("/"):
+        return
+    raise ValueError(f"outputs={{{name!r}: ...}}: a relative path in YARN's cluster mode is under the "
+                     "ApplicationMaster container's working directory, which each attempt gets anew and YARN deletes "
+                     "when it ends: give it as an absolute path, or run with JobSetup(checkpoint='hdfs') (relative "
+                     "paths in the run user's HDFS home)")

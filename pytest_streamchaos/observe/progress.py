@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.events import Kind
+from pytest_streamchaos.observe.paths import LOCAL_FS, DriverDirs
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 
@@ -60,6 +61,13 @@ _COMPRESSED = (".zstd", ".lz4", ".lzf", ".snappy", ".gz")
 
 class EventLogError(RuntimeError):
     """The event log cannot be read (e.g. it is compressed). The message names the fix."""
+
+
+def _props(props: Any) -> dict[str, Any]:
+    """A properties section of an environment event (older event logs: ``[[key, value], ...]``)."""
+    if isinstance(props, list):
+        return {p[0]: p[1] for p in props if isinstance(p, list) and len(p) == 2}
+    return dict(props or {})
 
 
 def parse_spark_time(value: str | None) -> float | None:
@@ -247,6 +255,9 @@ class SparkProgress:
         #: ``spark.master`` of each application as the driver actually ran it (a job may set its own
         #: ``.master("local[3]")`` in code, which overrides the one the plugin passed)
         self.masters: dict[str, str] = {}
+        #: where each application's driver resolves relative paths: its JVM's working directory
+        #: (``user.dir``) and its default filesystem (``fs.defaultFS``), as its environment event says
+        self.drivers: dict[str, DriverDirs] = {}
         self.writes: list[dict[str, Any]] = []
 
     def poll(self) -> int:
@@ -272,11 +283,7 @@ class SparkProgress:
                 self.app_ids.append(app_id)
             self._add(t, app, Kind.DRIVER_STARTED, "driver", {"app_id": app_id, "app_name": ev.get("App Name")})
         elif kind == "SparkListenerEnvironmentUpdate":
-            props = ev.get("Spark Properties") or {}
-            if isinstance(props, list):  # older event logs: [[key, value], ...]
-                props = {p[0]: p[1] for p in props if isinstance(p, list) and len(p) == 2}
-            if "spark.master" in props:
-                self.masters[app] = str(props["spark.master"])
+            self._environment(app, ev)
         elif kind == "SparkListenerApplicationEnd":
             self._add(t, app, Kind.DRIVER_STOPPED, "driver", {"app_id": app, "exit_code": ev.get("ExitCode")})
         elif kind == "SparkListenerExecutorAdded":
@@ -322,6 +329,16 @@ class SparkProgress:
             progress["t_end"] = start + duration / 1000.0
             progress["app_id"] = app
             self.batches.append(progress)
+
+    def _environment(self, app: str, ev: dict[str, Any]) -> None:
+        """The driver's master as it ran (:attr:`masters`) and where it resolves paths (:attr:`drivers`)."""
+        props = _props(ev.get("Spark Properties"))
+        if "spark.master" in props:
+            self.masters[app] = str(props["spark.master"])
+        cwd = _props(ev.get("System Properties")).get("user.dir")
+        if cwd:
+            default_fs = _props(ev.get("Hadoop Properties")).get("fs.defaultFS") or LOCAL_FS
+            self.drivers[app] = DriverDirs(str(cwd), str(default_fs))
 
     def _connect(self, t: float, app: str, kind: Kind, ev: dict[str, Any]) -> None:
         """A Connect server's session event (its own ``eventTime``, epoch ms)."""

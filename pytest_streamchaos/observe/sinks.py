@@ -18,8 +18,11 @@ refused, naming the exact ``outputs=``. Pure: the runner feeds it what it observ
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pytest_streamchaos.observe.output_names import output_path
 
 #: sinks whose output no collector can read (a ``foreach`` writer or a ``foreachBatch`` function may write
 #: anywhere, the run's output topic included: they are judged by what reached it)
@@ -36,6 +39,10 @@ _LABELS = {"console": "the console", "memory": "the memory sink", "noop": "the n
 #: how long after its first micro-batch with input a query's silence is judged (a sink writes a batch's
 #: output before the batch ends, so this is the collector's lag with a wide margin)
 GRACE_S = 5.0
+#: how long after the latest of a job's queries started the run waits for another one before it judges the
+#: job's sinks: a job starts its queries one after another (``start()``, ``start()``, then
+#: ``awaitAnyTermination()``), each within a few seconds of the one before
+STARTS_SETTLE_S = 10.0
 
 
 def classify(description: str) -> tuple[str, str | None]:
@@ -73,6 +80,11 @@ class QuerySink:
     output_rows: int = 0  #: rows its sink reported (V2 sinks; -1: not reported, e.g. foreachBatch)
     stateful: bool = False  #: it keeps state (aggregation, join): its output may lag its input
     first_input_end: float | None = None  #: when its first micro-batch with input ended
+    first_start: float | None = None  #: when its first reported micro-batch started
+
+    def paths(self) -> list[str]:
+        """Every path it is seen writing: its sink's (as the job wrote it), its ``foreachBatch`` writes'."""
+        return ([self.path] if self.path else []) + self.writes + self.tables
 
     @property
     def label(self) -> str:
@@ -111,6 +123,8 @@ def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> 
         q.stateful = q.stateful or bool(b.get("stateOperators"))
         if q.first_input_end is None and (b.get("numInputRows") or 0) > 0:
             q.first_input_end = b.get("t_end")
+        if q.first_start is None:
+            q.first_start = b.get("t_start")
     for w in writes:
         q = out.get(str(w.get("query_id")))
         if q is None:
@@ -137,13 +151,15 @@ class SinkVerdict:
 
 
 def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: str | None,
-          grace: float = GRACE_S, bases: tuple[str, ...] = ()) -> SinkVerdict:
+          grace: float = GRACE_S, bases: tuple[str, ...] = (),
+          starts: Mapping[str, float] | None = None) -> SinkVerdict:
     """For a run without ``outputs=``: can the collector (reading ``output_topic``) read the job?
     ``bases``: directories the job's relative paths resolve against (its working directory, its HDFS
-    home): a path under one is named relative to it, as the job wrote it."""
+    home): a path under one is named relative to it, as the job wrote it. ``starts``: when each query of the
+    job started; nothing is decided before they all reported their sinks (:func:`all_started`)."""
     if outputs_seen > 0:
         return SinkVerdict("read")
-    if not sinks:
+    if not sinks or not all_started(sinks, starts or {}, now):
         return SinkVerdict("wait")
     if all(q.kind in UNREADABLE for q in sinks):
         where = "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
@@ -176,19 +192,66 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
     return SinkVerdict("wait")
 
 
-def misnamed_tables(sinks: list[QuerySink], declared: list[str]) -> str | None:
-    """One line when the test names Delta tables (``declared``: their local paths) that no query writes
-    while the job's queries write Delta tables elsewhere (a path mistyped, or relative to another directory);
-    None otherwise."""
-    written = {re.sub(r"^file:(//)?", "", p).rstrip("/"): q for q in sinks
-               for p in ([q.path] if q.kind == "delta" and q.path else []) + q.tables}
-    missing = [d for d in declared if d.rstrip("/") not in written]
-    if not written or not missing or len(missing) < len(declared):
-        return None
-    where = "; ".join(f"{q.label} writes to a Delta table in {p}" for p, q in written.items())
-    return (f"outputs= names {', '.join('delta:' + d for d in missing)}, which no query writes, but {where}: "
-            f"name the table the job writes, e.g. outputs={{'delta:{next(iter(written))}': '<column with the "
-            "input id>'}")
+def all_started(sinks: list[QuerySink], starts: Mapping[str, float], now: float,
+                settle: float = STARTS_SETTLE_S) -> bool:
+    """Whether the job's queries are all known: every query that started (``starts``: query id -> when its
+    ``query_started`` came, from Spark's event log) has reported its sink, and ``settle`` seconds passed since
+    the latest start -- a job starts its queries one after another, so one that is still to come starts within
+    seconds of the one before (a query seen only in progress counts from its first micro-batch)."""
+    reported = {q.query_id for q in sinks}
+    if not sinks or any(qid not in reported for qid in starts):
+        return False
+    times = [*starts.values(), *(q.first_start for q in sinks if q.query_id not in starts and q.first_start)]
+    return not times or now - max(times) >= settle
+
+
+def could_write(q: QuerySink, output: str, resolve: Callable[[str], str]) -> bool:
+    """Whether query ``q`` can be writing ``output`` (an ``outputs=`` name): a ``foreach`` writer, a
+    ``foreachBatch`` function or an unknown sink may write anywhere; Kafka's sink any topic; the file and Delta
+    sinks their path, compared as the driver resolves both (``resolve``: :func:`~.paths.qualify` with its dirs)."""
+    if q.kind in OPAQUE:
+        return True
+    path = output_path(output)
+    if path is None:
+        return q.kind == "kafka"
+    target = resolve(path)
+    return any(resolve(p) == target for p in q.paths())
+
+
+def judge_named(sinks: list[QuerySink], outputs: Sequence[str], starts: Mapping[str, float], *, seen: bool,
+                now: float, resolve: Callable[[str], str], settle: float = STARTS_SETTLE_S) -> SinkVerdict:
+    """For a run that names its outputs (``outputs=``): ``read`` once output of them was read (``seen``) or
+    every one can be among what the reported queries write; else ``wait`` while a query may still be to come
+    (:func:`all_started`), then ``refuse`` in one line: a named output that none of the job's queries writes,
+    and what each query writes."""
+    missing = [o for o in outputs if not any(could_write(q, o, resolve) for q in sinks)]
+    if seen or (sinks and not missing):  # a query still to come can add writers, never take one away
+        return SinkVerdict("read")
+    if not all_started(sinks, starts, now, settle):
+        return SinkVerdict("wait")
+    where = "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
+    if all(q.kind in UNREADABLE for q in sinks):
+        return SinkVerdict("refuse", f"outputs= names {', '.join(outputs)}, but {where}: nothing there can be read; "
+                                     "pass outputs={} for a run from Spark's progress")
+    named = ", ".join(_resolved(o, resolve) for o in missing)
+    return SinkVerdict("refuse", f"outputs= names {named}, which no query of the job writes: {where}; "
+                                 f"name what it writes, e.g. outputs={_example(sinks)}")
+
+
+def _resolved(output: str, resolve: Callable[[str], str]) -> str:
+    """``delta:data/bronze (file:///w/jobs/j/data/bronze)``: a path output with where the driver puts it."""
+    path = output_path(output)
+    return output if path is None or resolve(path) == path else f"{output} ({resolve(path)})"
+
+
+def _example(sinks: list[QuerySink]) -> str:
+    """An ``outputs=`` that names what the first readable query writes, as the job spells it."""
+    for q in sinks:
+        kind = "delta" if q.kind == "delta" or q.tables else "file" if q.kind == "file" or q.writes else None
+        if kind is not None:
+            field = "column" if kind == "delta" else "field"
+            return f"{{'{kind}:{q.paths()[0]}': '<{field} with the input id>'}}"
+    return "{'<topic>': 'key' or '<JSON field with the input id>'}"
 
 
 def relative(path: str, bases: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
+from pytest_streamchaos.observe.paths import DriverDirs, qualify
 from pytest_streamchaos.storages import CheckpointStorage
 
 
@@ -159,9 +160,15 @@ class RunStorage:
         """The :class:`Place` of a path or URL the run or the job names."""
         return locate(where, self.service)
 
+    def driver_dirs(self, workdir: Any) -> DriverDirs:
+        """Where a driver whose working directory is ``workdir`` resolves the job's paths: on this host's disk,
+        or with the storage's service as its default filesystem (a relative path in the run user's home)."""
+        if self.service is None:
+            return DriverDirs(str(workdir))
+        return DriverDirs(str(workdir), self.service.default_fs, self.home)
+
     def output(self, path: str, workdir: Any) -> Place:
-        """Where a job's output path (``outputs={"file:<path>": ...}``) is: absolute or a URL as given,
-        relative against the job's home (on a service) or its working directory."""
-        if "://" in path or path.startswith("/"):
-            return self.place(path)
-        return self.place(f"{self.home}/{path}" if self.home else str(workdir / path))
+        """Where a job's output path (``outputs={"file:<path>": ...}``) is, as the driver resolves it
+        (:func:`~.paths.qualify`): a URL as given, an absolute path on the default filesystem, a relative one in
+        the job's home (on a service) or its working directory ``workdir``."""
+        return self.place(qualify(path, self.driver_dirs(workdir)))

@@ -12,6 +12,7 @@ from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status
 from pytest_streamchaos.runner.errors import RunError
+from pytest_streamchaos.runner.kafka_port import check_kafka_port
 from pytest_streamchaos.runner.phases.drain import Drain
 from pytest_streamchaos.runner.phases.job import PrepareJob
 from pytest_streamchaos.runner.phases.load import LoadPhase
@@ -20,6 +21,7 @@ from pytest_streamchaos.runner.phases.topics import MakeTopics, RunTopics
 from pytest_streamchaos.runner.phases.verdict import Phases, Verdict
 from pytest_streamchaos.runner.phases.warmup import WarmUp
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.stack.capabilities import KafkaLinks
 
 
 class Run:
@@ -46,6 +48,9 @@ class Run:
         if self.spec.kafka_port:
             self.chaos.kafka.listen(self.spec.kafka_port)
         try:
+            if self.spec.kafka_port:  # the job's side of the port answers Kafka, or the run says why not
+                kafka = self.chaos.kafka
+                check_kafka_port(self.spec.kafka_port, kafka.job_links() if isinstance(kafka, KafkaLinks) else [])
             return self._with_topics(ctx, topics)
         finally:
             if self.spec.kafka_port:

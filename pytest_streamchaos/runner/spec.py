@@ -22,7 +22,7 @@ from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
-from pytest_streamchaos.observe.output_names import check_path_output, output_kind
+from pytest_streamchaos.observe.output_names import check_path_output, check_relative_output, output_kind
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
@@ -162,6 +162,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
         raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
                          "or 'cluster' (on YARN: the driver is the ApplicationMaster)")
+    for name in watch.outputs or ():
+        check_relative_output(name, deploy_mode=setup.deploy_mode, on_host=storages.get(checkpoint).on_host)
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}

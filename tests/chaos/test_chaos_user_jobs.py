@@ -141,7 +141,8 @@ def test_sparks_own_kafka_wordcount_example_under_a_driver_kill(chaos):
     # the restarted driver starts a new query (no checkpoint location): each query's sink is listed
     assert [q.kind for q in run.sinks] == ["console"] * run.driver_launches
     [decided] = [e for e in run.timeline if e.kind == "outputs_unreadable"]
-    assert decided.t - decided.detail["first_batch_end"] <= 10, "known from the first batch, not a 120 s wait"
+    # known once no other query started within STARTS_SETTLE_S (10 s) of this one, not after a 120 s wait
+    assert decided.t - decided.detail["first_batch_end"] <= 15, "known from the first batches, not a 120 s wait"
     assert run.driver_launches == 2
     assert run.faults[0].recovered, "progress resumed after the driver restart"
     assert run.downtime > 0

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.observe.paths import DriverDirs, qualify
 from pytest_streamchaos.observe.progress import EV_PROGRESS, EV_SQL_START, SparkProgress
 from pytest_streamchaos.observe.sinks import (
+    STARTS_SETTLE_S,
     QuerySink,
+    SinkVerdict,
+    all_started,
     classify,
     judge,
-    misnamed_tables,
+    judge_named,
     query_sinks,
     relative,
     write_root,
@@ -131,15 +135,92 @@ def test_a_foreach_batch_delta_append_is_refused_after_the_grace_naming_the_delt
     assert "(writing Delta tables /tmp/orders-bronze)" in v.message
 
 
+#: where the tests' driver resolves relative paths: its working directory on the local disk
+DIRS = DriverDirs("/w/jobs/j")
+
+
+def named(sinks: list[QuerySink], outputs: list[str], starts: dict[str, float] | None = None, now: float = 200.0,
+          seen: bool = False) -> SinkVerdict:
+    return judge_named(sinks, outputs, starts or {}, seen=seen, now=now, resolve=lambda p: qualify(p, DIRS))
+
+
 def test_a_delta_table_named_where_no_query_writes_is_refused_naming_the_one_written() -> None:
     sinks = query_sinks([batch("q1", "DeltaSink[file:/tmp/lake/orders]", 0)], [])
-    assert misnamed_tables(sinks, ["/tmp/lake/orders"]) is None
-    assert misnamed_tables(sinks, []) is None
-    msg = misnamed_tables(sinks, ["/tmp/lake/order"])
-    assert msg is not None and "\n" not in msg
-    assert msg.startswith("outputs= names delta:/tmp/lake/order, which no query writes, but query q1 writes to a "
-                          "Delta table in /tmp/lake/orders: name the table the job writes")
-    assert misnamed_tables(query_sinks([batch("q1", KAFKA, 0)], []), ["/tmp/x"]) is None  # nothing to compare
+    assert named(sinks, ["delta:/tmp/lake/orders"]).action == "read"
+    assert named(sinks, ["delta:/tmp/lake/orders/"]).action == "read", "a trailing / is the same table"
+    v = named(sinks, ["delta:/tmp/lake/order"])
+    assert v.action == "refuse" and "\n" not in v.message
+    assert v.message.startswith("outputs= names delta:/tmp/lake/order (file:///tmp/lake/order), which no query of "
+                                "the job writes: query q1 writes to a Delta table in file:/tmp/lake/orders; name what "
+                                "it writes, e.g. outputs={'delta:file:/tmp/lake/orders': '<column with the input id>'}")
+
+
+def test_a_relative_delta_path_is_the_table_the_sink_prints_unresolved() -> None:
+    """Issue 47: ``outputs=["delta:data/bronze"]`` and ``DeltaSink[data/bronze]`` are one table (the refusal
+    compared the resolved path with the printed one)."""
+    sinks = query_sinks([batch("q1", "DeltaSink[data/bronze]", 0)], [])
+    for given in ("delta:data/bronze", "delta:./data/bronze/", "delta:/w/jobs/j/data/bronze", "delta:file:/w/jobs/j/"
+                  "data/bronze", "delta:file:///w/jobs/j/data/bronze"):
+        assert named(sinks, [given]).action == "read", given
+    v = named(sinks, ["delta:data/silver"])
+    assert v.action == "refuse" and "delta:data/silver (file:///w/jobs/j/data/silver)" in v.message
+    assert "writes to a Delta table in data/bronze" in v.message and "'delta:data/bronze'" in v.message
+
+
+def test_a_relative_file_sink_path_and_a_foreach_batch_write_resolve_alike() -> None:
+    sinks = query_sinks([batch("q1", "FileSink[output]", 0)], [])
+    assert named(sinks, ["file:output"]).action == "read"
+    assert named(sinks, ["file:/w/jobs/j/output/"]).action == "read"
+    assert named(sinks, ["file:outptu"]).action == "refuse"
+    fb = query_sinks([batch("q1", "ForeachBatchSink", 0)], [{"query_id": "q1", "batch": 0,
+                                                           "path": "file:/w/jobs/j/lake/views/batch=0"}])
+    assert named(fb, ["file:lake/views"]).action == "read"
+    assert named(fb, ["file:elsewhere"]).action == "read", "a foreachBatch function may write anywhere"
+
+
+def test_a_kafka_topic_needs_a_query_that_can_write_kafka() -> None:
+    files = query_sinks([batch("q1", "FileSink[output]", 0, name="files")], [])
+    v = named(files, ["output00"])
+    assert v.action == "refuse"
+    assert v.message.startswith("outputs= names output00, which no query of the job writes: query 'files' writes to "
+                                "files in output; name what it writes, e.g. outputs={'file:output': ")
+    assert named(query_sinks([batch("q1", KAFKA, 0)], []), ["output00"]).action == "read"
+    assert named(query_sinks([batch("q1", "ForeachBatchSink", 0)], []), ["output00"]).action == "read"
+    kafka = query_sinks([batch("q1", KAFKA, 0)], [])
+    assert named(kafka, ["delta:data/bronze"]).action == "refuse", "Kafka's sink writes no table"
+
+
+def test_the_second_query_of_a_job_counts_before_anything_is_refused() -> None:
+    """Issue 47: the console query reported its first micro-batch before the Kafka query had started; the
+    check refused ``outputs={"output00": ...}`` ("nothing there can be read"). It waits for the queries."""
+    console = batch("c", CONSOLE, 0, rows=0, name="console-output") | {"t_start": 99.0}
+    first = query_sinks([console], [])
+    assert named(first, ["output00"], {"c": 98.0}, now=100.0).action == "wait", "the next query may be starting"
+    assert named(first, ["output00"], {"c": 98.0, "k": 101.0}, now=120.0).action == "wait", "k has not reported"
+    both = query_sinks([console, batch("k", KAFKA, 0, rows=0, name="kafka-output") | {"t_start": 102.0}], [])
+    assert named(both, ["output00"], {"c": 98.0, "k": 101.0}, now=102.5).action == "read"
+    assert named(first, ["output00"], {"c": 98.0}, now=100.0, seen=True).action == "read", "its output was read"
+    # a console-only job is refused once no other query came within the settling time
+    assert named(first, ["output00"], {"c": 98.0}, now=98.0 + STARTS_SETTLE_S - 0.1).action == "wait"
+    v = named(first, ["output00"], {"c": 98.0}, now=98.0 + STARTS_SETTLE_S)
+    assert v.action == "refuse" and v.message == (
+        "outputs= names output00, but query 'console-output' writes to the console: nothing there can be read; "
+        "pass outputs={} for a run from Spark's progress")
+
+
+def test_a_run_without_outputs_waits_for_every_query_too() -> None:
+    """The same race without ``outputs=``: a console query first is not "nothing readable" while a Kafka query
+    of the job may still start and write the run's output topic."""
+    console = query_sinks([batch("c", CONSOLE, 0) | {"t_start": 99.0}], [])
+    assert judge(console, 0, 100.0, "out", starts={"c": 98.0}).action == "wait"
+    assert judge(console, 0, 100.0, "out", starts={"c": 98.0, "k": 99.5}).action == "wait"
+    assert judge(console, 0, 98.0 + STARTS_SETTLE_S, "out", starts={"c": 98.0}).action == "progress_only"
+
+
+def test_all_started_counts_a_query_seen_only_in_progress_from_its_first_batch() -> None:
+    sinks = query_sinks([batch("q", KAFKA, 0) | {"t_start": 150.0}], [])
+    assert not all_started(sinks, {}, 155.0) and all_started(sinks, {}, 150.0 + STARTS_SETTLE_S)
+    assert not all_started([], {}, 1000.0), "nothing reported: nothing known"
 
 
 @pytest.mark.parametrize("sink", ["ForeachBatchSink", FOREACH])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pytest_streamchaos.events import Kind, QueryStarted
@@ -12,10 +13,10 @@ from pytest_streamchaos.facts import StateStoreFacts
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, find_checkpoints, logged_checkpoints
 from pytest_streamchaos.observe.file_sink import columns_of
-from pytest_streamchaos.observe.output_names import output_kind, output_path
 from pytest_streamchaos.observe.outputs import NoIds
+from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.observe.sinks import UNREADABLE, judge, misnamed_tables, query_sinks
+from pytest_streamchaos.observe.sinks import judge, judge_named, query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
@@ -134,29 +135,23 @@ class SinkJudge:
         return self.note is not None or (outputs is not None and not outputs) or no_ids
 
     def check(self, collector: Any, progress: SparkProgress) -> None:
-        """From the queries' first progress, whether the collector can read what the job writes
-        (:func:`~pytest_streamchaos.observe.sinks.judge`): a run without ``outputs=`` whose job writes
-        only to the console, memory or ``noop`` (or a stateless ``foreach`` / ``foreachBatch`` that sent
-        nothing to the output topic) goes on from Spark's progress, saying so in one line; one that
-        writes files it was not told about fails, naming the ``outputs=`` to pass."""
-        if self._judged or self.progress_only:
-            return
+        """Once the job's queries have all started (:func:`~pytest_streamchaos.observe.sinks.all_started`: Spark's
+        ``query_started`` events, each query's first progress, a few seconds for one still to come), whether the
+        collector can read what the job writes. With ``outputs=``: each named output is checked against what the
+        queries write, paths as the driver resolves them (:meth:`_check_named`). Without: a job that writes only
+        to the console, memory or ``noop`` (or a stateless ``foreach`` / ``foreachBatch`` that sent nothing to
+        the output topic) goes on from Spark's progress, saying so in one line; one that writes files it was not
+        told about fails, naming the ``outputs=`` to pass (:func:`~pytest_streamchaos.observe.sinks.judge`)."""
         ctx = self.ctx
+        if self._judged or (self.progress_only and not ctx.spec.outputs):
+            return
         sinks = query_sinks(progress.batches, progress.writes)
-        if ctx.spec.outputs is not None:  # the test named the outputs
-            self._judged = bool(sinks)
-            if sinks and all(q.kind in UNREADABLE for q in sinks):
-                raise RunError(f"outputs= names {', '.join(ctx.spec.outputs)}, but "
-                               + "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
-                               + ": nothing there can be read; pass outputs={} for a run from Spark's progress")
-            tables = [self.ctx.storage.output(p, self.job.workdir).path for o in ctx.spec.outputs
-                      if output_kind(o) == "delta" and (p := output_path(o))]
-            misnamed = misnamed_tables(sinks, tables)
-            if misnamed:
-                raise RunError(misnamed)
+        starts = {str(QueryStarted.of(e).id): e.t for e in progress.timeline if e.kind == Kind.QUERY_STARTED}
+        if ctx.spec.outputs is not None:  # the test named the outputs (rows for a reference run too)
+            self._check_named(sinks, starts, collector, progress)
             return
         bases = tuple(b for b in (str(self.job.workdir), ctx.storage.home) if b)
-        verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases)
+        verdict = judge(sinks, collector.count, time.time(), self.out_topic, bases=bases, starts=starts)
         if verdict.action == "refuse":
             raise RunError(verdict.message + self._columns_note(verdict.dirs))
         if verdict.action == "progress_only":
@@ -167,6 +162,30 @@ class SinkJudge:
             if ctx.chaos.progress is not None:
                 ctx.chaos.progress(verdict.message)
         self._judged = verdict.action != "wait"
+
+    def driver_dirs(self, progress: SparkProgress) -> DriverDirs:
+        """Where the job's driver resolves relative paths: as the latest launch's environment event says (its
+        working directory, its default filesystem), else as the run set it up (:meth:`RunStorage.driver_dirs`)."""
+        planned = self.ctx.storage.driver_dirs(self.job.workdir)
+        seen = progress.drivers.get(progress.app_ids[-1]) if progress.app_ids else None
+        if seen is None:
+            return planned
+        return replace(seen, home=planned.home if same_fs(seen.default_fs, planned.default_fs) else None)
+
+    def _check_named(self, sinks: list, starts: dict[str, float], collector: Any, progress: SparkProgress) -> None:
+        """The outputs the test names against what the job's queries write
+        (:func:`~pytest_streamchaos.observe.sinks.judge_named`), and each relative path where the run reads it
+        against where the driver put it."""
+        dirs = self.driver_dirs(progress)
+        verdict = judge_named(sinks, self.ctx.spec.outputs or [], starts, seen=collector.count > 0, now=time.time(),
+                              resolve=lambda p: qualify(p, dirs))
+        if verdict.action == "refuse":
+            raise RunError(verdict.message)
+        if verdict.action == "read":
+            self._judged = True
+            misplaced = elsewhere(self.ctx.spec.outputs or [], dirs, self.ctx.storage.driver_dirs(self.job.workdir))
+            if misplaced:
+                raise RunError(misplaced)
 
     def _columns_note(self, dirs: list[str]) -> str:
         """`` (columns in <dir>: a, b)`` for each directory the job wrote files or a Delta table to, to pick

@@ -36,6 +36,9 @@ class JobLinks:
         self.bootstrap: dict[int, ToxiProxy] = {}
         #: how to start a server later, on first use (set by ``start_server(build=False)`` that found none)
         self._later: tuple[str | os.PathLike, Callable[[str], None] | None, Host | None] | None = None
+        #: how many listeners asked for each bootstrap port (the session's ``--chaos-kafka-port`` and a run's
+        #: ``kafka_port=``): the proxy goes with the last :meth:`unlisten`, never from under another
+        self._listeners: dict[int, int] = {}
 
     def start_server(self, workdir: str | os.PathLike, progress: Callable[[str], None] | None = None,
                      host: Host | None = None, build: bool = True) -> None:
@@ -84,6 +87,7 @@ class JobLinks:
             raise StackError(f"kafka port {port}: answering on a fixed port needs Toxiproxy, which is not available "
                              f"({self.reason})")
         if port in self.bootstrap:
+            self._listeners[port] += 1
             return
         holder = port_holder(port)
         if holder is not None:
@@ -92,8 +96,14 @@ class JobLinks:
                              "chaos.run(kafka_port=...))")
         self.server.host.ports.reserve(port)
         self.bootstrap[port] = self.server.create_proxy(f"job-bootstrap-{port}", upstream, listen_port=port)
+        self._listeners[port] = 1
 
     def unlisten(self, port: int) -> None:
+        """One :meth:`listen` of ``port`` undone; the proxy is removed with the last one."""
+        self._listeners[port] = self._listeners.get(port, 1) - 1
+        if self._listeners[port] > 0:
+            return
+        del self._listeners[port]
         proxy = self.bootstrap.pop(port, None)
         if proxy is not None:
             proxy.destroy()
@@ -115,3 +125,4 @@ class JobLinks:
             self.server.stop()
         self.nodes.clear()
         self.bootstrap.clear()
+        self._listeners.clear()
