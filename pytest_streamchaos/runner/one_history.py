@@ -222,8 +222,11 @@ class OneHistory:
     def _why_broken(self, view: ChaosRun) -> str | None:
         """Why the job cannot take another schedule after ``view``'s, or None."""
         job, obs = self.prepared.job, self.obs
-        if view.fault_errors:
-            return f"faults did not happen as planned: {view.fault_errors[0]}"
+        # a step whose moment never came left the job as it was (its skip is no error here); a fault that failed
+        # to be injected, confirmed or healed left it in a state nobody knows
+        errors = [f"{f.label}: {e}" for f in view.fault_records for e in f.errors]
+        if errors:
+            return f"faults did not happen as planned: {errors[0]}"
         if not job.alive and not obs.supervisor.will_restart():
             return f"the job's driver is down (exit code {job.returncode})"
         if query_terminated(view.history.timeline):
