@@ -310,8 +310,8 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
     # -- windows -------------------------------------------------------------------------------
     @property
     def windows(self) -> list[WindowVerdict]:
-        """Each window of the run judged on its own (docs/metrics.md#windows): one per fault (faults whose
-        effects overlap share one), or the schedules of one history; each with the records sent in it
+        """Each window of the run judged on its own (docs/metrics.md#one-run-many-faults-windows): one per fault
+        (faults whose effects overlap share one), or the schedules of one history; each with the records sent in it
         ``lost`` / ``duplicates`` / ``incorrect``, its ``downtime`` and ``recovery_time``, ``ok`` under the
         declared guarantee and ``describe()``. Empty without a fault. A view of one window: that window."""
         r = self.result_of(WindowsResult)

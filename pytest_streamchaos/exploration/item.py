@@ -179,13 +179,14 @@ class Explored:
         explored = [r.outcome for r in self.report.runs if r.schedule is not None and r.purpose != "confirm"
                     and r.purpose != "shrink"]
         shared = [o for o in explored if o.history is not None]
-        if self.histories:
-            lines = [f"one history: {len(shared)} of {len(explored)} schedule run(s) shared a running job, in "
-                     f"{len(self.histories)} history(ies); confirming and shrinking ran alone"]
-            lines += [f"  {h.line()}" for h in self.histories]
-        elif self.spec.history == "shared" and self.spec.replay is None:
+        histories = [h for h in self.histories if h.runs]
+        if self.unshared or (not histories and self.spec.history == "shared" and self.spec.replay is None):
             lines = [f"one history: not used ({self.unshared or 'no run shared a job'}): each schedule ran on a job of "
                      "its own"]
+        elif histories:
+            lines = [f"one history: {len(shared)} of {len(explored)} schedule run(s) shared a running job, in "
+                     f"{len(histories)} history(ies); confirming and shrinking ran alone"]
+            lines += [f"  {h.line()}" for h in histories]
         else:
             lines = []
         cost = cost_line(shared or explored)
