@@ -210,6 +210,10 @@ def run_phases(run: ChaosRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
     p, load = run.history.phases, run.facts.load
+    focus = run.history.focus
+    if focus is not None:  # a window of one history: its schedule's own load, the history's warm-up is not its
+        return {"window": focus.index, "load": None if load is None else load.ran_s,
+                "load_ended": None if load is None else load.ended}
     bounds = (("warmup", Phase.START, Phase.WARMUP_END), ("load", Phase.WARMUP_END, Phase.LOAD_END),
               ("drain", Phase.LOAD_END, Phase.DRAIN_END))
     span = {name: round(p[b] - p[a], 1) for name, a, b in bounds if a in p and b in p}
