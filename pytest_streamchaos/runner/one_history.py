@@ -50,8 +50,8 @@ from pytest_streamchaos.runner.spec import RunInputs, RunSpec
 #: how far before the plan of the last committed batch a window ends: a record acknowledged while that batch
 #: fixed its end offsets may be read by the next one, and would be counted lost in a window it is not in
 CUT_MARGIN_S = 1.0
-#: how long after a window closed its outputs are given to reach the collector (a file output is polled every
-#: 0.2 s) before its records are counted
+#: how long after the last commit of a window its outputs are given to reach the collector (a sink writes a
+#: batch's output before its commit; a file output is polled every 0.2 s) before its records are counted
 OUTPUT_GRACE_S = 1.0
 
 
@@ -184,12 +184,20 @@ class OneHistory:
             planned = max(starts) if starts else time.time()
         return max(self.since, planned - CUT_MARGIN_S)
 
+    def _committed_at(self) -> float:
+        """When the last committed micro-batch committed (from the checkpoint; now when unknown)."""
+        watcher = self.obs.checkpoint.watcher
+        done = watcher.latest_committed_batch() if self.obs.checkpoint.found else None
+        at = watcher.commit_time(done) if done is not None else None
+        return time.time() if at is None else min(at, time.time())
+
     def _await_window(self, ctx: RunContext, window: Window) -> None:
-        """Give the window's outputs time to be read: until none of its records is missing (after
-        :data:`OUTPUT_GRACE_S`), or no output came for ``settle_seconds``, or ``drain_timeout``."""
+        """Give the window's outputs time to be read: until none of its records is missing (from
+        :data:`OUTPUT_GRACE_S` after the last commit), or no output came for ``settle_seconds``, or
+        ``drain_timeout``."""
         obs, spec = self.obs, ctx.spec
         validation = Validation(ctx.inputs.oracle, spec.guarantee)
-        grace = time.time() + OUTPUT_GRACE_S
+        grace = self._committed_at() + OUTPUT_GRACE_S
 
         def in_() -> bool:
             obs.progress.poll()
