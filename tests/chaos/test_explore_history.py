@@ -9,16 +9,11 @@ point); this test asserts on that session's output and JSON report. The job is `
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from pathlib import Path
 
 import pytest
-from planted import clear_paths, nested_session_env
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+from planted import clear_paths, explored_session
 
 EXPLORED = '''
 import pytest
@@ -43,21 +38,14 @@ def test_ledger_loses_nothing(chaos):
 
 @pytest.fixture
 def explored(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """``run(test, budget)``: one explored test in a session of its own (this worktree's plugin); its result
-    and the ``explore`` part of its JSON report."""
-    nested_session_env(monkeypatch, ROOT, HERE)
+    """``run(test, ret, budget)``: one explored test in a session of its own (this worktree's plugin), which
+    ends with ``ret``; its result and the ``explore`` part of its JSON report."""
 
-    def run(test: str, budget: int = 3) -> tuple[pytest.RunResult, dict]:
-        pytester.makepyfile(test_explored=EXPLORED.format(budget=budget))
-        (pytester.path / "report.json").unlink(missing_ok=True)
-        result = pytester.runpytest_subprocess(f"test_explored.py::{test}", "-p", "no:cacheprovider",
-                                               "--chaos-report=report.json", timeout=2400)
-        print(result.stdout.str())
-        [doc] = json.loads((pytester.path / "report.json").read_text())
-        return result, doc["explore"]
+    def run(test: str, ret: pytest.ExitCode, budget: int = 3) -> tuple[pytest.RunResult, dict]:
+        return explored_session(pytester, monkeypatch, EXPLORED.format(budget=budget), clear_paths, timeout=2400,
+                                test=test, ret=ret)
 
-    yield run
-    clear_paths()
+    return run
 
 
 @pytest.mark.chaos(backend="local")
@@ -66,8 +54,7 @@ def test_one_history_finds_the_kafka_sink_duplicate_and_confirms_it_alone(explor
     produced and its commit not written -- plays on that same job, its window duplicates the batch, which
     ends the history; the violation comes back on a job of its own, and the whole history holds the window's
     duplicates."""
-    result, explore = explored("test_ledger_is_exactly_once")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result, explore = explored("test_ledger_is_exactly_once", pytest.ExitCode.TESTS_FAILED)
     result.stdout.fnmatch_lines(["*@explore: falsified by kill_driver at batch * (+0), phase "
                                  "output_visible_uncommitted (hit)*", "*confirmed by a re-run*",
                                  "*one history: 1 of 1 schedule run(s) shared a running job*",
@@ -98,8 +85,7 @@ def test_one_history_stays_green_on_a_correct_job_over_twenty_schedules(explored
     exploring run shared it, the aims kept landing in a job that had run earlier schedules, each window and
     the whole history lost nothing."""
     budget = int(os.environ.get("STREAMCHAOS_EXPLORE_BUDGET", "22"))
-    result, explore = explored("test_ledger_loses_nothing", budget)
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result, explore = explored("test_ledger_loses_nothing", pytest.ExitCode.OK, budget)
     assert explore["verdict"] == "passed" and explore["found"] is None and explore["flaky"] == []
     runs = explore["runs"]
     assert explore["coverage"]["schedules_run"] >= min(20, budget - 2)
