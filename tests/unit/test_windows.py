@@ -129,3 +129,28 @@ def test_a_report_per_aggregate_cannot_be_split() -> None:
 def test_a_run_without_faults_has_no_windows() -> None:
     run = ChaosRun.from_trace(stateless_trace(rate=RATE, duration=20))
     assert run.windows == [] and run.window is None and run.checks["windows"].ok is None
+
+
+def test_a_schedule_is_over_once_its_fault_recovered_or_was_noticed_and_quiet() -> None:
+    """When the next schedule of one history may fire (``faults_back``): a fault with an outage once its
+    recovery point and hold are seen; a fault without a sign once the system noticed it and has been quiet
+    for the hold and a normal gap; never while nothing noticed it."""
+    from pytest_streamchaos.analysis.metrics import compute_metrics
+    from pytest_streamchaos.analysis.run_metrics import faults_back
+    from pytest_streamchaos.analysis.synthetic import seen_at
+
+    outage = labelled(stateless_trace(rate=RATE, duration=80, batch_interval=1.0, progress=True, faults=[20.0],
+                                      outages=[Outage(20.0, 10.0, catch_up_rate=40.0)]), ["kill_driver#1"])
+
+    def back(trace: Trace, t: float) -> bool:
+        seen = seen_at(trace, T0 + t)
+        return faults_back(compute_metrics(History(seen)), {"kill_driver#1"}, seen.timeline)
+
+    assert not back(outage, 28.0) and not back(outage, 36.0) and back(outage, 60.0)
+    masked = labelled(stateless_trace(rate=RATE, duration=80, batch_interval=1.0, progress=True, faults=[20.0]),
+                      ["kill_driver#1"])
+    assert not back(masked, 60.0)  # nothing noticed it: it may show later
+    masked.timeline.append(TimelineEvent(T0 + 21.0, Kind.EXECUTOR_REMOVED, "1"))
+    masked.timeline.append(TimelineEvent(T0 + 26.0, Kind.EXECUTOR_ADDED, "2"))
+    assert not back(masked, 28.0) and back(masked, 40.0)
+    assert faults_back(compute_metrics(History(masked)), {"another"}, masked.timeline)  # none of its faults fired
