@@ -99,6 +99,8 @@ class OneHistory:
         self.broken: str | None = None
         self.whole: ChaosRun | None = None  #: the whole history's verdict, once closed
         self.last_view: ChaosRun | None = None  #: the last schedule's view (what the job left, if the whole fails)
+        self.planned: list[PlannedFault] = []  #: every schedule's faults, in order
+        self.fault_errors: list[str] = []  #: what went wrong with them, every schedule's
         self.closed = False
         self._undo = ExitStack()
         self._cleaned = False
@@ -167,6 +169,8 @@ class OneHistory:
             raise
         finally:
             obs.scheduler.stop()
+            self.planned += planned
+            self.fault_errors += obs.scheduler.errors
         self.last_view = view
         self.broken = self._why_broken(view)
         return view
@@ -262,7 +266,11 @@ class OneHistory:
         return self.whole
 
     def _judged_whole(self) -> ChaosRun:
-        ctx, obs, job = self.ctx, self.obs, self.prepared.job
+        # the whole history's plan and fault errors are every schedule's
+        ctx = replace(self.ctx, inputs=replace(self.inputs, planned=self.planned))
+        obs, job = self.obs, self.prepared.job
+        obs.scheduler = fault_scheduler(ctx, obs.faults, [])
+        obs.scheduler.errors = list(self.fault_errors)
         assert self.warm is not None
         try:
             obs.generator.stop()
