@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from pytest_streamchaos.harness import ChaosFixture
 
 
+#: why a history ended when a schedule's window falsified the property
+FALSIFIED = "its window falsified the property"
+
+
 class NoChaosRun(Exception):
     """The body ran without calling ``chaos.run``: there is nothing to explore."""
 
@@ -112,7 +116,7 @@ class Body:
         out = outcome(schedule, runs[0], failure, seconds, history=live.number if shared and live else None)
         self.history.append((schedule, out, runs))
         if shared:
-            self._end_broken("its window falsified the property" if out.falsified
+            self._end_broken(FALSIFIED if out.falsified
                              else f"its run erred: {out.error}" if out.error else None)
         return out
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_streamchaos.exploration.body import Body, first_line
+from pytest_streamchaos.exploration.body import FALSIFIED, Body
 from pytest_streamchaos.search.schedule import Outcome
 
 if TYPE_CHECKING:
@@ -55,13 +55,21 @@ def histories_of(body: Body, check: Callable[[list[Any]], None]) -> list[History
         runs = sum(1 for _, outcome, _ in body.history if outcome.history == live.number)
         ended = body.ended.get(live.number) or live.broken or "the search ended"
         violation = None
-        if live.whole is not None:
+        if live.whole is not None and not ended.startswith(FALSIFIED):  # a window falsified it: said already
             try:
                 check([live.whole])
             except AssertionError as exc:
-                violation = first_line(exc)
+                violation = said(exc)
         out.append(HistoryAccount(live.number, runs, ended, live.whole, violation))
     return out
+
+
+def said(exc: BaseException) -> str:
+    """What a failed check says, in one line (an SLA violation's first bound with its heading)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}"
+    return lines[0] if lines else type(exc).__name__
 
 
 def schedule_cost(outcome: Outcome[ChaosRun] | None) -> dict[str, Any]:

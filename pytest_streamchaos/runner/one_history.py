@@ -33,6 +33,7 @@ from pytest_streamchaos.analysis.sentinels import NOT_RECOVERED
 from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.facts import LoadFacts
 from pytest_streamchaos.faults.registry import release
+from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Window
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status, check_user_code, poll_until
@@ -74,11 +75,11 @@ def shareable(spec: RunSpec, inputs: RunInputs, reference: bool) -> str | None:
     return None
 
 
-def relabelled(planned: list[PlannedFault], window: int) -> list[PlannedFault]:
+def relabelled(planned: list[PlannedFault], window: int, earliest: float) -> list[PlannedFault]:
     """A schedule's faults as window ``window`` of the history plays them: named apart from every earlier
-    window's (their labels key the history's faults) and armed at once -- the history's baseline is long
-    measured."""
-    return [PlannedFault(replace(p.spec, after=0.0 if p.at is None else p.spec.after,
+    window's (their labels key the history's faults), an aimed one armed ``earliest`` seconds after the
+    schedule arms -- not a baseline of its own each time: the history's, measured once."""
+    return [PlannedFault(replace(p.spec, after=earliest if p.at is None else p.spec.after,
                                  params={**p.spec.params, "window": window}), p.occurrence, p.at, p.heal_after)
             for p in planned]
 
@@ -150,11 +151,12 @@ class OneHistory:
         if self.closed or self.warm is None or self.broken:
             raise RuntimeError(f"one history #{self.number} cannot take another schedule: "
                                f"{self.broken or 'it is closed'}")
-        planned = relabelled(inputs.planned, self.windows)
+        armed = time.time()
+        # the history's baseline, before its first fault, is what an aimed fault's own would have been
+        planned = relabelled(inputs.planned, self.windows, max(0.0, self.warm.steady + AIMED_ARM_AFTER - armed))
         ctx = replace(self.ctx, spec=spec, inputs=replace(inputs, planned=planned))
         obs, job = self.obs, self.prepared.job
         obs.scheduler = fault_scheduler(ctx, obs.faults, planned)
-        armed = time.time()
         try:
             WarmUp(ctx, job, obs, self.status)._check_reach()  # a job in local mode: no cluster fault reaches it
             load = SegmentLoad(ctx, job, self.topics, obs, self.status).run(armed)

@@ -222,7 +222,8 @@ class Report:
                 "runs": [{"purpose": r.purpose, "schedule": sched(r.schedule), "falsified": r.outcome.falsified,
                           "hit": r.schedule is not None and r.outcome.all_hit(r.schedule), "error": r.outcome.error,
                           "landed": [{"hit": x.hit, "batch": x.batch, "phase": x.phase} for x in r.outcome.landed],
-                          "seconds": round(r.outcome.seconds, 3), "history": r.outcome.history} for r in self.runs]}
+                          "seconds": round(r.outcome.seconds, 3), "history": r.outcome.history,
+                          "message": r.outcome.message} for r in self.runs]}
 
 
 class _OutOfTime(Exception):

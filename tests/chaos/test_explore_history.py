@@ -68,7 +68,7 @@ def test_one_history_finds_the_kafka_sink_duplicate_and_confirms_it_alone(explor
     # the schedule's aim landed in a job that had already run the control window: the same driver, restarted
     # once by the kill (its launches), a batch well past the first
     assert first["landed"][0]["batch"] >= 2
-    booked_twice = int(re.search(r"(\d+) payments booked twice", first["message"]).group(1))
+    booked_twice = int(re.search(r"(\d+) payments booked twice", first["message"]).group(1))  # its window's
     [history] = explore["histories"]
     windows = history["whole"]["windows"]
     assert [w["index"] for w in windows] == [0, 1, 2] and windows[0]["faults"] == []
