@@ -69,7 +69,7 @@ class FakeHistory:
 
     def segment(self, spec, inputs):
         k = len(self.windows)
-        planned = relabelled(inputs.planned, k)
+        planned = relabelled(inputs.planned, k, 0.0)
         bad = buggy(planned, alone=False)
         self.windows.append(([p.label for p in planned], bad))
         trace = trace_of(self.windows, spec.guarantee)
