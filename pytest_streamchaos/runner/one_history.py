@@ -29,7 +29,7 @@ from typing import Any
 from pytest_streamchaos.analysis.checkers import Validation
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.sentinels import NOT_RECOVERED
+from pytest_streamchaos.analysis.run_metrics import uncovered
 from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.facts import LoadFacts
 from pytest_streamchaos.faults.registry import release
@@ -247,7 +247,7 @@ class OneHistory:
             return "the streaming query terminated"
         if view.lost:
             return f"the schedule lost {view.lost} record(s)"
-        if view.window is not None and view.window.recovery_time is NOT_RECOVERED:
+        if any(f.recovered is False for f in uncovered(view.faults)):
             return "the job did not recover from the schedule's faults"
         return None
 

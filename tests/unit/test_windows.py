@@ -154,3 +154,17 @@ def test_a_schedule_is_over_once_its_fault_recovered_or_was_noticed_and_quiet() 
     masked.timeline.append(TimelineEvent(T0 + 26.0, Kind.EXECUTOR_ADDED, "2"))
     assert not back(masked, 28.0) and back(masked, 40.0)
     assert faults_back(compute_metrics(History(masked)), {"another"}, masked.timeline)  # none of its faults fired
+
+
+def test_a_fault_the_schedules_next_fault_struck_before_it_recovered_counts_through_that_one() -> None:
+    """A pair: the driver killed again while it replays. The first kill's recovery is cut at the second (not
+    recovered, by its own numbers); the schedule is over once the second one recovered."""
+    from pytest_streamchaos.analysis.metrics import compute_metrics
+    from pytest_streamchaos.analysis.run_metrics import faults_back, uncovered
+
+    trace = two_faults(outages=(Outage(21.0, 34.0, catch_up_rate=40.0),))
+    m = compute_metrics(History(trace))
+    first, second = m.faults
+    assert first.recovered is False and second.recovered is True
+    assert uncovered(m.faults) == [second]
+    assert faults_back(m, {"kill_driver#1", "kill_driver#2"}, trace.timeline)
