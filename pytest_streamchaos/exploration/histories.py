@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos.events import Kind, WindowClosed
 from pytest_streamchaos.exploration.body import FALSIFIED, Body
 from pytest_streamchaos.search.schedule import Outcome
 
@@ -93,7 +94,23 @@ def schedule_cost(outcome: Outcome[ChaosRun] | None) -> dict[str, Any]:
     recovery = max(ends) - start
     recovered_in = max(float(f.recovery_time) for f in faults if f.recovery_time is not None)
     return {"wall": round(seconds, 1), "recovery": round(recovery, 1), "harness": round(seconds - recovery, 1),
-            "recovered_in": round(recovered_in, 1)}
+            "recovered_in": round(recovered_in, 1), **harness_parts(outcome.run, start, start + recovery)}
+
+
+def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, float]:
+    """Where a window's harness share went: ``moment`` from its first step's arming to its injection (the wait
+    for the aimed moment), ``confirm`` from its faults' recovery to the window's close (the hold and the output
+    of the records sent meanwhile, which tell the recovery, and the window's outputs read)."""
+    planned = [f.planned_at for f in run.fault_records if f.planned_at is not None]
+    focus = run.history.focus
+    closed = [e.t for e in run.history.timeline if e.kind == Kind.HISTORY_WINDOW
+              and focus is not None and WindowClosed.of(e).index == focus.index]
+    parts = {}
+    if planned:
+        parts["moment"] = round(injected - min(planned), 1)
+    if closed:
+        parts["confirm"] = round(closed[0] - back, 1)
+    return parts
 
 
 def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
