@@ -57,6 +57,8 @@ class Kind(StrEnum):
     OUTPUTS_UNREADABLE = "outputs_unreadable"
     LOAD_END = "load_end"
     LOAD_ENDED_ON_RECOVERY = "load_ended_on_recovery"
+    #: one history (many fault schedules in one running job): a window of it closed and was judged on its own
+    HISTORY_WINDOW = "history_window"
     DRAIN_END = "drain_end"
     CAUGHT_UP = "caught_up"
     # the job's processes (stack/driver, the supervisor): ``<role>_launched`` ...
@@ -330,8 +332,28 @@ class Failure:
         return cls(_str(e.detail.get("exception")) or None, _str(e.detail.get("reason")) or None)
 
 
+@dataclass(frozen=True)
+class WindowClosed:
+    """``history_window``: a window of one history closed -- its number, its name (the schedule in words), the
+    send times of its records (``start`` inclusive, ``end`` exclusive; None: unbounded) and the labels of its
+    faults."""
+
+    index: int
+    name: str
+    start: float | None
+    end: float | None
+    faults: tuple[str, ...]
+
+    @classmethod
+    def of(cls, e: _Event) -> WindowClosed:
+        d = e.detail
+        start, end = d.get("start"), d.get("end")
+        return cls(int(d.get("index", 0)), str(d.get("name", "")), None if start is None else float(start),
+                   None if end is None else float(end), tuple(str(f) for f in d.get("faults") or ()))
+
+
 __all__ = [
     "ExecutorChange", "Exited", "Failure",
     "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
-    "TimelineEvent",
+    "TimelineEvent", "WindowClosed",
 ]

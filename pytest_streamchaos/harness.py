@@ -165,6 +165,9 @@ class ChaosFixture(Chaos):
         planned = self.faults
         if not faults:
             self.faults = []
+        if n > 1 and self.share_history:  # several runs of one schedule: each a whole run of its own
+            self.unshared = self.unshared or f"the body repeats its run (repeat={n})"
+            self.share_history = False
         runs: list[ChaosRun] = []
         try:
             for _ in range(n):

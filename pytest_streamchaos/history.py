@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from pytest_streamchaos import deprecation
-from pytest_streamchaos.events import ExecutorChange, FaultFailed, Healed, Injected, Kind, Planned
+from pytest_streamchaos.events import ExecutorChange, FaultFailed, Healed, Injected, Kind, Planned, WindowClosed
 from pytest_streamchaos.facts import RunFacts, Topics
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent, Trace
 
@@ -144,7 +144,10 @@ def faults_of(timeline: Iterable[TimelineEvent]) -> list[FaultRecord]:
     def of(label: str | None, kind: str, target: str) -> FaultRecord:
         if label is not None and label in by_label:
             return by_label[label]
-        rec = FaultRecord(kind=kind, label=label or f"{kind} {target}".strip(), target=target)
+        made = label or f"{kind} {target}".strip()
+        if label is None and any(r.label == made for r in records):  # several unlabelled ones: told apart
+            made = f"{made} #{sum(r.label.split(' #')[0] == made for r in records) + 1}"
+        rec = FaultRecord(kind=kind, label=made, target=target)
         records.append(rec)
         if label is not None:
             by_label[label] = rec
@@ -227,6 +230,36 @@ def _iso(ts: Any) -> float:
     return math.nan if ts is None else float(ts)
 
 
+@dataclass(frozen=True)
+class Window:
+    """A stretch of one history judged on its own (docs/explore.md#one-history): the records sent from
+    ``start`` (inclusive) to ``end`` (exclusive; infinite bounds: the history's beginning or end) and the
+    faults of ``faults`` (their occurrence labels). ``index`` counts the history's windows from 0; ``name``
+    says what ran in it (a schedule in words, a fault's label)."""
+
+    index: int
+    name: str = ""
+    start: float = -math.inf
+    end: float = math.inf
+    faults: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, e: TimelineEvent) -> Window:
+        """The window a ``history_window`` event closed."""
+        w = WindowClosed.of(e)
+        return cls(w.index, w.name, -math.inf if w.start is None else w.start,
+                   math.inf if w.end is None else w.end, w.faults)
+
+    def detail(self) -> dict[str, Any]:
+        """The ``history_window`` event's detail (JSON: an infinite bound is None)."""
+        return {"index": self.index, "name": self.name, "start": self.start if math.isfinite(self.start) else None,
+                "end": self.end if math.isfinite(self.end) else None, "faults": list(self.faults)}
+
+    def holds(self, t: float) -> bool:
+        """Whether a record sent at ``t`` is this window's."""
+        return self.start <= t < self.end
+
+
 @dataclass(eq=False)
 class History:
     """One run's history (see the module docstring). ``topics``: the run's topics (None: a bare
@@ -238,6 +271,9 @@ class History:
     topics: Topics | None = None
     facts: RunFacts = field(default_factory=lambda: RunFacts())
     per_record: bool = True
+    #: the window this history is a view of (one schedule of one history): its checkers judge that window's
+    #: records and faults against the whole history so far (None: the whole)
+    focus: Window | None = None
 
     @classmethod
     def of(cls, trace: Trace | History, per_record: bool = True) -> History:
@@ -281,6 +317,25 @@ class History:
         """The fault occurrences (planned, injected, healed, aimed, failed), from the timeline."""
         return faults_of(self.trace.timeline)
 
+    @cached_property
+    def windows(self) -> list[Window]:
+        """The windows of one history, as the runner closed them (``history_window`` events), in order; empty
+        for a run that did not mark any (its windows are its faults': ``analysis.windows``)."""
+        found = {w.index: w for w in (Window.of(e) for e in self.trace.timeline if e.kind == Kind.HISTORY_WINDOW)}
+        return [found[i] for i in sorted(found)]
+
+    def focused(self, window: Window | None) -> History:
+        """This history as the view of ``window`` (None: the whole)."""
+        return replace(self, focus=window)
+
+    @property
+    def focused_faults(self) -> list[FaultRecord]:
+        """The fault occurrences of the focus window (every one without a focus)."""
+        if self.focus is None:
+            return self.faults
+        labels = set(self.focus.faults)
+        return [f for f in self.faults if f.label in labels]
+
     def injected(self, kinds: Iterable[str] = (Kind.FAULT_INJECTED,)) -> list[FaultRecord]:
         """The faults that took effect, in injection order. ``kinds``: the timeline kinds that count as an
         injection (``MetricParams.fault_kinds``); each event of a kind other than ``fault_injected`` is a
@@ -301,4 +356,4 @@ class History:
         return self.trace.phases.get(name)
 
 
-__all__ = ["Aim", "FaultRecord", "History", "MicroBatch", "faults_of"]
+__all__ = ["Aim", "FaultRecord", "History", "MicroBatch", "Window", "faults_of"]

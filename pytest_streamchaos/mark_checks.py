@@ -13,7 +13,7 @@ from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.spelling import did_you_mean, listed
 
 #: what ``@pytest.mark.chaos`` takes (MARKERS' line in the plugin says what each does)
-CHAOS_ARGS = ("ha", "repeat", "backend", "spark")
+CHAOS_ARGS = ("ha", "repeat", "backend", "spark", "sequence")
 #: what ``@pytest.mark.sla`` takes besides the SLA's bounds
 SLA_OVER = ("worst", "median")
 #: how close an unknown mark's name must be to one of the plugin's to be taken for a misspelling of it

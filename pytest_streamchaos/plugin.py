@@ -52,10 +52,12 @@ if TYPE_CHECKING:  # the fixture's type; the harness itself is imported when a t
     from pytest_streamchaos.harness import ChaosFixture
 
 MARKERS = (
-    "chaos(ha=False, repeat=1, backend=None, spark=None): a chaos test of a streaming job (select with -m chaos); "
-    "ha=True runs it on a highly available cluster (two masters + ZooKeeper); repeat=N runs each scenario N times "
-    "(medians, spread); backend='docker' or 'local' runs it on that stack whatever --chaos-backend says; "
-    "spark='yarn' or 'standalone' on that cluster manager whatever --chaos-spark says",
+    "chaos(ha=False, repeat=1, backend=None, spark=None, sequence=False): a chaos test of a streaming job (select "
+    "with -m chaos); ha=True runs it on a highly available cluster (two masters + ZooKeeper); repeat=N runs each "
+    "scenario N times (medians, spread); backend='docker' or 'local' runs it on that stack whatever --chaos-backend "
+    "says; spark='yarn' or 'standalone' on that cluster manager whatever --chaos-spark says; sequence=True: its "
+    "fault marks are a sequence, each fault firing once the one before it healed and judged in its own window "
+    "(run.windows; refused at collection when one would fire before the one before it healed)",
     "sla(**bounds): SLA bounds checked after the test's chaos run "
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee); "
     "repeated runs are judged on the worst run, or over='median'",
@@ -184,9 +186,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         except FaultSpecError as exc:
             errors.append(str(exc))
         errors += mark_errors(item, settings, registered, ours)
+        errors += [f"{item.nodeid}: @chaos(sequence=True): {why}" for why in _sequence_errors(item)]
     if errors:
         raise pytest.UsageError("invalid fault marks:\n  " + "\n  ".join(errors))
     config.stash[_settings.KAFKA_LINKS_KEY] = faults_kafka_links(items)
+
+
+def _sequence_errors(item: pytest.Item) -> list[str]:
+    """Why the test's fault marks are not the sequence its ``@pytest.mark.chaos(sequence=True)`` says: a fault
+    that would fire before the one before it healed (both named), a ``sequence`` that is not a bool."""
+    mark = item.get_closest_marker("chaos")
+    sequence = mark.kwargs.get("sequence", False) if mark is not None else False
+    if not isinstance(sequence, bool):
+        return [f"sequence={sequence!r} must be True or False"]
+    specs = item.stash.get(FAULTS_KEY, None)
+    if not sequence or not specs:
+        return []
+    from pytest_streamchaos.faults.timeline import sequence_conflicts
+
+    return sequence_conflicts(specs, lambda spec: kind_of(spec).permanent(spec))
+
+
+def in_sequence(item: pytest.Item) -> bool:
+    """Whether the test's faults are a sequence (``@pytest.mark.chaos(sequence=True)``)."""
+    mark = item.get_closest_marker("chaos")
+    return bool(mark is not None and mark.kwargs.get("sequence", False))
 
 
 @pytest.fixture
@@ -238,7 +262,10 @@ def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F
                            references=session_references(request.config, streamchaos_settings))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
-    yield harness
+    try:
+        yield harness
+    finally:  # an @explore history still running when the test ends: its job stopped before the next test
+        harness.close_history()
 
 
 def session_references(config: pytest.Config, settings: _settings.Settings) -> Any:
@@ -283,10 +310,18 @@ def check_sla(item: pytest.Item, runs: list[Any]) -> None:
         bounds.update(sla.kwargs)
     over = bounds.pop("over", "worst")
     for result_ in runs:
-        if hasattr(result_, "worst_run"):  # repeated: the worst run by default (an SLA holds for every run)
-            result_.assert_sla(over=over, **bounds)
-        else:
-            result_.assert_sla(**bounds)
+        try:
+            if hasattr(result_, "worst_run"):  # repeated: the worst run by default (an SLA holds for every run)
+                result_.assert_sla(over=over, **bounds)
+            else:
+                result_.assert_sla(**bounds)
+        except AssertionError as exc:
+            windows = getattr(result_, "windows", None) if in_sequence(item) else None
+            if not windows:
+                raise
+            # a sequence: which fault's window broke it, first
+            lines = [f"  {w.describe()}" + ("" if w.ok is not False else "  <-- VIOLATED") for w in windows]
+            raise AssertionError("\n".join(["each fault's window (sequence=True):", *lines, str(exc)])) from None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -25,6 +25,7 @@ def describe(run: ChaosRun) -> str:
     cost = "not measured" if fc is None else f"{fc:.2f}s"
     down = "not measured" if m.downtime is None else f"{m.downtime:.2f}s"
     lines = [
+        *window_lines(run),
         f"sent {run.sent} records, read {run.outputs} outputs; lost {run.lost}, duplicates "
         f"{run.duplicates}, incorrect {run.incorrect}",
         f"guarantee declared {run.guarantee}, delivered {run.guarantee_delivered}; reliability "
@@ -42,6 +43,18 @@ def describe(run: ChaosRun) -> str:
     ]
     lines += [f"warning: {w}" for w in run.warnings]
     return "\n".join(lines)
+
+
+def window_lines(run: ChaosRun) -> list[str]:
+    """A view of one window of one history: which window, and what its numbers are of; a whole run with
+    several windows: one line per window."""
+    focus = run.history.focus
+    if focus is not None:
+        return [f"one history, window {focus.index} ({focus.name or 'no fault'}): the counts are of the records "
+                "sent in it, the faults and recovery its own; latency, throughput and the timeline are the whole "
+                "history's so far"]
+    windows = run.windows
+    return [f"windows: {w.describe()}" for w in windows] if len(windows) > 1 else []
 
 
 def unavailable_lines(unavailable: dict[str, str]) -> list[str]:

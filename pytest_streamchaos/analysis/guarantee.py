@@ -94,6 +94,14 @@ class GuaranteeReport:
     appearance_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
     #: expected appearances per membership (empty: 1 each)
     pair_need: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+    #: per membership: its input was late (empty: none was)
+    pair_late: np.ndarray = field(default_factory=lambda: np.empty(0, bool), repr=False)
+    #: per flat output id: the membership it fulfils (-1: none), whether it counts (not ignored), whether it
+    #: came through the side output -- what a window of the run is judged by (``analysis.windows.restrict``);
+    #: empty for a report an oracle made itself (per aggregate)
+    appearance_pair: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
+    appearance_counted: np.ndarray = field(default_factory=lambda: np.empty(0, bool), repr=False)
+    appearance_side: np.ndarray = field(default_factory=lambda: np.empty(0, bool), repr=False)
 
     @property
     def guarantee_delivered(self) -> str:

@@ -110,7 +110,13 @@ def compute_metrics(
     if report is None:
         report = validate(history.trace, oracle)
     m = RunFrame(history, report, oracle, p).build()
-    return run_metrics(m, [measure_fault(m, i, fault) for i, fault in enumerate(m.faults)])
+    faults = [measure_fault(m, i, fault) for i, fault in enumerate(m.faults)]
+    focus = history.focus
+    if focus is None:
+        return run_metrics(m, faults)
+    # a window's view: every fault is measured against the whole history (its baseline, the next fault's
+    # horizon); the window's own ones are its faults and make its totals
+    return run_metrics(m, [f for f in faults if f.label in set(focus.faults)], span=(focus.start, focus.end))
 
 
 __all__ = [

@@ -42,7 +42,7 @@ def measure_fault(m: RunFrame, i: int, fault: FaultRecord) -> FaultMetrics:
         t=f, kind=fault.kind, target=fault.target, horizon=horizon, downtime=downtime, gap_start=gs, gap_end=ge,
         output_gap=out_gap, first_output_after=first_after, system_detection=sys_det,
         system_detection_event=None if sys_ev is None else sys_ev.kind,
-        phases=recovery_phases(timeline, f, horizon), aim=fault.aim)
+        phases=recovery_phases(timeline, f, horizon), aim=fault.aim, label=fault.label)
     if not signs and horizon - f < m.downtime_gap + m.B:
         return _unmeasured(m, fault, f, horizon, short=True)
     if not m.has_baseline:
@@ -150,7 +150,7 @@ def unmeasured_fault(timeline: list[TimelineEvent], params: MetricParams, arriva
         first_output_after=float(arrivals[k]) if k < arrivals.size else None, peak_latency=math.nan,
         failure_cost=None, verdict="unknown", system_detection=None if sys_ev is None else sys_ev.t - f,
         system_detection_event=None if sys_ev is None else sys_ev.kind,
-        phases=recovery_phases(timeline, f, horizon), aim=fault.aim)
+        phases=recovery_phases(timeline, f, horizon), aim=fault.aim, label=fault.label)
 
 
 def peak_latency(latencies: np.ndarray, pending: np.ndarray | None, f: float, horizon: float, t_end: float) -> float:

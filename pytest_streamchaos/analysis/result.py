@@ -51,6 +51,7 @@ from .checkers import (
     RecoveryResult,
     TransactionsResult,
     ValidationResult,
+    WindowsResult,
     comparison_of,
     default_checkers,
     fault_errors,
@@ -73,6 +74,7 @@ from .metrics import (
 from .oracle import Oracle
 from .reference import Comparison
 from .sla import SLA, SLAViolation, Violation, check_sla
+from .windows import WindowVerdict, sent_in
 
 __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
 
@@ -307,6 +309,21 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         return {**dict.fromkeys(("lost", "duplicates", "incorrect", "reliability"), why),
                 **reference_unavailable(self.reference, self.facts), **self.metrics.unavailable}
 
+    # -- windows -------------------------------------------------------------------------------
+    @property
+    def windows(self) -> list[WindowVerdict]:
+        """Each window of the run judged on its own (docs/metrics.md#one-run-many-faults-windows): one per fault
+        (faults whose effects overlap share one), or the schedules of one history; each with the records sent in it
+        ``lost`` / ``duplicates`` / ``incorrect``, its ``downtime`` and ``recovery_time``, ``ok`` under the
+        declared guarantee and ``describe()``. Empty without a fault. A view of one window: that window."""
+        r = self.result_of(WindowsResult)
+        return [] if r is None else list(r.verdicts)
+
+    @property
+    def window(self) -> WindowVerdict | None:
+        """The window this run is a view of (a schedule of ``@explore``'s one history), None for a whole run."""
+        return self.windows[0] if self.history.focus is not None and self.windows else None
+
     # -- the run's facts -----------------------------------------------------------------------
     @property
     def trace(self) -> Trace:
@@ -314,6 +331,9 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
 
     @property
     def sent(self) -> int:
+        """Input records sent (a view of one window: sent in that window)."""
+        if self.history.focus is not None:
+            return int(sent_in(self.history, self.history.focus).sum())
         return len(self.history.sent)
 
     @property
@@ -322,8 +342,9 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
 
     @property
     def fault_records(self) -> list[FaultRecord]:
-        """The run's fault occurrences as they happened (kind, target, times, aim, errors)."""
-        return self.history.faults
+        """The run's fault occurrences as they happened (kind, target, times, aim, errors); a view of one
+        window: that window's."""
+        return self.history.focused_faults
 
     @property
     def fault_errors(self) -> list[str]:

@@ -131,6 +131,8 @@ class FaultMetrics:
     #: an aimed fault (``when=``): where it landed (:class:`~pytest_streamchaos.history.Aim`: moment,
     #: batch, phase, hit, attempts; its JSON form is accepted too); None for a fault fired on the clock
     aim: Aim | None = None
+    #: the fault occurrence's label (``FaultRecord.label``): what a window of the run names its faults by
+    label: str = ""
 
     def __post_init__(self) -> None:
         self.aim = Aim.of(self.aim)
@@ -323,3 +325,43 @@ def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
         return bool(f.recovered) and f.recovered_at is not None and f.recovered_at + need <= m.load_end
 
     return all(settled(f) for f in m.faults)
+
+
+def uncovered(faults: list[FaultMetrics]) -> list[FaultMetrics]:
+    """The faults of one schedule whose own recovery is the schedule's: those the schedule's next fault did not
+    strike before they recovered (a driver killed again while it replays: its first kill's recovery is cut at
+    the second, and the schedule is over when the second one's is)."""
+    ordered = sorted(faults, key=lambda f: f.t)
+    out = []
+    for i, f in enumerate(ordered):
+        later = [g.t for g in ordered[i + 1:] if g.t > f.t]
+        if not later or (f.recovered_at is not None and f.recovered_at <= later[0]):
+            out.append(f)
+    return out
+
+
+def faults_back(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) -> bool:
+    """Whether the faults of ``labels`` (one schedule of one history), measured in ``m`` -- the metrics of the
+    history so far, judged up to the output's last normal gap before its end -- are over, so that the next
+    schedule's faults may fire (docs/explore.md#one-history): each recovered (its output back in band for the
+    hold, which ``m`` reports only once the hold is complete), or, with no sign in the output, noticed by the
+    system and quiet since its last reaction for the hold and a normal gap. A fault the schedule's next fault
+    struck before it recovered counts through that one (:func:`uncovered`). A fault that did not recover, or
+    that no baseline measures, is never over (its schedule runs to its longest). A schedule none of whose
+    faults was injected is over."""
+    mine = uncovered([f for f in m.faults if f.label in labels])
+    if not mine:
+        return True
+    quiet_for = m.params.hold_seconds + m.baseline.normal_gap
+    if not math.isfinite(quiet_for):
+        return False
+
+    def back(f: FaultMetrics) -> bool:
+        if f.recovery_time is None or isinstance(f.recovery_time, NotRecovered):
+            return False
+        if f.output_symptom is not None:
+            return f.recovered_at is not None
+        reacted = [e.t for e in timeline if e.kind in REACTION_KINDS and e.t >= f.t]
+        return f.system_detection is not None and max([f.t, *reacted]) + quiet_for <= m.load_end
+
+    return all(back(f) for f in mine)

@@ -61,12 +61,14 @@ def stateless_trace(
     trigger: float = 1.0,
     id_base: int = 0,
     t0: float = T0,
+    progress: bool = False,
 ) -> Trace:
     """A stateless run: id ``i`` is sent at ``t0 + i / rate`` and output once after ``latency``.
 
     ``batch_interval``: outputs only at multiples of it (micro-batch bursts). ``drop``/``duplicate``:
     ids (relative to ``id_base``) never output / output twice. ``stop_at``: no output from then on
-    (the job dies). ``faults``: run-relative fault times recorded on the timeline.
+    (the job dies). ``faults``: run-relative fault times recorded on the timeline. ``progress``: the trace
+    carries Spark's progress of those micro-batches (:func:`micro_batches`; needs ``batch_interval``).
     """
     n = int(rate * duration)
     i = np.arange(n, dtype=np.int64)
@@ -94,7 +96,22 @@ def stateless_trace(
     phases: dict[str, float] = {Phase.WARMUP_END: t0 + warmup, Phase.LOAD_END: t0 + duration,
                                 Phase.DRAIN_END: t0 + duration + drain}
     timeline = [TimelineEvent(t0 + f, FAULT_INJECTED, "worker-1") for f in faults]
-    return Trace(sent, outputs, timeline=timeline, phases=phases, trigger_seconds=trigger)
+    batches = micro_batches(send, batch_interval, t0) if progress and batch_interval else []
+    return Trace(sent, outputs, batches=batches, timeline=timeline, phases=phases, trigger_seconds=trigger)
+
+
+def micro_batches(send: np.ndarray, interval: float, t0: float = T0) -> list[dict]:
+    """Spark's progress of a job that plans a micro-batch every ``interval`` seconds from ``t0`` (its
+    ``t_start``) and ends it at the next plan: batch ``k`` reads what was sent (``send``) between the
+    plans of batches ``k - 1`` and ``k``, as Spark's Kafka source does."""
+    if send.size == 0:
+        return []
+    n = int(np.ceil((float(send.max()) - t0) / interval)) + 2
+    plans = t0 + interval * np.arange(n)
+    rows = np.diff(np.searchsorted(send, plans, side="left"), prepend=0)
+    return [{"id": "synthetic", "batchId": k, "t_start": float(plans[k]), "t_end": float(plans[k] + interval),
+             "numInputRows": int(rows[k]), "durationMs": {"triggerExecution": int(interval * 1000)}}
+            for k in range(n)]
 
 
 def _add_spikes(out: np.ndarray, spikes: Sequence[Spike], t0: float) -> None:

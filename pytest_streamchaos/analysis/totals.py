@@ -14,10 +14,15 @@ from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 from .series import micro_batches, stability
 
 
-def run_metrics(m: RunFrame, faults: list[FaultMetrics]) -> RunMetrics:
-    """The :class:`RunMetrics` of the run (its frame ``m``) with these per-fault metrics."""
+def run_metrics(m: RunFrame, faults: list[FaultMetrics], span: tuple[float, float] | None = None) -> RunMetrics:
+    """The :class:`RunMetrics` of the run (its frame ``m``) with these per-fault metrics; ``span``: the
+    stretch of a window's view (its totals without a fault: the longest abnormal gap that began in it)."""
     load_start, load_end, first_ts, bl = m.load_start, m.load_end, m.first_ts, m.bl
-    downtime_run, recovery_run, cost_run = _run_totals(faults, m.ab_start, m.ab_len, load_start)
+    ab_start, ab_len = m.ab_start, m.ab_len
+    if span is not None:
+        keep = (ab_start >= span[0]) & (ab_start < span[1])
+        ab_start, ab_len = ab_start[keep], ab_len[keep]
+    downtime_run, recovery_run, cost_run = _run_totals(faults, ab_start, ab_len, load_start)
     # Overall percentiles describe the measured part of the run (load + drain), not the startup
     # backlog of the warm-up, whose latency is the job's start time, not its behaviour.
     measured = m.lat_sorted[int(np.searchsorted(m.arr_sorted, load_start, side="left")):]

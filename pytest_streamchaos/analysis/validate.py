@@ -79,7 +79,7 @@ def validate(
 
     ids = np.asarray(sent.ids, dtype=np.int64)
     need = None if exp.copies is None else np.asarray(exp.copies, dtype=np.int64)
-    lost_mask, dup_mask, extra, missing = _against_need(pair_count, need)
+    lost_mask, dup_mask, extra, missing = against_need(pair_count, need)
     if need is not None:  # a pair is complete when its last needed copy arrived
         first_ts = _completion_ts(ok_pairs, ok_ts, pair_count, need, bool(np.all(np.diff(arrival) >= 0)))
     wrong_idx = np.flatnonzero(wrong)
@@ -91,10 +91,9 @@ def validate(
         duplicates=int(extra.sum()),
         incorrect=int(wrong_idx.size),
         ignored=ignored,
-        side_output=int(np.count_nonzero(ok & (app_g == SIDE))),
+        side_output=int(np.count_nonzero(ok & (app_g == SIDE))),  # the side output: Algorithm 2
         late=int(np.count_nonzero(exp.late)) if exp.late is not None else 0,
-        lost_ids=ids[exp.rows[lost_mask]],
-        duplicate_ids=ids[exp.rows[dup_mask]],
+        lost_ids=ids[exp.rows[lost_mask]], duplicate_ids=ids[exp.rows[dup_mask]],
         duplicate_extra=extra,
         incorrect_ids=np.unique(np.asarray(outs.ids, dtype=np.int64)[wrong_idx]),
         misplaced=_misplaced(wrong_idx[:20], app_rows, app_g, exp, outs, ids),
@@ -105,7 +104,8 @@ def validate(
         pair_first_ts=first_ts,
         appearance_rows=app_rows,
         pair_need=np.empty(0, np.int64) if need is None else need,
-    )
+        pair_late=np.empty(0, bool) if exp.late is None else np.asarray(exp.late, dtype=bool),
+        appearance_pair=pair, appearance_counted=counted, appearance_side=ok & (app_g == SIDE))
 
 
 def _appearances(oracle: Oracle, sent: SentRecords, outs: OutputRecords,
@@ -126,7 +126,7 @@ def _appearances(oracle: Oracle, sent: SentRecords, outs: OutputRecords,
     return app_out, app_rows, app_g, counted, pair
 
 
-def _against_need(pair_count: np.ndarray,
+def against_need(pair_count: np.ndarray,
                   need: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
     """(lost mask, duplicated mask, extra copies of the duplicated, missing copies) of the pairs,
     against ``need`` copies each (None: exactly one)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_streamchaos.analysis.trigger import observed_trigger, trigger_words
 from pytest_streamchaos.events import Phase
 from pytest_streamchaos.exploration.body import Body, NoChaosRun, phases_never_came
+from pytest_streamchaos.exploration.histories import HistoryAccount, cost_line, histories_of, schedule_cost
 from pytest_streamchaos.exploration.mark import ExploreSpec
 from pytest_streamchaos.exploration.memory import Entry, Memory
 from pytest_streamchaos.search.engine import Explorer, Recall, Report, replay
@@ -49,10 +50,23 @@ class Explored:
     replay_differs: str | None = None
     memory: str = ""  #: where the memory is, in words
     flaky_tokens: list[str] = field(default_factory=list)  #: a replay token per flaky schedule
+    #: the one histories the schedules shared (docs/explore.md#one-history), in order
+    histories: list[HistoryAccount] = field(default_factory=list)
+    #: why the body's runs could not share one history (each schedule then ran on a job of its own), or None
+    unshared: str | None = None
 
     @property
     def verdict(self) -> str:
-        return "inconclusive" if self.replay_differs else self.report.verdict
+        if self.replay_differs:
+            return "inconclusive"
+        if self.report.verdict == "passed" and self.whole_violated:
+            return "falsified"  # every window held, the whole history did not
+        return self.report.verdict
+
+    @property
+    def whole_violated(self) -> list[HistoryAccount]:
+        """The histories on whose whole the test's checks failed."""
+        return [h for h in self.histories if h.violation]
 
     @property
     def failed(self) -> bool:
@@ -72,6 +86,8 @@ class Explored:
 
     def _falsified(self) -> list[str]:
         found = self.report.found
+        if found is None and not self.report.flaky:
+            return self._whole()
         if found is None:
             return self._flaky()
         what = "replayed" if self.spec.replay is not None else "falsified by"
@@ -98,6 +114,15 @@ class Explored:
                  f"  the failing run: {flaky.failed.message}", again]
         lines += [f"  {self.replay_line(t)}" for t in self.flaky_tokens[:1]]
         return lines + _described("the failing run", flaky.failed) + _described("the re-run", flaky.passed)
+
+    def _whole(self) -> list[str]:
+        """Every schedule's window held, and the test's checks failed on a whole history: records no schedule's
+        window holds (sent after the last one, read in the final drain) broke it."""
+        lines = [f"{self.spec.source}: every schedule's window held, but the whole history did not (the records "
+                 "sent after the last schedule, read in the final drain, are in no schedule's window)"]
+        for h in self.whole_violated:
+            lines += [f"  {h.line()}", *(f"    {w.describe()}" for w in (h.whole.windows if h.whole else []))]
+        return lines
 
     def _fails_without_faults(self) -> list[str]:
         control = self.report.control
@@ -141,20 +166,42 @@ class Explored:
             lines.append("  aims by phase: " + ", ".join(f"{p} {h}/{a}" for p, (h, a) in sorted(by_phase.items())))
         for rule, cells in self.report.coverage.pruned.items():
             lines.append(f"  pruned by {rule}: {', '.join(cells)} -- {self.report.coverage.why.get(rule, '')}")
+        lines += [f"  {line}" for line in self.history_lines()]
         if self.memory:
             lines.append(f"  memory: {self.memory}")
         if self.token is not None:
             lines.append(f"  {self.replay_line()}")
         return lines
 
+    def history_lines(self) -> list[str]:
+        """How the schedules ran: in how many one histories (why each ended), or each on a job of its own and
+        why; what a schedule cost."""
+        explored = [r.outcome for r in self.report.runs if r.schedule is not None and r.purpose != "confirm"
+                    and r.purpose != "shrink"]
+        shared = [o for o in explored if o.history is not None]
+        histories = [h for h in self.histories if h.runs]
+        if self.unshared or (not histories and self.spec.history == "shared" and self.spec.replay is None):
+            lines = [f"one history: not used ({self.unshared or 'no run shared a job'}): each schedule ran on a job of "
+                     "its own"]
+        elif histories:
+            lines = [f"one history: {len(shared)} of {len(explored)} schedule run(s) shared a running job, in "
+                     f"{len(histories)} history(ies); confirming and shrinking ran alone"]
+            lines += [f"  {h.line()}" for h in histories]
+        else:
+            lines = []
+        cost = cost_line(shared or explored)
+        return lines + ([cost] if cost else [])
+
     def to_dict(self) -> dict[str, Any]:
         """The report's ``explore`` key (docs/report-schema.md)."""
         out = {"source": self.spec.source, "faults": list(self.spec.faults), "max_faults": self.spec.max_faults,
                "replayed": self.spec.replay is not None, "token": self.token, "replay": self.replay_line(),
                "memory": self.memory, "flaky_tokens": self.flaky_tokens, **self.report.to_dict(),
-               "verdict": self.verdict, "passed": not self.failed}
+               "verdict": self.verdict, "passed": not self.failed, "history": self.spec.history,
+               "unshared": self.unshared, "histories": [h.to_dict() for h in self.histories]}
         for record, d in zip(self.report.runs, out["runs"], strict=True):
             d["phases"] = run_phases(record.outcome.run)
+            d["cost"] = schedule_cost(record.outcome)
         return out
 
 
@@ -163,6 +210,10 @@ def run_phases(run: ChaosRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
     p, load = run.history.phases, run.facts.load
+    focus = run.history.focus
+    if focus is not None:  # a window of one history: its schedule's own load, the history's warm-up is not its
+        return {"window": focus.index, "load": None if load is None else load.ran_s,
+                "load_ended": None if load is None else load.ended}
     bounds = (("warmup", Phase.START, Phase.WARMUP_END), ("load", Phase.WARMUP_END, Phase.LOAD_END),
               ("drain", Phase.LOAD_END, Phase.DRAIN_END))
     span = {name: round(p[b] - p[a], 1) for name, a, b in bounds if a in p and b in p}
@@ -234,12 +285,12 @@ def explore_item(nodeid: str, spec: ExploreSpec, func: Callable[..., Any], funca
     if harness is None:
         raise ExploreUsageError(f"{spec.source}: {nodeid} does not take the chaos fixture: its body must call "
                                 "chaos.run(...) -- add the chaos argument")
-    body = Body(func, funcargs, harness, check)
+    body = Body(func, funcargs, harness, check, share=spec.history == "shared" and spec.replay is None)
     space = Space(spec.kinds())
 
-    def run_schedule(schedule: Schedule | None) -> Outcome:
+    def run_schedule(schedule: Schedule | None, alone: bool = False) -> Outcome:
         try:
-            out = body.run(schedule)
+            out = body.run(schedule, alone=alone)
         except NoChaosRun:
             raise ExploreUsageError(f"{spec.source}: {nodeid} never called chaos.run: the body is the property "
                                     "the search runs under each schedule, and a run of the job is what it "
@@ -247,11 +298,15 @@ def explore_item(nodeid: str, spec: ExploreSpec, func: Callable[..., Any], funca
         learn(space, schedule, out)
         return out
 
-    if spec.replay is not None:
-        return _replayed(nodeid, spec, run_schedule)
-    entry = context.memory.load(nodeid)
-    explored = Explored(nodeid, spec, _search(spec, space, run_schedule, entry, context.seed),
-                        memory=context.memory.where)
+    try:
+        if spec.replay is not None:
+            return _replayed(nodeid, spec, run_schedule)
+        entry = context.memory.load(nodeid)
+        report = _search(spec, space, run_schedule, entry, context.seed)
+    finally:
+        body.finish()
+    explored = Explored(nodeid, spec, report, memory=context.memory.where,
+                        histories=histories_of(body, check), unshared=harness.unshared)
     context.memory.save(nodeid, entry, explored.report)
     report = explored.report
     if report.found is not None:
@@ -261,7 +316,7 @@ def explore_item(nodeid: str, spec: ExploreSpec, func: Callable[..., Any], funca
     return explored
 
 
-def _search(spec: ExploreSpec, space: Space, run_schedule: Callable[[Schedule | None], Outcome],
+def _search(spec: ExploreSpec, space: Space, run_schedule: Callable[..., Outcome],
             entry: Entry | None, seed: int | None) -> Report:
     """The search of ``spec`` over ``space``, after a control run, remembering ``entry``."""
     recall = entry.recall(spec.faults) if entry is not None else Recall()
@@ -271,14 +326,15 @@ def _search(spec: ExploreSpec, space: Space, run_schedule: Callable[[Schedule | 
         return space.schedules(spec.max_faults, shuffle=shuffle)
 
     return Explorer(space, run_schedule, spec.limits(), order=order, control=lambda: run_schedule(None),
-                    recall=recall).search()
+                    recall=recall, alone=lambda schedule: run_schedule(schedule, alone=True)).search()
 
 
-def _replayed(nodeid: str, spec: ExploreSpec, run_schedule: Callable[[Schedule | None], Outcome]) -> Explored:
-    """The replay of the spec's token; refused (inconclusive) when the job's trigger is not the token's."""
+def _replayed(nodeid: str, spec: ExploreSpec, run_schedule: Callable[..., Outcome]) -> Explored:
+    """The replay of the spec's token, on a job of its own; refused (inconclusive) when the job's trigger is not
+    the token's."""
     assert spec.replay is not None
     token = spec.replay
-    report = replay(token.schedule, run_schedule)
+    report = replay(token.schedule, lambda schedule: run_schedule(schedule, alone=True))
     explored = Explored(nodeid, spec, report)
     last = report.runs[-1].outcome if report.runs else None
     if last is not None:

@@ -27,17 +27,19 @@ from pytest_streamchaos.search.token import Replay
 
 MARK = "explore"
 MARKER_LINE = ("explore(faults=[...], budget=10, max_faults=3, min_verdicts=None, max_seconds=None, flaky='fail', "
-               "order='fixed'): search fault schedules (fault kind x target x micro-batch phase, then pairs and "
-               "triples) for one that breaks the test's own assertions, after a control run without faults; the test "
-               "fails with the minimal schedule and a replay line, and passes only when at least min_verdicts "
+               "order='fixed', history='shared'): search fault schedules (fault kind x target x micro-batch phase, "
+               "then pairs and triples) for one that breaks the test's own assertions, after a control run without "
+               "faults, the schedules one after another on one running job (history='fresh': a job per schedule); the "
+               "test fails with the minimal schedule and a replay line, and passes only when at least min_verdicts "
                "schedules (default: half the budget) gave a verdict (docs/explore.md)")
 #: where a test's :class:`ExploreSpec` is kept from collection on (``item.stash``)
 EXPLORE_KEY: pytest.StashKey[ExploreSpec] = pytest.StashKey()
 #: the knobs the mark takes besides ``faults``, with their defaults
 DEFAULTS: dict[str, Any] = {"budget": 10, "max_faults": 3, "min_verdicts": None, "max_seconds": None,
-                            "flaky": "fail", "order": "fixed"}
+                            "flaky": "fail", "order": "fixed", "history": "shared"}
 #: the values of the knobs that take words
-CHOICES: dict[str, tuple[str, ...]] = {"flaky": ("fail", "warn"), "order": ("fixed", "random")}
+CHOICES: dict[str, tuple[str, ...]] = {"flaky": ("fail", "warn"), "order": ("fixed", "random"),
+                                       "history": ("shared", "fresh")}
 
 
 class ExploreError(ValueError):
@@ -49,9 +51,10 @@ class ExploreSpec:
     """What one test asks of the search: the fault kinds, the budget of exploring runs, the largest
     schedule, the evidence a pass needs (``min_verdicts``; None: half the budget), the time it may take
     (``max_seconds``; None: no limit), what a flaky violation does (``fail`` or ``warn``), the ``order``
-    (``fixed``: the likeliest first; ``random``: seeded by the test's workload seed); ``replay``: exactly a
-    token's schedule instead (``--chaos-replay``); ``source``: where it came from (``@explore``,
-    ``--chaos-explore``), for messages."""
+    (``fixed``: the likeliest first; ``random``: seeded by the test's workload seed), the ``history``
+    (``shared``: the schedules one after another on one running job; ``fresh``: a job per schedule);
+    ``replay``: exactly a token's schedule instead (``--chaos-replay``); ``source``: where it came from
+    (``@explore``, ``--chaos-explore``), for messages."""
 
     faults: tuple[str, ...]
     budget: int
@@ -62,6 +65,7 @@ class ExploreSpec:
     max_seconds: float | None = None
     flaky: str = "fail"
     order: str = "fixed"
+    history: str = "shared"
 
     def kinds(self) -> list[KindInfo]:
         known = catalogue()
@@ -137,7 +141,7 @@ def parse(kwargs: dict[str, Any], where: str = "@explore", base: dict[str, Any] 
     knobs = check_knobs({**DEFAULTS, **(base or {}), **{k: v for k, v in kwargs.items() if k != "faults"}}, where)
     return ExploreSpec(check_faults(kwargs["faults"], where), knobs["budget"], min(knobs["max_faults"], 3),
                        min_verdicts=knobs["min_verdicts"], max_seconds=knobs["max_seconds"], flaky=knobs["flaky"],
-                       order=knobs["order"])
+                       order=knobs["order"], history=knobs["history"])
 
 
 def explore(faults: Sequence[str], budget: int = DEFAULTS["budget"], max_faults: int = DEFAULTS["max_faults"],
@@ -147,8 +151,9 @@ def explore(faults: Sequence[str], budget: int = DEFAULTS["budget"], max_faults:
     most ``max_faults`` faults (<= 3). The other knobs: ``min_verdicts`` (schedules that must give a verdict
     for a pass; default half the budget), ``max_seconds`` (the whole search's time, confirming and
     shrinking included), ``flaky`` (``"fail"``, the default, or ``"warn"``), ``order`` (``"fixed"`` or
-    ``"random"``). The test needs ``@pytest.mark.chaos`` and the ``chaos`` fixture; its body is the
-    property::
+    ``"random"``), ``history`` (``"shared"``, the default: the schedules one after another on one running job,
+    each judged in its own window, a violation confirmed on a job of its own; ``"fresh"``: a job per
+    schedule). The test needs ``@pytest.mark.chaos`` and the ``chaos`` fixture; its body is the property::
 
         @pytest.mark.chaos
         @explore(faults=["kill_driver", "kill_executor"], budget=10)

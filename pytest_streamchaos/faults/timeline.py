@@ -134,3 +134,25 @@ def load_end(planned_until: float, window: float | None, last_heal_due: float | 
     if last_heal_due is None:
         return planned_until + aim_slack
     return max(planned_until, last_heal_due + window)
+
+
+def sequence_conflicts(specs: list[FaultSpec], permanent: Callable[[FaultSpec], bool] = lambda _: False) -> list[str]:
+    """Why ``specs`` are not a sequence of faults each judged in its own window
+    (``@pytest.mark.chaos(sequence=True)``): one line per fault that would fire before the one before it
+    healed, naming both. An aimed fault (``when=``) counts from its ``after`` (it fires then or later); a fault
+    never healed during the load (no ``duration`` / ``restart_after``, or ``permanent``) can only be the last."""
+    occurrences = sorted(plan(list(specs)), key=lambda p: (p.at if p.at is not None else p.spec.after))
+    out = []
+    for prev, nxt in zip(occurrences, occurrences[1:], strict=False):
+        start = prev.at if prev.at is not None else prev.spec.after
+        fires = nxt.at if nxt.at is not None else nxt.spec.after
+        if prev.heal_after is None or permanent(prev.spec):
+            why = "is never healed during the load" if not permanent(prev.spec) else "is permanent (nothing heals it)"
+            out.append(f"{nxt.label} fires at {fires:g}s, after {prev.label}, which {why}: in a sequence each "
+                       f"fault fires once the one before it healed -- give {prev.label} a duration= or "
+                       "restart_after=, or make it the last")
+        elif fires < start + prev.heal_after:
+            healed = start + prev.heal_after
+            out.append(f"{nxt.label} would fire at {fires:g}s, before {prev.label} healed (at {healed:g}s): in a "
+                       f"sequence each fault fires once the one before it healed -- give it after={healed:g} or more")
+    return out

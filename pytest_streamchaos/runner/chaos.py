@@ -17,6 +17,7 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
 from pytest_streamchaos.runner.leftovers import clear_leftovers
+from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
 from pytest_streamchaos.runner.reference_key import reference_key, stack_part
 from pytest_streamchaos.runner.run import Run
@@ -68,6 +69,14 @@ class Chaos:
         #: the session's reference runs (``reference=``), made once per job and input, reused across tests
         self.references = references if references is not None else References()
         self._last: ChaosRun | None = None  #: the last run executed (what it left outside is cleared next)
+        #: @explore's one history (docs/explore.md#one-history): its body sets this for a run that plays its
+        #: schedule on the job already running, as the next window of one history
+        self.share_history = False
+        self.history: OneHistory | None = None  #: the one history running now
+        self.histories: list[OneHistory] = []  #: every one history of the test, in order
+        #: why the body's runs cannot share one history (the first that could not), or None
+        self.unshared: str | None = None
+        self.body_calls = 0  #: ``run`` calls since the body began (the explored body resets it)
 
     @grouped_keywords
     def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
@@ -88,6 +97,16 @@ class Chaos:
                                      guarantee=guarantee, default_checkpoint=self.checkpoint,
                                      explored=self.explored, stack=(self.cluster, self.kafka))
         ref = Reference.of(watch.reference)
+        self.body_calls += 1
+        if self.share_history:
+            why = ("the body calls chaos.run more than once" if self.body_calls > 1
+                   else shareable(spec, run_inputs, ref is not None))
+            if why is None:
+                view = self._in_history(spec, run_inputs)
+                self.runs.append(view)
+                return view
+            self.unshared = self.unshared or why
+        self.close_history()  # a job of its own: the one running now goes first
         if ref is not None:
             run_inputs = replace(run_inputs, reference=ref)  # its columns are checked before the load
         refs = self._reference(spec, run_inputs) if ref is not None else None
@@ -118,6 +137,34 @@ class Chaos:
         """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs)."""
         if self._last is not None:
             clear_leftovers([self._last], self.workdir)
+
+    def _in_history(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
+        """The run's schedule as the next window of the one history running now -- or of a fresh one when none
+        runs, the one running is broken, or it runs the job with other arguments."""
+        live = self.history
+        if live is not None and (live.broken or live.key != history_key(spec)):
+            self.close_history()
+            live = None
+        if live is None:
+            self._clear_leftovers()
+            live = OneHistory(self, spec, inputs, len(self.histories))
+            self.histories.append(live)
+            live.start()
+            self.history = live
+        return live.segment(spec, inputs)
+
+    def close_history(self) -> ChaosRun | None:
+        """End the one history running now, if any: drain, judge the whole (its verdict, or None when it could
+        not be judged), stop the job and clear what it left outside its directory."""
+        live, self.history = self.history, None
+        if live is None:
+            return None
+        whole = live.close()
+        last = whole or live.last_view
+        if last is not None:
+            self._last = last
+            self._clear_leftovers()
+        return whole
 
 
 def judged_real_time(spec: RunSpec, result: ChaosRun) -> ChaosRun:

@@ -42,7 +42,7 @@ class Run:
         """Topics, then (:meth:`_with_topics`) the job, its observers, warm-up, load, drain and
         verdict; the topics and the job's Kafka port are given back whatever happens."""
         ctx = RunContext(chaos=self.chaos, spec=self.spec, inputs=self.inputs, dir=self.dir,
-                         storage=self._storage(), tag=self.tag)
+                         storage=run_storage(self.chaos, self.spec, self.dir, self.tag), tag=self.tag)
         topics_phase = MakeTopics(self.chaos.kafka, self.spec, self.tag)
         topics = topics_phase.run()
         if self.spec.kafka_port:
@@ -56,17 +56,6 @@ class Run:
             if self.spec.kafka_port:
                 self.chaos.kafka.unlisten(self.spec.kafka_port)
             topics_phase.forget(topics)
-
-    def _storage(self) -> RunStorage:
-        """Where the run's checkpoint is: the run's directory, or the service of its storage (the stack's HDFS,
-        started on first use by its fixture)."""
-        storage = storages.get(self.spec.checkpoint)
-        if storage.fixture is None:
-            return RunStorage.local(self.dir)
-        if self.chaos.fixture is None:
-            raise RunError(f"checkpoint={storage.name!r} needs {storage.service()}, which this backend does not have "
-                           f"(the docker backend runs none): use checkpoint={storages.DEFAULT!r}")
-        return RunStorage.on_service(storage, self.chaos.fixture(storage.fixture), self.tag)
 
     def _with_topics(self, ctx: RunContext, topics: RunTopics) -> ChaosRun:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault
@@ -87,3 +76,15 @@ class Run:
             return Verdict(ctx, Phases(topics=topics, prepared=prepared, obs=obs, warm=warm, load=load)).run()
         finally:  # what the faults made ready for the job (a mount under its checkpoint), once the job is gone
             ctx.warnings.extend(release(prepared.prepared))
+
+
+def run_storage(chaos: RunOwner, spec: RunSpec, directory: Path, tag: str) -> RunStorage:
+    """Where a run's checkpoint is: the run's ``directory``, or the service of its storage (the stack's HDFS,
+    started on first use by its fixture)."""
+    storage = storages.get(spec.checkpoint)
+    if storage.fixture is None:
+        return RunStorage.local(directory)
+    if chaos.fixture is None:
+        raise RunError(f"checkpoint={storage.name!r} needs {storage.service()}, which this backend does not have "
+                       f"(the docker backend runs none): use checkpoint={storages.DEFAULT!r}")
+    return RunStorage.on_service(storage, chaos.fixture(storage.fixture), tag)

@@ -13,11 +13,12 @@ body on the warm stack with that schedule; a unit test's is a synthetic system w
 - ``budget`` bounds the exploring runs (the space's own order, schedules remembered from earlier
   sessions, retries); a run whose aim missed uses budget but gives no verdict, and its schedule is tried
   again once (``retry_missed``).
-- A falsifying run is confirmed by running its schedule again: a violation that does not come back is
-  :class:`Flaky` -- a bug that depends on timing: it ends the search unless ``flaky_fails`` is off.
-- A confirmed violation is shrunk (:mod:`.shrink`); each smaller schedule is accepted only when it
-  fails twice (its run and a re-run), at most ``shrink_budget`` runs. Confirming and shrinking do not
-  use ``budget``.
+- A falsifying run is confirmed by running its schedule again -- alone (``alone``: on a fresh job, when the
+  exploring runs share one running job) --: a violation that does not come back is :class:`Flaky` -- a bug
+  that depends on timing or on what ran before it: it ends the search unless ``flaky_fails`` is off.
+- A confirmed violation is shrunk (:mod:`.shrink`) with runs alone; each smaller schedule is accepted only
+  when it fails twice (its run and a re-run), at most ``shrink_budget`` runs. Confirming and shrinking do
+  not use ``budget``.
 - ``max_seconds`` bounds the whole search, control, confirmation and shrinking included: no run starts
   that would end past it by the longest of the last runs.
 - The search **passes only on evidence** (:attr:`Report.verdict`): at least ``min_verdicts`` distinct
@@ -221,7 +222,8 @@ class Report:
                 "runs": [{"purpose": r.purpose, "schedule": sched(r.schedule), "falsified": r.outcome.falsified,
                           "hit": r.schedule is not None and r.outcome.all_hit(r.schedule), "error": r.outcome.error,
                           "landed": [{"hit": x.hit, "batch": x.batch, "phase": x.phase} for x in r.outcome.landed],
-                          "seconds": round(r.outcome.seconds, 3)} for r in self.runs]}
+                          "seconds": round(r.outcome.seconds, 3), "history": r.outcome.history,
+                          "message": r.outcome.message} for r in self.runs]}
 
 
 class _OutOfTime(Exception):
@@ -232,14 +234,16 @@ class Explorer:
     """One search over ``space`` with ``run_schedule`` within ``limits`` (see the module docstring);
     :meth:`search` runs it and returns the :class:`Report`. ``order`` makes the order of schedules
     (default: the space's own; a replay's, a benchmark's random one), ``control`` runs the body without
-    faults, ``recall`` is what earlier sessions left, ``clock`` the time in seconds."""
+    faults, ``recall`` is what earlier sessions left, ``clock`` the time in seconds; ``alone`` runs a schedule
+    on a job of its own, for confirming and shrinking (default: ``run_schedule``)."""
 
     def __init__(self, space: Space, run_schedule: RunSchedule, limits: Limits, *,
                  order: Callable[[], Iterable[Schedule]] | None = None,
                  control: Callable[[], Outcome] | None = None, recall: Recall = Recall(),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, alone: RunSchedule | None = None) -> None:
         self.space = space
         self.run_schedule = run_schedule
+        self.alone = alone or run_schedule
         self.limits = limits
         self.make_order = order or (lambda: space.schedules(limits.max_faults))
         self.control = control
@@ -274,7 +278,8 @@ class Explorer:
 
     def _run(self, schedule: Schedule, purpose: str) -> Outcome:
         self._check_time()
-        out = self.run_schedule(schedule)
+        # a violation is confirmed, and shrunk, on a job that ran nothing before the schedule
+        out = (self.alone if purpose in ("confirm", "shrink") else self.run_schedule)(schedule)
         self.report.runs.append(RunRecord(schedule, purpose, out))
         self.report.coverage.record(schedule, out, purpose)
         return out
@@ -389,8 +394,8 @@ def explore(space: Space, run_schedule: RunSchedule, *, budget: int,
             schedules: Iterable[Schedule] | None = None, **knobs: Any) -> Report:
     """Search ``space`` with ``run_schedule`` for at most ``budget`` exploring runs (the other
     :class:`Limits` as keywords; ``schedules`` replaces the space's order; ``control``, ``recall``,
-    ``clock`` as :class:`Explorer` takes them)."""
-    explorer_kw = {k: knobs.pop(k) for k in ("control", "recall", "clock") if k in knobs}
+    ``clock``, ``alone`` as :class:`Explorer` takes them)."""
+    explorer_kw = {k: knobs.pop(k) for k in ("control", "recall", "clock", "alone") if k in knobs}
     order = None
     if schedules is not None:
         fixed = list(schedules)

@@ -128,7 +128,8 @@ class Outcome(Generic[R]):
     """What one run of a schedule gave. ``falsified``: the test's property failed (its first line in
     ``message``). ``error``: the run could not give a verdict (the stack broke): neither a pass nor a
     failure. ``landed``: one :class:`Landed` per step. ``seconds``: the run's wall time. ``run``: what
-    the run made (None: nothing), carried for the caller's reports."""
+    the run made (None: nothing), carried for the caller's reports. ``history``: the one history it shared
+    (None: a fresh job)."""
 
     falsified: bool
     landed: tuple[Landed, ...] = ()
@@ -136,6 +137,9 @@ class Outcome(Generic[R]):
     error: str | None = None
     seconds: float = 0.0
     run: R | None = field(default=None, compare=False)
+    #: the one history the run was a schedule of (runs with the same number shared one running job); None: a
+    #: job of its own
+    history: int | None = None
 
     @property
     def fired(self) -> bool:

@@ -26,20 +26,23 @@ def nested_session_env(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
 
 def explored_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, text: str,
-                     clear: Callable[[], None], timeout: float) -> tuple[pytest.RunResult, dict]:
-    """Run ``text`` as ``test_explored.py`` in a pytest session of its own (this checkout's plugin and this
-    folder's modules first on its path), ``clear`` the jobs' paths after it; its result and the ``explore``
-    part of its one JSON report entry. It must pass: the session's output is printed either way."""
+                     clear: Callable[[], None], timeout: float, test: str = "",
+                     ret: pytest.ExitCode = pytest.ExitCode.OK) -> tuple[pytest.RunResult, dict]:
+    """Run ``text`` as ``test_explored.py`` (``test``: only that test of it) in a pytest session of its own
+    (this checkout's plugin and this folder's modules first on its path), ``clear`` the jobs' paths after it;
+    its result and the ``explore`` part of its one JSON report entry. It must end with ``ret`` (passed): the
+    session's output is printed either way."""
     here = Path(__file__).resolve().parent
     nested_session_env(monkeypatch, here.parents[1], here)
     pytester.makepyfile(test_explored=text)
+    (pytester.path / "report.json").unlink(missing_ok=True)
     try:
-        result = pytester.runpytest_subprocess("test_explored.py", "-p", "no:cacheprovider",
-                                               "--chaos-report=report.json", timeout=timeout)
+        result = pytester.runpytest_subprocess(f"test_explored.py{'::' + test if test else ''}", "-p",
+                                               "no:cacheprovider", "--chaos-report=report.json", timeout=timeout)
     finally:
         clear()
     print(result.stdout.str())
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert result.ret == ret, result.stdout.str()
     [doc] = json.loads((pytester.path / "report.json").read_text())
     return result, doc["explore"]
 

@@ -15,7 +15,7 @@ from pytest_streamchaos.search.schedule import Schedule, Step
 
 def run_of(first: FaultRecord, batch_starts: list[float], rows: int = 100) -> SimpleNamespace:
     batches = [MicroBatch("q", i, t, t + 0.5, 0.5, rows) for i, t in enumerate(batch_starts)]
-    return SimpleNamespace(history=SimpleNamespace(faults=[first], micro_batches=batches))
+    return SimpleNamespace(history=SimpleNamespace(faults=[first], micro_batches=batches), fault_records=[first])
 
 
 def never_fired(planned_at: float = 10.0) -> FaultRecord:

@@ -122,7 +122,7 @@ def test_a_polled_aim_that_found_the_output_visible_missed_tasks_running() -> No
 
     def run_with(*aims):
         faults = [FaultRecord("kill_driver", f"f{i}", injected_at=1.0, aim=a) for i, a in enumerate(aims)]
-        return SimpleNamespace(history=SimpleNamespace(faults=faults))
+        return SimpleNamespace(history=SimpleNamespace(faults=faults), fault_records=faults)
 
     steps = Schedule.of(Step("kill_driver", "driver", "tasks_running"),
                         Step("kill_driver", "driver", "output_visible_uncommitted"))
@@ -163,7 +163,8 @@ def test_the_kind_judges_where_its_aimed_fault_landed_once_it_took_effect() -> N
     assert [e.detail["aim"]["hit"] for e in injected] == [False, False]
     assert [e.detail["aim"]["batch"] for e in injected] == [2, 2]  # the batch and phase stay the moment's
     assert any("landing unknown: no metadata answer" in err for err in sched.errors)
-    run = SimpleNamespace(history=SimpleNamespace(faults=faults_of(rec.events())))
+    faults = faults_of(rec.events())
+    run = SimpleNamespace(history=SimpleNamespace(faults=faults), fault_records=faults)
     assert [x.hit for x in landed_of(run, steps)] == [False, False]  # the search counts both as not run
 
 

@@ -253,7 +253,8 @@ def matches(documented: str, actual: str) -> bool:
 def test_every_row_of_the_table_has_a_case_and_every_case_a_row():
     rows = set(table())
     assert rows, f"no table found in {DOC}"
-    assert not rows - set(CASES) - ELSEWHERE, f"rows of docs/names.md without a case here: {sorted(rows - set(CASES) - ELSEWHERE)}"
+    assert not rows - set(CASES) - ELSEWHERE, ("rows of docs/names.md without a case here: "
+                                                f"{sorted(rows - set(CASES) - ELSEWHERE)}")
     assert not set(CASES) - rows, f"cases without a row in docs/names.md: {sorted(set(CASES) - rows)}"
     assert ELSEWHERE <= rows, "the rows checked elsewhere are listed in the table too"
 

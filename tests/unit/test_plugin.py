@@ -25,7 +25,7 @@ def test_help_shows_options_group_and_ini_keys(pytester: pytest.Pytester) -> Non
 
 def test_chaos_marker_is_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.chaos(ha=False, repeat=1, backend=None, spark=None):*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.chaos(ha=False, repeat=1, backend=None, spark=None, sequence=False):*"])
     pytester.makepyfile(
         """
         import pytest

@@ -405,3 +405,19 @@ def test_limits_that_no_search_could_meet_are_refused_naming_the_fix(knobs, says
 
     with pytest.raises(ValueError, match=says):
         Limits(**knobs)
+
+
+def test_with_one_history_a_violation_is_confirmed_and_shrunk_alone():
+    """Exploring runs share one running job (``run_schedule``); a violation seen there is confirmed, and shrunk,
+    by runs on a job of their own (``alone``): a violation that only comes with what ran before it in the
+    history is flaky, not found."""
+    fails = has(("kill_driver", "output_visible_uncommitted"))
+    shared, alone = System(fails), System(fails)
+    report = explore(Space(["kill_driver", "kill_executor"]), shared, budget=10, alone=alone)
+    assert report.found is not None and report.found.schedule == Schedule.of(DOV)
+    assert len(shared.calls) == report.runs_for("explore") >= 1
+    assert len(alone.calls) == report.runs_for("confirm") + report.runs_for("shrink") >= 1
+    # the same bug only in the shared history (it needs what ran before it there): flaky, not found
+    history_only = explore(Space(["kill_driver", "kill_executor"]), System(fails), budget=10,
+                           alone=System(lambda schedule, call: False))
+    assert history_only.found is None and len(history_only.flaky) == 1 and history_only.verdict == "falsified"

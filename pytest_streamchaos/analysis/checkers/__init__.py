@@ -11,6 +11,8 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
 - :mod:`.damage`: :class:`Damage`, what the job did about input a fault destroyed, a checkpoint it damaged,
   partitions it added (failed loudly, recovered, or went on losing records);
+- :mod:`.windows`: :class:`Windows`, each window of the run (a fault's, a schedule's of one history) judged on
+  its own;
 - :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
   when the test asks for a reference, not a default).
 
@@ -43,6 +45,7 @@ from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
 from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
 from .transactions import ExactlyOnceTransactions, TransactionsResult
+from .windows import Windows, WindowsResult
 
 __all__ = [
     "NO_VERDICT",
@@ -73,6 +76,8 @@ __all__ = [
     "TransactionsResult",
     "Validation",
     "ValidationResult",
+    "Windows",
+    "WindowsResult",
     "default_checkers",
     "fault_errors",
 ]
@@ -96,4 +101,5 @@ def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-onc
     return DefaultCheckers(validation, recovery, (
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
-        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation)))
+        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation),
+        Windows(validation, recovery)))

@@ -20,6 +20,7 @@ from ..checker import CheckResult, Memo
 from ..guarantee import SATISFIES, GuaranteeReport, _check_guarantee
 from ..oracle import IdentityOracle, Oracle
 from ..validate import validate
+from ..windows import restrict
 
 #: what a run built from Spark's progress alone measures instead of a per-record verdict
 _FROM_PROGRESS = ("downtime, recovery and throughput come from Spark's query progress (latency is estimated from "
@@ -28,6 +29,9 @@ _FROM_PROGRESS = ("downtime, recovery and throughput come from Spark's query pro
 NO_VERDICT = ("the job's output is not readable (outputs={}: console, noop, an external system), so no input "
               f"record is tracked to an output; {_FROM_PROGRESS}")
 _NO_VERDICT_SHORT = "no per-record verdict: the job's output is not readable"
+#: why a window of one history has no verdict of its own where the run has one
+NO_WINDOW_VERDICT = ("no verdict of the window's own: its outputs carry no input ids (an aggregate checked per "
+                     "(key, window)), so its records cannot be told from the rest of the history's")
 
 
 def no_verdict(facts: RunFacts | None) -> str:
@@ -55,6 +59,13 @@ class ValidationResult(CheckResult):
     report: GuaranteeReport | None = None
     declared: str = "exactly-once"
     oracle: Oracle | None = field(default=None, repr=False)
+    #: the validation of the whole history when ``report`` is a window's (a view of one history); else None
+    whole: GuaranteeReport | None = field(default=None, repr=False)
+
+    @property
+    def run_report(self) -> GuaranteeReport | None:
+        """The validation of the whole history (what the run-wide metrics are computed from)."""
+        return self.whole if self.whole is not None else self.report
 
     @property
     def per_record(self) -> bool:
@@ -94,9 +105,16 @@ class Validation:
             report.resolution = "none"
             return ValidationResult(self.name, None, reason=_NO_VERDICT_SHORT, report=report,
                                     declared=self.guarantee, oracle=oracle)
+        whole = None
+        if history.focus is not None:  # a window's view: the records sent in it, judged against the whole
+            part = restrict(report, history, history.focus)
+            if part is None:
+                return ValidationResult(self.name, None, reason=NO_WINDOW_VERDICT, report=report,
+                                        declared=self.guarantee, oracle=oracle)
+            whole, report = report, part
         ok = self.guarantee in SATISFIES[report.guarantee_delivered]
         return ValidationResult(self.name, ok, [f"guarantee: declared {self.guarantee}; {report.describe()}"],
-                                report.counts(), report=report, declared=self.guarantee, oracle=oracle)
+                                report.counts(), report=report, declared=self.guarantee, oracle=oracle, whole=whole)
 
 
 class _Part:

@@ -42,7 +42,7 @@ class Recovery:
 
     def _measure(self, history: History) -> RecoveryResult:
         v = self.validation.check(history)
-        m = compute_metrics(history, v.report, v.oracle, self.params)
+        m = compute_metrics(history, v.run_report, v.oracle, self.params)
         rec = m.recovery_time
         numbers: dict[str, Any] = {"faults": len(m.faults), "downtime": m.downtime, "recovered": m.recovered,
                                    "recovery_time": None if rec is None or rec is NOT_RECOVERED else float(rec),

@@ -47,9 +47,11 @@ class PreparedJob:
 class PrepareJob:
     """Builds the :class:`PreparedJob` of a run from its spec, storage and topics."""
 
-    def __init__(self, ctx: RunContext, topics: RunTopics) -> None:
+    def __init__(self, ctx: RunContext, topics: RunTopics, gate: bool = False) -> None:
         self.ctx = ctx
         self.topics = topics
+        #: preload the checkpoint gate whatever the first plan aims at (one history: later schedules may)
+        self.gate = gate
 
     def run(self) -> PreparedJob:
         ctx, s, t = self.ctx, self.ctx.spec, self.topics
@@ -125,7 +127,8 @@ class PrepareJob:
         renames by RPC; a stack whose executors run on other hosts cannot preload this host's library)."""
         specs = [p.spec for p in self.ctx.inputs.planned]
         whens = {s.when for s in specs}
-        if not needs_gate(specs) or not self.ctx.storage.entry.gate or self.ctx.chaos.cluster.link_sides():
+        wanted = self.gate or needs_gate(specs)
+        if not wanted or not self.ctx.storage.entry.gate or self.ctx.chaos.cluster.link_sides():
             return None
         try:
             return CheckpointGate(self.ctx.dir / "gate")

@@ -82,6 +82,13 @@ class Observers:
                        per_record=not self.sinks.progress_only)
 
 
+def fault_scheduler(ctx: RunContext, faults: FaultContext, planned: list) -> FaultScheduler:
+    """The scheduler of ``planned`` faults on the run's timeline, with every kind's action and moment
+    detector bound to ``faults``."""
+    return FaultScheduler(planned, actions_for(faults), ctx.recorder, detectors(faults),
+                          after_fire=after_fire(faults, lambda p: kind_of(p.spec).stops_driver(p.spec)))
+
+
 class ObservedPhase:
     """A phase that runs the job under the observers' eyes (the load, the drain): what each is given."""
 
@@ -113,15 +120,16 @@ class WireObservers:
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
                               collector=collector, poison=poison, hdfs=ctx.storage.service,
                               recorder=ctx.recorder, prepared=self.prepared.prepared)
-        scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults),
-                                   after_fire=after_fire(faults, lambda p: kind_of(p.spec).stops_driver(p.spec)))
+        obs: Observers
+        # the faults acting now are the current scheduler's (one history plays a scheduler per schedule)
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
-                                      hold=scheduler.acting_on_driver)
+                                      hold=lambda: obs.scheduler.acting_on_driver())
         kafka_events = KafkaWatcher(ctx.chaos.kafka, t.watched(), ctx.recorder)
-        return Observers(collector=collector, generator=generator, progress=progress,
-                         checkpoint=CheckpointTracker(ctx, watcher, self.prepared.checkpoint_roots, job),
-                         sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
-                         scheduler=scheduler, supervisor=supervisor)
+        obs = Observers(collector=collector, generator=generator, progress=progress,
+                        checkpoint=CheckpointTracker(ctx, watcher, self.prepared.checkpoint_roots, job),
+                        sinks=SinkJudge(ctx, job, t.out_topic), kafka_events=kafka_events, faults=faults,
+                        scheduler=fault_scheduler(ctx, faults, ctx.inputs.planned), supervisor=supervisor)
+        return obs
 
     def _collector(self, workdir: Path) -> Reader:
         ctx, t = self.ctx, self.topics

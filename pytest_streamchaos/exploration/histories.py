@@ -1,0 +1,129 @@
+"""What an explored test's one histories were (docs/explore.md#one-history): each history's schedules, why it
+ended, the verdict on the whole of it -- its windows, and the test's own after-body checks (the declared
+guarantee, the SLA marks) on the whole, which must hold where every window held -- and what each schedule
+cost: its wall time, its faults' own recovery, and the rest, the harness's share.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_streamchaos.events import Kind, WindowClosed
+from pytest_streamchaos.exploration.body import FALSIFIED, Body
+from pytest_streamchaos.search.schedule import Outcome
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.analysis.result import ChaosRun
+
+
+@dataclass
+class HistoryAccount:
+    """One history of an explored test: its ``number``, how many runs (the control run's included) shared it,
+    why it ended, its whole verdict (None: it never reached steady state, or could not be judged) and, when the
+    test's checks fail on the whole, their first line (``violation``)."""
+
+    number: int
+    runs: int
+    ended: str
+    whole: ChaosRun | None
+    violation: str | None = None
+
+    def line(self) -> str:
+        whole = self.whole
+        judged = ("not judged" if whole is None else
+                  f"whole: {whole.sent} sent, lost {whole.lost}, duplicates {whole.duplicates}, "
+                  f"{len(whole.windows)} windows")
+        bad = f"; VIOLATED on the whole: {self.violation}" if self.violation else ""
+        return f"history #{self.number}: {self.runs} run(s) in one job, ended: {self.ended}; {judged}{bad}"
+
+    def to_dict(self) -> dict[str, Any]:
+        whole = self.whole
+        return {"number": self.number, "runs": self.runs, "ended": self.ended, "violation": self.violation,
+                "whole": None if whole is None else {
+                    "sent": whole.sent, "lost": whole.lost, "duplicates": whole.duplicates,
+                    "incorrect": whole.incorrect, "guarantee_delivered": whole.guarantee_delivered,
+                    "windows": [w.to_dict() for w in whole.windows]}}
+
+
+def histories_of(body: Body, check: Callable[[list[Any]], None]) -> list[HistoryAccount]:
+    """The account of every one history ``body``'s runs shared (``check``: the plugin's after-body checks, run
+    on each whole history)."""
+    out = []
+    for live in body.harness.histories:
+        runs = sum(1 for _, outcome, _ in body.history if outcome.history == live.number)
+        ended = body.ended.get(live.number) or live.broken or "the search ended"
+        violation = None
+        if live.whole is not None and not ended.startswith(FALSIFIED):  # a window falsified it: said already
+            try:
+                check([live.whole])
+            except AssertionError as exc:
+                violation = said(exc)
+        out.append(HistoryAccount(live.number, runs, ended, live.whole, violation))
+    return out
+
+
+def said(exc: BaseException) -> str:
+    """What a failed check says, in one line (an SLA violation's first bound with its heading)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}"
+    return lines[0] if lines else type(exc).__name__
+
+
+def schedule_cost(outcome: Outcome[ChaosRun] | None) -> dict[str, Any]:
+    """What one run of a schedule cost (seconds): its wall time; ``recovered_in`` the longest recovery time of
+    its faults (docs/metrics.md); ``recovery`` its faults' own recovery -- from the first injection until the
+    last of them was back in band and the system's own reactions to them were over (a new executor added, the
+    restarted query started); ``harness`` the rest (None: a fault whose recovery was not measured)."""
+    if outcome is None or outcome.run is None:
+        return {}
+    seconds = outcome.seconds
+    faults = outcome.run.faults
+    if not faults:
+        return {"wall": round(seconds, 1), "recovery": 0.0, "harness": round(seconds, 1), "recovered_in": 0.0}
+    start = min(f.t for f in faults)
+    ends = []
+    for f in faults:
+        if f.recovered_at is None:
+            return {"wall": round(seconds, 1), "recovery": None, "harness": None, "recovered_in": None}
+        reactions = [f.t + float(p["at"]) for p in f.phases if p.get("at") is not None]
+        ends.append(max([f.recovered_at, *reactions]))
+    recovery = max(ends) - start
+    recovered_in = max(float(f.recovery_time) for f in faults if f.recovery_time is not None)
+    return {"wall": round(seconds, 1), "recovery": round(recovery, 1), "harness": round(seconds - recovery, 1),
+            "recovered_in": round(recovered_in, 1), **harness_parts(outcome.run, start, start + recovery)}
+
+
+def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, float]:
+    """Where a window's harness share went: ``moment`` from its first step's arming to its injection (the wait
+    for the aimed moment), ``confirm`` from its faults' recovery to the window's close (the hold and the output
+    of the records sent meanwhile, which tell the recovery, and the window's outputs read)."""
+    planned = [f.planned_at for f in run.fault_records if f.planned_at is not None]
+    focus = run.history.focus
+    closed = [e.t for e in run.history.timeline if e.kind == Kind.HISTORY_WINDOW
+              and focus is not None and WindowClosed.of(e).index == focus.index]
+    parts = {}
+    if planned:
+        parts["moment"] = round(injected - min(planned), 1)
+    if closed:
+        parts["confirm"] = round(closed[0] - back, 1)
+    return parts
+
+
+def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
+    """The median cost of the schedules ``outcomes`` ran (wall, own recovery, the harness's share), one line."""
+    costs = [schedule_cost(o) for o in outcomes]
+    walls = [c["wall"] for c in costs if c]
+    shares = [c for c in costs if c and c.get("harness") is not None]
+    if not walls:
+        return None
+    line = f"per schedule: median {statistics.median(walls):.0f}s"
+    if shares:
+        rec = statistics.median(c["recovery"] for c in shares)
+        harness = statistics.median(c["harness"] for c in shares)
+        line += f", of which its faults' own recovery {rec:.0f}s and the harness's share {harness:.0f}s"
+    return line + f" ({len(walls)} runs)"
+

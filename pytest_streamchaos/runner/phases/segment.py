@@ -1,0 +1,89 @@
+"""One schedule of one history (docs/explore.md#one-history): its faults played on the job that is already
+running, from the moment the schedule arms, until they are over -- every fault fired and healed (or gave up
+on its moment), a micro-batch planned after the last heal committed (the batch a killed driver replays is
+in), and each fault back: recovered, or noticed by the system and quiet since
+(:func:`~pytest_streamchaos.analysis.run_metrics.faults_back`) -- or until its longest, after which the job
+is not back and the history ends."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.analysis.run_metrics import faults_back
+from pytest_streamchaos.faults.timeline import load_end, recovery_window
+from pytest_streamchaos.history import executors_back
+from pytest_streamchaos.runner.context import check_user_code, poll_until
+from pytest_streamchaos.runner.phases.load import AFTER_HEAL_BATCHES, LoadPhase, LoadResult, aim_slack
+
+#: how often a schedule asks whether its faults are over (each ask judges the history so far: 0.15 s of a
+#: core for 90,000 records, which the job's recovery must not pay for more often)
+BACK_CHECK_S = 1.0
+
+
+class SegmentLoad(LoadPhase):
+    """The load phase of one schedule of one history (see the module docstring): the generator keeps
+    sending before and after it; only the schedule's faults start and stop here."""
+
+    def run(self, steady: float) -> LoadResult:
+        """Play the schedule armed at ``steady`` (its faults' ``after`` count from there) until it is over or
+        has run its longest; heal whatever is still injected."""
+        self.obs.scheduler.start(steady)
+        planned_until = steady + self.ctx.spec.duration
+        self._armed = steady
+        poll_until(lambda: self._over(planned_until), math.inf)
+        self.obs.scheduler.stop()
+        return self.result
+
+    def _over(self, planned_until: float) -> bool:
+        obs = self.obs
+        if time.time() >= self._longest(planned_until):
+            self.result.ended = ("the schedule ran its longest without its faults over (a step still waiting for "
+                                 "its moment, or the job not back)")
+            return True
+        obs.progress.poll()
+        check_user_code(obs.generator, obs.collector)
+        obs.supervisor.check()
+        if time.time() >= self._next_check and obs.scheduler.done():
+            self._next_check = time.time() + BACK_CHECK_S
+            if self._committed_after_heal() and self._back():
+                self.result.ended = "the schedule's faults were over: each recovered, or noticed and quiet since"
+                return True
+        self.status("schedule", self.ctx.spec.duration)
+        return False
+
+    def _longest(self, planned_until: float) -> float:
+        """The schedule's latest end: its ``duration`` after it armed, extended while a step waits for its
+        moment (by its timeout) and for a recovery window after the last heal."""
+        planned = self.ctx.inputs.planned
+        window = recovery_window(self.ctx.spec.trigger_seconds)
+        return load_end(planned_until, window, self.obs.scheduler.last_heal_due(), aim_slack(planned))
+
+    def _committed_after_heal(self) -> bool:
+        """A micro-batch with input that started after the schedule's last heal has ended (a killed driver's
+        replay is one); without faults (the control run), :data:`AFTER_HEAL_BATCHES` after the schedule armed:
+        the baseline the first fault of the history is measured against."""
+        healed = self.obs.scheduler.last_heal_due()
+        if healed is None:
+            return False
+        need = 1 if self.ctx.inputs.planned else AFTER_HEAL_BATCHES
+        after = [b for b in self.obs.progress.batches if b["t_start"] >= healed and (b.get("numInputRows") or 0) > 0]
+        return len(after) >= need
+
+    def _back(self) -> bool:
+        """Whether every fault of the schedule is over, judged on the whole history so far, and the job has
+        its executors back; a failure to judge leaves the schedule to its longest."""
+        ctx = self.ctx
+        if not ctx.inputs.planned:
+            return True
+        try:
+            history = self.obs.history(ctx, self.job, self.topics)
+            metrics = ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params).metrics
+        except Exception as exc:  # the window's verdict will say what is wrong; here only the length is at stake
+            if not any("judging whether the schedule was over" in w for w in ctx.warnings):
+                ctx.warnings.append(f"judging whether the schedule was over failed ({exc}): it ran its longest")
+            self._next_check = math.inf
+            return False
+        labels = {p.label for p in ctx.inputs.planned}
+        return faults_back(metrics, labels, history.timeline) and executors_back(history.timeline)
