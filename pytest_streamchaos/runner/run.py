@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -20,6 +22,7 @@ from pytest_streamchaos.runner.phases.topics import MakeTopics, RunTopics
 from pytest_streamchaos.runner.phases.verdict import Phases, Verdict
 from pytest_streamchaos.runner.phases.warmup import WarmUp
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.stack.errors import StackError
 
 
 class Run:
@@ -54,14 +57,34 @@ class Run:
 
     def _storage(self) -> RunStorage:
         """Where the run's checkpoint is: the run's directory, or the service of its storage (the stack's HDFS,
-        started on first use by its fixture)."""
+        started on first use by its fixture); and the services of the storages whose URLs the job names (the
+        object store of a job naming ``s3a://``: started, its buckets created, its settings in the job's conf)."""
         storage = storages.get(self.spec.checkpoint)
-        if storage.fixture is None:
-            return RunStorage.local(self.dir)
+        run = (RunStorage.local(self.dir) if storage.fixture is None else
+               RunStorage.on_service(storage, self._service(storage, f"checkpoint={storage.name!r}"), self.tag))
+        for other in storages.named_by_url():
+            urls = [u for u, _ in self.inputs.urls if urlparse(u).scheme in other.schemes]
+            if other is not storage and not urls:
+                continue
+            named = f"the job names {urls[0]} ({dict(self.inputs.urls)[urls[0]]})" if urls else ""
+            service = run.service if other is storage else self._service(other, named)
+            if other is not storage:
+                run.reach(other, service)
+            for bucket in dict.fromkeys(urlparse(u).netloc for u in urls):
+                service.ensure_bucket(bucket)
+        return run
+
+    def _service(self, storage: storages.CheckpointStorage, why: str) -> Any:
+        """The started service of ``storage`` (its fixture), or a :class:`RunError` naming the fix where this
+        backend has none."""
+        fix = (f"use checkpoint={storages.DEFAULT!r}" if why.startswith("checkpoint=") else
+               "run it on the local backend (--chaos-backend local, or @pytest.mark.chaos(backend=\"local\"))")
         if self.chaos.fixture is None:
-            raise RunError(f"checkpoint={storage.name!r} needs {storage.service()}, which this backend does not have "
-                           f"(the docker backend runs none): use checkpoint={storages.DEFAULT!r}")
-        return RunStorage.on_service(storage, self.chaos.fixture(storage.fixture), self.tag)
+            raise RunError(f"{why} needs {storage.service()}, which this backend does not have: {fix}")
+        try:
+            return self.chaos.fixture(str(storage.fixture))
+        except StackError as exc:
+            raise RunError(f"{why} needs {storage.service()}: {exc}; {fix}") from None
 
     def _with_topics(self, ctx: RunContext, topics: RunTopics) -> ChaosRun:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault

@@ -11,6 +11,8 @@ line in :func:`default_checkers` when every run should have it):
 - :mod:`.faults`: :class:`FaultsAsPlanned`, every planned fault happened;
 - :mod:`.damage`: :class:`Damage`, what the job did about input a fault destroyed, a checkpoint it damaged,
   partitions it added (failed loudly, recovered, or went on losing records);
+- :mod:`.objectstore`: :class:`ObjectStoreCheck`, what the job's S3A did about a fault of the object store
+  (retried, failed tasks, failed the query), and that the fault had its effect;
 - :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
   when the test asks for a reference, not a default).
 
@@ -38,6 +40,7 @@ from .guarantee import (
     Validation,
     ValidationResult,
 )
+from .objectstore import ObjectStoreCheck
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
 from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
@@ -58,6 +61,7 @@ __all__ = [
     "GuaranteeDelivered",
     "Incorrect",
     "Lost",
+    "ObjectStoreCheck",
     "ObserverCheck",
     "ObserverResult",
     "Recovery",
@@ -94,4 +98,5 @@ def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-onc
     return DefaultCheckers(validation, recovery, (
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
-        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation)))
+        ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation),
+        ObjectStoreCheck()))

@@ -111,7 +111,7 @@ class WireObservers:
         watcher = CheckpointWatcher(ctx.storage.place(ctx.storage.checkpoint))
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
-                              collector=collector, poison=poison, hdfs=ctx.storage.service,
+                              collector=collector, poison=poison, stores=ctx.storage.services(),
                               recorder=ctx.recorder, prepared=self.prepared.prepared)
         scheduler = FaultScheduler(ctx.inputs.planned, actions_for(faults), ctx.recorder, detectors(faults),
                                    after_fire=after_fire(faults, lambda p: kind_of(p.spec).stops_driver(p.spec)))

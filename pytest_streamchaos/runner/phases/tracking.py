@@ -149,8 +149,9 @@ class SinkJudge:
                 raise RunError(f"outputs= names {', '.join(ctx.spec.outputs)}, but "
                                + "; ".join(f"{q.label} writes to {q.where()}" for q in sinks)
                                + ": nothing there can be read; pass outputs={} for a run from Spark's progress")
-            tables = [self.ctx.storage.output(p, self.job.workdir).path for o in ctx.spec.outputs
+            places = [self.ctx.storage.output(p, self.job.workdir) for o in ctx.spec.outputs
                       if output_kind(o) == "delta" and (p := output_path(o))]
+            tables = [pl.path if pl.scheme == "file" else str(pl) for pl in places]  # as the job names them
             misnamed = misnamed_tables(sinks, tables)
             if misnamed:
                 raise RunError(misnamed)
