@@ -22,6 +22,7 @@ from pytest_streamchaos.runner.phases.topics import MakeTopics, RunTopics
 from pytest_streamchaos.runner.phases.verdict import Phases, Verdict
 from pytest_streamchaos.runner.phases.warmup import WarmUp
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.spark import s3a
 from pytest_streamchaos.stack.errors import StackError
 
 
@@ -71,7 +72,8 @@ class Run:
             if other is not storage:
                 run.reach(other, service)
             for bucket in dict.fromkeys(urlparse(u).netloc for u in urls):
-                service.ensure_bucket(bucket)
+                if s3a.literal(bucket):
+                    service.ensure_bucket(bucket)
         return run
 
     def _service(self, storage: storages.CheckpointStorage, why: str) -> Any:

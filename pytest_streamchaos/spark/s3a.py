@@ -28,7 +28,7 @@ from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.s3.ops import bucket_of, bucket_refusal
 
 #: an ``s3a://`` URL in code, an argument or a conf value
-URL = re.compile(r"""s3a://[^\s"'`,;)\]}]*""")
+URL = re.compile(r"""s3a://[^\s"'`,;)\]]*""")
 #: a job's own endpoint: ``fs.s3a.endpoint`` (or a bucket's, ``fs.s3a.bucket.<b>.endpoint``) and its value
 ENDPOINT = re.compile(r"""(?:spark\.hadoop\.)?fs\.s3a\.(?:bucket\.[\w.-]+\.)?endpoint["']\s*[,:=]\s*f?"""
                       r"""["']([^"']+)["']""")
@@ -45,7 +45,7 @@ class S3Use:
     @property
     def buckets(self) -> list[str]:
         """The buckets the paths name, each once, in order."""
-        return list(dict.fromkeys(b for b in (bucket_of(u) for u, _ in self.urls) if b))
+        return list(dict.fromkeys(b for b in (bucket_of(u) for u, _ in self.urls) if literal(b)))
 
     def __bool__(self) -> bool:
         return bool(self.urls)
@@ -73,6 +73,11 @@ def find(sources: Sequence[Path], conf: Mapping[str, str] = {}, args: Sequence[s
     return S3Use(tuple(dict.fromkeys(found)))
 
 
+def literal(bucket: str) -> bool:
+    """Whether a bucket is written out (not a field of a format string the code fills in)."""
+    return bool(bucket) and not any(c in bucket for c in "{}%$")
+
+
 def own_endpoints(sources: Sequence[Path], conf: Mapping[str, str]) -> list[tuple[str, str]]:
     """The S3A endpoints the job sets itself: ``(value, where)``, from its code and its conf."""
     found = [(str(v), f"conf {k}") for k, v in conf.items() if _ENDPOINT_KEY.fullmatch(k)]
@@ -89,6 +94,8 @@ def refusal(use: S3Use, sources: Sequence[Path], conf: Mapping[str, str]) -> str
     """Why the job cannot run on the stack's object store (one line, the fix named), None when it can."""
     for url, where in use.urls:
         bucket = bucket_of(url)
+        if bucket and not literal(bucket):
+            continue  # computed in the code (an f-string's field): the job's own business
         why = bucket_refusal(bucket) if bucket else "it names no bucket"
         if why:
             return (f"{url} ({where}): S3 refuses the bucket name {bucket!r}: {why}. Fix: name the bucket as S3 "

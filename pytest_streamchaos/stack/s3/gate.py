@@ -84,6 +84,7 @@ class ProxyGate:
 
     def __init__(self) -> None:
         self.holds: list[ProxyHold] = []  #: every hold the moment detectors reported, in order
+        self.dropped = 0  #: held requests whose client died meanwhile: never relayed to the store
         self._cond = threading.Condition()
         self._rule: tuple[str, str, int] | None = None
         self._held: ProxyHold | None = None
@@ -156,7 +157,11 @@ class ProxyGate:
             self._released = False
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._released, timeout=MAX_HOLD_S)
-        return alive(client)
+        if alive(client):
+            return True
+        with self._cond:
+            self.dropped += 1
+        return False
 
 
 def _peer_pid(client: Any) -> int:
