@@ -28,7 +28,7 @@ from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.s3.ops import bucket_of, bucket_refusal
 
 #: an ``s3a://`` URL in code, an argument or a conf value
-URL = re.compile(r"""s3a://[^\s"'`,;)\]]*""")
+URL = re.compile(r"""s3a://[^\s"'`,;)\]/]+[^\s"'`,;)\]]*""")
 #: a job's own endpoint: ``fs.s3a.endpoint`` (or a bucket's, ``fs.s3a.bucket.<b>.endpoint``) and its value
 ENDPOINT = re.compile(r"""(?:spark\.hadoop\.)?fs\.s3a\.(?:bucket\.[\w.-]+\.)?endpoint["']\s*[,:=]\s*f?"""
                       r"""["']([^"']+)["']""")

@@ -70,14 +70,17 @@ def test_bucket_names_s3_refuses_are_named_with_the_reason(name, why):
 
 def test_what_a_job_names_on_s3_is_found_in_its_code_args_conf_and_outputs(tmp_path: Path):
     job = tmp_path / "job.py"
-    job.write_text('TABLE = "s3a://lake/bronze/orders"\n# "s3a://commented/out"\nCHK = f"s3a://lake/chk/{x}"\n')
+    job.write_text('"""Hard-coded ``s3a://`` URLs."""\nTABLE = "s3a://lake/bronze/orders"\n# "s3a://commented/out"\n'
+                   'CHK = f"s3a://lake/chk/{x}"\nOTHER = f"s3a://{bucket}/x"\n')
     use = s3a.find([job], {"spark.sql.warehouse.dir": "s3a://warehouse/"}, ["s3a://args-bucket/x"],
                    ["delta:s3a://out/table"])
-    assert use.urls == (("s3a://lake/bronze/orders", "job.py:1"), ("s3a://lake/chk/{x}", "job.py:3"),
+    assert use.urls == (("s3a://lake/bronze/orders", "job.py:2"), ("s3a://lake/chk/{x}", "job.py:4"),
+                        ("s3a://{bucket}/x", "job.py:5"),
                         ("s3a://args-bucket/x", "args"), ("s3a://warehouse/", "conf spark.sql.warehouse.dir"),
                         ("s3a://out/table", "outputs"))
     assert use.buckets == ["lake", "args-bucket", "warehouse", "out"]
-    assert use.first() == "s3a://lake/bronze/orders (job.py:1)"
+    assert use.first() == "s3a://lake/bronze/orders (job.py:2)"
+    assert s3a.refusal(use, [job], {}) is None  # a bucket the code computes is the code's business
     assert not s3a.find([tmp_path / "missing.py"])
     assert s3a.needs_s3a([job], {}) and s3a.needs_s3a([], {"spark.hadoop.fs.s3a.endpoint": "http://x"})
 
