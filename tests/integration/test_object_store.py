@@ -47,8 +47,8 @@ def test_every_port_it_opens_is_the_sessions_and_on_loopback_only(store: ObjectS
     proc = psutil.Process(store.node.pid)
     listening = {(c.laddr.ip, c.laddr.port) for c in proc.net_connections("inet") if c.status == psutil.CONN_LISTEN}
     assert listening and {ip for ip, _ in listening} == {"127.0.0.1"}, listening
-    assert {port for _, port in listening} <= store.host.ports.handed_out(), (listening, store.ports)
-    assert {port for _, port in listening} == set(store.ports.values())
+    assert {port for _, port in listening} <= set(store.ports.values()) <= store.host.ports.handed_out(), listening
+    assert ("127.0.0.1", store.s3_port) in listening
     assert "-master.telemetry=false" in proc.cmdline()  # it would report to a server off this machine
 
 
@@ -147,7 +147,7 @@ def test_stopping_it_leaves_no_process_and_no_socket(tmp_path: Path) -> None:
     with activate(host):
         s = ObjectStore(tmp_path / "s3", host=host).start()
         pid, sockets = s.node.pid, s.sockets()
-        assert sockets and all(p.exists() for p in sockets), sockets
+        assert [p.name for p in sockets if p.exists() and ("-master-" in p.name or "-s3-" in p.name)], sockets
         s.stop()
         host.close()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
