@@ -33,12 +33,10 @@ INVENTORY = "s3a://lake/silver/inventory"
 @pytest.fixture(autouse=True)
 def lake_bucket(object_store: Any) -> Iterator[Any]:
     """The bucket the jobs hard-code, empty before each test and after it."""
-    fs = object_store.filesystem()
+    fs = object_store.arrow_fs()
 
     def clear() -> None:
-        if fs.exists(f"{BUCKET}/"):
-            for entry in fs.ls(BUCKET, detail=False):
-                fs.rm(entry, recursive=True)
+        fs.delete_dir_contents(BUCKET, missing_dir_ok=True)
 
     clear()
     yield object_store

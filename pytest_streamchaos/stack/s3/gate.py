@@ -169,9 +169,9 @@ def _peer_pid(client: Any) -> int:
     try:
         import psutil
 
-        peer = client.getpeername()
-        for c in psutil.net_connections("tcp"):
-            if c.laddr and tuple(c.laddr) == tuple(peer) and c.pid:
+        host, port = client.getpeername()[:2]
+        for c in psutil.net_connections("tcp"):  # a JVM's socket is IPv6, its address v4-mapped (::ffff:127.0.0.1)
+            if c.laddr and c.laddr.port == port and c.laddr.ip.removeprefix("::ffff:") == host and c.pid:
                 return int(c.pid)
     except Exception:  # psutil without the rights, a socket gone: the hold is still a hold
         return 0
