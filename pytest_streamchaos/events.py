@@ -101,6 +101,8 @@ class Kind(StrEnum):
     # refused, by operation, and how many of those the job's S3A sent again
     S3_STORE_READY = "s3_store_ready"
     S3_REQUESTS_REFUSED = "s3_requests_refused"
+    #: what the job's driver log said of S3 while a fault of the store acted (its S3A / AWS SDK lines)
+    S3A_LOGGED = "s3a_logged"
     # YARN (stack/yarn's watcher, the YARN faults); ``yarn_node_<state>`` / ``yarn_app_<state>`` for every
     # value of YARN's NodeState and YarnApplicationState (closed sets in its REST API)
     RESOURCEMANAGER_BACK = "resourcemanager_back"

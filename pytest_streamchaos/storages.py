@@ -94,8 +94,8 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
                       gate="service", renames="a rename is a COPY and a DELETE, held by the store's proxy",
                       default_fs=False, buckets=True,
                       protocol="pytest_streamchaos.stack.capabilities:ObjectStoreService",
-                      events=(Kind.S3_STORE_READY, Kind.S3_REQUESTS_REFUSED), prepare=("seaweedfs", "s3a"),
-                      tables=True),
+                      events=(Kind.S3_STORE_READY, Kind.S3_REQUESTS_REFUSED, Kind.S3A_LOGGED),
+                      prepare=("seaweedfs", "s3a"), tables=True),
 )}
 #: the storages' names, in order: ``--chaos-checkpoint``'s choices and ``JobSetup(checkpoint=...)``'s
 NAMES: tuple[str, ...] = tuple(STORAGES)

@@ -277,6 +277,23 @@ def test_the_s3_check_names_failed_tasks_and_the_querys_failure_and_a_fault_with
     assert r.lines[2] == "s3_errors@5s: no request was refused: no request of its operations came while it acted"
 
 
+def test_the_driver_logs_s3_lines_are_counted_and_the_check_quotes_the_first():
+    from pytest_streamchaos.faults.families.s3 import s3_lines
+
+    log = ("26/11/29 02:19:01 INFO SparkContext: Running Spark version 4.2.0\n"
+           "26/11/29 02:19:20 WARN S3AInstrumentation: Retrying PUT s3a://lake/x after 503 SlowDown\n"
+           "\tat org.apache.hadoop.fs.s3a.S3AFileSystem.putObject(S3AFileSystem.java:1)\n"
+           "26/11/29 02:19:21 ERROR MicroBatchExecution: org.apache.hadoop.fs.s3a.AWSServiceThrottledException\n")
+    assert s3_lines(log) == {"lines": 2, "retries": 1, "first": "WARN S3AInstrumentation: Retrying PUT s3a://lake/x "
+                                                                "after 503 SlowDown"}
+    assert s3_lines("") == {"lines": 0, "retries": 0, "first": ""}
+    logged = TimelineEvent(T0 + 30, "s3a_logged", "kill_s3@8s", s3_lines(log))
+    back = TimelineEvent(T0 + 21.5, "s3_store_ready", "s3", {})
+    r = s3_check(history(*_fault(8, "kill_s3@8s", 18, store="killed"), back, logged))
+    assert r.lines[1] == ("kill_s3@8s: the driver's log: 2 line(s) about S3, 1 naming a retry (first: WARN "
+                          "S3AInstrumentation: Retrying PUT s3a://lake/x after 503 SlowDown)")
+
+
 def test_the_s3_check_times_an_outage_until_the_store_answered_again():
     back = TimelineEvent(T0 + 21.5, "s3_store_ready", "s3", {})
     r = s3_check(history(*_fault(8, "kill_s3@8s", 18, store="killed"), back))

@@ -7,6 +7,8 @@ timeline only (pure):
 - what the store's proxy refused (``s3_requests_refused``: by operation, the requests it answered with an
   error, and how many of those the job sent again -- S3A's, or its SDK's, retries);
 - when a killed store answered again (``s3_store_ready``);
+- what the job's driver log said of S3 while the fault acted (``s3a_logged``: its S3A / AWS SDK lines, the
+  retries among them, the first);
 - what Spark recorded meanwhile in the job's event log: tasks that failed (``task_failed``, with S3A's
   exception), the query terminated with an exception (``query_terminated``), the driver exiting.
 
@@ -66,6 +68,18 @@ def reaction_line(label: str, r: dict[str, Any]) -> str:
     return f"{label}: {tasks}; {query}"
 
 
+def _logged_line(label: str, events: list[TimelineEvent]) -> list[str]:
+    """What the driver's log said of S3 while the fault acted (none: the fault recorded nothing)."""
+    logged = [e.detail for e in events if e.kind == Kind.S3A_LOGGED and e.target == label]
+    if not logged:
+        return []
+    d = logged[-1]
+    if not d.get("lines"):
+        return [f"{label}: the driver's log said nothing of S3 meanwhile"]
+    return [f"{label}: the driver's log: {d['lines']} line(s) about S3, {d.get('retries', 0)} naming a retry "
+            f"(first: {d.get('first')})"]
+
+
 class ObjectStoreCheck:
     """What S3A did about each fault of the object store (see the module docstring)."""
 
@@ -84,7 +98,7 @@ class ObjectStoreCheck:
             end = min(run_end, (f.healed_at or run_end) + AFTER_S)
             own, problem = self._own_effect(f, events)
             r = reaction(f, events, end)
-            lines += [*own, reaction_line(f.label, r)]
+            lines += [*own, *_logged_line(f.label, events), reaction_line(f.label, r)]
             numbers[f.label] = r
             if problem:
                 ok = False

@@ -18,6 +18,7 @@ What the job did about it -- retried, failed a batch's tasks, failed the query -
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.error
 import urllib.request
@@ -39,8 +40,24 @@ OPS = ("PUT", "COPY", "GET", "HEAD", "LIST", "DELETE", "MULTIPART")
 PROBE_S = 2.0
 
 
+#: a line of the driver's log about S3: S3A's, the AWS SDK's, S3's error codes, a retry
+S3_LINE = re.compile(r"s3a|S3AFileSystem|software\.amazon|com\.amazonaws|SlowDown|InternalError|Throttl|"
+                     r"[Rr]etry|[Rr]etrying|ConnectException|Connection refused", re.IGNORECASE)
+
+
+def s3_lines(text: str) -> dict[str, Any]:
+    """What a stretch of the driver's log says of S3: how many lines (``lines``), how many of them name a retry
+    (``retries``), and the first one (``first``, without its timestamp)."""
+    found = [ln.strip() for ln in text.splitlines() if S3_LINE.search(ln) and not ln.lstrip().startswith("at ")]
+    retries = sum(bool(re.search(r"[Rr]etr(y|ying|ies)", ln)) for ln in found)
+    first = re.sub(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d\s*", "", found[0])[:240] if found else ""
+    return {"lines": len(found), "retries": retries, "first": first}
+
+
 class _OnStore(FaultKind):
-    """Base of the S3 faults: the run's object store (a run without one refuses them before it starts)."""
+    """Base of the S3 faults: the run's object store (a run without one refuses them before it starts). Each
+    notes where the driver's log was when it was injected and, on heal, records what the log said of S3 since
+    (``s3a_logged``)."""
 
     store = ObjectStoreService
 
@@ -49,6 +66,23 @@ class _OnStore(FaultKind):
 
     def target(self, planned: PlannedFault) -> str:
         return "s3"
+
+    def _log_size(self) -> int:
+        try:
+            return self.ctx.job.log_path.stat().st_size
+        except (OSError, AttributeError):
+            return 0
+
+    def _logged(self, planned: PlannedFault, since: int) -> None:
+        """Record what the driver's log said of S3 from byte ``since`` on (one event; nothing without a log)."""
+        try:
+            with open(self.ctx.job.log_path, "rb") as log:
+                log.seek(since)
+                text = log.read(8 << 20).decode(errors="replace")
+        except (OSError, AttributeError):
+            return
+        if self.ctx.recorder is not None:
+            self.ctx.recorder.record(Kind.S3A_LOGGED, planned.label, **s3_lines(text))
 
 
 class KillS3(_OnStore, Kill):
@@ -59,18 +93,21 @@ class KillS3(_OnStore, Kill):
            "once)")
     default_restart_after = 0.0
 
-    def inject(self, planned: PlannedFault) -> None:
+    def inject(self, planned: PlannedFault) -> int:
+        since = self._log_size()
         self._store().kill(signal_of(planned), wait=False)
+        return since
 
-    def confirm(self, planned: PlannedFault, handle: None) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, since: int) -> dict[str, Any]:
         store = self._store()
         store.wait_gone(CONFIRM_KILL_S)
         return {"store": "killed", "answers": store.answers()}
 
-    def heal(self, planned: PlannedFault, handle: None) -> None:
+    def heal(self, planned: PlannedFault, since: int) -> None:
         store = self._store()
         store.restart(wait=False)
         self.ctx.watch(Kind.S3_STORE_READY, "s3", store.answers)
+        self._logged(planned, since)
 
 
 def probe(endpoint: str, timeout: float = PROBE_S) -> tuple[str, float]:
@@ -94,19 +131,21 @@ class _OnLink(_OnStore):
     def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
         raise NotImplementedError
 
-    def inject(self, planned: PlannedFault) -> ToxicFault:
+    def inject(self, planned: PlannedFault) -> tuple[ToxicFault, int]:
         store = self._store()
         if store.link is None:
             raise RuntimeError(f"@{self.name} needs Toxiproxy on the job's link to the store: {store.link_reason}")
+        since = self._log_size()
         fault = self._toxic(planned.spec.params, store.link)
         fault.inject()
-        return fault
+        return fault, since
 
-    def check(self, planned: PlannedFault, fault: ToxicFault) -> str | None:
-        return fault.stopped_acting()
+    def check(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> str | None:
+        return handle[0].stopped_acting()
 
-    def heal(self, planned: PlannedFault, fault: ToxicFault) -> None:
-        fault.heal()
+    def heal(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> None:
+        handle[0].heal()
+        self._logged(planned, handle[1])
 
 
 class S3Delay(_OnLink):
@@ -125,7 +164,7 @@ class S3Delay(_OnLink):
     def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
         return ToxicDelay([proxy], float(params["ms"]), float(params.get("jitter_ms", 0.0)))
 
-    def confirm(self, planned: PlannedFault, fault: ToxicFault) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
         """The added round trip, measured: through the job's way in, against the store's own port."""
         store = self._store()
         ms = float(planned.spec.params["ms"])
@@ -157,7 +196,7 @@ class S3Partition(_OnLink):
     def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
         return ToxicPartition([proxy], str(params.get("mode", "blackhole")))
 
-    def confirm(self, planned: PlannedFault, fault: ToxicFault) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
         """A request through the job's way in gets no answer (the store's own port still answers)."""
         store = self._store()
         outcome, _ = probe(store.job_endpoint, timeout=1.0)
@@ -194,19 +233,22 @@ class S3Errors(_OnStore):
         if rate > 1:
             raise FaultSpecError(f"@{cls.name}: rate={rate!r} must be in (0, 1]")
 
-    def inject(self, planned: PlannedFault) -> Any:
+    def inject(self, planned: PlannedFault) -> tuple[Any, int]:
         p = planned.spec.params
+        since = self._log_size()
         return self._store().refuse(int(p["status"]), list(p["ops"]), float(p["rate"]), str(p.get("code", "")),
-                                    seed=planned.occurrence)
+                                    seed=planned.occurrence), since
 
-    def confirm(self, planned: PlannedFault, rule: Any) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[Any, int]) -> dict[str, Any]:
         p = planned.spec.params
         return {"store": "refusing", "status": p["status"], "ops": list(p["ops"]), "rate": p["rate"], "scope": "job"}
 
-    def heal(self, planned: PlannedFault, rule: Any) -> None:
+    def heal(self, planned: PlannedFault, handle: tuple[Any, int]) -> None:
+        rule, since = handle
         self._store().allow(rule)
         if self.ctx.recorder is not None:
             self.ctx.recorder.record(Kind.S3_REQUESTS_REFUSED, planned.label, **rule.summary())
+        self._logged(planned, since)
 
 
 KINDS = (KillS3, S3Delay, S3Partition, S3Errors)
