@@ -36,6 +36,7 @@ def lake_bucket(object_store: Any) -> Iterator[Any]:
     fs = object_store.arrow_fs()
 
     def clear() -> None:
+        object_store.ensure_bucket(BUCKET)
         fs.delete_dir_contents(BUCKET, missing_dir_ok=True)
 
     clear()
