@@ -99,6 +99,12 @@ class Kind(StrEnum):
     NAMENODE_SAFEMODE_EXIT = "namenode_safemode_exit"
     DATANODE_REGISTERED = "datanode_registered"
     DATANODE_DEAD = "datanode_dead"
+    # the object store (stack/s3, the S3 faults): its S3 gateway answers again after a restart; what its proxy
+    # refused, by operation, and how many of those the job's S3A sent again
+    S3_STORE_READY = "s3_store_ready"
+    S3_REQUESTS_REFUSED = "s3_requests_refused"
+    #: what the job's driver log said of S3 while a fault of the store acted (its S3A / AWS SDK lines)
+    S3A_LOGGED = "s3a_logged"
     # YARN (stack/yarn's watcher, the YARN faults); ``yarn_node_<state>`` / ``yarn_app_<state>`` for every
     # value of YARN's NodeState and YarnApplicationState (closed sets in its REST API)
     RESOURCEMANAGER_BACK = "resourcemanager_back"

@@ -38,6 +38,7 @@ from pytest_streamchaos.report.session import (
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
     hdfs,
     kafka,
+    object_store,
     progress_writer,
     spark_cluster,
     spark_cluster_ha,

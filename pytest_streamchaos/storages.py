@@ -4,17 +4,25 @@ anything starts), the run (which service it asks for, what the job's paths are),
 storage can serve: the checkpoint gate, a full local disk, the HDFS family) and the observers (which URLs a
 checkpoint may be at).
 
-A new storage (S3 on MinIO, say) is one :class:`CheckpointStorage` in :data:`STORAGES` and the folder of its
-service: the fixture its ``fixture`` names yields a started service with ``default_fs`` (the URL of its root,
-``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it) and ``client_conf()`` (the Hadoop
-client settings a job needs to reach it); the job then runs with it as its default filesystem
-(:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`). This module imports nothing of the package
-(the settings read it before any stack exists).
+A new storage is one :class:`CheckpointStorage` in :data:`STORAGES` and the folder of its service (S3 on
+SeaweedFS took ``stack/s3``): the fixture its ``fixture`` names yields a started service with ``default_fs``
+(the URL of its root, ``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it), ``client_conf()``
+(the Hadoop client settings a job needs to reach it) and ``heal()``; the entry says the rest -- whether the job
+runs with it as its default filesystem (:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`),
+whether a URL names one of its buckets, who holds its renames for the checkpoint gate, the protocol its faults
+reach the service as (``FaultContext.store``), the timeline kinds its service's faults record, the steps of
+``python -m pytest_streamchaos.prepare`` it needs, and whether a Delta table on it can be read. This module
+imports only the timeline's vocabulary (the settings read it before any stack exists).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from pytest_streamchaos.events import Kind
 
 
 @dataclass(frozen=True)
@@ -25,16 +33,36 @@ class CheckpointStorage:
     sentence ("the job's paths are on HDFS"). ``fixture``: the pytest fixture that yields its started service
     (None: this host's file system, a directory of the run). ``schemes``: the URL schemes a job's checkpoint
     may use in a run on it (another is a place the run cannot reach). ``gate``: whether the checkpoint gate
-    (an ``LD_PRELOAD`` on the JVMs' ``rename``, which sees only this host's files) can hold its renames;
-    ``renames``: how it renames instead, for the refusal of what needs the gate."""
+    can hold its renames -- ``preload``: a library preloaded into the job's JVMs holds ``rename()``, which sees
+    only this host's files; ``service``: its service holds them (the object store's proxy holds S3A's COPY);
+    ``""``: nothing can (``renames`` says how it renames instead, for the refusal of what needs the gate)."""
 
     name: str
     help: str
     title: str
     fixture: str | None = None
     schemes: tuple[str, ...] = ("file",)
-    gate: bool = True
+    gate: str = "preload"
     renames: str = ""
+    #: the job runs with the service as its default filesystem: its relative paths land there (HDFS, as on a
+    #: Hadoop cluster); else they stay in the driver's working directory (an object store never is one)
+    default_fs: bool = True
+    #: a URL's authority names one of the service's buckets (``s3a://<bucket>/key``: any bucket is on it), not
+    #: the service's address; such a service is started whenever the job's code names its scheme
+    buckets: bool = False
+    #: ``module:Class``, the protocol its faults reach the service as (``FaultContext.store(protocol)``)
+    protocol: str = ""
+    #: the timeline kinds its service's faults and watchers record
+    events: tuple[Kind, ...] = ()
+    #: the steps of ``python -m pytest_streamchaos.prepare`` a run on it needs (``--for <name>`` runs them)
+    prepare: tuple[str, ...] = ()
+    #: whether a Delta table on it can be read (``outputs=["delta:<url>"]``: the service's ``storage_options``)
+    tables: bool = False
+
+    @property
+    def preloaded(self) -> bool:
+        """Its renames are held by the library preloaded into the job's JVMs (this host's files)."""
+        return self.gate == "preload"
 
     @property
     def on_host(self) -> bool:
@@ -45,13 +73,29 @@ class CheckpointStorage:
         """``the stack's HDFS``: what a run on it needs, for messages."""
         return f"the stack's {self.title}"
 
+    def service_protocol(self) -> Any:
+        """The protocol its faults reach the service as (imported now); None when it has no service."""
+        if not self.protocol:
+            return None
+        module, _, name = self.protocol.partition(":")
+        return getattr(importlib.import_module(module), name)
+
 
 #: every checkpoint storage by name; the first is the default
 STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
     CheckpointStorage("local", "a directory of the run", "this host's file system"),
     CheckpointStorage("hdfs", "the stack's NameNode and two DataNodes, started on first use, as the job's default "
-                      "filesystem", "HDFS", fixture="hdfs", schemes=("file", "hdfs"), gate=False,
-                      renames="a rename is an RPC"),
+                      "filesystem", "HDFS", fixture="hdfs", schemes=("file", "hdfs"), gate="",
+                      renames="a rename is an RPC", protocol="pytest_streamchaos.stack.capabilities:HdfsCluster",
+                      events=(Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED, Kind.DATANODE_DEAD),
+                      prepare=("hadoop",)),
+    CheckpointStorage("s3", "the stack's S3-compatible object store (SeaweedFS), started on first use; a job's "
+                      "s3a:// paths land there; docs/s3.md", "S3", fixture="object_store", schemes=("file", "s3a"),
+                      gate="service", renames="a rename is a COPY and a DELETE, held by the store's proxy",
+                      default_fs=False, buckets=True,
+                      protocol="pytest_streamchaos.stack.capabilities:ObjectStoreService",
+                      events=(Kind.S3_STORE_READY, Kind.S3_REQUESTS_REFUSED, Kind.S3A_LOGGED),
+                      prepare=("seaweedfs", "s3a"), tables=True),
 )}
 #: the storages' names, in order: ``--chaos-checkpoint``'s choices and ``JobSetup(checkpoint=...)``'s
 NAMES: tuple[str, ...] = tuple(STORAGES)
@@ -59,6 +103,9 @@ NAMES: tuple[str, ...] = tuple(STORAGES)
 DEFAULT = NAMES[0]
 #: a storage whose renames the checkpoint gate holds: the fix a refusal of a gate-landed fault names
 GATED = next(s.name for s in STORAGES.values() if s.gate)
+#: a storage whose renames the preloaded gate holds (this host's files): what a fault that needs more than a
+#: held rename (the checkpoint damage, which reads and writes the files there) names
+PRELOADED = next(s.name for s in STORAGES.values() if s.preloaded)
 #: a storage on this host's file system: the fix a refusal of a fault on the local disk names
 ON_HOST = next(s.name for s in STORAGES.values() if s.on_host)
 
@@ -92,6 +139,18 @@ def of_scheme(scheme: str) -> CheckpointStorage | None:
     if scheme in ("file", ""):
         return None
     return next((s for s in STORAGES.values() if not s.on_host and scheme in s.schemes), None)
+
+
+def named_by_url() -> tuple[CheckpointStorage, ...]:
+    """The storages whose URLs name a bucket (:attr:`CheckpointStorage.buckets`): a job that names their scheme
+    gets their service, whatever its checkpoint's storage."""
+    return tuple(s for s in STORAGES.values() if s.buckets)
+
+
+def reached(checkpoint: str, urls: Iterable[str]) -> list[str]:
+    """The names of a run's storages: its checkpoint's, and each whose URLs name a bucket that ``urls`` use."""
+    schemes = {u.split("://", 1)[0] for u in urls if "://" in u}
+    return [checkpoint, *(s.name for s in named_by_url() if s.name != checkpoint and schemes & set(s.schemes))]
 
 
 def with_fixture(fixture: str) -> CheckpointStorage:

@@ -2,7 +2,8 @@
 
 The runner builds one context per run from the stack's interface (``stack/base.py``): the Spark
 cluster, the brokers (what a fault does to them beyond that interface is the capability its kind
-``needs``: :meth:`FaultContext.spark`, :meth:`FaultContext.brokers`), the job's driver, the run's HDFS, the
+``needs``: :meth:`FaultContext.spark`, :meth:`FaultContext.brokers`), the job's driver, the run's storage
+services (the stack's HDFS, the object store: :meth:`FaultContext.store`), the
 views of the query's checkpoint and of its output that aimed faults read, and the recorder of what the system
 did in reaction. Every fault kind (:mod:`.kind`) gets it; none reaches the stack any other way.
 """
@@ -18,11 +19,11 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import CheckpointView, JobHandle, KafkaCluster, LinkScope, SparkCluster
-from pytest_streamchaos.stack.capabilities import HdfsCluster
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
 
@@ -71,7 +72,9 @@ class FaultContext:
     collector: OutputSeen | None = None  #: the aimed faults' view of the output
     poison: PoisonSchedule | None = None
     recorder: Recorder | None = None  #: for what the system did in reaction
-    hdfs: HdfsCluster[Any] | None = None  #: the HDFS of a run with ``checkpoint="hdfs"``, else None
+    #: the services of the run's storages by storage name (its checkpoint's, and the ones the job reaches by URL:
+    #: the stack's HDFS, the object store); what a fault does to one is the protocol its storage names
+    stores: Mapping[str, Any] = field(default_factory=dict)
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
     prepared: Mapping[str, Any] = field(default_factory=dict)
 
@@ -82,6 +85,20 @@ class FaultContext:
     def brokers(self, capability: type[C]) -> C:
         """The run's Kafka cluster as one of its capabilities."""
         return having(self.kafka, capability)
+
+    def store(self, protocol: type[C]) -> C:
+        """The run's storage service that is a ``protocol`` (``HdfsCluster``, ``ObjectStoreService``: what its
+        entry in :data:`pytest_streamchaos.storages.STORAGES` names); an error naming the storages the run has
+        when none is (a fault kind refuses a run without its storage before it starts)."""
+        found = [s for s in self.stores.values() if isinstance(s, protocol)]
+        if not found:
+            entry = next((e for e in storages.STORAGES.values() if e.protocol and e.service_protocol() is protocol),
+                         None)
+            if entry is None:
+                raise RuntimeError(f"this run has no {protocol.__name__}")
+            raise RuntimeError(f"this run has no {entry.title}: an {entry.title} fault needs chaos.run(..., "
+                               f"setup=JobSetup(checkpoint=\"{entry.name}\"))")
+        return found[0]
 
     @property
     def link_scope(self) -> LinkScope:

@@ -128,7 +128,7 @@ class JobSite:
     #: where the query's checkpoint will be, as far as the run can tell before the job starts
     checkpoints: tuple[str, ...]
     harness: tuple[Path, ...]  #: the harness's own files of the job (event log, driver log): keep off them
-    storage: str  #: where the run keeps its checkpoint: ``local`` or ``hdfs``
+    storage: str  #: where the run keeps its checkpoint: a name of ``pytest_streamchaos.storages.STORAGES``
     #: the job's executors run in namespaces of their own (containers), not this host's
     separate_hosts: bool = False
     #: checkpoint locations the job's code names on a file system the run cannot reach (``s3a://``, ``gs://``...)
@@ -166,6 +166,9 @@ class FaultKind(FaultAction):
     least_recovery_window: ClassVar[float] = 0.0
     #: the capabilities of the Spark or Kafka cluster it acts through (:mod:`pytest_streamchaos.stack.capabilities`)
     needs: ClassVar[tuple[type, ...]] = ()
+    #: the protocol of the storage service it acts on (``FaultContext.store``: ``HdfsCluster``,
+    #: ``ObjectStoreService``); a run without that storage refuses it before anything starts
+    store: ClassVar[type | None] = None
 
     def __init__(self, ctx: FaultContext) -> None:
         self.ctx = ctx
@@ -221,7 +224,7 @@ class FaultKind(FaultAction):
 
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
-        """Why a run with these arguments (``checkpoint``: ``local`` or ``hdfs``) cannot have the fault
+        """Why a run with these arguments (``checkpoint``: a storage's name) cannot have the fault
         (one line naming the fix: the run fails before anything starts), or None."""
         return None
 

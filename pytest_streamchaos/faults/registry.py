@@ -21,6 +21,7 @@ from pytest_streamchaos.faults.families import (
     hdfs,
     network,
     process,
+    s3,
     topic,
     workload,
     yarn,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 #: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
-FAMILIES = (process, broker, topic, checkpoint, network, hdfs, workload, disk, yarn, connect)
+FAMILIES = (process, broker, topic, checkpoint, network, hdfs, s3, workload, disk, yarn, connect)
 
 #: every fault kind by its mark's name
 KINDS: dict[str, type[FaultKind]] = {k.name: k for family in FAMILIES for k in family.KINDS}
@@ -112,6 +113,23 @@ def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | 
             raise ValueError(f"@{s.kind}: when={s.when!r} is landed by the checkpoint gate, which needs the "
                              f"checkpoint on this host's file system (on {storage.title} {storage.renames}): use "
                              f"checkpoint={storages.GATED!r}, or aim at 'output_visible_uncommitted' / 'tasks_running'")
+
+
+def check_storages(specs: Iterable[FaultSpec], reached: Iterable[str]) -> None:
+    """Fail (``ValueError``, one line naming the fix) when a fault of the plan acts on a storage's service (its
+    kind's ``store``) that the run does not have: ``reached``, the names of the run's storages (its checkpoint's
+    and those whose URLs the job names). Before anything starts."""
+    have = set(reached)
+    for s in specs:
+        protocol = kind_of(s).store
+        entry = next((e for e in storages.STORAGES.values() if protocol is not None and e.protocol
+                      and e.service_protocol() is protocol), None)
+        if entry is None or entry.name in have:
+            continue
+        named = [f"{scheme}://" for scheme in entry.schemes if entry.buckets and storages.of_scheme(scheme) is entry]
+        also = f", or name a path {named[0]}<bucket>/... in the job" if named else ""
+        raise ValueError(f"@{s.kind} acts on {entry.service()}, which this run does not use: put the job's checkpoint "
+                         f"there (setup=JobSetup(checkpoint={entry.name!r}) or --chaos-checkpoint={entry.name}){also}")
 
 
 def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, Any]:

@@ -18,8 +18,9 @@ show twice in :func:`final_rows`; a batch Delta's streaming sink (or ``txnAppId`
 is no version at all.
 
 A table whose protocol needs what the reader cannot apply per file (deletion vectors, column mapping)
-raises :class:`DeltaReadError` naming it. Everything here reads the table on the local disk; the
-functions are pure but for that read.
+raises :class:`DeltaReadError` naming it. A table is a local path, or a :class:`TableAt` on an object store
+(delta-rs with the store's options, its data files read with pyarrow's S3 client); the functions are pure
+but for that read.
 """
 
 from __future__ import annotations
@@ -36,6 +37,33 @@ if TYPE_CHECKING:
 
 #: reader features whose effect is not in the data files themselves: a per-file read would be wrong
 _UNSUPPORTED = {"deletionVectors": "deletion vectors", "columnMapping": "column mapping"}
+
+
+@dataclass(frozen=True)
+class TableAt:
+    """A table on an object store: its URL for delta-rs (``s3://<bucket>/<key>``), the store's options for it, and
+    pyarrow's filesystem on the store with the table's root there (``<bucket>/<key>``) for its data files."""
+
+    uri: str
+    options: dict[str, str]
+    fs: Any
+    root: str
+    name: str = ""  #: how the job names it (``s3a://lake/orders``), for messages
+
+    def __str__(self) -> str:
+        return self.name or self.uri
+
+
+#: where a table is: a local path, or a table on an object store
+Where = str | os.PathLike | TableAt
+
+
+def _open(where: Where, version: int | None = None) -> Any:
+    from deltalake import DeltaTable
+
+    if isinstance(where, TableAt):
+        return DeltaTable(where.uri, version=version, storage_options=where.options)
+    return DeltaTable(str(where), version=version)
 
 
 class DeltaReadError(ValueError):
@@ -89,53 +117,55 @@ def _key(row: dict[str, Any]) -> Any:
     return freeze(row)
 
 
-def is_table(path: str | os.PathLike) -> bool:
+def is_table(path: Where) -> bool:
     """Whether ``path`` holds a Delta table (a ``_delta_log`` with at least one commit)."""
     from deltalake import DeltaTable
 
+    if isinstance(path, TableAt):
+        return bool(DeltaTable.is_deltatable(path.uri, storage_options=path.options))
     return bool(DeltaTable.is_deltatable(str(path)))
 
 
-def latest_version(path: str | os.PathLike) -> int | None:
+def latest_version(path: Where) -> int | None:
     """The table's newest version, None when ``path`` is not a table (yet)."""
     if not is_table(path):
         return None
     return open_table(path).version()
 
 
-def columns(path: str | os.PathLike) -> list[str]:
+def columns(path: Where) -> list[str]:
     """The table's column names (its schema now); :class:`DeltaReadError` when it is not a table."""
     return [f.name for f in open_table(path).schema().fields]
 
 
-def final_rows(path: str | os.PathLike, version: int | None = None, since: int | None = None) -> pa.Table:
+def final_rows(path: Where, version: int | None = None, since: int | None = None) -> pa.Table:
     """The table's rows after ``version`` (None: its newest), as a pyarrow table (:func:`rows` for dicts).
     ``since``: without the rows the table already held at that version (:func:`minus`: what the versions
     after it left, e.g. the rows of this run in a table an earlier run wrote to)."""
-    snapshot = Snapshot.of(open_table(path, version), str(path))
+    snapshot = Snapshot.of(open_table(path, version), path)
     now = snapshot.read(list(snapshot.files))
     if since is None or since < 0:
         return now
-    before = Snapshot.of(open_table(path, since), str(path))
+    before = Snapshot.of(open_table(path, since), path)
     return minus(now, before.read(list(before.files)).select(now.column_names))
 
 
-def version_changes(path: str | os.PathLike, start: int = 0, end: int | None = None,
+def version_changes(path: Where, start: int = 0, end: int | None = None,
                     removed: bool = True) -> list[VersionChange]:
     """Each committed version from ``start`` to ``end`` (inclusive; None: the newest), in order, with the
     rows it added and (``removed``) removed. :class:`DeltaReadError` when ``path`` is not a table."""
     return list(iter_changes(path, start, end, removed=removed))
 
 
-def iter_changes(path: str | os.PathLike, start: int = 0, end: int | None = None, *,
+def iter_changes(path: Where, start: int = 0, end: int | None = None, *,
                  removed: bool = True) -> Iterator[VersionChange]:
     """:func:`version_changes` one version at a time."""
     newest = open_table(path)
     last = newest.version() if end is None else min(end, newest.version())
     info_of = commits(newest, start, last)
-    prev = Snapshot.of(open_table(path, start - 1), str(path)) if start > 0 else Snapshot.empty(str(path))
+    prev = Snapshot.of(open_table(path, start - 1), path) if start > 0 else Snapshot.empty(path)
     for v in range(max(start, 0), last + 1):
-        snap = Snapshot.of(open_table(path, v), str(path))
+        snap = Snapshot.of(open_table(path, v), path)
         added = [f for f in snap.files if f not in prev.files]
         gone = [f for f in prev.files if f not in snap.files]
         info = info_of.get(v, {})
@@ -155,26 +185,29 @@ class Snapshot:
     """The data files of one version of a table -- each file's path (relative to the table, as the log names
     it, URL-decoded as Delta's protocol says) and its partition values -- and how to read a few of them."""
 
-    root: str  #: the table's directory
+    root: str  #: the table's directory (on an object store: ``<bucket>/<key>``)
     files: dict[str, dict[str, Any]]  #: data file -> its partition values (column -> value)
     schema: Any  #: the table's pyarrow.Schema (None for the empty snapshot before version 0)
+    fs: Any = None  #: pyarrow's filesystem of an object store's table (None: the local disk)
 
     @classmethod
-    def empty(cls, root: str = "") -> Snapshot:
-        return cls(root, {}, None)
+    def empty(cls, root: Where = "") -> Snapshot:
+        at = root if isinstance(root, TableAt) else None
+        return cls(at.root if at else str(root), {}, None, at.fs if at else None)
 
     @classmethod
-    def of(cls, table: Any, where: str) -> Snapshot:
+    def of(cls, table: Any, where: Where) -> Snapshot:
         """The snapshot of ``table`` (a ``deltalake.DeltaTable`` at some version) of the table at ``where``."""
         import pyarrow as pa
 
-        check_protocol(table, where)
+        check_protocol(table, str(where))
         actions = pa.table(table.get_add_actions(flatten=True))
         columns = list(table.metadata().partition_columns)
         values = {c: actions.column(f"partition.{c}").to_pylist() for c in columns}
         files = {unquote(path): {c: values[c][i] for c in columns}
                  for i, path in enumerate(actions.column("path").to_pylist())}
-        return cls(str(where), files, pa.schema(table.schema().to_arrow()))
+        at = where if isinstance(where, TableAt) else None
+        return cls(at.root if at else str(where), files, pa.schema(table.schema().to_arrow()), at.fs if at else None)
 
     def read(self, paths: list[str]) -> pa.Table:
         """The rows of the data files ``paths`` (of this snapshot), partition columns included, in the
@@ -185,9 +218,11 @@ class Snapshot:
 
         if self.schema is None:
             return pa.table({})
-        fmt, fs = pds.ParquetFileFormat(), pafs.LocalFileSystem()
-        fragments = [fmt.make_fragment(os.path.join(os.path.abspath(self.root), p), filesystem=fs,
-                                       partition_expression=self._partition(p)) for p in paths]
+        fmt = pds.ParquetFileFormat()
+        fs = self.fs if self.fs is not None else pafs.LocalFileSystem()
+        root = self.root if self.fs is not None else os.path.abspath(self.root)
+        fragments = [fmt.make_fragment(f"{root}/{p}", filesystem=fs, partition_expression=self._partition(p))
+                     for p in paths]
         return pds.FileSystemDataset(fragments, self.schema, fmt, fs).to_table()
 
     def _partition(self, path: str) -> Any:
@@ -203,14 +238,13 @@ class Snapshot:
         return expr
 
 
-def open_table(path: str | os.PathLike, version: int | None = None) -> Any:
+def open_table(path: Where, version: int | None = None) -> Any:
     """The ``deltalake.DeltaTable`` at ``path`` (at ``version``; None: the newest); :class:`DeltaReadError`
     naming the fix when it is not a table or the version cannot be read."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     try:
-        return DeltaTable(str(path), version=version)
+        return _open(path, version)
     except TableNotFoundError:
         raise DeltaReadError(f"{path} is not a Delta table (no _delta_log with a commit): "
                              "name the directory the job writes with format(\"delta\")") from None

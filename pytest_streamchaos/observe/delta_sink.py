@@ -25,10 +25,27 @@ import os
 import threading
 from typing import Any
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.delta import DeltaReadError, Snapshot, check_protocol, commits, is_table, open_table
 from pytest_streamchaos.observe.row_output import IdSpec, RowOutput
 from pytest_streamchaos.observe.storage import Place, locate
+
+
+def table_at(place: Place, name: str) -> delta.Where:
+    """Where delta-rs reads the table at ``place``: its local path, or the table on an object store (the store's
+    ``storage_options``); a ``ValueError`` naming the fix for a storage whose tables the run cannot read (HDFS)."""
+    if place.scheme == "file":
+        return place.path
+    entry = storages.of_scheme(place.scheme)
+    if entry is None or not entry.tables or place.service is None:
+        readable = ", ".join(f"{s}://" for e in storages.STORAGES.values() if e.tables
+                             for s in e.schemes if s != "file")
+        raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table is read on the local disk or an object store "
+                         f"({readable}); {place} is on {place.scheme}")
+    service = place.service
+    return delta.TableAt(service.table_uri(place.path), service.storage_options(), service.arrow_fs(), place.path,
+                         str(place))
 
 
 class DeltaSinkCollector(RowOutput):
@@ -39,14 +56,13 @@ class DeltaSinkCollector(RowOutput):
                  poll_s: float = 0.2, what: str | None = None) -> None:
         super().__init__(name or f"delta:{path}", ids, poll_s, what)
         self.place = path if isinstance(path, Place) else locate(path)
-        if self.place.scheme != "file":
-            raise ValueError(f"outputs={{{self.name!r}: ...}}: a Delta table is read on the local disk only "
-                             f"({self.place} is on {self.place.scheme}); run with checkpoint='local'")
-        self.path = self.place.path
+        self.path = self.place.path if self.place.scheme == "file" else str(self.place)  #: for messages
+        #: where the table is read: its local path, or the table on an object store
+        self.at: delta.Where = table_at(self.place, self.name)
         self.since: int | None = None  #: the table's version when the collector started (None: no table)
         self.versions_read = 0  #: versions read (committed after :attr:`since`)
         self.notes: list[str] = []  #: one line each on how the table was read (an earlier run's versions)
-        self._prev = Snapshot.empty(self.path)
+        self._prev = Snapshot.empty(self.at)
         self._done = -1  #: the newest version read
         self._checked = False  #: the id column was checked against the table's schema
         self._latest: Any = None  #: the table at its newest version, updated on each look
@@ -60,14 +76,14 @@ class DeltaSinkCollector(RowOutput):
         left, :attr:`since`): what a reference run compares. [] when the path is not a table."""
         if self._done < 0:
             return []
-        return delta.rows(delta.final_rows(self.path, since=self.since))
+        return delta.rows(delta.final_rows(self.at, since=self.since))
 
     def start(self) -> DeltaSinkCollector:
         """Note the table's version now (an earlier run's table: only the versions after it are read), then poll."""
         table = self._table()
         if table is not None:
             self.since = self._done = table.version()
-            self._prev = Snapshot.of(table, self.path)
+            self._prev = Snapshot.of(table, self.at)
             self.notes.append(f"{self.name}: the table existed before the run (version {self.since}); the run reads "
                               f"the versions after it")
         super().start()
@@ -96,7 +112,7 @@ class DeltaSinkCollector(RowOutput):
         info = commits(table, self._done + 1, newest)
         for v in range(self._done + 1, newest + 1):
             t = float(info.get(v, {}).get("timestamp", 0)) / 1000.0
-            self._read_version(Snapshot.of(open_table(self.path, v), self.path), t)
+            self._read_version(Snapshot.of(open_table(self.at, v), self.at), t)
             self._done = v
             self.versions_read += 1
 
@@ -141,9 +157,9 @@ class DeltaSinkCollector(RowOutput):
         look), None when the path holds no table (yet) or the table cannot be read (:attr:`failure` says why)."""
         try:
             if self._latest is None:
-                if not is_table(self.path):
+                if not is_table(self.at):
                     return None
-                self._latest = open_table(self.path)
+                self._latest = open_table(self.at)
             else:
                 self._latest.update_incremental()
             check_protocol(self._latest, self.path)

@@ -15,6 +15,7 @@ from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.observe.outputs import IdSpec
+from pytest_streamchaos.observe.storage import locate
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
 from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
@@ -134,9 +135,17 @@ class Chaos:
         return run
 
     def _clear_leftovers(self) -> None:
-        """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs)."""
+        """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs; on the
+        object store too)."""
         if self._last is not None:
-            clear_leftovers([self._last], self.workdir)
+            clear_leftovers([self._last], self.workdir, self._place)
+
+    def _place(self, url: str) -> Any:
+        """The place of a URL on a storage's service (started by its fixture)."""
+        entry = storages.of_scheme(url.split("://", 1)[0])
+        if entry is None or entry.fixture is None or self.fixture is None:
+            raise ValueError(f"{url}: no storage of the stack serves it")
+        return locate(url, self.fixture(entry.fixture))
 
     def _in_history(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
         """The run's schedule as the next window of the one history running now -- or of a fresh one when none

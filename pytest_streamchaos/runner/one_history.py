@@ -118,7 +118,7 @@ class OneHistory:
         started is stopped again when it fails."""
         chaos, spec = self.chaos, self.spec
         self.ctx = RunContext(chaos=chaos, spec=spec, inputs=replace(self.inputs, planned=[]), dir=self.dir,
-                              storage=run_storage(chaos, spec, self.dir, self.tag), tag=self.tag)
+                              storage=run_storage(chaos, spec, self.inputs, self.dir, self.tag), tag=self.tag)
         try:
             topics_phase = MakeTopics(chaos.kafka, spec, self.tag)
             self.topics = topics_phase.run()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.result import ChaosRun
@@ -21,7 +23,9 @@ from pytest_streamchaos.runner.phases.topics import MakeTopics, RunTopics
 from pytest_streamchaos.runner.phases.verdict import Phases, Verdict
 from pytest_streamchaos.runner.phases.warmup import WarmUp
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.spark import s3a
 from pytest_streamchaos.stack.capabilities import KafkaLinks
+from pytest_streamchaos.stack.errors import StackError
 
 
 class Run:
@@ -42,7 +46,7 @@ class Run:
         """Topics, then (:meth:`_with_topics`) the job, its observers, warm-up, load, drain and
         verdict; the topics and the job's Kafka port are given back whatever happens."""
         ctx = RunContext(chaos=self.chaos, spec=self.spec, inputs=self.inputs, dir=self.dir,
-                         storage=run_storage(self.chaos, self.spec, self.dir, self.tag), tag=self.tag)
+                         storage=run_storage(self.chaos, self.spec, self.inputs, self.dir, self.tag), tag=self.tag)
         topics_phase = MakeTopics(self.chaos.kafka, self.spec, self.tag)
         topics = topics_phase.run()
         if self.spec.kafka_port:
@@ -78,13 +82,35 @@ class Run:
             ctx.warnings.extend(release(prepared.prepared))
 
 
-def run_storage(chaos: RunOwner, spec: RunSpec, directory: Path, tag: str) -> RunStorage:
+def run_storage(chaos: RunOwner, spec: RunSpec, inputs: RunInputs, directory: Path, tag: str) -> RunStorage:
     """Where a run's checkpoint is: the run's ``directory``, or the service of its storage (the stack's HDFS,
-    started on first use by its fixture)."""
+    started on first use by its fixture); and the services of the storages whose URLs the job names (the
+    object store of a job naming ``s3a://``: started, its buckets created, its settings in the job's conf)."""
     storage = storages.get(spec.checkpoint)
-    if storage.fixture is None:
-        return RunStorage.local(directory)
+    run = (RunStorage.local(directory) if storage.fixture is None else
+           RunStorage.on_service(storage, _service(chaos, storage, f"checkpoint={storage.name!r}"), tag))
+    for other in storages.named_by_url():
+        urls = [u for u, _ in inputs.urls if urlparse(u).scheme in other.schemes]
+        if other is not storage and not urls:
+            continue
+        named = f"the job names {urls[0]} ({dict(inputs.urls)[urls[0]]})" if urls else ""
+        service = run.service if other is storage else _service(chaos, other, named)
+        if other is not storage:
+            run.reach(other, service)
+        for bucket in dict.fromkeys(urlparse(u).netloc for u in urls):
+            if s3a.literal(bucket):
+                service.ensure_bucket(bucket)
+    return run
+
+
+def _service(chaos: RunOwner, storage: storages.CheckpointStorage, why: str) -> Any:
+    """The started service of ``storage`` (its fixture), or a :class:`RunError` naming the fix where this
+    backend has none."""
+    fix = (f"use checkpoint={storages.DEFAULT!r}" if why.startswith("checkpoint=") else
+           "run it on the local backend (--chaos-backend local, or @pytest.mark.chaos(backend=\"local\"))")
     if chaos.fixture is None:
-        raise RunError(f"checkpoint={storage.name!r} needs {storage.service()}, which this backend does not have "
-                       f"(the docker backend runs none): use checkpoint={storages.DEFAULT!r}")
-    return RunStorage.on_service(storage, chaos.fixture(storage.fixture), tag)
+        raise RunError(f"{why} needs {storage.service()}, which this backend does not have: {fix}")
+    try:
+        return chaos.fixture(str(storage.fixture))
+    except StackError as exc:
+        raise RunError(f"{why} needs {storage.service()}: {exc}; {fix}") from None

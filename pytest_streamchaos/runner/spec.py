@@ -19,15 +19,16 @@ from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.spelling import did_you_mean
-from pytest_streamchaos.faults.registry import check_run, check_stack, kind_of
+from pytest_streamchaos.faults.registry import check_run, check_stack, check_storages, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
-from pytest_streamchaos.observe.output_names import check_path_output, check_relative_output, output_kind
+from pytest_streamchaos.observe.output_names import check_path_output, check_relative_output, output_kind, output_path
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
-from pytest_streamchaos.spark import job_files, realtime
+from pytest_streamchaos.spark import job_files, realtime, s3a
+from pytest_streamchaos.spark.job_code import job_sources
 from pytest_streamchaos.spark.realtime import RealTime
 from pytest_streamchaos.usercode import FACTORY, OUTPUT, RECORD, annotation_label, check_arity
 
@@ -117,6 +118,8 @@ class RunInputs:
     real_time: RealTime | None = None  #: the job's real-time trigger, as its script shows it
     #: how the run is compared with its reference run (its columns are checked before the load: warm-up)
     reference: Reference | None = None
+    #: the ``s3a://`` paths the job names (its code, args, conf, outputs), each with where: the store they need
+    urls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +170,8 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]
     own = {kind: [str(p) for p in job_files.resolve(kind, given, bases)]
            for kind, given in (("files", setup.files), ("py_files", setup.py_files))}
+    urls = checked_urls(script, own["py_files"], setup, watch.outputs)
+    check_storages(faults, storages.reached(checkpoint, [u for u, _ in urls]))  # a fault on a store the run has not
     window = recovery_window(t.trigger_seconds, least) if load.duration is None and planned else None
     spec = RunSpec(
         job=str(script), rate=load.rate, duration=load_s, guarantee=guarantee, partitions=load.partitions,
@@ -186,8 +191,21 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
         oracle=oracle, id_reader=watch.id_reader, params=watch.params, factories=dict(load.inputs or {}),
         output_ids=dict(watch.outputs or {}),
         annotate={**(watch.annotate or {}), **oracle.record_callables()},  # the oracle's ones too
-        real_time=real_time)
+        real_time=real_time, urls=urls)
     return spec, run_inputs
+
+
+def checked_urls(script: Path, py_files: Sequence[str], setup: JobSetup,
+                 outputs: Mapping[str, Any] | Sequence[str] | None) -> tuple[tuple[str, str], ...]:
+    """The ``s3a://`` paths the job names (:func:`pytest_streamchaos.spark.s3a.find`); a :class:`RunError` in one line
+    when the stack's object store cannot serve them (a bucket name S3 refuses, an endpoint of the job's own)."""
+    sources = job_sources(script, [Path(p) for p in py_files])
+    conf = {k: str(v) for k, v in (setup.conf or {}).items()}
+    use = s3a.find(sources, conf, [str(a) for a in setup.args or []], list(outputs or []))
+    why = s3a.refusal(use, sources, conf)
+    if why:
+        raise RunError(why)
+    return use.urls
 
 
 def checked_real_time(script: Path) -> RealTime | None:
@@ -233,16 +251,21 @@ def check_run_args(guarantee: str, rate: float, duration: float | None, args: Se
 
 def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
     """Every ``file:`` / ``delta:`` output names a path and how ids are read from it
-    (:func:`~pytest_streamchaos.observe.outputs.check_path_output`); a Delta table is read on the local disk."""
+    (:func:`~pytest_streamchaos.observe.outputs.check_path_output`); a Delta table is read on the local disk or on
+    a storage whose tables the run reads (the object store: ``delta:s3a://...``)."""
     storage = storages.get(checkpoint)
     for name, ids in (outputs or {}).items():
         if output_kind(name) == "kafka":
             continue
         check_path_output(name, ids)
-        if output_kind(name) == "delta" and not storage.on_host:
-            raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table is read on the local disk, and with "
-                             f"checkpoint={checkpoint!r} the job's paths are on {storage.title}: run it with "
-                             f"checkpoint={storages.DEFAULT!r}")
+        path = output_path(name) or ""
+        on = storages.of_scheme(path.split("://", 1)[0]) if "://" in path else (None if not storage.default_fs
+                                                                                 else storage)
+        if output_kind(name) == "delta" and on is not None and not on.tables:
+            readable = [e.name for e in storages.STORAGES.values() if e.tables or e.on_host]
+            raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table on {on.title} cannot be read by the run (with "
+                             f"checkpoint={checkpoint!r} the job's relative paths are there too): keep the table on "
+                             f"{' or '.join(map(repr, readable))} storage, e.g. checkpoint={storages.DEFAULT!r}")
 
 
 def check_checkpoint(checkpoint: str) -> None:

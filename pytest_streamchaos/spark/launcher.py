@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.job.config import JobConfig
-from pytest_streamchaos.spark import connector, delta, job_code, job_files
+from pytest_streamchaos.spark import connector, delta, job_code, job_files, s3a
 from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import JobHandle, Launcher, LaunchOptions, SparkApp, SparkCluster
 from pytest_streamchaos.stack.driver.conf import DEFAULT_CONF, JIT_MODES, QUICK_JIT, java_env, java_path, spark_home
@@ -101,7 +101,7 @@ class JobLauncher:
         ``files`` / ``py_files``: the job's own data files and Python files, as ``spark-submit --files /
         --py-files`` take them (relative: to the script's folder); data files are also copied into the
         driver's working directory (:mod:`.job_files`). ``outputs``: the run's output names (a ``delta:``
-        one means the job needs Delta Lake's jars, :mod:`.delta`).
+        one means the job needs Delta Lake's jars, :mod:`.delta`; an ``s3a://`` one S3A's, :mod:`.s3a`).
         """
         script_path = check_script(script)
         try:
@@ -113,8 +113,9 @@ class JobLauncher:
         # before any directory is made: no connector (resolution failed) fails here, cleanly
         jars, notes = self._kafka_connector(script_path, own)
         app_conf = {**self.conf, **own}
-        delta_jars, delta_notes = self._delta(job_code.job_sources(script_path, py), app_conf, outputs)
-        jars, notes = [*jars, *delta_jars], [*notes, *delta_notes]
+        sources = job_code.job_sources(script_path, py)
+        delta_jars, delta_notes = self._delta(sources, app_conf, outputs)
+        jars, notes = [*jars, *delta_jars, *self._s3a(sources, app_conf, outputs)], [*notes, *delta_notes]
         if "spark.jars.packages" in app_conf:
             packages = delta.without_pins(connector.without_pins(app_conf.pop("spark.jars.packages")))
             if packages:
@@ -161,6 +162,16 @@ class JobLauncher:
         conf.setdefault(delta.SNAPSHOT_PARTITIONS, {**self.defaults, **conf}.get("spark.sql.shuffle.partitions", "2"))
         notes = [chosen.note, delta.replacement_note(delta.find_pins(sources, conf), chosen.coordinate)]
         return jars, [n for n in notes if n]
+
+    def _s3a(self, sources: list[Path], conf: dict[str, str], outputs: Sequence[str]) -> list[Path]:
+        """S3A's jars (``hadoop-aws`` of pyspark's Hadoop, :mod:`.s3a`) for a job that names ``s3a://`` paths or
+        is given S3A's settings (the run's object store); none for another."""
+        if not s3a.needs_s3a(sources, conf, outputs):
+            return []
+        try:
+            return s3a.s3a_jars(spark_home(), self.progress, java=java_path(java_env(self.java_home)))
+        except ResolutionError as exc:
+            raise LaunchError(str(exc)) from None
 
     def submit(self, script: str | os.PathLike, **kwargs: Any) -> JobHandle:
         """:meth:`prepare` and start the job (see there for the arguments)."""

@@ -64,6 +64,8 @@ class JarSet:
     coordinates: tuple[str, ...]  #: ``group:artifact:version``
     #: artifact names to leave out of the result (already on the class path that uses the set)
     skip_artifacts: frozenset[str] = field(default_factory=frozenset)
+    #: ``group:artifact`` modules the resolution leaves out of the closure (an SDK's fat bundle, for its modules)
+    excludes: tuple[str, ...] = ()
 
     def folder(self) -> Path:
         return jars_root() / self.name
@@ -121,6 +123,30 @@ def delta_jars(artifact: str, version: str, present: Sequence[str] = ()) -> JarS
     (``present``: artifact names of ``pyspark/jars``)."""
     coord = f"io.delta:{artifact}:{version}"
     return JarSet(f"{artifact}-{version}", f"Delta Lake {version}", (coord,), frozenset(present))
+
+
+#: the AWS SDK that each Hadoop release's ``hadoop-aws`` is built against (its POM names the SDK's bundle: 686 MB
+#: for SDK v2, 281 MB for v1), and the SDK's modules S3A uses instead of it (19 MB and 11 MB with their
+#: closures): Hadoop version -> (the bundle left out, the SDK's group, version and modules)
+S3A_SDK = {
+    "3.5.0": ("software.amazon.awssdk:bundle", "software.amazon.awssdk", "2.35.4",
+              ("s3", "s3-transfer-manager", "sts")),
+    "3.3.4": ("com.amazonaws:aws-java-sdk-bundle", "com.amazonaws", "1.12.262",
+              ("aws-java-sdk-s3", "aws-java-sdk-dynamodb", "aws-java-sdk-sts")),
+}
+
+
+def hadoop_aws_jars(hadoop: str, present: Sequence[str] = ()) -> JarSet:
+    """S3A for a Spark whose Hadoop client is ``hadoop`` (``3.5.0`` in pyspark 4.2, ``3.3.4`` in 3.5):
+    ``org.apache.hadoop:hadoop-aws:<hadoop>`` and the AWS SDK it was built against, as the modules S3A uses
+    (:data:`S3A_SDK`) rather than the SDK's bundle; for another Hadoop, its POM's own closure, bundle and all.
+    ``present``: artifact names of ``pyspark/jars`` (Netty, Jackson, httpclient: Spark's are used)."""
+    coord = f"org.apache.hadoop:hadoop-aws:{hadoop}"
+    if hadoop not in S3A_SDK:
+        return JarSet(f"hadoop-aws-{hadoop}", f"S3A (hadoop-aws {hadoop})", (coord,), frozenset(present))
+    bundle, group, version, modules = S3A_SDK[hadoop]
+    return JarSet(f"hadoop-aws-{hadoop}", f"S3A (hadoop-aws {hadoop}, AWS SDK {version})",
+                  (coord, *(f"{group}:{m}:{version}" for m in modules)), frozenset(present), (bundle,))
 
 
 def maven_repo() -> str:
@@ -329,7 +355,7 @@ def lockable_sets() -> list[JarSet]:
     tested Spark line."""
     return [kafka_jars(), kafka_tools_jars(), hadoop_jars(), spark_kafka_connector("4.2.0", "2.13"),
             spark_kafka_connector("3.5.7", "2.12"), delta_jars("delta-spark_4.2_2.13", "4.4.0"),
-            delta_jars("delta-spark_2.12", "3.3.3")]
+            delta_jars("delta-spark_2.12", "3.3.3"), *(hadoop_aws_jars(h) for h in S3A_SDK)]
 
 
 def _run(argv: list[str], jars: JarSet) -> str:
@@ -360,10 +386,12 @@ def _ivy_module(jars: JarSet) -> str:
     for coord in jars.coordinates:
         group, artifact, version = coord.split(":")
         deps.append(f"    <dependency org={quoteattr(group)} name={quoteattr(artifact)} rev={quoteattr(version)}/>")
+    excludes = [f"    <exclude org={quoteattr(g)} module={quoteattr(a)}/>"
+                for g, a in (e.split(":") for e in jars.excludes)]
     return ("<ivy-module version=\"2.0\">\n"
             f"  <info organisation=\"pytest-streamchaos\" module={quoteattr(jars.name)}/>\n"
             "  <configurations defaultconfmapping=\"default->default\"><conf name=\"default\"/></configurations>\n"
-            "  <dependencies>\n" + "\n".join(deps) + "\n  </dependencies>\n</ivy-module>\n")
+            "  <dependencies>\n" + "\n".join([*deps, *excludes]) + "\n  </dependencies>\n</ivy-module>\n")
 
 
 def _ivy_settings(repo: str) -> str:
@@ -385,6 +413,16 @@ def _artifact(jar_name: str) -> str:
 def artifacts_in(directory: Path) -> frozenset[str]:
     """The artifact names of the jars in ``directory`` (e.g. ``pyspark/jars``)."""
     return frozenset(_artifact(p.name) for p in directory.glob("*.jar"))
+
+
+def hadoop_client_version(spark_jars: Path) -> str:
+    """The Hadoop client version a Spark distribution ships (``hadoop-client-api-3.5.0.jar`` -> ``3.5.0``)."""
+    found = sorted(p.name for p in spark_jars.glob("hadoop-client-api-*.jar")) or sorted(
+        p.name for p in spark_jars.glob("hadoop-common-*.jar"))
+    if not found:
+        raise ResolutionError(f"no hadoop-client-api-*.jar in {spark_jars}: cannot tell pyspark's Hadoop; "
+                              "reinstall pyspark (pip install --force-reinstall pyspark)")
+    return found[-1].removesuffix(".jar").rsplit("-", 1)[1]
 
 
 def ivy_jar() -> Path:

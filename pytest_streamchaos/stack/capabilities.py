@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import Endpoint, Executor, LinkProxy, Node, PartitionView
@@ -376,3 +376,65 @@ def refusal(fault: str, cluster: str, cap: type) -> str:
     need = NEEDS[cap]
     return f"{fault} cannot run on {cluster}: it needs {cap.__name__} ({need.what}), which that cluster lacks; " \
            f"fix: {need.fix}"
+
+
+# -- the run's object store (a checkpoint or tables on S3) ----------------------------------------------------
+
+@runtime_checkable
+class RefusalRule(Protocol):
+    """A share of the job's S3 requests refused by the store's proxy (``stack.s3.proxy.ErrorRule``)."""
+
+    def summary(self) -> dict[str, Any]:
+        """What it refused and what the client did next, by operation, as plain data."""
+        ...
+
+
+@runtime_checkable
+class ObjectStoreService(Protocol):
+    """The stack's object store (``stack.s3.store.ObjectStore``) as the S3 faults use it: the store's process,
+    the job's way in (the proxy that refuses or holds requests, the Toxiproxy proxy of its link)."""
+
+    @property
+    def alive(self) -> bool:
+        ...
+
+    @property
+    def link(self) -> Any:
+        """The Toxiproxy proxy on the job's link to the store (a ``LinkProxy``), None without Toxiproxy."""
+        ...
+
+    @property
+    def link_reason(self) -> str | None:
+        """Why there is no :attr:`link`."""
+        ...
+
+    @property
+    def endpoint(self) -> str:
+        """The store's own S3 endpoint (the harness's)."""
+        ...
+
+    @property
+    def job_endpoint(self) -> str:
+        """The endpoint the job is given (through the proxy and the link)."""
+        ...
+
+    def answers(self) -> bool:
+        """Whether its S3 gateway answers now."""
+        ...
+
+    def kill(self, sig: int = signal.SIGKILL, wait: bool = True) -> None:
+        ...
+
+    def wait_gone(self, timeout: float = 10.0) -> None:
+        ...
+
+    def restart(self, wait: bool = True, timeout: float | None = None) -> None:
+        ...
+
+    def refuse(self, status: int, ops: Sequence[str], rate: float, code: str = "", seed: int = 0) -> RefusalRule:
+        """From now on, refuse ``rate`` of the job's requests of ``ops`` with ``status``."""
+        ...
+
+    def allow(self, rule: RefusalRule) -> None:
+        """Stop refusing by ``rule``."""
+        ...

@@ -27,6 +27,7 @@ from pytest_streamchaos.stack.service import Service
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.docker.engine import DockerSession
     from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
+    from pytest_streamchaos.stack.s3.store import ObjectStore
     from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
@@ -57,6 +58,7 @@ class Stacks:
         self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
         self._hdfs: LocalHdfsCluster | None = None
+        self._store: ObjectStore | None = None
         self._started: list[Service] = []  # in start order, stopped newest first
         self._docker: DockerSession | None = None
         self._docker_error: str | None = None
@@ -140,6 +142,21 @@ class Stacks:
                                                       start_timeout=self.settings.start_timeout, host=self.host))
         return self._hdfs
 
+    def object_store(self, backend: str) -> ObjectStore:
+        """The session's object store (SeaweedFS, :mod:`.s3`); local backend only (a
+        :class:`~.base.StackError` naming the fix on docker, where no store runs)."""
+        if backend == "docker":
+            from pytest_streamchaos.stack.base import StackError
+
+            raise StackError("the docker backend runs no object store (its containers cannot reach the store on "
+                             "127.0.0.1)")
+        if self._store is None:
+            from pytest_streamchaos.stack.s3.store import ObjectStore
+
+            self._store = self.start(ObjectStore(self.tmp.mktemp(f"s3-{backend}"), host=self.host,
+                                                 start_timeout=self.settings.start_timeout, progress=self.progress))
+        return self._store
+
     def start(self, stack: S) -> S:
         """Start ``stack`` and keep it for the session (stopped by :meth:`close`, newest first); a stack that
         fails to start is stopped at once."""
@@ -157,6 +174,7 @@ class Stacks:
         self._spark.clear()
         self._kafka.clear()
         self._hdfs = None
+        self._store = None
         while self._started:
             stack = self._started.pop()
             try:
@@ -297,3 +315,14 @@ def hdfs(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
     cluster = streamchaos_stacks.hdfs(backend_of(request, streamchaos_settings))
     cluster.heal(timeout=streamchaos_settings.start_timeout)
     return cluster
+
+
+@pytest.fixture
+def object_store(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
+                 request: pytest.FixtureRequest) -> ObjectStore:
+    """The session's S3-compatible object store (:class:`~.s3.store.ObjectStore`: SeaweedFS on 127.0.0.1, started
+    on first use), healed before the test: running, answering, no fault left on the job's way in. Local backend
+    only (a :class:`~.base.StackError` naming the fix on docker)."""
+    store = streamchaos_stacks.object_store(backend_of(request, streamchaos_settings))
+    store.heal(timeout=streamchaos_settings.start_timeout)
+    return store

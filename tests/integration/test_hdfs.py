@@ -166,7 +166,7 @@ def test_fault_actions_record_recovery_on_the_timeline(hdfs: LocalHdfsCluster) -
     chaos run fires them; the actions record the NameNode's safe-mode exit and re-registrations."""
     put(hdfs, "actions.txt")
     rec = Recorder()
-    ctx = FaultContext(cluster=None, kafka=None, job=None, input_topic="", recorder=rec, hdfs=hdfs)
+    ctx = FaultContext(cluster=None, kafka=None, job=None, input_topic="", recorder=rec, stores={"hdfs": hdfs})
     planned = plan([parse("kill_namenode", kwargs={"after": 0}),
                     parse("pause_namenode", kwargs={"after": 6, "duration": 1}),
                     parse("kill_datanode", kwargs={"after": 9, "index": 1, "restart_after": 1})])

@@ -22,7 +22,8 @@ from pytest_streamchaos.stack.yarn.spark import YarnSparkCluster
 
 #: the smallest arguments of each kind's mark
 ARGS: dict[str, dict] = {"pause": {"target": "worker"}, "network_delay": {"ms": 50}, "packet_loss": {"percent": 5},
-                         "bandwidth_limit": {"kbit": 100}, "poison_records": {"count": 3}, "fill_disk": {}}
+                         "bandwidth_limit": {"kbit": 100}, "poison_records": {"count": 3}, "fill_disk": {},
+                         "s3_delay": {"ms": 50}}
 
 
 def _clusters(tmp_path: Path) -> dict[str, object]:

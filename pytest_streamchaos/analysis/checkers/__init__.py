@@ -13,6 +13,8 @@ line in :func:`default_checkers` when every run should have it):
   partitions it added (failed loudly, recovered, or went on losing records);
 - :mod:`.windows`: :class:`Windows`, each window of the run (a fault's, a schedule's of one history) judged on
   its own;
+- :mod:`.objectstore`: :class:`ObjectStoreCheck`, what the job's S3A did about a fault of the object store
+  (retried, failed tasks, failed the query), and that the fault had its effect;
 - :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
   when the test asks for a reference, not a default).
 
@@ -41,6 +43,7 @@ from .guarantee import (
     ValidationResult,
     no_verdict,
 )
+from .objectstore import ObjectStoreCheck
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
 from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
@@ -63,6 +66,7 @@ __all__ = [
     "GuaranteeDelivered",
     "Incorrect",
     "Lost",
+    "ObjectStoreCheck",
     "ObserverCheck",
     "ObserverResult",
     "Recovery",
@@ -102,4 +106,4 @@ def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-onc
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
         ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation),
-        Windows(validation, recovery)))
+        Windows(validation, recovery), ObjectStoreCheck()))

@@ -100,11 +100,11 @@ class _Damage(FaultKind):
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
         storage = storages.get(checkpoint)
-        if storage.gate:
+        if storage.preloaded:
             return None
-        return (f"it damages the checkpoint while the checkpoint gate holds the driver at {spec.when}, and the gate "
-                f"needs the checkpoint on this host's file system (checkpoint={checkpoint!r}: on {storage.title} "
-                f"{storage.renames}): use setup=JobSetup(checkpoint=\"{storages.GATED}\")")
+        return (f"it damages the checkpoint while the checkpoint gate holds the driver at {spec.when}, and that needs "
+                f"the checkpoint on this host's file system (checkpoint={checkpoint!r}: on {storage.title} "
+                f"{storage.renames}): use setup=JobSetup(checkpoint=\"{storages.PRELOADED}\")")
 
     @classmethod
     def before_job(cls, specs: Sequence[FaultSpec], site: JobSite) -> Preparation | None:

@@ -24,6 +24,8 @@ FIXTURE = "hdfs"
 class _OnHdfs(FaultKind):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
 
+    store = HdfsCluster
+
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
         storage = storages.with_fixture(FIXTURE)
@@ -33,10 +35,7 @@ class _OnHdfs(FaultKind):
         return None
 
     def _hdfs(self) -> HdfsCluster[Any]:
-        if self.ctx.hdfs is None:
-            raise RuntimeError("this run has no HDFS: an HDFS fault needs "
-                               "chaos.run(..., setup=JobSetup(checkpoint=\"hdfs\"))")
-        return self.ctx.hdfs
+        return self.ctx.store(HdfsCluster)
 
     def _watch_registered(self, hdfs: HdfsCluster[Any], datanodes: list[int]) -> None:
         """Record when each of ``datanodes`` has registered with the NameNode (polled in the

@@ -76,7 +76,9 @@ class PrepareJob:
         conf_add.update(self._real_time_cores({**launcher.defaults, **s.conf},
                                               by_executors="spark.executor.instances" in launcher.defaults))
         gate = self._gate()
-        gate_env, gate_conf = (gate.env(base=s.env.get("LD_PRELOAD")), gate.executor_conf()) if gate else ({}, {})
+        preloaded = gate if isinstance(gate, CheckpointGate) else None  # the object store's gate is its proxy's
+        gate_env, gate_conf = ((preloaded.env(base=s.env.get("LD_PRELOAD")), preloaded.executor_conf()) if preloaded
+                               else ({}, {}))
         try:
             job = launcher.prepare(script, config=cfg, conf={**storage.conf, **s.conf, **conf_add, **gate_conf},
                                    env={**storage.env, **s.env, **gate_env}, args=argv, files=s.files,
@@ -121,20 +123,40 @@ class PrepareJob:
             self.ctx.warnings.append(note)
         return conf
 
-    def _gate(self) -> CheckpointGate | None:
-        """The checkpoint gate, preloaded into the job's driver and executors, when a fault of the plan is
-        aimed at a moment it lands and the checkpoint is on this host's file system (an HDFS checkpoint
-        renames by RPC; a stack whose executors run on other hosts cannot preload this host's library)."""
+    def _gate(self) -> Any:
+        """The checkpoint gate, when a fault of the plan is aimed at a moment it lands: the one the storage of the
+        query's checkpoint holds renames with -- a library preloaded into the job's driver and executors (this
+        host's files; not where the executors run on other hosts), or its service's (the object store's proxy
+        holds S3A's COPY) -- or None (an HDFS checkpoint renames by RPC)."""
         specs = [p.spec for p in self.ctx.inputs.planned]
         whens = {s.when for s in specs}
-        wanted = self.gate or needs_gate(specs)
-        if not wanted or not self.ctx.storage.entry.gate or self.ctx.chaos.cluster.link_sides():
+        if not (self.gate or needs_gate(specs)):
+            return None
+        entry, service = self._checkpoint_storage()
+        if entry.gate == "service":
+            return service.gate()
+        if not entry.preloaded or self.ctx.chaos.cluster.link_sides():
             return None
         try:
             return CheckpointGate(self.ctx.dir / "gate")
         except StackError as exc:
             raise RunError(f"an aimed moment ({', '.join(sorted(w for w in whens if w))}) needs the checkpoint "
                            f"gate: {exc}") from None
+
+    def _checkpoint_storage(self) -> tuple[storages.CheckpointStorage, Any]:
+        """The storage the query's checkpoint is on, and its service: the one whose URL the job's code names as
+        its ``checkpointLocation`` (``s3a://...``), else the run's."""
+        storage = self.ctx.storage
+        try:
+            source = self.ctx.inputs.script.read_text(errors="replace")
+        except OSError:
+            source = ""
+        services = storage.services()
+        for loc, _ in checkpoint_literals(source):
+            entry = storages.of_scheme(loc.split("://", 1)[0]) if "://" in loc else None
+            if entry is not None and entry.name in services:
+                return entry, services[entry.name]
+        return storage.entry, storage.service
 
     def _prepare_faults(self, argv: Sequence[str], job: JobHandle) -> dict[str, Preparation]:
         """What the plan's fault kinds make ready before the job starts (their ``before_job``: e.g. a small
@@ -174,7 +196,8 @@ class PrepareJob:
         for loc, where in named:
             # on a storage's service (HDFS) the default filesystem is the service's: a bare absolute path is there
             bare = "://" not in loc and not loc.startswith("file:")
-            place = storage.place(f"{storage.service.default_fs}{loc}" if storage.service and bare else loc)
+            on_service = storage.service is not None and storage.entry.default_fs and bare
+            place = storage.place(f"{storage.service.default_fs}{loc}" if on_service else loc)
             if all(str(place) != str(p) for p, _ in out):
                 out.append((place, where))
         return out

@@ -118,7 +118,7 @@ class WireObservers:
         watcher = CheckpointWatcher(ctx.storage.place(ctx.storage.checkpoint))
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
-                              collector=collector, poison=poison, hdfs=ctx.storage.service,
+                              collector=collector, poison=poison, stores=ctx.storage.services(),
                               recorder=ctx.recorder, prepared=self.prepared.prepared)
         obs: Observers
         # the faults acting now are the current scheduler's (one history plays a scheduler per schedule)
