@@ -114,7 +114,7 @@ def test_the_validation_and_the_metrics_are_computed_once_for_all_the_checks(mon
     monkeypatch.setattr(guarantee, "validate", counted("validate", guarantee.validate))
     monkeypatch.setattr(recovery, "compute_metrics", counted("metrics", recovery.compute_metrics))
     run = ChaosRun.judge(planted())
-    assert calls == {"validate": 1, "metrics": 1} and len(run.checks) == 16
+    assert calls == {"validate": 1, "metrics": 1} and len(run.checks) == 17
 
 
 class Counting:

@@ -118,7 +118,7 @@ def test_the_run_refuses_them_before_anything_starts(tmp_path: Path):
 
 def test_a_job_naming_s3a_on_a_backend_without_a_store_is_refused_naming_the_fix(tmp_path: Path):
     """The docker backend's fixture has no store: the run stops before its topics, in one line."""
-    from pytest_streamchaos.runner.run import Run
+    from pytest_streamchaos.runner.run import run_storage
     from pytest_streamchaos.stack.errors import StackError
 
     def fixture(name: str) -> Any:
@@ -128,9 +128,8 @@ def test_a_job_naming_s3a_on_a_backend_without_a_store_is_refused_naming_the_fix
     owner = SimpleNamespace(workdir=tmp_path, started=0, fixture=fixture)
     spec = SimpleNamespace(checkpoint="local")
     inputs = SimpleNamespace(urls=(("s3a://lake/orders", "job.py:4"),))
-    run = Run(owner, spec, inputs)  # type: ignore[arg-type]
     with pytest.raises(RunError) as refused:
-        run._storage()
+        run_storage(owner, spec, inputs, tmp_path, "t1")  # type: ignore[arg-type]
     line = str(refused.value)
     assert "\n" not in line and line.startswith("the job names s3a://lake/orders (job.py:4) needs the stack's S3: "
                                                 "the docker backend runs no object store")
