@@ -261,7 +261,7 @@ def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
         path = output_path(name) or ""
         on = storages.of_scheme(path.split("://", 1)[0]) if "://" in path else (None if not storage.default_fs
                                                                                  else storage)
-        if output_kind(name) == "delta" and on is not None and not on.tables:
+        if output_kind(name) == "delta" and on is not None and not (on.tables or on.on_host):
             readable = [e.name for e in storages.STORAGES.values() if e.tables or e.on_host]
             raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table on {on.title} cannot be read by the run (with "
                              f"checkpoint={checkpoint!r} the job's relative paths are there too): keep the table on "

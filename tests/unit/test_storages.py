@@ -86,6 +86,8 @@ def test_the_refusals_of_what_a_storage_cannot_serve_come_from_its_entry(with_nf
     with pytest.raises(ValueError, match=r"a Delta table on HDFS cannot be read"):
         check_outputs({"delta:hdfs://nn:9820/table": "id"}, "local")
     check_outputs({"delta:/tmp/table": "id", "delta:s3a://lake/table": "id", "delta:table": "id"}, "s3")
+    # this host's disk needs no reader of its own: relative (the driver's working directory) and absolute tables
+    check_outputs({"delta:data/bronze": "id", "delta:/tmp/table": "id", "delta:file:///tmp/t": "id"}, "local")
 
 
 def test_a_fault_on_a_store_the_run_does_not_use_is_refused_naming_both_ways_to_use_it() -> None:
