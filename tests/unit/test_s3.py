@@ -12,10 +12,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from synthetic import T0, stateless_trace
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import run_all
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.faults.registry import parse
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.history import History
