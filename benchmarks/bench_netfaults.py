@@ -22,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_streamchaos.faults.capabilities import get_capabilities
-from pytest_streamchaos.faults.network import BandwidthLimit, NetworkDelay, PacketLoss, Partition
+from pytest_streamchaos.netem.features import get_capabilities
+from pytest_streamchaos.netem.rules import BandwidthLimit, NetworkDelay, PacketLoss, Partition
 
 RESULTS = Path(__file__).parent / "results" / "netfaults.json"
 

@@ -8,7 +8,7 @@ replies). Every fault is a context manager with idempotent ``inject()``/``heal()
         ...          # every reply of the broker arrives 200 ms later
     # healed here, also on an exception
 
-Mechanisms (see :mod:`.capabilities` for what the host offers):
+Mechanisms (see :mod:`.features` for what the host offers):
 
 - ``PacketLoss`` / ``Partition``: iptables DROP (``-m statistic`` for loss) in this process's chain.
 - ``BandwidthLimit``: tc htb class with a tbf leaf on lo, selected by u32 port filters.
@@ -16,6 +16,7 @@ Mechanisms (see :mod:`.capabilities` for what the host offers):
   user-space delayer process (:mod:`.nfq_delayer`).
 
 The job's Kafka links have Toxiproxy proxies of their own: faults there are toxics (:mod:`.toxics`).
+Which class is which operation of a link (partition, slow, drop, throttle): :mod:`.links`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
-from pytest_streamchaos.faults.capabilities import get_capabilities
-from pytest_streamchaos.faults.iptables import NetFaultError
+from pytest_streamchaos.netem import iptables as ipt
+from pytest_streamchaos.netem import nfq_delayer, probe, tcshaper
+from pytest_streamchaos.netem.features import get_capabilities
+from pytest_streamchaos.netem.iptables import NetFaultError
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -107,7 +108,7 @@ class NetworkFault(_Healing):
 
     #: the mechanism, in the tags of its rules
     kind = "network"
-    #: what the mechanism needs of the host (:meth:`~.capabilities.Capabilities.missing`), and its name there
+    #: what the mechanism needs of the host (:meth:`~.features.Capabilities.missing`), and its name there
     need = ""
     what = "a network fault"
 
@@ -444,7 +445,7 @@ class NetworkDelay(NetworkFault):
             if "Failed to create queue" not in err:
                 break
         raise NetFaultError(f"the NFQUEUE delayer did not start: {last_err}. Check `python -m "
-                            f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
+                            f"pytest_streamchaos.netem.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
                             f"{get_capabilities().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
 
     def _await_ready(self, proc: ManagedProcess) -> str:

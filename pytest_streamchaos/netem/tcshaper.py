@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_streamchaos.faults.iptables import DIRECTIONS, NetFaultError, _check_ports
+from pytest_streamchaos.netem.iptables import DIRECTIONS, NetFaultError, _check_ports
 from pytest_streamchaos.stack import commands
 
 DEV = "lo"

@@ -3,24 +3,24 @@
 The job reaches each Kafka broker through one proxy (:mod:`pytest_streamchaos.stack.toxiproxy`), so a
 fault on "the job's link to Kafka" acts on all of those proxies at once. Only connections routed
 through a proxy are touched: the harness, connecting to the brokers directly, never is. The classes
-have :class:`~.network.NetworkFault`'s interface (idempotent ``inject``/``heal`` under a lock,
+have :class:`~.rules.NetworkFault`'s interface (idempotent ``inject``/``heal`` under a lock,
 ``active``, ``stopped_acting``, ``measure``, ``scope_limit``), so the scheduler treats them alike::
 
     with ToxicDelay(proxies, ms=200):
         ...    # every request and every reply through the proxies is held 200 ms
 
-What each does, and how the network family's marks map to them (each kind's ``toxic``, in
-:mod:`pytest_streamchaos.faults.families.network`):
+What each does, and which operation of a link it is (:class:`~.links.ToxiproxyLink`, through which the
+network family's marks reach them):
 
 - a delay -> :class:`ToxicDelay`: a ``latency`` toxic (``latency`` = ``ms``, ``jitter`` =
   ``jitter_ms``: uniform in ms ± jitter) on **both** streams: a request is held ``ms`` on its way to
   the broker and its reply ``ms`` on the way back, so a round trip grows by 2·``ms`` (± 2·jitter),
-  as with :class:`~.network.NetworkDelay` ``direction="both"``. ``measured_delay_ms`` is the added
+  as with :class:`~.rules.NetworkDelay` ``direction="both"``. ``measured_delay_ms`` is the added
   delay per direction (comparable to ``ms``, as NetworkDelay's), ``measured_rtt_added_ms`` the whole.
 - a partition -> :class:`ToxicPartition`. ``mode="blackhole"`` (default): a ``timeout``
   toxic with ``timeout`` 0 on both streams: connections stay open and new connects are accepted, but
   every byte is **discarded** (Toxiproxy drops it, it does not hold it) until heal, so the job
-  notices only by its own timeouts, as behind a silent cut (iptables DROP, :class:`~.network.Partition`,
+  notices only by its own timeouts, as behind a silent cut (iptables DROP, :class:`~.rules.Partition`,
   whose meaning the mark keeps). Removing the toxic closes every connection that had it, so no
   connection with a hole in its byte stream survives the heal: clients reconnect. ``mode="refuse"``:
   the proxies are disabled: every connection through them is closed and new connects are refused at
@@ -28,7 +28,7 @@ What each does, and how the network family's marks map to them (each kind's ``to
 - a bandwidth limit -> :class:`ToxicBandwidth`: a ``bandwidth`` toxic on both streams; Toxiproxy's
   ``rate`` is in KB/s (1000 bytes), so ``rate = kbit / 8`` (at least 1: 0 would mean unlimited).
 - packet loss: none. Toxiproxy 2.12 has no loss toxic, and through a TCP proxy a lost segment
-  would only be resent; it stays with iptables (:class:`~.network.PacketLoss`).
+  would only be resent; it stays with iptables (:class:`~.rules.PacketLoss`).
 - Without a mark of their own: :class:`ToxicResetPeer` (``reset_peer``: a connection that sends is
   reset, after ``timeout_ms``), :class:`ToxicSlicer` (``slicer``: replies cut into small pieces) and
   :class:`ToxicLimitData` (``limit_data``: a connection is closed after ``bytes`` bytes).
@@ -44,8 +44,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_streamchaos.faults import probe
-from pytest_streamchaos.faults.network import NetworkFault
+from pytest_streamchaos.netem import probe
+from pytest_streamchaos.netem.rules import NetworkFault
 from pytest_streamchaos.stack.base import LinkProxy, NetFaultError
 from pytest_streamchaos.stack.toxiproxy import ToxiproxyError
 

@@ -8,7 +8,7 @@ class StackError(RuntimeError):
 
 class NetFaultError(RuntimeError):
     """A network fault could not be injected or healed. The message names the command and the fix.
-    (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+    (Defined with the stack because the stack's links raise it too; ``netem.iptables`` re-exports it.)"""
 
 
 class LaunchError(RuntimeError):

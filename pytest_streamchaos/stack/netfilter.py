@@ -2,7 +2,7 @@
 hooked into a built-in chain, and the shell script that removes both.
 
 Two users keep a chain of their own: the job group's marking rules (``mangle OUTPUT``, :mod:`.jobgroup`)
-and the network faults' rules (``filter INPUT``, ``pytest_streamchaos.faults.iptables``).
+and the network faults' rules (``filter INPUT``, ``pytest_streamchaos.netem.iptables``).
 """
 
 from __future__ import annotations

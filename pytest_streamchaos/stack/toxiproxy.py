@@ -2,7 +2,7 @@
 
 The job reaches each Kafka broker through one proxy of a ``toxiproxy-server`` (the broker advertises
 the proxy's port), so network faults on those links are toxics and proxy state, with no privileges
-and no kernel features (:mod:`pytest_streamchaos.faults.toxics`)::
+and no kernel features (:mod:`pytest_streamchaos.netem.toxics`)::
 
     server = ToxiproxyServer(workdir=tmp_path)          # started, ready (GET /version answered)
     proxy = server.create_proxy("broker-1", "127.0.0.1:9093")

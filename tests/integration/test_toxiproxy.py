@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from pytest_streamchaos.faults import probe
 from pytest_streamchaos.faults.registry import kind
-from pytest_streamchaos.faults.toxics import (
+from pytest_streamchaos.netem import probe
+from pytest_streamchaos.netem.toxics import (
     ToxicBandwidth,
     ToxicDelay,
     ToxicLimitData,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import tcshaper
-from pytest_streamchaos.faults.capabilities import Capabilities
-from pytest_streamchaos.faults.network import NetworkDelay, PacketLoss, Partition, ports_of
-from pytest_streamchaos.faults.nfq_delayer import Delayer
 from pytest_streamchaos.faults.registry import kind
+from pytest_streamchaos.netem import iptables as ipt
+from pytest_streamchaos.netem import tcshaper
+from pytest_streamchaos.netem.features import Capabilities
+from pytest_streamchaos.netem.nfq_delayer import Delayer
+from pytest_streamchaos.netem.rules import NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.stack.base import Endpoint
 
 

@@ -18,27 +18,39 @@ def test_only_the_stack_touches_processes_and_proc():
     assert not hits, "move these into pytest_streamchaos/stack/:\n" + "\n".join(hits)
 
 
-#: what of stack/ the faults may import: the interface and its capabilities, the command runner, the iptables
-#: wrapper, the helper-process class (the NFQUEUE delayer is one), the session's host (its reaper and the faults'
-#: host-wide machinery), and the error the Toxiproxy API raises
+#: what of stack/ the faults may import: the interface and its capabilities, the command runner (a full disk's
+#: mount), the session's host; how the host's network is broken is netem/'s
 FAULTS_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.capabilities",
-                     "pytest_streamchaos.stack.commands",
-                     "pytest_streamchaos.stack.host", "pytest_streamchaos.stack.netfilter",
-                     "pytest_streamchaos.stack.process", "pytest_streamchaos.stack.reaper",
-                     "pytest_streamchaos.stack.toxiproxy"}
+                     "pytest_streamchaos.stack.commands", "pytest_streamchaos.stack.host"}
+#: what of stack/ netem/ (the network's breaking) may import: the interface, the command runner, the iptables
+#: wrapper, the helper-process class (the NFQUEUE delayer is one), the session's host (its reaper and the
+#: host-wide rule managers), and the error the Toxiproxy API raises
+NETEM_MAY_IMPORT = {"pytest_streamchaos.stack.base", "pytest_streamchaos.stack.commands",
+                    "pytest_streamchaos.stack.host", "pytest_streamchaos.stack.netfilter",
+                    "pytest_streamchaos.stack.process", "pytest_streamchaos.stack.reaper",
+                    "pytest_streamchaos.stack.toxiproxy"}
 
 
-def test_the_faults_reach_the_stack_only_through_its_interface():
-    used = {}
-    for path in sorted((PKG / "faults").rglob("*.py")):
+def _stack_imports(room: str) -> dict[str, list[str]]:
+    used: dict[str, list[str]] = {}
+    for path in sorted((PKG / room).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_streamchaos.stack"):
                 names = [node.module] if node.module != "pytest_streamchaos.stack" else \
                     [f"{node.module}.{a.name}" for a in node.names]
                 for name in names:
-                    used.setdefault(name, []).append(str(path.relative_to(PKG / "faults")))
-    extra = {m: files for m, files in used.items() if m not in FAULTS_MAY_IMPORT}
+                    used.setdefault(name, []).append(str(path.relative_to(PKG / room)))
+    return used
+
+
+def test_the_faults_reach_the_stack_only_through_its_interface():
+    extra = {m: files for m, files in _stack_imports("faults").items() if m not in FAULTS_MAY_IMPORT}
     assert not extra, f"the faults use the stack beyond its interface (stack/base.py): {extra}"
+
+
+def test_the_network_machinery_uses_only_the_stacks_helpers():
+    extra = {m: files for m, files in _stack_imports("netem").items() if m not in NETEM_MAY_IMPORT}
+    assert not extra, f"netem/ uses the stack beyond its helpers: {extra}"
 
 
 #: the modules that may start a subprocess themselves: the command runner, the managed process, and the
