@@ -30,7 +30,7 @@ import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_streamchaos.netem import iptables as ipt
 from pytest_streamchaos.netem import nfq_delayer, probe, tcshaper
@@ -78,6 +78,15 @@ def ports_of(*targets, names: Iterable[str] | None = None) -> frozenset[int]:
 #: (u32's ``match mark`` needs CONFIG_CLS_U32_MARK, else it is silently ignored; ``fw``, ``basic``)
 #: are missing from kernels like this one, so tc cannot tell the job's packets from the harness's
 TC_UNSCOPED = "it is shaped by tc, which cannot tell the job's packets from the harness's on this kernel"
+
+
+class ProbeFrom(TypedDict, total=False):
+    """Where a probe starts and aims: from a node's namespace at the peer's address, or from this host with
+    the fault's connection mark (``SO_MARK``)."""
+
+    host: str
+    netns: str
+    mark: int | None
 
 
 def _require(need: str, what: str) -> None:
@@ -156,9 +165,9 @@ class NetworkFault(_Healing):
         return [] if self.conn_mark is None else ipt.connmark_match(*self.conn_mark)
 
     @property
-    def probe_where(self) -> dict[str, Any]:
+    def probe_where(self) -> ProbeFrom:
         """Where probes start and aim (keyword arguments of the :mod:`.probe` functions)."""
-        if self.netns is not None:
+        if self.netns is not None and self.peer is not None:  # in_namespace() sets both
             return {"host": self.peer, "netns": self.netns}
         return {"mark": self.probe_mark}
 

@@ -41,7 +41,7 @@ directly), partition and reset; the other kinds are checked through the API only
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_streamchaos.netem import probe
@@ -76,8 +76,9 @@ class ToxicFault(NetworkFault):
         self.proxies = list(proxies)
         self._tag = f"sc-{id(self):x}"
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """``(type, stream, attributes)`` of each toxic the fault adds to each proxy."""
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
+        """``(type, stream, attributes)`` of each toxic the fault adds to each proxy (Toxiproxy's attributes are
+        whole numbers: ms, bytes, KB/s)."""
         return []
 
     def _name(self, kind: str, stream: str) -> str:
@@ -148,7 +149,7 @@ class ToxicFault(NetworkFault):
         args = "".join(f", {k}={v!r}" for k, v in self._args().items())
         return f"{type(self).__name__}(proxies={[p.name for p in self.proxies]}{args})"
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {}
 
 
@@ -163,7 +164,7 @@ class ToxicDelay(ToxicFault):
             raise ValueError(f"ms={ms!r} and jitter_ms={jitter_ms!r} must be >= 0")
         self.ms, self.jitter_ms = float(ms), float(jitter_ms)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("latency", s, {"latency": round(self.ms), "jitter": round(self.jitter_ms)}) for s in BOTH]
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
@@ -184,7 +185,7 @@ class ToxicDelay(ToxicFault):
         return {"measured_delay_ms": round(each_way, 1), "measured_rtt_added_ms": round(added, 1),
                 "probe_rtt_ms": round(through, 1), "direct_rtt_ms": round(direct, 1)}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"ms": self.ms, "jitter_ms": self.jitter_ms}
 
 
@@ -208,7 +209,7 @@ class ToxicPartition(ToxicFault):
             raise ValueError(f"mode={mode!r} must be one of {self.MODES}")
         self.mode = mode
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("timeout", s, {"timeout": 0}) for s in BOTH] if self.mode == "blackhole" else []
 
     def _act(self, proxy: LinkProxy) -> None:
@@ -236,7 +237,7 @@ class ToxicPartition(ToxicFault):
         return {"measured_refused": outcomes.count("refused") / len(outcomes),
                 "measured_loss": 1.0 - outcomes.count("reply") / len(outcomes), "probe_outcomes": outcomes}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"mode": self.mode}
 
 
@@ -249,10 +250,10 @@ class ToxicBandwidth(ToxicFault):
         super().__init__(proxies)
         self.kbit, self.rate = float(kbit), kbit_to_rate(kbit)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("bandwidth", s, {"rate": self.rate}) for s in BOTH]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"kbit": self.kbit}
 
 
@@ -265,7 +266,7 @@ class ToxicResetPeer(ToxicFault):
         super().__init__(proxies)
         self.timeout_ms = int(timeout_ms)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("reset_peer", "upstream", {"timeout": self.timeout_ms})]
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
@@ -275,7 +276,7 @@ class ToxicResetPeer(ToxicFault):
             raise NetFaultError(f"{self!r} is not in effect: probes through {self.proxies[0].name} got {outcomes}")
         return {"measured_reset": outcomes.count("reset") / len(outcomes), "probe_outcomes": outcomes}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"timeout_ms": self.timeout_ms}
 
 
@@ -288,12 +289,13 @@ class ToxicSlicer(ToxicFault):
     def __init__(self, proxies: Sequence[LinkProxy], average_size: int = 8, size_variation: int = 4,
                  delay_us: int = 100) -> None:
         super().__init__(proxies)
-        self.attributes = {"average_size": average_size, "size_variation": size_variation, "delay": delay_us}
+        self.attributes: dict[str, int] = {"average_size": average_size, "size_variation": size_variation,
+                                           "delay": delay_us}
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("slicer", "downstream", dict(self.attributes))]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return self.attributes
 
 
@@ -306,8 +308,8 @@ class ToxicLimitData(ToxicFault):
         super().__init__(proxies)
         self.bytes = int(bytes)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("limit_data", "downstream", {"bytes": self.bytes})]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"bytes": self.bytes}
