@@ -19,8 +19,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.commands import has_net_admin
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.machine.commands import has_net_admin
 
 #: How to get what is missing (also printed in skip reasons).
 APT_PACKAGES = ("iptables", "iproute2", "libnetfilter-queue-dev")

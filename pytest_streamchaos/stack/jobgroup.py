@@ -28,7 +28,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_streamchaos.stack import commands, netfilter
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.stack import netfilter
 from pytest_streamchaos.stack.reaper import Reaper
 
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).

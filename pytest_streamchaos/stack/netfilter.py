@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import subprocess
 
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.errors import NetFaultError
+from pytest_streamchaos.errors import NetFaultError
+from pytest_streamchaos.machine import commands
 
 IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
 IPT_FIX = "network faults need root/CAP_NET_ADMIN and a working iptables"

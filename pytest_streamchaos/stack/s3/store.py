@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 from pytest_streamchaos.stack.s3.gate import ProxyGate
 from pytest_streamchaos.stack.s3.install import weed_binary

@@ -30,9 +30,9 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
+from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.jsonfile import write_json
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.machine import commands
 
 #: Apache Kafka, the brokers' release (KRaft; Java 17)
 KAFKA_VERSION = "4.4.0"
@@ -271,7 +271,7 @@ def ivy_cache(jars: JarSet) -> Path:
 # -- locked sets: the closure pinned in the package, downloaded in parallel ---------------------------------
 
 #: the lock files (``<set name>.json``): every jar of a pinned set's closure as Ivy resolved it, with its
-#: path in the repository and its SHA-256; written by ``python -m pytest_streamchaos.stack.artifacts --lock``
+#: path in the repository and its SHA-256; written by ``python -m pytest_streamchaos.machine.artifacts --lock``
 LOCKS = Path(__file__).with_name("jar_locks")
 #: downloads at once: Maven Central answers each request in ~0.1 s, so a closure of 100+ jars is
 #: bound by round trips, not bandwidth (Ivy, one after the other: 30-80 s; these: a few seconds)
@@ -440,7 +440,7 @@ def ivy_jar() -> Path:
 
 
 def _java() -> str:
-    from pytest_streamchaos.stack.environment import find_java
+    from pytest_streamchaos.machine.environment import find_java
 
     return str(find_java()[0])
 
@@ -451,10 +451,10 @@ def stderr(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pytest_streamchaos.stack.artifacts --lock``: (re)write the lock of every lockable set."""
+    """``python -m pytest_streamchaos.machine.artifacts --lock``: (re)write the lock of every lockable set."""
     args = sys.argv[1:] if argv is None else argv
     if args != ["--lock"]:
-        print("usage: python -m pytest_streamchaos.stack.artifacts --lock", file=sys.stderr)
+        print("usage: python -m pytest_streamchaos.machine.artifacts --lock", file=sys.stderr)
         return 2
     for jars in lockable_sets():
         print(f"locked {jars.what}: {write_lock(jars)}")
