@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
@@ -280,7 +280,17 @@ DOWNLOAD_TIMEOUT_S = 120.0
 DOWNLOAD_ATTEMPTS = 3
 
 
-def locked(jars: JarSet) -> list[dict[str, Any]] | None:
+class LockedJar(TypedDict):
+    """One jar of a lock (``jar_locks/<set>.json``): its file name, its path in the Maven repository, its size
+    and SHA-256."""
+
+    file: str
+    path: str
+    size: int
+    sha256: str
+
+
+def locked(jars: JarSet) -> list[LockedJar] | None:
     """The set's locked jars (``file``, ``path``, ``size``, ``sha256``), or None when it has no lock
     for exactly its coordinates."""
     try:
@@ -290,7 +300,7 @@ def locked(jars: JarSet) -> list[dict[str, Any]] | None:
     return list(data["jars"]) if data.get("coordinates") == list(jars.coordinates) and data.get("jars") else None
 
 
-def _download(jars: JarSet, lock: list[dict[str, Any]], repo: str) -> None:
+def _download(jars: JarSet, lock: list[LockedJar], repo: str) -> None:
     lib = jars.folder() / "lib"
     with ThreadPoolExecutor(max_workers=DOWNLOADS, thread_name_prefix=f"fetch-{jars.name}") as pool:
         errors = [e for e in pool.map(lambda jar: _fetch(repo, jar, lib), lock) if e]
@@ -300,7 +310,7 @@ def _download(jars: JarSet, lock: list[dict[str, Any]], repo: str) -> None:
                                        + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")))
 
 
-def _fetch(repo: str, jar: dict[str, Any], lib: Path) -> str | None:
+def _fetch(repo: str, jar: LockedJar, lib: Path) -> str | None:
     """Download one locked jar into ``lib`` (checked against its SHA-256); what failed, or None."""
     url, dest = repo + jar["path"], lib / jar["file"]
     part = dest.with_name(dest.name + ".part")
@@ -339,7 +349,7 @@ def lock_from_report(jars: JarSet, report: Path, lib: Path) -> Path:
     it retrieved into ``lib`` (their SHA-256)."""
     urls = {u.rsplit("/", 1)[1]: u for u in (o.get("location", "") for o in ET.parse(report).iter("origin-location"))}
     repo = maven_repo()
-    entries = []
+    entries: list[LockedJar] = []
     for path in sorted(lib.glob("*.jar")):
         url = urls[path.name]
         if not url.startswith(repo):

@@ -405,7 +405,7 @@ class LinkProxy(Protocol):
         ...
 
     def add_toxic(self, kind: str, stream: str = "downstream", attributes: dict[str, Any] | None = None,
-                  toxicity: float = 1.0, name: str | None = None) -> Any:
+                  toxicity: float = 1.0, name: str | None = None) -> object:
         ...
 
     def remove_toxic(self, name: str) -> None:

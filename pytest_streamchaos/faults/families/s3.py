@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, signal_of
@@ -46,7 +46,15 @@ S3_LINE = re.compile(r"s3a|S3AFileSystem|software\.amazon|com\.amazonaws|SlowDow
                      r"[Rr]etry|[Rr]etrying|ConnectException|Connection refused", re.IGNORECASE)
 
 
-def s3_lines(text: str) -> dict[str, Any]:
+class S3Lines(TypedDict):
+    """What a stretch of the driver's log says of S3 (the ``s3a_logged`` event's detail)."""
+
+    lines: int
+    retries: int
+    first: str
+
+
+def s3_lines(text: str) -> S3Lines:
     """What a stretch of the driver's log says of S3: how many lines (``lines``), how many of them name a retry
     (``retries``), and the first one (``first``, without its timestamp)."""
     found = [ln.strip() for ln in text.splitlines() if S3_LINE.search(ln) and not ln.lstrip().startswith("at ")]

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 from pytest_streamchaos.stack.s3.gate import ProxyGate
-from pytest_streamchaos.stack.s3.install import weed_binary
+from pytest_streamchaos.stack.s3.install import Progress, weed_binary
 from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
 from pytest_streamchaos.stack.service import Service
 
@@ -59,9 +59,7 @@ class StoreNode(Daemon):
     def name(self) -> str:
         return "s3"
 
-    def endpoint(self) -> Any:
-        from pytest_streamchaos.stack.base import Endpoint
-
+    def endpoint(self) -> Endpoint:
         return Endpoint("s3", "s3", HOST, {})
 
 
@@ -71,7 +69,7 @@ class ObjectStore(Service):
     (:meth:`client_conf`)."""
 
     def __init__(self, workdir: str | os.PathLike, *, start_timeout: float = 60.0, host: Host | None = None,
-                 progress: Any = None) -> None:
+                 progress: Progress | None = None) -> None:
         self.workdir = Path(workdir).absolute()
         self.host = host or current()
         self.start_timeout, self.progress = start_timeout, progress
