@@ -118,7 +118,7 @@ class NfqueueLink(_PortLink):
 
 class HostLink(IptablesLink):
     """This host's rules, each operation by the mechanism that has it: iptables cuts and drops, tc throttles,
-    a delay is netem's where the kernel has it, else NFQUEUE's (:attr:`.features.Capabilities.delay_backend`)."""
+    a delay is netem's where the kernel has it, else NFQUEUE's (:attr:`.features.NetworkFeatures.delay_backend`)."""
 
     def slow(self, ms: float, jitter_ms: float = 0.0) -> NetworkDelay:
         return NetworkDelay(self.ports, ms, jitter_ms, direction=self.direction)

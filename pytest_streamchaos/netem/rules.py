@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 from pytest_streamchaos.netem import iptables as ipt
 from pytest_streamchaos.netem import nfq_delayer, probe, tcshaper
-from pytest_streamchaos.netem.features import get_capabilities
+from pytest_streamchaos.netem.features import network_features
 from pytest_streamchaos.netem.iptables import NetFaultError
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.host import current
@@ -90,7 +90,7 @@ class ProbeFrom(TypedDict, total=False):
 
 
 def _require(need: str, what: str) -> None:
-    reason = get_capabilities().missing(need, what)
+    reason = network_features().missing(need, what)
     if reason:
         raise NetFaultError(reason)
 
@@ -117,7 +117,7 @@ class NetworkFault(_Healing):
 
     #: the mechanism, in the tags of its rules
     kind = "network"
-    #: what the mechanism needs of the host (:meth:`~.features.Capabilities.missing`), and its name there
+    #: what the mechanism needs of the host (:meth:`~.features.NetworkFeatures.missing`), and its name there
     need = ""
     what = "a network fault"
 
@@ -397,10 +397,10 @@ class NetworkDelay(NetworkFault):
         self.base_rtt_ms = 0.0
 
     def scope_limit(self) -> str | None:
-        return TC_UNSCOPED if (self.backend or get_capabilities().delay_backend) == "netem" else None
+        return TC_UNSCOPED if (self.backend or network_features().delay_backend) == "netem" else None
 
     def _inject(self) -> None:
-        backend = self.backend or get_capabilities().delay_backend
+        backend = self.backend or network_features().delay_backend
         if backend == "netem":
             _require("netem", "netem delay")
         elif backend == "nfqueue":
@@ -455,7 +455,7 @@ class NetworkDelay(NetworkFault):
                 break
         raise NetFaultError(f"the NFQUEUE delayer did not start: {last_err}. Check `python -m "
                             f"pytest_streamchaos.netem.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
-                            f"{get_capabilities().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
+                            f"{network_features().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
 
     def _await_ready(self, proc: ManagedProcess) -> str:
         """The delayer's first line ('' when it exited first), or why none came in time."""

@@ -23,7 +23,7 @@ from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.registry import actions_for, kind, parse
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.faults.timeline import Recorder, plan
-from pytest_streamchaos.netem.features import get_capabilities
+from pytest_streamchaos.netem.features import network_features
 from pytest_streamchaos.netem.iptables import NetFaultError, chain_name
 from pytest_streamchaos.netem.rules import BandwidthLimit, NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.stack.base import Endpoint
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 
 
 def need(name: str) -> None:
-    caps = get_capabilities()
+    caps = network_features()
     reason = caps.missing("nfqueue", "NFQUEUE delay") if name == "nfqueue_delay" else kind(name).host_missing(caps)
     if reason:
         pytest.skip(reason)
@@ -280,7 +280,7 @@ def test_other_ports_unaffected(echo, clean_host):
     need("network_partition")
     other = EchoServer()
     try:
-        with Partition([echo.port]), BandwidthLimit([echo.port], kbit=100) if not get_capabilities().missing(
+        with Partition([echo.port]), BandwidthLimit([echo.port], kbit=100) if not network_features().missing(
                 "shaping", "bandwidth_limit") else Partition([echo.port]):
             r = rtts_ms(other.port, 5)
         assert max(r) < 100, f"a fault on port {echo.port} slowed port {other.port}: {r}"
@@ -304,12 +304,12 @@ CHILD = textwrap.dedent("""
     import sys
     from pytest_streamchaos.netem.iptables import chain_name
     from pytest_streamchaos.netem.rules import NetworkDelay, Partition, BandwidthLimit
-    from pytest_streamchaos.netem.features import get_capabilities
+    from pytest_streamchaos.netem.features import network_features
     port, cut, slow = (int(a) for a in sys.argv[1:4])
     Partition([cut]).inject()
     d = NetworkDelay([port], ms=300)
     d.inject()
-    shaped = not get_capabilities().missing("shaping", "bandwidth_limit")
+    shaped = not network_features().missing("shaping", "bandwidth_limit")
     if shaped:
         BandwidthLimit([slow], kbit=500).inject()
     print(chain_name(), d._proc.pid if d._proc else 0, int(shaped), flush=True)

@@ -16,7 +16,7 @@ from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim
 from pytest_streamchaos.netem import rules as net
-from pytest_streamchaos.netem.features import get_capabilities
+from pytest_streamchaos.netem.features import network_features
 from pytest_streamchaos.stack.base import NetFaultError
 from pytest_streamchaos.stack.capabilities import BrokerIsolation, BrokerKill, PartitionLeaders
 
@@ -207,7 +207,7 @@ class IsolateBroker(_OnBrokers):
     @classmethod
     def unavailable(cls, spec: FaultSpec) -> str | None:
         # (the mark itself comes from the stack, BrokerIsolation.node_mark: BrokerCut refuses to act without)
-        return get_capabilities().missing("drop", cls.name)
+        return network_features().missing("drop", cls.name)
 
     def inject(self, planned: PlannedFault) -> net.FaultGroup:
         ids = self._brokers(planned)

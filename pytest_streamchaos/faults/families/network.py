@@ -20,7 +20,7 @@ from pytest_streamchaos.faults.kind import FaultKind, LinkDelay
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.netem import rules as net
-from pytest_streamchaos.netem.features import Capabilities, get_capabilities
+from pytest_streamchaos.netem.features import NetworkFeatures, network_features
 from pytest_streamchaos.netem.links import Drops, HostLink, Partitions, Slows, Throttles, ToxiproxyLink, able
 from pytest_streamchaos.netem.toxics import ToxicFault
 from pytest_streamchaos.stack.base import Endpoint, LinkProxy
@@ -79,7 +79,7 @@ class _OnALink(FaultKind):
     """A fault on a link's ports: what the four network kinds share. A kind says which operation of a link
     it is (:attr:`operation`, :meth:`act`) and what the host's rules need; the job's Kafka proxies carry it
     when they have the operation (Toxiproxy has no loss toxic: a loss is iptables on their ports)."""
-    #: what the host's rule needs of the host (:meth:`Capabilities.missing`)
+    #: what the host's rule needs of the host (:meth:`NetworkFeatures.missing`)
     need: ClassVar[str]
     #: the operation of a link the kind is (one of :mod:`pytest_streamchaos.netem.links`' protocols)
     operation: ClassVar[type]
@@ -106,13 +106,13 @@ class _OnALink(FaultKind):
         return (ActiveMaster,) if str(spec.target).startswith("master") else ()
 
     @classmethod
-    def host_missing(cls, caps: Capabilities) -> str | None:
+    def host_missing(cls, caps: NetworkFeatures) -> str | None:
         """Why a host with ``caps`` cannot run this kind's rule (the fix named), or None."""
         return caps.missing(cls.need, cls.name)
 
     @classmethod
     def unavailable(cls, spec: FaultSpec) -> str | None:
-        return cls.host_missing(get_capabilities()) if cls.needs_host_network(spec) else None
+        return cls.host_missing(network_features()) if cls.needs_host_network(spec) else None
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
