@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from synthetic import Outage, stateless_trace, windowed_trace
 
 from pytest_streamchaos.analysis.metrics import compute_metrics
 from pytest_streamchaos.analysis.oracle import IdentityOracle, TumblingWindowOracle
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace, windowed_trace
 from pytest_streamchaos.analysis.validate import validate
 
 RESULTS = Path(__file__).parent / "results" / "analysis.json"

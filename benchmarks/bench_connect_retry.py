@@ -41,8 +41,8 @@ from pyspark.sql.connect.client.retries import DefaultPolicy, Retrying
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from pytest_streamchaos.machine.ports import PortRegistry  # noqa: E402
 from pytest_streamchaos.poll import wait_for  # noqa: E402  (after the path: run as a script)
-from pytest_streamchaos.stack.ports import PortRegistry  # noqa: E402
 
 #: one gRPC method: "hold" keeps the call until the process dies, "answer" returns at once
 SERVER = """

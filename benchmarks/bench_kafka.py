@@ -33,7 +33,7 @@ from pathlib import Path
 import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.stack.local import LocalKafkaCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kafka.json"

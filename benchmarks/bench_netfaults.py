@@ -22,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_streamchaos.faults.capabilities import get_capabilities
-from pytest_streamchaos.faults.network import BandwidthLimit, NetworkDelay, PacketLoss, Partition
+from pytest_streamchaos.netem.features import network_features
+from pytest_streamchaos.netem.rules import BandwidthLimit, NetworkDelay, PacketLoss, Partition
 
 RESULTS = Path(__file__).parent / "results" / "netfaults.json"
 
@@ -160,7 +160,7 @@ def tcp_bulk(port: int, nbytes: int, fault_ms: float | None) -> dict:
 
 
 def inject_heal_cost(port: int) -> dict:
-    caps = get_capabilities()
+    caps = network_features()
     faults = {"partition": lambda: Partition([port]), "loss_10pct": lambda: PacketLoss([port], 10),
               "delay_nfqueue": lambda: NetworkDelay([port], ms=10)}
     if not caps.missing("shaping", "bandwidth_limit"):
@@ -182,7 +182,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    caps = get_capabilities()
+    caps = network_features()
     reason = caps.missing("nfqueue", "NFQUEUE delay")
     if reason:
         raise SystemExit(f"bench_netfaults: {reason}")

@@ -157,7 +157,7 @@ class ChaosFixture(Chaos):
     def _repeated(self, once: Callable[[], ChaosRun], *, repeat: int | None, faults: bool) -> ChaosRun | RepeatedRun:
         """``once()`` ``repeat`` times (None: the test's mark, else ``--chaos-repeat``), without the test's
         fault marks when not ``faults``: one ``ChaosRun``, or a ``RepeatedRun`` of several, kept in
-        :attr:`results`. Test seam: a subclass whose ``run`` hands it synthetic runs (``analysis.synthetic``)
+        :attr:`results`. Test seam: a subclass whose ``run`` hands it synthetic runs (tests/unit/synthetic.py)
         exercises repeats, comparisons and the plugin's reports without Spark."""
         n = self.repeat if repeat is None else int(repeat)
         if n < 1:

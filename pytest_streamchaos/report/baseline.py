@@ -24,10 +24,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pytest_streamchaos.analysis import keys
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION, ChaosRun
+from pytest_streamchaos.events import Kind, Phase, TimelineEvent
 from pytest_streamchaos.facts import RunSetup
 from pytest_streamchaos.jsonfile import write_json
+from pytest_streamchaos.records import OutputRecords, SentRecords, Trace
 
 _FILE = re.compile(r"^(\d{4})_(.+)\.json$")
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -74,11 +78,22 @@ def check_gates(gates: Sequence[Gate]) -> None:
 
 
 def sample_run_json() -> dict[str, Any]:
-    """The JSON of a run of a synthetic trace with one fault (what every run's JSON has the keys of)."""
-    from pytest_streamchaos.analysis.synthetic import stateless_trace
+    """The JSON of a run of a made-up trace with one fault (what every run's JSON has the keys of)."""
+    return ChaosRun.from_trace(_sample_trace(), guarantee="at-least-once").to_dict()
 
-    trace = stateless_trace(rate=10, duration=10, batch_interval=1.0, faults=[5.0])
-    return ChaosRun.from_trace(trace, guarantee="at-least-once").to_dict()
+
+def _sample_trace(t0: float = 1_700_000_000.0) -> Trace:
+    """100 records sent at 10/s, each output 0.2 s later at the next whole second, a worker's fault at 5 s,
+    warm-up to 5 s, load to 10 s, drain to 15 s (tests/unit/test_reports_units.py holds it to the tests'
+    synthetic trace of the same run)."""
+    ids = np.arange(100, dtype=np.int64)
+    send = t0 + ids / 10.0
+    arrival = t0 + np.ceil(send + 0.2 - t0)
+    sent = SentRecords(ids, np.zeros(ids.size, dtype=np.int64), send.copy(), send)
+    outputs = OutputRecords(arrival, np.arange(ids.size + 1, dtype=np.int64), ids)
+    phases: dict[str, float] = {Phase.WARMUP_END: t0 + 5.0, Phase.LOAD_END: t0 + 10.0, Phase.DRAIN_END: t0 + 15.0}
+    return Trace(sent, outputs, timeline=[TimelineEvent(t0 + 5.0, Kind.FAULT_INJECTED, "worker-1")],
+                 phases=phases, trigger_seconds=1.0)
 
 
 # -- storage ---------------------------------------------------------------------------------------

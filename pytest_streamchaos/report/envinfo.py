@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 
 
 def _version(dist: str) -> str | None:

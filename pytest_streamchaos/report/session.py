@@ -34,7 +34,7 @@ PLUGIN_NAME = "streamchaos-session"
 #: a test's fault specs, validated at collection
 FAULTS_KEY = pytest.StashKey[list]()
 #: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun). Test seam: a
-#: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from analysis.synthetic
+#: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from tests/unit/synthetic.py
 RUNS_KEY = pytest.StashKey[list]()
 #: the test's A/B comparisons (``chaos.compare``)
 COMPARISONS_KEY = pytest.StashKey[list]()

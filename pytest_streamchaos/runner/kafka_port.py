@@ -6,7 +6,7 @@ it. When either does not answer, Spark's Kafka clients do not fail: they retry u
 ("Timed out waiting for a node assignment. Call: listNodes" after two minutes). So the run asks first, as the
 job's client will: a Kafka Metadata request on the job's ``localhost:<port>`` (the address a JVM's client takes:
 IPv4 first, and Kafka's client keeps the family of the first address), then an ApiVersions request to every
-broker that reply advertises (:mod:`pytest_streamchaos.faults.probe`), and fails in one line naming what did not
+broker that reply advertises (:mod:`pytest_streamchaos.netem.probe`), and fails in one line naming what did not
 answer and why.
 """
 
@@ -16,7 +16,7 @@ import socket
 import time
 from collections.abc import Sequence
 
-from pytest_streamchaos.faults.probe import ask, kafka_metadata_v4, metadata_brokers
+from pytest_streamchaos.netem.probe import ask, kafka_metadata_v4, metadata_brokers
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.stack.base import LinkProxy

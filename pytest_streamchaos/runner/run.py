@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status
@@ -25,7 +26,6 @@ from pytest_streamchaos.runner.phases.warmup import WarmUp
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
 from pytest_streamchaos.spark import s3a
 from pytest_streamchaos.stack.capabilities import KafkaLinks
-from pytest_streamchaos.stack.errors import StackError
 
 
 class Run:

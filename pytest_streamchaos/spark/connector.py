@@ -2,7 +2,7 @@
 
 ``format("kafka")`` in a job runs on ``org.apache.spark:spark-sql-kafka-0-10_<scala>:<spark version>`` of
 the installed pyspark (its Scala line read from the Scala library it ships), resolved once per machine
-into the plugin's cache (:mod:`pytest_streamchaos.stack.artifacts`, one folder per coordinate, so two
+into the plugin's cache (:mod:`pytest_streamchaos.machine.artifacts`, one folder per coordinate, so two
 Spark lines never share one) and passed to every job as ``spark.jars`` (absolute paths: nothing is
 resolved when a job starts).
 
@@ -11,7 +11,7 @@ resolved when a job starts).
 the same Spark line and Scala version -- what Spark's compatibility promise within a line covers --,
 saying so in one line (:attr:`Choice.note`: when it is resolved, and in every run's warnings). The
 published versions come from the repository's ``maven-metadata.xml``, cached for a day
-(:func:`~pytest_streamchaos.stack.artifacts.published_versions`); only a line with no connector at all
+(:func:`~pytest_streamchaos.machine.artifacts.published_versions`); only a line with no connector at all
 fails, naming the lines that have one (:func:`choose`).
 
 Jobs often pin a connector themselves, in ``spark.jars.packages`` -- very often
@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 
 #: a Kafka connector coordinate as jobs write it (group:artifact_scala:version)
 PIN = re.compile(r"org\.apache\.spark:spark-sql-kafka-0-10_(?P<scala>2\.1[0-9]):(?P<version>[0-9][\w.\-]*)")
@@ -90,7 +90,7 @@ def _release(version: str) -> tuple[int, ...] | None:
 def choose(installed: str, scala: str, published: Sequence[str]) -> str:
     """The connector version for pyspark ``installed``: its own when published, else the newest
     published release of the same Spark line (major.minor) not newer than it (else the newest of the
-    line). :class:`~pytest_streamchaos.stack.artifacts.ResolutionError` naming the versions that do work
+    line). :class:`~pytest_streamchaos.machine.artifacts.ResolutionError` naming the versions that do work
     when the line has none."""
     if installed in published:
         return installed
@@ -140,7 +140,7 @@ class Choice:
 def choice(spark_home: Path) -> Choice:
     """Which connector the Spark distribution at ``spark_home`` runs jobs on. Needs no network when the
     installed release's connector is cached, or when the cached list of published versions (refreshed
-    daily, :func:`~pytest_streamchaos.stack.artifacts.published_versions`) decides; when the list cannot
+    daily, :func:`~pytest_streamchaos.machine.artifacts.published_versions`) decides; when the list cannot
     be had at all, the installed release's own (its resolution then says what failed)."""
     installed, scala = spark_version(spark_home), scala_binary(spark_home / "jars")
     own = Choice(installed, scala, installed)

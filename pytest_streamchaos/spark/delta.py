@@ -3,7 +3,7 @@
 A job that writes ``format("delta")``, calls ``DeltaTable.forPath(...).merge(...)`` or builds its session
 with ``configure_spark_with_delta_pip(builder)`` runs on Delta Lake's jar for the installed pyspark's
 Spark line and Scala version, resolved once per machine into the plugin's cache like Spark's Kafka
-connector (:mod:`pytest_streamchaos.stack.artifacts`: a lock for each tested line, downloaded in
+connector (:mod:`pytest_streamchaos.machine.artifacts`: a lock for each tested line, downloaded in
 parallel; offline and fast the second time) and passed with it as ``spark.jars``. Which jobs need it
 is read from what they are (:func:`needs_delta`): their code and the local modules it imports
 (:func:`.job_code.job_sources`), their conf, a ``delta:`` output. Such a job also gets the two settings a
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 
 GROUP = "io.delta"
 #: a Delta Lake jar as jobs pin it: ``io.delta:delta-spark_2.12:3.2.0``, ``io.delta:delta-spark_4.2_2.13:4.4.0``,
@@ -111,7 +111,7 @@ def choose(spark: str, scala: str, python: str | None,
     """The Delta jar for pyspark ``spark`` on Scala ``scala``: the line's own artifact
     (``delta-spark_<line>_<scala>``) at the Python package's version ``python`` when published, else its
     newest release; else :data:`BEFORE_PER_LINE`; else
-    :class:`~pytest_streamchaos.stack.artifacts.ResolutionError` naming the lines that have one.
+    :class:`~pytest_streamchaos.machine.artifacts.ResolutionError` naming the lines that have one.
     ``published(artifact)``: the versions the repository has (None: unknown)."""
     line = spark_line(spark)
     per_line = f"delta-spark_{line}_{scala}"
@@ -153,7 +153,7 @@ def delta_set(spark_home: Path) -> artifacts.JarSet:
 def delta_jars(spark_home: Path, progress: Callable[[str], None] | None = None, java: str | None = None,
                announce: bool = True) -> list[Path]:
     """Delta's jars for the installed line, resolved on first use. A line without Delta, or a failed
-    resolution, raises :class:`~pytest_streamchaos.stack.artifacts.ResolutionError` naming the fix."""
+    resolution, raises :class:`~pytest_streamchaos.machine.artifacts.ResolutionError` naming the fix."""
     jar_set = delta_set(spark_home)
     return artifacts.resolve(jar_set, progress, java=java, announce=announce)
 

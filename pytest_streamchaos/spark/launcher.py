@@ -24,16 +24,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.errors import LaunchError
 from pytest_streamchaos.job.config import JobConfig
+from pytest_streamchaos.machine.artifacts import ResolutionError
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.spark import connector, delta, job_code, job_files, s3a
-from pytest_streamchaos.stack.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import JobHandle, Launcher, LaunchOptions, SparkApp, SparkCluster
 from pytest_streamchaos.stack.driver.conf import DEFAULT_CONF, JIT_MODES, QUICK_JIT, java_env, java_path, spark_home
 from pytest_streamchaos.stack.driver.job import JobFailed
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
-from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.host import current
-from pytest_streamchaos.stack.ports import HOST
 
 
 def check_script(script: str | os.PathLike) -> Path:

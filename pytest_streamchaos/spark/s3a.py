@@ -9,7 +9,7 @@ names the endpoint.
 
 **The jars** (:func:`s3a_jars`): ``org.apache.hadoop:hadoop-aws`` of the Hadoop client pyspark ships
 (``hadoop-client-api-3.5.0.jar`` in pyspark 4.2: ``hadoop-aws:3.5.0``; 3.3.4 in pyspark 3.5), with the AWS SDK
-modules S3A uses rather than the SDK's bundle (:data:`~pytest_streamchaos.stack.artifacts.S3A_SDK`), resolved
+modules S3A uses rather than the SDK's bundle (:data:`~pytest_streamchaos.machine.artifacts.S3A_SDK`), resolved
 once per machine into the plugin's cache like Spark's Kafka connector and given as ``spark.jars``.
 
 **What is refused** (:func:`refusal`, before anything starts, in one line naming the fix): a bucket name S3
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.stack.s3.ops import bucket_of, bucket_refusal
 
 #: an ``s3a://`` URL in code, an argument or a conf value
@@ -117,7 +117,7 @@ def s3a_set(spark_home: Path) -> artifacts.JarSet:
 
 def s3a_jars(spark_home: Path, progress: Callable[[str], None] | None = None, java: str | None = None,
              announce: bool = True) -> list[Path]:
-    """S3A's jars for the installed pyspark, resolved on first use (:class:`~..stack.artifacts.ResolutionError`
+    """S3A's jars for the installed pyspark, resolved on first use (:class:`~..machine.artifacts.ResolutionError`
     naming the fix when they cannot be)."""
     return artifacts.resolve(s3a_set(spark_home), progress, java=java, announce=announce)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from pytest_streamchaos.stack.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
+from pytest_streamchaos.errors import NetFaultError, StackError  # noqa: F401  (the stack's errors, re-exported)
 from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ class LinkProxy(Protocol):
         ...
 
     def add_toxic(self, kind: str, stream: str = "downstream", attributes: dict[str, Any] | None = None,
-                  toxicity: float = 1.0, name: str | None = None) -> Any:
+                  toxicity: float = 1.0, name: str | None = None) -> object:
         ...
 
     def remove_toxic(self, name: str) -> None:

@@ -399,8 +399,8 @@ class ObjectStoreService(Protocol):
         ...
 
     @property
-    def link(self) -> Any:
-        """The Toxiproxy proxy on the job's link to the store (a ``LinkProxy``), None without Toxiproxy."""
+    def link(self) -> LinkProxy | None:
+        """The Toxiproxy proxy on the job's link to the store, None without Toxiproxy."""
         ...
 
     @property

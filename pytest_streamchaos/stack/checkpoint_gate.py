@@ -38,8 +38,8 @@ from pathlib import Path
 
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import StackError
 
 SOURCE = Path(__file__).with_name("checkpoint_gate.c")

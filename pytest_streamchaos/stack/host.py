@@ -20,8 +20,8 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from pytest_streamchaos.machine.ports import PortRegistry
 from pytest_streamchaos.stack.jobgroup import JobGroup
-from pytest_streamchaos.stack.ports import PortRegistry
 from pytest_streamchaos.stack.reaper import Reaper
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ delays the generator's acknowledgements, and the harness then measures its own b
 downtime. Here every process of the Spark cluster and of the user's job starts in one cgroup v2 group
 (the kernel tags each socket with the group of the process that opened it). One iptables rule in
 ``mangle OUTPUT`` sets a conntrack mark on each connection a member of the group *opens*; network faults
-in job scope match that mark (:func:`pytest_streamchaos.faults.iptables.connmark_match`, and the same
+in job scope match that mark (:func:`pytest_streamchaos.netem.iptables.connmark_match`, and the same
 mark copied to the packet for tc filters). A connection the harness opens is never marked, whichever
 ports it uses, and a connection the harness opens *to* a job process (the progress poller to the
 driver's UI) is not marked either: only the side that opened it counts. Probes of a job-scoped fault set
@@ -28,7 +28,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_streamchaos.stack import commands, netfilter
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.stack import netfilter
 from pytest_streamchaos.stack.reaper import Reaper
 
 #: The conntrack / packet mark of connections opened by the job (a byte of the mark no one else here uses).

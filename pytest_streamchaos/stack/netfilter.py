@@ -2,15 +2,15 @@
 hooked into a built-in chain, and the shell script that removes both.
 
 Two users keep a chain of their own: the job group's marking rules (``mangle OUTPUT``, :mod:`.jobgroup`)
-and the network faults' rules (``filter INPUT``, ``pytest_streamchaos.faults.iptables``).
+and the network faults' rules (``filter INPUT``, ``pytest_streamchaos.netem.iptables``).
 """
 
 from __future__ import annotations
 
 import subprocess
 
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.errors import NetFaultError
+from pytest_streamchaos.errors import NetFaultError
+from pytest_streamchaos.machine import commands
 
 IPT = ["iptables", "-w", "5"]  # -w: wait for the xtables lock instead of failing under concurrency
 IPT_FIX = "network faults need root/CAP_NET_ADMIN and a working iptables"

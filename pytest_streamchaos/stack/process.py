@@ -19,9 +19,9 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 import psutil
 
+from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.poll import poll, settled
 from pytest_streamchaos.stack.base import Endpoint
-from pytest_streamchaos.stack.errors import StackError
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.host import Host
@@ -412,7 +412,7 @@ class Daemon(abc.ABC):
         return f"{self.role}-{self.index}"
 
     def started(self) -> DaemonProcess:
-        """Its current process; :class:`~.errors.StackError` when it was never started."""
+        """Its current process; :class:`~pytest_streamchaos.errors.StackError` when it was never started."""
         if self.process is None:
             raise StackError(f"{self.name} was never started")
         return self.process

@@ -2,7 +2,7 @@
 
 The job reaches each Kafka broker through one proxy of a ``toxiproxy-server`` (the broker advertises
 the proxy's port), so network faults on those links are toxics and proxy state, with no privileges
-and no kernel features (:mod:`pytest_streamchaos.faults.toxics`)::
+and no kernel features (:mod:`pytest_streamchaos.netem.toxics`)::
 
     server = ToxiproxyServer(workdir=tmp_path)          # started, ready (GET /version answered)
     proxy = server.create_proxy("broker-1", "127.0.0.1:9093")
@@ -47,8 +47,8 @@ import requests
 
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.base import NetFaultError, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -336,8 +336,8 @@ class ToxiProxy:
     @classmethod
     def create(cls, server: ToxiproxyServer, name: str, upstream: str, listen_port: int = 0) -> ToxiProxy:
         """Create proxy ``name`` listening on 127.0.0.1:``listen_port`` and forwarding to ``upstream``
-        (``host:port``). Port 0 takes one from the server's host (:mod:`.ports`), below the ephemeral
-        range: a disabled proxy releases its port, and re-enabling must find it still free."""
+        (``host:port``). Port 0 takes one from the server's host (:mod:`pytest_streamchaos.machine.ports`), below
+        the ephemeral range: a disabled proxy releases its port, and re-enabling must find it still free."""
         port = listen_port or server.host.ports.free()
         got = server.api("POST", "/proxies", {"name": name, "upstream": upstream, "listen": f"127.0.0.1:{port}",
                                               "enabled": True})

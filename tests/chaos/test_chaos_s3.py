@@ -17,11 +17,11 @@ import pytest
 from lakehouse import order, sku_of
 
 from pytest_streamchaos import JobSetup, Reference, kill_driver, kill_s3, s3_errors
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.delta_sink import table_at
 from pytest_streamchaos.observe.storage import locate
 from pytest_streamchaos.spark.launcher import spark_home
-from pytest_streamchaos.stack import artifacts
 
 JOBS = Path(__file__).parent / "jobs" / "s3"
 BUCKET = "lake"

@@ -22,11 +22,11 @@ from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.registry import actions_for, parse
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.faults.timeline import Recorder, plan
+from pytest_streamchaos.machine.ports import port_holder
 from pytest_streamchaos.poll import settled, wait_for
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 from pytest_streamchaos.stack.hdfs.watcher import HdfsWatcher
-from pytest_streamchaos.stack.ports import port_holder
 
 pytestmark = pytest.mark.integration
 

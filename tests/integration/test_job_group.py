@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from pytest_streamchaos.faults import network as net
-from pytest_streamchaos.faults.capabilities import get_capabilities
+from pytest_streamchaos.netem import rules as net
+from pytest_streamchaos.netem.features import network_features
 from pytest_streamchaos.stack import jobgroup
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.testing import wait_for
@@ -34,8 +34,8 @@ def group(streamchaos_host):
     g = streamchaos_host.job_group
     if not g.available:
         pytest.skip(f"no job group on this host: {g.reason}")
-    if get_capabilities().missing("drop", "network_partition"):
-        pytest.skip(get_capabilities().missing("drop", "network_partition"))
+    if network_features().missing("drop", "network_partition"):
+        pytest.skip(network_features().missing("drop", "network_partition"))
     return g
 
 
@@ -119,9 +119,9 @@ def test_an_unscoped_partition_cuts_everyone(group, server, tmp_path):
 
 
 def test_a_delay_scoped_to_the_job_delays_only_the_job(group, server):
-    if get_capabilities().missing("delay", "network_delay"):
-        pytest.skip(get_capabilities().missing("delay", "network_delay"))
-    from pytest_streamchaos.faults import probe
+    if network_features().missing("delay", "network_delay"):
+        pytest.skip(network_features().missing("delay", "network_delay"))
+    from pytest_streamchaos.netem import probe
 
     fault = net.NetworkDelay([server], ms=300, direction="both").only_marked(jobgroup.MARK, jobgroup.MASK)
     with fault:

@@ -12,10 +12,10 @@ import psutil
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from pytest_streamchaos.faults.probe import ask, kafka_metadata_v4, metadata_brokers
+from pytest_streamchaos.machine import ports
+from pytest_streamchaos.netem.probe import ask, kafka_metadata_v4, metadata_brokers
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.kafka_port import check_kafka_port, unanswered
-from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import StackError
 
 pytestmark = pytest.mark.integration

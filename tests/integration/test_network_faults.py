@@ -19,13 +19,13 @@ import time
 
 import pytest
 
-from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.iptables import NetFaultError, chain_name
-from pytest_streamchaos.faults.network import BandwidthLimit, NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.faults.registry import actions_for, kind, parse
 from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.faults.timeline import Recorder, plan
+from pytest_streamchaos.netem.features import network_features
+from pytest_streamchaos.netem.iptables import NetFaultError, chain_name
+from pytest_streamchaos.netem.rules import BandwidthLimit, NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.stack.base import Endpoint
 from pytest_streamchaos.testing import wait_for
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 
 
 def need(name: str) -> None:
-    caps = get_capabilities()
+    caps = network_features()
     reason = caps.missing("nfqueue", "NFQUEUE delay") if name == "nfqueue_delay" else kind(name).host_missing(caps)
     if reason:
         pytest.skip(reason)
@@ -280,7 +280,7 @@ def test_other_ports_unaffected(echo, clean_host):
     need("network_partition")
     other = EchoServer()
     try:
-        with Partition([echo.port]), BandwidthLimit([echo.port], kbit=100) if not get_capabilities().missing(
+        with Partition([echo.port]), BandwidthLimit([echo.port], kbit=100) if not network_features().missing(
                 "shaping", "bandwidth_limit") else Partition([echo.port]):
             r = rtts_ms(other.port, 5)
         assert max(r) < 100, f"a fault on port {echo.port} slowed port {other.port}: {r}"
@@ -302,14 +302,14 @@ def test_heal_is_idempotent_and_removes_everything(echo, clean_host):
 
 CHILD = textwrap.dedent("""
     import sys
-    from pytest_streamchaos.faults.iptables import chain_name
-    from pytest_streamchaos.faults.network import NetworkDelay, Partition, BandwidthLimit
-    from pytest_streamchaos.faults.capabilities import get_capabilities
+    from pytest_streamchaos.netem.iptables import chain_name
+    from pytest_streamchaos.netem.rules import NetworkDelay, Partition, BandwidthLimit
+    from pytest_streamchaos.netem.features import network_features
     port, cut, slow = (int(a) for a in sys.argv[1:4])
     Partition([cut]).inject()
     d = NetworkDelay([port], ms=300)
     d.inject()
-    shaped = not get_capabilities().missing("shaping", "bandwidth_limit")
+    shaped = not network_features().missing("shaping", "bandwidth_limit")
     if shaped:
         BandwidthLimit([slow], kbit=500).inject()
     print(chain_name(), d._proc.pid if d._proc else 0, int(shaped), flush=True)
@@ -394,7 +394,7 @@ def test_killed_delayer_is_not_in_effect(echo, clean_host):
 
 def test_partition_probe_measures_total_loss_and_a_flushed_rule_shows(echo, clean_host):
     need("network_partition")
-    from pytest_streamchaos.faults import iptables as ipt
+    from pytest_streamchaos.netem import iptables as ipt
 
     with Partition([echo.port]) as fault:
         assert fault.measure()["measured_loss"] == 1.0

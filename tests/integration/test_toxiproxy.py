@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from pytest_streamchaos.faults import probe
 from pytest_streamchaos.faults.registry import kind
-from pytest_streamchaos.faults.toxics import (
+from pytest_streamchaos.machine import ports
+from pytest_streamchaos.netem import probe
+from pytest_streamchaos.netem.toxics import (
     ToxicBandwidth,
     ToxicDelay,
     ToxicLimitData,
@@ -27,7 +28,6 @@ from pytest_streamchaos.faults.toxics import (
     ToxicResetPeer,
     ToxicSlicer,
 )
-from pytest_streamchaos.stack import ports
 from pytest_streamchaos.stack.base import NetFaultError
 from pytest_streamchaos.stack.toxiproxy import TOXIPROXY_VERSION, ToxiproxyServer, toxiproxy_server_binary
 from pytest_streamchaos.testing import pid_alive, wait_for

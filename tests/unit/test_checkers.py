@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 from doc_examples import checker_example
+from synthetic import T0, Outage, stateless_trace
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import CheckFailed, CheckResult, compose, run_all
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import T0, Outage, stateless_trace
 from pytest_streamchaos.facts import (
     ClientSample,
     DelaySpec,

@@ -1,4 +1,4 @@
-"""stack/commands.py: the one way a host command runs; a failure names the command, why and the fix."""
+"""machine/commands.py: the one way a host command runs; a failure names the command, why and the fix."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import sys
 import psutil
 import pytest
 
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.poll import wait_for
-from pytest_streamchaos.stack import commands
 from pytest_streamchaos.stack.standalone.executors import EXECUTOR_CLASS, executors_under
 
 

@@ -121,7 +121,7 @@ def test_the_launcher_makes_a_server_on_the_cluster_and_the_script_its_client(tm
 
 
 def test_cluster_deploy_mode_is_refused_on_connect(tmp_path):
-    from pytest_streamchaos.stack.errors import LaunchError
+    from pytest_streamchaos.errors import LaunchError
 
     site = DriverSite(master_url="spark://127.0.0.1:7077", driver_host="127.0.0.1", host=Host())
     with pytest.raises(LaunchError, match="the Connect server is the query's driver"):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.spark import connector
 from pytest_streamchaos.spark.launcher import JobLauncher, spark_home
-from pytest_streamchaos.stack import artifacts
 
 SPARK35 = "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"
 SPARK4 = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
@@ -89,7 +89,7 @@ def _fake_spark(root: Path, jars: list[str]) -> Path:
 
 def test_the_cds_archives_of_two_spark_lines_never_coincide(tmp_path: Path) -> None:
     """The class-data archives are keyed by Spark's jars: another pyspark maps none of this one's."""
-    from pytest_streamchaos.stack import cds
+    from pytest_streamchaos.machine import cds
 
     java = str(tmp_path / "java")
     s35 = _fake_spark(tmp_path / "s35", ["spark-core_2.12-3.5.7.jar", "scala-library-2.12.18.jar"])

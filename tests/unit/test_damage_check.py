@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from synthetic import T0, stateless_trace
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import run_all
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.history import History
 from pytest_streamchaos.records import FAULT_INJECTED, SentRecords, TimelineEvent, Trace
 

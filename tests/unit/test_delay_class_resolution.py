@@ -106,8 +106,9 @@ def test_a_given_duration_shorter_than_the_timeline_fails_naming_both() -> None:
 
 
 def test_report_says_how_long_the_load_ran_and_which_timeout_was_set() -> None:
+    from synthetic import stateless_trace
+
     from pytest_streamchaos.analysis.result import ChaosRun
-    from pytest_streamchaos.analysis.synthetic import stateless_trace
     from pytest_streamchaos.facts import LoadFacts, RunFacts, RunSetup
 
     c = resolve_delay_class("driver", 5000, True, CLUSTER, DEFAULT_CONF)

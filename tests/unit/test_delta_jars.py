@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.observe.output_names import check_path_output, output_kind, output_path
 from pytest_streamchaos.spark import delta, job_code
 from pytest_streamchaos.spark.launcher import JobLauncher, LaunchError, spark_home
-from pytest_streamchaos.stack import artifacts
 
 JOBS = Path(__file__).resolve().parents[1] / "chaos" / "jobs"
 PER_LINE = {"delta-spark_4.2_2.13": ["4.4.0"], "delta-spark_4.1_2.13": ["4.1.0", "4.4.0"],

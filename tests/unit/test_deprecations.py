@@ -7,10 +7,10 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from synthetic import stateless_trace
 
 from pytest_streamchaos import deprecation
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
 from pytest_streamchaos.deprecation import MOVED, Moved, StreamChaosDeprecationWarning, release
 from pytest_streamchaos.history import Aim
 

@@ -9,7 +9,7 @@ import stat
 import psutil
 import pytest
 
-from pytest_streamchaos.stack import environment
+from pytest_streamchaos.machine import environment
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.local import LocalSparkCluster
 

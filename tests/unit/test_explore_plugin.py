@@ -24,7 +24,7 @@ import os
 import numpy as np
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
+from synthetic import stateless_trace
 from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosFixture

@@ -24,7 +24,7 @@ import pytest
 
 import pytest_streamchaos.runner.chaos as chaos_module
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
+from synthetic import T0, stateless_trace
 from pytest_streamchaos.events import Kind, TimelineEvent
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosFixture

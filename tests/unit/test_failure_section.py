@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import T0, stateless_trace
 
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.report.failure import explain, failure_section

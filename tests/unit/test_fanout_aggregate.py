@@ -3,12 +3,12 @@ aggregates (AggregateOracle), with planted drops / duplicates and known answers.
 
 import numpy as np
 import pytest
+from synthetic import aggregate_trace, fanout_trace, stateless_trace
 
 from pytest_streamchaos.analysis.aggregate import AggregateOracle
 from pytest_streamchaos.analysis.oracle import COPIES as COPIES_ANNOTATION
 from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import aggregate_trace, fanout_trace, stateless_trace
 from pytest_streamchaos.analysis.validate import validate
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.records import OutputRecords

@@ -16,7 +16,7 @@ CONFTEST = """
 import numpy as np
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
+from synthetic import stateless_trace
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.report.session import COMPARISONS_KEY, RUNS_KEY

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import tcshaper
-from pytest_streamchaos.faults.capabilities import Capabilities
-from pytest_streamchaos.faults.network import NetworkDelay, PacketLoss, Partition, ports_of
-from pytest_streamchaos.faults.nfq_delayer import Delayer
 from pytest_streamchaos.faults.registry import kind
+from pytest_streamchaos.netem import iptables as ipt
+from pytest_streamchaos.netem import tcshaper
+from pytest_streamchaos.netem.features import NetworkFeatures
+from pytest_streamchaos.netem.nfq_delayer import Delayer
+from pytest_streamchaos.netem.rules import NetworkDelay, PacketLoss, Partition, ports_of
 from pytest_streamchaos.stack.base import Endpoint
 
 
@@ -163,14 +163,14 @@ def test_delayer_flush_releases_everything_now():
 
 
 def test_capability_reasons_name_the_fix():
-    caps = Capabilities(net_admin=True, iptables=True, statistic=True, tc=True, tbf=True,
+    caps = NetworkFeatures(net_admin=True, iptables=True, statistic=True, tc=True, tbf=True,
                         reasons={"netem": "netem unknown", "netfilterqueue": "not importable",
                                  "htb": "no htb"})
     assert kind("network_partition").host_missing(caps) is None and kind("packet_loss").host_missing(caps) is None
     why = kind("network_delay").host_missing(caps)
     assert "netem or NFQUEUE+NetfilterQueue" in why and "pip install NetfilterQueue" in why
     assert "no htb" in kind("bandwidth_limit").host_missing(caps)
-    assert "CAP_NET_ADMIN" in kind("packet_loss").host_missing(Capabilities())
+    assert "CAP_NET_ADMIN" in kind("packet_loss").host_missing(NetworkFeatures())
     caps.nfqueue_target = caps.netfilterqueue = True
     assert caps.delay_backend == "nfqueue" and kind("network_delay").host_missing(caps) is None
     with pytest.raises(ValueError):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 
 SET = artifacts.JarSet("demo-1.0", "Demo 1.0", ("org.example:demo:1.0",), frozenset({"shipped"}))
 JARS = {f"org/example/{name}/1.0/{name}-1.0.jar": f"the bytes of {name}".encode() for name in
@@ -68,7 +68,7 @@ def test_a_lock_of_other_coordinates_is_not_used(lock: Path) -> None:
 def test_the_pinned_sets_have_their_lock(jars: artifacts.JarSet) -> None:
     assert jars.name in {j.name for j in artifacts.lockable_sets()}
     """A pinned version changed without its lock would be resolved by Ivy again (slowly): keep them together
-    (``python -m pytest_streamchaos.stack.artifacts --lock``)."""
+    (``python -m pytest_streamchaos.machine.artifacts --lock``)."""
     entries = artifacts.locked(jars)
     assert entries, f"no lock for {jars.coordinates}"
     assert all(e["path"].endswith("/" + e["file"]) and len(e["sha256"]) == 64 for e in entries)

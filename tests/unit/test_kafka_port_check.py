@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from pytest_streamchaos.faults.probe import kafka_metadata_v4, metadata_brokers
+from pytest_streamchaos.netem.probe import kafka_metadata_v4, metadata_brokers
 from pytest_streamchaos.runner import kafka_port
 
 

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import T0, Outage, Spike, stateless_trace, windowed_trace
 
 from pytest_streamchaos.analysis.metrics import (
     NOT_RECOVERED,
@@ -13,7 +14,6 @@ from pytest_streamchaos.analysis.metrics import (
     normal_gap,
 )
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
-from pytest_streamchaos.analysis.synthetic import T0, Outage, Spike, stateless_trace, windowed_trace
 from pytest_streamchaos.records import TimelineEvent
 
 B = 1.0  # default bucket
@@ -278,9 +278,10 @@ def test_multi_id_output_latency_is_from_latest_input():
 
 def test_overall_latency_excludes_the_warmup_backlog() -> None:
     """A startup backlog (inputs waiting while the job starts) is not the job's latency under load."""
+    from synthetic import Spike, stateless_trace
+
     from pytest_streamchaos.analysis.metrics import compute_metrics
     from pytest_streamchaos.analysis.oracle import IdentityOracle
-    from pytest_streamchaos.analysis.synthetic import Spike, stateless_trace
     from pytest_streamchaos.analysis.validate import validate
 
     # a 3 s latency hump in the first second, all of it out before the warm-up ends at 5 s

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import network as net
+from pytest_streamchaos.netem import iptables as ipt
+from pytest_streamchaos.netem import rules as net
 
 
 def test_drop_faults_match_the_mark_in_their_rules():

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import Outage, Spike, stateless_trace
 
 from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, stability
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
 from pytest_streamchaos.analysis.versus import fault_verdicts, latency_band, overhead
 
 

@@ -12,7 +12,7 @@ import pytest
 CONFTEST = """
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace
+from synthetic import Outage, stateless_trace
 from pytest_streamchaos.report.session import RUNS_KEY
 
 class FakeChaos:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from pytest_streamchaos.stack import ports
+from pytest_streamchaos.machine import ports
 
 
 def test_ports_are_free_distinct_and_bindable():

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import T0, stateless_trace
 
 from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound, record_latencies
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.history import History
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, TimelineEvent
 from pytest_streamchaos.spark import realtime

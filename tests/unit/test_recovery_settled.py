@@ -5,9 +5,9 @@ recovered never ends the load."""
 
 import numpy as np
 import pytest
+from synthetic import T0, Outage, Spike, seen_at, stateless_trace
 
 from pytest_streamchaos.analysis.metrics import compute_metrics, recovery_settled
-from pytest_streamchaos.analysis.synthetic import T0, Outage, Spike, seen_at, stateless_trace
 from pytest_streamchaos.records import TimelineEvent
 
 NEED = 5 + 5 + 2 + 2  # hold + smoothing + reach-back (the 2 s downtime threshold of a 1 s trigger) + 2 buckets

@@ -193,7 +193,7 @@ def test_a_reference_whose_key_cannot_be_computed_is_made_and_not_kept(tmp_path:
 CONFTEST = """
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
+from synthetic import stateless_trace
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.plugin import session_references
 from pytest_streamchaos.runner.chaos import Chaos

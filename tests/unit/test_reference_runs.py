@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from synthetic import stateless_trace
 
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.runner.chaos import Chaos
 from pytest_streamchaos.runner.reference import SECOND_PACE, SLACK_S, References

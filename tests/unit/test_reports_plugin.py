@@ -23,7 +23,7 @@ CONFTEST = """
 import numpy as np
 import pytest
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
+from synthetic import Outage, Spike, stateless_trace
 from pytest_streamchaos.facts import RunFacts, RunSetup
 from pytest_streamchaos.faults.marks import specs_for_item
 from pytest_streamchaos.harness import ChaosFixture

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import Outage, Spike, stateless_trace
 
 from pytest_streamchaos import JobSetup
 from pytest_streamchaos.analysis import keys
@@ -14,7 +15,6 @@ from pytest_streamchaos.analysis.metrics import NOT_RECOVERED
 from pytest_streamchaos.analysis.repeat import RepeatedRun, weakest_guarantee
 from pytest_streamchaos.analysis.result import SCHEMA_VERSION, ChaosRun
 from pytest_streamchaos.analysis.sla import SLAViolation, render_timeline
-from pytest_streamchaos.analysis.synthetic import Outage, Spike, stateless_trace
 from pytest_streamchaos.harness import merged_args
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.report import baseline as bl
@@ -67,6 +67,14 @@ def test_metric_names_read_the_run_json(runs: dict[str, ChaosRun]) -> None:
     assert keys.higher_is_better("reliability") and keys.higher_is_better("reliable_throughput")
     assert not keys.higher_is_better("latency.p99") and not keys.higher_is_better("lost")
     assert keys.worse("reliability", 1.0, 0.99) == pytest.approx(0.01) and keys.worse("downtime", 5, 4) == -1
+
+
+def test_the_gates_sample_run_is_the_synthetic_run_it_stands_for() -> None:
+    """The gates' names are checked on a run the package makes itself (the synthetic traces are the tests'):
+    it is the tests' stateless trace of the same run, number for number."""
+    trace = stateless_trace(rate=10, duration=10, batch_interval=1.0, faults=[5.0])
+    expected = ChaosRun.from_trace(trace, guarantee="at-least-once").to_dict()
+    assert json.dumps(bl.sample_run_json(), sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
 def test_gates_judge_direction_threshold_and_noise() -> None:

@@ -5,12 +5,12 @@ import pickle
 
 import numpy as np
 import pytest
+from synthetic import Outage, stateless_trace, windowed_trace
 
 from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, MetricParams, NotMeasurable, NotMeasured
 from pytest_streamchaos.analysis.oracle import TumblingWindowOracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.sla import SLA, SLAViolation
-from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace, windowed_trace
 from pytest_streamchaos.facts import RunFacts
 
 
@@ -114,8 +114,9 @@ def test_not_recovered_sentinel_pickles_as_singleton():
 
 
 def test_report_has_headline_numbers_faults_and_timeline() -> None:
+    from synthetic import Outage, stateless_trace
+
     from pytest_streamchaos.analysis.result import ChaosRun
-    from pytest_streamchaos.analysis.synthetic import Outage, stateless_trace
 
     trace = stateless_trace(rate=100, duration=60, faults=[20.0], outages=[Outage(20.0, 6.0, catch_up_rate=400)])
     run = ChaosRun.from_trace(trace, guarantee="at-least-once", facts=RunFacts(warnings=["drain timed out"]))

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from synthetic import stateless_trace
+
 from pytest_streamchaos.analysis.delay_class import DelayOutcome
 from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import stateless_trace
 from pytest_streamchaos.facts import (
     DelayClassChoice,
     GeneratorStats,

@@ -12,19 +12,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from synthetic import T0, stateless_trace
 
 from pytest_streamchaos.analysis import checkers as ch
 from pytest_streamchaos.analysis.checker import run_all
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.faults.registry import parse
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.history import History
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.records import FAULT_INJECTED, TimelineEvent, Trace
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup
 from pytest_streamchaos.runner.spec import checked_urls
 from pytest_streamchaos.spark import s3a
-from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.s3.gate import ProxyGate, checkpoint_file, temporary_of
 from pytest_streamchaos.stack.s3.http import Reader, relay_body
 from pytest_streamchaos.stack.s3.ops import bucket_refusal, classify, error_response
@@ -118,8 +118,8 @@ def test_the_run_refuses_them_before_anything_starts(tmp_path: Path):
 
 def test_a_job_naming_s3a_on_a_backend_without_a_store_is_refused_naming_the_fix(tmp_path: Path):
     """The docker backend's fixture has no store: the run stops before its topics, in one line."""
+    from pytest_streamchaos.errors import StackError
     from pytest_streamchaos.runner.run import run_storage
-    from pytest_streamchaos.stack.errors import StackError
 
     def fixture(name: str) -> Any:
         raise StackError("the docker backend runs no object store (its containers cannot reach the store on "

@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import T0, Outage, stateless_trace
 
 from pytest_streamchaos.analysis.metrics import NotMeasurable, NotMeasured, compute_metrics
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.sla import SLAViolation
-from pytest_streamchaos.analysis.synthetic import T0, Outage, stateless_trace
 from pytest_streamchaos.analysis.trigger import batch_cadence
 from pytest_streamchaos.records import Trace
 

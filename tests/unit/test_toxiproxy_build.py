@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from pytest_streamchaos.faults.probe import kafka_api_versions_v0
-from pytest_streamchaos.faults.toxics import kbit_to_rate
+from pytest_streamchaos.netem.probe import kafka_api_versions_v0
+from pytest_streamchaos.netem.toxics import kbit_to_rate
 from pytest_streamchaos.stack import toxiproxy
 from pytest_streamchaos.stack.base import StackError
 

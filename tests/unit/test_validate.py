@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from synthetic import stateless_trace, windowed_trace
 
 from pytest_streamchaos.analysis.oracle import CustomOracle, IdentityOracle, TumblingWindowOracle
-from pytest_streamchaos.analysis.synthetic import stateless_trace, windowed_trace
 from pytest_streamchaos.analysis.validate import IdIndex, validate
 from pytest_streamchaos.records import OutputRecords, SentRecords
 

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import T0, Outage, stateless_trace
 
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import T0, Outage, stateless_trace
 from pytest_streamchaos.analysis.windows import batch_boundary, restrict
 from pytest_streamchaos.events import Kind, TimelineEvent
 from pytest_streamchaos.history import History, Window
@@ -104,7 +104,7 @@ def test_an_id_never_sent_is_the_window_it_came_out_in() -> None:
     out = trace.outputs
     ids = np.concatenate((out.ids, [10_000]))
     arrival = np.concatenate((out.arrival_ts, [T0 + 60.0]))
-    from pytest_streamchaos.analysis.synthetic import _csr
+    from synthetic import _csr
 
     trace = Trace(trace.sent, _csr(arrival, ids), batches=trace.batches, timeline=trace.timeline, phases=trace.phases)
     first, second = ChaosRun.from_trace(trace).windows
@@ -135,9 +135,10 @@ def test_a_schedule_is_over_once_its_fault_recovered_or_was_noticed_and_quiet() 
     """When the next schedule of one history may fire (``faults_back``): a fault with an outage once its
     recovery point and hold are seen; a fault without a sign once the system noticed it and has been quiet
     for the hold and a normal gap; never while nothing noticed it."""
+    from synthetic import seen_at
+
     from pytest_streamchaos.analysis.metrics import compute_metrics
     from pytest_streamchaos.analysis.run_metrics import faults_back
-    from pytest_streamchaos.analysis.synthetic import seen_at
 
     outage = labelled(stateless_trace(rate=RATE, duration=80, batch_interval=1.0, progress=True, faults=[20.0],
                                       outages=[Outage(20.0, 10.0, catch_up_rate=40.0)]), ["kill_driver#1"])

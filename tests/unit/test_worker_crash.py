@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from synthetic import T0, stateless_trace
+
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.synthetic import T0, stateless_trace
 from pytest_streamchaos.facts import JobFacts, RunFacts, RunSetup
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.report.failure import explain

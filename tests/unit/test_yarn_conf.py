@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.yarn import conf as yconf
 from pytest_streamchaos.stack.yarn.attach import read_conf_dir

@@ -91,7 +91,7 @@ def test_signal_commands_are_checked_before_anything_is_sent() -> None:
 
 
 def test_nothing_listening_is_unreachable_in_one_line() -> None:
-    from pytest_streamchaos.stack.ports import PortRegistry
+    from pytest_streamchaos.machine.ports import PortRegistry
 
     with pytest.raises(rest.YarnUnreachable, match="no answer") as exc:
         rest.ResourceManagerApi(f"127.0.0.1:{PortRegistry().free()}", timeout=0.5).info()

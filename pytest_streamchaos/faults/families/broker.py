@@ -9,14 +9,14 @@ import signal
 import time
 from typing import Any, ClassVar
 
-from pytest_streamchaos.faults import network as net
-from pytest_streamchaos.faults.capabilities import get_capabilities
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
 from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim
+from pytest_streamchaos.netem import rules as net
+from pytest_streamchaos.netem.features import network_features
 from pytest_streamchaos.stack.base import NetFaultError
 from pytest_streamchaos.stack.capabilities import BrokerIsolation, BrokerKill, PartitionLeaders
 
@@ -188,7 +188,7 @@ class KillBroker(_OnBrokers, Kill):
 class IsolateBroker(_OnBrokers):
     """A broker cut from the other brokers (replication, the KRaft quorum) while the job's clients and
     the harness still reach it: iptables rules on its peer ports and on the connections it opens to
-    its peers (:class:`pytest_streamchaos.faults.network.BrokerCut`)."""
+    its peers (:class:`pytest_streamchaos.netem.rules.BrokerCut`)."""
 
     name = "isolate_broker"
     doc = ("cut a Kafka broker from the other brokers (replication and the KRaft quorum) while clients still "
@@ -207,7 +207,7 @@ class IsolateBroker(_OnBrokers):
     @classmethod
     def unavailable(cls, spec: FaultSpec) -> str | None:
         # (the mark itself comes from the stack, BrokerIsolation.node_mark: BrokerCut refuses to act without)
-        return get_capabilities().missing("drop", cls.name)
+        return network_features().missing("drop", cls.name)
 
     def inject(self, planned: PlannedFault) -> net.FaultGroup:
         ids = self._brokers(planned)

@@ -24,7 +24,7 @@ from pytest_streamchaos import storages
 from pytest_streamchaos.faults.kind import FaultKind, JobSite
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.host import current
 
 DEFAULT_SIZE_MB = 64

@@ -3,9 +3,10 @@ connections only (``only_marked``), so the harness's own clients keep their view
 
 A link is named by its ``target``: ``kafka`` (the job's links to every broker), ``broker-<i>``,
 ``master``, ``worker-<i>``, ``driver``, ``zookeeper``. The job's Kafka links go through the stack's
-Toxiproxy proxies, where the faults are toxics (:mod:`pytest_streamchaos.faults.toxics`); elsewhere
-they are iptables / NFQUEUE / tc rules on the link's ports (:mod:`pytest_streamchaos.faults.network`),
-and on the docker backend they act in the namespaces of the job's nodes.
+Toxiproxy proxies, where the faults are toxics; elsewhere they are iptables / NFQUEUE / tc rules on the
+link's ports, and on the docker backend they act in the namespaces of the job's nodes. Each kind is one
+operation of a link (:mod:`pytest_streamchaos.netem.links`: ``slow``, ``drop``, ``partition``,
+``throttle``), asked of the link's proxies where they have it and of the host's rules otherwise.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pytest_streamchaos.analysis.spelling import did_you_mean
-from pytest_streamchaos.faults import network as net
-from pytest_streamchaos.faults.capabilities import Capabilities, get_capabilities
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.kind import FaultKind, LinkDelay
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.faults.toxics import ToxicBandwidth, ToxicDelay, ToxicFault, ToxicPartition
-from pytest_streamchaos.stack.base import Endpoint, LinkProxy, NetFaultError
+from pytest_streamchaos.netem import rules as net
+from pytest_streamchaos.netem.features import NetworkFeatures, network_features
+from pytest_streamchaos.netem.links import Drops, HostLink, Partitions, Slows, Throttles, ToxiproxyLink, able
+from pytest_streamchaos.netem.toxics import ToxicFault
+from pytest_streamchaos.stack.base import Endpoint, LinkProxy
 from pytest_streamchaos.stack.capabilities import ActiveMaster, KafkaLinks
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
@@ -74,12 +76,13 @@ def _on_kafka_link(spec: FaultSpec) -> bool:
 
 
 class _OnALink(FaultKind):
-    """A fault on a link's ports: what the four network kinds share. A kind says what it is as a rule
-    (:meth:`rule`), as a toxic on the job's Kafka proxies (:meth:`toxic`), and what the host must have."""
-    #: what the rule needs of the host (:meth:`Capabilities.missing`)
+    """A fault on a link's ports: what the four network kinds share. A kind says which operation of a link
+    it is (:attr:`operation`, :meth:`act`) and what the host's rules need; the job's Kafka proxies carry it
+    when they have the operation (Toxiproxy has no loss toxic: a loss is iptables on their ports)."""
+    #: what the host's rule needs of the host (:meth:`NetworkFeatures.missing`)
     need: ClassVar[str]
-    #: whether the kind has a toxic for the job's Kafka links (Toxiproxy has no loss toxic)
-    toxics: ClassVar[bool] = True
+    #: the operation of a link the kind is (one of :mod:`pytest_streamchaos.netem.links`' protocols)
+    operation: ClassVar[type]
 
     @classmethod
     def check_target(cls, target: str | None) -> str | None:
@@ -103,27 +106,29 @@ class _OnALink(FaultKind):
         return (ActiveMaster,) if str(spec.target).startswith("master") else ()
 
     @classmethod
-    def host_missing(cls, caps: Capabilities) -> str | None:
+    def host_missing(cls, caps: NetworkFeatures) -> str | None:
         """Why a host with ``caps`` cannot run this kind's rule (the fix named), or None."""
         return caps.missing(cls.need, cls.name)
 
     @classmethod
     def unavailable(cls, spec: FaultSpec) -> str | None:
-        return cls.host_missing(get_capabilities()) if cls.needs_host_network(spec) else None
+        return cls.host_missing(network_features()) if cls.needs_host_network(spec) else None
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return str(spec.target or "").startswith(("worker", "master"))
 
     @classmethod
-    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
-        """The fault as host rules on ``ports``."""
+    def act(cls, link: object, params: dict[str, Any]) -> net.NetworkFault:
+        """The fault as ``link``'s :attr:`operation` (not injected yet)."""
         raise NotImplementedError
 
     @classmethod
-    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-        """The fault as Toxiproxy toxics on the job's Kafka ``proxies``."""
-        raise NotImplementedError
+    def link(cls, proxies: Sequence[LinkProxy], ports: frozenset[int]) -> object:
+        """The job's proxies of the link where there are some and they can do the kind, else the host's rules
+        on ``ports`` (the proxies' own ports, which only the job's clients use, when there are proxies)."""
+        through = ToxiproxyLink(proxies)
+        return through if proxies and isinstance(through, cls.operation) else HostLink(ports)
 
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
@@ -136,10 +141,7 @@ class _OnALink(FaultKind):
         sides = self.ctx.cluster.link_sides() if self.ctx.cluster is not None else []
         if sides:
             return self._in_namespaces(planned, sides, eps, ports)
-        proxies = job_proxies(self.ctx, str(s.target))
-        # through Toxiproxy where the job's Kafka links have proxies (no loss toxic there: iptables on
-        # the proxies' ports, which only the job's clients use)
-        fault = self.toxic(s.params, proxies) if proxies and self.toxics else self.rule(s.params, ports)
+        fault = self.act(self.link(job_proxies(self.ctx, str(s.target)), ports), s.params)
         # the job's connections only: the generator and the collector use the same broker ports and
         # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
         mark = self.ctx.link_scope.job_mark()
@@ -163,7 +165,7 @@ class _OnALink(FaultKind):
         for node, ns in chosen:
             for host in hosts:
                 host_ports = net.ports_of(*[e for e in eps if e.host == host]) & ports
-                faults.append(self.rule(s.params, host_ports).in_namespace(ns, host))
+                faults.append(self.act(HostLink(host_ports), s.params).in_namespace(ns, host))
                 nodes.append(node)
                 labels.append(node if len(hosts) == 1 else f"{node}<-{host}")
         return net.FaultGroup(faults, nodes, labels)
@@ -206,6 +208,7 @@ class NetworkDelay(_OnALink):
             "above_timeout": "True: PD>TO (peer declared dead); False: PD<TO (only slower)"}
     required = ("ms",)
     need = "delay"
+    operation = Slows
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -220,14 +223,10 @@ class NetworkDelay(_OnALink):
         return LinkDelay(str(spec.target), float(spec.params["ms"]), spec.params.get("above_timeout"))
 
     @classmethod
-    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
-        # every packet of the link, either way, is held ``ms``: a heartbeat and its reply are both
-        # late, as with netem on both hosts of a link (PGVal's packet delay)
-        return net.NetworkDelay(ports, params["ms"], params.get("jitter_ms", 0), direction="both")
-
-    @classmethod
-    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-        return ToxicDelay(proxies, params["ms"], params.get("jitter_ms", 0))
+    def act(cls, link: object, params: dict[str, Any]) -> net.NetworkFault:
+        # every packet of the link, either way, is held ``ms`` (the links' direction is both): a heartbeat
+        # and its reply are both late, as with netem on both hosts of a link (PGVal's packet delay)
+        return able(link, Slows).slow(params["ms"], params.get("jitter_ms", 0))
 
 
 class PacketLoss(_OnALink):
@@ -236,7 +235,7 @@ class PacketLoss(_OnALink):
     args = {"percent": "0 < percent <= 100", "target": NET_TARGETS, "on": ON_NODE}
     required = ("percent",)
     need = "loss"
-    toxics = False
+    operation = Drops
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -249,13 +248,8 @@ class PacketLoss(_OnALink):
         return True  # on the job's Kafka links too: iptables on the proxies' ports
 
     @classmethod
-    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
-        return net.PacketLoss(ports, params["percent"])
-
-    @classmethod
-    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-        raise NetFaultError(f"{cls.name} through Toxiproxy: it has no loss toxic (2.12), and a TCP proxy's lost "
-                            "segment would only be resent; use the iptables fault (faults.network.PacketLoss)")
+    def act(cls, link: object, params: dict[str, Any]) -> net.NetworkFault:
+        return able(link, Drops).drop(params["percent"])
 
 
 class NetworkPartition(_OnALink):
@@ -263,14 +257,11 @@ class NetworkPartition(_OnALink):
     doc = "cut a link (both directions)"
     args = {"target": NET_TARGETS, "on": ON_NODE}
     need = "drop"
+    operation = Partitions
 
     @classmethod
-    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
-        return net.Partition(ports)
-
-    @classmethod
-    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-        return ToxicPartition(proxies, params.get("mode", "blackhole"))
+    def act(cls, link: object, params: dict[str, Any]) -> net.NetworkFault:
+        return able(link, Partitions).partition()  # on the proxies: the blackhole, silent as a DROP
 
 
 class BandwidthLimit(_OnALink):
@@ -279,18 +270,15 @@ class BandwidthLimit(_OnALink):
     args = {"kbit": "kilobits per second", "target": NET_TARGETS}
     required = ("kbit",)
     need = "shaping"
+    operation = Throttles
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         number(cls.name, "kbit", params["kbit"], strict=True)
 
     @classmethod
-    def rule(cls, params: dict[str, Any], ports: frozenset[int]) -> net.NetworkFault:
-        return net.BandwidthLimit(ports, params["kbit"])
-
-    @classmethod
-    def toxic(cls, params: dict[str, Any], proxies: Sequence[LinkProxy]) -> ToxicFault:
-        return ToxicBandwidth(proxies, params["kbit"])
+    def act(cls, link: object, params: dict[str, Any]) -> net.NetworkFault:
+        return able(link, Throttles).throttle(params["kbit"])
 
 
 KINDS = (NetworkDelay, PacketLoss, NetworkPartition, BandwidthLimit)

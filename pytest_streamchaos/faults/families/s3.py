@@ -23,15 +23,16 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.spec import FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.faults.toxics import ToxicDelay, ToxicFault, ToxicPartition
-from pytest_streamchaos.stack.capabilities import ObjectStoreService
+from pytest_streamchaos.netem.links import ToxiproxyLink
+from pytest_streamchaos.netem.toxics import ToxicFault, ToxicPartition
+from pytest_streamchaos.stack.capabilities import ObjectStoreService, RefusalRule
 
 #: the operations ``s3_errors`` can refuse (``stack/s3/ops.py``'s; not imported: the faults reach the store
 #: through its protocol only)
@@ -45,7 +46,15 @@ S3_LINE = re.compile(r"s3a|S3AFileSystem|software\.amazon|com\.amazonaws|SlowDow
                      r"[Rr]etry|[Rr]etrying|ConnectException|Connection refused", re.IGNORECASE)
 
 
-def s3_lines(text: str) -> dict[str, Any]:
+class S3Lines(TypedDict):
+    """What a stretch of the driver's log says of S3 (the ``s3a_logged`` event's detail)."""
+
+    lines: int
+    retries: int
+    first: str
+
+
+def s3_lines(text: str) -> S3Lines:
     """What a stretch of the driver's log says of S3: how many lines (``lines``), how many of them name a retry
     (``retries``), and the first one (``first``, without its timestamp)."""
     found = [ln.strip() for ln in text.splitlines() if S3_LINE.search(ln) and not ln.lstrip().startswith("at ")]
@@ -128,7 +137,7 @@ def probe(endpoint: str, timeout: float = PROBE_S) -> tuple[str, float]:
 class _OnLink(_OnStore):
     """A fault on the job's link to the store, as Toxiproxy toxics on its proxy."""
 
-    def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
+    def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
         raise NotImplementedError
 
     def inject(self, planned: PlannedFault) -> tuple[ToxicFault, int]:
@@ -136,7 +145,7 @@ class _OnLink(_OnStore):
         if store.link is None:
             raise RuntimeError(f"@{self.name} needs Toxiproxy on the job's link to the store: {store.link_reason}")
         since = self._log_size()
-        fault = self._toxic(planned.spec.params, store.link)
+        fault = self._toxic(planned.spec.params, ToxiproxyLink([store.link]))
         fault.inject()
         return fault, since
 
@@ -161,8 +170,8 @@ class S3Delay(_OnLink):
         params["ms"] = number(cls.name, "ms", params["ms"], strict=True)
         params["jitter_ms"] = number(cls.name, "jitter_ms", params.get("jitter_ms", 0.0))
 
-    def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
-        return ToxicDelay([proxy], float(params["ms"]), float(params.get("jitter_ms", 0.0)))
+    def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
+        return link.slow(float(params["ms"]), float(params.get("jitter_ms", 0.0)))
 
     def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
         """The added round trip, measured: through the job's way in, against the store's own port."""
@@ -193,8 +202,8 @@ class S3Partition(_OnLink):
             modes = ", ".join(map(repr, ToxicPartition.MODES))
             raise FaultSpecError(f"@{cls.name}: mode={mode!r} must be one of {modes}")
 
-    def _toxic(self, params: Mapping[str, Any], proxy: Any) -> ToxicFault:
-        return ToxicPartition([proxy], str(params.get("mode", "blackhole")))
+    def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
+        return link.partition(str(params.get("mode", "blackhole")))
 
     def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
         """A request through the job's way in gets no answer (the store's own port still answers)."""
@@ -233,17 +242,17 @@ class S3Errors(_OnStore):
         if rate > 1:
             raise FaultSpecError(f"@{cls.name}: rate={rate!r} must be in (0, 1]")
 
-    def inject(self, planned: PlannedFault) -> tuple[Any, int]:
+    def inject(self, planned: PlannedFault) -> tuple[RefusalRule, int]:
         p = planned.spec.params
         since = self._log_size()
         return self._store().refuse(int(p["status"]), list(p["ops"]), float(p["rate"]), str(p.get("code", "")),
                                     seed=planned.occurrence), since
 
-    def confirm(self, planned: PlannedFault, handle: tuple[Any, int]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[RefusalRule, int]) -> dict[str, Any]:
         p = planned.spec.params
         return {"store": "refusing", "status": p["status"], "ops": list(p["ops"]), "rate": p["rate"], "scope": "job"}
 
-    def heal(self, planned: PlannedFault, handle: tuple[Any, int]) -> None:
+    def heal(self, planned: PlannedFault, handle: tuple[RefusalRule, int]) -> None:
         rule, since = handle
         self._store().allow(rule)
         if self.ctx.recorder is not None:

@@ -18,6 +18,7 @@ from pytest_streamchaos.faults.kind import JobSite, LinkDelay, Preparation
 from pytest_streamchaos.faults.registry import kind_of, prepare
 from pytest_streamchaos.faults.timeouts import check_delay_class, governing_timeout, resolve_delay_class
 from pytest_streamchaos.job.config import JobConfig
+from pytest_streamchaos.machine.commands import CommandError
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
 from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.runner.context import RunContext
@@ -28,7 +29,6 @@ from pytest_streamchaos.spark.connector import kafka_timeouts
 from pytest_streamchaos.spark.launcher import JobLauncher
 from pytest_streamchaos.stack.base import JobHandle, StackError
 from pytest_streamchaos.stack.checkpoint_gate import CheckpointGate
-from pytest_streamchaos.stack.commands import CommandError
 
 
 @dataclass

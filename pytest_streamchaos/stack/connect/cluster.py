@@ -17,6 +17,8 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pytest_streamchaos.errors import LaunchError
+from pytest_streamchaos.machine.ports import port_holder
 from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkCluster
 from pytest_streamchaos.stack.capabilities import (
     ActiveMaster,
@@ -29,8 +31,6 @@ from pytest_streamchaos.stack.capabilities import (
     WorkerPause,
 )
 from pytest_streamchaos.stack.connect.launcher import ConnectLauncher
-from pytest_streamchaos.stack.errors import LaunchError
-from pytest_streamchaos.stack.ports import port_holder
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.fixtures import Stacks

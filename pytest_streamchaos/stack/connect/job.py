@@ -26,13 +26,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from pytest_streamchaos.errors import LaunchError
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Executor, JobHandle, Launch
 from pytest_streamchaos.stack.driver.job import SparkJob
-from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.process import descendants, process_cmdline
 
 #: how long a Connect server may take to listen (a JVM start, Spark's context, the executors' registration)

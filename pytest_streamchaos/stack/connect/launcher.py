@@ -16,14 +16,14 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_streamchaos.stack.artifacts import ResolutionError
+from pytest_streamchaos.errors import LaunchError
+from pytest_streamchaos.machine.artifacts import ResolutionError
 from pytest_streamchaos.stack.base import LaunchOptions, SparkApp
 from pytest_streamchaos.stack.connect import server
 from pytest_streamchaos.stack.connect.job import ConnectJob, ServerJob
 from pytest_streamchaos.stack.driver import command, conf
 from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
-from pytest_streamchaos.stack.errors import LaunchError
 
 #: the modules of Spark Connect's Python client beyond pyspark's own (pyspark's ``connect`` extra), by distribution
 CLIENT_MODULES = {"grpcio": "grpc", "grpcio-status": "grpc_status", "googleapis-common-protos": "google.rpc"}

@@ -2,9 +2,9 @@
 
 Spark 4's wheel ships the server (``pyspark/jars/spark-connect_2.13-<version>.jar``): nothing to fetch.
 Spark 3.5's does not: ``org.apache.spark:spark-connect_2.12:<version>`` comes from Maven Central into the
-plugin's cache, once per machine, like the Kafka connector (:mod:`pytest_streamchaos.stack.artifacts`),
+plugin's cache, once per machine, like the Kafka connector (:mod:`pytest_streamchaos.machine.artifacts`),
 minus what pyspark ships. A resolution that fails is a
-:class:`~pytest_streamchaos.stack.artifacts.ResolutionError` naming the coordinate and the fix.
+:class:`~pytest_streamchaos.machine.artifacts.ResolutionError` naming the coordinate and the fix.
 
 The server is a Spark application submitted like ``start-connect-server.sh`` does it: ``spark-submit
 --class`` :data:`SERVER_CLASS` with Spark's internal primary resource, bound to 127.0.0.1 on the run's
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
 
 #: the server's main class (what ``sbin/start-connect-server.sh`` submits)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -64,7 +64,7 @@ def is_ready(spark_home: Path) -> bool:
 def server_jars(spark_home: Path, progress: Callable[[str], None] | None = None, *, java: str | None = None,
                 announce: bool = True) -> list[Path]:
     """The jars the server needs besides Spark's own: none when the distribution ships it, else its Maven
-    artifact resolved on first use. :class:`~pytest_streamchaos.stack.artifacts.ResolutionError` names the
+    artifact resolved on first use. :class:`~pytest_streamchaos.machine.artifacts.ResolutionError` names the
     coordinate and the fix."""
     if shipped(spark_home) is not None:
         return []

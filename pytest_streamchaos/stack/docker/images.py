@@ -30,6 +30,8 @@ REPO = "pytest-streamchaos/host-runtime"
 #: /etc files the JVM and Python read (users for user.home, name service order); copied, not mounted,
 #: so that Docker's own /etc/hosts and /etc/resolv.conf stay the container's
 ETC_FILES = ("passwd", "group", "nsswitch.conf")
+#: the folder holding the package (this file is pytest_streamchaos/stack/docker/images.py)
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _recipe() -> dict[str, bytes]:
@@ -98,11 +100,9 @@ def host_mounts(java_home: Path, rw: tuple[str, ...] = (), ro_extra: tuple[str, 
     """docker-py ``volumes``: the host's ``/usr``, Python, the plugin, the JDK's config and the plugin's
     cache read-only at the same paths, and ``ro_extra`` (the user's project: modules a job imports);
     ``rw`` (scratch and checkpoint directories) writable."""
-    import pytest_streamchaos
-
     # never "/" (a rootdir at the top would hide the image's own root)
     ro = {"/usr", sys.base_prefix, sys.prefix, str(cache_dir()), *(str(p) for p in ro_extra if str(p) != "/")}
-    ro.add(str(Path(pytest_streamchaos.__file__).resolve().parents[1]))  # an editable install's source
+    ro.add(str(PACKAGE_ROOT))  # an editable install's source
     if not str(java_home).startswith("/usr/"):
         ro.add(str(java_home))
     ro |= _java_conf_dirs(java_home)

@@ -15,11 +15,11 @@ import socket
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_streamchaos.machine.environment import find_java
 from pytest_streamchaos.stack.base import LinkScope
 from pytest_streamchaos.stack.docker.container import ContainerProcess
 from pytest_streamchaos.stack.docker.engine import DockerSession
 from pytest_streamchaos.stack.docker.images import host_mounts, resolve
-from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.jobgroup import HostScope
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess

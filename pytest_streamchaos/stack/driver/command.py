@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pytest_streamchaos.assets import read_fixture
-from pytest_streamchaos.stack import cds
-from pytest_streamchaos.stack.errors import LaunchError
+from pytest_streamchaos.errors import LaunchError
+from pytest_streamchaos.machine import cds
 
 #: names the launcher itself makes in the driver's working directory (a job file may not take one)
 RESERVED = ("eventlog", "local", "log4j2.properties", "driver.log", "connect-server.log")

@@ -8,10 +8,10 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_streamchaos.stack import cds
-from pytest_streamchaos.stack.errors import LaunchError
+from pytest_streamchaos.errors import LaunchError
+from pytest_streamchaos.machine import cds
+from pytest_streamchaos.machine.ports import HOST, PortRegistry
 from pytest_streamchaos.stack.jvm import jvm_tmp_opts
-from pytest_streamchaos.stack.ports import HOST, PortRegistry
 
 #: Conf every job gets unless the caller overrides it. Small resources for a 2-core machine, quick
 #: failure detection (a lost executor is noticed in seconds, not the default 120 s), and what the
@@ -102,8 +102,9 @@ def add_java_options(effective: dict[str, str], *, log4j: Path, local_dir: Path,
                      jit: str = "quick") -> None:
     """Complete the driver's and executors' ``extraJavaOptions`` in ``effective``: the driver's log4j2
     configuration (by -D), the JVMs' scratch files in the job's directory (:func:`~..jvm.jvm_tmp_opts`),
-    Spark's classes mapped from the machine's CDS archives when they match (:mod:`..cds`), and C1 only
-    when ``jit`` is ``quick`` and the job chose no tiering of its own."""
+    Spark's classes mapped from the machine's CDS archives when they match
+    (:mod:`pytest_streamchaos.machine.cds`), and C1 only when ``jit`` is ``quick`` and the job chose no tiering of
+    its own."""
     cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
                     "driver", java, home, effective.get("spark.driver.extraClassPath", "")) if java else "",
                 "spark.executor.extraJavaOptions": cds.java_opts(

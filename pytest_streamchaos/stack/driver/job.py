@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_streamchaos.errors import LaunchError
 from pytest_streamchaos.events import Kind, QueryStarted
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Executor, Launch
-from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.process import ManagedProcess, descendants
 

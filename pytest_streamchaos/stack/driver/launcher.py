@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_streamchaos.errors import LaunchError
 from pytest_streamchaos.stack.base import Executor, JobHandle, LaunchOptions, SparkApp
 from pytest_streamchaos.stack.driver import command, conf
 from pytest_streamchaos.stack.driver.job import JobCommand, SparkJob
-from pytest_streamchaos.stack.errors import LaunchError
 from pytest_streamchaos.stack.host import Host
 
 _SUBMIT_PYTHON_CLUSTER_MSG = (

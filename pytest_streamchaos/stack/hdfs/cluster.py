@@ -1,7 +1,7 @@
 """A real HDFS on 127.0.0.1: one NameNode and N DataNodes of Hadoop 3.5.0, each its own JVM.
 
-The jars are Maven Central's (:func:`~..artifacts.hadoop_jars`, resolved once per machine) on a class
-path of their own: Hadoop brings its own Jackson, Guava and Netty, kept apart from ``pyspark/jars``.
+The jars are Maven Central's (:func:`~pytest_streamchaos.machine.artifacts.hadoop_jars`, resolved once per
+machine) on a class path of their own: Hadoop brings its own Jackson, Guava and Netty, kept apart from ``pyspark/jars``.
 Every node is a process in the job's group: HDFS is part of the system under test, so network faults
 can tell its connections from the harness's.
 
@@ -27,14 +27,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.stack import artifacts
+from pytest_streamchaos.machine import artifacts
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.hdfs.control import HdfsControl
 from pytest_streamchaos.stack.hdfs.plan import DEAD_AFTER_S, HdfsNode, HdfsPlan
 from pytest_streamchaos.stack.hdfs.state import HdfsReadiness, HdfsState
 from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.local.placement import LocalPlacement
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import DaemonProcess, terminate_all
 from pytest_streamchaos.stack.service import Service
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from pytest_streamchaos.machine.environment import JAVA_FIX, find_java, java_version
+from pytest_streamchaos.machine.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.base import Endpoint, StackError
-from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, HADOOP_LOG4J, jvm_tmp_opts
 from pytest_streamchaos.stack.placement import Placement
-from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, ManagedProcess
 
 NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"

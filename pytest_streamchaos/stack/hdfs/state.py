@@ -11,10 +11,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.hdfs.plan import HdfsNode, HdfsPlan
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import check_alive
 
 #: how long one JMX request may take (a paused NameNode accepts the connection and never answers)

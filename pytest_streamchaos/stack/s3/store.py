@@ -21,18 +21,21 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 from pytest_streamchaos.stack.s3.gate import ProxyGate
-from pytest_streamchaos.stack.s3.install import weed_binary
+from pytest_streamchaos.stack.s3.install import Progress, weed_binary
 from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
 from pytest_streamchaos.stack.service import Service
+
+if TYPE_CHECKING:  # built on first use: the module is imported when the door opens
+    from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyServer
 
 #: the ports ``weed mini`` opens, by its flag (``-<name>=<port>``)
 PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
@@ -56,9 +59,7 @@ class StoreNode(Daemon):
     def name(self) -> str:
         return "s3"
 
-    def endpoint(self) -> Any:
-        from pytest_streamchaos.stack.base import Endpoint
-
+    def endpoint(self) -> Endpoint:
         return Endpoint("s3", "s3", HOST, {})
 
 
@@ -68,7 +69,7 @@ class ObjectStore(Service):
     (:meth:`client_conf`)."""
 
     def __init__(self, workdir: str | os.PathLike, *, start_timeout: float = 60.0, host: Host | None = None,
-                 progress: Any = None) -> None:
+                 progress: Progress | None = None) -> None:
         self.workdir = Path(workdir).absolute()
         self.host = host or current()
         self.start_timeout, self.progress = start_timeout, progress
@@ -76,9 +77,9 @@ class ObjectStore(Service):
         self.ports: dict[str, int] = {}
         self.node = StoreNode(0, self._launch)
         self.proxy: FaultProxy | None = None
-        self.link: Any = None  #: the Toxiproxy proxy between the fault proxy and the store (None: none)
+        self.link: ToxiProxy | None = None  #: the Toxiproxy proxy between the fault proxy and the store (None: none)
         self.link_reason: str | None = None  #: why there is no Toxiproxy proxy
-        self._toxiproxy: Any = None
+        self._toxiproxy: ToxiproxyServer | None = None
         self._binary: Path | None = None
         self._fs: Any = None
         self.killed = False  #: down by a fault (not a start-up failure)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.machine.environment import SparkEnvironment, check_spark_environment
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.settings import Settings
 from pytest_streamchaos.stack.base import (
@@ -35,7 +36,6 @@ from pytest_streamchaos.stack.base import (
     StackError,
 )
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
-from pytest_streamchaos.stack.environment import SparkEnvironment, check_spark_environment
 from pytest_streamchaos.stack.placement import Placement
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, terminate_all
 from pytest_streamchaos.stack.standalone.control import DaemonControl

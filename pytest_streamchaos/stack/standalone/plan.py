@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from pytest_streamchaos.assets import read_fixture
-from pytest_streamchaos.stack import cds
+from pytest_streamchaos.machine import cds
+from pytest_streamchaos.machine.environment import SparkEnvironment
+from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.environment import SparkEnvironment
 from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, DAEMON_MEMORY, jvm_tmp_opts
 from pytest_streamchaos.stack.placement import Placement
-from pytest_streamchaos.stack.ports import HOST
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess
 from pytest_streamchaos.stack.standalone.daemons import SparkMaster, SparkWorker, Starter, ZooKeeper
 

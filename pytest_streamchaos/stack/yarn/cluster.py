@@ -19,10 +19,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_streamchaos.machine import artifacts
+from pytest_streamchaos.machine.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack import artifacts
 from pytest_streamchaos.stack.base import Endpoint, StackError
-from pytest_streamchaos.stack.environment import JAVA_FIX, find_java, java_version
 from pytest_streamchaos.stack.process import DaemonProcess, check_alive, terminate_all
 from pytest_streamchaos.stack.service import Service
 from pytest_streamchaos.stack.yarn import conf as yconf

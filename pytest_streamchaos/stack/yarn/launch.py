@@ -1,7 +1,7 @@
 """How the mini YARN's daemons are configured and started: ports (allocated, or pinned and checked),
 the conf dirs (:mod:`.conf`) and each daemon's command line and environment.
 
-The jars are Maven Central's (:func:`~pytest_streamchaos.stack.artifacts.hadoop_yarn_jars`, resolved
+The jars are Maven Central's (:func:`~pytest_streamchaos.machine.artifacts.hadoop_yarn_jars`, resolved
 once per machine) on a class path of their own, after the daemon's conf dir.
 """
 
@@ -13,10 +13,10 @@ import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_streamchaos.machine.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack import host as stack_host
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.jvm import DAEMON_JAVA_OPTS, jvm_tmp_opts
-from pytest_streamchaos.stack.ports import HOST, port_holder, port_is_free
 from pytest_streamchaos.stack.process import ManagedProcess
 from pytest_streamchaos.stack.yarn import conf as yconf
 from pytest_streamchaos.stack.yarn.nodes import (

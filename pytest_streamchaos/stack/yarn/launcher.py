@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_streamchaos.errors import LaunchError, StackError
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
@@ -34,7 +35,6 @@ from pytest_streamchaos.stack.driver import command
 from pytest_streamchaos.stack.driver.conf import spark_home
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher, stop_jobs
-from pytest_streamchaos.stack.errors import LaunchError, StackError
 from pytest_streamchaos.stack.yarn.faults import YarnAppFaults
 from pytest_streamchaos.stack.yarn.rest import AppAttempt, ResourceManagerApi, YarnApiError
 from pytest_streamchaos.stack.yarn.watcher import YarnWatcher

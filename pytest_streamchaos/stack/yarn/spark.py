@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkCluster
 from pytest_streamchaos.stack.driver.launcher import DriverSite
-from pytest_streamchaos.stack.errors import StackError
 from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.host import current as current_host
 from pytest_streamchaos.stack.local.placement import LocalPlacement

@@ -3,7 +3,8 @@
 Every command runs with a timeout, its stdin closed and its output captured as text, and a failure is
 one error that names the command, what went wrong and the fix. :func:`run` is for commands that must
 succeed (their stdout back); :func:`completed` for callers that read the exit code themselves (``-C``
-checks, probes). Long-lived helper processes are not commands: they are :mod:`.process`'s.
+checks, probes). Long-lived helper processes are not commands: they are
+:mod:`pytest_streamchaos.stack.process`'s.
 """
 
 from __future__ import annotations

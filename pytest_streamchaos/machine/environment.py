@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.ports import HOST, port_is_free
+from pytest_streamchaos.errors import StackError
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.machine.ports import HOST, port_is_free
 
 MIN_JAVA = 17  #: Spark 3.5 and 4.x run on Java 17 and 21; the Kafka and HDFS servers need 17
 JAVA_FIX = ("install a JDK (`apt-get install openjdk-17-jre-headless`), or point JAVA_HOME "

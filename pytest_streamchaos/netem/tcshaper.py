@@ -19,8 +19,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_streamchaos.faults.iptables import DIRECTIONS, NetFaultError, _check_ports
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.netem.iptables import DIRECTIONS, NetFaultError, _check_ports
 
 DEV = "lo"
 #: lo's MTU is 64 KiB: a tbf bucket smaller than one packet would drop every large segment.

@@ -3,24 +3,24 @@
 The job reaches each Kafka broker through one proxy (:mod:`pytest_streamchaos.stack.toxiproxy`), so a
 fault on "the job's link to Kafka" acts on all of those proxies at once. Only connections routed
 through a proxy are touched: the harness, connecting to the brokers directly, never is. The classes
-have :class:`~.network.NetworkFault`'s interface (idempotent ``inject``/``heal`` under a lock,
+have :class:`~.rules.NetworkFault`'s interface (idempotent ``inject``/``heal`` under a lock,
 ``active``, ``stopped_acting``, ``measure``, ``scope_limit``), so the scheduler treats them alike::
 
     with ToxicDelay(proxies, ms=200):
         ...    # every request and every reply through the proxies is held 200 ms
 
-What each does, and how the network family's marks map to them (each kind's ``toxic``, in
-:mod:`pytest_streamchaos.faults.families.network`):
+What each does, and which operation of a link it is (:class:`~.links.ToxiproxyLink`, through which the
+network family's marks reach them):
 
 - a delay -> :class:`ToxicDelay`: a ``latency`` toxic (``latency`` = ``ms``, ``jitter`` =
   ``jitter_ms``: uniform in ms ± jitter) on **both** streams: a request is held ``ms`` on its way to
   the broker and its reply ``ms`` on the way back, so a round trip grows by 2·``ms`` (± 2·jitter),
-  as with :class:`~.network.NetworkDelay` ``direction="both"``. ``measured_delay_ms`` is the added
+  as with :class:`~.rules.NetworkDelay` ``direction="both"``. ``measured_delay_ms`` is the added
   delay per direction (comparable to ``ms``, as NetworkDelay's), ``measured_rtt_added_ms`` the whole.
 - a partition -> :class:`ToxicPartition`. ``mode="blackhole"`` (default): a ``timeout``
   toxic with ``timeout`` 0 on both streams: connections stay open and new connects are accepted, but
   every byte is **discarded** (Toxiproxy drops it, it does not hold it) until heal, so the job
-  notices only by its own timeouts, as behind a silent cut (iptables DROP, :class:`~.network.Partition`,
+  notices only by its own timeouts, as behind a silent cut (iptables DROP, :class:`~.rules.Partition`,
   whose meaning the mark keeps). Removing the toxic closes every connection that had it, so no
   connection with a hole in its byte stream survives the heal: clients reconnect. ``mode="refuse"``:
   the proxies are disabled: every connection through them is closed and new connects are refused at
@@ -28,7 +28,7 @@ What each does, and how the network family's marks map to them (each kind's ``to
 - a bandwidth limit -> :class:`ToxicBandwidth`: a ``bandwidth`` toxic on both streams; Toxiproxy's
   ``rate`` is in KB/s (1000 bytes), so ``rate = kbit / 8`` (at least 1: 0 would mean unlimited).
 - packet loss: none. Toxiproxy 2.12 has no loss toxic, and through a TCP proxy a lost segment
-  would only be resent; it stays with iptables (:class:`~.network.PacketLoss`).
+  would only be resent; it stays with iptables (:class:`~.rules.PacketLoss`).
 - Without a mark of their own: :class:`ToxicResetPeer` (``reset_peer``: a connection that sends is
   reset, after ``timeout_ms``), :class:`ToxicSlicer` (``slicer``: replies cut into small pieces) and
   :class:`ToxicLimitData` (``limit_data``: a connection is closed after ``bytes`` bytes).
@@ -41,11 +41,11 @@ directly), partition and reset; the other kinds are checked through the API only
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_streamchaos.faults import probe
-from pytest_streamchaos.faults.network import NetworkFault
+from pytest_streamchaos.netem import probe
+from pytest_streamchaos.netem.rules import NetworkFault
 from pytest_streamchaos.stack.base import LinkProxy, NetFaultError
 from pytest_streamchaos.stack.toxiproxy import ToxiproxyError
 
@@ -76,8 +76,9 @@ class ToxicFault(NetworkFault):
         self.proxies = list(proxies)
         self._tag = f"sc-{id(self):x}"
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """``(type, stream, attributes)`` of each toxic the fault adds to each proxy."""
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
+        """``(type, stream, attributes)`` of each toxic the fault adds to each proxy (Toxiproxy's attributes are
+        whole numbers: ms, bytes, KB/s)."""
         return []
 
     def _name(self, kind: str, stream: str) -> str:
@@ -148,7 +149,7 @@ class ToxicFault(NetworkFault):
         args = "".join(f", {k}={v!r}" for k, v in self._args().items())
         return f"{type(self).__name__}(proxies={[p.name for p in self.proxies]}{args})"
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {}
 
 
@@ -163,7 +164,7 @@ class ToxicDelay(ToxicFault):
             raise ValueError(f"ms={ms!r} and jitter_ms={jitter_ms!r} must be >= 0")
         self.ms, self.jitter_ms = float(ms), float(jitter_ms)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("latency", s, {"latency": round(self.ms), "jitter": round(self.jitter_ms)}) for s in BOTH]
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
@@ -184,7 +185,7 @@ class ToxicDelay(ToxicFault):
         return {"measured_delay_ms": round(each_way, 1), "measured_rtt_added_ms": round(added, 1),
                 "probe_rtt_ms": round(through, 1), "direct_rtt_ms": round(direct, 1)}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"ms": self.ms, "jitter_ms": self.jitter_ms}
 
 
@@ -208,7 +209,7 @@ class ToxicPartition(ToxicFault):
             raise ValueError(f"mode={mode!r} must be one of {self.MODES}")
         self.mode = mode
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("timeout", s, {"timeout": 0}) for s in BOTH] if self.mode == "blackhole" else []
 
     def _act(self, proxy: LinkProxy) -> None:
@@ -236,7 +237,7 @@ class ToxicPartition(ToxicFault):
         return {"measured_refused": outcomes.count("refused") / len(outcomes),
                 "measured_loss": 1.0 - outcomes.count("reply") / len(outcomes), "probe_outcomes": outcomes}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"mode": self.mode}
 
 
@@ -249,10 +250,10 @@ class ToxicBandwidth(ToxicFault):
         super().__init__(proxies)
         self.kbit, self.rate = float(kbit), kbit_to_rate(kbit)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("bandwidth", s, {"rate": self.rate}) for s in BOTH]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"kbit": self.kbit}
 
 
@@ -265,7 +266,7 @@ class ToxicResetPeer(ToxicFault):
         super().__init__(proxies)
         self.timeout_ms = int(timeout_ms)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("reset_peer", "upstream", {"timeout": self.timeout_ms})]
 
     def measure(self, budget_s: float | None = None) -> dict[str, Any]:
@@ -275,7 +276,7 @@ class ToxicResetPeer(ToxicFault):
             raise NetFaultError(f"{self!r} is not in effect: probes through {self.proxies[0].name} got {outcomes}")
         return {"measured_reset": outcomes.count("reset") / len(outcomes), "probe_outcomes": outcomes}
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"timeout_ms": self.timeout_ms}
 
 
@@ -288,12 +289,13 @@ class ToxicSlicer(ToxicFault):
     def __init__(self, proxies: Sequence[LinkProxy], average_size: int = 8, size_variation: int = 4,
                  delay_us: int = 100) -> None:
         super().__init__(proxies)
-        self.attributes = {"average_size": average_size, "size_variation": size_variation, "delay": delay_us}
+        self.attributes: dict[str, int] = {"average_size": average_size, "size_variation": size_variation,
+                                           "delay": delay_us}
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("slicer", "downstream", dict(self.attributes))]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return self.attributes
 
 
@@ -306,8 +308,8 @@ class ToxicLimitData(ToxicFault):
         super().__init__(proxies)
         self.bytes = int(bytes)
 
-    def toxic_specs(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("limit_data", "downstream", {"bytes": self.bytes})]
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> Mapping[str, float | int | str]:
         return {"bytes": self.bytes}

@@ -1,7 +1,7 @@
 """User-space packet delayer for hosts without netem: holds each packet of an NFQUEUE for
 ``delay ± jitter`` ms, then accepts it unchanged (real packets, transparent to TCP).
 
-Run as its own process (``python -m pytest_streamchaos.faults.nfq_delayer --queue N --delay-ms D``),
+Run as its own process (``python -m pytest_streamchaos.netem.nfq_delayer --queue N --delay-ms D``),
 not a thread of pytest: it then has a core of its own instead of fighting the test for the GIL, and
 if it dies the iptables rule's ``--queue-bypass`` lets packets through instead of blackholing them.
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.base import NetFaultError  # noqa: F401  (re-exported: faults raise it)
 from pytest_streamchaos.stack.netfilter import (  # noqa: F401  (the one iptables wrapper: re-exported)
     IPT,

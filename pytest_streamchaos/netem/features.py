@@ -7,7 +7,7 @@ so that even a SIGKILL in the middle of the probe leaves no trace.
 
 Use::
 
-    caps = get_capabilities()
+    caps = network_features()
     reason = caps.missing("delay", "a packet delay")
     if reason:
         pytest.skip(reason)
@@ -19,14 +19,14 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.commands import has_net_admin
+from pytest_streamchaos.machine import commands
+from pytest_streamchaos.machine.commands import has_net_admin
 
 #: How to get what is missing (also printed in skip reasons).
 APT_PACKAGES = ("iptables", "iproute2", "libnetfilter-queue-dev")
 PIP_EXTRA = "NetfilterQueue>=1.1"
 NFQ_FIX = "apt-get install -y libnetfilter-queue-dev && pip install NetfilterQueue"
-#: what a network fault's mechanism can need of the host (:meth:`Capabilities.missing`)
+#: what a network fault's mechanism can need of the host (:meth:`NetworkFeatures.missing`)
 NEEDS = ("drop", "loss", "delay", "nfqueue", "netem", "shaping")
 
 
@@ -40,7 +40,7 @@ def _run(argv: list[str], timeout: float = 10.0) -> tuple[bool, str]:
 
 
 @dataclass
-class Capabilities:
+class NetworkFeatures:
     """The result of the host probe. ``reasons`` holds why each false flag is false."""
 
     net_admin: bool = False
@@ -90,7 +90,7 @@ class Capabilities:
         the job's Kafka links go through the stack's own Toxiproxy and need none of these.)
         """
         if need not in NEEDS:
-            raise ValueError(f"unknown need {need!r} for Capabilities.missing(); needs: {', '.join(NEEDS)}")
+            raise ValueError(f"unknown need {need!r} for NetworkFeatures.missing(); needs: {', '.join(NEEDS)}")
         what = what or need
         if not self.net_admin:
             return (f"{what} needs root or CAP_NET_ADMIN (run pytest as root, or "
@@ -121,7 +121,7 @@ class Capabilities:
                 f"{self._why('tc', 'htb', 'u32', 'tbf')}")
 
 
-def _probe_iptables(caps: Capabilities, reaper) -> None:
+def _probe_iptables(caps: NetworkFeatures, reaper) -> None:
     exe = shutil.which("iptables")
     if not exe:
         caps.reasons["iptables"] = "no `iptables` on PATH (apt-get install iptables)"
@@ -162,7 +162,7 @@ def _probe_iptables(caps: Capabilities, reaper) -> None:
             reaper.unregister_command(key)
 
 
-def _probe_netfilterqueue(caps: Capabilities) -> None:
+def _probe_netfilterqueue(caps: NetworkFeatures) -> None:
     try:
         from netfilterqueue import NetfilterQueue
     except ImportError as exc:
@@ -179,7 +179,7 @@ def _probe_netfilterqueue(caps: Capabilities) -> None:
     caps.netfilterqueue = True
 
 
-def _probe_qdiscs(caps: Capabilities, reaper) -> None:
+def _probe_qdiscs(caps: NetworkFeatures, reaper) -> None:
     if not shutil.which("tc") or not shutil.which("ip"):
         caps.reasons["tc"] = "no `tc`/`ip` on PATH (apt-get install iproute2)"
         return
@@ -230,9 +230,9 @@ def _probe_qdiscs(caps: Capabilities, reaper) -> None:
 
 
 
-def probe() -> Capabilities:
-    """Probe the host now (uncached). Prefer :func:`get_capabilities`."""
-    caps = Capabilities(net_admin=has_net_admin())
+def probe() -> NetworkFeatures:
+    """Probe the host now (uncached). Prefer :func:`network_features`."""
+    caps = NetworkFeatures(net_admin=has_net_admin())
     if not caps.net_admin:
         caps.reasons["iptables"] = "not root / no CAP_NET_ADMIN"
         return caps
@@ -248,8 +248,8 @@ def probe() -> Capabilities:
     return caps
 
 
-def get_capabilities() -> Capabilities:
-    """The host's capabilities, probed on first call in this process and kept by the session's host."""
+def network_features() -> NetworkFeatures:
+    """What this host's network offers, probed on first call in this process and kept by the session's host."""
     from pytest_streamchaos.stack.host import current
 
     return current().shared(("capabilities", os.getpid()), probe)

@@ -26,13 +26,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from xml.sax.saxutils import quoteattr
 
 from pytest_streamchaos.assets import cache_dir
+from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.jsonfile import write_json
-from pytest_streamchaos.stack import commands
-from pytest_streamchaos.stack.base import StackError
+from pytest_streamchaos.machine import commands
 
 #: Apache Kafka, the brokers' release (KRaft; Java 17)
 KAFKA_VERSION = "4.4.0"
@@ -271,7 +271,7 @@ def ivy_cache(jars: JarSet) -> Path:
 # -- locked sets: the closure pinned in the package, downloaded in parallel ---------------------------------
 
 #: the lock files (``<set name>.json``): every jar of a pinned set's closure as Ivy resolved it, with its
-#: path in the repository and its SHA-256; written by ``python -m pytest_streamchaos.stack.artifacts --lock``
+#: path in the repository and its SHA-256; written by ``python -m pytest_streamchaos.machine.artifacts --lock``
 LOCKS = Path(__file__).with_name("jar_locks")
 #: downloads at once: Maven Central answers each request in ~0.1 s, so a closure of 100+ jars is
 #: bound by round trips, not bandwidth (Ivy, one after the other: 30-80 s; these: a few seconds)
@@ -280,7 +280,17 @@ DOWNLOAD_TIMEOUT_S = 120.0
 DOWNLOAD_ATTEMPTS = 3
 
 
-def locked(jars: JarSet) -> list[dict[str, Any]] | None:
+class LockedJar(TypedDict):
+    """One jar of a lock (``jar_locks/<set>.json``): its file name, its path in the Maven repository, its size
+    and SHA-256."""
+
+    file: str
+    path: str
+    size: int
+    sha256: str
+
+
+def locked(jars: JarSet) -> list[LockedJar] | None:
     """The set's locked jars (``file``, ``path``, ``size``, ``sha256``), or None when it has no lock
     for exactly its coordinates."""
     try:
@@ -290,7 +300,7 @@ def locked(jars: JarSet) -> list[dict[str, Any]] | None:
     return list(data["jars"]) if data.get("coordinates") == list(jars.coordinates) and data.get("jars") else None
 
 
-def _download(jars: JarSet, lock: list[dict[str, Any]], repo: str) -> None:
+def _download(jars: JarSet, lock: list[LockedJar], repo: str) -> None:
     lib = jars.folder() / "lib"
     with ThreadPoolExecutor(max_workers=DOWNLOADS, thread_name_prefix=f"fetch-{jars.name}") as pool:
         errors = [e for e in pool.map(lambda jar: _fetch(repo, jar, lib), lock) if e]
@@ -300,7 +310,7 @@ def _download(jars: JarSet, lock: list[dict[str, Any]], repo: str) -> None:
                                        + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")))
 
 
-def _fetch(repo: str, jar: dict[str, Any], lib: Path) -> str | None:
+def _fetch(repo: str, jar: LockedJar, lib: Path) -> str | None:
     """Download one locked jar into ``lib`` (checked against its SHA-256); what failed, or None."""
     url, dest = repo + jar["path"], lib / jar["file"]
     part = dest.with_name(dest.name + ".part")
@@ -339,7 +349,7 @@ def lock_from_report(jars: JarSet, report: Path, lib: Path) -> Path:
     it retrieved into ``lib`` (their SHA-256)."""
     urls = {u.rsplit("/", 1)[1]: u for u in (o.get("location", "") for o in ET.parse(report).iter("origin-location"))}
     repo = maven_repo()
-    entries = []
+    entries: list[LockedJar] = []
     for path in sorted(lib.glob("*.jar")):
         url = urls[path.name]
         if not url.startswith(repo):
@@ -440,7 +450,7 @@ def ivy_jar() -> Path:
 
 
 def _java() -> str:
-    from pytest_streamchaos.stack.environment import find_java
+    from pytest_streamchaos.machine.environment import find_java
 
     return str(find_java()[0])
 
@@ -451,10 +461,10 @@ def stderr(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pytest_streamchaos.stack.artifacts --lock``: (re)write the lock of every lockable set."""
+    """``python -m pytest_streamchaos.machine.artifacts --lock``: (re)write the lock of every lockable set."""
     args = sys.argv[1:] if argv is None else argv
     if args != ["--lock"]:
-        print("usage: python -m pytest_streamchaos.stack.artifacts --lock", file=sys.stderr)
+        print("usage: python -m pytest_streamchaos.machine.artifacts --lock", file=sys.stderr)
         return 2
     for jars in lockable_sets():
         print(f"locked {jars.what}: {write_lock(jars)}")

@@ -35,7 +35,8 @@ def port_is_free(port: int, host: str = HOST) -> bool:
 
 
 class PortRegistry:
-    """The ports one session handed out (:class:`~.host.Host`'s): each free when handed out, none twice."""
+    """The ports one session handed out (:class:`~pytest_streamchaos.stack.host.Host`'s): each free when handed
+    out, none twice."""
 
     def __init__(self) -> None:
         self._handed_out: set[int] = set()

@@ -8,7 +8,7 @@ replies). Every fault is a context manager with idempotent ``inject()``/``heal()
         ...          # every reply of the broker arrives 200 ms later
     # healed here, also on an exception
 
-Mechanisms (see :mod:`.capabilities` for what the host offers):
+Mechanisms (see :mod:`.features` for what the host offers):
 
 - ``PacketLoss`` / ``Partition``: iptables DROP (``-m statistic`` for loss) in this process's chain.
 - ``BandwidthLimit``: tc htb class with a tbf leaf on lo, selected by u32 port filters.
@@ -16,6 +16,7 @@ Mechanisms (see :mod:`.capabilities` for what the host offers):
   user-space delayer process (:mod:`.nfq_delayer`).
 
 The job's Kafka links have Toxiproxy proxies of their own: faults there are toxics (:mod:`.toxics`).
+Which class is which operation of a link (partition, slow, drop, throttle): :mod:`.links`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from pytest_streamchaos.faults import iptables as ipt
-from pytest_streamchaos.faults import nfq_delayer, probe, tcshaper
-from pytest_streamchaos.faults.capabilities import get_capabilities
-from pytest_streamchaos.faults.iptables import NetFaultError
+from pytest_streamchaos.netem import iptables as ipt
+from pytest_streamchaos.netem import nfq_delayer, probe, tcshaper
+from pytest_streamchaos.netem.features import network_features
+from pytest_streamchaos.netem.iptables import NetFaultError
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.host import current
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -79,8 +80,17 @@ def ports_of(*targets, names: Iterable[str] | None = None) -> frozenset[int]:
 TC_UNSCOPED = "it is shaped by tc, which cannot tell the job's packets from the harness's on this kernel"
 
 
+class ProbeFrom(TypedDict, total=False):
+    """Where a probe starts and aims: from a node's namespace at the peer's address, or from this host with
+    the fault's connection mark (``SO_MARK``)."""
+
+    host: str
+    netns: str
+    mark: int | None
+
+
 def _require(need: str, what: str) -> None:
-    reason = get_capabilities().missing(need, what)
+    reason = network_features().missing(need, what)
     if reason:
         raise NetFaultError(reason)
 
@@ -107,7 +117,7 @@ class NetworkFault(_Healing):
 
     #: the mechanism, in the tags of its rules
     kind = "network"
-    #: what the mechanism needs of the host (:meth:`~.capabilities.Capabilities.missing`), and its name there
+    #: what the mechanism needs of the host (:meth:`~.features.NetworkFeatures.missing`), and its name there
     need = ""
     what = "a network fault"
 
@@ -155,9 +165,9 @@ class NetworkFault(_Healing):
         return [] if self.conn_mark is None else ipt.connmark_match(*self.conn_mark)
 
     @property
-    def probe_where(self) -> dict[str, Any]:
+    def probe_where(self) -> ProbeFrom:
         """Where probes start and aim (keyword arguments of the :mod:`.probe` functions)."""
-        if self.netns is not None:
+        if self.netns is not None and self.peer is not None:  # in_namespace() sets both
             return {"host": self.peer, "netns": self.netns}
         return {"mark": self.probe_mark}
 
@@ -387,10 +397,10 @@ class NetworkDelay(NetworkFault):
         self.base_rtt_ms = 0.0
 
     def scope_limit(self) -> str | None:
-        return TC_UNSCOPED if (self.backend or get_capabilities().delay_backend) == "netem" else None
+        return TC_UNSCOPED if (self.backend or network_features().delay_backend) == "netem" else None
 
     def _inject(self) -> None:
-        backend = self.backend or get_capabilities().delay_backend
+        backend = self.backend or network_features().delay_backend
         if backend == "netem":
             _require("netem", "netem delay")
         elif backend == "nfqueue":
@@ -444,8 +454,8 @@ class NetworkDelay(NetworkFault):
             if "Failed to create queue" not in err:
                 break
         raise NetFaultError(f"the NFQUEUE delayer did not start: {last_err}. Check `python -m "
-                            f"pytest_streamchaos.faults.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
-                            f"{get_capabilities().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
+                            f"pytest_streamchaos.netem.nfq_delayer --queue 1 --delay-ms 1` by hand; fix: "
+                            f"{network_features().missing('nfqueue', 'NFQUEUE delay') or 'see its error above'}")
 
     def _await_ready(self, proc: ManagedProcess) -> str:
         """The delayer's first line ('' when it exited first), or why none came in time."""

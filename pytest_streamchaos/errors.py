@@ -1,5 +1,6 @@
-"""The stack's errors (re-exported by :mod:`.base`, the stack's interface): in a module of their own so
-that the stack's lowest helpers raise them without importing the interface."""
+"""The harness's errors about what runs (re-exported by :mod:`pytest_streamchaos.stack.base`, the stack's
+interface): at the bottom of the package, so that the machine's set-up (:mod:`pytest_streamchaos.machine`) and
+the stack's lowest helpers raise them without importing the interface; imports nothing of the package."""
 
 
 class StackError(RuntimeError):
@@ -8,7 +9,7 @@ class StackError(RuntimeError):
 
 class NetFaultError(RuntimeError):
     """A network fault could not be injected or healed. The message names the command and the fix.
-    (Defined with the stack because the stack's links raise it too; ``faults.iptables`` re-exports it.)"""
+    (Here because the stack's links raise it too.)"""
 
 
 class LaunchError(RuntimeError):

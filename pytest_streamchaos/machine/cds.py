@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from pytest_streamchaos.assets import cache_dir
-from pytest_streamchaos.stack import commands
+from pytest_streamchaos.machine import commands
 
 KINDS = ("driver", "executor")
 #: the JVM's CDS messages (an archive it cannot use is not an error here: it runs without)

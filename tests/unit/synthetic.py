@@ -1,5 +1,5 @@
-"""Synthetic traces with known answers, for the analysis' own tests and benchmarks (and for users who
-want to check an oracle or an SLA before running a real stack).
+"""Synthetic traces with known answers, for the analysis' own tests and benchmarks (``benchmarks/`` puts this
+folder on its path). Test support: it lives with the tests, not in the package.
 
 Everything is deterministic given the arguments: inputs are sent at a constant ``rate``, outputs
 come ``latency`` seconds later (or at the next micro-batch boundary), and planted outages / latency
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_streamchaos.events import Phase
-
-from ..records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
+from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
 T0 = 1_700_000_000.0
 
