@@ -4,9 +4,10 @@ from them; each test asserts the files before and after (the ``fault_injected`` 
 
 - ``drop_commit`` on ``tests/chaos/jobs/clicks_to_json_lake.py`` (``foreachBatch`` appending each batch to a
   JSON lake without its batch id): batch N replays and the lake holds its clicks twice -- found in one run,
-  every time (the default run's representative; 5 of 5 in a slow test); on ``pipelines/notifications.py``
+  every time (5 of 5 in a slow test); on ``pipelines/notifications.py``
   (Kafka to Kafka, at-least-once) the replay's duplicates are what at-least-once permits.
-- ``tear_offsets`` on ``pipelines/notifications.py``: a torn ``offsets/N`` stops the restarted query loudly;
+- ``tear_offsets`` on ``pipelines/notifications.py``: a torn ``offsets/N`` stops the restarted query loudly (the
+  default run's representative; the others are ``slow``);
   a stray temporary file is ignored and the job recovers.
 - ``damage_state`` on ``pipelines/store_sales_window.py`` (a windowed count per store, Spark's default
   HDFS-backed state store): the newest state file of a partition deleted or truncated: the job fails loudly.
@@ -101,7 +102,7 @@ def test_a_dropped_commit_on_a_kafka_sink_replays_what_at_least_once_permits(cha
     assert run.guarantee_delivered == "at-least-once"
 
 
-@pytest.mark.slow
+# the default run's proof of a damaged checkpoint (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.sla(guarantee=None)  # at-least-once is not delivered: the test asserts the explained failure
 @pytest.mark.chaos(backend="local")
 @tear_offsets(how="truncate")

@@ -118,7 +118,7 @@ def test_a_foreach_batch_delta_append_writes_the_replayed_batch_twice_and_the_ru
         assert len(notes) == 1 and "orders_to_delta_foreach_batch.py:" in notes[0], run.warnings
 
 
-# slow (-m slow): the same moment and both verdicts are in the default run on the two jobs above
+# slow (-m slow): the same moment's replay counted is in the default run on the foreachBatch append above
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
@@ -133,8 +133,7 @@ def test_a_foreach_batch_delta_append_with_txn_app_id_stays_exactly_once(chaos):
     assert run.guarantee_delivered == "exactly-once"
 
 
-# slow (-m slow): the planted MERGE for the reference run (issue 38, point 2); the moment is in the default run
-@pytest.mark.slow
+# the default run's proof of a MERGE caught by the reference run (issue 38, point 2; issue 48)
 @pytest.mark.sla(guarantee=None)  # the test asserts the broken verdict ("none") instead of failing on it
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
@@ -181,7 +180,8 @@ def test_orders_bronze_is_exactly_once(chaos):
 '''
 
 
-# slow (-m slow): a search of several schedules (~1.5 min each); the same job and moment are in the default run
+# slow (-m slow): a search of several schedules (~1.5 min each); the default run's @explore proof is
+# tests/chaos/test_explore_history.py's
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 def test_explore_finds_nothing_on_the_kafka_to_delta_streaming_sink(pytester, monkeypatch):

@@ -24,7 +24,7 @@ def invoice(rec: RecordSpec) -> dict:
             "CustomerCardNo": str(rec.rng.randrange(10**8, 10**9)), "TotalAmount": 9.5 * (1 + rec.id % 3)}
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: tests/integration/test_disk_fault.py
+@pytest.mark.slow  # ./dev test keeps the disk fault itself in tests/integration/test_disk_fault.py (no Spark job)
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @fill_disk(after=8, duration=FULL_S)
 def test_a_full_checkpoint_disk_stops_the_query_until_it_has_room_and_nothing_is_lost(chaos):

@@ -19,7 +19,7 @@ from pytest_streamchaos import IdentityOracle, JobSetup, RecordSpec, kill_datano
 ALO = "pipelines/enrich_at_least_once.py"
 
 
-@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
+# the default run's proof of an HDFS checkpoint under a NameNode kill (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.chaos(backend="local")
 @kill_namenode(after=8, restart_after=4)
 def test_checkpoint_on_hdfs_survives_a_namenode_kill(chaos):

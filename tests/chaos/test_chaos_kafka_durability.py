@@ -35,7 +35,7 @@ def _key_id(_value: bytes, key: bytes | None) -> list[int]:
     return [int(key)]
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_chaos_kafka_faults.py's leader broker down
+@pytest.mark.slow  # ./dev test's budget: no broker fault runs by default (docs/setup.md#slow-tests)
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)  # the point: acks=1 does not deliver at-least-once here
 @CUT
@@ -45,8 +45,8 @@ def test_acks_1_loses_acknowledged_records_when_the_leader_is_cut_off(chaos):
     assert run.guarantee_delivered in ("at-most-once", "none")
 
 
-# slow (-m slow): a broker lost with nothing lost is in the default run as
-# tests/chaos/test_chaos_kafka_faults.py::test_leader_broker_down_then_up_loses_nothing
+# slow (-m slow): ./dev test's budget; a broker lost with nothing lost is also
+# tests/chaos/test_chaos_kafka_faults.py::test_leader_broker_down_then_up_loses_nothing (slow too)
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @CUT

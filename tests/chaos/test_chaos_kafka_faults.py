@@ -45,7 +45,7 @@ def test_leader_broker_down_then_up_loses_nothing(shared_run):
     assert run.lost == 0
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_leader_broker_down_then_up_loses_nothing
+@pytest.mark.slow  # ./dev test's budget: no broker fault runs by default (docs/setup.md#slow-tests)
 @pytest.mark.chaos
 @with_faults(POISON_THEN_BROKER)
 def test_poison_records_do_not_crash_the_query(shared_run):

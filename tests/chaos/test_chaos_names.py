@@ -63,6 +63,7 @@ def test_a_mistyped_input_topic_is_refused_at_the_queries_first_progress_naming_
     assert took < BOUND_S
 
 
+@pytest.mark.slow  # ./dev test's budget: its two other name checks on the running job stay
 @pytest.mark.chaos
 def test_an_input_topic_the_brokers_lack_is_refused_when_the_query_stops_on_it(chaos):
     """The job subscribes to ``purchases`` (its argv), which the test misspells ``purchses``: the run creates
@@ -75,6 +76,7 @@ def test_an_input_topic_the_brokers_lack_is_refused_when_the_query_stops_on_it(c
                    inputs={"purchses": order}, outputs={"ledger": "key"}, source="purchases") < BOUND_S
 
 
+@pytest.mark.slow  # ./dev test's budget: its two other name checks on the running job stay
 @pytest.mark.chaos
 def test_a_mistyped_output_topic_is_refused_naming_the_topic_the_job_writes(chaos):
     """The job writes ``ledger-eu`` (its argv), which the test misspells ``ledger-ue``: the run creates the
@@ -86,6 +88,7 @@ def test_a_mistyped_output_topic_is_refused_naming_the_topic_the_job_writes(chao
     assert took < 60.0 + BOUND_S  # the producer's own 60 s wait for the topic, then the check
 
 
+@pytest.mark.slow  # ./dev test's budget: its two other name checks on the running job stay
 @pytest.mark.chaos
 def test_a_named_topic_that_gets_nothing_while_the_job_writes_an_existing_one_is_refused(chaos):
     """The job writes ``ledger-2025``, a topic that exists (an earlier run's, made here), while the test names

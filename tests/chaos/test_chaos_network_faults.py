@@ -35,7 +35,7 @@ def test_kafka_delay_below_timeout_only_slows_the_job(chaos):
     assert_observer_spared(run)
 
 
-@pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests
+# the default run's proof of a Toxiproxy fault (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.chaos
 @network_delay(ms=500, target="kafka", after=8, duration=14)
 def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_none_to_the_observers(chaos):
@@ -55,8 +55,8 @@ def test_a_500_ms_toxiproxy_delay_adds_at_least_500_ms_to_the_jobs_latency_and_n
     assert_observer_spared(run)
 
 
-# slow (-m slow): a delay above a failure-detection timeout, noticed, is in the default run as
-# tests/chaos/test_card_examples.py::test_delay_above_the_jobs_kafka_timeout_is_noticed
+# slow (-m slow): ./dev test's budget; a delay above a failure-detection timeout, noticed, is also
+# tests/chaos/test_card_examples.py::test_delay_above_the_jobs_kafka_timeout_is_noticed (slow too)
 @pytest.mark.slow
 @pytest.mark.chaos
 @network_delay(ms=6000, target="driver", above_timeout=True, after=8, duration=12)

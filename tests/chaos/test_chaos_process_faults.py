@@ -37,8 +37,8 @@ def test_executor_killed_while_running_tasks_loses_nothing(chaos):
     assert run.guarantee_delivered == "exactly-once"
 
 
-# slow (-m slow): a driver killed with a batch's output visible and its commit not written is in the default run
-# as tests/chaos/test_explore_moments.py (landed by the checkpoint gate; polled on an HDFS checkpoint there too)
+# slow (-m slow): ./dev test's budget; the default run kills a driver with a batch's output visible and its commit
+# not written in tests/chaos/test_chaos_delta.py and test_chaos_named_outputs.py (landed by the checkpoint gate)
 @pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
@@ -57,8 +57,8 @@ def test_driver_killed_at_uncommitted_output_duplicates_at_least_once(chaos):
     assert run.driver_launches == 2
 
 
-# slow (-m slow): the exactly-once twin is in the default run as tests/chaos/test_explore_moments.py's
-# foreachBatch writer keyed by batch id
+# slow (-m slow): ./dev test's budget; an exactly-once twin under the same moment in the default run is the
+# relative Delta job of tests/chaos/test_chaos_named_outputs.py
 @pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(when="uncommitted_output", after=5, restart_after=0)
@@ -72,7 +72,7 @@ def test_driver_killed_at_uncommitted_output_exactly_once_sink_has_no_duplicates
     assert run.reliability == 1.0
 
 
-# slow (-m slow): a master kill is in the default run as test_master_killed_with_ha_standby_takes_over
+# slow (-m slow): ./dev test's budget (docs/setup.md#slow-tests); no master kill runs by default
 @pytest.mark.slow
 @pytest.mark.chaos
 @pytest.mark.sla(guarantee=None)  # the job cannot deliver at-least-once here: that is what this test shows
@@ -87,7 +87,7 @@ def test_master_killed_without_ha_the_job_does_not_recover(chaos):
     assert any(e.kind == "executor_removed" and e.t > fault_t for e in run.timeline)
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_executor_killed_while_running_tasks_loses_nothing
+@pytest.mark.slow  # ./dev test's budget (docs/setup.md#slow-tests): no master kill runs by default
 @pytest.mark.chaos(ha=True)
 @kill_master(after=8)
 def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
@@ -100,8 +100,8 @@ def test_master_killed_with_ha_standby_takes_over(chaos, spark_cluster_ha):
     assert run.downtime < 10
 
 
-# slow (-m slow): recurrent worker kills in the default run are tests/papers/test_paper_001's short version
-# (three kills, each recovered and taking an executor, nothing lost: what this test asserts, and stability)
+# slow (-m slow): ./dev test's budget; recurrent worker kills are also tests/papers/test_paper_001's (slow too);
+# the default run's worker kills are single (tests/chaos/test_demo.py, test_planted_defects.py)
 @pytest.mark.slow
 @pytest.mark.chaos
 @kill_worker(after=8, every=26, times=2, restart_after=5)

@@ -3,11 +3,9 @@
 given a core per input partition, its latency per record measured before and after a fault, and the bound the
 mode promises asserted: after a failure, duplicates only from the last checkpoint interval.
 
-All ``slow``: each run needs the mode's long-running tasks on both workers' cores for most of a minute. Their
-representative is Connect's
-``test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_until_the_client_resubmits_it`` (``slow``
-too); the refusals (Spark 3.5, a sink the mode does not support, too few cores) are unit tests in the default run
-(``tests/unit/test_realtime.py``).
+The driver kill on standalone is the default run's proof of the mode (each run needs the mode's long-running tasks
+on both workers' cores for most of a minute); the others are ``slow``; the refusals (Spark 3.5, a sink the mode
+does not support, too few cores) are unit tests in the default run (``tests/unit/test_realtime.py``).
 """
 
 import pytest
@@ -39,7 +37,7 @@ def assert_real_time_promises(run, yarn=False):
     assert run.lost == 0 and run.incorrect == 0
 
 
-@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+# the default run's proof of real-time mode (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.chaos(backend="local")
 @kill_driver(after=12)
 def test_a_driver_kill_replays_at_most_the_last_interval(chaos):
@@ -49,7 +47,7 @@ def test_a_driver_kill_replays_at_most_the_last_interval(chaos):
     assert_real_time_promises(run)
 
 
-@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+@pytest.mark.slow  # representative: test_a_driver_kill_replays_at_most_the_last_interval
 @pytest.mark.chaos(backend="local")
 @kill_executor(after=12)
 def test_an_executor_kill_replays_at_most_the_last_interval(chaos):
@@ -64,7 +62,7 @@ def test_an_executor_kill_replays_at_most_the_last_interval(chaos):
 ON_YARN = pytest.mark.chaos(backend="local", spark="yarn")
 
 
-@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+@pytest.mark.slow  # representative: test_a_driver_kill_replays_at_most_the_last_interval
 @ON_YARN
 @kill_driver(after=12)
 def test_on_yarn_a_driver_kill_replays_at_most_the_last_interval(chaos):
@@ -76,7 +74,7 @@ def test_on_yarn_a_driver_kill_replays_at_most_the_last_interval(chaos):
     assert_real_time_promises(run, yarn=True)
 
 
-@pytest.mark.slow  # representative: test_chaos_connect.py::test_the_connect_servers_loss_stops_the_query_...
+@pytest.mark.slow  # representative: test_a_driver_kill_replays_at_most_the_last_interval
 @ON_YARN
 @kill_executor(after=12)
 def test_on_yarn_an_executor_container_kill_replays_at_most_the_last_interval(chaos):

@@ -28,7 +28,7 @@ def order(rec: RecordSpec) -> dict:
             "created_at": rec.ts}
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: tox.ini's spark35 env
+@pytest.mark.slow  # ./dev test runs it on the Spark 3.5 line: tests/chaos/test_spark35_line.py
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @kill_worker(after=10, restart_after=5)
 def test_a_public_job_pinned_to_the_spark35_connector_runs_unchanged_under_a_worker_kill(chaos):

@@ -97,7 +97,7 @@ STORES = {
 }
 
 
-# slow (-m slow): the state_commit moment on RocksDB with changelog checkpointing is in the default run above
+# slow (-m slow): the state_commit moment on RocksDB with changelog checkpointing, as the test above (slow too)
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_executor(when="state_commit", after=6)
@@ -138,7 +138,7 @@ def test_a_driver_kill_on_a_30s_trigger_is_not_measurable_never_masked(chaos):
     assert run.lost == 0 and run.incorrect == 0
 
 
-# the default run has transformWithStateInPandas (it needs protobuf, which the set-up installs); -m slow adds
+# slow (-m slow) both: transformWithStateInPandas (it needs protobuf, which the set-up installs) and
 # applyInPandasWithState
 @pytest.mark.chaos(backend="local")
 @pytest.mark.parametrize("api", [pytest.param(a, marks=pytest.mark.slow) for a in ("pandas_state", "tws")])

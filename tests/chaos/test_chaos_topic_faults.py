@@ -49,7 +49,7 @@ def injected(run: Any) -> dict:
     return e.detail
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_chaos_checkpoint_faults.py's dropped commit
+# the default run's proof of a topic operation (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @reassign_partitions(after=8)
 def test_a_reassignment_moves_every_input_leader_and_the_job_reads_nothing_twice(chaos):

@@ -43,8 +43,8 @@ def invoice(rec: RecordSpec) -> dict:
             "TotalAmount": sum(i["TotalValue"] for i in items), "InvoiceLineItems": items}
 
 
-# slow (-m slow): a job hard-coding localhost:9092 is in the default run as tests/chaos/test_chaos_disk_full.py's
-# (kafka_port=9092); a worker kill as tests/chaos/test_demo.py's
+# slow (-m slow): ./dev test's budget; jobs hard-coding localhost:9092 are in the default run as
+# tests/chaos/test_chaos_named_outputs.py's; a worker kill as tests/chaos/test_demo.py's
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job: out of reach from executors in containers
 @kill_worker(after=10, restart_after=5)
@@ -60,7 +60,7 @@ def test_kafka_to_kafka_job_with_hardcoded_localhost_survives_a_worker_kill(chao
     assert run.checkpoint.endswith("chk-point-dir"), "the relative checkpoint is found in the driver's dir"
 
 
-# ./dev test keeps a representative: test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates
+# slow (-m slow): ./dev test's budget (docs/setup.md#slow-tests)
 @pytest.mark.slow
 @pytest.mark.chaos
 @kill_driver(after=10, restart_after=1)
@@ -84,7 +84,7 @@ def click(rec: RecordSpec) -> dict:
     return {"adId": str(rec.id), "clickTime": rec.ts}
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_sparks_own_kafka_wordcount_example_under_a_driver_kill
+@pytest.mark.slow  # ./dev test's budget (docs/setup.md#slow-tests)
 @pytest.mark.chaos
 @kill_executor(after=10)
 def test_stream_stream_join_of_two_topics_survives_an_executor_kill(chaos):
@@ -101,7 +101,7 @@ def sale(rec: RecordSpec) -> dict:
     return {"StoreID": rec.key, "CreatedTime": rec.ts}
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_reference_stateful.py's windowed count
+@pytest.mark.slow  # ./dev test keeps a stateful job's proof: test_reference_windows.py
 @pytest.mark.chaos
 @kill_worker(after=10, restart_after=5)
 def test_count_per_store_and_window_is_checked_per_aggregate(chaos):
@@ -155,8 +155,7 @@ def page_view(rec: RecordSpec) -> dict:
 LAKE = "tests/chaos/jobs/page_views_to_lake.py"
 
 
-# slow (-m slow): parquet from foreachBatch read as output is in the default run as
-# test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates
+# slow (-m slow): ./dev test's budget (docs/setup.md#slow-tests)
 @pytest.mark.slow
 @pytest.mark.chaos
 def test_parquet_appended_from_foreach_batch_is_read_as_output(chaos):
@@ -199,7 +198,7 @@ def test_parquet_from_foreach_batch_replayed_after_a_driver_kill_duplicates(chao
     assert run.guarantee_delivered == "at-least-once"
 
 
-# ./dev test keeps a representative: test_files_written_without_outputs_are_refused_naming_the_outputs_to_pass
+# slow (-m slow): ./dev test's budget (docs/setup.md#slow-tests)
 @pytest.mark.slow
 @pytest.mark.chaos
 @kill_worker(after=10)

@@ -38,7 +38,7 @@ def after_fault(run, *kinds: str) -> list:
     return [e for e in run.timeline if e.kind in kinds and e.t > injected.t]
 
 
-@pytest.mark.slow  # the two fault tests below give verdicts too, in ./dev test
+# the default run's proof of YARN (one per capability: docs/setup.md#slow-tests)
 @pytest.mark.chaos(spark="yarn")
 def test_a_users_job_on_yarn_gets_a_verdict(chaos):
     run = chaos.run(JOB, guarantee="exactly-once", setup=setup(), load=load(), watch=WATCH)
@@ -64,7 +64,7 @@ def test_an_executor_container_killed_through_yarns_api(chaos):
     assert run.recovery_time is not NOT_RECOVERED
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_an_executor_container_killed_through_yarns_api
+@pytest.mark.slow  # ./dev test keeps a representative: test_a_users_job_on_yarn_gets_a_verdict
 @pytest.mark.chaos(spark="yarn")
 @kill_driver(after=8)
 def test_the_application_master_killed_in_cluster_mode_yarn_reattempts(chaos):

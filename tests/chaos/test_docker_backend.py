@@ -58,7 +58,8 @@ def test_worker_container_killed_loses_nothing(shared_run):
     assert fault.recovered, fault
 
 
-# slow (-m slow): the docker backend's default representative is the shared broker + worker run above; a
+# slow (-m slow): ./dev test's budget (the docker backend's chaos tests are all slow; its stack is proven by
+# tests/integration/test_docker_stack.py); a
 # driver (on this host) restarted from its checkpoint is asserted on the local backend by the driver kills
 @pytest.mark.slow
 @DOCKER
@@ -87,7 +88,7 @@ def test_leader_broker_down_in_its_container_loses_nothing(shared_run):
     assert run.generator.failed == 0
 
 
-# slow (-m slow): network faults in the workers' namespaces are represented in the default run by the
+# slow (-m slow): network faults in the workers' namespaces are represented, with -m slow, by the
 # partition below (the same namespace scope; its effect, output stopped, is the stronger assertion)
 @pytest.mark.slow
 @DOCKER
@@ -103,7 +104,7 @@ def test_delay_in_one_worker_namespace_slows_the_job(chaos):
     assert_observer_spared(run)
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: the shared run of the two tests above
+@pytest.mark.slow  # ./dev test's budget (docs/setup.md#slow-tests)
 @DOCKER
 @network_partition(target="kafka", after=8, duration=8)
 def test_partition_of_the_workers_from_kafka_stops_the_flow_until_healed(chaos):

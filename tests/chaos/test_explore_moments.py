@@ -73,7 +73,7 @@ def test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its
     assert_replay_duplicated(run)  # appended a second time
 
 
-# ./dev test keeps a representative: test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files
+# slow (-m slow): ./dev test's budget; the default run's aimed moment is tests/chaos/test_explore_history.py's
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
@@ -90,7 +90,7 @@ def run_ledger(chaos, guarantee: str):
                      inputs={"payments": payment}, outputs={"ledger": "key"})
 
 
-# slow (-m slow): the same moment and both verdicts are in the default run on the foreachBatch lake above
+# slow (-m slow): the same moment and both verdicts are on the foreachBatch lake above (slow too)
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)  # declared exactly-once by its author; the test shows what it delivers
@@ -101,7 +101,7 @@ def test_the_kafka_sink_declared_exactly_once_duplicates_a_replayed_batch(chaos,
     assert_replay_duplicated(run)  # produced to the ledger again
 
 
-# slow (-m slow): the same moment and both verdicts are in the default run on the foreachBatch lake above
+# slow (-m slow): the same moment and both verdicts are on the foreachBatch lake above (slow too)
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="output_visible_uncommitted", after=3, restart_after=0)
@@ -120,7 +120,7 @@ def batch_ran_again(run, n: int) -> bool:
     return [b["app_id"] for b in progress.batches if b["batchId"] == n] == progress.app_ids[1:2]
 
 
-# ./dev test keeps a representative: test_an_appending_foreach_batch_writer_duplicates_a_batch_replayed_after_its_files
+# slow (-m slow): ./dev test's budget; the default run's aimed moment is tests/chaos/test_explore_history.py's
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
 @kill_driver(when="uncommitted_output", after=3, restart_after=0)

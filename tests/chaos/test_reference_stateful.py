@@ -122,8 +122,7 @@ def test_a_stateful_job_gives_the_reference_output_under_faults(chaos, case, fau
 
 @pytest.mark.chaos
 @kill_driver(when="output_visible_uncommitted")
-@pytest.mark.parametrize("case", [pytest.param(name, marks=[] if name == "windowed_count" else pytest.mark.slow)
-                                  for name in CASES])
+@pytest.mark.parametrize("case", [pytest.param(name, marks=pytest.mark.slow) for name in CASES])
 def test_a_replayed_batch_appended_twice_is_found_row_for_row(chaos, case):
     run = run_case(chaos, CASES[case], twin=True)
     landed(run, "kill_driver")

@@ -44,7 +44,8 @@ def test_broken_job_is_caught_with_the_ids_it_breaks(chaos):
     assert checks["output_within_60s"]["ok"] is True and checks["output_within_1e-06s"]["ok"] is False
 
 
-@pytest.mark.slow  # ./dev test's budget (124 s); the reference run's windowed count runs by default
+# a windowed job's reference proof runs by default: tests/chaos/test_reference_windows.py
+@pytest.mark.slow  # ./dev test's budget (124 s)
 def test_window_count_delivers_every_finalized_window_exactly(chaos):
     oracle = TumblingWindowOracle(size_seconds=5, watermark_seconds=2)
     run = chaos.run("pipelines/window_count.py", rate=100, duration=20, guarantee="exactly-once", oracle=oracle,

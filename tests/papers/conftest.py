@@ -1,7 +1,7 @@
 """The five papers' central experiments (docs/papers.md): every test here is marked ``papers`` and
-``chaos``. Each paper has a short version, run by default (``./dev test``), and full versions marked
-``slow``, which run only when ``-m`` names ``slow`` (``pytest tests/papers -m slow``; the rule is
-tests/conftest.py's): they take minutes each on the 2-core machine and would blow CI's budget."""
+``chaos``. Each paper has a short version and full versions, all marked ``slow`` (./dev test's budget:
+docs/setup.md#slow-tests), which run only when ``-m`` names ``slow`` (``pytest tests/papers -m slow``; the rule
+is tests/conftest.py's): they take minutes each on the 2-core machine and would blow CI's budget."""
 
 import pytest
 

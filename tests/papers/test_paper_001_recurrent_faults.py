@@ -43,7 +43,7 @@ def recurrent(run, interval: float, label: str):
 # on a busy machine), which may disturb the output once more; the detector's 5 s hold must fit before the
 # next kill (at 13 and 18 s apart it did not on a busy machine: kills counted as not recovered, capped at
 # the interval). No duration: the load ends once the last kill's recovery has settled.
-@pytest.mark.slow  # ./dev test keeps a representative: test_paper_000's worker kill
+@pytest.mark.slow  # ./dev test's budget: every paper's test is slow (tests/papers/conftest.py)
 @kill_worker(after=8, every=25, times=3, restart_after=3)
 def test_001_recurrent_worker_kills_recover_alike(chaos):
     run = ledger(chaos, rate=100, watch=Watch(params=PAPER_DETECTOR))

@@ -7,9 +7,10 @@ after PD>TO and crashes (the job restarts and repeats outputs), with failure cos
 71 s (PD>TO) and 78 s (crash); Kafka Streams 28 s, 3 s and 2 s.
 
 Here the delays act on the job's Kafka links (Toxiproxy), judged against the job's own Kafka client
-timeout. Short (default): one run with PD<TO (300 ms, the clients wait 30 s) and then a worker crash;
+timeout. Short (``slow`` too, as every paper's test): one run with PD<TO (300 ms, the clients wait 30 s) and then a
+worker crash;
 PD>TO is the card example ``tests/chaos/test_card_examples.py::test_delay_above_the_jobs_kafka_timeout_is_noticed``
-(3 s against the job's 1.5 s), which already runs in CI. Full (``-m slow``): one fault per run, PD>TO
+(3 s against the job's 1.5 s), slow as well. Full (``-m slow``): one fault per run, PD>TO
 supervised (the query fails and its driver is started again), and a rate x partitions sweep.
 """
 
@@ -25,7 +26,7 @@ def per_fault(run, label):
                    reliable_throughput=run.reliable_throughput, lost=run.lost, duplicates=run.duplicates)
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_paper_000's worker kill
+@pytest.mark.slow  # ./dev test's budget: every paper's test is slow (tests/papers/conftest.py)
 @pytest.mark.papers
 @pytest.mark.chaos
 @network_delay(ms=300, target="kafka", above_timeout=False, after=6, duration=6)

@@ -37,7 +37,7 @@ def overhead_of(chaos, rate: float, label: str, **hdfs_run):
     return o, f, writes
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_paper_000's worker kill
+@pytest.mark.slow  # ./dev test's budget: every paper's test is slow (tests/papers/conftest.py)
 @pytest.mark.papers
 @pytest.mark.chaos(backend="local")  # HDFS runs on the local backend only
 @kill_worker(after=10, restart_after=3)

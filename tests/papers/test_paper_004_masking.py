@@ -37,7 +37,7 @@ def judged(chaos, label: str, duration: float, **run):
     return faulted, v
 
 
-@pytest.mark.slow  # ./dev test keeps a representative: test_paper_000's worker kill
+@pytest.mark.slow  # ./dev test's budget: every paper's test is slow (tests/papers/conftest.py)
 @pytest.mark.papers
 @pytest.mark.chaos(backend="local")  # HDFS runs on the local backend only
 @kill_datanode(index=0, after=8)
