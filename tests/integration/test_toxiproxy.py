@@ -20,6 +20,8 @@ import pytest
 from pytest_streamchaos.faults.registry import kind
 from pytest_streamchaos.machine import ports
 from pytest_streamchaos.netem import probe
+from pytest_streamchaos.netem.links import Drops, ToxiproxyLink, able
+from pytest_streamchaos.netem.rules import PacketLoss
 from pytest_streamchaos.netem.toxics import (
     ToxicBandwidth,
     ToxicDelay,
@@ -324,11 +326,21 @@ def test_partial_inject_is_undone(server, proxy, echo):
 
 
 def test_marks_map_to_toxic_faults(proxy):
-    assert isinstance(kind("network_delay").toxic({"ms": 10}, [proxy]), ToxicDelay)
-    assert kind("network_partition").toxic({}, [proxy]).mode == "blackhole"
-    assert kind("bandwidth_limit").toxic({"kbit": 800}, [proxy]).rate == 100
-    with pytest.raises(NetFaultError, match="no loss toxic"):
-        kind("packet_loss").toxic({"percent": 10}, [proxy])
+    """The network kinds act through a real proxy where it has their operation; a loss (Toxiproxy has no loss
+    toxic) goes to the host's rules on the proxy's own port."""
+    ports = frozenset({proxy.listen_port})
+
+    def act(name, params):
+        k = kind(name)
+        return k.act(k.link([proxy], ports), params)
+
+    assert isinstance(act("network_delay", {"ms": 10, "jitter_ms": 0}), ToxicDelay)
+    assert act("network_partition", {}).mode == "blackhole"
+    assert act("bandwidth_limit", {"kbit": 800}).rate == 100
+    loss = act("packet_loss", {"percent": 10})
+    assert isinstance(loss, PacketLoss) and tuple(loss.ports) == (proxy.listen_port,)
+    with pytest.raises(NetFaultError, match="cannot drop a link: its mechanism has no such operation"):
+        able(ToxiproxyLink([proxy]), Drops)
 
 
 def test_api_versions_probe_is_answered_by_a_real_broker(kafka):
