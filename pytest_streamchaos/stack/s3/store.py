@@ -317,7 +317,10 @@ class ObjectStore(Service):
     def client_conf(self) -> dict[str, str]:
         """The Hadoop settings that put a job's ``s3a://`` paths on the store, through its fault proxy (for
         Spark, prefix each key with ``spark.hadoop.``)."""
-        return {"fs.s3a.endpoint": self.job_endpoint, "fs.s3a.endpoint.region": REGION,
+        # S3A buffers uploads under ${hadoop.tmp.dir}/s3a (/tmp/hadoop-<user>/s3a), which would outlive the
+        # session: the store's own directory goes with it
+        return {"fs.s3a.buffer.dir": str(self.workdir / "s3a-buffer"),
+                "fs.s3a.endpoint": self.job_endpoint, "fs.s3a.endpoint.region": REGION,
                 "fs.s3a.path.style.access": "true", "fs.s3a.connection.ssl.enabled": "false",
                 "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
                 "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY}
