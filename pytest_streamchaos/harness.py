@@ -136,7 +136,7 @@ class ChaosFixture(Chaos):
         :class:`Load`, ``outputs`` to :class:`Watch`, ``kafka_port`` to :class:`JobSetup` ...) and are folded
         into them; a field given both flat and in its group is a ValueError naming it, and an argument
         given flat that lives in a group a TypeError naming the group. A job in real-time mode is recognised
-        (:func:`~pytest_streamchaos.runner.chaos.judged_real_time`).
+        (:mod:`pytest_streamchaos.analysis.judge`).
 
         ``reference=True`` (or ``Reference(key=[...], ignore=[...])``) also runs the job on the same input
         without faults -- twice, once per session for this job and input -- and compares this run's outputs

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_streamchaos import settings as _settings
+from pytest_streamchaos.analysis.judge import Bounds, assert_planned
 from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
 from pytest_streamchaos.exploration.mark import MARK as EXPLORE_MARK
 from pytest_streamchaos.exploration.plugin import PLUGIN_NAME as EXPLORE_PLUGIN
@@ -283,46 +284,26 @@ def session_references(config: pytest.Config, settings: _settings.Settings) -> A
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """After a passing test body, check its runs against ``@pytest.mark.sla`` and the declared
-    guarantee: every violated bound is reported at once, with the fault timeline. (An explored test's
-    runs were checked one by one, as part of its property.)"""
+    """After a passing test body, judge its runs by the plan of the test (the one judge,
+    :func:`~pytest_streamchaos.analysis.judge.assert_planned`): faults that did not happen as planned, then
+    ``@pytest.mark.sla`` and the declared guarantee, every violated bound reported at once, with the fault
+    timeline. (An explored test's runs were checked one by one, as part of its property.)"""
     result = yield
     runs = item.stash.get(RUNS_KEY, [])
     if runs and EXPLORE_KEY not in item.stash:
-        check_fault_errors(runs)
-        check_sla(item, runs)
+        assert_planned(runs, sla_bounds(item))
     return result
 
 
-def check_fault_errors(runs: list[Any]) -> None:
-    """A fault that never happened makes the run's verdict meaningless: an AssertionError naming it."""
-    for result_ in runs:
-        for run in getattr(result_, "runs", None) or [result_]:
-            errors = run.fault_errors
-            if errors:
-                raise AssertionError("faults of this run did not happen as planned:\n  " + "\n  ".join(errors)
-                                     + "\n" + "\n".join(run.timeline_lines()))
+def sla_bounds(item: pytest.Item) -> Bounds:
+    """The test's ``@pytest.mark.sla`` bounds, the closest mark last, and whether its faults are a sequence."""
+    return Bounds.of([m.kwargs for m in reversed(list(item.iter_markers("sla")))], sequence=in_sequence(item))
 
 
 def check_sla(item: pytest.Item, runs: list[Any]) -> None:
-    """The test's ``@pytest.mark.sla`` bounds and each run's declared guarantee (AssertionError)."""
-    bounds: dict[str, Any] = {}
-    for sla in reversed(list(item.iter_markers("sla"))):
-        bounds.update(sla.kwargs)
-    over = bounds.pop("over", "worst")
-    for result_ in runs:
-        try:
-            if hasattr(result_, "worst_run"):  # repeated: the worst run by default (an SLA holds for every run)
-                result_.assert_sla(over=over, **bounds)
-            else:
-                result_.assert_sla(**bounds)
-        except AssertionError as exc:
-            windows = getattr(result_, "windows", None) if in_sequence(item) else None
-            if not windows:
-                raise
-            # a sequence: which fault's window broke it, first
-            lines = [f"  {w.describe()}" + ("" if w.ok is not False else "  <-- VIOLATED") for w in windows]
-            raise AssertionError("\n".join(["each fault's window (sequence=True):", *lines, str(exc)])) from None
+    """The test's ``@pytest.mark.sla`` bounds and each run's declared guarantee (AssertionError); an explored
+    body's, whose faults are the search's to judge."""
+    assert_planned(runs, sla_bounds(item), faults=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -31,12 +31,11 @@ from .checker import Checker, ComposedResult
 from .guarantee import GUARANTEES, SATISFIES
 from .metrics import NOT_RECOVERED, LatencySummary
 from .result import SCHEMA_VERSION, ChaosRun
-from .sla import SLA, SLAViolation, Violation, check_sla
+from .sla import SLA, SLAViolation, Violation, check_over, check_sla
 
 #: metrics a RepeatedRun aggregates (attribute names of ChaosRun); latency is aggregated per field
 METRICS: tuple[str, ...] = ("lost", "duplicates", "incorrect", "reliability", "downtime", "recovery_time",
                             "failure_cost", "reliable_throughput", "sent", "outputs")
-OVER = ("worst", "median")
 
 
 def weakest_guarantee(delivered: Sequence[str]) -> str:
@@ -112,8 +111,7 @@ class RepeatedRun:
 
     def view(self, over: str = "worst") -> _View:
         """An object with the run attributes SLAs read, each the worst (or median) over the runs."""
-        if over not in OVER:
-            raise ValueError(f"over={over!r}: use one of {OVER}")
+        check_over(over)
         return _View(self, over)
 
     # -- SLA -----------------------------------------------------------------------------------

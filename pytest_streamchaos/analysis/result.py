@@ -73,7 +73,7 @@ from .metrics import (
 )
 from .oracle import Oracle
 from .reference import Comparison
-from .sla import SLA, SLAViolation, Violation, check_sla
+from .sla import SLA, SLAViolation, Violation, check_over, check_sla
 from .windows import WindowVerdict, sent_in
 
 __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
@@ -197,7 +197,8 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
               params: MetricParams | None = None) -> ChaosRun:
         """Judge ``history`` with the default checkers: the outputs against ``oracle`` (default
         :class:`~pytest_streamchaos.analysis.oracle.IdentityOracle`, bound to the run's topics, never
-        changed), the declared ``guarantee``, the recovery metrics with ``params``."""
+        changed), the declared ``guarantee``, the recovery metrics with ``params``. What a run's plan adds
+        (a reference, a real-time mode) is the one judge's: :func:`~pytest_streamchaos.analysis.judge.judge`."""
         d = default_checkers(oracle, guarantee, params)
         checks = run_all(d.all, history)
         validation, recovery = d.validation.check(history), d.recovery.check(history)
@@ -225,6 +226,18 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         history = trace if isinstance(trace, History) else History(trace, facts=facts or RunFacts(),
                                                                    per_record=per_record)
         return cls.judge(history, oracle, guarantee, params)
+
+    # -- as an outcome of n runs ---------------------------------------------------------------
+    @property
+    def runs(self) -> list[ChaosRun]:
+        """The runs this outcome is over: this one (a repeated scenario's :class:`~.repeat.RepeatedRun` has
+        several)."""
+        return [self]
+
+    @property
+    def worst_run(self) -> ChaosRun:
+        """The run whose timeline explains a violated bound: this one."""
+        return self
 
     # -- the test's own checkers ---------------------------------------------------------------
     def check(self, checker: Checker, must_pass: bool = False) -> CheckResult:
@@ -378,9 +391,12 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         return _text.meta(self)
 
     # -- SLA -----------------------------------------------------------------------------------
-    def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> list[Violation]:
+    def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
+                  **bounds: Any) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
-        a ``guarantee=`` bound is given."""
+        a ``guarantee=`` bound is given. ``over`` (``"worst"`` or ``"median"``) is a repeated run's: one run's
+        worst and median are the run itself."""
+        check_over(over)
         # a run without a per-record verdict (and without a reference run's) cannot check the declared
         # guarantee: unless the test asks for it explicitly (then the bound fails, saying why), it is not part
         # of the SLA
@@ -389,9 +405,10 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
             bounds["guarantee"] = self.guarantee
         return check_sla(self, sla, **bounds)
 
-    def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, **bounds: Any) -> None:
+    def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
+                   **bounds: Any) -> None:
         """Raise :class:`SLAViolation` listing every violated bound, with the timeline."""
-        violations = self.check_sla(sla, check_guarantee, **bounds)
+        violations = self.check_sla(sla, check_guarantee, over, **bounds)
         if violations:
             raise SLAViolation(violations, self.timeline, self.metrics.t0, context=self.context())
 

@@ -19,6 +19,15 @@ from .guarantee import GUARANTEES, SATISFIES
 from .metrics import NotMeasured
 from .spelling import did_you_mean
 
+#: what a repeated run's SLA is judged on: its worst run's values, or the medians over its runs
+OVER = ("worst", "median")
+
+
+def check_over(over: str) -> None:
+    """Fail now, naming the choices, when ``over`` is not one of :data:`OVER`."""
+    if over not in OVER:
+        raise ValueError(f"over={over!r}: use one of {OVER}")
+
 
 @dataclass(frozen=True)
 class SLA:

@@ -102,7 +102,7 @@ class Body:
         finally:
             runs = list(h.runs[before:])
             # a window's view: its job still runs, and what it writes is the history's to clear when it ends
-            clear_leftovers([r for r in runs if r.history.focus is None], Path(h.workdir))
+            clear_leftovers([r.history for r in runs if r.history.focus is None], Path(h.workdir))
         seconds = time.time() - t0
         live = h.history if h.share_history else None
         if not runs:

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos import storages
-from pytest_streamchaos.analysis.checkers import ReferenceCheck
-from pytest_streamchaos.analysis.checkers.realtime import RealTimeLatency, ReplayBound, interval_of
+from pytest_streamchaos.analysis.judge import Compared, judge
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
+from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.observe.storage import locate
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
@@ -22,7 +22,15 @@ from pytest_streamchaos.runner.one_history import OneHistory, history_key, share
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
 from pytest_streamchaos.runner.reference_key import reference_key, stack_part
 from pytest_streamchaos.runner.run import Run
-from pytest_streamchaos.runner.spec import JobPlace, RunGroups, RunInputs, RunSpec, build_run, check_checkpoint
+from pytest_streamchaos.runner.spec import (
+    JobPlace,
+    RunGroups,
+    RunInputs,
+    RunSpec,
+    build_run,
+    check_checkpoint,
+    judged_by,
+)
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.workload.seed import resolve_seed
 
@@ -69,7 +77,7 @@ class Chaos:
         self.explored = False
         #: the session's reference runs (``reference=``), made once per job and input, reused across tests
         self.references = references if references is not None else References()
-        self._last: ChaosRun | None = None  #: the last run executed (what it left outside is cleared next)
+        self._last: History | None = None  #: the last run executed (what it left outside is cleared next)
         #: @explore's one history (docs/explore.md#one-history): its body sets this for a run that plays its
         #: schedule on the job already running, as the next window of one history
         self.share_history = False
@@ -110,13 +118,12 @@ class Chaos:
         self.close_history()  # a job of its own: the one running now goes first
         if ref is not None:
             run_inputs = replace(run_inputs, reference=ref)  # its columns are checked before the load
-        refs = self._reference(spec, run_inputs) if ref is not None else None
-        if refs is not None:
+        compared = None
+        if ref is not None:
+            refs = self._reference(spec, run_inputs)
             spec = compared_spec(spec, refs)
-        result = judged_real_time(spec, self._execute(spec, run_inputs))
-        if ref is not None and refs is not None:
-            first, second = refs.rows()
-            result.check(ReferenceCheck(first, second, ref, plan_notes=[refs.note()]))
+            compared = Compared(*refs.rows(), ref, [refs.note()])
+        result = judge(self._execute(spec, run_inputs), judged_by(spec, run_inputs, compared))
         self.runs.append(result)
         return result
 
@@ -127,12 +134,13 @@ class Chaos:
         return self.references.get(key, lambda: make_reference(spec, inputs, self._execute, self._clear_leftovers),
                                    self.progress)
 
-    def _execute(self, spec: RunSpec, inputs: RunInputs) -> ChaosRun:
-        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`); its leftovers
-        outside the run's directory stay for the next run to clear (:meth:`_clear_leftovers`)."""
-        run = Run(self, spec, inputs).execute()
-        self._last = run
-        return run
+    def _execute(self, spec: RunSpec, inputs: RunInputs) -> History:
+        """One run of the stack's life cycle (:class:`~pytest_streamchaos.runner.run.Run`) and its history, for
+        the judge (a reference run's is read, not judged); its leftovers outside the run's directory stay for the
+        next run to clear (:meth:`_clear_leftovers`). Test seam: a subclass hands back synthetic histories."""
+        history = Run(self, spec, inputs).execute()
+        self._last = history
+        return history
 
     def _clear_leftovers(self) -> None:
         """What the last run's job left outside the run's directory, removed (its checkpoint, its outputs; on the
@@ -171,17 +179,7 @@ class Chaos:
         whole = live.close()
         last = whole or live.last_view
         if last is not None:
-            self._last = last
+            self._last = last.history
             self._clear_leftovers()
         return whole
 
-
-def judged_real_time(spec: RunSpec, result: ChaosRun) -> ChaosRun:
-    """A job in real-time mode (``trigger(realTime=...)``, recognised from its script and refused in one line
-    before anything starts when it cannot run here: docs/realtime.md) is also judged by what the mode promises:
-    ``run.user_checks["realtime_latency"]``, latency per record before and after the faults, and
-    ``["replay_bound"]``, duplicates only within the last interval."""
-    if spec.real_time:
-        result.check(RealTimeLatency())
-        result.check(ReplayBound(spec.real_time_interval or interval_of(result.history)))
-    return result

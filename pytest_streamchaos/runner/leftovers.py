@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos import storages
+from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.output_names import output_path
 
 
@@ -45,19 +46,19 @@ def _kept(url: str) -> bool:
     return entry is not None and entry.buckets
 
 
-def run_leftovers(run: Any) -> list[str]:
-    """:func:`leftovers` of one ``ChaosRun``, from its facts and topics."""
-    ran = run.facts.job  # the job's facts, not its handle
-    topics = run.history.topics
+def run_leftovers(history: History) -> list[str]:
+    """:func:`leftovers` of one run, from its history's facts and topics."""
+    ran = history.facts.job  # the job's facts, not its handle
+    topics = history.topics
     outputs = (topics.outputs or []) if topics is not None else []
     if ran is None:
         return leftovers(None, storages.DEFAULT, outputs)
     return leftovers(ran.checkpoint, ran.checkpoint_storage, outputs)
 
 
-def clear_leftovers(runs: Iterable[Any], own: Path, place: Callable[[str], Any] | None = None) -> None:
-    """Remove what ``runs`` left on this host outside ``own`` (the harness's directory), and (``place``: the
-    :class:`~pytest_streamchaos.observe.storage.Place` of a URL) on the session's object store."""
+def clear_leftovers(runs: Iterable[History], own: Path, place: Callable[[str], Any] | None = None) -> None:
+    """Remove what the runs of these histories left on this host outside ``own`` (the harness's directory), and
+    (``place``: the :class:`~pytest_streamchaos.observe.storage.Place` of a URL) on the session's object store."""
     own = own.resolve()
     for run in runs:
         for path in run_leftovers(run):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.analysis.checkers import Validation
+from pytest_streamchaos.analysis.judge import judge
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.run_metrics import uncovered
@@ -46,7 +47,7 @@ from pytest_streamchaos.runner.phases.topics import MakeTopics, RunTopics
 from pytest_streamchaos.runner.phases.verdict import Phases, Verdict
 from pytest_streamchaos.runner.phases.warmup import WarmUp, WarmUpResult
 from pytest_streamchaos.runner.run import run_storage
-from pytest_streamchaos.runner.spec import RunInputs, RunSpec
+from pytest_streamchaos.runner.spec import RunInputs, RunSpec, judged_by
 
 #: how far before the plan of the last committed batch a window ends: a record acknowledged while that batch
 #: fixed its end offsets may be read by the next one, and would be counted lost in a window it is not in
@@ -231,7 +232,7 @@ class OneHistory:
                                                       f" window {window.index})", load.ended,
                                                       round(time.time() - armed, 3)))
         view = replace(history, facts=facts).focused(window)
-        return ChaosRun.judge(view, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params)
+        return judge(view, judged_by(ctx.spec, ctx.inputs))
 
     def _why_broken(self, view: ChaosRun) -> str | None:
         """Why the job cannot take another schedule after ``view``'s, or None."""
@@ -285,8 +286,9 @@ class OneHistory:
         tail = Window(self.windows, "after the last schedule", self.since)
         ctx.recorder.record(Kind.HISTORY_WINDOW, "", **tail.detail())
         load = LoadResult(ended=f"one history of {self.windows} schedule(s)")
-        return Verdict(ctx, Phases(topics=self.topics, prepared=self.prepared, obs=obs, warm=self.warm,
+        history = Verdict(ctx, Phases(topics=self.topics, prepared=self.prepared, obs=obs, warm=self.warm,
                                    load=load)).run()
+        return judge(history, judged_by(ctx.spec, ctx.inputs))
 
 
 def first_line(exc: BaseException) -> str:

@@ -33,8 +33,8 @@ from typing import Any
 import pytest
 
 from pytest_streamchaos.analysis.reference import Reference
-from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.facts import OutputRows
+from pytest_streamchaos.history import History
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.reference_cache import ReferenceCache, Stored, when
 from pytest_streamchaos.runner.reference_key import RefKey, reference_key
@@ -158,10 +158,10 @@ def reference_spec(spec: RunSpec) -> RunSpec:
                    input_counts=None, explored=False, end_on_recovery=False, recovery_window=None)
 
 
-def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], ChaosRun],
+def make_reference(spec: RunSpec, inputs: RunInputs, execute: Callable[[RunSpec, RunInputs], History],
                    clear: Callable[[], None] = lambda: None) -> ReferenceRuns:
-    """The two fault-free runs of ``spec``'s input (``execute`` runs one; ``clear`` removes what the job of a
-    run left outside it -- its checkpoint, its absolute outputs -- before the next one)."""
+    """The two fault-free runs of ``spec``'s input (``execute`` runs one and hands back its history; ``clear``
+    removes what the job of a run left outside it -- its checkpoint, its absolute outputs -- before the next one)."""
     t0 = time.time()
     quiet = replace(inputs, planned=[])
     first_spec = reference_spec(spec)

@@ -9,9 +9,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
-from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.faults.registry import release
+from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.storage import RunStorage
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status
 from pytest_streamchaos.runner.errors import RunError
@@ -30,7 +30,8 @@ from pytest_streamchaos.stack.capabilities import KafkaLinks
 
 class Run:
     """One run of ``chaos.run``: a directory of its own (a run that failed must not hand its
-    checkpoint to the next) and :meth:`execute`, the whole life cycle."""
+    checkpoint to the next) and :meth:`execute`, the whole life cycle up to the run's history (which its
+    caller judges by the run's plan: :func:`~pytest_streamchaos.analysis.judge.judge`)."""
 
     def __init__(self, chaos: RunOwner, spec: RunSpec, inputs: RunInputs) -> None:
         self.chaos = chaos
@@ -42,9 +43,9 @@ class Run:
         #: names the run's own topics (unique per run: nothing of an earlier run is ever read)
         self.tag = f"{uuid.uuid4().hex[:10]}"
 
-    def execute(self) -> ChaosRun:
+    def execute(self) -> History:
         """Topics, then (:meth:`_with_topics`) the job, its observers, warm-up, load, drain and
-        verdict; the topics and the job's Kafka port are given back whatever happens."""
+        history; the topics and the job's Kafka port are given back whatever happens."""
         ctx = RunContext(chaos=self.chaos, spec=self.spec, inputs=self.inputs, dir=self.dir,
                          storage=run_storage(self.chaos, self.spec, self.inputs, self.dir, self.tag), tag=self.tag)
         topics_phase = MakeTopics(self.chaos.kafka, self.spec, self.tag)
@@ -61,9 +62,9 @@ class Run:
                 self.chaos.kafka.unlisten(self.spec.kafka_port)
             topics_phase.forget(topics)
 
-    def _with_topics(self, ctx: RunContext, topics: RunTopics) -> ChaosRun:
+    def _with_topics(self, ctx: RunContext, topics: RunTopics) -> History:
         """One run inside the topics' lifetime: prepare the job, wire the observers and the fault
-        scheduler around it, drive it through the phases, always clean up, then judge."""
+        scheduler around it, drive it through the phases, always clean up, then gather its history."""
         prepared = PrepareJob(ctx, topics).run()
         try:
             job = prepared.job

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos import storages
+from pytest_streamchaos.analysis.judge import Compared, Plan
 from pytest_streamchaos.analysis.metrics import MetricParams
 from pytest_streamchaos.analysis.oracle import IdentityOracle, Oracle
 from pytest_streamchaos.analysis.reference import Reference
@@ -120,6 +121,13 @@ class RunInputs:
     reference: Reference | None = None
     #: the ``s3a://`` paths the job names (its code, args, conf, outputs), each with where: the store they need
     urls: tuple[tuple[str, str], ...] = ()
+
+
+def judged_by(spec: RunSpec, inputs: RunInputs, compared: Compared | None = None) -> Plan:
+    """What a run is judged by (:func:`~pytest_streamchaos.analysis.judge.judge`): its oracle, declared guarantee
+    and metric parameters, what a job in real-time mode promises, the reference it is ``compared`` with."""
+    return Plan(oracle=inputs.oracle, guarantee=spec.guarantee, params=inputs.params, real_time=spec.real_time,
+                real_time_interval=spec.real_time_interval, compared=compared)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -192,7 +192,7 @@ def test_a_reference_whose_key_cannot_be_computed_is_made_and_not_kept(tmp_path:
 
 CONFTEST = """
 import pytest
-from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.history import History
 from synthetic import stateless_trace
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.plugin import session_references
@@ -204,7 +204,7 @@ class FakeChaos(Chaos):
         produced = 100 if spec.input_counts is None else spec.input_counts[0]
         facts = RunFacts(generators={"in": GeneratorStats(produced=produced, event_origin=spec.event_origin)},
                          output_rows=[OutputRows("out", [{"user": "u1", "n": 3}])])
-        return ChaosRun.from_trace(stateless_trace(rate=50, duration=20), facts=facts, per_record=False)
+        return History(stateless_trace(rate=50, duration=20), facts=facts, per_record=False)
 
 @pytest.fixture
 def chaos(request, tmp_path, streamchaos_settings):

@@ -13,6 +13,7 @@ from synthetic import stateless_trace
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
+from pytest_streamchaos.history import History
 from pytest_streamchaos.runner.chaos import Chaos
 from pytest_streamchaos.runner.reference import SECOND_PACE, SLACK_S, References
 
@@ -33,7 +34,7 @@ class FakeChaos(Chaos):
         produced = 1234 if spec.input_counts is None else spec.input_counts[0]
         facts = RunFacts(generators={"clicks": GeneratorStats(produced=produced, event_origin=spec.event_origin)},
                          output_rows=[OutputRows("totals", self.rows(len(self.specs) - 1))])
-        return ChaosRun.from_trace(stateless_trace(rate=50, duration=20), facts=facts, per_record=False)
+        return History(stateless_trace(rate=50, duration=20), facts=facts, per_record=False)
 
 
 @pytest.fixture

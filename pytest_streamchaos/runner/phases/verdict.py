@@ -1,12 +1,11 @@
-"""Phase 7: the verdict -- the run's history (what it recorded and every fact the report shows about
-how it went, typed) handed to the analysis, whose checkers judge it against the oracle and the declared
-guarantee. This phase computes no verdict itself."""
+"""Phase 7: the verdict's input -- the run's history (what it recorded and every fact the report shows about
+how it went, typed), which the one judge (:func:`pytest_streamchaos.analysis.judge.judge`) judges by the run's
+plan. This phase computes no verdict itself."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.client_stats import samples_by_client
 from pytest_streamchaos.events import Phase
 from pytest_streamchaos.facts import (
@@ -43,14 +42,15 @@ class Phases:
 
 
 class Verdict:
-    """Hands the run's :class:`~pytest_streamchaos.history.History` to the analysis (:meth:`run`): a
-    :class:`~pytest_streamchaos.analysis.result.ChaosRun` of it."""
+    """The run's :class:`~pytest_streamchaos.history.History` (:meth:`run`), for the one judge
+    (:func:`~pytest_streamchaos.analysis.judge.judge`)."""
 
     def __init__(self, ctx: RunContext, done: Phases) -> None:
         self.ctx = ctx
         self.done = done
 
-    def run(self) -> ChaosRun:
+    def run(self) -> History:
+        """The history, the collector's notes among its warnings; an output that turned out unreadable raises."""
         ctx, d = self.ctx, self.done
         if d.obs.collector.lost_to_retention:
             ctx.warnings.append(
@@ -61,8 +61,7 @@ class Verdict:
         failure = d.obs.collector.failure  # an output that turned out unreadable after the load (not a table)
         if failure is not None:
             raise failure
-        history = self.history()
-        return ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params)
+        return self.history()
 
     def history(self) -> History:
         """The run's history with its facts."""
