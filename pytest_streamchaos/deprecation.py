@@ -72,6 +72,10 @@ MOVED: dict[str, Moved] = {m.old: m for m in (
           "(job_config, read_kafka, write_kafka_batch, ExactlyOnceKafkaSink, ...)", "0.2.0", "0.3.0"),
     Moved("--chaos-brokers / ini streamchaos_brokers", "--chaos-kafka-brokers / ini streamchaos_kafka_brokers",
           "0.2.0", "0.3.0"),
+    # deprecated in 0.2.1, removed in 0.3.0
+    Moved("RepeatedRun.<an attribute of one run>", "runs.worst_run.<attribute> (or runs.runs[k].<attribute>); a "
+          "repeated run's own members are its medians, timeline, faults, windows, fault_errors, meta and the "
+          "harness's facts", "0.2.1", "0.3.0"),
 )}
 
 

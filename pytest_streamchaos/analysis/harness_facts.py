@@ -12,7 +12,7 @@ then has its empty value (0 launches, no checkpoint, an empty conf, no load).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..facts import (
     DelayClassChoice,
@@ -37,7 +37,10 @@ class HarnessFacts:
     """The run's setup, its job as it ran, its load and its workload, one attribute each (see the module
     docstring); JSON names in the report's ``meta`` are given where they differ."""
 
-    history: History
+    if TYPE_CHECKING:  # what the facts are read from: a run's own history (a field), a repeated run's worst's
+
+        @property
+        def history(self) -> History: ...
 
     @property
     def facts(self) -> RunFacts:

@@ -12,26 +12,38 @@ five times and return a ``RepeatedRun``::
     runs.assert_sla(max_downtime=15, over="median")
 
 Why the worst run by default for SLAs: an SLA is a promise about every run, and the repeats are
-there to show the noise, not to average a bad run away. Attributes that are not metrics
-(``timeline``, ``faults``, ``facts``, ``meta``, ``describe`` of one run...) come from :attr:`worst_run`;
+there to show the noise, not to average a bad run away. What is not a metric -- ``timeline``, ``faults``,
+``windows``, ``fault_errors``, ``meta``, the harness's facts (``facts``, ``driver_launches``, ``checkpoint``,
+...) -- is the worst run's, each a member of its own; any other attribute of one run is read on
+``runs.worst_run`` (or ``runs.runs[k]``): read here it still works, deprecated (docs/deprecations.md).
 ``runs.check(checker)`` runs a checker of the test's own over every run.
+
+A repeated run is an outcome over n >= 1 runs of one scenario (one plan: one declared guarantee); a single
+``ChaosRun`` answers the same outcome members (``runs``, ``worst_run``, ``assert_sla(over=...)``) over itself,
+so the one judge (:func:`~pytest_streamchaos.analysis.judge.assert_planned`) reads either alike.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import deprecation
+from ..history import FaultRecord, History
+from ..records import TimelineEvent
 from . import keys
 from .checker import Checker, ComposedResult
 from .guarantee import GUARANTEES, SATISFIES
-from .metrics import NOT_RECOVERED, LatencySummary
+from .harness_facts import HarnessFacts
+from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, NotMeasured, RecoveryTime, RunMetrics
+from .reference import Comparison
 from .result import SCHEMA_VERSION, ChaosRun
 from .sla import SLA, SLAViolation, Violation, check_over, check_sla
+from .windows import WindowVerdict
 
 #: metrics a RepeatedRun aggregates (attribute names of ChaosRun); latency is aggregated per field
 METRICS: tuple[str, ...] = ("lost", "duplicates", "incorrect", "reliability", "downtime", "recovery_time",
@@ -47,13 +59,140 @@ def weakest_guarantee(delivered: Sequence[str]) -> str:
     return "none"
 
 
-class RepeatedRun:
-    """N runs of one scenario; metric attributes are medians (see the module docstring)."""
+class RepeatedRun(HarnessFacts):
+    """N >= 1 runs of one scenario; metric attributes are medians, the rest the worst run's (see the module
+    docstring)."""
 
     def __init__(self, runs: Sequence[ChaosRun]) -> None:
         if not runs:
             raise ValueError("RepeatedRun needs at least one run")
         self.runs: list[ChaosRun] = list(runs)
+
+    # -- the metrics: medians over the runs ----------------------------------------------------------
+    @property
+    def lost(self) -> int | float:
+        return self._agg("lost", "median")
+
+    @property
+    def duplicates(self) -> int | float:
+        return self._agg("duplicates", "median")
+
+    @property
+    def incorrect(self) -> int | float:
+        return self._agg("incorrect", "median")
+
+    @property
+    def reliability(self) -> float:
+        return self._agg("reliability", "median")
+
+    @property
+    def downtime(self) -> float:
+        return self._agg("downtime", "median")
+
+    @property
+    def recovery_time(self) -> RecoveryTime:
+        return self._agg("recovery_time", "median")
+
+    @property
+    def failure_cost(self) -> float:
+        return self._agg("failure_cost", "median")
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self._agg("reliable_throughput", "median")
+
+    @property
+    def sent(self) -> int | float:
+        return self._agg("sent", "median")
+
+    @property
+    def outputs(self) -> int | float:
+        return self._agg("outputs", "median")
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self._latency("median")
+
+    @property
+    def guarantee_delivered(self) -> str:
+        """What every run delivered (the weakest of them)."""
+        return weakest_guarantee([r.guarantee_delivered for r in self.runs])
+
+    @property
+    def guarantee(self) -> str:
+        """The declared guarantee (the scenario's: every run's)."""
+        return self.runs[0].guarantee
+
+    # -- the worst run's: what explains a violated bound ---------------------------------------------
+    @property
+    def history(self) -> History:
+        """The worst run's history (the harness's facts, ``driver_launches``, ``checkpoint``, ... read it)."""
+        return self.worst_run.history
+
+    @property
+    def timeline(self) -> list[TimelineEvent]:
+        return self.worst_run.timeline
+
+    @property
+    def metrics(self) -> RunMetrics:
+        return self.worst_run.metrics
+
+    @property
+    def faults(self) -> list[FaultMetrics]:
+        return self.worst_run.faults
+
+    @property
+    def fault_records(self) -> list[FaultRecord]:
+        return self.worst_run.fault_records
+
+    @property
+    def fault_errors(self) -> list[str]:
+        return self.worst_run.fault_errors
+
+    @property
+    def windows(self) -> list[WindowVerdict]:
+        return self.worst_run.windows
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        return self.worst_run.unavailable
+
+    @property
+    def resolution(self) -> str:
+        return self.worst_run.resolution
+
+    @property
+    def reference(self) -> Comparison | None:
+        return self.worst_run.reference
+
+    @property
+    def diverged(self) -> int | None:
+        return self.worst_run.diverged
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.worst_run.warnings
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.worst_run.meta
+
+    def timeline_lines(self) -> list[str]:
+        return self.worst_run.timeline_lines()
+
+    def context(self) -> str:
+        return self.worst_run.context()
+
+    if not TYPE_CHECKING:  # the old forwarding of any attribute of one run: deprecated; mypy sees none of it
+
+        def __getattr__(self, name: str) -> Any:
+            # only called for names not found normally; "runs" missing means a half-built object
+            from .result import ChaosRun
+
+            if name.startswith("_") or not (hasattr(ChaosRun, name) or name in ChaosRun.__dataclass_fields__):
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            deprecation.use("RepeatedRun.<an attribute of one run>", error=AttributeError)
+            return getattr(self.worst_run, name)
 
     # -- per metric ----------------------------------------------------------------------------
     def values(self, metric: str) -> list[float]:
@@ -81,7 +220,7 @@ class RepeatedRun:
         wrong): the one whose timeline explains a violated bound."""
         return max(self.runs, key=_badness)
 
-    # -- attribute access: medians ------------------------------------------------------------
+    # -- aggregation ---------------------------------------------------------------------------------
     def _agg(self, metric: str, over: str) -> Any:
         value = self.median(metric) if over == "median" else self.worst(metric)
         if metric == "recovery_time" and math.isinf(value):
@@ -89,18 +228,6 @@ class RepeatedRun:
         if metric in ("lost", "duplicates", "incorrect", "sent", "outputs") and over == "worst":
             return int(value)
         return value
-
-    def __getattr__(self, name: str) -> Any:
-        # only called for names not found normally; "runs" missing means a half-built object
-        if name == "runs":
-            raise AttributeError(name)
-        if name in METRICS:
-            return self._agg(name, "median")
-        if name == "latency":
-            return self._latency("median")
-        if name == "guarantee_delivered":
-            return weakest_guarantee([r.guarantee_delivered for r in self.runs])
-        return getattr(self.worst_run, name)
 
     def _latency(self, over: str) -> LatencySummary:
         vals: dict[str, Any] = {}
@@ -209,18 +336,67 @@ def _badness(r: ChaosRun) -> tuple[float, float, float, int]:
             sum(n or 0 for n in (r.lost, r.duplicates, r.incorrect)))
 
 
+@dataclass(frozen=True)
 class _View:
     """The attributes ``check_sla`` reads, each aggregated over a RepeatedRun's runs."""
 
-    def __init__(self, rr: RepeatedRun, over: str) -> None:
-        self._rr, self._over = rr, over
+    _rr: RepeatedRun
+    _over: str
 
-    def __getattr__(self, name: str) -> Any:
-        if name in METRICS:
-            return self._rr._agg(name, self._over)
-        if name == "latency":
-            return self._rr._latency(self._over)
-        return getattr(self._rr, name)
+    def _agg(self, metric: str) -> Any:
+        return self._rr._agg(metric, self._over)
+
+    @property
+    def downtime(self) -> float | NotMeasured:
+        return self._agg("downtime")
+
+    @property
+    def recovery_time(self) -> RecoveryTime | NotMeasured:
+        return self._agg("recovery_time")
+
+    @property
+    def failure_cost(self) -> float | NotMeasured:
+        return self._agg("failure_cost")
+
+    @property
+    def lost(self) -> int | float:
+        return self._agg("lost")
+
+    @property
+    def duplicates(self) -> int | float:
+        return self._agg("duplicates")
+
+    @property
+    def incorrect(self) -> int | float:
+        return self._agg("incorrect")
+
+    @property
+    def reliability(self) -> float:
+        return self._agg("reliability")
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self._agg("reliable_throughput")
+
+    @property
+    def sent(self) -> int | float:
+        return self._agg("sent")
+
+    @property
+    def outputs(self) -> int | float:
+        return self._agg("outputs")
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self._rr._latency(self._over)
+
+    @property
+    def guarantee_delivered(self) -> str:
+        return self._rr.guarantee_delivered
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        return self._rr.unavailable
 
 
 def _num(value: float | None) -> float:

@@ -127,8 +127,11 @@ def latency_band(run: Any, before_faults: bool = False) -> float:
     """The highest per-second p99 latency of ``run`` during its load phase (NaN if none measured);
     for repeated runs, the highest over all of them. ``before_faults``: only the seconds that end
     before its first fault (all of the load when it had none)."""
-    if hasattr(run, "runs") and not hasattr(run, "metrics"):
-        return max((latency_band(r, before_faults) for r in run.runs), default=math.nan)
+    return max((_band(one, before_faults) for one in run.runs), default=math.nan)
+
+
+def _band(run: Any, before_faults: bool) -> float:
+    """:func:`latency_band` of one run."""
     m = run.metrics
     s = m.series
     sel = (s.t >= m.load_start) & (s.t < m.load_end) & np.isfinite(s.latency_p99)
@@ -185,7 +188,7 @@ def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, 
     verdicts are those of ``b``'s faults (its worst run's, when repeated) against the fault-free band
     (:func:`fault_free_band`) times ``factor``."""
     deltas = {m: Delta(m, keys.from_run(a, m), keys.from_run(b, m)) for m in COMPARED}
-    one = b.worst_run if hasattr(b, "worst_run") else b
+    one = b.worst_run
     return Versus(a, b, deltas, fault_verdicts(one, fault_free_band(one, a), slo_latency, factor), labels,
                   slo_latency)
 

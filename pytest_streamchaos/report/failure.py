@@ -34,7 +34,7 @@ def failure_section(results: Sequence[Any]) -> str:
     returned them); ``""`` when there are none."""
     parts = []
     for i, result in enumerate(results):
-        runs = list(getattr(result, "runs", None) or [result])
+        runs = list(result.runs)
         # a repeated scenario: the run that explains a violated bound, the others in one line each
         run = result.worst_run if len(runs) > 1 else runs[0]
         head = f"run {i + 1} of {len(results)}" if len(results) > 1 else "run"

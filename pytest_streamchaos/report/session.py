@@ -22,6 +22,7 @@ import pytest
 
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.metrics import NotMeasured, NotRecovered
+from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import envinfo, plots
@@ -33,7 +34,8 @@ Entry = tuple[str, int, list[dict[str, Any]], Any]
 PLUGIN_NAME = "streamchaos-session"
 #: a test's fault specs, validated at collection
 FAULTS_KEY = pytest.StashKey[list]()
-#: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun). Test seam: a
+#: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun: an outcome over its runs,
+#: ``runs`` and ``worst_run``, either way). Test seam: a
 #: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from tests/unit/synthetic.py
 RUNS_KEY = pytest.StashKey[list]()
 #: the test's A/B comparisons (``chaos.compare``)
@@ -156,7 +158,7 @@ class ChaosSession:
         tr.section("streamchaos: chaos runs")
         for line in format_table(rows):
             tr.write_line(line)
-        if any(len(getattr(r, "runs", [])) > 1 for *_, r in self.entries):
+        if any(len(r.runs) > 1 for *_, r in self.entries):
             tr.write_line("(repeated runs: median (min-max) over the repeats)")
         if self.outcome.report:
             path, count = self.outcome.report
@@ -199,7 +201,7 @@ class ChaosSession:
 def planned_labels(result: Any, specs: list[dict[str, Any]]) -> list[str]:
     """The labels of the faults a result's run planned (a repeated run: its worst run's), or, for a run
     without a setup (built from a bare trace), those of the test's fault marks."""
-    run = getattr(result, "worst_run", result)
+    run = result.worst_run
     setup = run.facts.setup
     return list(setup.planned_faults) if setup is not None else [s.get("label", s["kind"]) for s in specs]
 
@@ -228,7 +230,7 @@ def junit_properties(result: Any, index: int = 0) -> list[tuple[str, Any]]:
         for part in attr.split("."):
             v = getattr(v, part)
         out.append((f"{prefix}.{name}", _prop(v)))
-    if hasattr(result, "spread") and hasattr(result, "runs"):
+    if isinstance(result, RepeatedRun):
         out.append((f"{prefix}.repeat", len(result.runs)))
         for name, attr in JUNIT:
             if attr != "guarantee_delivered":
@@ -294,7 +296,7 @@ def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Seq
 
 def _single(result: Any) -> dict[str, Any]:
     """The run a comparison picture draws: the run itself, or a repeated run's worst."""
-    return (result.worst_run if hasattr(result, "worst_run") else result).to_dict()
+    return result.worst_run.to_dict()
 
 
 @dataclass

@@ -132,3 +132,20 @@ def test_the_old_brokers_option_sets_kafka_brokers_with_a_warning(pytester: pyte
     result.stdout.fnmatch_lines(["*StreamChaosDeprecationWarning: --chaos-brokers / ini streamchaos_brokers is "
                                  "deprecated since pytest-streamchaos 0.2.0 and goes in 0.3.0: use "
                                  "--chaos-kafka-brokers / ini streamchaos_kafka_brokers*"])
+
+
+def test_a_repeated_run_reads_an_attribute_of_one_run_on_its_worst_run_and_warns(installed):
+    from pytest_streamchaos.analysis.repeat import RepeatedRun
+
+    runs = RepeatedRun([ChaosRun.from_trace(stateless_trace(rate=10, duration=20))])
+    installed("0.2.1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its own members: no warning
+        assert (runs.timeline, runs.driver_launches) == (runs.worst_run.timeline, runs.worst_run.driver_launches)
+    with pytest.warns(StreamChaosDeprecationWarning, match=r"RepeatedRun.<an attribute of one run> .*worst_run"):
+        assert runs.exactly_once_check == runs.worst_run.exactly_once_check
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        runs.nonsense  # noqa: B018  (not an attribute of a run: no warning, the plain error)
+    installed("0.3.0")
+    with pytest.raises(AttributeError, match=r"removed in pytest-streamchaos 0.3.0: use runs.worst_run"):
+        runs.exactly_once_check  # noqa: B018
