@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pytest_streamchaos import JobSetup
 from pytest_streamchaos.faults.registry import parse
-from pytest_streamchaos.runner import Chaos
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
@@ -66,9 +66,9 @@ def bench_runs(workdir: Path, rate: float, duration: float) -> dict:
         for stack in (spark, kafka, hdfs):
             stack.start()
 
-        def chaos(name: str, faults=()) -> Chaos:
-            return Chaos(cluster=spark, kafka=kafka, workdir=workdir / name, rootdir=ROOT, nodeid=f"bench_hdfs[{name}]",
-                         faults=list(faults), hdfs=lambda: hdfs)
+        def chaos(name: str, faults=()) -> ChaosFixture:
+            return ChaosFixture(cluster=spark, kafka=kafka, workdir=workdir / name, rootdir=ROOT,
+                                nodeid=f"bench_hdfs[{name}]", faults=list(faults), hdfs=lambda: hdfs)
 
         for where in ("local", "hdfs"):
             run = chaos(where).run(JOB, rate=rate, duration=duration, setup=JobSetup(checkpoint=where))

@@ -1,7 +1,7 @@
 """Highest steady rate of a stateless job (Kafka -> select -> Kafka) with nothing lost and the backlog bounded.
 
 Runs ``pipelines/enrich_at_least_once.py`` (Spark's Kafka connector in and out) on the default stack
-(master + 2 workers, 3 Kafka nodes, RF 3) through the real harness (``Chaos.run``, no faults) at
+(master + 2 workers, 3 Kafka nodes, RF 3) through the real harness (``chaos.run``, no faults) at
 increasing rates. A rate is *sustained* when the job keeps up (reliable throughput >= 95 % of the
 rate), nothing is lost, the backlog at the end of the load is under 5 s of input, and the p99 latency
 of the load phase is below ``--p99`` seconds (default 5). Prints one line per rate and writes
@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from pytest_streamchaos import Load, Timing
-from pytest_streamchaos.runner import Chaos, RunError
+from pytest_streamchaos.harness import ChaosFixture
+from pytest_streamchaos.runner import RunError
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +48,8 @@ def main() -> None:
             spark.start()
             kafka.start()
             for rate in rates:
-                chaos = Chaos(cluster=spark, kafka=kafka, workdir=Path(wd) / f"r{rate:g}",
-                              rootdir=ROOT, nodeid=f"bench_max_rate[{rate:g}]", jit=args.jit)
+                chaos = ChaosFixture(cluster=spark, kafka=kafka, workdir=Path(wd) / f"r{rate:g}",
+                                     rootdir=ROOT, nodeid=f"bench_max_rate[{rate:g}]", jit=args.jit)
                 t0 = time.time()
                 try:
                     run = chaos.run("pipelines/enrich_at_least_once.py", rate=rate, duration=args.duration,

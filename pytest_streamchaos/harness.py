@@ -1,7 +1,9 @@
-"""The ``chaos`` fixture's object: :class:`~pytest_streamchaos.runner.Chaos` plus repeats, runs
-without the test's faults, and A/B comparisons in one test.
+"""The ``chaos`` fixture's object: it holds the runner (:class:`~pytest_streamchaos.runner.Chaos`) and adds
+repeats, runs without the test's faults, and A/B comparisons in one test.
 
-Kept apart from the runner on purpose: the runner owns one run's life cycle, this wraps whole runs.
+Kept apart from the runner on purpose: the runner owns one run's life cycle, this wraps whole runs. The call a
+test makes, ``chaos.run(...)``, is written here and only here: its flat arguments are folded into their groups
+and handed to the runner as one ``RunGroups``.
 
 - ``chaos.run(job, ...)`` runs the scenario once and returns a ``ChaosRun`` -- or, under
   ``@pytest.mark.chaos(repeat=N)`` / ``--chaos-repeat=N`` / ``chaos.run(..., repeat=N)``, N times
@@ -35,8 +37,11 @@ from pytest_streamchaos.runner.groups import (
     Watch,
     check_keywords,
     default,
+    grouped,
     grouped_keywords,
 )
+from pytest_streamchaos.runner.spec import RunGroups
+from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 #: the fields of a group that two runs' groups merge key by key
 _MERGED = ("conf", "env")
@@ -65,23 +70,54 @@ def _merged_group(common: Any, own: Any) -> Any:
     return replace(common, **changes)
 
 
-class ChaosFixture(Chaos):
+class ChaosFixture:
     """What the ``chaos`` fixture hands a test (see the module docstring). Annotated with it,
     ``def test_x(chaos: ChaosFixture):`` (``from pytest_streamchaos import ChaosFixture``), a test has every
     ``chaos.run(...)`` keyword checked by an editor or mypy, and its result known as a ``ChaosRun``.
 
-    :attr:`results` holds what each ``run`` returned (a ``ChaosRun`` or a ``RepeatedRun``): the
-    plugin checks SLAs, saves baselines and draws pictures from it. :attr:`runs` (from ``Chaos``)
-    holds every single run.
+    :attr:`runner` is the :class:`~pytest_streamchaos.runner.Chaos` that runs each run (given, or made of
+    ``kwargs``). :attr:`results` holds what each ``run`` returned (a ``ChaosRun`` or a ``RepeatedRun``): the
+    plugin judges it by the test's plan, saves baselines and draws pictures from it. :attr:`runs` holds every
+    single run.
     """
 
-    def __init__(self, *, repeat: int = 1, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, runner: Chaos | None = None, *, repeat: int = 1, **kwargs: Any) -> None:
         if repeat < 1:
             raise ValueError(f"repeat={repeat!r} must be >= 1")
+        self.runner = runner if runner is not None else Chaos(**kwargs)
         self.repeat = repeat
         self.results: list[ChaosRun | RepeatedRun] = []
         self.comparisons: list[Versus] = []
+
+    # -- what a test reads of the runner -------------------------------------------------------------
+    @property
+    def cluster(self) -> SparkCluster:
+        """The Spark cluster the test's runs run on."""
+        return self.runner.cluster
+
+    @property
+    def kafka(self) -> KafkaCluster:
+        """The test's view of the Kafka cluster (its topics' names are unique to it)."""
+        return self.runner.kafka
+
+    @property
+    def runs(self) -> list[ChaosRun]:
+        """Every single run of the test, in order (a repeated run's each)."""
+        return self.runner.runs
+
+    @property
+    def seed(self) -> int:
+        """The workload's seed: stable per test id unless ``--chaos-seed`` gives one (the same records each run)."""
+        return self.runner.seed
+
+    @property
+    def started(self) -> int:
+        """How many runs started, failed ones and reference runs included."""
+        return self.runner.started
+
+    def close_history(self) -> ChaosRun | None:
+        """End ``@explore``'s one history running now, if any (:meth:`Chaos.close_history`)."""
+        return self.runner.close_history()
 
     # The return type follows ``repeat``: one ChaosRun when not given (a repeat the test's mark or
     # --chaos-repeat asks for cannot be seen here: that RepeatedRun answers every ChaosRun attribute) or
@@ -146,13 +182,15 @@ class ChaosFixture(Chaos):
         ``repeat=N`` runs the scenario N times with the same seed and returns a
         :class:`~pytest_streamchaos.analysis.repeat.RepeatedRun` (medians, spread, worst run); without it,
         the test's ``@pytest.mark.chaos(repeat=N)``, else ``--chaos-repeat``, decides (a ``RepeatedRun``
-        then answers every attribute a ``ChaosRun`` has). ``faults=False`` leaves the test's fault marks
-        out of this run.
+        then answers with its medians, and with its worst run's timeline, faults, windows and facts).
+        ``faults=False`` leaves the test's fault marks out of this run.
         """
-        return self._repeated(lambda: Chaos.run(self, job, rate, duration, guarantee, oracle, inputs=inputs,
-                                                outputs=outputs, kafka_port=kafka_port, load=load, watch=watch,
-                                                setup=setup, timing=timing, reference=reference),
-                              repeat=repeat, faults=faults)
+        groups = RunGroups(load=grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs)),
+                           watch=grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle,
+                                                                     reference=reference)),
+                           setup=grouped("setup", JobSetup, setup, dict(kafka_port=kafka_port)),
+                           timing=timing or Timing())
+        return self._repeated(lambda: self.runner.run(job, groups, guarantee), repeat=repeat, faults=faults)
 
     def _repeated(self, once: Callable[[], ChaosRun], *, repeat: int | None, faults: bool) -> ChaosRun | RepeatedRun:
         """``once()`` ``repeat`` times (None: the test's mark, else ``--chaos-repeat``), without the test's
@@ -162,25 +200,26 @@ class ChaosFixture(Chaos):
         n = self.repeat if repeat is None else int(repeat)
         if n < 1:
             raise ValueError(f"repeat={n!r} must be >= 1")
-        planned = self.faults
+        runner = self.runner
+        planned = runner.faults
         if not faults:
-            self.faults = []
-        if n > 1 and self.share_history:  # several runs of one schedule: each a whole run of its own
-            self.unshared = self.unshared or f"the body repeats its run (repeat={n})"
-            self.share_history = False
+            runner.faults = []
+        if n > 1 and runner.share_history:  # several runs of one schedule: each a whole run of its own
+            runner.unshared = runner.unshared or f"the body repeats its run (repeat={n})"
+            runner.share_history = False
         runs: list[ChaosRun] = []
         try:
             for _ in range(n):
                 if runs:  # each repetition starts as the first did: not from the checkpoint the last one left
-                    self._clear_leftovers()
+                    runner._clear_leftovers()
                 try:
                     runs.append(once())
                 finally:
-                    finish = getattr(self.status, "finish", None)
+                    finish = getattr(runner.status, "finish", None)
                     if finish is not None:
                         finish()
         finally:
-            self.faults = planned
+            runner.faults = planned
         result: ChaosRun | RepeatedRun = runs[0] if n == 1 else RepeatedRun(runs)
         self.results.append(result)
         return result

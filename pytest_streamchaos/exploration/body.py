@@ -74,18 +74,18 @@ class Body:
 
     def finish(self) -> None:
         """End the one history still running (the search is over)."""
-        live = self.harness.history
+        live = self.harness.runner.history
         if live is not None:
             self.ended.setdefault(live.number, "the search ended")
             self.harness.close_history()
 
     def run(self, schedule: Schedule | None, alone: bool = False) -> Outcome[ChaosRun]:
         """Run the body once under ``schedule`` (None: no fault at all; see the module docstring)."""
-        h = self.harness
-        h.faults = schedule_specs(schedule) if schedule is not None else []
-        h.explored = True
-        h.share_history = self.share and not alone and h.unshared is None
-        h.body_calls = 0
+        h, runner = self.harness, self.harness.runner
+        runner.faults = schedule_specs(schedule) if schedule is not None else []
+        runner.explored = True
+        runner.share_history = self.share and not alone and runner.unshared is None
+        runner.body_calls = 0
         h.results.clear()
         before = len(h.runs)
         t0 = time.time()
@@ -102,9 +102,9 @@ class Body:
         finally:
             runs = list(h.runs[before:])
             # a window's view: its job still runs, and what it writes is the history's to clear when it ends
-            clear_leftovers([r.history for r in runs if r.history.focus is None], Path(h.workdir))
+            clear_leftovers([r.history for r in runs if r.history.focus is None], Path(runner.workdir))
         seconds = time.time() - t0
-        live = h.history if h.share_history else None
+        live = runner.history if runner.share_history else None
         if not runs:
             if failure is not None and not isinstance(failure, AssertionError):
                 out: Outcome[ChaosRun] = Outcome(False, error=first_line(failure), seconds=seconds)
@@ -123,7 +123,7 @@ class Body:
     def _end_broken(self, why: str | None) -> None:
         """End the one history running now when its last schedule left it unable to take another (``why``,
         else its own account), so that the next schedule starts a fresh one."""
-        live = self.harness.history
+        live = self.harness.runner.history
         if live is None or (why is None and live.broken is None):
             return
         self.ended[live.number] = why or str(live.broken)

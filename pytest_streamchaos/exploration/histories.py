@@ -52,7 +52,7 @@ def histories_of(body: Body, check: Callable[[list[Any]], None]) -> list[History
     """The account of every one history ``body``'s runs shared (``check``: the plugin's after-body checks, run
     on each whole history)."""
     out = []
-    for live in body.harness.histories:
+    for live in body.harness.runner.histories:
         runs = sum(1 for _, outcome, _ in body.history if outcome.history == live.number)
         ended = body.ended.get(live.number) or live.broken or "the search ended"
         violation = None

@@ -306,7 +306,7 @@ def explore_item(nodeid: str, spec: ExploreSpec, func: Callable[..., Any], funca
     finally:
         body.finish()
     explored = Explored(nodeid, spec, report, memory=context.memory.where,
-                        histories=histories_of(body, check), unshared=harness.unshared)
+                        histories=histories_of(body, check), unshared=harness.runner.unshared)
     context.memory.save(nodeid, entry, explored.report)
     report = explored.report
     if report.found is not None:

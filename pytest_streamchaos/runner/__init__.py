@@ -1,8 +1,8 @@
 """One chaos run: topics, collector, the user's job, load, faults, drain, verdict.
 
-:class:`Chaos` is what the ``chaos`` fixture hands a test. ``chaos.run(job, ...)`` checks its
-arguments (:mod:`.spec`) and goes through the phases of docs/job-contract.md#run-phases
-(:mod:`.phases`, in order by :class:`~.run.Run`): **warm-up** (until output flows and
+:class:`Chaos` is the runner the ``chaos`` fixture (:class:`~pytest_streamchaos.harness.ChaosFixture`) holds.
+``chaos.run(job, ...)`` checks its arguments (:mod:`.spec`) and goes through the phases of
+docs/job-contract.md#run-phases (:mod:`.phases`, in order by :class:`~.run.Run`): **warm-up** (until output flows and
 micro-batches are stable; the startup backlog is not part of the baseline), **load** for
 ``duration`` seconds from steady state with the test's faults on their timeline, then **drain**
 (the generator stops, the run continues until the outputs settle). Everything it starts is

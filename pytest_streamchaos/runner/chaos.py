@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.judge import Compared, judge
-from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.history import History
-from pytest_streamchaos.observe.outputs import IdSpec
 from pytest_streamchaos.observe.storage import locate
-from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch, default, grouped, grouped_keywords
 from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
@@ -36,7 +33,8 @@ from pytest_streamchaos.workload.seed import resolve_seed
 
 
 class Chaos:
-    """The ``chaos`` fixture: runs the user's job on the stack under load with the test's faults.
+    """The ``chaos`` fixture's runner (:class:`~pytest_streamchaos.harness.ChaosFixture` holds it): runs the user's
+    job on the stack under load with the test's faults.
 
     ``faults`` come from the test's fault marks (validated at collection). Every finished run is kept
     in :attr:`runs` for the SLA marks, the terminal summary and ``--chaos-report``.
@@ -87,25 +85,15 @@ class Chaos:
         self.unshared: str | None = None
         self.body_calls = 0  #: ``run`` calls since the body began (the explored body resets it)
 
-    @grouped_keywords
-    def run(self, job: str | Path, rate: float = default(200.0), duration: float | None = None,
-            guarantee: str = "at-least-once", oracle: Oracle | None = None, *,
-            inputs: Mapping[str, Callable[[Any], Any] | None] | None = None,
-            outputs: Mapping[str, IdSpec] | Sequence[str] | None = None, kafka_port: int | None = None,
-            load: Load | None = None, watch: Watch | None = None, setup: JobSetup | None = None,
-            timing: Timing | None = None, reference: bool | Reference | None = None) -> ChaosRun:
-        """One run of ``job`` with the test's faults, and its verdict. The arguments are the ``chaos``
-        fixture's, documented there (:meth:`pytest_streamchaos.harness.ChaosFixture.run`), less its
-        ``repeat`` and ``faults``; tests/unit/test_run_groups.py holds the two signatures equal."""
-        load = grouped("load", Load, load, dict(rate=rate, duration=duration, inputs=inputs))
-        watch = grouped("watch", Watch, watch, dict(outputs=outputs, oracle=oracle, reference=reference))
-        setup = grouped("setup", JobSetup, setup, dict(kafka_port=kafka_port))
+    def run(self, job: str | Path, groups: RunGroups, guarantee: str = "at-least-once") -> ChaosRun:
+        """One run of ``job`` with the test's faults, and its verdict: the ``chaos`` fixture's call, its flat
+        arguments folded into their ``groups`` (:meth:`pytest_streamchaos.harness.ChaosFixture.run`, where every
+        argument is written and documented, once)."""
         spec, run_inputs = build_run(job, place=JobPlace(test_dir=self.test_dir, rootdir=self.rootdir),
-                                     faults=self.faults, groups=RunGroups(load=load, watch=watch, setup=setup,
-                                                                          timing=timing or Timing()),
-                                     guarantee=guarantee, default_checkpoint=self.checkpoint,
-                                     explored=self.explored, stack=(self.cluster, self.kafka))
-        ref = Reference.of(watch.reference)
+                                     faults=self.faults, groups=groups, guarantee=guarantee,
+                                     default_checkpoint=self.checkpoint, explored=self.explored,
+                                     stack=(self.cluster, self.kafka))
+        ref = Reference.of(groups.watch.reference)
         self.body_calls += 1
         if self.share_history:
             why = ("the body calls chaos.run more than once" if self.body_calls > 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_streamchaos.faults.registry import KINDS, kind_of, parse, refused_by_stack
-from pytest_streamchaos.runner.chaos import Chaos
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.stack import capabilities
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.connect.yarn import ConnectMiniYarnSparkCluster, ConnectYarnSparkCluster
@@ -94,7 +94,7 @@ REFUSED = [
 def test_a_fault_the_cluster_cannot_serve_is_refused_when_the_run_is_planned_in_one_line(
         tmp_path, clusters, kind, kwargs, spark, kafka, where, capability, fix):
     spec = parse(kind, kwargs={"after": 5, **kwargs})
-    chaos = Chaos(cluster=clusters[spark], kafka=clusters[kafka], workdir=tmp_path / "runs", test_dir=tmp_path,
+    chaos = ChaosFixture(cluster=clusters[spark], kafka=clusters[kafka], workdir=tmp_path / "runs", test_dir=tmp_path,
                   faults=[spec])
     with pytest.raises(ValueError) as refused:  # the job does not even exist: planning stops first
         chaos.run("no_such_job.py", rate=10, duration=10)

@@ -43,18 +43,18 @@ class FakeHarness(ChaosFixture):
         if os.environ.get("BROKEN"):
             raise RuntimeError("the job exited (code 1) before its streaming query started: NameError: name "
                                "'sparkk' is not defined")
-        bug = BUG == "always" or any(f"{s.kind}:{s.when}" == BUG and s.when not in MISS for s in self.faults)
+        bug = BUG == "always" or any(f"{s.kind}:{s.when}" == BUG and s.when not in MISS for s in self.runner.faults)
         if FLAKY and bug:
             bug = not SHOWN
             SHOWN.append(1)
         trace = stateless_trace(rate=50, duration=30, batch_interval=1.0,
-                                faults=[10.0 + i for i in range(len(self.faults))],
+                                faults=[10.0 + i for i in range(len(self.runner.faults))],
                                 duplicate=np.arange(100, 150) if bug else None)
-        for i, (e, s) in enumerate(zip(trace.timeline, self.faults)):
+        for i, (e, s) in enumerate(zip(trace.timeline, self.runner.faults)):
             aim = {"moment": s.when, "batch": 7 + i, "phase": s.when, "hit": s.when not in MISS, "attempts": 1}
             e.detail.update(fault=s.kind, label=s.label, aim=aim)
-        setup = RunSetup(seed=int(os.environ.get("SEED", self.seed)),
-                         planned_faults=[s.label for s in self.faults])
+        setup = RunSetup(seed=int(os.environ.get("SEED", self.runner.seed)),
+                         planned_faults=[s.label for s in self.runner.faults])
         run = ChaosRun.from_trace(trace, guarantee=guarantee, facts=RunFacts(setup=setup))
         self.runs.append(run)
         return run

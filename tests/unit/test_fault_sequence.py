@@ -30,7 +30,7 @@ class TwoFaults(ChaosFixture):
         # the first fault's batch (records 190-199) comes out twice, the second's loses 490-494
         trace = stateless_trace(rate=10, duration=80, batch_interval=1.0, progress=True, faults=[20.5, 50.5],
                                 duplicate=np.arange(190, 200), drop=np.arange(490, 495))
-        for e, s in zip(trace.timeline, self.faults):
+        for e, s in zip(trace.timeline, self.runner.faults):
             e.detail.update(fault=s.kind, label=s.label)
         run = ChaosRun.from_trace(trace, guarantee=guarantee)
         self.runs.append(run)

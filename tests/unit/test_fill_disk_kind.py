@@ -72,9 +72,10 @@ def test_a_mount_never_covers_the_harness_files_or_what_is_there(tmp_path: Path)
 
 
 def test_chaos_run_refuses_it_on_hdfs_before_anything_starts(tmp_path: Path):
-    from pytest_streamchaos.runner import Chaos
+    from pytest_streamchaos.harness import ChaosFixture
 
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path / "work", faults=[parse("fill_disk", kwargs={"after": 5})])
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path / "work",
+                         faults=[parse("fill_disk", kwargs={"after": 5})])
     with pytest.raises(ValueError, match=r"^@fill_disk: the run keeps its checkpoint on HDFS"):
         chaos.run("no_such_job.py", setup=JobSetup(checkpoint="hdfs"))
     assert not (tmp_path / "work").exists(), "nothing was made"

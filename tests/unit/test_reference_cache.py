@@ -18,6 +18,7 @@ import pytest
 from test_reference_runs import TOTALS, FakeChaos
 
 from pytest_streamchaos.facts import OutputRows
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.runner.reference import References
 from pytest_streamchaos.runner.reference_cache import KEEP_PER_JOB, SCHEMA, ReferenceCache, Stored
 from pytest_streamchaos.runner.reference_key import RefKey
@@ -127,7 +128,7 @@ def job(tmp_path: Path) -> Path:
 def session(tmp_path: Path, job: Path, cache: Path, fresh: bool = False) -> tuple[FakeChaos, object]:
     """One session's run of the job with a reference, its references in ``cache``."""
     chaos = FakeChaos(tmp_path, lambda n: TOTALS, References(cache=ReferenceCache(cache), fresh=fresh))
-    return chaos, chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    return chaos, ChaosFixture(chaos).run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
 
 
 def note(run: object) -> str:
@@ -196,6 +197,7 @@ from pytest_streamchaos.history import History
 from synthetic import stateless_trace
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
 from pytest_streamchaos.plugin import session_references
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.runner.chaos import Chaos
 
 class FakeChaos(Chaos):
@@ -208,8 +210,8 @@ class FakeChaos(Chaos):
 
 @pytest.fixture
 def chaos(request, tmp_path, streamchaos_settings):
-    return FakeChaos(cluster=None, kafka=None, workdir=tmp_path, test_dir=request.path.parent,
-                     nodeid=request.node.nodeid, references=session_references(request.config, streamchaos_settings))
+    return ChaosFixture(FakeChaos(cluster=None, kafka=None, workdir=tmp_path, test_dir=request.path.parent,
+                     nodeid=request.node.nodeid, references=session_references(request.config, streamchaos_settings)))
 """
 
 TEST = """

@@ -1,4 +1,4 @@
-"""``chaos.run(..., reference=True)``'s flow without a stack (the runs are synthetic, made by a seam that
+"""``ChaosFixture(chaos).run(..., reference=True)``'s flow without a stack (the runs are synthetic, made by a seam that
 records the specs it was given): the reference is made twice on one input -- the second and every compared
 run send exactly the first one's records on its clock -- once per session for a job and input, and the run
 carries the comparison (``run.diverged``, ``run.reference``, the guarantee from it)."""
@@ -13,6 +13,7 @@ from synthetic import stateless_trace
 from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.facts import GeneratorStats, OutputRows, RunFacts
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.history import History
 from pytest_streamchaos.runner.chaos import Chaos
 from pytest_streamchaos.runner.reference import SECOND_PACE, SLACK_S, References
@@ -46,7 +47,7 @@ def job(tmp_path: Path) -> Path:
 
 def test_the_reference_is_made_twice_on_one_input_and_the_run_is_compared_with_it(tmp_path: Path, job: Path):
     chaos = FakeChaos(tmp_path, lambda n: TOTALS if n < 2 else TOTALS[:-1] + [{"user": "u39", "clicks": 55}])
-    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["user"]))
+    run = ChaosFixture(chaos).run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["user"]))
     first, second, compared = chaos.specs
     assert first.duration == 20 + SLACK_S and first.input_counts is None and first.event_origin is not None
     assert (second.input_counts, second.event_origin) == ((1234,), first.event_origin)
@@ -65,19 +66,19 @@ def test_the_reference_is_made_twice_on_one_input_and_the_run_is_compared_with_i
 def test_a_second_test_with_the_same_job_and_input_reuses_the_reference(tmp_path: Path, job: Path):
     refs = References()
     one = FakeChaos(tmp_path, lambda n: TOTALS, refs)
-    one.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    ChaosFixture(one).run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
     two = FakeChaos(tmp_path / "b", lambda n: TOTALS, refs)
     (tmp_path / "b").mkdir()
-    run = two.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    run = ChaosFixture(two).run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
     assert len(two.specs) == 1 and run.diverged == 0 and run.guarantee_delivered == "exactly-once"
     assert "reused from an earlier test" in "\n".join(run.reference.lines())
-    other = two.run(str(job), rate=60, duration=20, outputs=["totals"], reference=True)  # another input
+    other = ChaosFixture(two).run(str(job), rate=60, duration=20, outputs=["totals"], reference=True)  # another input
     assert len(two.specs) == 4 and other.diverged == 0
 
 
 def test_without_a_comparable_output_the_guarantee_is_unknown_and_says_why(tmp_path: Path, job: Path):
     chaos = FakeChaos(tmp_path, lambda n: [])  # the reference wrote nothing: no evidence
-    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
+    run = ChaosFixture(chaos).run(str(job), rate=50, duration=20, outputs=["totals"], reference=True)
     assert run.diverged is None and run.guarantee_delivered == "unknown"
     [violation] = run.check_sla(guarantee="exactly-once")
     assert "the reference comparison cannot vouch for it (totals: the reference run wrote nothing there" \
@@ -89,7 +90,7 @@ def test_a_mistyped_key_is_never_a_pass(tmp_path: Path, job: Path):
     # run passed as "0 diverged, exactly-once"; now the comparison is refused, naming the columns there are
     doubled = [dict(r, clicks=2 * r["clicks"]) for r in TOTALS]
     chaos = FakeChaos(tmp_path, lambda n: TOTALS if n < 2 else doubled)
-    run = chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["usr"]))
+    run = ChaosFixture(chaos).run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["usr"]))
     assert run.diverged is None and run.guarantee_delivered == "unknown"
     assert run.reference is not None and run.reference.lines()[0] == (
         "totals: not comparable: Reference(key=['usr']): no row of totals has a column 'usr' (did you mean 'user'?); "
@@ -97,7 +98,8 @@ def test_a_mistyped_key_is_never_a_pass(tmp_path: Path, job: Path):
     assert run.check_sla(guarantee="at-least-once")  # never green
     right = FakeChaos(tmp_path / "r", lambda n: TOTALS if n < 2 else doubled)
     (tmp_path / "r").mkdir()
-    found = right.run(str(job), rate=50, duration=20, outputs=["totals"], reference=Reference(key=["user"]))
+    found = ChaosFixture(right).run(str(job), rate=50, duration=20, outputs=["totals"],
+                                    reference=Reference(key=["user"]))
     assert found.diverged == 40 and found.guarantee_delivered == "none"
 
 
@@ -105,7 +107,7 @@ def test_a_mistyped_key_is_never_a_pass(tmp_path: Path, job: Path):
 def test_a_wrong_reference_is_refused_naming_the_fix(tmp_path: Path, job: Path, bad):
     chaos = FakeChaos(tmp_path, lambda n: TOTALS)
     with pytest.raises(TypeError, match=r"reference=.*: pass True or Reference\(key=\[...\], ignore=\[...\]\)"):
-        chaos.run(str(job), rate=50, duration=20, outputs=["totals"], reference=bad)
+        ChaosFixture(chaos).run(str(job), rate=50, duration=20, outputs=["totals"], reference=bad)
     with pytest.raises(ValueError, match=r"Reference\(key='user'\): give a list of column names"):
         Reference(key="user")
 

@@ -36,19 +36,19 @@ class FakeHarness(ChaosFixture):
 
     def synthetic(self, job, outages=(0.0,), spike=0.0, drop=(), conf=None, guarantee="exactly-once"):
         k = len(self.runs)
-        outage = outages[k % len(outages)] if self.faults else 0.0
-        if self.status:
+        outage = outages[k % len(outages)] if self.runner.faults else 0.0
+        if self.runner.status:
             for i, phase in enumerate(("warm-up", "load", "load", "drain")):
-                self.status({"phase": phase, "elapsed": 10.0 * i, "planned": 60, "sent": 100 * i,
+                self.runner.status({"phase": phase, "elapsed": 10.0 * i, "planned": 60, "sent": 100 * i,
                              "outputs": 90 * i, "backlog": 10 * i, "faults": int(i >= 2)})
         trace = stateless_trace(rate=100, duration=60, batch_interval=1.0,
-                                faults=[20.0] if self.faults else [],
+                                faults=[20.0] if self.runner.faults else [],
                                 outages=[Outage(20.0, outage, catch_up_rate=400)] if outage else [],
-                                spikes=[Spike(20.0, 6.0, spike)] if spike and self.faults else [],
+                                spikes=[Spike(20.0, 6.0, spike)] if spike and self.runner.faults else [],
                                 drop=np.array(drop, dtype=np.int64) if drop else None)
         for e in trace.timeline:  # as the fault scheduler records an injection
-            e.detail.update(fault=self.faults[0].kind, label=self.faults[0].label)
-        setup = RunSetup(seed=7, spark_conf=dict(conf or {}), planned_faults=[s.label for s in self.faults])
+            e.detail.update(fault=self.runner.faults[0].kind, label=self.runner.faults[0].label)
+        setup = RunSetup(seed=7, spark_conf=dict(conf or {}), planned_faults=[s.label for s in self.runner.faults])
         run = ChaosRun.from_trace(trace, guarantee=guarantee, facts=RunFacts(setup=setup))
         self.runs.append(run)
         return run

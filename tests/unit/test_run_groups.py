@@ -41,7 +41,7 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "job.py").write_text("")
     (tmp_path / "data.csv").write_text("")
     monkeypatch.setattr(chaos_module, "Run", NoRun)
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path / "work", test_dir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path / "work", test_dir=tmp_path)
 
     def build(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         with pytest.raises(Captured) as got:
@@ -53,7 +53,7 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_the_groups_are_public_and_their_defaults_are_the_flat_ones():
     assert {"Load", "Watch", "JobSetup", "Timing"} <= set(pytest_streamchaos.__all__)
-    params = inspect.signature(Chaos.run).parameters
+    params = {name: p for name, p in inspect.signature(ChaosFixture.run).parameters.items() if name not in HARNESS_OWN}
     # self, job, the flat arguments and the four groups (reference= is Watch's, flat for the headline call)
     assert len(params) <= 14, list(params)
     for group in (Load, Watch, JobSetup, Timing):
@@ -74,19 +74,18 @@ def _described(param: inspect.Parameter) -> tuple[Any, ...]:
 HARNESS_OWN = ("repeat", "faults")
 
 
-def test_the_fixtures_run_spells_out_the_runners_arguments_plus_repeat_and_faults():
-    """What a test calls (``chaos.run``: typed, so an editor checks each keyword) takes the runner's arguments
-    as they are -- names, kinds, annotations, defaults -- plus the harness's own two. The runner's limit above
-    stays the rule for the call: a new flat argument has to go through it; repeat= and faults= are not run
+def test_the_call_is_written_once_the_runner_takes_it_grouped():
+    """What a test calls (``chaos.run``: typed, so an editor checks each keyword) is the one place the call's
+    arguments are written; the runner the fixture holds takes them folded into their groups. The runner's limit
+    above stays the rule for the call: a new flat argument has to go through it; repeat= and faults= are not run
     arguments, and a group would hide them where every test reading a repeat looks."""
-    runner = list(inspect.signature(Chaos.run).parameters.values())
+    assert list(inspect.signature(Chaos.run).parameters) == ["self", "job", "groups", "guarantee"]
     fixture = list(inspect.signature(ChaosFixture.run).parameters.values())
-    assert [p.name for p in fixture] == [p.name for p in runner] + list(HARNESS_OWN)
-    assert [_described(p) for p in fixture[:len(runner)]] == [_described(p) for p in runner]
-    assert [_described(p) for p in fixture[len(runner):]] == [
+    assert [_described(p) for p in fixture[-len(HARNESS_OWN):]] == [
         ("repeat", inspect.Parameter.KEYWORD_ONLY, "int | None", None),
         ("faults", inspect.Parameter.KEYWORD_ONLY, "bool", True)]
     assert ChaosFixture.run.__doc__ and "``repeat=N``" in ChaosFixture.run.__doc__
+    assert not issubclass(ChaosFixture, Chaos), "the fixture holds its runner"
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="typing.get_overloads is Python 3.11's")
@@ -102,25 +101,23 @@ def test_each_typed_overload_of_the_fixtures_run_is_its_signature_but_for_repeat
 
 
 def test_the_fixtures_run_hands_the_runner_what_the_test_gave(tmp_path, monkeypatch):
-    """Positional or keyword, flat or grouped, the fixture's run builds what the runner builds from the same
-    call; a misspelt keyword gets the runner's did-you-mean, which names the fixture's own arguments too."""
+    """Positional or keyword, the fixture's run builds the same run; a misspelt keyword gets the did-you-mean,
+    which names the fixture's own arguments too."""
     (tmp_path / "job.py").write_text("")
     monkeypatch.setattr(chaos_module, "Run", NoRun)
-    runner = Chaos(cluster=None, kafka=None, workdir=tmp_path / "a", test_dir=tmp_path)
     fixture = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path / "b", test_dir=tmp_path)
     oracle = IdentityOracle()
-    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
-        ((), {}), ((50, 20, "exactly-once", oracle), {"kafka_port": 9092, "inputs": {"orders": None}}),
-        ((), {"rate": 50, "load": Load(partitions=3), "setup": JobSetup(args=["{bootstrap_servers}"]),
-              "timing": Timing(trigger_seconds=0.5), "watch": Watch(id_reader="key"), "outputs": {"o": "key"}})]
-    for args, kwargs in calls:
-        built = []
-        for chaos in (runner, fixture):
-            with pytest.raises(Captured) as got:
-                chaos.run("job.py", *args, **kwargs)
-            inputs = got.value.inputs
-            built.append((got.value.spec, type(inputs.oracle), inputs.id_reader, inputs.output_ids, inputs.factories))
-        assert built[0] == built[1], (args, kwargs)
+    same: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((50, 20, "exactly-once", oracle), {"kafka_port": 9092, "inputs": {"orders": None}}),
+        ((), {"rate": 50, "duration": 20, "guarantee": "exactly-once", "oracle": oracle, "kafka_port": 9092,
+              "inputs": {"orders": None}})]
+    built = []
+    for args, kwargs in same:
+        with pytest.raises(Captured) as got:
+            fixture.run("job.py", *args, **kwargs)
+        inputs = got.value.inputs
+        built.append((got.value.spec, inputs.oracle, inputs.id_reader, inputs.output_ids, inputs.factories))
+    assert built[0] == built[1]
     with pytest.raises(TypeError, match=r"'rat': did you mean rate=\?"):
         fixture.run("job.py", rat=5)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match=r"'zzz'; it takes .*faults, .*repeat, setup"):
@@ -169,10 +166,10 @@ def test_every_group_reaches_the_run(built):
                                 r"setup=JobSetup\(deploy_mode=\.\.\.\)"),
     ({"rat": 5}, r"unexpected keyword argument 'rat': did you mean rate=\?"),
     ({"trigger_second": 1}, r"'trigger_second': did you mean timing=Timing\(trigger_seconds=\.\.\.\)\?"),
-    ({"zzz": 1}, r"unexpected keyword argument 'zzz'; it takes duration, guarantee, inputs, kafka_port, load"),
+    ({"zzz": 1}, r"unexpected keyword argument 'zzz'; it takes duration, faults, guarantee, inputs, kafka_port, load"),
 ])
 def test_an_argument_that_lives_in_a_group_is_named_with_its_group(tmp_path, kwargs, message):
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(TypeError, match=message):
         chaos.run("no_such_job.py", **kwargs)
     assert list(tmp_path.iterdir()) == [], "nothing was made"
@@ -187,14 +184,14 @@ def test_an_argument_that_lives_in_a_group_is_named_with_its_group(tmp_path, kwa
      r"got kafka_port= both in setup=JobSetup\(\.\.\.\) and on its own.*inside JobSetup\(\.\.\.\) or flat"),
 ])
 def test_a_field_given_both_flat_and_in_its_group_is_refused_naming_it(tmp_path, kwargs, message):
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(ValueError, match=message):
         chaos.run("no_such_job.py", **kwargs)
     assert list(tmp_path.iterdir()) == [], "nothing was made"
 
 
 def test_a_grouped_value_is_checked_like_the_flat_one(tmp_path):
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(ValueError, match=r"rate=-1 and duration=None must be > 0"):
         chaos.run("no_such_job.py", load=Load(rate=-1))
     with pytest.raises(ValueError, match=r"id_reader takes 3 parameters"):

@@ -17,9 +17,9 @@ import pytest
 
 from pytest_streamchaos import Timing
 from pytest_streamchaos.analysis.oracle import IdentityOracle
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.observe.seen_names import Sampled
 from pytest_streamchaos.records import OutputRecords, SentRecords, TimelineEvent
-from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.runner.phases import drain, job, observers
 
 
@@ -172,7 +172,8 @@ def test_a_run_goes_through_every_phase_in_order_and_cleans_up(tmp_path: Path, f
     (tmp_path / "job.py").write_text("")
     kafka, status = FakeKafka(), []
     cluster = SimpleNamespace(effective_conf={}, master_url="spark://fake:7077")
-    chaos = Chaos(cluster=cluster, kafka=kafka, workdir=tmp_path / "runs", test_dir=tmp_path, status=status.append)
+    chaos = ChaosFixture(cluster=cluster, kafka=kafka, workdir=tmp_path / "runs", test_dir=tmp_path,
+                         status=status.append)
     oracle = IdentityOracle()
     run = chaos.run("job.py", rate=10, duration=1.0, timing=Timing(settle_seconds=0.3, trigger_seconds=0.5),
                     oracle=oracle)

@@ -10,10 +10,10 @@ import pytest
 from pytest_streamchaos import AggregateOracle, IdentityOracle, RecordSpec, UserCodeError, Watch
 from pytest_streamchaos.analysis.aggregate import AMOUNT
 from pytest_streamchaos.analysis.oracle import COPIES
+from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.file_sink import FileSinkCollector
 from pytest_streamchaos.observe.outputs import collector_for
-from pytest_streamchaos.runner import Chaos
 from pytest_streamchaos.usercode import RECORD, check_arity
 from pytest_streamchaos.workload import records
 from pytest_streamchaos.workload.generator import Generator
@@ -78,7 +78,7 @@ def test_the_record_of_a_bytes_factory_is_its_bytes():
 ])
 def test_chaos_run_refuses_a_callable_it_cannot_call_before_anything_starts(tmp_path, kwargs, message):
     """No cluster, no Kafka, no job file: the check comes before any of them is touched."""
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path)
     reads_ids = "watch" in kwargs and kwargs["watch"].id_reader is not None
     if "inputs" not in kwargs and "oracle" not in kwargs and not reads_ids:
         kwargs["inputs"] = {"sales": store_sale}
@@ -88,7 +88,7 @@ def test_chaos_run_refuses_a_callable_it_cannot_call_before_anything_starts(tmp_
 
 
 def test_callables_that_fit_pass_the_check_and_builtins_without_a_signature_are_trusted(tmp_path):
-    chaos = Chaos(cluster=None, kafka=None, workdir=tmp_path)
+    chaos = ChaosFixture(cluster=None, kafka=None, workdir=tmp_path)
     with pytest.raises(Exception, match="job script 'no_such_job.py' not found"):  # got past the check
         chaos.run("no_such_job.py", inputs={"sales": store_sale},
                   outputs={"totals": lambda value, key=None: [1], "file:out": "InvoiceNumber"},
