@@ -39,7 +39,7 @@ from . import keys
 from .checker import Checker, ComposedResult
 from .guarantee import GUARANTEES, SATISFIES
 from .harness_facts import HarnessFacts
-from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, NotMeasured, RecoveryTime, RunMetrics
+from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, RecoveryTime, RunMetrics
 from .reference import Comparison
 from .result import SCHEMA_VERSION, ChaosRun
 from .sla import SLA, SLAViolation, Violation, check_over, check_sla
@@ -59,7 +59,74 @@ def weakest_guarantee(delivered: Sequence[str]) -> str:
     return "none"
 
 
-class RepeatedRun(HarnessFacts):
+class _Aggregated:
+    """The metrics of a repeated run, each aggregated ``_over`` its runs (``"median"``, or ``"worst"``: the SLA's
+    view), and what every run delivered."""
+
+    _over: str
+
+    def _outcome(self) -> RepeatedRun:
+        raise NotImplementedError
+
+    def _metric(self, name: str) -> Any:
+        return self._outcome()._agg(name, self._over)
+
+    @property
+    def lost(self) -> int | float:
+        return self._metric("lost")
+
+    @property
+    def duplicates(self) -> int | float:
+        return self._metric("duplicates")
+
+    @property
+    def incorrect(self) -> int | float:
+        return self._metric("incorrect")
+
+    @property
+    def reliability(self) -> float:
+        return self._metric("reliability")
+
+    @property
+    def downtime(self) -> float:
+        return self._metric("downtime")
+
+    @property
+    def recovery_time(self) -> RecoveryTime:
+        return self._metric("recovery_time")
+
+    @property
+    def failure_cost(self) -> float:
+        return self._metric("failure_cost")
+
+    @property
+    def reliable_throughput(self) -> float:
+        return self._metric("reliable_throughput")
+
+    @property
+    def sent(self) -> int | float:
+        return self._metric("sent")
+
+    @property
+    def outputs(self) -> int | float:
+        return self._metric("outputs")
+
+    @property
+    def latency(self) -> LatencySummary:
+        return self._outcome()._latency(self._over)
+
+    @property
+    def guarantee_delivered(self) -> str:
+        """What every run delivered (the weakest of them)."""
+        return weakest_guarantee([r.guarantee_delivered for r in self._outcome().runs])
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Why a metric could not be computed: the worst run's reasons."""
+        return self._outcome().worst_run.unavailable
+
+
+class RepeatedRun(_Aggregated, HarnessFacts):
     """N >= 1 runs of one scenario; metric attributes are medians, the rest the worst run's (see the module
     docstring)."""
 
@@ -68,55 +135,10 @@ class RepeatedRun(HarnessFacts):
             raise ValueError("RepeatedRun needs at least one run")
         self.runs: list[ChaosRun] = list(runs)
 
-    # -- the metrics: medians over the runs ----------------------------------------------------------
-    @property
-    def lost(self) -> int | float:
-        return self._agg("lost", "median")
+    _over = "median"  # its metrics: the medians over its runs
 
-    @property
-    def duplicates(self) -> int | float:
-        return self._agg("duplicates", "median")
-
-    @property
-    def incorrect(self) -> int | float:
-        return self._agg("incorrect", "median")
-
-    @property
-    def reliability(self) -> float:
-        return self._agg("reliability", "median")
-
-    @property
-    def downtime(self) -> float:
-        return self._agg("downtime", "median")
-
-    @property
-    def recovery_time(self) -> RecoveryTime:
-        return self._agg("recovery_time", "median")
-
-    @property
-    def failure_cost(self) -> float:
-        return self._agg("failure_cost", "median")
-
-    @property
-    def reliable_throughput(self) -> float:
-        return self._agg("reliable_throughput", "median")
-
-    @property
-    def sent(self) -> int | float:
-        return self._agg("sent", "median")
-
-    @property
-    def outputs(self) -> int | float:
-        return self._agg("outputs", "median")
-
-    @property
-    def latency(self) -> LatencySummary:
-        return self._latency("median")
-
-    @property
-    def guarantee_delivered(self) -> str:
-        """What every run delivered (the weakest of them)."""
-        return weakest_guarantee([r.guarantee_delivered for r in self.runs])
+    def _outcome(self) -> RepeatedRun:
+        return self
 
     @property
     def guarantee(self) -> str:
@@ -152,10 +174,6 @@ class RepeatedRun(HarnessFacts):
     @property
     def windows(self) -> list[WindowVerdict]:
         return self.worst_run.windows
-
-    @property
-    def unavailable(self) -> dict[str, str]:
-        return self.worst_run.unavailable
 
     @property
     def resolution(self) -> str:
@@ -337,66 +355,14 @@ def _badness(r: ChaosRun) -> tuple[float, float, float, int]:
 
 
 @dataclass(frozen=True)
-class _View:
-    """The attributes ``check_sla`` reads, each aggregated over a RepeatedRun's runs."""
+class _View(_Aggregated):
+    """The attributes ``check_sla`` reads, each the worst (or median) over a RepeatedRun's runs."""
 
     _rr: RepeatedRun
-    _over: str
+    _over: str  # a field here; a class attribute of RepeatedRun
 
-    def _agg(self, metric: str) -> Any:
-        return self._rr._agg(metric, self._over)
-
-    @property
-    def downtime(self) -> float | NotMeasured:
-        return self._agg("downtime")
-
-    @property
-    def recovery_time(self) -> RecoveryTime | NotMeasured:
-        return self._agg("recovery_time")
-
-    @property
-    def failure_cost(self) -> float | NotMeasured:
-        return self._agg("failure_cost")
-
-    @property
-    def lost(self) -> int | float:
-        return self._agg("lost")
-
-    @property
-    def duplicates(self) -> int | float:
-        return self._agg("duplicates")
-
-    @property
-    def incorrect(self) -> int | float:
-        return self._agg("incorrect")
-
-    @property
-    def reliability(self) -> float:
-        return self._agg("reliability")
-
-    @property
-    def reliable_throughput(self) -> float:
-        return self._agg("reliable_throughput")
-
-    @property
-    def sent(self) -> int | float:
-        return self._agg("sent")
-
-    @property
-    def outputs(self) -> int | float:
-        return self._agg("outputs")
-
-    @property
-    def latency(self) -> LatencySummary:
-        return self._rr._latency(self._over)
-
-    @property
-    def guarantee_delivered(self) -> str:
-        return self._rr.guarantee_delivered
-
-    @property
-    def unavailable(self) -> dict[str, str]:
-        return self._rr.unavailable
+    def _outcome(self) -> RepeatedRun:
+        return self._rr
 
 
 def _num(value: float | None) -> float:
