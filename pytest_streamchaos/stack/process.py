@@ -291,6 +291,16 @@ class ManagedProcess(LogFile):
         if wait:
             self._reap_group(timeout)
 
+    def end_with(self, sig: int, wait: bool = True, timeout: float = 30.0) -> None:
+        """End the group with ``sig`` (a crash: SIGKILL, via :meth:`kill`; a shutdown: SIGTERM, or any other)
+        and, with ``wait``, return once it is gone (the fault that sent it stamps its time in between)."""
+        if sig == signal.SIGKILL:
+            self.kill(timeout=10, wait=wait)
+            return
+        self.signal(sig)
+        if wait:
+            self.wait_gone(timeout)
+
     def wait_gone(self, timeout: float = 10.0) -> None:
         """Wait until the leader has exited and no group member is left (after a signal sent by
         :meth:`signal` or ``kill(wait=False)``); SIGKILL what is left at the deadline and raise
@@ -381,6 +391,8 @@ class DaemonProcess(Protocol):
     def kill(self, timeout: float = 10.0, wait: bool = True) -> None: ...
 
     def wait_gone(self, timeout: float = 10.0) -> None: ...
+
+    def end_with(self, sig: int, wait: bool = True, timeout: float = 30.0) -> None: ...
 
     def pause(self, timeout: float = 5.0, wait: bool = True) -> None: ...
 

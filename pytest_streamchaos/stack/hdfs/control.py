@@ -3,7 +3,6 @@ wait for the effect, and revive what is down."""
 
 from __future__ import annotations
 
-import signal
 import time
 
 from pytest_streamchaos.stack.base import StackError
@@ -35,12 +34,7 @@ class HdfsControl:
         """``sig`` to ``node``; with ``wait``, return once it is gone."""
         proc = self.process(node)
         self.killed.add(node.name)
-        if sig == signal.SIGKILL:
-            proc.kill(timeout=10, wait=wait)
-        else:
-            proc.signal(sig)
-            if wait:
-                proc.wait_gone(30)
+        proc.end_with(sig, wait)
         return node
 
     def fresh_start(self, node: HdfsNode) -> None:

@@ -223,12 +223,7 @@ class ObjectStore(Service):
         """Send ``sig`` to the store; with ``wait``, return once it is gone."""
         proc = self.node.started()
         self.killed = True
-        if sig == signal.SIGKILL:
-            proc.kill(timeout=10, wait=wait)
-        else:
-            proc.signal(sig)
-            if wait:
-                proc.wait_gone(30)
+        proc.end_with(sig, wait)
 
     def wait_gone(self, timeout: float = 10.0) -> None:
         self.node.started().wait_gone(timeout)
