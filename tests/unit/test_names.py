@@ -24,6 +24,7 @@ from pytest_streamchaos import (
     JobSetup,
     Load,
     MetricParams,
+    Reference,
     Timing,
     TumblingWindowOracle,
     Watch,
@@ -50,9 +51,8 @@ from pytest_streamchaos.runner.groups import check_keywords
 from pytest_streamchaos.runner.spec import JobPlace, RunGroups, build_run
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "names.md"
-#: rows whose check is another part of issue 47's (the reference comparison's, the sink check's): listed in
-#: the table, tested where they are checked
-ELSEWHERE = {"Reference(key=...), Reference(ignore=...)", "outputs={'file:<path>': ...}, outputs={'delta:<path>': ...}"}
+#: rows whose check is another part of issue 47's (the sink check's): listed in the table, tested where it is checked
+ELSEWHERE = {"outputs={'file:<path>': ...}, outputs={'delta:<path>': ...}"}
 
 
 def refusal(make: Callable[[], Any], *errors: type[BaseException]) -> str:
@@ -154,6 +154,8 @@ RUNTIME: dict[str, Callable[[Any], str | None]] = {
     "AggregateOracle(key_field=, window_field=, value_field=)": lambda _: missing_fields(
         "AggregateOracle", "'counts'", AggregateOracle(60, value_field="cnt").output_fields(),
         kafka_records(key="k1", count=3, window={"start": 0, "end": 60})),
+    "Reference(key=...), Reference(ignore=...)": lambda _: Reference(key=["skuu"]).refused(
+        "delta:data/inventory", [{"sku": "s1", "on_hand": 3}, {"sku": "s2", "on_hand": 5}]),
     "TumblingWindowOracle (each output's window)": lambda _: missing_fields(
         "TumblingWindowOracle", "'counts'", TumblingWindowOracle(60).output_fields(), kafka_records()),
 }
