@@ -5,6 +5,7 @@ Runs ``tests/chaos/test_false_verdict_hunt.py`` (the cases, each a ``slow`` chao
 ``--runs`` times (default 3), one pytest session per run so that each starts on a fresh stack, and prints per
 path and twin: the runs, the verdicts (``caught`` / ``silent``, or ``missed`` / ``false alarm``: a false green or a
 false alarm) and the numbers of each run. A case that failed without writing its row counts as ``no verdict``.
+Then, once, the name checks a running job must confirm (:data:`NAMES`, each a typo the run must refuse).
 Writes ``benchmarks/results/hunt_false_verdicts.json``. Run under the machine's heavy lock::
 
     python benchmarks/hunt_false_verdicts.py [--runs 3] [-k "kafka or delta"]
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "hunt_false_verdicts.json"
 CASES = "tests/chaos/test_false_verdict_hunt.py"
+#: every name a running job must confirm, misspelt once on a real job (the rest of docs/names.md's table is
+#: refused before anything starts: tests/unit/test_names.py makes each row's typo)
+NAMES = "tests/chaos/test_chaos_names.py"
 GOOD = ("caught", "silent")
 
 
@@ -46,6 +51,25 @@ def one_session(k: str | None, timeout: float, cache: Path) -> tuple[list[dict[s
     if p.returncode != 0:
         print((p.stdout + p.stderr)[-4000:], file=sys.stderr)
     return rows, p.returncode, time.monotonic() - started
+
+
+def names_session(timeout: float) -> list[dict[str, Any]]:
+    """One pytest session of :data:`NAMES` (its ``slow`` checks too): per test, ``refused`` when the run stopped
+    on the refusal the test expects, else what pytest said."""
+    with tempfile.TemporaryDirectory(prefix="hunt-names-") as tmp:
+        report = Path(tmp) / "names.xml"
+        cmd = [sys.executable, "-m", "pytest", NAMES, "-m", "slow or not slow", "-q", "-p", "no:cacheprovider",
+               f"--junitxml={report}"]
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        if not report.exists():
+            print((p.stdout + p.stderr)[-4000:], file=sys.stderr)
+            return []
+        out = []
+        for case in ET.parse(report).getroot().iter("testcase"):
+            bad = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+            out.append({"test": case.get("name"), "verdict": "refused" if not bad else bad[0],
+                        "seconds": round(float(case.get("time") or 0), 1)})
+    return out
 
 
 def table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -74,6 +98,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("-k", default=None, help="pytest -k over the cases (e.g. 'kafka or stateful')")
     ap.add_argument("--timeout", type=float, default=5400.0, help="seconds per session")
+    ap.add_argument("--no-names", action="store_true", help=f"leave out the session of {NAMES}")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     sessions = []
@@ -86,18 +111,22 @@ def main() -> int:
         sessions.append({"run": i + 1, "rows": len(got), "pytest_exit": code, "seconds": round(took, 1)})
         print(f"run {i + 1}: {len(got)} cases in {took:.0f}s (pytest exit {code})", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
+    names = [] if args.no_names else names_session(args.timeout)
+    for n in names:
+        print(f"name check {n['test']}: {n['verdict']} ({n['seconds']} s)", flush=True)
     lines = table(rows)
     for t in lines:
         print(f"{t['path']:14s} {t['twin']:8s} {t['good']}/{t['runs']} {','.join(t['verdicts'])}: "
               + "; ".join(t["numbers"]))
     false_green = sum(v == "missed" for t in lines for v in t["verdicts"])
     false_alarm = sum(v == "false alarm" for t in lines for v in t["verdicts"])
+    not_refused = sum(n["verdict"] != "refused" for n in names)
     summary = {"runs": args.runs, "cases": len(rows), "false_greens": false_green, "false_alarms": false_alarm,
-               "sessions": sessions}
+               "names": len(names), "names_not_refused": not_refused, "sessions": sessions}
     print(json.dumps(summary))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"summary": summary, "table": lines, "rows": rows}, indent=1))
-    return 0 if not false_green and not false_alarm else 1
+    RESULTS.write_text(json.dumps({"summary": summary, "table": lines, "rows": rows, "names": names}, indent=1))
+    return 0 if not false_green and not false_alarm and not not_refused else 1
 
 
 if __name__ == "__main__":
