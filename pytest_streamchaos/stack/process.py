@@ -291,16 +291,6 @@ class ManagedProcess(LogFile):
         if wait:
             self._reap_group(timeout)
 
-    def end_with(self, sig: int, wait: bool = True, timeout: float = 30.0) -> None:
-        """End the group with ``sig`` (a crash: SIGKILL, via :meth:`kill`; a shutdown: SIGTERM, or any other)
-        and, with ``wait``, return once it is gone (the fault that sent it stamps its time in between)."""
-        if sig == signal.SIGKILL:
-            self.kill(timeout=10, wait=wait)
-            return
-        self.signal(sig)
-        if wait:
-            self.wait_gone(timeout)
-
     def wait_gone(self, timeout: float = 10.0) -> None:
         """Wait until the leader has exited and no group member is left (after a signal sent by
         :meth:`signal` or ``kill(wait=False)``); SIGKILL what is left at the deadline and raise
@@ -392,8 +382,6 @@ class DaemonProcess(Protocol):
 
     def wait_gone(self, timeout: float = 10.0) -> None: ...
 
-    def end_with(self, sig: int, wait: bool = True, timeout: float = 30.0) -> None: ...
-
     def pause(self, timeout: float = 5.0, wait: bool = True) -> None: ...
 
     def wait_paused(self, timeout: float = 5.0) -> None: ...
@@ -473,3 +461,14 @@ def check_alive(daemons: Iterable[Daemon], service: str, *, spared: Container[st
             why = cause(p.log_since_start()) if cause is not None else ""
             raise StackError(f"{service} {d.name} exited with code {p.returncode}{during}{why} (log {p.log_path}):\n"
                              f"{p.tail_log(25)}{fix}")
+
+
+def end_with(proc: DaemonProcess, sig: int, wait: bool = True, timeout: float = 30.0) -> None:
+    """End ``proc``'s group with ``sig`` (a crash: SIGKILL, via its ``kill``; a shutdown: SIGTERM, or any other)
+    and, with ``wait``, return once it is gone (the fault that sent it stamps its time in between)."""
+    if sig == signal.SIGKILL:
+        proc.kill(timeout=10, wait=wait)
+        return
+    proc.signal(sig)
+    if wait:
+        proc.wait_gone(timeout)

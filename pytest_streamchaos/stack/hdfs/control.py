@@ -8,7 +8,7 @@ import time
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.hdfs.plan import HdfsNode, HdfsPlan
 from pytest_streamchaos.stack.hdfs.state import HdfsReadiness
-from pytest_streamchaos.stack.process import DaemonProcess
+from pytest_streamchaos.stack.process import DaemonProcess, end_with
 
 
 class HdfsControl:
@@ -34,7 +34,7 @@ class HdfsControl:
         """``sig`` to ``node``; with ``wait``, return once it is gone."""
         proc = self.process(node)
         self.killed.add(node.name)
-        proc.end_with(sig, wait)
+        end_with(proc, sig, wait)
         return node
 
     def fresh_start(self, node: HdfsNode) -> None:

@@ -28,7 +28,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
-from pytest_streamchaos.stack.process import Daemon, DaemonProcess
+from pytest_streamchaos.stack.process import Daemon, DaemonProcess, end_with
 from pytest_streamchaos.stack.s3.gate import ProxyGate
 from pytest_streamchaos.stack.s3.install import Progress, weed_binary
 from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
@@ -223,7 +223,7 @@ class ObjectStore(Service):
         """Send ``sig`` to the store; with ``wait``, return once it is gone."""
         proc = self.node.started()
         self.killed = True
-        proc.end_with(sig, wait)
+        end_with(proc, sig, wait)
 
     def wait_gone(self, timeout: float = 10.0) -> None:
         self.node.started().wait_gone(timeout)
