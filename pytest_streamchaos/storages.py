@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_streamchaos.events import Kind
 
@@ -73,12 +72,15 @@ class CheckpointStorage:
         """``the stack's HDFS``: what a run on it needs, for messages."""
         return f"the stack's {self.title}"
 
-    def service_protocol(self) -> Any:
+    def service_protocol(self) -> type | None:
         """The protocol its faults reach the service as (imported now); None when it has no service."""
         if not self.protocol:
             return None
         module, _, name = self.protocol.partition(":")
-        return getattr(importlib.import_module(module), name)
+        protocol = getattr(importlib.import_module(module), name)
+        if not isinstance(protocol, type):
+            raise TypeError(f"the {self.name!r} storage's protocol {self.protocol!r} is no class")
+        return protocol
 
 
 #: every checkpoint storage by name; the first is the default

@@ -23,6 +23,7 @@ from pytest_streamchaos import storages
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.protocols import StorageService
 from pytest_streamchaos.stack.base import CheckpointView, JobHandle, KafkaCluster, LinkScope, SparkCluster
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
@@ -74,7 +75,7 @@ class FaultContext:
     recorder: Recorder | None = None  #: for what the system did in reaction
     #: the services of the run's storages by storage name (its checkpoint's, and the ones the job reaches by URL:
     #: the stack's HDFS, the object store); what a fault does to one is the protocol its storage names
-    stores: Mapping[str, Any] = field(default_factory=dict)
+    stores: Mapping[str, StorageService] = field(default_factory=dict)
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
     prepared: Mapping[str, Any] = field(default_factory=dict)
 
