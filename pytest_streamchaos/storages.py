@@ -109,10 +109,8 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
                       steps=("pytest_streamchaos.stack.s3.install:prepare_steps",
                              "pytest_streamchaos.spark.s3a:prepare_steps"), tables=True),
 )}
-#: the storages' names, in order: ``--chaos-checkpoint``'s choices and ``JobSetup(checkpoint=...)``'s
-NAMES: tuple[str, ...] = tuple(STORAGES)
 #: the default checkpoint storage
-DEFAULT = NAMES[0]
+DEFAULT = next(iter(STORAGES))
 #: a storage whose renames the checkpoint gate holds: the fix a refusal of a gate-landed fault names
 GATED = next(s.name for s in STORAGES.values() if s.gate)
 #: a storage whose renames the preloaded gate holds (this host's files): what a fault that needs more than a

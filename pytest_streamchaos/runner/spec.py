@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
-#: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``; their registry: :mod:`pytest_streamchaos.storages`)
-CHECKPOINTS = storages.NAMES
 #: what a run does with a checkpoint the job names that exists before it starts (``chaos.run(stale_checkpoint=...)``)
 STALE_CHECKPOINT = ("fail", "clear")
 #: placeholders a job's ``args`` may use
@@ -69,7 +67,8 @@ class RunSpec:
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
-    checkpoint: str = storages.DEFAULT  #: where the run's checkpoint is: a name of :data:`CHECKPOINTS`
+    #: where the run's checkpoint is: a name of :data:`pytest_streamchaos.storages.STORAGES`
+    checkpoint: str = storages.DEFAULT
     files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
     py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
     stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``

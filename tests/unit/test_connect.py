@@ -24,9 +24,9 @@ JOB = Path(__file__).resolve().parents[1] / "chaos" / "jobs" / "connect" / "orde
 
 
 def test_one_registry_names_the_cluster_managers_everywhere():
-    assert settings.SPARK_MANAGERS == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn")
-    spark = next(o for o in settings.OPTIONS if o.name == "spark")
-    assert spark.choices == settings.SPARK_MANAGERS and all(f"'{m}'" in spark.help for m in managers.MANAGERS)
+    spark = next(o for o in settings.options() if o.name == "spark")
+    assert spark.choices == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn")
+    assert all(f"'{m}'" in spark.help for m in managers.MANAGERS)
     assert {m: managers.MANAGERS[m].factory().__module__.rpartition(".")[2] for m in managers.MANAGERS} == {
         "standalone": "fixtures", "yarn": "spark", "connect": "cluster", "connect-yarn": "yarn"}
     # a manager's own preparation is a profile of its own, and not in the default one
