@@ -163,6 +163,8 @@ def reached(checkpoint: str, urls: Iterable[str]) -> list[str]:
     return [checkpoint, *(s.name for s in named_by_url() if s.name != checkpoint and schemes & set(s.schemes))]
 
 
-def with_fixture(fixture: str) -> CheckpointStorage:
-    """The storage the fixture ``fixture`` provides (what that service's faults need the run's checkpoint on)."""
-    return next(s for s in STORAGES.values() if s.fixture == fixture)
+def with_protocol(protocol: type | None) -> CheckpointStorage | None:
+    """The storage whose service its faults reach as ``protocol`` (its entry's :attr:`~CheckpointStorage.protocol`:
+    what a fault kind's ``store`` names), None for none."""
+    return next((s for s in STORAGES.values() if protocol is not None and s.protocol
+                 and s.service_protocol() is protocol), None)

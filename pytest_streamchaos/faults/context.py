@@ -93,8 +93,7 @@ class FaultContext:
         when none is (a fault kind refuses a run without its storage before it starts)."""
         found = [s for s in self.stores.values() if isinstance(s, protocol)]
         if not found:
-            entry = next((e for e in storages.STORAGES.values() if e.protocol and e.service_protocol() is protocol),
-                         None)
+            entry = storages.with_protocol(protocol)
             if entry is None:
                 raise RuntimeError(f"this run has no {protocol.__name__}")
             raise RuntimeError(f"this run has no {entry.title}: an {entry.title} fault needs chaos.run(..., "
