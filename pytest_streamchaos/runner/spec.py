@@ -23,7 +23,13 @@ from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, check_storages, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
-from pytest_streamchaos.observe.output_names import check_path_output, check_relative_output, output_kind, output_path
+from pytest_streamchaos.observe.output_names import (
+    OutputKind,
+    check_path_output,
+    check_relative_output,
+    output_kind,
+    output_path,
+)
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
@@ -262,13 +268,13 @@ def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
     a storage whose tables the run reads (the object store: ``delta:s3a://...``)."""
     storage = storages.get(checkpoint)
     for name, ids in (outputs or {}).items():
-        if output_kind(name) == "kafka":
+        if output_kind(name) == OutputKind.KAFKA:
             continue
         check_path_output(name, ids)
         path = output_path(name) or ""
         on = storages.of_scheme(path.split("://", 1)[0]) if "://" in path else (None if not storage.default_fs
                                                                                  else storage)
-        if output_kind(name) == "delta" and on is not None and not (on.tables or on.on_host):
+        if output_kind(name) == OutputKind.DELTA and on is not None and not (on.tables or on.on_host):
             readable = [e.name for e in storages.STORAGES.values() if e.tables or e.on_host]
             raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table on {on.title} cannot be read by the run (with "
                              f"checkpoint={checkpoint!r} the job's relative paths are there too): keep the table on "
