@@ -47,7 +47,7 @@ class ClusterManager(BackendEntry):
 
 
 # what two managers share: YARN's preflight (an attached YARN answers), Connect's steps and kinds
-_YARN_PREFLIGHT = "pytest_streamchaos.stack.yarn.attach:preflight"
+_YARN_PREFLIGHT = "pytest_streamchaos.stack.yarn.preflight:preflight"
 _YARN_STEPS = ("pytest_streamchaos.stack.yarn.cluster:prepare_steps",)
 _CONNECT_STEPS = ("pytest_streamchaos.stack.connect.server:prepare_steps",)
 _CONNECT_KINDS = "pytest_streamchaos.stack.connect:KINDS"

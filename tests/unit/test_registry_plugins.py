@@ -120,3 +120,11 @@ def _planned(tmp_path: Path, setup: JobSetup) -> tuple:
     groups = RunGroups(load=Load(duration=10), watch=Watch(), setup=setup, timing=Timing())
     return build_run(job, place=JobPlace(), faults=[], groups=groups, guarantee="at-least-once",
                      default_checkpoint=storages.DEFAULT)
+
+
+def test_the_yarn_managers_preflight_refuses_a_conf_dir_that_is_not_there(pytester: pytest.Pytester) -> None:
+    """The built-in preflight, named by both YARN managers' entries: run once when the session starts."""
+    missing = pytester.path / "no-such-conf"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--chaos-yarn-conf={missing}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--chaos-yarn-conf: YARN conf dir {missing} does not exist; fix: *"])

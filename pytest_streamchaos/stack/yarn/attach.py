@@ -12,14 +12,10 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.yarn import conf as yconf
 from pytest_streamchaos.stack.yarn.rest import ClusterInfo, ResourceManagerApi, YarnApiError
-
-if TYPE_CHECKING:
-    from pytest_streamchaos.settings import Settings
 
 #: how long each address may take to answer when attaching
 CHECK_TIMEOUT_S = 3.0
@@ -98,15 +94,3 @@ def _check_rpc(conf: dict[str, str], conf_dir: Path, timeout: float) -> None:
         raise StackError(f"the YARN ResourceManager's REST API answers but its client RPC port {address} "
                          f"(yarn.resourcemanager.address in {conf_dir}/yarn-site.xml) does not ({exc}); fix: check "
                          "that this host may reach it (a firewall, an HA address)") from None
-
-
-def preflight(settings: Settings) -> str | None:
-    """The YARN managers' preflight: ``--chaos-yarn-conf DIR`` whose ResourceManager does not answer is one line
-    naming the fix, before anything starts (None: no such option, or it answers)."""
-    if not settings.yarn_conf:
-        return None
-    try:
-        attach(settings.yarn_conf)
-    except StackError as exc:
-        return f"--chaos-yarn-conf: {exc}"
-    return None
