@@ -5,14 +5,16 @@ storage can serve: the checkpoint gate, a full local disk, the HDFS family) and 
 checkpoint may be at).
 
 A new storage is one :class:`CheckpointStorage` in :data:`STORAGES` and the folder of its service (S3 on
-SeaweedFS took ``stack/s3``): the fixture its ``fixture`` names yields a started service with ``default_fs``
-(the URL of its root, ``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it), ``client_conf()``
-(the Hadoop client settings a job needs to reach it) and ``heal()``; the entry says the rest -- whether the job
-runs with it as its default filesystem (:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`),
-whether a URL names one of its buckets, who holds its renames for the checkpoint gate, the protocol its faults
-reach the service as (``FaultContext.store``), the timeline kinds its service's faults record, the steps of
-``python -m pytest_streamchaos.prepare`` it needs, and whether a Delta table on it can be read. This module
-imports only the timeline's vocabulary (the settings read it before any stack exists).
+SeaweedFS took ``stack/s3``): its factory (``make``) starts a
+:class:`~pytest_streamchaos.protocols.StorageService` -- ``default_fs`` (the URL of its root,
+``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it), ``client_conf()`` (the Hadoop client
+settings a job needs to reach it), ``heal()`` -- and the fixture its ``fixture`` names is made from the entry;
+the entry says the rest -- whether the job runs with it as its default filesystem
+(:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`), whether a URL names one of its buckets, who
+holds its renames for the checkpoint gate, the protocol its faults reach the service as (``FaultContext.store``),
+and whether a Delta table on it can be read; its preflight, steps of ``python -m pytest_streamchaos.prepare`` and
+timeline kinds are every entry's (:class:`~pytest_streamchaos.entries.BackendEntry`). This module imports only the
+entries' base (the settings read it before any stack exists).
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ class CheckpointStorage(BackendEntry):
     preflight, its steps of ``prepare``, its timeline kinds) is :class:`~pytest_streamchaos.entries.BackendEntry`'s.
 
     ``help``: what it is, for the option's help and the refusal lines. ``title``: what it is called in a
-    sentence ("the job's paths are on HDFS"). ``fixture``: the pytest fixture that yields its started service
-    (None: this host's file system, a directory of the run). ``schemes``: the URL schemes a job's checkpoint
-    may use in a run on it (another is a place the run cannot reach). ``gate``: whether the checkpoint gate
+    sentence ("the job's paths are on HDFS"). ``fixture``: the name of the pytest fixture of its service, made
+    from the entry (None: this host's file system, a directory of the run). ``schemes``: the URL schemes a job's
+    checkpoint may use in a run on it (another is a place the run cannot reach). ``gate``: whether the checkpoint gate
     can hold its renames -- ``preload``: a library preloaded into the job's JVMs holds ``rename()``, which sees
     only this host's files; ``service``: its service holds them (the object store's proxy holds S3A's COPY);
     ``""``: nothing can (``renames`` says how it renames instead, for the refusal of what needs the gate)."""
