@@ -16,15 +16,14 @@ of the package.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
 else:  # Python 3.10: the same, as 3.11 defines it
-    from enum import Enum
-
     class StrEnum(str, Enum):
         """An enum whose members are their strings (``str(m)`` and ``format(m)`` give the value)."""
 
@@ -161,24 +160,52 @@ class Phase(StrEnum):
     DRAIN_END = "drain_end"
 
 
+#: the kinds a backend brings of its own (an enum in its folder that its registry entry's ``events`` names), by
+#: value: the timeline holds them as it holds :class:`Kind`'s (:func:`add_kinds`)
+_BACKEND_KINDS: dict[str, StrEnum] = {}
+
+
+def add_kinds(kinds: Iterable[Enum]) -> None:
+    """Let the timeline hold ``kinds``, a backend's own (its entry's ``events``: the plugin adds every entry's when
+    the session starts); :class:`Kind`'s own are already held. A kind that is no ``StrEnum``, or whose string
+    another kind has, is refused: saved traces carry kinds by their string."""
+    for kind in kinds:
+        if isinstance(kind, Kind):
+            continue
+        if not isinstance(kind, StrEnum):
+            raise TypeError(f"timeline kind {kind!r} is no StrEnum (pytest_streamchaos.events.StrEnum)")
+        if kind.value in Kind._value2member_map_ or _BACKEND_KINDS.setdefault(kind.value, kind) is not kind:
+            raise ValueError(f"timeline kind {kind.value!r} of {type(kind).__name__} is another kind's string")
+
+
+def kind_named(value: str | StrEnum) -> Kind | StrEnum:
+    """The timeline kind ``value`` is or names: one of :class:`Kind`, or a backend's own (:func:`add_kinds`); a
+    ``ValueError`` naming it when it is neither."""
+    if isinstance(value, Kind) or (isinstance(value, StrEnum) and _BACKEND_KINDS.get(value.value) is value):
+        return value
+    try:
+        return Kind(value)
+    except ValueError:
+        if str(value) in _BACKEND_KINDS:
+            return _BACKEND_KINDS[str(value)]
+        raise ValueError(f"unknown timeline kind {value!r}: the kinds are pytest_streamchaos.events.Kind's and "
+                         "those the backends' registry entries name (their events)") from None
+
+
 @dataclass
 class TimelineEvent:
     """One thing that happened: a fault planned/injected/healed, an executor lost/added, a driver
     restart, the first output after a fault, recovery. ``t`` is on the run's clock; ``kind`` is a
-    :class:`Kind` (a string given is converted: an unknown one is a ``ValueError`` naming it)."""
+    :class:`Kind`, or a backend's own kind (:func:`add_kinds`); a string given is converted, an unknown one is a
+    ``ValueError`` naming it."""
 
     t: float
-    kind: Kind
+    kind: Kind | StrEnum
     target: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kind, Kind):
-            try:
-                self.kind = Kind(self.kind)
-            except ValueError:
-                raise ValueError(f"unknown timeline kind {self.kind!r}: the kinds are "
-                                 "pytest_streamchaos.events.Kind's") from None
+        self.kind = kind_named(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         extra = {"detail": self.detail} if self.detail else {}
@@ -359,7 +386,6 @@ class WindowClosed:
 
 
 __all__ = [
-    "ExecutorChange", "Exited", "Failure",
-    "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase", "Planned", "QueryStarted",
-    "TimelineEvent", "WindowClosed",
+    "ExecutorChange", "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase",
+    "Planned", "QueryStarted", "StrEnum", "TimelineEvent", "WindowClosed", "add_kinds", "kind_named",
 ]

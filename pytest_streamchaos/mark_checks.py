@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import pytest
 
+from pytest_streamchaos import managers
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.spelling import did_you_mean, listed
 
@@ -34,7 +35,7 @@ def chaos_mark_errors(item: pytest.Item, settings: _settings.Settings) -> list[s
             errors.append(f"{where}: repeat={repeat!r} must be an int >= 1")
         if not isinstance(mark.kwargs.get("ha", False), bool):
             errors.append(f"{where}: ha={mark.kwargs['ha']!r} must be True or False")
-        for key, valid, what in (("spark", _settings.SPARK_MANAGERS, "cluster managers"),
+        for key, valid, what in (("spark", tuple(managers.MANAGERS), "cluster managers"),
                                  ("backend", _settings.BACKENDS, "backends")):
             value = mark.kwargs.get(key, getattr(settings, key))
             if value not in valid:

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_streamchaos import events, managers, storages
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.judge import Bounds, assert_planned
+from pytest_streamchaos.entries import preflights
 from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
 from pytest_streamchaos.exploration.mark import MARK as EXPLORE_MARK
 from pytest_streamchaos.exploration.plugin import PLUGIN_NAME as EXPLORE_PLUGIN
@@ -37,10 +39,9 @@ from pytest_streamchaos.report.session import (
     junit_properties,
 )
 from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are found by name)
-    hdfs,
     kafka,
-    object_store,
     progress_writer,
+    service_fixtures,
     spark_cluster,
     spark_cluster_ha,
     streamchaos_host,
@@ -77,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session's :class:`~pytest_streamchaos.report.session.ChaosSession`, registered as a plugin."""
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    for entry in (*storages.STORAGES.values(), *managers.MANAGERS.values()):  # the backends' own timeline kinds
+        events.add_kinds(entry.timeline_kinds())
     _settings.check_ini_keys(config)
     settings = _settings.Settings.from_config(config)
     # the stack fixtures (stack/fixtures.py) read the settings from here
@@ -85,8 +88,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_kafka(settings)
     if settings.backend == "docker" and not config.option.help and not config.option.collectonly:
         _check_docker(settings.docker_image)
-    if settings.yarn_conf and not config.option.help and not config.option.collectonly:
-        _check_yarn(settings.yarn_conf)
+    if not config.option.help and not config.option.collectonly:
+        _check_backends(settings)
     try:
         gates = parse_gates(settings.compare_fail)
         check_gates(gates)
@@ -96,10 +99,16 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_baseline(config, settings, bool(gates))
     config.pluginmanager.register(ChaosSession(settings, gates), PLUGIN_NAME)
     config.pluginmanager.register(ExplorePlugin(config, settings, check_sla), EXPLORE_PLUGIN)
+    # each storage's service fixture (``hdfs``, ``object_store``), made from its registry entry
+    config.pluginmanager.register(service_fixtures(), SERVICES_PLUGIN)
+
+
+#: the name of the plugin that holds the storages' service fixtures
+SERVICES_PLUGIN = "streamchaos-services"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in (PLUGIN_NAME, EXPLORE_PLUGIN):
+    for name in (PLUGIN_NAME, EXPLORE_PLUGIN, SERVICES_PLUGIN):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -137,16 +146,13 @@ def _check_docker(image: str) -> None:
         raise pytest.UsageError(f"--chaos-backend docker: {exc}") from None
 
 
-def _check_yarn(conf_dir: str) -> None:
-    """``--chaos-yarn-conf DIR`` whose ResourceManager does not answer: one line naming the fix, before anything
-    starts."""
-    from pytest_streamchaos.stack.base import StackError
-    from pytest_streamchaos.stack.yarn.attach import attach
-
-    try:
-        attach(conf_dir)
-    except StackError as exc:
-        raise pytest.UsageError(f"--chaos-yarn-conf: {exc}") from None
+def _check_backends(settings: _settings.Settings) -> None:
+    """Every backend's preflight (its registry entry's: ``--chaos-yarn-conf`` naming a ResourceManager that does
+    not answer): one line naming the fix, before anything starts."""
+    for check in preflights([*storages.STORAGES.values(), *managers.MANAGERS.values()]):
+        line = check(settings)
+        if line:
+            raise pytest.UsageError(line)
 
 
 def _check_kafka(settings: _settings.Settings) -> None:

@@ -28,18 +28,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.assets import fixture_path
+from pytest_streamchaos.entries import BackendEntry, PrepareStep
 from pytest_streamchaos.machine import artifacts, cds
 from pytest_streamchaos.machine.environment import check_spark_environment
+from pytest_streamchaos.machine.steps import Step, jar_step
 from pytest_streamchaos.managers import MANAGERS
-from pytest_streamchaos.spark import connector, delta, s3a
-from pytest_streamchaos.stack.connect import server as connect_server
-from pytest_streamchaos.stack.s3 import install as seaweedfs
+from pytest_streamchaos.spark import connector, delta
 from pytest_streamchaos.storages import STORAGES
 
 #: the steps of a run on the standalone cluster that ``--for`` a cluster manager starts from
@@ -49,35 +47,25 @@ _RUN = ("kafka", "connector", "toxiproxy")
 #: fresh machine, comes on first use or with ./dev test); not the class-data archives: their training (two
 #: Spark apps, ~40 s of CPU each) would cost more than they save one demo's three JVM starts; no HDFS
 DEMO = ("kafka", "connector")
-#: steps that only ``--for`` names, a cluster manager's own (:data:`~pytest_streamchaos.managers.MANAGERS`):
-#: YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for Connect
-OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
-#: which steps each ``--for`` runs (``all`` is every step but the optional ones); a step's name is also its
-#: key in :func:`steps`
-PROFILES = {
-    "demo": DEMO,
-    **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
-    # a storage's own: what a run with its checkpoint (or a job's paths) there needs
-    **{s.name: (*_RUN, *s.prepare) for s in STORAGES.values() if s.prepare},
-}
 
 
-@dataclass(frozen=True)
-class Step:
-    """One thing to prepare: ``ready()`` is true when it is in the cache (checked without the network),
-    ``run()`` fetches or builds it."""
+def optional() -> tuple[str, ...]:
+    """The steps that only ``--for`` names, the cluster managers' own (:data:`~pytest_streamchaos.managers.MANAGERS`):
+    YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for
+    Connect."""
+    return tuple(step for m in MANAGERS.values() for step in m.prepare)
 
-    what: str
-    ready: Callable[[], bool]
-    run: Callable[[], object]
+
+def profiles() -> dict[str, tuple[str, ...]]:
+    """Which steps each ``--for`` runs (``all`` is every step but the :func:`optional` ones): the demo's, each
+    backend's (a cluster manager's, a storage's: what a run on it, or with its checkpoint there, needs); a step's
+    name is also its key in :func:`steps`."""
+    return {"demo": DEMO, **{e.name: (*_RUN, *e.prepare) for e in (*MANAGERS.values(), *STORAGES.values())
+                             if e.prepare}}
 
 
 def _connector_set() -> artifacts.JarSet:
     return connector.connector(check_spark_environment().spark_home)
-
-
-def _s3a_set() -> artifacts.JarSet:
-    return s3a.s3a_set(check_spark_environment().spark_home)
 
 
 def _delta_ready() -> bool:
@@ -106,35 +94,29 @@ def _cds() -> None:
         _line(f"prepare: built the {kind} JVMs' class-data archive in {time.monotonic() - t:.0f}s: {path}")
 
 
-def steps() -> dict[str, Step]:
-    """Every step by name. Toxiproxy's module is imported only when its step is asked about."""
+def steps() -> dict[str, PrepareStep]:
+    """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported now).
+    Toxiproxy's module is imported only when its step is asked about."""
     from pytest_streamchaos.stack import toxiproxy
 
-    def jars(make: Callable[[], artifacts.JarSet]) -> Step:
-        return Step(make().what, lambda: artifacts.is_resolved(make()),
-                    lambda: artifacts.resolve(make(), _line, announce=False))
-
     return {
-        "kafka": jars(artifacts.kafka_jars),
-        "kafka-tools": jars(artifacts.kafka_tools_jars),
+        "kafka": jar_step(artifacts.kafka_jars, _line),
+        "kafka-tools": jar_step(artifacts.kafka_tools_jars, _line),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
                           lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),
         "delta": Step("Delta Lake", _delta_ready,
                       lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
-        "hadoop": jars(artifacts.hadoop_jars),
-        "s3a": Step("S3A (hadoop-aws)", lambda: artifacts.is_resolved(_s3a_set()),
-                    lambda: s3a.s3a_jars(check_spark_environment().spark_home, _line, announce=False)),
-        "seaweedfs": Step(f"SeaweedFS {seaweedfs.WEED_VERSION}", seaweedfs.is_installed,
-                          lambda: seaweedfs.weed_binary(_line, announce=False)),
-        "yarn": jars(artifacts.hadoop_yarn_jars),
-        "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),
-                        lambda: connect_server.server_jars(check_spark_environment().spark_home, _line,
-                                                           announce=False)),
         "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
                           lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
+        **{name: step for entry in _entries() for name, step in entry.own_steps(_line).items()},
     }
+
+
+def _entries() -> tuple[BackendEntry, ...]:
+    """Every backend's registry entry: the storages', then the cluster managers'."""
+    return (*STORAGES.values(), *MANAGERS.values())
 
 
 def prepare(names: tuple[str, ...]) -> int:
@@ -172,19 +154,21 @@ def _line(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
-    parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
+    parser.add_argument("--for", dest="profiles", choices=["all", *profiles()], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
-                             "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn) "
-                             "or with its checkpoint on a storage (hdfs, s3); repeat it for several")
+                             "the demo needs, what a run on a cluster manager needs "
+                             f"({', '.join(m.name for m in MANAGERS.values() if m.prepare)}) or with its checkpoint "
+                             f"on a storage ({', '.join(s.name for s in STORAGES.values() if s.prepare)}); repeat it "
+                             "for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 
 
-def profile_steps(profiles: list[str]) -> tuple[str, ...]:
+def profile_steps(chosen: list[str]) -> tuple[str, ...]:
     """The steps of the ``--for`` profiles, in the table's order, each once."""
-    wanted = {name for p in profiles
-              for name in ([n for n in steps() if n not in OPTIONAL] if p == "all" else PROFILES[p])}
-    return tuple(n for n in steps() if n in wanted)
+    table, named = steps(), profiles()
+    wanted = {name for p in chosen for name in ([n for n in table if n not in optional()] if p == "all" else named[p])}
+    return tuple(n for n in table if n in wanted)
 
 
 if __name__ == "__main__":

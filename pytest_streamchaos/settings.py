@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,6 @@ from pytest_streamchaos.analysis.spelling import did_you_mean
 
 #: the stack backends by name
 BACKENDS: tuple[str, ...] = ("local", "docker")
-#: Spark's cluster managers by name (their registry: :data:`pytest_streamchaos.managers.MANAGERS`)
-SPARK_MANAGERS: tuple[str, ...] = tuple(managers.MANAGERS)
-#: where runs keep their checkpoints, by name (their registry: :data:`pytest_streamchaos.storages.STORAGES`)
-CHECKPOINTS = storages.NAMES
 
 #: ``--chaos-save`` without a name: name the baseline after the commit and the time
 AUTO = "auto"
@@ -40,13 +37,14 @@ class Option:
     const: Any = None
 
 
-OPTIONS: tuple[Option, ...] = (
+#: every option as written here; :func:`options` fills in the registries' choices
+_OPTIONS: tuple[Option, ...] = (
     Option("backend", "stack backend: 'local' (processes on this machine) or 'docker' (each node in a container; "
            "docs/docker-backend.md)", "local", str),
     Option("docker_image", "docker backend: the image of the Spark and broker containers (default: one built on "
            "this machine with no pull; the host's JDK and Python are mounted into it)", "", str),
-    Option("spark", f"Spark's cluster manager: {managers.choices_help()}; @pytest.mark.chaos(spark=...) per test",
-           managers.DEFAULT, str, choices=SPARK_MANAGERS),
+    Option("spark", "Spark's cluster manager: {choices}; @pytest.mark.chaos(spark=...) per test", managers.DEFAULT,
+           str),
     Option("connect_port", "where the Spark Connect server of a run on spark='connect' listens on 127.0.0.1 (the job's "
            "client reaches it there: SPARK_REMOTE, or a hard-coded sc://localhost:15002)", 15002, int),
     Option("yarn_conf", "an existing YARN to run the job on, by its Hadoop conf dir (the one with yarn-site.xml); the "
@@ -71,7 +69,7 @@ OPTIONS: tuple[Option, ...] = (
            "job) or 'full' (the JVM's default tiered compilation); a job's own -XX:*Tiered* options win",
            "quick", str, choices=("quick", "full")),
     Option("checkpoint", "where every chaos run keeps its checkpoint unless its JobSetup(checkpoint=...) says: "
-           + storages.choices_help(), storages.DEFAULT, str, choices=CHECKPOINTS),
+           "{choices}", storages.DEFAULT, str),
     Option("start_timeout", "seconds to wait for the stack to come up", 90.0, float),
     Option("report", "write every chaos run of the session as JSON to this path", "", str),
     Option("kafka_port", "a fixed port on 127.0.0.1 where the Kafka cluster also answers the job's clients as a "
@@ -106,6 +104,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("explore_db", "where explored tests remember their found and flaky schedules and how far the search got: "
            "'' (pytest's cache: --cache-clear forgets), a directory, or 'off'", "", str),
 )
+#: the options whose choices are a registry's entries, by option: their names and help, read when asked (a backend
+#: added to :data:`~pytest_streamchaos.managers.MANAGERS` or :data:`~pytest_streamchaos.storages.STORAGES` is a
+#: choice with no edit here)
+_FROM_REGISTRY: dict[str, Callable[[], tuple[tuple[str, ...], str]]] = {
+    "spark": lambda: (tuple(managers.MANAGERS), managers.choices_help()),
+    "checkpoint": lambda: (tuple(storages.STORAGES), storages.choices_help()),
+}
+
+
+def options() -> tuple[Option, ...]:
+    """Every option, those of :data:`_FROM_REGISTRY` with their registry's choices and help as it is now."""
+    found = []
+    for opt in _OPTIONS:
+        if opt.name in _FROM_REGISTRY:
+            names, help_ = _FROM_REGISTRY[opt.name]()
+            opt = replace(opt, help=opt.help.format(choices=help_), choices=names)
+        found.append(opt)
+    return tuple(found)
+
+
 #: the ini key of the explore profiles: one per line, ``name: knob=value knob=value`` (docs/explore.md)
 EXPLORE_PROFILES_INI = "streamchaos_explore_profiles"
 
@@ -128,7 +146,7 @@ def _ini(opt: Option) -> str:
 def addoptions(parser: pytest.Parser) -> None:
     """Register the options under their own ``streamchaos`` group, and each as an ini key."""
     group = parser.getgroup("streamchaos", "chaos testing of PySpark Structured Streaming jobs")
-    for opt in OPTIONS:
+    for opt in options():
         # argparse %-formats option help: a literal "N%" must be written "N%%" there
         opt = replace(opt, help=opt.help.replace("%", "%%"))
         if opt.type is bool:
@@ -193,7 +211,7 @@ class Settings:
     def from_config(cls, config: pytest.Config) -> Settings:
         """Resolve every option; a bad value raises ``pytest.UsageError`` naming the flag and ini key."""
         values: dict[str, Any] = {}
-        by_name = {o.name: o for o in OPTIONS}
+        by_name = {o.name: o for o in options()}
         old_names = _renamed_options(config)
         for f in fields(cls):
             opt = by_name[f.name]
@@ -265,7 +283,7 @@ def check_ini_keys(config: pytest.Config) -> None:
     unknown = getattr(config, "_get_unknown_ini_keys", None)  # pytest's own list, where it has one
     if unknown is None:
         return
-    known = [_ini(o) for o in OPTIONS] + [EXPLORE_PROFILES_INI] + [_ini(Option(old, "", "")) for old in RENAMED]
+    known = [_ini(o) for o in options()] + [EXPLORE_PROFILES_INI] + [_ini(Option(old, "", "")) for old in RENAMED]
     for key in sorted(k for k in unknown() if k.startswith("streamchaos_")):
         raise pytest.UsageError(f"ini {key}: not a setting of pytest-streamchaos{did_you_mean(key, known)}; its "
                                 "ini keys are listed by pytest --help (the [pytest] ini-options)")

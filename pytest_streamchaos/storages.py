@@ -5,40 +5,43 @@ storage can serve: the checkpoint gate, a full local disk, the HDFS family) and 
 checkpoint may be at).
 
 A new storage is one :class:`CheckpointStorage` in :data:`STORAGES` and the folder of its service (S3 on
-SeaweedFS took ``stack/s3``): the fixture its ``fixture`` names yields a started service with ``default_fs``
-(the URL of its root, ``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it), ``client_conf()``
-(the Hadoop client settings a job needs to reach it) and ``heal()``; the entry says the rest -- whether the job
-runs with it as its default filesystem (:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`),
-whether a URL names one of its buckets, who holds its renames for the checkpoint gate, the protocol its faults
-reach the service as (``FaultContext.store``), the timeline kinds its service's faults record, the steps of
-``python -m pytest_streamchaos.prepare`` it needs, and whether a Delta table on it can be read. This module
-imports only the timeline's vocabulary (the settings read it before any stack exists).
+SeaweedFS took ``stack/s3``): its factory (``make``) starts a
+:class:`~pytest_streamchaos.protocols.StorageService` -- ``default_fs`` (the URL of its root,
+``scheme://authority``), ``filesystem()`` (an fsspec filesystem on it), ``client_conf()`` (the Hadoop client
+settings a job needs to reach it), ``heal()`` -- and the fixture its ``fixture`` names is made from the entry;
+the entry says the rest -- whether the job runs with it as its default filesystem
+(:meth:`pytest_streamchaos.observe.storage.RunStorage.on_service`), whether a URL names one of its buckets, who
+holds its renames for the checkpoint gate, the protocol its faults reach the service as (``FaultContext.store``),
+and whether a Delta table on it can be read; its preflight, steps of ``python -m pytest_streamchaos.prepare`` and
+timeline kinds are every entry's (:class:`~pytest_streamchaos.entries.BackendEntry`). This module imports only the
+entries' base (the settings read it before any stack exists).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.entries import BackendEntry, named
+
+if TYPE_CHECKING:
+    from pytest_streamchaos.protocols import StorageService
 
 
 @dataclass(frozen=True)
-class CheckpointStorage:
-    """One place a run's checkpoint (and the job's relative paths) can be.
+class CheckpointStorage(BackendEntry):
+    """One place a run's checkpoint (and the job's relative paths) can be; what every backend entry brings (its
+    preflight, its steps of ``prepare``, its timeline kinds) is :class:`~pytest_streamchaos.entries.BackendEntry`'s.
 
     ``help``: what it is, for the option's help and the refusal lines. ``title``: what it is called in a
-    sentence ("the job's paths are on HDFS"). ``fixture``: the pytest fixture that yields its started service
-    (None: this host's file system, a directory of the run). ``schemes``: the URL schemes a job's checkpoint
-    may use in a run on it (another is a place the run cannot reach). ``gate``: whether the checkpoint gate
+    sentence ("the job's paths are on HDFS"). ``fixture``: the name of the pytest fixture of its service, made
+    from the entry (None: this host's file system, a directory of the run). ``schemes``: the URL schemes a job's
+    checkpoint may use in a run on it (another is a place the run cannot reach). ``gate``: whether the checkpoint gate
     can hold its renames -- ``preload``: a library preloaded into the job's JVMs holds ``rename()``, which sees
     only this host's files; ``service``: its service holds them (the object store's proxy holds S3A's COPY);
     ``""``: nothing can (``renames`` says how it renames instead, for the refusal of what needs the gate)."""
 
-    name: str
-    help: str
     title: str
     fixture: str | None = None
     schemes: tuple[str, ...] = ("file",)
@@ -50,12 +53,13 @@ class CheckpointStorage:
     #: a URL's authority names one of the service's buckets (``s3a://<bucket>/key``: any bucket is on it), not
     #: the service's address; such a service is started whenever the job's code names its scheme
     buckets: bool = False
+    #: ``module:function``, the factory of the session's service: ``function(stacks, backend)`` returns it started
+    #: (``stacks``: ``stack.fixtures.Stacks``, which keeps it for the session; the fixture named ``fixture`` is
+    #: made from the entry and heals it before each test); it skips, or raises a ``StackError`` naming the fix, on a
+    #: backend that has none
+    make: str = ""
     #: ``module:Class``, the protocol its faults reach the service as (``FaultContext.store(protocol)``)
     protocol: str = ""
-    #: the timeline kinds its service's faults and watchers record
-    events: tuple[Kind, ...] = ()
-    #: the steps of ``python -m pytest_streamchaos.prepare`` a run on it needs (``--for <name>`` runs them)
-    prepare: tuple[str, ...] = ()
     #: whether a Delta table on it can be read (``outputs=["delta:<url>"]``: the service's ``storage_options``)
     tables: bool = False
 
@@ -73,12 +77,20 @@ class CheckpointStorage:
         """``the stack's HDFS``: what a run on it needs, for messages."""
         return f"the stack's {self.title}"
 
-    def service_protocol(self) -> Any:
+    def factory(self) -> Callable[..., StorageService]:
+        """The service's factory (:attr:`make`), imported now."""
+        if not self.make:
+            raise ValueError(f"the {self.name!r} storage has no service (it is this host's file system)")
+        return cast("Callable[..., StorageService]", named(self.make))
+
+    def service_protocol(self) -> type | None:
         """The protocol its faults reach the service as (imported now); None when it has no service."""
         if not self.protocol:
             return None
-        module, _, name = self.protocol.partition(":")
-        return getattr(importlib.import_module(module), name)
+        protocol = named(self.protocol)
+        if not isinstance(protocol, type):
+            raise TypeError(f"the {self.name!r} storage's protocol {self.protocol!r} is no class")
+        return protocol
 
 
 #: every checkpoint storage by name; the first is the default
@@ -86,21 +98,21 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
     CheckpointStorage("local", "a directory of the run", "this host's file system"),
     CheckpointStorage("hdfs", "the stack's NameNode and two DataNodes, started on first use, as the job's default "
                       "filesystem", "HDFS", fixture="hdfs", schemes=("file", "hdfs"), gate="",
-                      renames="a rename is an RPC", protocol="pytest_streamchaos.stack.capabilities:HdfsCluster",
-                      events=(Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED, Kind.DATANODE_DEAD),
-                      prepare=("hadoop",)),
+                      renames="a rename is an RPC", make="pytest_streamchaos.stack.hdfs.session:session_service",
+                      protocol="pytest_streamchaos.stack.capabilities:HdfsCluster",
+                      events="pytest_streamchaos.stack.hdfs:KINDS", prepare=("hadoop",),
+                      steps=("pytest_streamchaos.stack.hdfs.session:prepare_steps",)),
     CheckpointStorage("s3", "the stack's S3-compatible object store (SeaweedFS), started on first use; a job's "
                       "s3a:// paths land there; docs/s3.md", "S3", fixture="object_store", schemes=("file", "s3a"),
                       gate="service", renames="a rename is a COPY and a DELETE, held by the store's proxy",
-                      default_fs=False, buckets=True,
+                      default_fs=False, buckets=True, make="pytest_streamchaos.stack.s3.session:session_service",
                       protocol="pytest_streamchaos.stack.capabilities:ObjectStoreService",
-                      events=(Kind.S3_STORE_READY, Kind.S3_REQUESTS_REFUSED, Kind.S3A_LOGGED),
-                      prepare=("seaweedfs", "s3a"), tables=True),
+                      events="pytest_streamchaos.stack.s3:KINDS", prepare=("seaweedfs", "s3a"),
+                      steps=("pytest_streamchaos.stack.s3.install:prepare_steps",
+                             "pytest_streamchaos.spark.s3a:prepare_steps"), tables=True),
 )}
-#: the storages' names, in order: ``--chaos-checkpoint``'s choices and ``JobSetup(checkpoint=...)``'s
-NAMES: tuple[str, ...] = tuple(STORAGES)
 #: the default checkpoint storage
-DEFAULT = NAMES[0]
+DEFAULT = next(iter(STORAGES))
 #: a storage whose renames the checkpoint gate holds: the fix a refusal of a gate-landed fault names
 GATED = next(s.name for s in STORAGES.values() if s.gate)
 #: a storage whose renames the preloaded gate holds (this host's files): what a fault that needs more than a
@@ -153,6 +165,8 @@ def reached(checkpoint: str, urls: Iterable[str]) -> list[str]:
     return [checkpoint, *(s.name for s in named_by_url() if s.name != checkpoint and schemes & set(s.schemes))]
 
 
-def with_fixture(fixture: str) -> CheckpointStorage:
-    """The storage the fixture ``fixture`` provides (what that service's faults need the run's checkpoint on)."""
-    return next(s for s in STORAGES.values() if s.fixture == fixture)
+def with_protocol(protocol: type | None) -> CheckpointStorage | None:
+    """The storage whose service its faults reach as ``protocol`` (its entry's :attr:`~CheckpointStorage.protocol`:
+    what a fault kind's ``store`` names), None for none."""
+    return next((s for s in STORAGES.values() if protocol is not None and s.protocol
+                 and s.service_protocol() is protocol), None)

@@ -219,8 +219,8 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
     ) -> ChaosRun:
         """Judge a bare ``trace`` (or a history): validate it against ``oracle`` and compute the
         metrics with ``params``. ``guarantee`` is the declared one (checked by :meth:`assert_sla`).
-        ``per_record=False``: the outputs are estimates (:mod:`.from_progress`), so the run reports
-        recovery metrics but no per-record verdict (``resolution == "none"``). ``facts``: what is known
+        ``per_record=False``: the outputs are estimates (:mod:`pytest_streamchaos.observe.from_progress`), so the run
+        reports recovery metrics but no per-record verdict (``resolution == "none"``). ``facts``: what is known
         about the run besides its records (none for a synthetic trace). ``keep_trace`` is ignored: the
         run keeps its history (``run.history``), which checkers of the test's own read."""
         history = trace if isinstance(trace, History) else History(trace, facts=facts or RunFacts(),

@@ -23,6 +23,7 @@ from pytest_streamchaos import storages
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.protocols import StorageService
 from pytest_streamchaos.stack.base import CheckpointView, JobHandle, KafkaCluster, LinkScope, SparkCluster
 
 _SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM}
@@ -74,7 +75,7 @@ class FaultContext:
     recorder: Recorder | None = None  #: for what the system did in reaction
     #: the services of the run's storages by storage name (its checkpoint's, and the ones the job reaches by URL:
     #: the stack's HDFS, the object store); what a fault does to one is the protocol its storage names
-    stores: Mapping[str, Any] = field(default_factory=dict)
+    stores: Mapping[str, StorageService] = field(default_factory=dict)
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
     prepared: Mapping[str, Any] = field(default_factory=dict)
 
@@ -92,8 +93,7 @@ class FaultContext:
         when none is (a fault kind refuses a run without its storage before it starts)."""
         found = [s for s in self.stores.values() if isinstance(s, protocol)]
         if not found:
-            entry = next((e for e in storages.STORAGES.values() if e.protocol and e.service_protocol() is protocol),
-                         None)
+            entry = storages.with_protocol(protocol)
             if entry is None:
                 raise RuntimeError(f"this run has no {protocol.__name__}")
             raise RuntimeError(f"this run has no {entry.title}: an {entry.title} fault needs chaos.run(..., "

@@ -121,9 +121,7 @@ def check_storages(specs: Iterable[FaultSpec], reached: Iterable[str]) -> None:
     and those whose URLs the job names). Before anything starts."""
     have = set(reached)
     for s in specs:
-        protocol = kind_of(s).store
-        entry = next((e for e in storages.STORAGES.values() if protocol is not None and e.protocol
-                      and e.service_protocol() is protocol), None)
+        entry = storages.with_protocol(kind_of(s).store)
         if entry is None or entry.name in have:
             continue
         named = [f"{scheme}://" for scheme in entry.schemes if entry.buckets and storages.of_scheme(scheme) is entry]

@@ -30,6 +30,7 @@ from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.delta import DeltaReadError, Snapshot, check_protocol, commits, is_table, open_table
 from pytest_streamchaos.observe.row_output import IdSpec, RowOutput
 from pytest_streamchaos.observe.storage import Place, locate
+from pytest_streamchaos.protocols import TableStore
 
 
 def table_at(place: Place, name: str) -> delta.Where:
@@ -38,7 +39,7 @@ def table_at(place: Place, name: str) -> delta.Where:
     if place.scheme == "file":
         return place.path
     entry = storages.of_scheme(place.scheme)
-    if entry is None or not entry.tables or place.service is None:
+    if entry is None or not entry.tables or not isinstance(place.service, TableStore):
         readable = ", ".join(f"{s}://" for e in storages.STORAGES.values() if e.tables
                              for s in e.schemes if s != "file")
         raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table is read on the local disk or an object store "

@@ -6,19 +6,31 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from pytest_streamchaos.events import StrEnum
+
+
+class OutputKind(StrEnum):
+    """What an output's name says it is: a Kafka topic, or (``<kind>:<path>``) a directory of files or a Delta
+    table."""
+
+    KAFKA = "kafka"
+    FILE = "file"
+    DELTA = "delta"
+
+
 #: the kinds of output that are a path (their name: ``<kind>:<path>``); any other name is a Kafka topic
-PATH_KINDS = ("file", "delta")
+PATH_KINDS = (OutputKind.FILE, OutputKind.DELTA)
 
 
-def output_kind(name: str) -> str:
-    """``file``, ``delta`` or ``kafka`` (a topic) of an output's name."""
-    kind = name.split(":", 1)[0]
-    return kind if ":" in name and kind in PATH_KINDS else "kafka"
+def output_kind(name: str) -> OutputKind:
+    """The kind of an output's name: ``file:`` / ``delta:`` and a path, else a Kafka topic."""
+    kind, sep, _ = name.partition(":")
+    return OutputKind(kind) if sep and kind in PATH_KINDS else OutputKind.KAFKA
 
 
 def output_path(name: str) -> str | None:
     """The path of a ``file:`` or ``delta:`` output as the test wrote it; None for a Kafka topic."""
-    return None if output_kind(name) == "kafka" else name.split(":", 1)[1]
+    return None if output_kind(name) == OutputKind.KAFKA else name.split(":", 1)[1]
 
 
 def check_output_name(name: Any) -> None:
@@ -28,7 +40,7 @@ def check_output_name(name: Any) -> None:
         raise ValueError(f"outputs={{{name!r}: ...}}: an output's name is a Kafka topic, or 'file:<path>' / "
                          "'delta:<path>'")
     kind, sep, _ = name.partition(":")
-    if sep and output_kind(name) == "kafka":
+    if sep and output_kind(name) == OutputKind.KAFKA:
         close = difflib.get_close_matches(kind, PATH_KINDS, n=1)
         hint = f"did you mean '{close[0]}:'? " if close else ""
         raise ValueError(f"outputs={{{name!r}: ...}}: {kind + ':'!r} is not a kind of output ({hint}the kinds: "
@@ -39,14 +51,14 @@ def check_path_output(name: str, ids: Any) -> None:
     """A ``file:`` / ``delta:`` output needs a path and says how its rows name their input ids (or that they
     name none, ``NO_IDS``): ValueError naming the fix otherwise (before anything starts)."""
     kind, path = output_kind(name), output_path(name)
-    what = "the files" if kind == "file" else "the table's rows"
+    what = "the files" if kind == OutputKind.FILE else "the table's rows"
     if not path:
         raise ValueError(f"outputs={{{name!r}: ...}}: give the path after '{kind}:' (absolute, or relative to the "
                          "driver's working directory)")
     if ids is None:
         raise ValueError(f"outputs={{{name!r}: ...}}: say how to read input ids from {what} (a column or field path "
                          "such as 'InvoiceNumber', or a callable (row, None) -> ids)")
-    if kind == "delta":
+    if kind == OutputKind.DELTA:
         try:
             import deltalake  # noqa: F401
         except ImportError:

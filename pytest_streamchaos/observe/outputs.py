@@ -14,7 +14,7 @@ from typing import Any
 from pytest_streamchaos.observe.collector import Collector
 from pytest_streamchaos.observe.delta_sink import DeltaSinkCollector
 from pytest_streamchaos.observe.file_sink import FileSinkCollector
-from pytest_streamchaos.observe.output_names import check_path_output, output_kind
+from pytest_streamchaos.observe.output_names import OutputKind, check_path_output, output_kind
 from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.records import OutputRecords, concat_outputs
 
@@ -59,11 +59,11 @@ def collector_for(name: str, ids: IdSpec, bootstrap_servers: str, place: Place |
     if isinstance(ids, NoIds):
         ids = no_ids
     kind = output_kind(name)
-    if kind != "kafka":
+    if kind != OutputKind.KAFKA:
         check_path_output(name, ids)
         if place is None or ids is None:
             raise ValueError(f"outputs={{{name!r}: ...}}: where the {kind} output is was not given")
-        reader = DeltaSinkCollector if kind == "delta" else FileSinkCollector
+        reader = DeltaSinkCollector if kind == OutputKind.DELTA else FileSinkCollector
         return reader(place, ids, name=name, what=f"outputs[{name!r}] id reader")
     if ids == "key":  # the harness's reader: an output without a readable key is malformed
         return Collector(bootstrap_servers, [name], id_reader=key_ids, what=None, **options)

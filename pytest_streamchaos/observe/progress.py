@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.events import Kind
+from pytest_streamchaos.observe.output_names import OutputKind
 from pytest_streamchaos.observe.paths import LOCAL_FS, DriverDirs
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -348,7 +349,7 @@ class SparkProgress:
 
     def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
         """A file or Delta write run by a streaming query's batch (``foreachBatch``): where it went (``format``:
-        ``files`` or ``delta``)."""
+        an :class:`~.output_names.OutputKind`, ``file`` or ``delta``)."""
         plan = str(ev.get("physicalPlanDescription") or "")
         write = _FILE_WRITE.search(plan) if "InsertIntoHadoopFsRelationCommand" in plan else None
         delta = _DELTA_WRITE.search(plan) if write is None and "DeltaDataSource" in plan else None
@@ -356,7 +357,8 @@ class SparkProgress:
         batch = _QUERY_BATCH.search(str(ev.get("description") or "")) if found else None
         if found and batch:
             self.writes.append({"query_id": batch.group(1), "batch": int(batch.group(2)), "path": found.group(1),
-                                "t": (ev.get("time") or 0) / 1000.0 or t, "format": "delta" if delta else "files"})
+                                "t": (ev.get("time") or 0) / 1000.0 or t,
+                                "format": OutputKind.DELTA if delta else OutputKind.FILE})
 
     def _task_end(self, t: float, app: str, ev: dict[str, Any]) -> None:
         """A task that failed with an exception (a Kafka fetch that timed out, a poison record): the

@@ -22,20 +22,39 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_streamchaos.observe.output_names import output_path
+from pytest_streamchaos.events import StrEnum
+from pytest_streamchaos.observe.output_names import OutputKind, output_path
+
+
+class SinkKind(StrEnum):
+    """Where a query writes, as its sink's description names it (:func:`classify`); the string is what the run's
+    JSON and the ``outputs_unreadable`` event carry."""
+
+    CONSOLE = "console"
+    MEMORY = "memory"
+    NOOP = "noop"
+    FOREACH = "foreach"
+    FOREACH_BATCH = "foreachBatch"
+    KAFKA = "kafka"
+    FILE = "file"
+    DELTA = "delta"
+    OTHER = "other"
+
 
 #: sinks whose output no collector can read (a ``foreach`` writer or a ``foreachBatch`` function may write
 #: anywhere, the run's output topic included: they are judged by what reached it)
-UNREADABLE = ("console", "memory", "noop")
+UNREADABLE = (SinkKind.CONSOLE, SinkKind.MEMORY, SinkKind.NOOP)
 #: sinks that write where the code says: silent after :data:`GRACE_S`, they wrote nothing the run reads
-OPAQUE = ("foreach", "foreachBatch", "other")
-_KINDS = (("ConsoleTable", "console"), ("MemorySink", "memory"), ("NoopTable", "noop"),
-          ("ForeachWriterTable", "foreach"), ("ForeachBatchSink", "foreachBatch"), ("KafkaTable", "kafka"),
-          ("KafkaSink", "kafka"), ("FileSink[", "file"), ("DeltaSink[", "delta"))
-_LABELS = {"console": "the console", "memory": "the memory sink", "noop": "the noop sink",
-           "foreach": "a foreach writer", "foreachBatch": "foreachBatch", "kafka": "Kafka", "file": "files",
-           "delta": "a Delta table",
-           "other": "a sink the run does not know"}
+OPAQUE = (SinkKind.FOREACH, SinkKind.FOREACH_BATCH, SinkKind.OTHER)
+#: sinks that write to a directory their description names (``FileSink[<path>]``)
+_AT_PATH = (SinkKind.FILE, SinkKind.DELTA)
+_KINDS = (("ConsoleTable", SinkKind.CONSOLE), ("MemorySink", SinkKind.MEMORY), ("NoopTable", SinkKind.NOOP),
+          ("ForeachWriterTable", SinkKind.FOREACH), ("ForeachBatchSink", SinkKind.FOREACH_BATCH),
+          ("KafkaTable", SinkKind.KAFKA), ("KafkaSink", SinkKind.KAFKA), ("FileSink[", SinkKind.FILE),
+          ("DeltaSink[", SinkKind.DELTA))
+_LABELS = {SinkKind.CONSOLE: "the console", SinkKind.MEMORY: "the memory sink", SinkKind.NOOP: "the noop sink",
+           SinkKind.FOREACH: "a foreach writer", SinkKind.FOREACH_BATCH: "foreachBatch", SinkKind.KAFKA: "Kafka",
+           SinkKind.FILE: "files", SinkKind.DELTA: "a Delta table", SinkKind.OTHER: "a sink the run does not know"}
 #: how long after its first micro-batch with input a query's silence is judged (a sink writes a batch's
 #: output before the batch ends, so this is the collector's lag with a wide margin)
 GRACE_S = 5.0
@@ -45,16 +64,16 @@ GRACE_S = 5.0
 STARTS_SETTLE_S = 10.0
 
 
-def classify(description: str) -> tuple[str, str | None]:
-    """``(kind, path)`` of a sink description: kind one of :data:`UNREADABLE`, ``foreachBatch``,
-    ``kafka``, ``file`` or ``delta`` (path: its directory) or ``other``."""
+def classify(description: str) -> tuple[SinkKind, str | None]:
+    """``(kind, path)`` of a sink description (path: the directory of a file or Delta sink; ``OTHER``: a sink the
+    run does not know)."""
     for marker, kind in _KINDS:
         if marker in description:
-            if kind in ("file", "delta"):
+            if kind in _AT_PATH:
                 m = re.search(re.escape(marker) + r"(.*)\]", description)
                 return kind, m.group(1) if m else None
             return kind, None
-    return "other", None
+    return SinkKind.OTHER, None
 
 
 def write_root(path: str, batch: int | None = None) -> str:
@@ -73,7 +92,7 @@ class QuerySink:
     query_id: str
     name: str | None
     description: str
-    kind: str
+    kind: SinkKind
     path: str | None = None  #: the file sink's directory
     writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
     tables: list[str] = field(default_factory=list)  #: Delta tables its foreachBatch appended to
@@ -103,7 +122,7 @@ class QuerySink:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.name, "id": self.query_id, "kind": self.kind, "description": self.description,
+        return {"query": self.name, "id": self.query_id, "kind": str(self.kind), "description": self.description,
                 "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 
 
@@ -129,7 +148,7 @@ def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> 
         q = out.get(str(w.get("query_id")))
         if q is None:
             continue
-        if w.get("format") == "delta":
+        if w.get("format") == OutputKind.DELTA:
             if str(w["path"]) not in q.tables:
                 q.tables.append(str(w["path"]))
             continue
@@ -168,16 +187,16 @@ def judge(sinks: list[QuerySink], outputs_seen: int, now: float, output_topic: s
                                             "outputs={}); for one, write to Kafka or files and name them in "
                                             "outputs={...}")
     judged = [q for q in sinks if q.first_input_end is not None and now - q.first_input_end >= grace]
-    tables = [q for q in sinks if q.kind == "delta" and q.path] + [q for q in judged if q.tables]
-    if tables and not any(q.kind == "kafka" for q in sinks):
+    tables = [q for q in sinks if q.kind == SinkKind.DELTA and q.path] + [q for q in judged if q.tables]
+    if tables and not any(q.kind == SinkKind.KAFKA for q in sinks):
         dirs = list(dict.fromkeys(relative(d, bases) for q in tables for d in (q.tables or [q.path or ""])))
-        return SinkVerdict("refuse", _name_files(tables, dirs, "delta"), dirs)
-    files = [q for q in sinks if q.kind == "file" and q.path]
-    files += [q for q in judged if q.kind != "file" and q.writes]
-    if files and not any(q.kind == "kafka" for q in sinks):
+        return SinkVerdict("refuse", _name_files(tables, dirs, OutputKind.DELTA), dirs)
+    files = [q for q in sinks if q.kind == SinkKind.FILE and q.path]
+    files += [q for q in judged if q.kind != SinkKind.FILE and q.writes]
+    if files and not any(q.kind == SinkKind.KAFKA for q in sinks):
         dirs = list(dict.fromkeys(relative(d, bases) for q in files for d in (q.writes or [q.path or ""])))
         return SinkVerdict("refuse", _name_files(files, dirs), dirs)
-    if any(q.kind == "kafka" and q.output_rows > 0 for q in judged):
+    if any(q.kind == SinkKind.KAFKA and q.output_rows > 0 for q in judged):
         return SinkVerdict("refuse", f"the job writes to Kafka, but nothing came to the run's output topic "
                                      f"{output_topic}: name the topic it writes: outputs={{'<topic>': 'key' or "
                                      "'<JSON field with the input id>'}}")
@@ -213,7 +232,7 @@ def could_write(q: QuerySink, output: str, resolve: Callable[[str], str]) -> boo
         return True
     path = output_path(output)
     if path is None:
-        return q.kind == "kafka"
+        return q.kind == SinkKind.KAFKA
     target = resolve(path)
     return any(resolve(p) == target for p in q.paths())
 
@@ -247,10 +266,10 @@ def _resolved(output: str, resolve: Callable[[str], str]) -> str:
 def _example(sinks: list[QuerySink]) -> str:
     """An ``outputs=`` that names what the first readable query writes, as the job spells it."""
     for q in sinks:
-        kind = "delta" if q.kind == "delta" or q.tables else "file" if q.kind == "file" or q.writes else None
+        kind = (OutputKind.DELTA if q.kind == SinkKind.DELTA or q.tables else
+                OutputKind.FILE if q.kind == SinkKind.FILE or q.writes else None)
         if kind is not None:
-            field = "column" if kind == "delta" else "field"
-            return f"{{'{kind}:{q.paths()[0]}': '<{field} with the input id>'}}"
+            return f"{{'{kind}:{q.paths()[0]}': '<{_id_field(kind)} with the input id>'}}"
     return "{'<topic>': 'key' or '<JSON field with the input id>'}"
 
 
@@ -265,9 +284,13 @@ def relative(path: str, bases: tuple[str, ...]) -> str:
     return plain
 
 
-def _name_files(queries: list[QuerySink], dirs: list[str], kind: str = "file") -> str:
-    field = "column" if kind == "delta" else "field"
-    entries = ", ".join(f"'{kind}:{d}': '<{field} with the input id>'" for d in dirs)
+def _id_field(kind: OutputKind) -> str:
+    """What holds the input id in an output of ``kind``: a Delta table's column, a file's (JSON) field."""
+    return "column" if kind == OutputKind.DELTA else "field"
+
+
+def _name_files(queries: list[QuerySink], dirs: list[str], kind: OutputKind = OutputKind.FILE) -> str:
+    entries = ", ".join(f"'{kind}:{d}': '<{_id_field(kind)} with the input id>'" for d in dirs)
     where = "; ".join(f"{q.label} writes to {q.where()}" for q in queries)
     return (f"{where}, which the run reads only when told: pass outputs={{{entries}}} (a field path, or a "
             "callable (row, None) -> ids)")

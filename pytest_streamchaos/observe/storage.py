@@ -13,13 +13,16 @@ directory, a file's text or bytes, its modification time). Every read of a missi
 from __future__ import annotations
 
 import datetime
+import os
 import posixpath
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.observe.paths import DriverDirs, qualify
+from pytest_streamchaos.protocols import StorageService
 from pytest_streamchaos.storages import CheckpointStorage
 
 
@@ -32,7 +35,7 @@ class Place:
     scheme: str = "file"  #: ``file``, or the service's (``hdfs``, ``s3a``)
     authority: str = ""  #: ``host:port`` of the service (an HDFS NameNode; "" on an object store: in the path)
     #: the storage's service it is on (None: the local disk), for what a reader needs besides the filesystem
-    service: Any = field(default=None, compare=False, repr=False)
+    service: StorageService | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.path if self.scheme == "file" else f"{self.scheme}://{self.authority}{self.path}"
@@ -103,7 +106,7 @@ def local_fs() -> Any:
     return fsspec.filesystem("file")
 
 
-def locate(where: str | Any, *services: Any) -> Place:
+def locate(where: str | os.PathLike[str], *services: StorageService | None) -> Place:
     """The :class:`Place` of a path or URL; ``services``: the services of the run's storages (the stack's HDFS,
     a ``LocalHdfsCluster``; the object store), needed for URLs of their schemes (``hdfs://``: one of another
     server is refused, naming both; ``s3a://<bucket>/``: any bucket of the store)."""
@@ -147,16 +150,16 @@ class RunStorage:
     #: the storage it is on: its entry in :data:`pytest_streamchaos.storages.STORAGES`
     entry: CheckpointStorage = storages.STORAGES[storages.DEFAULT]
     #: the storage's service (the stack's HDFS, a ``LocalHdfsCluster``), None on this host's disk
-    service: Any = None
+    service: StorageService | None = None
     #: the services of other storages the job reaches by URL, by storage name
-    reached: dict[str, Any] = field(default_factory=dict)
+    reached: dict[str, StorageService] = field(default_factory=dict)
 
     @classmethod
-    def local(cls, run_dir: Any) -> RunStorage:
+    def local(cls, run_dir: Path) -> RunStorage:
         return cls(checkpoint=str(run_dir / "checkpoint"), conf={}, env={}, roots=[str(run_dir / "checkpoint")])
 
     @classmethod
-    def on_service(cls, storage: CheckpointStorage, service: Any, tag: str) -> RunStorage:
+    def on_service(cls, storage: CheckpointStorage, service: StorageService, tag: str) -> RunStorage:
         """The run on ``storage``'s started ``service`` (``default_fs``, ``filesystem()``, ``client_conf()``:
         :mod:`pytest_streamchaos.storages`), the job's default filesystem."""
         root = f"{service.default_fs}/streamchaos/{tag}"
@@ -170,12 +173,12 @@ class RunStorage:
         return cls(checkpoint=f"{root}/checkpoint", conf=conf, env={"HADOOP_USER_NAME": user}, roots=[root, home],
                    home=home, entry=storage, service=service)
 
-    def reach(self, storage: CheckpointStorage, service: Any) -> None:
+    def reach(self, storage: CheckpointStorage, service: StorageService) -> None:
         """The job reaches ``storage``'s started ``service`` by URL too: its settings join the job's conf."""
         self.reached[storage.name] = service
         self.conf.update({f"spark.hadoop.{k}": v for k, v in service.client_conf().items()})
 
-    def services(self) -> dict[str, Any]:
+    def services(self) -> dict[str, StorageService]:
         """Every service of the run by storage name: its storage's and the ones the job reaches."""
         own = {self.entry.name: self.service} if self.service is not None else {}
         return {**self.reached, **own}
@@ -185,18 +188,18 @@ class RunStorage:
         """The storage's name (``--chaos-checkpoint``'s choices)."""
         return self.entry.name
 
-    def place(self, where: str | Any) -> Place:
+    def place(self, where: str | os.PathLike[str]) -> Place:
         """The :class:`Place` of a path or URL the run or the job names."""
         return locate(where, *self.services().values())
 
-    def driver_dirs(self, workdir: Any) -> DriverDirs:
+    def driver_dirs(self, workdir: str | os.PathLike[str]) -> DriverDirs:
         """Where a driver whose working directory is ``workdir`` resolves the job's paths: on this host's disk,
         or with the storage's service as its default filesystem (a relative path in the run user's home)."""
         if self.service is None:
             return DriverDirs(str(workdir))
         return DriverDirs(str(workdir), self.service.default_fs, self.home)
 
-    def output(self, path: str, workdir: Any) -> Place:
+    def output(self, path: str, workdir: str | os.PathLike[str]) -> Place:
         """Where a job's output path (``outputs={"file:<path>": ...}``) is, as the driver resolves it
         (:func:`~.paths.qualify`): a URL as given, an absolute path on the default filesystem, a relative one in
         the job's home (on a service) or its working directory ``workdir``."""

@@ -15,7 +15,6 @@ from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.runner.phases.drain import committed_past, input_end_offsets
 from pytest_streamchaos.runner.phases.tracking import resumed_from_earlier
 from pytest_streamchaos.runner.spec import (
-    CHECKPOINTS,
     GUARANTEES,
     PLACEHOLDERS,
     RunSpec,
@@ -26,7 +25,6 @@ from pytest_streamchaos.runner.spec import (
 )
 
 __all__ = [
-    "CHECKPOINTS",
     "GUARANTEES",
     "PLACEHOLDERS",
     "Chaos",

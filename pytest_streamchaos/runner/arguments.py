@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_streamchaos.analysis.oracle import Oracle, TumblingWindowOracle
 from pytest_streamchaos.analysis.spelling import did_you_mean, listed
-from pytest_streamchaos.observe.output_names import check_output_name, output_kind
+from pytest_streamchaos.observe.output_names import OutputKind, check_output_name, output_kind
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
 from pytest_streamchaos.workload.records import MAX_RECORD_SIZE
 
@@ -32,7 +32,7 @@ def check_arguments(load: Load, watch: Watch, setup: JobSetup, timing: Timing) -
         check_topic(topic, "inputs")
     for name in watch.outputs or {}:
         check_output_name(name)
-        if output_kind(name) == "kafka":
+        if output_kind(name) == OutputKind.KAFKA:
             check_topic(name, "outputs")
     check_annotations(watch.annotate, watch.oracle)
     check_oracle_topics(watch.oracle, watch.outputs)

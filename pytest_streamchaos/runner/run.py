@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
@@ -13,6 +12,7 @@ from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.storage import RunStorage
+from pytest_streamchaos.protocols import BucketStore, StorageService
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.kafka_port import check_kafka_port
@@ -96,15 +96,15 @@ def run_storage(chaos: RunOwner, spec: RunSpec, inputs: RunInputs, directory: Pa
             continue
         named = f"the job names {urls[0]} ({dict(inputs.urls)[urls[0]]})" if urls else ""
         service = run.service if other is storage else _service(chaos, other, named)
-        if other is not storage:
+        if other is not storage and service is not None:
             run.reach(other, service)
         for bucket in dict.fromkeys(urlparse(u).netloc for u in urls):
-            if s3a.literal(bucket):
+            if s3a.literal(bucket) and isinstance(service, BucketStore):
                 service.ensure_bucket(bucket)
     return run
 
 
-def _service(chaos: RunOwner, storage: storages.CheckpointStorage, why: str) -> Any:
+def _service(chaos: RunOwner, storage: storages.CheckpointStorage, why: str) -> StorageService:
     """The started service of ``storage`` (its fixture), or a :class:`RunError` naming the fix where this
     backend has none."""
     fix = (f"use checkpoint={storages.DEFAULT!r}" if why.startswith("checkpoint=") else
@@ -112,6 +112,9 @@ def _service(chaos: RunOwner, storage: storages.CheckpointStorage, why: str) -> 
     if chaos.fixture is None:
         raise RunError(f"{why} needs {storage.service()}, which this backend does not have: {fix}")
     try:
-        return chaos.fixture(str(storage.fixture))
+        service = chaos.fixture(str(storage.fixture))
     except StackError as exc:
         raise RunError(f"{why} needs {storage.service()}: {exc}; {fix}") from None
+    if not isinstance(service, StorageService):  # a fixture that is not the entry's service: the registry's bug
+        raise TypeError(f"the fixture {storage.fixture!r} gave {service!r}, not a StorageService")
+    return service

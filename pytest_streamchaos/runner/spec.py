@@ -23,7 +23,13 @@ from pytest_streamchaos.analysis.spelling import did_you_mean
 from pytest_streamchaos.faults.registry import check_run, check_stack, check_storages, kind_of
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import load_seconds, plan, recovery_window
-from pytest_streamchaos.observe.output_names import check_path_output, check_relative_output, output_kind, output_path
+from pytest_streamchaos.observe.output_names import (
+    OutputKind,
+    check_path_output,
+    check_relative_output,
+    output_kind,
+    output_path,
+)
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
@@ -37,8 +43,6 @@ if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
 GUARANTEES = ("exactly-once", "at-least-once", "at-most-once")
-#: where a run keeps its checkpoint (``chaos.run(checkpoint=...)``; their registry: :mod:`pytest_streamchaos.storages`)
-CHECKPOINTS = storages.NAMES
 #: what a run does with a checkpoint the job names that exists before it starts (``chaos.run(stale_checkpoint=...)``)
 STALE_CHECKPOINT = ("fail", "clear")
 #: placeholders a job's ``args`` may use
@@ -69,7 +73,8 @@ class RunSpec:
     outputs: list[str] | None = None  #: fixed output names (None: one per-run topic; []: none readable)
     kafka_port: int | None = None  #: a bootstrap port the job hard-codes (e.g. 9092), for this run
     supervise: bool = False  #: restart a driver that exits on its own (spark-submit --supervise)
-    checkpoint: str = storages.DEFAULT  #: where the run's checkpoint is: a name of :data:`CHECKPOINTS`
+    #: where the run's checkpoint is: a name of :data:`pytest_streamchaos.storages.STORAGES`
+    checkpoint: str = storages.DEFAULT
     files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
     py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
     stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``
@@ -263,13 +268,13 @@ def check_outputs(outputs: Mapping[str, Any] | None, checkpoint: str) -> None:
     a storage whose tables the run reads (the object store: ``delta:s3a://...``)."""
     storage = storages.get(checkpoint)
     for name, ids in (outputs or {}).items():
-        if output_kind(name) == "kafka":
+        if output_kind(name) == OutputKind.KAFKA:
             continue
         check_path_output(name, ids)
         path = output_path(name) or ""
         on = storages.of_scheme(path.split("://", 1)[0]) if "://" in path else (None if not storage.default_fs
                                                                                  else storage)
-        if output_kind(name) == "delta" and on is not None and not (on.tables or on.on_host):
+        if output_kind(name) == OutputKind.DELTA and on is not None and not (on.tables or on.on_host):
             readable = [e.name for e in storages.STORAGES.values() if e.tables or e.on_host]
             raise ValueError(f"outputs={{{name!r}: ...}}: a Delta table on {on.title} cannot be read by the run (with "
                              f"checkpoint={checkpoint!r} the job's relative paths are there too): keep the table on "

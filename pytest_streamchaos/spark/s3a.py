@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.machine import artifacts
+from pytest_streamchaos.machine.steps import Step, spark_home_step
 from pytest_streamchaos.stack.s3.ops import bucket_of, bucket_refusal
 
 #: an ``s3a://`` URL in code, an argument or a conf value
@@ -126,3 +127,9 @@ def needs_s3a(sources: Sequence[Path], conf: Mapping[str, str], outputs: Sequenc
     """Whether the job needs S3A's jars: it names an ``s3a://`` path, or its conf has S3A's settings (the run's
     store gives them)."""
     return bool(find(sources, conf, (), outputs)) or any(k.startswith("spark.hadoop.fs.s3a.") for k in conf)
+
+
+def prepare_steps(line: Callable[[str], None]) -> dict[str, Step]:
+    """The ``s3`` storage's step of ``prepare`` for the job's side: S3A's jars of the installed Spark line."""
+    return {"s3a": spark_home_step("S3A (hadoop-aws)", lambda home: artifacts.is_resolved(s3a_set(home)),
+                                   lambda home: s3a_jars(home, line, announce=False))}

@@ -13,12 +13,15 @@ started once.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
+from pytest_streamchaos import storages
 from pytest_streamchaos.managers import DEFAULT, MANAGERS
+from pytest_streamchaos.protocols import StorageService
 from pytest_streamchaos.settings import BACKENDS, KAFKA_LINKS_KEY, SETTINGS_KEY, Settings
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 from pytest_streamchaos.stack.host import Host, activate
@@ -26,8 +29,6 @@ from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.docker.engine import DockerSession
-    from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
-    from pytest_streamchaos.stack.s3.store import ObjectStore
     from pytest_streamchaos.stack.standalone.cluster import StandaloneCluster
 
 
@@ -57,8 +58,7 @@ class Stacks:
         self.host = host or Host()
         self._spark: dict[tuple[str, str, bool], SparkCluster] = {}
         self._kafka: dict[str, KafkaCluster] = {}
-        self._hdfs: LocalHdfsCluster | None = None
-        self._store: ObjectStore | None = None
+        self._services: dict[tuple[str, str], StorageService] = {}
         self._started: list[Service] = []  # in start order, stopped newest first
         self._docker: DockerSession | None = None
         self._docker_error: str | None = None
@@ -87,7 +87,11 @@ class Stacks:
             raise pytest.UsageError(f"spark={manager!r}: valid cluster managers: {', '.join(map(repr, MANAGERS))}")
         key = (manager, backend, ha)
         if key not in self._spark:
-            self._spark[key] = MANAGERS[manager].factory()(self, backend, ha)
+            entry = MANAGERS[manager]
+            cluster = entry.factory()(self, backend, ha)
+            if not isinstance(cluster, SparkCluster) or not isinstance(cluster, entry.service_protocol()):
+                raise TypeError(f"the {manager!r} manager's factory made {cluster!r}, not a {entry.protocol}")
+            self._spark[key] = cluster
         return self._spark[key]
 
     def standalone(self, backend: str, *, ha: bool = False) -> StandaloneCluster:
@@ -129,33 +133,15 @@ class Stacks:
                 cluster.listen(s.kafka_port)
         return self._kafka[backend]
 
-    def hdfs(self, backend: str) -> LocalHdfsCluster:
-        """The session's HDFS (a NameNode and two DataNodes, :mod:`.hdfs`); local backend only."""
-        if backend == "docker":
-            pytest.skip("HDFS runs on the local backend only (the docker backend has no HDFS nodes yet); "
-                        "run this test with --chaos-backend local")
-        if self._hdfs is None:
-            from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
-
-            self._hdfs = self.start(LocalHdfsCluster(self.tmp.mktemp(f"hdfs-{backend}"),
-                                                      java_home=self.settings.java_home,
-                                                      start_timeout=self.settings.start_timeout, host=self.host))
-        return self._hdfs
-
-    def object_store(self, backend: str) -> ObjectStore:
-        """The session's object store (SeaweedFS, :mod:`.s3`); local backend only (a
-        :class:`~.base.StackError` naming the fix on docker, where no store runs)."""
-        if backend == "docker":
-            from pytest_streamchaos.stack.base import StackError
-
-            raise StackError("the docker backend runs no object store (its containers cannot reach the store on "
-                             "127.0.0.1)")
-        if self._store is None:
-            from pytest_streamchaos.stack.s3.store import ObjectStore
-
-            self._store = self.start(ObjectStore(self.tmp.mktemp(f"s3-{backend}"), host=self.host,
-                                                 start_timeout=self.settings.start_timeout, progress=self.progress))
-        return self._store
+    def service(self, storage: str, backend: str) -> StorageService:
+        """The backend's service of the checkpoint storage ``storage`` (a name of
+        :data:`~pytest_streamchaos.storages.STORAGES`), made and started by the entry's factory on first use and
+        kept for the session (its factory skips, or raises a :class:`~.base.StackError` naming the fix, on a
+        backend that has none)."""
+        key = (storage, backend)
+        if key not in self._services:
+            self._services[key] = storages.get(storage).factory()(self, backend)
+        return self._services[key]
 
     def start(self, stack: S) -> S:
         """Start ``stack`` and keep it for the session (stopped by :meth:`close`, newest first); a stack that
@@ -173,8 +159,7 @@ class Stacks:
         errors = []
         self._spark.clear()
         self._kafka.clear()
-        self._hdfs = None
-        self._store = None
+        self._services.clear()
         while self._started:
             stack = self._started.pop()
             try:
@@ -306,23 +291,27 @@ def progress_writer(config: pytest.Config) -> Callable[[str], None]:
     return write
 
 
-@pytest.fixture
-def hdfs(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
-         request: pytest.FixtureRequest) -> LocalHdfsCluster:
-    """The session's HDFS (:class:`~.hdfs.LocalHdfsCluster`: a NameNode and two DataNodes on
-    127.0.0.1, started on first use), healed before the test: every node up, the NameNode out of safe
-    mode, every DataNode live. Local backend only (skips on docker, saying so)."""
-    cluster = streamchaos_stacks.hdfs(backend_of(request, streamchaos_settings))
-    cluster.heal(timeout=streamchaos_settings.start_timeout)
-    return cluster
+def service_fixture(entry: storages.CheckpointStorage) -> Callable[..., StorageService]:
+    """The fixture of ``entry``'s service, named by its ``fixture``: the session's service, started on first use
+    (:meth:`Stacks.service`), healed before the test (every node up, no fault left on the job's way in)."""
+    def fixture(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
+                request: pytest.FixtureRequest) -> StorageService:
+        service = streamchaos_stacks.service(entry.name, backend_of(request, streamchaos_settings))
+        service.heal(timeout=streamchaos_settings.start_timeout)
+        return service
+
+    fixture.__name__ = fixture.__qualname__ = str(entry.fixture)
+    fixture.__doc__ = (f"The session's {entry.title} ({entry.help}), healed before the test; "
+                       f"``JobSetup(checkpoint={entry.name!r})`` puts a run's checkpoint there.")
+    return pytest.fixture(name=entry.fixture)(fixture)
 
 
-@pytest.fixture
-def object_store(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
-                 request: pytest.FixtureRequest) -> ObjectStore:
-    """The session's S3-compatible object store (:class:`~.s3.store.ObjectStore`: SeaweedFS on 127.0.0.1, started
-    on first use), healed before the test: running, answering, no fault left on the job's way in. Local backend
-    only (a :class:`~.base.StackError` naming the fix on docker)."""
-    store = streamchaos_stacks.object_store(backend_of(request, streamchaos_settings))
-    store.heal(timeout=streamchaos_settings.start_timeout)
-    return store
+def service_fixtures() -> types.ModuleType:
+    """A plugin holding the fixture of every storage's service (:func:`service_fixture`), made from the registry as
+    it is when the session is configured (``hdfs``, ``object_store``): a new storage's fixture is its entry's."""
+    holder = types.ModuleType(f"{__name__}.services")
+    holder.__doc__ = service_fixtures.__doc__
+    for entry in storages.STORAGES.values():
+        if entry.fixture is not None:
+            setattr(holder, entry.fixture, service_fixture(entry))
+    return holder

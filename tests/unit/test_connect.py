@@ -11,7 +11,7 @@ import pytest
 
 from pytest_streamchaos import managers, settings
 from pytest_streamchaos.faults.registry import kind_of, parse, refused_by_stack
-from pytest_streamchaos.prepare import OPTIONAL, PROFILES, profile_steps
+from pytest_streamchaos.prepare import optional, profile_steps, profiles
 from pytest_streamchaos.stack.base import ConnectSession, SparkApp
 from pytest_streamchaos.stack.connect import server
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
@@ -24,13 +24,13 @@ JOB = Path(__file__).resolve().parents[1] / "chaos" / "jobs" / "connect" / "orde
 
 
 def test_one_registry_names_the_cluster_managers_everywhere():
-    assert settings.SPARK_MANAGERS == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn")
-    spark = next(o for o in settings.OPTIONS if o.name == "spark")
-    assert spark.choices == settings.SPARK_MANAGERS and all(f"'{m}'" in spark.help for m in managers.MANAGERS)
+    spark = next(o for o in settings.options() if o.name == "spark")
+    assert spark.choices == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn")
+    assert all(f"'{m}'" in spark.help for m in managers.MANAGERS)
     assert {m: managers.MANAGERS[m].factory().__module__.rpartition(".")[2] for m in managers.MANAGERS} == {
         "standalone": "fixtures", "yarn": "spark", "connect": "cluster", "connect-yarn": "yarn"}
     # a manager's own preparation is a profile of its own, and not in the default one
-    assert set(OPTIONAL) == {"yarn", "connect"} and PROFILES["connect"][-1] == "connect"
+    assert set(optional()) == {"yarn", "connect"} and profiles()["connect"][-1] == "connect"
     assert "connect" not in profile_steps(["all"]) and "connect" in profile_steps(["connect"])
     assert {"connect", "yarn"} <= set(profile_steps(["connect-yarn"]))
 

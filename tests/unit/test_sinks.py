@@ -77,7 +77,7 @@ def test_foreach_batch_file_writes_come_from_the_event_log(tmp_path: Path) -> No
     p = SparkProgress(tmp_path)
     p.poll()
     assert p.writes == [{"query_id": QID, "batch": 0, "path": "file:/w/jobs/j/lake/views/batch=0", "t": 1000.5,
-                         "format": "files"}]
+                         "format": "file"}]
     [q] = query_sinks(p.batches, p.writes)
     assert (q.kind, q.writes, q.first_input_end) == ("foreachBatch", ["file:/w/jobs/j/lake/views"], 1_000_000.9)
 

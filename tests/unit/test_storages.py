@@ -19,7 +19,7 @@ from pytest_streamchaos.observe.checkpoints import paths_in
 from pytest_streamchaos.observe.storage import RunStorage, locate
 from pytest_streamchaos.runner.leftovers import leftovers
 from pytest_streamchaos.runner.phases.job import unreachable_checkpoints
-from pytest_streamchaos.runner.spec import CHECKPOINTS, check_checkpoint, check_outputs
+from pytest_streamchaos.runner.spec import check_checkpoint, check_outputs
 
 PKG = Path(__file__).resolve().parents[2] / "pytest_streamchaos"
 #: where a storage's name may be compared with: the registry, and its services' own folders
@@ -39,9 +39,9 @@ def with_nfs(monkeypatch: pytest.MonkeyPatch) -> storages.CheckpointStorage:
 
 
 def test_the_option_and_the_run_take_their_choices_from_the_registry() -> None:
-    assert settings.CHECKPOINTS == CHECKPOINTS == tuple(storages.STORAGES) == ("local", "hdfs", "s3")
-    option = next(o for o in settings.OPTIONS if o.name == "checkpoint")
-    assert option.choices == settings.CHECKPOINTS and option.default == storages.DEFAULT == "local"
+    option = next(o for o in settings.options() if o.name == "checkpoint")
+    assert option.choices == tuple(storages.STORAGES) == ("local", "hdfs", "s3")
+    assert option.default == storages.DEFAULT == "local"
     assert option.help.endswith(storages.choices_help())
     assert all(f"{s.name!r} ({s.help})" in option.help for s in storages.STORAGES.values())
     assert storages.GATED == storages.ON_HOST == storages.PRELOADED == "local"

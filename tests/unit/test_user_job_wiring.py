@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.observe.checkpoints import find_checkpoints, paths_in
 from pytest_streamchaos.observe.file_sink import FileSinkCollector, row_ids
+from pytest_streamchaos.observe.from_progress import outputs_from_progress
 from pytest_streamchaos.observe.outputs import key_ids
 from pytest_streamchaos.records import OutputRecords, SentRecords, concat_outputs, join_sent
 from pytest_streamchaos.runner import check_args

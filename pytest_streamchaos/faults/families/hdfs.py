@@ -16,10 +16,6 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.capabilities import HdfsCluster
 
-#: the fixture of the HDFS these faults act on: the run's checkpoint must be on the storage it provides
-#: (:func:`pytest_streamchaos.storages.with_fixture`)
-FIXTURE = "hdfs"
-
 
 class _OnHdfs(FaultKind):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
@@ -28,7 +24,9 @@ class _OnHdfs(FaultKind):
 
     @classmethod
     def refused_by_run(cls, spec: FaultSpec, *, checkpoint: str) -> str | None:
-        storage = storages.with_fixture(FIXTURE)
+        storage = storages.with_protocol(HdfsCluster)  # the storage whose service these faults act on
+        if storage is None:
+            return "no storage's service is an HDFS (pytest_streamchaos.storages.STORAGES)"
         if checkpoint != storage.name:
             return (f"an HDFS fault needs the run's checkpoint on {storage.service()}: chaos.run(..., "
                     f"setup=JobSetup(checkpoint=\"{storage.name}\")) or --chaos-checkpoint={storage.name}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, StrEnum
 from pytest_streamchaos.faults.context import (
     CONFIRM_DRIVER_KILL_S,
     CONFIRM_KILL_S,
@@ -217,12 +217,25 @@ class KillMaster(Kill):
         self.ctx.spark(MasterKill).restart_master(i)
 
 
-#: what ``pause`` can freeze; the first three are the cluster's JVMs
-PAUSE_TARGETS = ("worker", "executor", "master", "driver", "broker")
+class PauseTarget(StrEnum):
+    """What ``pause`` can freeze (``@pause(target=...)``); the first three are the cluster's JVMs."""
+
+    WORKER = "worker"
+    EXECUTOR = "executor"
+    MASTER = "master"
+    DRIVER = "driver"
+    BROKER = "broker"
+
+
+#: what ``pause`` can freeze, in the order its refusal names them
+PAUSE_TARGETS = tuple(PauseTarget)
+#: the targets that are the cluster's JVMs
+_CLUSTER_TARGETS = (PauseTarget.WORKER, PauseTarget.EXECUTOR, PauseTarget.MASTER)
 #: what a pause of each target needs of the cluster (a driver's pause is the job handle's own)
-PAUSE_NEEDS: dict[str, tuple[type, ...]] = {
-    "worker": (WorkerPause,), "executor": (ExecutorPause,), "master": (MasterPause, ActiveMaster), "driver": (),
-    "broker": (BrokerPause, PartitionLeaders)}
+PAUSE_NEEDS: dict[PauseTarget, tuple[type, ...]] = {
+    PauseTarget.WORKER: (WorkerPause,), PauseTarget.EXECUTOR: (ExecutorPause,),
+    PauseTarget.MASTER: (MasterPause, ActiveMaster), PauseTarget.DRIVER: (),
+    PauseTarget.BROKER: (BrokerPause, PartitionLeaders)}
 
 
 class Pause(FaultKind):
@@ -239,7 +252,7 @@ class Pause(FaultKind):
         if target not in PAUSE_TARGETS:
             raise FaultSpecError(f"@{cls.name}: target={target!r} must be one of 'worker', 'executor', 'driver', "
                                  "'master', 'broker'")
-        return target
+        return str(target)
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
@@ -247,75 +260,73 @@ class Pause(FaultKind):
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
-        return spec.target in PAUSE_TARGETS[:3]
+        return spec.target in _CLUSTER_TARGETS
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
-        return spec.target == "driver"
+        return spec.target == PauseTarget.DRIVER
 
     @classmethod
     def capabilities(cls, spec: FaultSpec) -> tuple[type, ...]:
-        return PAUSE_NEEDS[str(spec.target)]
+        return PAUSE_NEEDS[PauseTarget(spec.target)]
 
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
 
-    def inject(self, planned: PlannedFault) -> tuple[str, Any]:
-        t = planned.spec.target
-        if t == "worker":
+    def inject(self, planned: PlannedFault) -> tuple[PauseTarget, Any]:
+        t = PauseTarget(planned.spec.target)
+        if t == PauseTarget.WORKER:
             i = worker_index(self.ctx, planned)
             self.ctx.spark(WorkerPause).pause_worker(i, wait=False)
-            return ("worker", i)
-        if t == "executor":
+            return (t, i)
+        if t == PauseTarget.EXECUTOR:
             found = self.ctx.cluster.executors(worker_index(self.ctx, planned))
             if not found:
                 raise RuntimeError("no executor to pause")
             self.ctx.spark(ExecutorPause).pause_executor(found[0])
-            return ("executor", found[0])
-        if t == "driver":
+            return (t, found[0])
+        if t == PauseTarget.DRIVER:
             self.ctx.job.pause(wait=False)
-            return ("driver", None)
-        if t == "master":
+            return (t, None)
+        if t == PauseTarget.MASTER:
             i = planned.spec.index if isinstance(planned.spec.index, int) else \
                 self.ctx.cluster.masters.index(self.ctx.spark(ActiveMaster).active_master())
             self.ctx.spark(MasterPause).pause_master(i, wait=False)
-            return ("master", i)
-        if t == "broker":  # connections stay open, nothing answers
-            ids = brokers_of(self.ctx, planned)
-            for b in ids:
-                self.ctx.brokers(BrokerPause).pause_broker(b, wait=False)
-            return ("broker", ids)
-        raise ValueError(f"pause: unknown target {t!r}")
+            return (t, i)
+        ids = brokers_of(self.ctx, planned)  # a broker: connections stay open, nothing answers
+        for b in ids:
+            self.ctx.brokers(BrokerPause).pause_broker(b, wait=False)
+        return (t, ids)
 
-    def confirm(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
+    def confirm(self, planned: PlannedFault, handle: tuple[PauseTarget, Any]) -> None:
         """Every process of the paused group is stopped (SIGSTOP delivery is asynchronous)."""
         kind, h = handle
         c = self.ctx.cluster
-        if kind == "worker":
+        if kind == PauseTarget.WORKER:
             self.ctx.spark(WorkerPause).wait_paused(c.workers[h], CONFIRM_PAUSE_S)
-        elif kind == "master":
+        elif kind == PauseTarget.MASTER:
             self.ctx.spark(MasterPause).wait_paused(c.masters[h], CONFIRM_PAUSE_S)
-        elif kind == "driver":
+        elif kind == PauseTarget.DRIVER:
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
-        elif kind == "broker":
+        elif kind == PauseTarget.BROKER:
             for b in h:
                 self.ctx.brokers(BrokerPause).wait_paused(b, CONFIRM_PAUSE_S)
         else:  # an executor
             poll(lambda: c.executor_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
                  on_timeout=lambda _: TimeoutError(f"executor {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
 
-    def heal(self, planned: PlannedFault, handle: tuple[str, Any]) -> None:
+    def heal(self, planned: PlannedFault, handle: tuple[PauseTarget, Any]) -> None:
         kind, h = handle
-        if kind == "worker":
+        if kind == PauseTarget.WORKER:
             self.ctx.spark(WorkerPause).resume_worker(h)
-        elif kind == "executor":
+        elif kind == PauseTarget.EXECUTOR:
             self.ctx.spark(ExecutorPause).resume_executor(h)
-        elif kind == "broker":
+        elif kind == PauseTarget.BROKER:
             for b in h:
                 self.ctx.brokers(BrokerPause).resume_broker(b)
-        elif kind == "driver":
+        elif kind == PauseTarget.DRIVER:
             self.ctx.job.resume()
-        elif kind == "master":
+        elif kind == PauseTarget.MASTER:
             self.ctx.spark(MasterPause).resume_master(h)
 
 

@@ -21,6 +21,7 @@ from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.machine.commands import CommandError
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
 from pytest_streamchaos.observe.output_names import output_path
+from pytest_streamchaos.protocols import GatedStore, StorageService
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
@@ -133,7 +134,7 @@ class PrepareJob:
         if not (self.gate or needs_gate(specs)):
             return None
         entry, service = self._checkpoint_storage()
-        if entry.gate == "service":
+        if entry.gate == "service" and isinstance(service, GatedStore):
             return service.gate()
         if not entry.preloaded or self.ctx.chaos.cluster.link_sides():
             return None
@@ -143,7 +144,7 @@ class PrepareJob:
             raise RunError(f"an aimed moment ({', '.join(sorted(w for w in whens if w))}) needs the checkpoint "
                            f"gate: {exc}") from None
 
-    def _checkpoint_storage(self) -> tuple[storages.CheckpointStorage, Any]:
+    def _checkpoint_storage(self) -> tuple[storages.CheckpointStorage, StorageService | None]:
         """The storage the query's checkpoint is on, and its service: the one whose URL the job's code names as
         its ``checkpointLocation`` (``s3a://...``), else the run's."""
         storage = self.ctx.storage
@@ -196,8 +197,8 @@ class PrepareJob:
         for loc, where in named:
             # on a storage's service (HDFS) the default filesystem is the service's: a bare absolute path is there
             bare = "://" not in loc and not loc.startswith("file:")
-            on_service = storage.service is not None and storage.entry.default_fs and bare
-            place = storage.place(f"{storage.service.default_fs}{loc}" if on_service else loc)
+            root = storage.service.default_fs if storage.service is not None and storage.entry.default_fs else ""
+            place = storage.place(f"{root}{loc}" if root and bare else loc)
             if all(str(place) != str(p) for p, _ in out):
                 out.append((place, where))
         return out

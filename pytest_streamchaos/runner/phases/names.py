@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.events import Kind, QueryStarted
-from pytest_streamchaos.observe.output_names import output_kind
+from pytest_streamchaos.observe.output_names import OutputKind, output_kind
 from pytest_streamchaos.observe.outputs import NoIds, Outputs
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.seen_names import (
@@ -31,7 +31,7 @@ from pytest_streamchaos.observe.seen_names import (
     unread_inputs,
     unwritten_outputs,
 )
-from pytest_streamchaos.observe.sinks import query_sinks
+from pytest_streamchaos.observe.sinks import SinkKind, query_sinks
 from pytest_streamchaos.runner.context import Reader, RunContext
 from pytest_streamchaos.runner.errors import RunError
 
@@ -111,7 +111,7 @@ class NameCheck:
                 if e.kind in (Kind.TASK_FAILED, Kind.QUERY_TERMINATED)]
 
     def _named_topics(self) -> list[str]:
-        return [o for o in self.ctx.spec.outputs or [] if output_kind(o) == "kafka"]
+        return [o for o in self.ctx.spec.outputs or [] if output_kind(o) == OutputKind.KAFKA]
 
     def _topics(self) -> str | None:
         if self._topics_done:
@@ -145,7 +145,7 @@ class NameCheck:
     def _sinks_wrote(self) -> bool:
         """Every Kafka sink of the job reported rows written, :data:`GRACE_S` ago or more (with every query
         started reporting progress)."""
-        sinks = [q for q in query_sinks(self.progress.batches, self.progress.writes) if q.kind == "kafka"]
+        sinks = [q for q in query_sinks(self.progress.batches, self.progress.writes) if q.kind == SinkKind.KAFKA]
         if not sinks or not self._settled() or not all(q.output_rows > 0 for q in sinks):
             return False
         now = time.time()
@@ -194,7 +194,7 @@ class NameCheck:
         """Whether the oracle reads output ``name``'s fields: a Kafka output, its main one if it names one, never
         its side output (late records carry no window)."""
         oracle = self.ctx.inputs.oracle
-        if name and (output_kind(name) != "kafka" or name == oracle.side_topic):
+        if name and (output_kind(name) != OutputKind.KAFKA or name == oracle.side_topic):
             return False
         return not (name and oracle.topic is not None and name != oracle.topic)
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_streamchaos.analysis.from_progress import outputs_from_progress
 from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
 from pytest_streamchaos.faults.moments import after_fire, detectors
@@ -17,6 +16,7 @@ from pytest_streamchaos.faults.scheduler import FaultScheduler
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.observe.from_progress import outputs_from_progress
 from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.observe.outputs import Outputs, collector_for

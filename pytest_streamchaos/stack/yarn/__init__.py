@@ -20,3 +20,8 @@ DESIGN.md: "Cluster managers and existing clusters").
 
 The Spark side (``spark-submit --master yarn``) is :mod:`pytest_streamchaos.spark.yarn`.
 """
+
+from pytest_streamchaos.events import Kind
+
+#: the timeline kinds YARN records (:mod:`.watcher`, the YARN faults): its managers' ``events``
+KINDS = tuple(k for k in Kind if k.value.startswith("yarn_"))

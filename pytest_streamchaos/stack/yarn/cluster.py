@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.machine.environment import JAVA_FIX, find_java, java_version
+from pytest_streamchaos.machine.steps import Step, jar_step
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.process import DaemonProcess, check_alive, terminate_all
@@ -258,3 +259,8 @@ class LocalYarnCluster(Service):
         poll(running, timeout, lambda _: StackError(
             f"YARN {nm.name} (RPC port {nm.ports['rpc']}) not RUNNING at the RM after {timeout:.0f}s (log "
             f"{self.workdir / 'logs' / (nm.name + '.log')}):\n{nm.tail_log(15)}"), interval=0.2)
+
+
+def prepare_steps(line: Callable[[str], None]) -> dict[str, Step]:
+    """The YARN managers' step of ``prepare``: YARN's jars (93 MB: only ``--for`` a manager on YARN asks for them)."""
+    return {"yarn": jar_step(artifacts.hadoop_yarn_jars, line)}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..records import OutputRecords, SentRecords
+from pytest_streamchaos.records import OutputRecords, SentRecords
 
 
 def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inputs: int = 1,

@@ -1,0 +1,84 @@
+"""What the run asks of a backend's service, one small protocol each: a checkpoint storage's service
+(:class:`StorageService`, what :data:`pytest_streamchaos.storages.STORAGES` entries start), and what an object
+store adds (:class:`BucketStore`: buckets made on demand; :class:`TableStore`: Delta tables read on it).
+
+The run, the observers and the faults hold a service by these types, never by a backend's class, so a new
+storage is its entry and the folder of its service (docs/architecture.md, "Adding a storage"). This module
+imports nothing of the package: the registries, ``observe/`` and ``stack/`` all read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class StorageService(Protocol):
+    """A storage's started service (the stack's HDFS, the object store): the session starts and stops it
+    (``start``/``stop``), heals it before each test, and a run puts the job on it (``default_fs``,
+    ``client_conf``) and reads its files there (``filesystem``)."""
+
+    @property
+    def default_fs(self) -> str:
+        """The URL of its root, ``scheme://authority`` (``hdfs://127.0.0.1:9820``, ``s3a://streamchaos``)."""
+        ...
+
+    # the fsspec filesystem is a third-party object without types of its own: Any is its honest type
+    def filesystem(self) -> Any:
+        """An fsspec filesystem on it (paths without the scheme)."""
+        ...
+
+    def client_conf(self) -> dict[str, str]:
+        """The Hadoop client settings a job needs to reach it (for Spark, each key prefixed ``spark.hadoop.``)."""
+        ...
+
+    def heal(self, timeout: float = 60.0) -> object:
+        """Back to its configured shape (every node up, no fault left on the job's way in)."""
+        ...
+
+    def start(self) -> object:
+        """Start it and wait until it serves."""
+        ...
+
+    def stop(self) -> None:
+        """Stop everything it started. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class BucketStore(StorageService, Protocol):
+    """A service whose URLs name buckets (``s3a://<bucket>/key``): a bucket a job names is made before it starts."""
+
+    def ensure_bucket(self, name: str) -> bool:
+        """Create bucket ``name`` unless it is there; whether it was created."""
+        ...
+
+
+@runtime_checkable
+class TableStore(StorageService, Protocol):
+    """A service the run reads Delta tables on (delta-rs: the table's URL, its ``storage_options``, a pyarrow
+    filesystem for the log)."""
+
+    def table_uri(self, path: str) -> str:
+        """delta-rs's URL of the table at ``path`` (``<bucket>/<key>``)."""
+        ...
+
+    def storage_options(self) -> dict[str, str]:
+        """The service for delta-rs (``deltalake``'s ``storage_options``)."""
+        ...
+
+    # a pyarrow filesystem: third-party, untyped
+    def arrow_fs(self) -> Any:
+        """pyarrow's filesystem on it."""
+        ...
+
+
+@runtime_checkable
+class GatedStore(StorageService, Protocol):
+    """A service that holds the job's checkpoint renames itself (its entry's ``gate="service"``: the object
+    store's proxy holds S3A's COPY), for the faults aimed at a moment the checkpoint gate lands."""
+
+    # the gate is faults/gate_moments.Gate; that layer is above this module, so it is named, not imported
+    def gate(self) -> Any:
+        """The gate on its renames."""
+        ...
