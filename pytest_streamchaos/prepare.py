@@ -12,7 +12,9 @@
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
-``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars);
+``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars;
+``--for demo-early`` the part of it that needs no pyspark, Kafka's jars, which ``./dev demo`` fetches while pip
+installs);
 ``--for <storage>`` (``hdfs``, ``s3``) what a run with its checkpoint there needs
 (:data:`~pytest_streamchaos.storages.STORAGES`); the rest is prepared by ``./dev test`` or on first use (HDFS's
 jars when a test first asks for HDFS, Toxiproxy when a test faults the job's Kafka links or a job needs a fixed
@@ -32,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.machine import artifacts, cds
@@ -49,6 +52,9 @@ _RUN = ("kafka", "connector", "toxiproxy")
 #: fresh machine, comes on first use or with ./dev test); not the class-data archives: their training (two
 #: Spark apps, ~40 s of CPU each) would cost more than they save one demo's three JVM starts; no HDFS
 DEMO = ("kafka", "connector")
+#: the demo's steps that need no pyspark: ``./dev demo`` fetches them while pip installs pyspark (the connector's
+#: jars are the installed pyspark's, so they come after it)
+DEMO_EARLY = ("kafka",)
 #: steps that only ``--for`` names, a cluster manager's own (:data:`~pytest_streamchaos.managers.MANAGERS`):
 #: YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for Connect
 OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
@@ -56,6 +62,7 @@ OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
 #: key in :func:`steps`
 PROFILES = {
     "demo": DEMO,
+    "demo-early": DEMO_EARLY,
     **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
     # a storage's own: what a run with its checkpoint (or a job's paths) there needs
     **{s.name: (*_RUN, *s.prepare) for s in STORAGES.values() if s.prepare},
@@ -106,9 +113,17 @@ def _cds() -> None:
         _line(f"prepare: built the {kind} JVMs' class-data archive in {time.monotonic() - t:.0f}s: {path}")
 
 
-def steps() -> dict[str, Step]:
-    """Every step by name. Toxiproxy's module is imported only when its step is asked about."""
+def _toxiproxy() -> ModuleType:
+    """Toxiproxy's module, imported only when its step is asked about: it needs ``requests``, and ``./dev`` runs
+    ``--for demo-early`` before this package's dependencies are installed (this module needs the standard library
+    only until a step needs more)."""
     from pytest_streamchaos.stack import toxiproxy
+
+    return toxiproxy
+
+
+def steps() -> dict[str, Step]:
+    """Every step by name."""
 
     def jars(make: Callable[[], artifacts.JarSet]) -> Step:
         return Step(make().what, lambda: artifacts.is_resolved(make()),
@@ -131,8 +146,8 @@ def steps() -> dict[str, Step]:
         "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),
                         lambda: connect_server.server_jars(check_spark_environment().spark_home, _line,
                                                            announce=False)),
-        "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
-                          lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
+        "toxiproxy": Step("toxiproxy-server", lambda: _toxiproxy().is_built(),
+                          lambda: _toxiproxy().toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
     }
 
@@ -174,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
     parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
-                             "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn) "
-                             "or with its checkpoint on a storage (hdfs, s3); repeat it for several")
+                             "the demo needs (demo-early: its part that needs no pyspark), what a run on a cluster "
+                             "manager needs (yarn, connect, connect-yarn) or with its checkpoint on a storage (hdfs, "
+                             "s3); repeat it for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 
