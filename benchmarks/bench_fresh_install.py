@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_first_verdict import run_stamped  # the whole demo's split (run as python benchmarks/<name>.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "fresh_install.json"
 NICE = ["nice", "-n", "19", "ionice", "-c3"]
@@ -52,24 +54,11 @@ OFFLINE = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:
            "PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "GOPROXY": "off"}
 
 
-def timed(argv: list[str], **kw: object) -> float:
+def timed(argv: list[str]) -> float:
     """Run ``argv`` (checked); its wall time."""
     started = time.monotonic()
-    subprocess.run(argv, check=True, **kw)  # type: ignore[call-overload]
+    subprocess.run(argv, check=True)
     return time.monotonic() - started
-
-
-def run_stamped(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, list[tuple[float, str]]]:
-    """Run ``argv`` with stdout and stderr merged, each line stamped (seconds from the start) into ``log``."""
-    started = time.monotonic()
-    stamped = []
-    with subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as p, open(log, "w") as f:
-        assert p.stdout is not None
-        for line in p.stdout:
-            stamped.append((time.monotonic() - started, line.rstrip("\n")))
-            f.write(f"{stamped[-1][0]:8.2f} {line}")
-        return p.wait(), stamped
 
 
 def split(stamped: list[tuple[float, str]]) -> dict:
@@ -110,10 +99,10 @@ def one_run(commit: str | None, nice: list[str], keep: bool) -> dict:
         env.update(PATH=f"{venv / 'bin'}:{env['PATH']}", HOME=str(home), XDG_CACHE_HOME=str(cache),
                    PIP_CACHE_DIR=str(pip_cache), PYTHONUNBUFFERED="1", VIRTUAL_ENV=str(venv))
         argv = [*nice, "./dev", "demo", "--collect-only", "-q"]
-        rc, stamped = run_stamped(argv, repo, env, base / "first.log")
+        rc, _, stamped = run_stamped(argv, repo, env, base / "first.log")
         first = {"commit": head, "exit": rc, "clone_s": round(clone_s, 1), "venv_s": round(venv_s, 1),
                  **split(stamped), "cache_mb": {"xdg": du(cache), "pip": du(pip_cache)}, "venv_mb": du(venv)}
-        rc2, stamped2 = run_stamped(argv, repo, {**env, **OFFLINE}, base / "second.log")
+        rc2, _, stamped2 = run_stamped(argv, repo, {**env, **OFFLINE}, base / "second.log")
         second = {"exit": rc2, **split(stamped2),
                   "fetched": [line for _, line in stamped2 if FETCHED.search(line)]}
         if keep:
