@@ -38,7 +38,7 @@ from types import ModuleType
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.machine import artifacts, cds
-from pytest_streamchaos.machine.environment import check_spark_environment
+from pytest_streamchaos.machine.environment import check_spark_environment, find_spark_home
 from pytest_streamchaos.managers import MANAGERS
 from pytest_streamchaos.spark import connector, delta, s3a
 from pytest_streamchaos.stack.connect import server as connect_server
@@ -79,19 +79,22 @@ class Step:
     run: Callable[[], object]
 
 
+# The jar sets need only pyspark's folder (its version, Scala line and jars), not the whole preflight
+# (check_spark_environment): its `java -version` is a JVM start, ~1-2 s on a busy machine, which each readiness
+# check and each run paid again, on the demo's install path and in every second run's check.
 def _connector_set() -> artifacts.JarSet:
-    return connector.connector(check_spark_environment().spark_home)
+    return connector.connector(find_spark_home())
 
 
 def _s3a_set() -> artifacts.JarSet:
-    return s3a.s3a_set(check_spark_environment().spark_home)
+    return s3a.s3a_set(find_spark_home())
 
 
 def _delta_ready() -> bool:
     """Delta's jars of the installed line are cached, or the line has no Delta (a job that needs it is
     refused when it starts, naming the pysparks that have one)."""
     try:
-        return artifacts.is_resolved(delta.delta_set(check_spark_environment().spark_home))
+        return artifacts.is_resolved(delta.delta_set(find_spark_home()))
     except artifacts.ResolutionError:
         return True
 
@@ -133,19 +136,17 @@ def steps() -> dict[str, Step]:
         "kafka": jars(artifacts.kafka_jars),
         "kafka-tools": jars(artifacts.kafka_tools_jars),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
-                          lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
-                                                           announce=False)),
+                          lambda: connector.connector_jars(find_spark_home(), _line, announce=False)),
         "delta": Step("Delta Lake", _delta_ready,
-                      lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
+                      lambda: delta.delta_jars(find_spark_home(), _line, announce=False)),
         "hadoop": jars(artifacts.hadoop_jars),
         "s3a": Step("S3A (hadoop-aws)", lambda: artifacts.is_resolved(_s3a_set()),
-                    lambda: s3a.s3a_jars(check_spark_environment().spark_home, _line, announce=False)),
+                    lambda: s3a.s3a_jars(find_spark_home(), _line, announce=False)),
         "seaweedfs": Step(f"SeaweedFS {seaweedfs.WEED_VERSION}", seaweedfs.is_installed,
                           lambda: seaweedfs.weed_binary(_line, announce=False)),
         "yarn": jars(artifacts.hadoop_yarn_jars),
-        "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(check_spark_environment().spark_home),
-                        lambda: connect_server.server_jars(check_spark_environment().spark_home, _line,
-                                                           announce=False)),
+        "connect": Step("Spark Connect's server", lambda: connect_server.is_ready(find_spark_home()),
+                        lambda: connect_server.server_jars(find_spark_home(), _line, announce=False)),
         "toxiproxy": Step("toxiproxy-server", lambda: _toxiproxy().is_built(),
                           lambda: _toxiproxy().toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
