@@ -12,7 +12,9 @@
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
-``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars);
+``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars;
+``--for demo-early`` the part of it that needs no pyspark, Kafka's jars, which ``./dev demo`` fetches while pip
+installs);
 ``--for <storage>`` (``hdfs``, ``s3``) what a run with its checkpoint there needs
 (:data:`~pytest_streamchaos.storages.STORAGES`); the rest is prepared by ``./dev test`` or on first use (HDFS's
 jars when a test first asks for HDFS, Toxiproxy when a test faults the job's Kafka links or a job needs a fixed
@@ -30,11 +32,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.entries import BackendEntry, PrepareStep
 from pytest_streamchaos.machine import artifacts, cds
-from pytest_streamchaos.machine.environment import check_spark_environment
+from pytest_streamchaos.machine.environment import check_spark_environment, find_spark_home
 from pytest_streamchaos.machine.steps import Step, jar_step
 from pytest_streamchaos.managers import MANAGERS
 from pytest_streamchaos.spark import connector, delta
@@ -47,6 +50,9 @@ _RUN = ("kafka", "connector", "toxiproxy")
 #: fresh machine, comes on first use or with ./dev test); not the class-data archives: their training (two
 #: Spark apps, ~40 s of CPU each) would cost more than they save one demo's three JVM starts; no HDFS
 DEMO = ("kafka", "connector")
+#: the demo's steps that need no pyspark: ``./dev demo`` fetches them while pip installs pyspark (the connector's
+#: jars are the installed pyspark's, so they come after it)
+DEMO_EARLY = ("kafka",)
 
 
 def optional() -> tuple[str, ...]:
@@ -60,19 +66,22 @@ def profiles() -> dict[str, tuple[str, ...]]:
     """Which steps each ``--for`` runs (``all`` is every step but the :func:`optional` ones): the demo's, each
     backend's (a cluster manager's, a storage's: what a run on it, or with its checkpoint there, needs); a step's
     name is also its key in :func:`steps`."""
-    return {"demo": DEMO, **{e.name: (*_RUN, *e.prepare) for e in (*MANAGERS.values(), *STORAGES.values())
-                             if e.prepare}}
+    backends = (*MANAGERS.values(), *STORAGES.values())
+    return {"demo": DEMO, "demo-early": DEMO_EARLY, **{e.name: (*_RUN, *e.prepare) for e in backends if e.prepare}}
 
 
+# The jar sets need only pyspark's folder (its version, Scala line and jars), not the whole preflight
+# (check_spark_environment): its `java -version` is a JVM start, ~1-2 s on a busy machine, which each readiness
+# check and each run paid again, on the demo's install path and in every second run's check.
 def _connector_set() -> artifacts.JarSet:
-    return connector.connector(check_spark_environment().spark_home)
+    return connector.connector(find_spark_home())
 
 
 def _delta_ready() -> bool:
     """Delta's jars of the installed line are cached, or the line has no Delta (a job that needs it is
     refused when it starts, naming the pysparks that have one)."""
     try:
-        return artifacts.is_resolved(delta.delta_set(check_spark_environment().spark_home))
+        return artifacts.is_resolved(delta.delta_set(find_spark_home()))
     except artifacts.ResolutionError:
         return True
 
@@ -94,21 +103,26 @@ def _cds() -> None:
         _line(f"prepare: built the {kind} JVMs' class-data archive in {time.monotonic() - t:.0f}s: {path}")
 
 
-def steps() -> dict[str, PrepareStep]:
-    """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported now).
-    Toxiproxy's module is imported only when its step is asked about."""
+def _toxiproxy() -> ModuleType:
+    """Toxiproxy's module, imported only when its step is asked about: it needs ``requests``, and ``./dev`` runs
+    ``--for demo-early`` before this package's dependencies are installed (this module needs the standard library
+    only until a step needs more)."""
     from pytest_streamchaos.stack import toxiproxy
 
+    return toxiproxy
+
+
+def steps() -> dict[str, PrepareStep]:
+    """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported now)."""
     return {
         "kafka": jar_step(artifacts.kafka_jars, _line),
         "kafka-tools": jar_step(artifacts.kafka_tools_jars, _line),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
-                          lambda: connector.connector_jars(check_spark_environment().spark_home, _line,
-                                                           announce=False)),
+                          lambda: connector.connector_jars(find_spark_home(), _line, announce=False)),
         "delta": Step("Delta Lake", _delta_ready,
-                      lambda: delta.delta_jars(check_spark_environment().spark_home, _line, announce=False)),
-        "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
-                          lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
+                      lambda: delta.delta_jars(find_spark_home(), _line, announce=False)),
+        "toxiproxy": Step("toxiproxy-server", lambda: _toxiproxy().is_built(),
+                          lambda: _toxiproxy().toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
         **{name: step for entry in _entries() for name, step in entry.own_steps(_line).items()},
     }
@@ -156,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_streamchaos.prepare", description=__doc__.split("\n")[0])
     parser.add_argument("--for", dest="profiles", choices=["all", *profiles()], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
-                             "the demo needs, what a run on a cluster manager needs "
+                             "the demo needs (demo-early: its part that needs no pyspark), what a run on a cluster "
+                             "manager needs "
                              f"({', '.join(m.name for m in MANAGERS.values() if m.prepare)}) or with its checkpoint "
                              f"on a storage ({', '.join(s.name for s in STORAGES.values() if s.prepare)}); repeat it "
                              "for several")

@@ -4,7 +4,10 @@ one line each, a failed step is named and counted, and ``--for demo`` asks only 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +59,19 @@ def test_yarn_jars_only_when_asked(fake_steps) -> None:
     fake_steps["ran"].clear()
     prepare.main(["--for", "all", "--for", "yarn"])
     assert sorted(fake_steps["ran"]) == ["cds", "connector", "kafka", "toxiproxy", "yarn"]
+
+
+def test_the_demos_early_step_needs_neither_pyspark_nor_any_dependency() -> None:
+    """``./dev demo`` runs ``prepare --for demo-early`` while pip installs pyspark and this package's dependencies:
+    with nothing but the standard library importable (``-S``: no site-packages), prepare's table of steps is made
+    and the early step is Kafka's jars alone, downloaded from their lock (no Ivy, which is pyspark's jar)."""
+    root = Path(__file__).resolve().parents[2]
+    code = (f"import sys; sys.path.insert(0, {str(root)!r})\n"
+            "from pytest_streamchaos import prepare\n"
+            "from pytest_streamchaos.machine import artifacts\n"
+            "assert set(prepare.steps()) >= {'kafka', 'toxiproxy'}\n"
+            "assert artifacts.locked(artifacts.kafka_jars()) is not None\n"
+            "print(prepare.profile_steps(['demo-early']))\n")
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "('kafka',)"
