@@ -113,8 +113,9 @@ def _toxiproxy() -> ModuleType:
 
 
 def steps() -> dict[str, PrepareStep]:
-    """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported now)."""
-    return {
+    """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported when the
+    step is first asked about)."""
+    core: dict[str, PrepareStep] = {
         "kafka": jar_step(artifacts.kafka_jars, _line),
         "kafka-tools": jar_step(artifacts.kafka_tools_jars, _line),
         "connector": Step("Spark's Kafka connector", lambda: artifacts.is_resolved(_connector_set()),
@@ -124,8 +125,35 @@ def steps() -> dict[str, PrepareStep]:
         "toxiproxy": Step("toxiproxy-server", lambda: _toxiproxy().is_built(),
                           lambda: _toxiproxy().toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
-        **{name: step for entry in _entries() for name, step in entry.own_steps(_line).items()},
     }
+    return {**core, **{name: _Deferred(name) for entry in _entries() for name in entry.prepare if name not in core}}
+
+
+class _Deferred:
+    """A backend's own step, its module imported when the step is first asked about: ``./dev demo`` runs
+    ``--for demo-early`` before the packages those modules import (``psutil``, ``requests``) are installed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _step(self) -> PrepareStep:
+        return _backend_steps()[self.name]
+
+    @property
+    def what(self) -> str:
+        return self._step().what
+
+    def ready(self) -> bool:
+        return self._step().ready()
+
+    def run(self) -> object:
+        return self._step().run()
+
+
+def _backend_steps() -> dict[str, PrepareStep]:
+    """Every backend's own steps by name (each entry's ``steps``, imported now); one entry may define a step that
+    another's ``prepare`` names (Connect on YARN runs Connect's and YARN's)."""
+    return {name: step for entry in _entries() for name, step in entry.own_steps(_line).items()}
 
 
 def _entries() -> tuple[BackendEntry, ...]:
