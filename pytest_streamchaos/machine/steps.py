@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_streamchaos.machine import artifacts
-from pytest_streamchaos.machine.environment import check_spark_environment
+from pytest_streamchaos.machine.environment import find_spark_home
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,6 @@ def jar_step(make: Callable[[], artifacts.JarSet], line: Callable[[str], None]) 
 
 
 def spark_home_step(what: str, ready: Callable[[Path], bool], run: Callable[[Path], object]) -> Step:
-    """A step on the installed pyspark's Spark home (its line decides which jars): ``ready(home)``, ``run(home)``."""
-    return Step(what, lambda: ready(check_spark_environment().spark_home),
-                lambda: run(check_spark_environment().spark_home))
+    """A step on the installed pyspark's Spark home (its line decides which jars): ``ready(home)``, ``run(home)``.
+    The folder alone, not the whole preflight: its ``java -version`` is a JVM start every check paid."""
+    return Step(what, lambda: ready(find_spark_home()), lambda: run(find_spark_home()))
