@@ -32,7 +32,7 @@ r.register_path(f"{work}/scratch")
 os.makedirs(f"{work}/keep")
 r.register_path(f"{work}/keep")
 r.unregister_path(f"{work}/keep")
-deadline = time.time() + 10
+deadline = time.time() + 60  # each child starts a python of its own: up to ~20 s on 2 busy cores
 while any(len(p.members()) < 2 for p in procs) and time.time() < deadline:
     time.sleep(0.05)
 procs[1].pause()  # a paused group must die too
