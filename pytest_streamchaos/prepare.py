@@ -10,6 +10,9 @@
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.machine.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
+- only with ``--for k8s``: Kubernetes' binaries (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+  kubectl, etcd), built from the Go module proxy (:mod:`pytest_streamchaos.stack.k8s.build`; tens of minutes
+  cold, docs/kubernetes.md). No cluster runs on them yet.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
 ``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars);
@@ -49,13 +52,17 @@ _RUN = ("kafka", "connector", "toxiproxy")
 #: fresh machine, comes on first use or with ./dev test); not the class-data archives: their training (two
 #: Spark apps, ~40 s of CPU each) would cost more than they save one demo's three JVM starts; no HDFS
 DEMO = ("kafka", "connector")
+#: steps that only their own ``--for`` runs, no cluster manager's yet: Kubernetes' binaries (a cold build of
+#: tens of minutes, :mod:`pytest_streamchaos.stack.k8s.build`), for those who will run Spark on Kubernetes
+OPT_IN = ("k8s",)
 #: steps that only ``--for`` names, a cluster manager's own (:data:`~pytest_streamchaos.managers.MANAGERS`):
 #: YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for Connect
-OPTIONAL = tuple(step for m in MANAGERS.values() for step in m.prepare)
+OPTIONAL = (*(step for m in MANAGERS.values() for step in m.prepare), *OPT_IN)
 #: which steps each ``--for`` runs (``all`` is every step but the optional ones); a step's name is also its
 #: key in :func:`steps`
 PROFILES = {
     "demo": DEMO,
+    **{step: (step,) for step in OPT_IN},
     **{m.name: (*_RUN, *m.prepare) for m in MANAGERS.values() if m.prepare},
     # a storage's own: what a run with its checkpoint (or a job's paths) there needs
     **{s.name: (*_RUN, *s.prepare) for s in STORAGES.values() if s.prepare},
@@ -107,8 +114,9 @@ def _cds() -> None:
 
 
 def steps() -> dict[str, Step]:
-    """Every step by name. Toxiproxy's module is imported only when its step is asked about."""
+    """Every step by name. Toxiproxy's and Kubernetes' modules are imported only when the steps are asked about."""
     from pytest_streamchaos.stack import toxiproxy
+    from pytest_streamchaos.stack.k8s import build as k8s
 
     def jars(make: Callable[[], artifacts.JarSet]) -> Step:
         return Step(make().what, lambda: artifacts.is_resolved(make()),
@@ -134,6 +142,8 @@ def steps() -> dict[str, Step]:
         "toxiproxy": Step(f"toxiproxy-server {toxiproxy.TOXIPROXY_VERSION}", toxiproxy.is_built,
                           lambda: toxiproxy.toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
+        "k8s": Step(f"Kubernetes v{k8s.KUBERNETES_VERSION}'s binaries", k8s.is_built,
+                    lambda: k8s.build(_line, announce=False)),
     }
 
 
@@ -175,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--for", dest="profiles", choices=["all", *PROFILES], action="append",
                         help="what to prepare: everything but the cluster managers' own parts (default), what "
                              "the demo needs, what a run on a cluster manager needs (yarn, connect, connect-yarn) "
-                             "or with its checkpoint on a storage (hdfs, s3); repeat it for several")
+                             "or with its checkpoint on a storage (hdfs, s3), or Kubernetes' binaries (k8s: a "
+                             "long build, docs/kubernetes.md); repeat it for several")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 

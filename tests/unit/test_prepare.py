@@ -28,7 +28,7 @@ def fake_steps(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         return go
 
     table = {name: prepare.Step(name.upper(), (lambda n=name: n == "hadoop"), run(name))
-             for name in ("kafka", "connector", "hadoop", "yarn", "toxiproxy", "cds")}
+             for name in ("kafka", "connector", "hadoop", "yarn", "toxiproxy", "cds", "k8s")}
     monkeypatch.setattr(prepare, "steps", lambda: table)
     return ran
 
@@ -56,3 +56,13 @@ def test_yarn_jars_only_when_asked(fake_steps) -> None:
     fake_steps["ran"].clear()
     prepare.main(["--for", "all", "--for", "yarn"])
     assert sorted(fake_steps["ran"]) == ["cds", "connector", "kafka", "toxiproxy", "yarn"]
+
+
+def test_kubernetes_only_when_asked(fake_steps) -> None:
+    """Kubernetes' binaries (a build of tens of minutes) are in neither the default nor the demo's set."""
+    prepare.main([])
+    prepare.main(["--for", "demo"])
+    assert "k8s" not in fake_steps["ran"]
+    fake_steps["ran"].clear()
+    prepare.main(["--for", "k8s"])
+    assert fake_steps["ran"] == ["k8s"]
