@@ -156,7 +156,7 @@ def _build(go: str, todo: list[str], progress: Progress, announce: bool) -> None
 
 
 def _resolve(go: str, progress: Progress) -> Path:
-    """The generated module, its dependencies downloaded (skipped when its go.mod is current and resolved)."""
+    """The generated module, its dependencies downloaded and its staging modules checked (once per go.mod text)."""
     module = folder() / "module"
     module.mkdir(exist_ok=True)
     marker = module / "resolved"  # the go.mod text it resolved: `go build -mod=mod` may tidy the file itself
