@@ -10,6 +10,9 @@
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.machine.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
+- only with ``--for k8s``: Kubernetes' binaries (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+  kubectl, etcd), built from the Go module proxy (:mod:`pytest_streamchaos.stack.k8s.build`; tens of minutes
+  cold, docs/kubernetes.md). No cluster runs on them yet.
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
 ``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars;
@@ -53,13 +56,16 @@ DEMO = ("kafka", "connector")
 #: the demo's steps that need no pyspark: ``./dev demo`` fetches them while pip installs pyspark (the connector's
 #: jars are the installed pyspark's, so they come after it)
 DEMO_EARLY = ("kafka",)
+#: steps that only their own ``--for`` runs, no cluster manager's yet: Kubernetes' binaries (a cold build of
+#: tens of minutes, :mod:`pytest_streamchaos.stack.k8s.build`), for those who will run Spark on Kubernetes
+OPT_IN = ("k8s",)
 
 
 def optional() -> tuple[str, ...]:
     """The steps that only ``--for`` names, the cluster managers' own (:data:`~pytest_streamchaos.managers.MANAGERS`):
     YARN's jars (93 MB) are for those who run on YARN, Spark Connect's server (Spark 3.5's from Maven) for
-    Connect."""
-    return tuple(step for m in MANAGERS.values() for step in m.prepare)
+    Connect; and :data:`OPT_IN`."""
+    return (*(step for m in MANAGERS.values() for step in m.prepare), *OPT_IN)
 
 
 def profiles() -> dict[str, tuple[str, ...]]:
@@ -67,7 +73,8 @@ def profiles() -> dict[str, tuple[str, ...]]:
     backend's (a cluster manager's, a storage's: what a run on it, or with its checkpoint there, needs); a step's
     name is also its key in :func:`steps`."""
     backends = (*MANAGERS.values(), *STORAGES.values())
-    return {"demo": DEMO, "demo-early": DEMO_EARLY, **{e.name: (*_RUN, *e.prepare) for e in backends if e.prepare}}
+    own = {e.name: (*_RUN, *e.prepare) for e in backends if e.prepare}
+    return {"demo": DEMO, "demo-early": DEMO_EARLY, **{step: (step,) for step in OPT_IN}, **own}
 
 
 # The jar sets need only pyspark's folder (its version, Scala line and jars), not the whole preflight
@@ -112,6 +119,13 @@ def _toxiproxy() -> ModuleType:
     return toxiproxy
 
 
+def _k8s() -> ModuleType:
+    """Kubernetes' build, imported only when its step is asked about (as Toxiproxy's)."""
+    from pytest_streamchaos.stack.k8s import build
+
+    return build
+
+
 def steps() -> dict[str, PrepareStep]:
     """Every step by name: the core's, then each backend's own (its registry entry's ``steps``, imported when the
     step is first asked about)."""
@@ -125,6 +139,7 @@ def steps() -> dict[str, PrepareStep]:
         "toxiproxy": Step("toxiproxy-server", lambda: _toxiproxy().is_built(),
                           lambda: _toxiproxy().toxiproxy_server_binary(_line, announce=False)),
         "cds": Step("class-data sharing archives", lambda: all(p.is_file() for _, p in _cds_paths()), _cds),
+        "k8s": Step("Kubernetes' binaries", lambda: _k8s().is_built(), lambda: _k8s().build(_line, announce=False)),
     }
     return {**core, **{name: _Deferred(name) for entry in _entries() for name in entry.prepare if name not in core}}
 
@@ -202,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                              "manager needs "
                              f"({', '.join(m.name for m in MANAGERS.values() if m.prepare)}) or with its checkpoint "
                              f"on a storage ({', '.join(s.name for s in STORAGES.values() if s.prepare)}); repeat it "
-                             "for several")
+                             "for several, or Kubernetes' binaries (k8s: a long build, docs/kubernetes.md)")
     args = parser.parse_args(argv)
     return prepare(profile_steps(args.profiles or ["all"]))
 

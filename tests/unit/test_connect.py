@@ -30,7 +30,7 @@ def test_one_registry_names_the_cluster_managers_everywhere():
     assert {m: managers.MANAGERS[m].factory().__module__.rpartition(".")[2] for m in managers.MANAGERS} == {
         "standalone": "fixtures", "yarn": "spark", "connect": "cluster", "connect-yarn": "yarn"}
     # a manager's own preparation is a profile of its own, and not in the default one
-    assert set(optional()) == {"yarn", "connect"} and profiles()["connect"][-1] == "connect"
+    assert set(optional()) == {"yarn", "connect", "k8s"} and profiles()["connect"][-1] == "connect"
     assert "connect" not in profile_steps(["all"]) and "connect" in profile_steps(["connect"])
     assert {"connect", "yarn"} <= set(profile_steps(["connect-yarn"]))
 

@@ -31,7 +31,7 @@ def fake_steps(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         return go
 
     table = {name: prepare.Step(name.upper(), (lambda n=name: n == "hadoop"), run(name))
-             for name in ("kafka", "connector", "hadoop", "yarn", "toxiproxy", "cds")}
+             for name in ("kafka", "connector", "hadoop", "yarn", "toxiproxy", "cds", "k8s")}
     monkeypatch.setattr(prepare, "steps", lambda: table)
     return ran
 
@@ -75,3 +75,13 @@ def test_the_demos_early_step_needs_neither_pyspark_nor_any_dependency() -> None
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "('kafka',)"
+
+
+def test_kubernetes_only_when_asked(fake_steps) -> None:
+    """Kubernetes' binaries (a build of tens of minutes) are in neither the default nor the demo's set."""
+    prepare.main([])
+    prepare.main(["--for", "demo"])
+    assert "k8s" not in fake_steps["ran"]
+    fake_steps["ran"].clear()
+    prepare.main(["--for", "k8s"])
+    assert fake_steps["ran"] == ["k8s"]
