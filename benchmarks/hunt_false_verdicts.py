@@ -10,7 +10,8 @@ Writes ``benchmarks/results/hunt_false_verdicts.json``. Run under the machine's 
 
     python benchmarks/hunt_false_verdicts.py [--runs 3] [-k "kafka or delta"]
 
-Each run takes about 40 minutes on 2 cores (14 cases, the reference paths' first runs making their reference).
+The first run takes about 40 minutes on 2 cores (14 cases, the reference paths making their reference runs), each
+next one about 23 (the references reused from the hunt's pytest cache).
 """
 
 from __future__ import annotations
