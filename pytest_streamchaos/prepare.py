@@ -150,9 +150,12 @@ class _Deferred:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._made: PrepareStep | None = None
 
     def _step(self) -> PrepareStep:
-        return _backend_steps()[self.name]
+        if self._made is None:  # once: every backend's steps are made on each call of _backend_steps
+            self._made = _backend_steps()[self.name]
+        return self._made
 
     @property
     def what(self) -> str:
