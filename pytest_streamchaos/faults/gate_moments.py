@@ -82,7 +82,9 @@ class Gate(Protocol):
 
     holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
 
-    def arm(self, log: str, when: str, min_batch: int) -> None: ...
+    def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
+        """``scope``: the query's checkpoint (:attr:`CheckpointView.checkpoint_dir`): only its renames hold."""
+        ...
 
     def wait_held(self, timeout: float, stop: threading.Event | None = None) -> Held | None: ...
 
@@ -126,7 +128,8 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         first = base_batch(checkpoint) + (anchor if step_anchor is None else step_anchor)
         if shift is None and first > base_batch(checkpoint) and not _planned(checkpoint, first, stop, deadline):
             return None  # a task's file names no batch: arm once the anchored batch is planned
-        gate.arm(log, when, 0 if shift is None else first + shift)
+        # the tracked query's checkpoint only: another query of the job commits the same batch numbers
+        gate.arm(log, when, 0 if shift is None else first + shift, checkpoint.checkpoint_dir)
         held = gate.wait_held(max(0.0, deadline - time.time()), stop)
         if held is None:
             gate.disarm()

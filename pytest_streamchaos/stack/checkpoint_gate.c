@@ -14,10 +14,14 @@
  * format v2, V_<unique id>.changelog / V_<unique id>.zip.
  *
  * Control, all in $STREAMCHAOS_GATE_DIR (nothing happens without it; one open per checkpoint rename):
- *   arm        written by the harness: one rule "<log> <when> <min> <gen>": log = commits | offsets |
+ *   arm        written by the harness: one rule "<log> <when> <min> <gen> [<scope>]": log = commits | offsets |
  *              state (a state store version's file) | task (an executor's task finishing its output: a
  *              shuffle file, or a file-writing task's commit; numbered 0), when = before | after (the
- *              rename), min = the smallest batch (state: version) held, gen = this arming's number
+ *              rename), min = the smallest batch (state: version) held, gen = this arming's number, scope
+ *              (optional, the rest of the line) = the one query's checkpoint directory, canonical: a
+ *              commits / offsets / state rename holds only when its target's directory resolves below it
+ *              (a job with two queries renames the same numbers in two checkpoints; only the tracked one's
+ *              batch is the one the harness aims at). A task's file is not in a checkpoint: no scope.
  *   held       written here, once per arming, by the first thread a rule matches (link(2) of a complete
  *              file: exclusive and atomic): "<log> <when> <n> <pid> <tid> <epoch ns> <thread> <path>"
  *              (<thread>: the thread's name as the kernel has it, 15 characters, blanks as '_');
@@ -109,24 +113,39 @@ static int exists(const char *dir, const char *name) {
     return stat(path, &st) == 0;
 }
 
-/* The armed rule, if any: its log and when in rlog / rwhen (16 bytes each), its min batch; its
-   generation, or -1 when nothing is armed. */
-static long long read_arm(const char *dir, char *rlog, char *rwhen, long long *min) {
-    char path[PATH_MAX];
+/* The armed rule, if any: its log and when in rlog / rwhen (16 bytes each), its min batch, its scope in
+   `scope` (PATH_MAX bytes; "" for none) when given; its generation, or -1 when nothing is armed. */
+static long long read_arm(const char *dir, char *rlog, char *rwhen, long long *min, char *scope) {
+    char path[PATH_MAX], rest[PATH_MAX] = "";
     long long gen = -1;
     snprintf(path, sizeof path, "%s/arm", dir);
     FILE *f = fopen(path, "re");
     if (!f) return -1;
-    int got = fscanf(f, "%15s %15s %lld %lld", rlog, rwhen, min, &gen);
+    int got = fscanf(f, "%15s %15s %lld %lld %4095[^\n]", rlog, rwhen, min, &gen, rest);
     fclose(f);
-    return got == 4 ? gen : -1;
+    if (scope) snprintf(scope, PATH_MAX, "%s", got == 5 ? rest : "");
+    return got >= 4 ? gen : -1;
 }
 
-/* The generation of the armed rule if it matches (log, when, n), else -1. */
-static long long armed(const char *dir, int log, const char *when, long long n) {
-    char rlog[16], rwhen[16];
-    long long min = 0, gen = read_arm(dir, rlog, rwhen, &min);
+/* Whether the directory `to` is renamed into resolves to `scope` or below it (an empty scope: any). */
+static int in_scope(const char *to, const char *scope) {
+    char parent[PATH_MAX], real[PATH_MAX];
+    if (!*scope) return 1;
+    snprintf(parent, sizeof parent, "%s", to);
+    char *slash = strrchr(parent, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    if (!realpath(*parent ? parent : "/", real)) return 0;
+    size_t n = strlen(scope);
+    return strncmp(real, scope, n) == 0 && (real[n] == '/' || real[n] == '\0');
+}
+
+/* The generation of the armed rule if it matches (log, when, n) and the rename's target, else -1. */
+static long long armed(const char *dir, int log, const char *when, long long n, const char *to) {
+    char rlog[16], rwhen[16], scope[PATH_MAX];
+    long long min = 0, gen = read_arm(dir, rlog, rwhen, &min, scope);
     if (gen < 0 || strcmp(rlog, LOG_NAMES[log]) != 0 || strcmp(rwhen, when) != 0 || n < min) return -1;
+    if (log != LOG_TASK && !in_scope(to, scope)) return -1;
     return gen;
 }
 
@@ -173,7 +192,7 @@ static void hold(const char *dir, long long gen) {
     char release[64], rlog[16], rwhen[16];
     long long min;
     snprintf(release, sizeof release, "release.%lld", gen);
-    while (left_ms-- > 0 && read_arm(dir, rlog, rwhen, &min) == gen && !exists(dir, release))
+    while (left_ms-- > 0 && read_arm(dir, rlog, rwhen, &min, NULL) == gen && !exists(dir, release))
         nanosleep(&ms, NULL);
 }
 
@@ -185,7 +204,7 @@ static void gate(const char *to, const char *when) {
     int log = classify(to, &n);
     if (log == LOG_NONE) return;
     int saved = errno;
-    long long gen = armed(dir, log, when, n);
+    long long gen = armed(dir, log, when, n, to);
     if (gen >= 0 && announce(dir, log, when, n, to)) hold(dir, gen);
     errno = saved;
 }

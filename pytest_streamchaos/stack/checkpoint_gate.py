@@ -10,7 +10,8 @@ so in a marker file. The harness then fires the fault at a process that cannot m
 
     gate = CheckpointGate(workdir / "gate")           # builds the library on first use
     launch(env=gate.env(), conf=gate.executor_conf())
-    gate.arm("commits", "before", 7)                  # batch >= 7 output visible, commit not written
+    gate.arm("commits", "before", 7, scope)           # batch >= 7 of the query checkpointed at scope:
+                                                      # its output visible, its commit not written
     held = gate.wait_held(timeout=30)                 # Hold(log="commits", batch=7, pid=..., t=...)
     job.kill(); gate.release()                        # the kill lands before commits/7 exists
     gate.disarm()                                     # before the restart: the replay passes through
@@ -139,6 +140,15 @@ class Hold:
         return None if self.thread == "?" else self.thread.startswith(TASK_THREADS)
 
 
+def local_scope(scope: str | None) -> str | None:
+    """A checkpoint directory as the gate compares it with a rename's target directory: canonical (the JVM
+    renames by the path it was given; the library resolves it), None for none or one not on this host's
+    file system (a URL)."""
+    if not scope or "://" in scope:
+        return None
+    return os.path.realpath(scope)
+
+
 class CheckpointGate:
     """The harness's side of the gate: its control directory, the environment that preloads it, and
     arm / wait / release / disarm. One gate per run; :meth:`close` disarms and removes the directory."""
@@ -171,14 +181,17 @@ class CheckpointGate:
         for n in names:
             (self.dir / n).unlink(missing_ok=True)
 
-    def arm(self, log: str, when: str, min_batch: int) -> None:
+    def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
         """Hold the next rename of ``log``'s entry ``>= min_batch``, ``when`` before or after it
-        (:class:`GateRule`); a previous hold is forgotten, a thread it held released."""
+        (:class:`GateRule`), and, given the ``scope`` (the query's checkpoint directory), only one in that
+        checkpoint: a job's other queries renames the same numbers in theirs (a console query's temporary
+        checkpoint beside the tracked Kafka query's). A previous hold is forgotten, a thread it held released."""
         rule = GateRule(log, when, min_batch)
+        where = f" {local_scope(scope)}" if local_scope(scope) else ""
         with self._lock:
             self._remove("held", f"release.{self._gen}")
             self._gen += 1  # a thread held by the previous arming sees another number: it goes on
-            self._write("arm", f"{rule.log} {rule.when} {rule.min_batch} {self._gen}\n")
+            self._write("arm", f"{rule.log} {rule.when} {rule.min_batch} {self._gen}{where}\n")
 
     def held(self) -> Hold | None:
         """The hold of this arming, or None yet."""

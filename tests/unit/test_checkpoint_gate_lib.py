@@ -174,9 +174,10 @@ def test_a_rule_is_checked():
 
 
 class Checkpoint:
-    """A checkpoint view with batch 4 planned and 3 committed."""
+    """A checkpoint view with batch 4 planned and 3 committed, at ``checkpoint_dir``."""
 
-    checkpoint_dir = "/c"
+    def __init__(self, checkpoint_dir: Path | str = "/c") -> None:
+        self.checkpoint_dir = str(checkpoint_dir)
 
     def latest_committed_batch(self) -> int | None:
         return 3
@@ -187,12 +188,33 @@ class Checkpoint:
 
 def test_the_moment_detector_lands_its_phase_through_the_gate(gate, tmp_path):
     holds: list = []
-    detect = gated_moment(gate, Checkpoint(), "output_visible_uncommitted", anchor=1, holds=holds)
+    detect = gated_moment(gate, Checkpoint(tmp_path / "cp"), "output_visible_uncommitted", anchor=1, holds=holds)
     child = renamer(gate, tmp_path / "cp", "commits/4", "commits/5")
     aim = detect(None, threading.Event(), time.time() + 10)
     assert aim is not None and (aim.moment, aim.batch, aim.phase, aim.hit) == (
         "output_visible_uncommitted", 5, "output_visible_uncommitted", True)
     assert holds[0].pid == child.pid and child.poll() is None
+    gate.release()
+    assert child.wait(10) == 0
+
+
+def test_only_the_tracked_querys_checkpoint_is_held_not_another_querys(gate, tmp_path):
+    # a job's console query (its temporary checkpoint) commits batch 5 before the tracked Kafka query does: the
+    # aimed fault must land in the tracked query's batch 5, or the replay it claims never happens (CI, 2026-11-29)
+    tracked, console = tmp_path / "checkpoints/output00", tmp_path / "temporary-bbc4"
+    (tmp_path / "link").symlink_to(tmp_path)  # the harness may know the checkpoint by another spelling
+    detect = gated_moment(gate, Checkpoint(tmp_path / "link/checkpoints/output00"), "output_visible_uncommitted",
+                          anchor=1)
+    other = renamer(gate, console, "commits/4", "commits/5", "commits/6")
+    aim: list = []
+    t = threading.Thread(target=lambda: aim.append(detect(None, threading.Event(), time.time() + 15)))
+    t.start()
+    assert other.wait(10) == 0 and (console / "commits/6").exists(), "another query's commits pass through"
+    child = renamer(gate, tracked, "commits/4", "commits/5")
+    t.join(15)
+    assert aim and aim[0] is not None and aim[0].batch == 5 and aim[0].hit
+    held = gate.held()
+    assert held is not None and held.pid == child.pid and held.path == str(tracked / "commits/5")
     gate.release()
     assert child.wait(10) == 0
 
@@ -229,7 +251,7 @@ def test_a_task_finishing_its_output_is_held_with_the_batch_planned_then(gate, t
 def test_a_state_store_file_renamed_outside_a_task_is_not_a_state_commit(gate, tmp_path):
     # RocksDB with changelog checkpointing uploads a snapshot (V.zip) from a background thread: the hold
     # is reported, as a miss, in phase state_upload
-    detect = gated_moment(gate, Checkpoint(), "state_commit")
+    detect = gated_moment(gate, Checkpoint(tmp_path / "cp"), "state_commit")
     child = renamer(gate, tmp_path / "cp", "state/0/0/5.zip", thread="rocksdb-maintenance")
     aim = detect(None, threading.Event(), time.time() + 10)
     assert aim is not None and (aim.batch, aim.phase, aim.hit) == (4, "state_upload", False)
@@ -238,7 +260,7 @@ def test_a_state_store_file_renamed_outside_a_task_is_not_a_state_commit(gate, t
     for thread in ("Executor task launch worker", "ChecksumCheckpointFileManager-Thread-2"):
         # a task's own thread; with checkpoint format v2 on Spark 4, the checksum file manager's pool, which
         # renames the task's file while the task waits for it
-        detect = gated_moment(gate, Checkpoint(), "state_commit")
+        detect = gated_moment(gate, Checkpoint(tmp_path / thread[:4]), "state_commit")
         child = renamer(gate, tmp_path / thread[:4], "state/0/1/5_1a2b.changelog", thread=thread)
         aim = detect(None, threading.Event(), time.time() + 10)
         assert aim is not None and (aim.batch, aim.phase, aim.hit) == (4, "state_commit", True), thread

@@ -195,6 +195,25 @@ def test_the_gate_holds_the_first_matching_copy_and_lets_a_dead_clients_request_
     a.close()
 
 
+def test_the_gate_holds_only_the_armed_querys_checkpoint():
+    gate = ProxyGate()
+    a, _b = socket.socketpair()
+    gate.arm("commits", "before", 5, "s3a://lake/chk/output00")
+    other = classify("PUT", "/lake/chk/console/commits/5", {}, "/lake/chk/console/commits/.5.x.tmp")
+    assert gate.before(other, a) and gate.held() is None, "another query's commit passes through"
+    near = classify("PUT", "/lake/chk/output00-b/commits/5", {}, "/lake/chk/output00-b/commits/.5.x.tmp")
+    assert gate.before(near, a) and gate.held() is None, "a sibling whose name starts alike is another checkpoint"
+    mine = classify("PUT", "/lake/chk/output00/commits/5", {}, "/lake/chk/output00/commits/.5.x.tmp")
+    t = threading.Thread(target=lambda: gate.before(mine, a))
+    t.start()
+    held = gate.wait_held(5)
+    assert held is not None and held.path == "lake/chk/output00/commits/5"
+    gate.release()
+    t.join(5)
+    gate.close()
+    a.close()
+
+
 def test_a_refusal_rule_counts_what_it_refused_and_what_came_again():
     rule = ErrorRule(503, frozenset({"PUT"}), 1.0, seed=1)
     put = classify("PUT", "/lake/a", {})

@@ -87,17 +87,21 @@ class ProxyGate:
         self.dropped = 0  #: held requests whose client died meanwhile: never relayed to the store
         self._cond = threading.Condition()
         self._rule: tuple[str, str, int] | None = None
+        self._scope = ""  #: ``bucket/key/`` of the armed query's checkpoint ("" any)
         self._held: ProxyHold | None = None
         self._released = False
 
-    def arm(self, log: str, when: str, min_batch: int) -> None:
-        """Hold the next rename of ``log``'s entry ``>= min_batch``, ``when`` before or after it; a request
-        held by an earlier arming goes on."""
+    def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
+        """Hold the next rename of ``log``'s entry ``>= min_batch``, ``when`` before or after it, and given the
+        ``scope`` (the query's checkpoint, ``s3a://bucket/key``) only one below it; a request held by an
+        earlier arming goes on."""
         if log not in LOGS or when not in WHENS or min_batch < 0:
             raise ValueError(f"gate rule {log} {when} {min_batch}: log one of {LOGS} (the store's; a task's "
                              f"shuffle files are on local disk), when one of {WHENS}, min_batch >= 0")
+        prefix = scope.split("://", 1)[1].strip("/") + "/" if scope and "://" in scope else ""
         with self._cond:
             self._rule, self._held, self._released = (log, when, min_batch), None, False
+            self._scope = prefix
             self._cond.notify_all()
 
     def held(self) -> ProxyHold | None:
@@ -151,7 +155,8 @@ class ProxyGate:
         with self._cond:
             rule = self._rule
             if (rule is None or found is None or self._held is not None or rule[1] != when
-                    or found[0] != rule[0] or found[1] < rule[2]):
+                    or found[0] != rule[0] or found[1] < rule[2]
+                    or not f"{request.bucket}/{key}".startswith(self._scope)):
                 return True
             self._held = ProxyHold(found[0], when, found[1], _peer_pid(client), time.time(), f"{request.bucket}/{key}")
             self._released = False
