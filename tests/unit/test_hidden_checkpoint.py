@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from pytest_streamchaos.faults.gate_moments import no_state_commit
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher, logged_checkpoints
 from pytest_streamchaos.observe.storage import RunStorage
-from pytest_streamchaos.runner.phases.tracking import CheckpointTracker
+from pytest_streamchaos.runner.phases.tracking import CheckpointTracker, tracked_query
 
 #: the driver log around a query's start (Spark 4.2's runtime package; 3.5's is one level up)
 LOG = """13:02:11.412 INFO SparkContext: Running Spark version 4.2.0
@@ -36,8 +36,9 @@ def make_checkpoint(root: Path, qid: str) -> None:
     (root / "metadata").write_text(json.dumps({"id": qid}) + "\n")
 
 
-def progress_of(qid: str) -> SimpleNamespace:
-    return SimpleNamespace(timeline=[SimpleNamespace(kind="query_started", detail={"id": qid})], batches=[])
+def progress_of(*qids: str, batches: list | None = None) -> SimpleNamespace:
+    return SimpleNamespace(timeline=[SimpleNamespace(kind="query_started", detail={"id": q}) for q in qids],
+                           batches=batches or [], writes=[])
 
 
 def test_the_tracker_follows_the_driver_logs_line_to_a_checkpoint_no_root_holds(tmp_path: Path):
@@ -103,3 +104,30 @@ def test_a_state_commit_that_never_comes_is_explained_from_the_checkpoint(tmp_pa
     (tmp_path / "c" / "commits" / "3").write_text("v1\n{}\n")
     why = no_state_commit(CheckpointWatcher(tmp_path / "c"))
     assert why.startswith("the query's state store, com.example.RemoteStateStoreProvider, wrote no version file")
+
+
+def test_the_tracked_query_is_the_one_whose_output_is_read_whichever_started_last(tmp_path: Path):
+    # a job starts its Kafka query, then a console query (a temporary checkpoint): the aimed faults and the checkpoint
+    # faults act on the Kafka query's checkpoint, not on the console query's (CI, 2026-11-29)
+    kafka, console = tmp_path / "job" / "checkpoints" / "out", tmp_path / "job" / "local" / "temporary-9f2c"
+    make_checkpoint(kafka, "q-kafka")
+    make_checkpoint(console, "q-console")
+    ctx = SimpleNamespace(storage=RunStorage.local(tmp_path / "run"), phases={"warmup_end": 1.0})
+    tracker = CheckpointTracker(ctx, CheckpointWatcher(tmp_path / "run" / "checkpoint"), [tmp_path / "job"],
+                                SimpleNamespace(log_path=tmp_path / "none.log"))
+    tracker.find(progress_of("q-console"))
+    assert tracker.checkpoint_dir == str(console), "the only query started so far"
+    tracker.find(progress_of("q-console", "q-kafka"))
+    assert tracker.checkpoint_dir == str(kafka)
+    restarted = progress_of("q-console", "q-kafka", "q-kafka", "q-console")  # a restarted driver, the console last
+    tracker.find(restarted)
+    assert tracker.checkpoint_dir == str(kafka)
+
+
+def test_a_query_with_an_unreadable_sink_is_passed_over_once_its_sink_is_known():
+    found = {"a": "/job/chk/a", "b": "/job/chk/b"}
+    assert tracked_query(["a", "b"], found, set()) == "b", "the latest started"
+    assert tracked_query(["a", "b"], found, {"b"}) == "a", "b writes to the console"
+    assert tracked_query(["a", "b"], found, {"a", "b"}) == "b", "none readable: the latest still"
+    assert tracked_query(["a", "b"], {"a": "/job/chk/a"}, set()) == "a"
+    assert tracked_query(["a"], {}, set()) is None

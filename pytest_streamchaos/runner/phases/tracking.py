@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -16,14 +17,14 @@ from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.observe.sinks import judge, judge_named, query_sinks
+from pytest_streamchaos.observe.sinks import UNREADABLE, judge, judge_named, query_sinks
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
 
 
 class CheckpointTracker:
-    """Points the checkpoint watcher at the latest started query's checkpoint, wherever the job put
+    """Points the checkpoint watcher at the tracked query's checkpoint (:func:`tracked_query`), wherever the job put
     it (a restarted driver of a job without a checkpoint location starts a new query elsewhere), and
     before the faults checks that the query did not resume from an earlier run's. Where to look: the
     places the run could tell before the job started (its working directory, the paths its code and
@@ -37,6 +38,7 @@ class CheckpointTracker:
         self.job = job
         self.found = False  #: the query's checkpoint was found
         self._qid: str | None = None  # the query whose checkpoint the watcher reads
+        self._looked: tuple | None = None  # the started queries and unreadable sinks last looked for in full
         self._log_read = 0  # how much of the driver log has been read for resolved checkpoint roots
 
     @property
@@ -50,19 +52,28 @@ class CheckpointTracker:
         return self.watcher.starting_offsets_written()
 
     def find(self, progress: SparkProgress) -> None:
-        """Follow the latest ``query_started`` to its checkpoint (a fresh one checked, before the faults)."""
+        """Follow the tracked query (:func:`tracked_query`) to its checkpoint (a fresh one checked, before the
+        faults)."""
         ids = [QueryStarted.of(e).id for e in progress.timeline if e.kind == Kind.QUERY_STARTED]
-        if not ids or ids[-1] == self._qid:
+        if not ids:
+            return
+        unreadable = {q.query_id for q in query_sinks(progress.batches, progress.writes) if q.kind in UNREADABLE}
+        key = (tuple(ids), frozenset(unreadable))
+        if key == self._looked:
             return
         found = find_checkpoints(self.roots)
-        if ids[-1] not in found and self._logged_roots():
+        if not set(ids) <= set(found) and self._logged_roots():
             found = find_checkpoints(self.roots)
-        if ids[-1] in found:
-            self.watcher.point_at(found[ids[-1]])
-            self._qid = ids[-1]
-            self.found = True
-            if "warmup_end" not in self.ctx.phases:
-                self.check_fresh(progress, found[ids[-1]])
+        qid = tracked_query(ids, {i: found[i] for i in ids if i in found}, unreadable)
+        if set(ids) <= set(found) or (qid is not None and qid not in unreadable and not temporary(found[qid])):
+            self._looked = key  # nothing better to find until another query starts or reports its sink
+        if qid is None or qid == self._qid:
+            return
+        self.watcher.point_at(found[qid])
+        self._qid = qid
+        self.found = True
+        if "warmup_end" not in self.ctx.phases:
+            self.check_fresh(progress, found[qid])
 
     def state_store(self) -> StateStoreFacts | None:
         """The query's state store as its checkpoint shows it, for the run's facts; None without state,
@@ -110,6 +121,25 @@ class CheckpointTracker:
                                    "run could not see it before the job started (its path is computed in the code): "
                                    "delete it, or give the job a fresh path per run (args=[\"{checkpoint_dir}\"])",
                          self.ctx.inputs.script)
+
+
+def tracked_query(started: Sequence[str], found: Mapping[str, Any], unreadable: set[str]) -> str | None:
+    """Which of the job's queries the run follows (its checkpoint is what the aimed faults and the checkpoint faults
+    act on): the latest started (``started``: ids in order of ``query_started``; a restarted driver starts its
+    queries again) whose checkpoint was ``found``, passing over a query that writes to the console, memory or
+    ``noop`` (its sink is ``unreadable``) or keeps its checkpoint where Spark puts one for those sinks
+    (``temporary-<uuid>``): such a query's batches are never the output the run reads, whichever started last.
+    None: no started query's checkpoint is found yet."""
+    latest = list(dict.fromkeys(reversed(started)))  # each id once, the latest start first
+    candidates = [q for q in latest if q in found]
+    readable = [q for q in candidates if q not in unreadable and not temporary(found[q])]
+    return (readable or candidates or [None])[0]
+
+
+def temporary(checkpoint: Any) -> bool:
+    """Whether a checkpoint is one Spark made for a query not given one (``temporary-<uuid>``: only the console,
+    memory and ``noop`` sinks may go without)."""
+    return posixpath.basename(str(checkpoint).rstrip("/")).startswith("temporary-")
 
 
 class SinkJudge:
