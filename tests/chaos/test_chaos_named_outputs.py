@@ -27,17 +27,23 @@ def replayed(run: Any) -> tuple[int, list[str]]:
     """The aimed kill landed between batch N's output and ``commits/N``; N and the driver launches' app ids."""
     (fault,) = run.faults
     assert fault.hit and fault.aim.phase == "output_visible_uncommitted", fault.aim
+    held = [e.detail["path"] for e in run.timeline if e.kind == "checkpoint_held"]
+    assert held and Path(held[0]).resolve().is_relative_to(Path(run.checkpoint).resolve()), (
+        f"the hold was in {held}, not in the tracked query's checkpoint {run.checkpoint}")
     progress = SparkProgress(Path(run.job_workdir) / "eventlog")
     progress.poll()
     return int(fault.aim.batch), progress.app_ids
 
 
+# the console query first (it reports progress before the Kafka query started), or the Kafka query first (the
+# console query is then the last started one, with a temporary checkpoint of its own)
+@pytest.mark.parametrize("job", ["signups_console_and_kafka.py", "signups_kafka_and_console.py"])
 @pytest.mark.chaos(backend="local")  # localhost:9092 in the job
 @kill_driver(when="output_visible_uncommitted")
-def test_a_job_of_a_console_query_and_a_kafka_query_gets_its_per_record_verdict_under_a_driver_kill(chaos):
-    """The console query reports progress before the Kafka query has started: the sink check waits for the
-    job's queries before it judges ``outputs=``, and the Kafka query's output is read record by record."""
-    run = chaos.run(str(JOBS / "signups_console_and_kafka.py"), rate=100, duration=20, guarantee="at-least-once",
+def test_a_job_of_a_console_query_and_a_kafka_query_gets_its_per_record_verdict_under_a_driver_kill(chaos, job):
+    """The sink check waits for the job's queries before it judges ``outputs=``; the run follows the Kafka query's
+    checkpoint, so the aimed kill lands in its batch, and its output is read record by record."""
+    run = chaos.run(str(JOBS / job), rate=100, duration=20, guarantee="at-least-once",
                     kafka_port=9092, inputs={"input00": signup}, outputs={"output00": "name"},
                     setup=JobSetup(supervise=True))
     print(run.describe())
