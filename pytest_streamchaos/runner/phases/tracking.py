@@ -54,7 +54,7 @@ class CheckpointTracker:
     def find(self, progress: SparkProgress) -> None:
         """Follow the tracked query (:func:`tracked_query`) to its checkpoint (a fresh one checked, before the
         faults)."""
-        ids = [QueryStarted.of(e).id for e in progress.timeline if e.kind == Kind.QUERY_STARTED]
+        ids = [str(q) for e in progress.timeline if e.kind == Kind.QUERY_STARTED and (q := QueryStarted.of(e).id)]
         if not ids:
             return
         unreadable = {q.query_id for q in query_sinks(progress.batches, progress.writes) if q.kind in UNREADABLE}
@@ -133,7 +133,8 @@ def tracked_query(started: Sequence[str], found: Mapping[str, Any], unreadable: 
     latest = list(dict.fromkeys(reversed(started)))  # each id once, the latest start first
     candidates = [q for q in latest if q in found]
     readable = [q for q in candidates if q not in unreadable and not temporary(found[q])]
-    return (readable or candidates or [None])[0]
+    best = readable or candidates
+    return best[0] if best else None
 
 
 def temporary(checkpoint: Any) -> bool:
