@@ -24,6 +24,8 @@ from typing import Any
 
 from pytest_streamchaos.events import StrEnum
 from pytest_streamchaos.observe.output_names import OutputKind, output_path
+from pytest_streamchaos.observe.progress import BatchWrite
+from pytest_streamchaos.records import BatchProgress
 
 
 class SinkKind(StrEnum):
@@ -126,7 +128,7 @@ class QuerySink:
                 "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 
 
-def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[QuerySink]:
+def query_sinks(batches: list[BatchProgress], writes: list[BatchWrite]) -> list[QuerySink]:
     """The sink of every query seen in ``batches`` (progress dicts), in order of first progress, with
     the files each query's batches wrote (``writes``: ``{"query_id", "batch", "path"}``)."""
     out: dict[str, QuerySink] = {}

@@ -18,6 +18,7 @@ from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.observe.sinks import UNREADABLE, judge, judge_named, query_sinks
+from pytest_streamchaos.records import BatchProgress
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
@@ -249,7 +250,7 @@ class SinkJudge:
         return collector.last_arrival
 
 
-def resumed_from_earlier(batches: Sequence[Mapping[str, Any]], checkpoint_made: float | None,
+def resumed_from_earlier(batches: Sequence[BatchProgress], checkpoint_made: float | None,
                          started: float) -> str | None:
     """How a query shows it resumed from a checkpoint that existed before the job started at ``started``
     (None: it did not): the checkpoint's ``metadata`` was written before (a second of slack), or the
