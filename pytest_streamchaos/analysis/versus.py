@@ -41,10 +41,13 @@ class RunSet(Protocol):
 
 
 class OneRun(RunSet, Protocol):
-    """One run as the comparisons read it (a :class:`~pytest_streamchaos.analysis.result.ChaosRun`): its metrics."""
+    """One run as the comparisons read it (a :class:`~pytest_streamchaos.analysis.result.ChaosRun`): its metrics,
+    its JSON (what a comparison's picture draws)."""
 
     @property
     def metrics(self) -> RunMetrics: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class Runs(RunSet, Protocol):
