@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class OneRun(RunSet, Protocol):
     @property
     def metrics(self) -> RunMetrics: ...
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, object]: ...
 
 
 class Runs(RunSet, Protocol):
@@ -139,7 +139,7 @@ class Versus:
         lines += [f"  {v}" for v in self.faults]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         num = keys.json_number
         return {
             "labels": list(self.labels),

@@ -192,7 +192,7 @@ class Explored:
         cost = cost_line(shared or explored)
         return lines + ([cost] if cost else [])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The report's ``explore`` key (docs/report-schema.md)."""
         out = {"source": self.spec.source, "faults": list(self.spec.faults), "max_faults": self.spec.max_faults,
                "replayed": self.spec.replay is not None, "token": self.token, "replay": self.replay_line(),

@@ -69,7 +69,7 @@ class FaultSpec:
         extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
         return f"{self.kind}{f'[{where}]' if where else ''}{at}{rep}{extra}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {k: v for k, v in self.__dict__.items() if v not in (None, {}) and k != "params"}
         d.update(self.params)
         return d

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_streamchaos.events import StrEnum
 from pytest_streamchaos.observe.output_names import OutputKind, output_path
@@ -123,7 +122,7 @@ class QuerySink:
             text += f" (writing Delta tables {', '.join(self.tables)})"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"query": self.name, "id": self.query_id, "kind": str(self.kind), "description": self.description,
                 "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 

@@ -43,7 +43,7 @@ class RoundTrips:
         return cls(len(samples), round(p50[len(p50) // 2], 2) if p50 else None, round(max(mx), 2) if mx else None,
                    min((s.responses for s in samples), default=None), sum(1 for s in samples if s.responses == 0))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
