@@ -296,7 +296,7 @@ def _check_backend(opt: Option, value: str) -> None:
                                 f"{', '.join(map(repr, BACKENDS))}")
 
 
-def _renamed_options(config: pytest.Config) -> dict[str, Any]:
+def _renamed_options(config: pytest.Config) -> dict[str, object]:
     """New option name -> the value given under its old name (:data:`RENAMED`); each use warns, or after its
     window fails, naming the new form (docs/deprecations.md)."""
     given: dict[str, Any] = {}

@@ -183,7 +183,7 @@ def _num(v: float | None, fmt: str) -> str:
     return "unknown" if v is None else format(v, fmt)
 
 
-def event_dict(e: TimelineEvent) -> dict[str, Any]:
+def event_dict(e: TimelineEvent) -> dict[str, object]:
     """A timeline event's JSON (``NOT_RECOVERED`` in a detail -> null)."""
     d = e.to_dict()
     if "detail" in d:

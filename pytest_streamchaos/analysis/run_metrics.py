@@ -176,7 +176,7 @@ class MicroBatches:
     def __len__(self) -> int:
         return int(self.batch_id.size)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         d = self.duration[np.isfinite(self.duration)]
         if d.size == 0:
             return {"count": len(self)}

@@ -205,7 +205,7 @@ class Explored:
         return out
 
 
-def run_phases(run: ChaosRun | None) -> dict[str, Any] | None:
+def run_phases(run: ChaosRun | None) -> dict[str, object] | None:
     """How long one run's phases took (seconds) and why its load ended when it did (None: no run)."""
     if run is None:
         return None

@@ -114,7 +114,7 @@ class ChaosSession:
                                                      extra=self._explore_key)
             self.outcome.draw = draw
 
-    def _explore_key(self, nodeid: str) -> dict[str, Any]:
+    def _explore_key(self, nodeid: str) -> dict[str, object]:
         """The ``explore`` key of an explored test's results (docs/report-schema.md), else nothing."""
         explored = self.explored.get(nodeid)
         return {} if explored is None else {"explore": explored.to_dict()}
@@ -298,7 +298,7 @@ def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Seq
     return out, pics
 
 
-def _single(result: Runs) -> dict[str, Any]:
+def _single(result: Runs) -> dict[str, object]:
     """The run a comparison picture draws: the run itself, or a repeated run's worst."""
     return result.worst_run.to_dict()
 

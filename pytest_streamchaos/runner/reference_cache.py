@@ -200,7 +200,7 @@ def _stored(head: Mapping[str, Any], rows: Mapping[str, Any]) -> Stored:
 
 # -- rows as JSON -----------------------------------------------------------------------------------------
 
-def _output(out: OutputRows) -> dict[str, Any]:
+def _output(out: OutputRows) -> dict[str, object]:
     return {"name": out.name, "rows": list(out.rows), "keys": None if out.keys is None else list(out.keys),
             "table": out.table}
 

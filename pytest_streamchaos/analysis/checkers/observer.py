@@ -79,7 +79,7 @@ class ObserverResult(CheckResult):
     clients: dict[str, ClientReport] = field(default_factory=dict)
     disturbed: dict[str, str] = field(default_factory=dict)
 
-    def as_report(self) -> dict[str, Any]:
+    def as_report(self) -> dict[str, object]:
         """The JSON the run's report has kept under ``meta.observer`` (docs/report-schema.md)."""
         out: dict[str, Any] = {"scope": self.scope, "network_fault_windows": self.windows}
         if self.scope_reason:
