@@ -226,7 +226,7 @@ def _int(value: Any, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 

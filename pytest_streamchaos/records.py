@@ -180,7 +180,7 @@ def concat_outputs(parts: list[OutputRecords]) -> OutputRecords:
     ids_per = [[p.ids[p.offsets[i]:p.offsets[i + 1]].tolist() for i in range(len(p))] for p in parts]
     flat_rows = [row for rows in ids_per for row in rows]
 
-    def col(name: str, fill: Any) -> np.ndarray:
+    def col(name: str, fill: object) -> np.ndarray:
         return np.concatenate([getattr(p, name) if getattr(p, name) is not None
                                else np.full(len(p), fill, dtype=object if fill is None else np.float64)
                                for p in parts])

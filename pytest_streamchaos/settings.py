@@ -312,7 +312,7 @@ def _renamed_options(config: pytest.Config) -> dict[str, object]:
     return given
 
 
-def _optional_seed(opt: Option, raw: Any) -> int | None:
+def _optional_seed(opt: Option, raw: object) -> int | None:
     """The seed option's value: None when unset, else a non-negative int (a UsageError names the
     flag and the ini key otherwise)."""
     if raw is None or str(raw).strip() in ("", "None"):

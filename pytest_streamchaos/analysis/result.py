@@ -98,7 +98,7 @@ class RecoveryNumbers:
         assert self.recovery.metrics is not None
         return self.recovery.metrics
 
-    def _measured(self, name: str, value: Any) -> Any:
+    def _measured(self, name: str, value: object) -> Any:
         return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
 
     @property

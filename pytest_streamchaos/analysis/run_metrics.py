@@ -17,7 +17,7 @@ from .params import REACTION_KINDS, MetricParams
 from .sentinels import NotRecovered, RecoveryTime
 
 
-def _num(x: Any) -> Any:
+def _num(x: object) -> Any:
     """JSON-friendly number: NaN -> None, inf -> 'inf', NOT_RECOVERED -> None."""
     if x is None or isinstance(x, NotRecovered):
         return None

@@ -125,7 +125,7 @@ def schedule(kind: str, kwargs: dict[str, Any]) -> tuple[float, float | None, fl
     return after, duration, every, times
 
 
-def check_index(kind: str, roles: tuple[str, ...], index: Any) -> int | str | None:
+def check_index(kind: str, roles: tuple[str, ...], index: object) -> int | str | None:
     """``index``: an int position >= 0, or one of the kind's ``roles``."""
     if index is not None:
         if isinstance(index, bool) or not isinstance(index, (int, str)):

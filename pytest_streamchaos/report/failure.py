@@ -162,5 +162,5 @@ def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float, superv
             "from its checkpoint")
 
 
-def _s(v: Any) -> str:
+def _s(v: object) -> str:
     return f"{v:.1f}s" if isinstance(v, (int, float)) else "not measured"
