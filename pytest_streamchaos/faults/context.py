@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from pytest_streamchaos import storages
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, StrEnum
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.protocols import StorageService
@@ -112,7 +112,7 @@ class FaultContext:
                                "checkpoint= and collector=)")
         return self.checkpoint, self.collector
 
-    def watch(self, kind: Kind, target: str, predicate: Callable[[], object], timeout: float = 90.0) -> None:
+    def watch(self, kind: Kind | StrEnum, target: str, predicate: Callable[[], object], timeout: float = 90.0) -> None:
         """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
         background, given up silently after ``timeout``: the metrics show what did not happen)."""
         recorder = self.recorder
