@@ -104,6 +104,8 @@ class Kind(StrEnum):
     S3_REQUESTS_REFUSED = "s3_requests_refused"
     #: what the job's driver log said of S3 while a fault of the store acted (its S3A / AWS SDK lines)
     S3A_LOGGED = "s3a_logged"
+    # the YARN faults (a restarted ResourceManager answers again; YARN's own kinds: stack/yarn's YarnKind)
+    RESOURCEMANAGER_BACK = "resourcemanager_back"
     # what the analysis derives (analysis/metrics)
     FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
     RECOVERED = "recovered"

@@ -27,12 +27,11 @@ from pytest_streamchaos.events import StrEnum
 
 
 class YarnKind(StrEnum):
-    """The timeline kinds YARN records (:mod:`.watcher`, the YARN faults): its managers' ``events``, added to the
+    """The timeline kinds YARN's watcher records (:mod:`.watcher`): its managers' ``events``, added to the
     timeline when the session starts (``pytest_streamchaos.events.add_kinds``). ``yarn_node_<state>`` /
     ``yarn_app_<state>`` for every value of YARN's NodeState and YarnApplicationState (closed sets in its REST
     API)."""
 
-    RESOURCEMANAGER_BACK = "resourcemanager_back"
     YARN_RM_STARTED = "yarn_rm_started"
     YARN_ATTEMPT_STARTED = "yarn_attempt_started"
     YARN_ATTEMPT_ENDED = "yarn_attempt_ended"
