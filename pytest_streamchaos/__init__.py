@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see of the lazy names abo
 _FAULT_MARKS = "pytest_streamchaos.faults.marks"
 
 
-def _fault_marks() -> dict[str, Any]:
+def _fault_marks() -> dict[str, object]:
     import importlib
 
     return dict(importlib.import_module(_FAULT_MARKS).DECORATORS)

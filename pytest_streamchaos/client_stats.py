@@ -30,7 +30,7 @@ class ClientStats:
         self._samples: list[ClientSample] = []
         self._rx: dict[str, int] = {}
 
-    def conf(self) -> dict[str, Any]:
+    def conf(self) -> dict[str, object]:
         """The config entries that make a confluent-kafka client report to this object."""
         return {"statistics.interval.ms": INTERVAL_MS, "stats_cb": self.on_stats}
 

@@ -104,30 +104,8 @@ class Kind(StrEnum):
     S3_REQUESTS_REFUSED = "s3_requests_refused"
     #: what the job's driver log said of S3 while a fault of the store acted (its S3A / AWS SDK lines)
     S3A_LOGGED = "s3a_logged"
-    # YARN (stack/yarn's watcher, the YARN faults); ``yarn_node_<state>`` / ``yarn_app_<state>`` for every
-    # value of YARN's NodeState and YarnApplicationState (closed sets in its REST API)
+    # the YARN faults (a restarted ResourceManager answers again; YARN's own kinds: stack/yarn's YarnKind)
     RESOURCEMANAGER_BACK = "resourcemanager_back"
-    YARN_RM_STARTED = "yarn_rm_started"
-    YARN_ATTEMPT_STARTED = "yarn_attempt_started"
-    YARN_ATTEMPT_ENDED = "yarn_attempt_ended"
-    YARN_CONTAINER_STARTED = "yarn_container_started"
-    YARN_CONTAINER_COMPLETED = "yarn_container_completed"
-    YARN_NODE_RUNNING = "yarn_node_running"
-    YARN_NODE_UNHEALTHY = "yarn_node_unhealthy"
-    YARN_NODE_DECOMMISSIONING = "yarn_node_decommissioning"
-    YARN_NODE_DECOMMISSIONED = "yarn_node_decommissioned"
-    YARN_NODE_LOST = "yarn_node_lost"
-    YARN_NODE_REBOOTED = "yarn_node_rebooted"
-    YARN_NODE_SHUTDOWN = "yarn_node_shutdown"
-    YARN_NODE_NEW = "yarn_node_new"
-    YARN_APP_NEW = "yarn_app_new"
-    YARN_APP_NEW_SAVING = "yarn_app_new_saving"
-    YARN_APP_SUBMITTED = "yarn_app_submitted"
-    YARN_APP_ACCEPTED = "yarn_app_accepted"
-    YARN_APP_RUNNING = "yarn_app_running"
-    YARN_APP_FINISHED = "yarn_app_finished"
-    YARN_APP_FAILED = "yarn_app_failed"
-    YARN_APP_KILLED = "yarn_app_killed"
     # what the analysis derives (analysis/metrics)
     FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
     RECOVERED = "recovered"
@@ -138,16 +116,6 @@ class Kind(StrEnum):
         """``<role>_<what>`` of a job's process (``driver`` / ``connect_server``; ``launched`` / ``killed`` /
         ``stopped``)."""
         return cls(f"{role}_{what}")
-
-    @classmethod
-    def yarn_node(cls, state: str) -> Kind:
-        """The kind of a YARN node reaching ``state`` (a ``NodeState``: ``LOST``, ``RUNNING``, ...)."""
-        return cls(f"yarn_node_{state.lower()}")
-
-    @classmethod
-    def yarn_app(cls, state: str) -> Kind:
-        """The kind of a YARN application reaching ``state`` (a ``YarnApplicationState``: ``FINISHED``, ...)."""
-        return cls(f"yarn_app_{state.lower()}")
 
 
 class Phase(StrEnum):
@@ -226,7 +194,7 @@ def _int(value: Any, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return None if value is None else str(value)
 
 

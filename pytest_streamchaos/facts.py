@@ -91,7 +91,7 @@ class Topics:
         test named its outputs: its oracle names the topic, or every output counts)."""
         return self.output if self.outputs is None else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d: dict[str, Any] = {"input": self.input, "output": self.output, "side": self.side}
         if self.inputs is not None:
             d["inputs"] = list(self.inputs)
@@ -154,7 +154,7 @@ class StateStoreFacts:
     format_v2: bool = False
     description: str = ""  #: e.g. ``RocksDB, changelog checkpointing (versions written as .changelog, .zip)``
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The report's ``meta.state_store`` (docs/report-schema.md)."""
         return {"provider": self.provider, "files": list(self.files), "format_v2": self.format_v2,
                 "describe": self.description}
@@ -219,7 +219,7 @@ class GeneratorStats:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in counters.items() if k in known})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -247,7 +247,7 @@ class CollectorStats:
     retention_gaps: list[Any] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"count": self.count, "malformed": self.malformed, "lost_to_retention": self.lost_to_retention,
                 "retention_gaps": list(self.retention_gaps), "errors": list(self.errors)}
 
@@ -263,7 +263,7 @@ class SinkQuery:
     path: str | None = None  #: the file sink's directory, or the Delta sink's table
     writes: list[str] = field(default_factory=list)  #: directories its foreachBatch wrote files to
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def describe(self) -> str:
@@ -304,7 +304,7 @@ class RunFacts:
         """Whether these are the facts of a run of the harness (not of a bare trace)."""
         return self.setup is not None
 
-    def meta(self, topics: Topics | None = None) -> dict[str, Any]:
+    def meta(self, topics: Topics | None = None) -> dict[str, object]:
         """The run JSON's ``meta`` object, written from the facts and the run's ``topics`` (empty for a bare
         trace; the verdicts it also holds -- ``delay_outcomes``, ``observer``, ``exactly_once`` -- come from
         the checks)."""
@@ -328,14 +328,14 @@ class RunFacts:
         return out
 
     @staticmethod
-    def _setup_meta(s: RunSetup) -> dict[str, Any]:
+    def _setup_meta(s: RunSetup) -> dict[str, object]:
         return {"test": s.test, "seed": s.seed, "run": dict(s.arguments), "faults": list(s.planned_faults),
                 "spark_conf": dict(s.spark_conf),
                 "cluster_conf": dict(s.cluster_conf), "kafka_conf": dict(s.kafka_conf),
                 "delay_class": [c.to_dict() | {"note": c.describe()} for c in s.timeouts]}
 
     @staticmethod
-    def _job_meta(j: JobFacts) -> dict[str, Any]:
+    def _job_meta(j: JobFacts) -> dict[str, object]:
         return {"driver_launches": j.launches, "driver_restarts_by_supervisor": j.restarts_by_supervisor,
                 "job_log": j.log, "checkpoint": j.checkpoint, "checkpoint_storage": j.checkpoint_storage,
                 "state_store": None if j.state_store is None else j.state_store.to_dict(),

@@ -40,7 +40,7 @@ class Aim:
     hit: bool
     attempts: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -98,7 +98,7 @@ class FaultRecord:
         scope = self.detail.get("scope")
         return None if scope is None else str(scope)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["aim"] = None if self.aim is None else self.aim.to_dict()
         d["detail"] = dict(self.detail)
@@ -280,7 +280,7 @@ class History:
         """A history of a bare trace (no topics, no run facts: a synthetic trace, a trace of your own)."""
         return trace if isinstance(trace, History) else cls(trace, per_record=per_record)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, object]:
         """The run JSON's ``meta`` object as far as the history knows it (:meth:`RunFacts.meta` and the
         topics; empty for a bare trace)."""
         return self.facts.meta(self.topics)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 
-def write_json(path: str | Path, obj: Any) -> Path:
+def write_json(path: str | Path, obj: object) -> Path:
     """Write ``obj`` to ``path`` (its directory must exist) and return the path."""
     path = Path(path)
     path.write_text(json.dumps(obj, indent=1, default=str))

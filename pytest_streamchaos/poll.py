@@ -37,7 +37,7 @@ def wait_for(cond: Callable[[], T], timeout: float, what: str, last: Callable[[]
     (on ``clock``) raise ``TimeoutError`` naming ``what`` and the last value seen (``last()`` if
     given, else the last result of ``cond``)."""
 
-    def timed_out(value: Any) -> TimeoutError:
+    def timed_out(value: object) -> TimeoutError:
         seen = last() if last is not None else value
         return TimeoutError(f"waited {timeout}s for {what}; last seen {seen!r}")
 

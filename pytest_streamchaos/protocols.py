@@ -9,6 +9,7 @@ imports nothing of the package: the registries, ``observe/`` and ``stack/`` all 
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -73,12 +74,46 @@ class TableStore(StorageService, Protocol):
         ...
 
 
+class Held(Protocol):
+    """A hold a checkpoint gate reports (``stack.checkpoint_gate.Hold``, the object store proxy's ``ProxyHold``)."""
+
+    @property
+    def batch(self) -> int: ...
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def t(self) -> float: ...
+
+    @property
+    def in_task(self) -> bool | None: ...
+
+
+class Gate(Protocol):
+    """The harness's side of a checkpoint gate (``stack.checkpoint_gate.CheckpointGate``, a :class:`GatedStore`'s
+    own): the aimed moments of ``faults/gate_moments`` arm it and wait for its holds."""
+
+    holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
+
+    def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
+        """``scope``: the query's checkpoint (``CheckpointView.checkpoint_dir``): only its renames hold."""
+        ...
+
+    def wait_held(self, timeout: float, stop: threading.Event | None = None) -> Held | None: ...
+
+    def release(self) -> None: ...
+
+    def disarm(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class GatedStore(StorageService, Protocol):
     """A service that holds the job's checkpoint renames itself (its entry's ``gate="service"``: the object
     store's proxy holds S3A's COPY), for the faults aimed at a moment the checkpoint gate lands."""
 
-    # the gate is faults/gate_moments.Gate; that layer is above this module, so it is named, not imported
-    def gate(self) -> Any:
+    def gate(self) -> Gate:
         """The gate on its renames."""
         ...

@@ -15,7 +15,7 @@ generator and the collector).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -102,6 +102,51 @@ class OutputRecords:
         return cls(np.asarray(arrival_ts, dtype=np.float64), offsets, flat, **cols)
 
 
+class SourceProgress(TypedDict, total=False):
+    """One source of a micro-batch's progress (Spark's ``SourceProgress`` JSON). Its offsets are the source's own
+    JSON (Kafka's: topic -> partition -> offset), so they stay arbitrary."""
+
+    description: str
+    startOffset: Any
+    endOffset: Any
+    latestOffset: Any
+    numInputRows: int
+    inputRowsPerSecond: float
+    processedRowsPerSecond: float
+
+
+class SinkProgress(TypedDict, total=False):
+    """A micro-batch's sink (Spark's ``SinkProgress`` JSON)."""
+
+    description: str
+    numOutputRows: int
+
+
+class BatchProgress(TypedDict, total=False):
+    """One micro-batch: Spark's ``StreamingQueryProgress`` JSON as its event log carries it (the derived totals
+    added, source offsets parsed: :mod:`pytest_streamchaos.observe.progress`), plus ``t_start`` / ``t_end`` (epoch
+    seconds of its trigger and its end) and ``app_id`` (the driver launch that ran it)."""
+
+    id: str
+    runId: str
+    name: str | None
+    timestamp: str
+    batchId: int
+    batchDuration: int
+    numInputRows: int
+    inputRowsPerSecond: float
+    processedRowsPerSecond: float
+    durationMs: dict[str, int]
+    eventTime: dict[str, str]
+    stateOperators: list[dict[str, Any]]
+    sources: list[SourceProgress]
+    sink: SinkProgress
+    observedMetrics: dict[str, Any]
+    t_start: float
+    t_end: float
+    app_id: str
+
+
 @dataclass
 class Trace:
     """Everything recorded for one run; the input of every verdict and metric."""
@@ -109,7 +154,7 @@ class Trace:
     sent: SentRecords
     outputs: OutputRecords
     #: Spark StreamingQueryProgress dicts, one per micro-batch, in order.
-    batches: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[BatchProgress] = field(default_factory=list)
     timeline: list[TimelineEvent] = field(default_factory=list)
     #: phase boundaries on the run clock: warmup_end, load_end, drain_end.
     phases: dict[str, float] = field(default_factory=dict)
@@ -135,7 +180,7 @@ def concat_outputs(parts: list[OutputRecords]) -> OutputRecords:
     ids_per = [[p.ids[p.offsets[i]:p.offsets[i + 1]].tolist() for i in range(len(p))] for p in parts]
     flat_rows = [row for rows in ids_per for row in rows]
 
-    def col(name: str, fill: Any) -> np.ndarray:
+    def col(name: str, fill: object) -> np.ndarray:
         return np.concatenate([getattr(p, name) if getattr(p, name) is not None
                                else np.full(len(p), fill, dtype=object if fill is None else np.float64)
                                for p in parts])

@@ -296,7 +296,7 @@ def _check_backend(opt: Option, value: str) -> None:
                                 f"{', '.join(map(repr, BACKENDS))}")
 
 
-def _renamed_options(config: pytest.Config) -> dict[str, Any]:
+def _renamed_options(config: pytest.Config) -> dict[str, object]:
     """New option name -> the value given under its old name (:data:`RENAMED`); each use warns, or after its
     window fails, naming the new form (docs/deprecations.md)."""
     given: dict[str, Any] = {}
@@ -312,7 +312,7 @@ def _renamed_options(config: pytest.Config) -> dict[str, Any]:
     return given
 
 
-def _optional_seed(opt: Option, raw: Any) -> int | None:
+def _optional_seed(opt: Option, raw: object) -> int | None:
     """The seed option's value: None when unset, else a non-negative int (a UsageError names the
     flag and the ini key otherwise)."""
     if raw is None or str(raw).strip() in ("", "None"):

@@ -52,7 +52,7 @@ class UserCodeError(RuntimeError):
         self.__cause__ = error
 
 
-def name_of(fn: Any) -> str:
+def name_of(fn: object) -> str:
     """A callable's name for messages: ``store_sale``, ``<lambda>``, ``Cls.method``, or its repr."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if name is None and hasattr(fn, "func"):  # functools.partial
@@ -66,7 +66,7 @@ def annotation_label(name: str) -> str:
     return name if name.endswith("=)") else f"annotate[{name!r}]"
 
 
-def annotation_what(name: str, fn: Any) -> str:
+def annotation_what(name: str, fn: object) -> str:
     """How messages name the callable of annotation ``name``: ``annotate['amount'] total``."""
     return f"{annotation_label(name)} {name_of(fn)}"
 
@@ -113,7 +113,7 @@ def _takes(sig: inspect.Signature, n: int) -> str:
 _PLAIN = (int, float, str, bytes, bool, type(None), complex)
 
 
-def fingerprint(fn: Any) -> str:
+def fingerprint(fn: object) -> str:
     """What ``fn`` computes, as a digest that is the same in another session as long as its code is: its
     source (a lambda's line), its defaults and closure, and what it reads of its module -- the plain values
     (``RATE = 100``), the functions and classes (their own fingerprints), the modules of the test's project
@@ -160,7 +160,7 @@ _BUILTIN = (types.BuiltinFunctionType, types.BuiltinMethodType, types.WrapperDes
             types.MethodDescriptorType)
 
 
-def _foreign_home(obj: Any) -> str | None:
+def _foreign_home(obj: object) -> str | None:
     """The module of a function or class that is not the project's -- a builtin, the standard library's, an
     installed package's, the plugin's own (its code is in the reference's key apart) --, None for the
     project's own code and for anything that is no function or class."""

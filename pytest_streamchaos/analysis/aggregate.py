@@ -124,7 +124,7 @@ class AggregateOracle(TumblingWindowOracle):
         named: dict[str, str | None] = {"value_field": self.value_field, "window_field": self.window_field}
         return {**({"key_field": self.key_field} if self.by_key and self.key_field else {}), **named}
 
-    def collector_options(self) -> dict[str, Any]:
+    def collector_options(self) -> dict[str, object]:
         """Keyword arguments for :class:`~pytest_streamchaos.observe.collector.Collector` so that it
         reads each output's key, window and value."""
         return {"key_field": self.key_field, "window_field": self.window_field, "amount_field": self.value_field}

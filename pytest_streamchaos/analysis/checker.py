@@ -171,11 +171,11 @@ class Memo:
         return value
 
 
-def _name(checker: Any) -> str:
+def _name(checker: object) -> str:
     return str(getattr(checker, "name", None) or type(checker).__name__)
 
 
-def _json(v: Any) -> Any:
+def _json(v: object) -> Any:
     """A number for JSON: NaN -> None, inf -> "inf"; containers and other values unchanged."""
     if isinstance(v, float) and not math.isfinite(v):
         return None if math.isnan(v) else ("inf" if v > 0 else "-inf")

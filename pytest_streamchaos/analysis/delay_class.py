@@ -48,7 +48,7 @@ class DelayOutcome:
             return None
         return (self.observed == "noticed") == (self.stated == "PD>TO")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     def describe(self) -> str:

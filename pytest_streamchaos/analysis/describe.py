@@ -147,7 +147,7 @@ def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
     return lines
 
 
-def summary_row(run: ChaosRun) -> dict[str, Any]:
+def summary_row(run: ChaosRun) -> dict[str, object]:
     """One row of the terminal summary table (short, human values)."""
     rt, down, cost = run.metrics.recovery_time, run.metrics.downtime, run.metrics.failure_cost
     return {
@@ -167,7 +167,7 @@ def summary_row(run: ChaosRun) -> dict[str, Any]:
     }
 
 
-def meta(run: ChaosRun) -> dict[str, Any]:
+def meta(run: ChaosRun) -> dict[str, object]:
     """The run JSON's ``meta``: the history's facts and, for a run of the harness, the verdicts the
     report has kept there (the delay outcomes, the observer, the exactly-once check) and every warning."""
     out = run.history.meta()
@@ -183,7 +183,7 @@ def _num(v: float | None, fmt: str) -> str:
     return "unknown" if v is None else format(v, fmt)
 
 
-def event_dict(e: TimelineEvent) -> dict[str, Any]:
+def event_dict(e: TimelineEvent) -> dict[str, object]:
     """A timeline event's JSON (``NOT_RECOVERED`` in a detail -> null)."""
     d = e.to_dict()
     if "detail" in d:

@@ -158,7 +158,7 @@ class GuaranteeReport:
             c["missing_copies"] = self.missing_copies
         return c
 
-    def to_dict(self, sample: int = 20) -> dict[str, Any]:
+    def to_dict(self, sample: int = 20) -> dict[str, object]:
         """JSON-ready summary; id arrays are capped at ``sample`` entries (full sizes given)."""
         return {
             **self.counts(),

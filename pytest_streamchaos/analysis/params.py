@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 from ..events import Kind
 from .spelling import did_you_mean, spelled
@@ -75,7 +74,7 @@ class MetricParams:
                     raise ValueError(f"MetricParams.{name}: {kind!r} is not a timeline kind"
                                      f"{did_you_mean(kind, known)}; the kinds are pytest_streamchaos.events.Kind's")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 

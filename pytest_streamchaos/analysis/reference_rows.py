@@ -25,7 +25,7 @@ _START = re.compile(r"^(window)?[_.]?start$", re.IGNORECASE)
 _END = re.compile(r"^(window)?[_.]?end$", re.IGNORECASE)
 
 
-def value(v: Any) -> Any:
+def value(v: object) -> Any:
     """A value made hashable and stable across runs: floats to 9 significant digits, containers as JSON."""
     if isinstance(v, bool) or v is None:
         return v
@@ -43,7 +43,7 @@ def canon(row: Row, ignore: Iterable[str] = ()) -> Canon:
     return tuple(sorted((k, value(v)) for k, v in row.items() if k not in skip))
 
 
-def show(v: Any) -> str:
+def show(v: object) -> str:
     return json.dumps(v, default=str) if not isinstance(v, str) else v
 
 

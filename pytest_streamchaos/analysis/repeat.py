@@ -43,6 +43,7 @@ from .metrics import NOT_RECOVERED, FaultMetrics, LatencySummary, RecoveryTime, 
 from .reference import Comparison
 from .result import SCHEMA_VERSION, ChaosRun
 from .sla import SLA, SLAViolation, Violation, check_over, check_sla
+from .versus import Runs, Versus
 from .windows import WindowVerdict
 
 #: metrics a RepeatedRun aggregates (attribute names of ChaosRun); latency is aggregated per field
@@ -288,7 +289,7 @@ class RepeatedRun(_Aggregated, HarnessFacts):
                                   {"runs": len(oks), "held": oks.count(True)}, results=results)
         return combined.assert_ok() if must_pass else combined
 
-    def versus(self, baseline: Any, slo_latency: float | None = None) -> Any:
+    def versus(self, baseline: Runs, slo_latency: float | None = None) -> Versus:
         """These runs (medians; fault verdicts of the worst run) against ``baseline``
         (:func:`pytest_streamchaos.analysis.versus.versus`)."""
         from .versus import versus

@@ -74,6 +74,7 @@ from .metrics import (
 from .oracle import Oracle
 from .reference import Comparison
 from .sla import SLA, SLAViolation, Violation, check_over, check_sla
+from .versus import OneRun, Overhead, Runs, Versus
 from .windows import WindowVerdict, sent_in
 
 __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
@@ -97,7 +98,7 @@ class RecoveryNumbers:
         assert self.recovery.metrics is not None
         return self.recovery.metrics
 
-    def _measured(self, name: str, value: Any) -> Any:
+    def _measured(self, name: str, value: object) -> Any:
         return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
 
     @property
@@ -142,7 +143,7 @@ class RecoveryNumbers:
 class ABMethods:
     """A run set against another run: the A/B comparisons of :class:`ChaosRun`."""
 
-    def versus(self, baseline: Any, slo_latency: float | None = None, factor: float = 1.0) -> Any:
+    def versus(self: Runs, baseline: Runs, slo_latency: float | None = None, factor: float = 1.0) -> Versus:
         """This run against ``baseline`` (the same scenario under another configuration, or without
         its faults): per-metric deltas and, per fault of this run, a masking verdict (masked: p99 within
         ``factor`` x the baseline's band). See :func:`pytest_streamchaos.analysis.versus.versus`."""
@@ -150,7 +151,7 @@ class ABMethods:
 
         return versus(self, baseline, slo_latency=slo_latency, factor=factor)
 
-    def overhead(self, reference: Any) -> Any:
+    def overhead(self: OneRun, reference: OneRun) -> Overhead:
         """This run's steady-state cost against ``reference`` (the same job and load in another
         setting), and its time back to normal after its fault. See
         :func:`pytest_streamchaos.analysis.versus.overhead`."""

@@ -17,7 +17,7 @@ from .params import REACTION_KINDS, MetricParams
 from .sentinels import NotRecovered, RecoveryTime
 
 
-def _num(x: Any) -> Any:
+def _num(x: object) -> Any:
     """JSON-friendly number: NaN -> None, inf -> 'inf', NOT_RECOVERED -> None."""
     if x is None or isinstance(x, NotRecovered):
         return None
@@ -56,7 +56,7 @@ class LatencySummary:
     bound: float
     count: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {f.name: _num(getattr(self, f.name)) for f in fields(self)}
 
 
@@ -77,7 +77,7 @@ class Series:
     backlog: np.ndarray
     in_band: np.ndarray
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {f.name: _arr(getattr(self, f.name)) for f in fields(self)}
 
 
@@ -91,7 +91,7 @@ class Baseline:
     normal_gap: float
     downtime_gap: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {f.name: _num(getattr(self, f.name)) for f in fields(self)}
 
 
@@ -157,7 +157,7 @@ class FaultMetrics:
             return None
         return not isinstance(self.recovery_time, NotRecovered)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {f.name: _num(getattr(self, f.name)) for f in fields(self)}
         d["aim"] = None if self.aim is None else self.aim.to_dict()
         d["recovered"] = self.recovered
@@ -176,14 +176,14 @@ class MicroBatches:
     def __len__(self) -> int:
         return int(self.batch_id.size)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         d = self.duration[np.isfinite(self.duration)]
         if d.size == 0:
             return {"count": len(self)}
         p50, p95 = np.quantile(d, [0.5, 0.95])
         return {"count": len(self), "p50": float(p50), "p95": float(p95), "max": float(d.max())}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "batch_id": _arr(self.batch_id),
             "start": _arr(self.start),
@@ -210,7 +210,7 @@ class Stability:
         ``max_cv`` (std / mean) across them (docs/metrics.md#stability). Without a recovered fault: False."""
         return self.not_recovered == 0 and math.isfinite(self.cv) and self.cv <= max_cv
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {f.name: _num(getattr(self, f.name)) for f in fields(self) if f.name != "recovery_times"}
         d["recovery_times"] = [_num(x) for x in self.recovery_times]
         return d
@@ -266,7 +266,7 @@ class RunMetrics:
                 ev.append(TimelineEvent(f.horizon, Kind.NOT_RECOVERED, tgt, {"fault": i}))
         return ev
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "params": self.params.to_dict(),
             "t0": self.t0,

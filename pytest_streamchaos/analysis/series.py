@@ -5,16 +5,16 @@ buckets, and the stability of recovery times (definitions in :mod:`pytest_stream
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from ..history import batch_start
+from ..records import BatchProgress
 from .run_metrics import MicroBatches, Stability
 from .sentinels import NotRecovered, RecoveryTime
 
 
-def micro_batches(batches: list[dict[str, Any]]) -> MicroBatches:
+def micro_batches(batches: list[BatchProgress]) -> MicroBatches:
     """Parse Spark ``StreamingQueryProgress`` dicts (batchId, timestamp, durationMs.triggerExecution)."""
     bid, start, dur, rows = [], [], [], []
     for b in batches:

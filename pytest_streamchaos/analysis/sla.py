@@ -56,7 +56,7 @@ class SLA:
             if f.name == "min_reliability" and value > 1:
                 raise ValueError(f"SLA bound min_reliability={value!r} is a fraction: 0 to 1 (e.g. 0.999)")
 
-    def merged(self, **bounds: Any) -> SLA:
+    def merged(self, **bounds: object) -> SLA:
         """A copy with ``bounds`` overriding (an unknown name raises TypeError with the did-you-mean and the
         valid ones)."""
         names = [f.name for f in fields(self)]
@@ -88,7 +88,7 @@ class Violation:
         return f"{self.metric} = {_fmt(self.measured)}, bound {self.metric} {self.op} {_fmt(self.bound)}"
 
 
-def _fmt(x: Any) -> str:
+def _fmt(x: object) -> str:
     if isinstance(x, float):
         if not math.isfinite(x):
             return str(x)
@@ -105,7 +105,7 @@ def _le(measured: Any, bound: float) -> bool:
         return False
 
 
-def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violation]:
+def check_sla(result: Any, sla: SLA | None = None, **bounds: object) -> list[Violation]:
     """Every bound of ``sla`` (plus keyword ``bounds``) that ``result`` violates, in a fixed order."""
     s = (sla or SLA()).merged(**bounds)
     out: list[Violation] = []
@@ -138,7 +138,7 @@ def check_sla(result: Any, sla: SLA | None = None, **bounds: Any) -> list[Violat
     return out
 
 
-def _detail_value(v: Any) -> str:
+def _detail_value(v: object) -> str:
     """A timeline detail as one line: a float rounded, a multi-line value (a JVM stack trace in a
     ``query_terminated``) cut to its first line (the whole value stays in the JSON report)."""
     if isinstance(v, float):

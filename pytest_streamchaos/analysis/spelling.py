@@ -46,7 +46,7 @@ def spelled(cls: C) -> C:
     names = [f.name for f in fields(cls)]
 
     @functools.wraps(init)
-    def checked(self: Any, *args: Any, **kwargs: Any) -> None:
+    def checked(self: Any, *args: Any, **kwargs: object) -> None:
         for key in kwargs:
             if key not in names:
                 raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {key!r}"

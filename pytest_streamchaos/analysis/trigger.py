@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import median
-from typing import Any
 
 from pytest_streamchaos.history import batch_start
+from pytest_streamchaos.records import BatchProgress
 
 #: the intervals looked for, longest first (a start aligned to 10 s is aligned to 5 s too)
 CANDIDATES_S = (300.0, 120.0, 60.0, 30.0, 20.0, 15.0, 10.0, 5.0, 3.0, 2.0, 1.0, 0.5, 0.25, 0.1)
@@ -49,11 +49,11 @@ def trigger_words(interval: float | None) -> str | None:
     return "as fast as possible" if interval == AS_FAST_AS_POSSIBLE else f"{interval:g} s"
 
 
-def batch_cadence(batches: list[dict[str, Any]], before: float) -> float | None:
+def batch_cadence(batches: list[BatchProgress], before: float) -> float | None:
     """The median time between the starts of consecutive micro-batches (batch ids ``k`` and ``k + 1`` of
     one query in one driver launch) started before ``before``: the job's real pace whatever trigger it
     hard-codes. None with fewer than two such batches."""
-    starts: dict[tuple[Any, Any, int], float] = {}
+    starts: dict[tuple[str | None, str | None, int], float] = {}
     for b in batches:
         t = batch_start(b)
         if math.isfinite(t) and t < before:

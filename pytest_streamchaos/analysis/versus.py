@@ -22,12 +22,40 @@ and a B that was slower than A before any fault must not have that blamed on its
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from . import keys
+from .run_metrics import RunMetrics
+from .sentinels import RecoveryTime
+
+
+class RunSet(Protocol):
+    """Runs of one scenario (one run is a set of one): what a latency band is taken over."""
+
+    @property
+    def runs(self) -> Sequence[OneRun]: ...
+
+
+class OneRun(RunSet, Protocol):
+    """One run as the comparisons read it (a :class:`~pytest_streamchaos.analysis.result.ChaosRun`): its metrics,
+    its JSON (what a comparison's picture draws)."""
+
+    @property
+    def metrics(self) -> RunMetrics: ...
+
+    def to_dict(self) -> dict[str, object]: ...
+
+
+class Runs(RunSet, Protocol):
+    """A run or repeated runs (``ChaosRun``, ``RepeatedRun``): every run, the worst of them, and the headline
+    metrics as attributes (:func:`~pytest_streamchaos.analysis.keys.from_run`)."""
+
+    @property
+    def worst_run(self) -> OneRun: ...
 
 #: the metrics a comparison reports (dotted: attributes of the runs)
 COMPARED: tuple[str, ...] = ("latency.p50", "latency.p99", "reliable_throughput", "downtime", "recovery_time",
@@ -89,8 +117,8 @@ class FaultVerdict:
 class Versus:
     """Run B against run A (see the module docstring); ``labels`` name them in reports."""
 
-    a: Any
-    b: Any
+    a: Runs
+    b: Runs
     deltas: dict[str, Delta]
     faults: list[FaultVerdict] = field(default_factory=list)
     labels: tuple[str, str] = ("A", "B")
@@ -111,7 +139,7 @@ class Versus:
         lines += [f"  {v}" for v in self.faults]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         num = keys.json_number
         return {
             "labels": list(self.labels),
@@ -123,14 +151,14 @@ class Versus:
         }
 
 
-def latency_band(run: Any, before_faults: bool = False) -> float:
+def latency_band(run: RunSet, before_faults: bool = False) -> float:
     """The highest per-second p99 latency of ``run`` during its load phase (NaN if none measured);
     for repeated runs, the highest over all of them. ``before_faults``: only the seconds that end
     before its first fault (all of the load when it had none)."""
     return max((_band(one, before_faults) for one in run.runs), default=math.nan)
 
 
-def _band(run: Any, before_faults: bool) -> float:
+def _band(run: OneRun, before_faults: bool) -> float:
     """:func:`latency_band` of one run."""
     m = run.metrics
     s = m.series
@@ -142,14 +170,14 @@ def _band(run: Any, before_faults: bool) -> float:
     return float(s.latency_p99[sel].max()) if sel.any() else math.nan
 
 
-def fault_free_band(b: Any, a: Any) -> float:
+def fault_free_band(b: OneRun, a: Runs) -> float:
     """The band of run ``b`` against the fault-free run ``a``: the higher of A's band and B's own
     before its first fault (NaN only when neither measured any)."""
     bands = [x for x in (latency_band(a), latency_band(b, before_faults=True)) if math.isfinite(x)]
     return max(bands, default=math.nan)
 
 
-def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
+def fault_verdicts(run: OneRun, band: float, slo_latency: float | None = None,
                    factor: float = 1.0) -> list[FaultVerdict]:
     """A masking verdict per fault of ``run`` (one ChaosRun) against the latency ``band`` times
     ``factor`` (k: "p99 stays within k x the fault-free p99"; 1 = the band itself)."""
@@ -182,7 +210,7 @@ def fault_verdicts(run: Any, band: float, slo_latency: float | None = None,
     return out
 
 
-def versus(b: Any, a: Any, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B"),
+def versus(b: Runs, a: Runs, slo_latency: float | None = None, labels: tuple[str, str] = ("A", "B"),
            factor: float = 1.0) -> Versus:
     """Run ``b`` against run ``a`` (ChaosRun or RepeatedRun; medians for repeated runs). The fault
     verdicts are those of ``b``'s faults (its worst run's, when repeated) against the fault-free band
@@ -204,7 +232,7 @@ class Overhead:
     throughput: float  #: B's baseline reliable throughput / A's (1.0 when both keep up with the load)
     #: seconds from B's fault until it was back to normal (its largest recovery time; NOT_RECOVERED
     #: compares above every number); None when B had no fault
-    back_to_normal: Any = None
+    back_to_normal: RecoveryTime | None = None
 
     def within(self, max_latency_ratio: float, min_throughput_ratio: float = 0.0) -> bool:
         """The overhead verdict: B's baseline p99 latency at most ``max_latency_ratio`` x A's and its
@@ -225,7 +253,7 @@ def _ratio(b: float, a: float) -> float:
     return b / a
 
 
-def overhead(b: Any, a: Any) -> Overhead:
+def overhead(b: OneRun, a: OneRun) -> Overhead:
     """Run ``b`` (the setting under test) against run ``a`` (the reference setting), both ChaosRuns
     of the same job and load: see :class:`Overhead`."""
     ma, mb = a.metrics, b.metrics

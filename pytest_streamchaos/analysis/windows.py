@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -192,7 +191,7 @@ class WindowVerdict:
             recovery = f"downtime {'not measurable' if down is None else f'{down:.1f}s'}, {said}"
         return f"window {w.index} ({w.name or 'no fault'}): {self.sent} sent, {counts}; {recovery}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         down, rec, cost = window_totals(self.faults)
         return {**self.window.detail(), "sent": self.sent, "lost": self.lost, "duplicates": self.duplicates,
                 "incorrect": self.incorrect, "guarantee_delivered": self.guarantee_delivered, "ok": self.ok,

@@ -39,7 +39,7 @@ class HistoryAccount:
         bad = f"; VIOLATED on the whole: {self.violation}" if self.violation else ""
         return f"history #{self.number}: {self.runs} run(s) in one job, ended: {self.ended}; {judged}{bad}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         whole = self.whole
         return {"number": self.number, "runs": self.runs, "ended": self.ended, "violation": self.violation,
                 "whole": None if whole is None else {

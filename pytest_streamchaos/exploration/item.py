@@ -192,7 +192,7 @@ class Explored:
         cost = cost_line(shared or explored)
         return lines + ([cost] if cost else [])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The report's ``explore`` key (docs/report-schema.md)."""
         out = {"source": self.spec.source, "faults": list(self.spec.faults), "max_faults": self.spec.max_faults,
                "replayed": self.spec.replay is not None, "token": self.token, "replay": self.replay_line(),
@@ -205,7 +205,7 @@ class Explored:
         return out
 
 
-def run_phases(run: ChaosRun | None) -> dict[str, Any] | None:
+def run_phases(run: ChaosRun | None) -> dict[str, object] | None:
     """How long one run's phases took (seconds) and why its load ended when it did (None: no run)."""
     if run is None:
         return None

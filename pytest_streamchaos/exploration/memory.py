@@ -54,7 +54,7 @@ class Entry:
         first = tuple(dict.fromkeys(s for s in [*self.found, *self.flaky] if mine(s)))
         return Recall(first, frozenset(s for s in self.tried if mine(s)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"nodeid": self.nodeid, "plugin": self.plugin, "found": [_steps(s) for s in self.found],
                 "flaky": [_steps(s) for s in self.flaky], "tried": [_steps(s) for s in self.tried]}
 

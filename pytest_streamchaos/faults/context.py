@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from pytest_streamchaos import storages
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, StrEnum
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.protocols import StorageService
@@ -77,7 +77,7 @@ class FaultContext:
     #: the stack's HDFS, the object store); what a fault does to one is the protocol its storage names
     stores: Mapping[str, StorageService] = field(default_factory=dict)
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
-    prepared: Mapping[str, Any] = field(default_factory=dict)
+    prepared: Mapping[str, object] = field(default_factory=dict)
 
     def spark(self, capability: type[C]) -> C:
         """The run's Spark cluster as one of its capabilities (:mod:`pytest_streamchaos.stack.capabilities`)."""
@@ -112,14 +112,14 @@ class FaultContext:
                                "checkpoint= and collector=)")
         return self.checkpoint, self.collector
 
-    def watch(self, kind: Kind, target: str, predicate: Callable[[], Any], timeout: float = 90.0) -> None:
+    def watch(self, kind: Kind | StrEnum, target: str, predicate: Callable[[], object], timeout: float = 90.0) -> None:
         """Record ``kind`` on the timeline when ``predicate()`` first holds (polled in the
         background, given up silently after ``timeout``: the metrics show what did not happen)."""
         recorder = self.recorder
         if recorder is None:
             return
 
-        def probe() -> Any:
+        def probe() -> object:
             try:
                 return predicate()
             except Exception:  # a master between lives answers nothing; keep polling

@@ -33,15 +33,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from pytest_streamchaos.faults.spec import FaultSpec
+from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.protocols import Gate, Held
 from pytest_streamchaos.stack.base import CheckpointView, SparkCluster
 
 #: a moment detector (``faults.moments.MomentDetector``; not imported from there: that module registers these)
-MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
+MomentDetector = Callable[[PlannedFault, threading.Event, float], "Aim | None"]
 
 #: where a run keeps its checkpoint gate among what was made ready before the job started
 #: (``FaultContext.prepared``); absent when the run has none (no gated moment planned, or the checkpoint
@@ -59,38 +62,6 @@ GATED: dict[str, tuple[str, str, int | None]] = {
     # tasks: there the moment is polled (faults/actions.py's tasks_running)
     "tasks_running": ("task", "before", None),
 }
-
-
-class Held(Protocol):
-    """A hold the gate reports (``stack.checkpoint_gate.Hold``)."""
-
-    @property
-    def batch(self) -> int: ...
-
-    @property
-    def pid(self) -> int: ...
-
-    @property
-    def t(self) -> float: ...
-
-    @property
-    def in_task(self) -> bool | None: ...
-
-
-class Gate(Protocol):
-    """The harness's side of the checkpoint gate (``stack.checkpoint_gate.CheckpointGate``)."""
-
-    holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
-
-    def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
-        """``scope``: the query's checkpoint (:attr:`CheckpointView.checkpoint_dir`): only its renames hold."""
-        ...
-
-    def wait_held(self, timeout: float, stop: threading.Event | None = None) -> Held | None: ...
-
-    def release(self) -> None: ...
-
-    def disarm(self) -> None: ...
 
 
 def base_batch(checkpoint: CheckpointView) -> int:
@@ -122,7 +93,7 @@ def gated_moment(gate: Gate, checkpoint: CheckpointView, phase: str, anchor: int
         raise ValueError(f"the checkpoint gate cannot land phase {phase!r}; it lands {', '.join(GATED)}")
     log, when, shift = GATED[phase]
 
-    def wait(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
         # a step of an explored schedule carries its own anchor (relative to the step before it)
         step_anchor = getattr(getattr(planned, "spec", None), "anchor", None)
         first = base_batch(checkpoint) + (anchor if step_anchor is None else step_anchor)
@@ -178,7 +149,7 @@ def no_state_commit(checkpoint: Any) -> str | None:
 GATE_ONLY = ("between_batches", "offsets_logged", "state_commit")
 
 
-def needs_gate(specs: Any) -> bool:
+def needs_gate(specs: Iterable[FaultSpec]) -> bool:
     """Whether a plan of fault ``specs`` needs the checkpoint gate preloaded into the job: a fault aimed at
     a phase it lands. A mark's ``tasks_running`` stays polled (a job that renames nothing in its tasks --
     a stateless Kafka-to-Kafka job -- would never be held); a step of an explored schedule aimed there is
@@ -190,17 +161,17 @@ class RunGate:
     """The run's gate as what was made ready before the job started (``FaultContext.prepared[GATE_KEY]``):
     closed (disarmed, its directory removed) once the run is over."""
 
-    def __init__(self, gate: Any) -> None:
+    def __init__(self, gate: Gate) -> None:
         self.gate = gate
 
     def release(self) -> None:
         self.gate.close()
 
 
-def gate_of(prepared: Any) -> Gate | None:
+def gate_of(prepared: Mapping[str, object]) -> Gate | None:
     """The run's checkpoint gate (from ``FaultContext.prepared``), or None."""
     found = prepared.get(GATE_KEY) if prepared else None
-    return None if found is None else found.gate
+    return found.gate if isinstance(found, RunGate) else None
 
 
 def held_worker(cluster: SparkCluster, gate: Gate | None) -> int | None:

@@ -67,7 +67,7 @@ class FaultAction(abc.ABC):
     @abc.abstractmethod
     def inject(self, planned: PlannedFault) -> Any: ...
 
-    def confirm(self, planned: PlannedFault, handle: Any) -> dict[str, Any] | None:
+    def confirm(self, planned: PlannedFault, handle: Any) -> dict[str, object] | None:
         """Block until the effect is confirmed (a killed group reaped, a paused group all stopped, a
         probe across the faulted link); raise if it is not within the kind's own timeout. A dict
         returned (what a probe measured) goes into the ``fault_injected`` event, the wait into its

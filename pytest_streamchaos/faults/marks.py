@@ -23,7 +23,7 @@ def decorator(kind: type[FaultKind]) -> Callable[..., Any]:
     """The importable decorator of fault ``kind``: checks its arguments, then applies its mark."""
     name = kind.name
 
-    def apply(*args: Any, **kwargs: Any) -> Any:
+    def apply(*args: Any, **kwargs: object) -> Any:
         if len(args) == 1 and callable(args[0]) and not kwargs:  # bare @kill_worker
             kind.parse()
             return getattr(pytest.mark, name)(args[0])

@@ -16,11 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import FaultContext, worker_index
-from pytest_streamchaos.faults.gate_moments import gate_of, gated_moment, no_state_commit
+from pytest_streamchaos.faults.gate_moments import Gate, gate_of, gated_moment, no_state_commit
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.history import Aim  # where a fault landed is history: the analysis reads it
 from pytest_streamchaos.poll import poll
@@ -40,7 +39,7 @@ ARRIVAL_SLACK_S = 0.06
 
 #: a moment detector: ``(planned, stop, deadline)`` -> an :class:`Aim` once the moment came (the
 #: scheduler injects at once), or None when it did not come before ``deadline`` or ``stop``
-MomentDetector = Callable[[Any, threading.Event, float], "Aim | None"]
+MomentDetector = Callable[[PlannedFault, threading.Event, float], "Aim | None"]
 
 
 @dataclass(frozen=True)
@@ -169,7 +168,7 @@ def gated(phase: str) -> Callable[[FaultContext], MomentDetector]:
         if phase == OUTPUT_VISIBLE_UNCOMMITTED:
             return wait_uncommitted_output(ctx)
 
-        def never(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+        def never(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
             return None
 
         return never
@@ -196,12 +195,12 @@ MOMENTS: dict[str, Moment] = {m.name: m for m in (
 )}
 
 
-def _recording_hold(ctx: FaultContext, gate: Any, wait: MomentDetector) -> MomentDetector:
+def _recording_hold(ctx: FaultContext, gate: Gate, wait: MomentDetector) -> MomentDetector:
     """``wait``, recording each hold of the gate on the run's timeline (``checkpoint_held``: the log and
     batch of the held rename, before or after it, the held process and thread, and the file) -- the
     evidence of where the fault landed, beside the aim."""
 
-    def recorded(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+    def recorded(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
         found = wait(planned, stop, deadline)
         if found is not None and gate.holds and ctx.recorder is not None:
             h = gate.holds[-1]
@@ -217,7 +216,7 @@ def _saying_why_not(ctx: FaultContext, wait: MomentDetector) -> MomentDetector:
     checkpoint tells (``moment_unreachable``: the query keeps no state, or its state store's files are
     not ones the gate knows)."""
 
-    def waited(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+    def waited(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
         found = wait(planned, stop, deadline)
         why = no_state_commit(ctx.checkpoint) if found is None else None
         if why is not None and ctx.recorder is not None:
@@ -237,7 +236,7 @@ def tasks_running(ctx: FaultContext) -> MomentDetector:
         return polled
     gated_wait = _recording_hold(ctx, gate, gated_moment(gate, ctx.checkpoint, TASKS_RUNNING, holds=gate.holds))
 
-    def wait(planned: Any, stop: threading.Event, deadline: float) -> Aim | None:
+    def wait(planned: PlannedFault, stop: threading.Event, deadline: float) -> Aim | None:
         step = getattr(getattr(planned, "spec", None), "anchor", None) is not None
         return (gated_wait if step else polled)(planned, stop, deadline)
 

@@ -130,7 +130,7 @@ def check_storages(specs: Iterable[FaultSpec], reached: Iterable[str]) -> None:
                          f"there (setup=JobSetup(checkpoint={entry.name!r}) or --chaos-checkpoint={entry.name}){also}")
 
 
-def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, Any]:
+def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, object]:
     """The librdkafka settings the plan's faults need of the generator's producer (their ``generator_conf``)."""
     out: dict[str, Any] = {}
     for s in specs:

@@ -146,7 +146,7 @@ class FaultScheduler:
             self._error(p, unconfirmed)
         return handle, t_injected
 
-    def _landed(self, p: PlannedFault, handle: Any, found: Aim | bool | None) -> dict[str, Any]:
+    def _landed(self, p: PlannedFault, handle: Any, found: Aim | bool | None) -> dict[str, object]:
         """The ``aim`` detail of an aimed fault's ``fault_injected``: its moment's :class:`Aim` as the fault's
         kind judges it once the fault took effect (a broker kill whose leader moved meanwhile missed)."""
         if not isinstance(found, Aim):

@@ -69,7 +69,7 @@ class FaultSpec:
         extra = "".join(f" {k}={v}" for k, v in self.params.items() if k != "signal")
         return f"{self.kind}{f'[{where}]' if where else ''}{at}{rep}{extra}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = {k: v for k, v in self.__dict__.items() if v not in (None, {}) and k != "params"}
         d.update(self.params)
         return d
@@ -125,7 +125,7 @@ def schedule(kind: str, kwargs: dict[str, Any]) -> tuple[float, float | None, fl
     return after, duration, every, times
 
 
-def check_index(kind: str, roles: tuple[str, ...], index: Any) -> int | str | None:
+def check_index(kind: str, roles: tuple[str, ...], index: object) -> int | str | None:
     """``index``: an int position >= 0, or one of the kind's ``roles``."""
     if index is not None:
         if isinstance(index, bool) or not isinstance(index, (int, str)):

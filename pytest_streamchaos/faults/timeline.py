@@ -11,9 +11,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_streamchaos.events import Kind, TimelineEvent
+from pytest_streamchaos.events import Kind, StrEnum, TimelineEvent
 from pytest_streamchaos.faults.spec import FaultSpec
 
 
@@ -43,7 +42,7 @@ class Recorder:
         self._events: list[TimelineEvent] = []
         self._lock = threading.Lock()
 
-    def record(self, kind: Kind, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+    def record(self, kind: Kind | StrEnum, target: str = "", t: float | None = None, **detail: object) -> TimelineEvent:
         ev = TimelineEvent(self.clock() if t is None else t, kind, target, detail)
         with self._lock:
             self._events.append(ev)

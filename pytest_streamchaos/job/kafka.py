@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def read_kafka(spark: Any, bootstrap_servers: str, topic: str, **options: Any) -> Any:
+def read_kafka(spark: Any, bootstrap_servers: str, topic: str, **options: object) -> Any:
     """A streaming DataFrame of ``topic`` (comma-separated for several) with Spark's Kafka columns
     (key, value, topic, partition, offset, timestamp, timestampType): ``spark.readStream.format("kafka")``
     with ``kafka.bootstrap.servers`` and ``subscribe`` set. ``options`` are the connector's options,

@@ -30,7 +30,7 @@ import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from pytest_streamchaos.netem import iptables as ipt
 from pytest_streamchaos.netem import nfq_delayer, probe, tcshaper
@@ -199,7 +199,7 @@ class NetworkFault(_Healing):
         enough to call every second while the fault is active."""
         return None
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         """Probe the faulted link now and return what it measured (keys ``measured_*``); raises
         :class:`NetFaultError` when the fault is not in effect, saying what was measured. A probe
         that would take longer than ``budget_s`` (the fault's duration) is skipped, saying so."""
@@ -249,7 +249,7 @@ class _DropFault(NetworkFault):
             return None
         return ipt.get_rule_manager(self.netns).missing(handle)
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         super().measure()
         if "tcp" not in PROTOS[self.proto]:
             return {}
@@ -310,7 +310,7 @@ class BrokerCut(Partition):
         opened = ipt.drop_specs(self.peer_ports, tag=tag, owner=ipt.connmark_match(*self.mark))
         return own + opened
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         """A connect to the broker's own peer port goes unanswered (its opened connections carry a
         mark no probe can take)."""
         unanswered = probe.unanswered_fraction(self.probe_port, n=4)
@@ -496,7 +496,7 @@ class NetworkDelay(NetworkFault):
             return ipt.get_rule_manager(self.netns).missing(self._rules)
         return tcshaper.get_shaper().missing(self._shape) if self._shape is not None else None
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         super().measure()
         if self.proto != "tcp":
             return {}
@@ -580,7 +580,7 @@ class FaultGroup(_Healing):
                 return f"on {label}: {why}"
         return None
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         """Each fault's measurement; the first one's values at the top level (``measured_*``)."""
         per_node = {label: f.measure(budget_s) for label, f in zip(self.labels, self.faults, strict=True)}
         return {**per_node[self.labels[0]], "per_node": per_node}

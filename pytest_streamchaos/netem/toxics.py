@@ -167,7 +167,7 @@ class ToxicDelay(ToxicFault):
     def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("latency", s, {"latency": round(self.ms), "jitter": round(self.jitter_ms)}) for s in BOTH]
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         super().measure()
         rtt_s = 2 * (self.ms + self.jitter_ms) / 1000.0
         if budget_s is not None and 1.5 * rtt_s > budget_s:
@@ -227,7 +227,7 @@ class ToxicPartition(ToxicFault):
             return "it was enabled again" if info.get("enabled") else None
         return super()._gone_from(info)
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         super().measure()
         # a reply on loopback takes milliseconds: silence for this long (at most half the budget) is a cut
         silence = SILENCE_S if budget_s is None else min(SILENCE_S, budget_s / 2)
@@ -269,7 +269,7 @@ class ToxicResetPeer(ToxicFault):
     def toxic_specs(self) -> list[tuple[str, str, dict[str, int]]]:
         return [("reset_peer", "upstream", {"timeout": self.timeout_ms})]
 
-    def measure(self, budget_s: float | None = None) -> dict[str, Any]:
+    def measure(self, budget_s: float | None = None) -> dict[str, object]:
         super().measure()
         outcomes = [o for o, _ in self._exchanges(timeout=self.timeout_ms / 1000 + SILENCE_S)]
         if "reply" in outcomes:

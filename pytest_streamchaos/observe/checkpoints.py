@@ -302,7 +302,7 @@ class StateStore:
         v2 = ", checkpoint format v2" if self.format_v2 else ""
         return f"{how}{v2} (versions written as {', '.join(f'.{f}' for f in self.files)})"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"provider": self.provider, "files": list(self.files), "format_v2": self.format_v2}
 
 

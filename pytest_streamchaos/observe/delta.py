@@ -107,7 +107,7 @@ def minus(rows_of: pa.Table, gone: pa.Table) -> pa.Table:
 
 def _key(row: dict[str, Any]) -> Any:
     """A hashable form of a row (nested lists and dicts included)."""
-    def freeze(v: Any) -> Any:
+    def freeze(v: object) -> Any:
         if isinstance(v, dict):
             return tuple(sorted((k, freeze(x)) for k, x in v.items()))
         if isinstance(v, list):

@@ -17,14 +17,12 @@ cumulative ``numInputRows``), which is right until a restart skips or replays re
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from pytest_streamchaos.records import OutputRecords, SentRecords
+from pytest_streamchaos.records import BatchProgress, OutputRecords, SentRecords
 
 
-def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inputs: int = 1,
+def outputs_from_progress(sent: SentRecords, batches: list[BatchProgress], inputs: int = 1,
                           topic: str | None = None) -> OutputRecords:
     """Estimated outputs (see the module docstring). ``topic``: the input topic whose offsets
     identify ``sent`` (the first input of a join); ``inputs``: how many topics carry each id (a join
@@ -37,7 +35,7 @@ def outputs_from_progress(sent: SentRecords, batches: list[dict[str, Any]], inpu
     return _by_rank(sent, ordered, inputs)
 
 
-def _ranges(batch: dict[str, Any], topic: str) -> dict[int, tuple[int, int]]:
+def _ranges(batch: BatchProgress, topic: str) -> dict[int, tuple[int, int]]:
     """``{partition: (start, end)}`` of ``topic`` in one batch's progress (empty if not Kafka-like)."""
     out: dict[int, tuple[int, int]] = {}
     for src in batch.get("sources") or []:
@@ -53,7 +51,7 @@ def _ranges(batch: dict[str, Any], topic: str) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _by_offsets(sent: SentRecords, ranges: list[tuple[dict[str, Any], dict[int, tuple[int, int]]]]) -> OutputRecords:
+def _by_offsets(sent: SentRecords, ranges: list[tuple[BatchProgress, dict[int, tuple[int, int]]]]) -> OutputRecords:
     part, off = np.asarray(sent.partition), np.asarray(sent.offset)
     arrival: list[np.ndarray] = []
     rows: list[np.ndarray] = []
@@ -66,7 +64,7 @@ def _by_offsets(sent: SentRecords, ranges: list[tuple[dict[str, Any], dict[int, 
     return _records(rows, arrival)
 
 
-def _by_rank(sent: SentRecords, ordered: list[dict[str, Any]], inputs: int) -> OutputRecords:
+def _by_rank(sent: SentRecords, ordered: list[BatchProgress], inputs: int) -> OutputRecords:
     ids = sent.ids[np.argsort(sent.send_ts, kind="stable")]
     arrival: list[np.ndarray] = []
     rows: list[np.ndarray] = []

@@ -4,7 +4,6 @@ anything starts. Light: imported where a run's arguments are checked, before any
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 from pytest_streamchaos.events import StrEnum
 
@@ -33,7 +32,7 @@ def output_path(name: str) -> str | None:
     return None if output_kind(name) == OutputKind.KAFKA else name.split(":", 1)[1]
 
 
-def check_output_name(name: Any) -> None:
+def check_output_name(name: object) -> None:
     """An output's name is a Kafka topic or ``file:`` / ``delta:`` and a path: a ``<word>:`` that is neither (a
     misspelt kind, which would be taken for a topic that cannot exist) is a ValueError naming the kinds."""
     if not isinstance(name, str) or not name:
@@ -47,7 +46,7 @@ def check_output_name(name: Any) -> None:
                          f"{', '.join(k + ':' for k in PATH_KINDS)}; a Kafka topic's name has no ':')")
 
 
-def check_path_output(name: str, ids: Any) -> None:
+def check_path_output(name: str, ids: object) -> None:
     """A ``file:`` / ``delta:`` output needs a path and says how its rows name their input ids (or that they
     name none, ``NO_IDS``): ValueError naming the fix otherwise (before anything starts)."""
     kind, path = output_kind(name), output_path(name)

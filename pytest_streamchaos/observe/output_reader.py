@@ -122,7 +122,7 @@ class OutputReader:
         return float(v)
 
 
-def _field(obj: Any, path: list[str], missing: Any) -> Any:
+def _field(obj: Any, path: list[str], missing: object) -> Any:
     """``obj[path[0]][path[1]]...``; a missing step returns ``missing`` (or raises it, if an exception type)."""
     for part in path:
         if not isinstance(obj, dict) or part not in obj:
@@ -152,7 +152,7 @@ def _ids_from(obj: dict, path: list[str] | None) -> list[int]:
     return [_as_id(v)]
 
 
-def _as_id(v: Any) -> int:
+def _as_id(v: object) -> int:
     if isinstance(v, bool):
         raise ValueError(f"id is a boolean: {v!r}")
     if isinstance(v, int):
@@ -164,7 +164,7 @@ def _as_id(v: Any) -> int:
     raise ValueError(f"id is not an integer: {v!r}")
 
 
-def key_number(k: Any) -> int:
+def key_number(k: object) -> int:
     """``"k17"`` / ``b"k17"`` / ``17`` -> 17; anything else -> :data:`NO_KEY`."""
     if isinstance(k, bytes):
         try:
@@ -191,7 +191,7 @@ def _window(obj: dict) -> tuple[float, float]:
     return np.nan, np.nan
 
 
-def time_s(v: Any) -> float:
+def time_s(v: object) -> float:
     """Epoch seconds from epoch ms (> 1e11), epoch seconds, or an ISO-8601 string (naive = UTC)."""
     if v is None or isinstance(v, bool):
         return np.nan

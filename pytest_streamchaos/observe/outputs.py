@@ -34,7 +34,7 @@ NO_IDS = NoIds()
 IdSpec = str | Callable[[Any, Any], Sequence[int]] | NoIds | None
 
 
-def no_ids(_value: Any, _key: Any) -> list[int]:
+def no_ids(_value: Any, _key: object) -> list[int]:
     """The id reader of an output without ids: every row reads, none names an input."""
     return []
 

@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.output_names import OutputKind
 from pytest_streamchaos.observe.paths import LOCAL_FS, DriverDirs
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.records import TimelineEvent
+from pytest_streamchaos.records import BatchProgress, TimelineEvent
 
 EV_PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 EV_QUERY_STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
@@ -60,15 +60,47 @@ _INPROGRESS = ".inprogress"
 _COMPRESSED = (".zstd", ".lz4", ".lzf", ".snappy", ".gz")
 
 
+#: ``SparkListenerExecutorAdded``'s ``Executor Info``
+ExecutorInfo = TypedDict("ExecutorInfo", {"Host": str, "Total Cores": int}, total=False)
+#: ``SparkListenerTaskEnd``'s ``Task End Reason`` (``Reason``: ``Success``, ``ExceptionFailure``, ...)
+TaskEndReason = TypedDict("TaskEndReason", {"Reason": str, "Class Name": str, "Description": str}, total=False)
+#: ``SparkListenerTaskEnd``'s ``Task Info``
+TaskInfo = TypedDict("TaskInfo", {"Finish Time": int, "Executor ID": str, "Attempt": int}, total=False)
+#: one line of Spark's event log: a listener event, its class in ``Event``; only the fields read here. The keys
+#: with a space are Spark's own (``App ID``); the shapes of the nested sections follow.
+SparkEvent = TypedDict("SparkEvent", {
+    "Event": str, "Timestamp": int, "App ID": str, "App Name": str, "ExitCode": int,
+    "Executor ID": str, "Executor Info": ExecutorInfo, "Removed Reason": str, "Stage ID": int,
+    "Task End Reason": TaskEndReason, "Task Info": TaskInfo,
+    #: an environment event's properties: ``{key: value}``, or ``[[key, value], ...]`` in older logs
+    "Spark Properties": Any, "System Properties": Any, "Hadoop Properties": Any,
+    # the StreamingQueryListener events (``progress``: :class:`~pytest_streamchaos.records.BatchProgress`)
+    "timestamp": str, "id": str, "runId": str, "name": str, "exception": str, "progress": BatchProgress,
+    # a Connect server's session events, a SQL execution's start
+    "eventTime": int, "sessionId": str, "userId": str, "physicalPlanDescription": str, "description": str,
+    "time": int,
+}, total=False)
+
+
+class BatchWrite(TypedDict):
+    """A file or Delta write a streaming query's batch made with a batch ``DataFrameWriter`` (``foreachBatch``)."""
+
+    query_id: str
+    batch: int
+    path: str
+    t: float
+    format: OutputKind
+
+
 class EventLogError(RuntimeError):
     """The event log cannot be read (e.g. it is compressed). The message names the fix."""
 
 
-def _props(props: Any) -> dict[str, Any]:
+def _props(props: object) -> dict[str, object]:
     """A properties section of an environment event (older event logs: ``[[key, value], ...]``)."""
     if isinstance(props, list):
         return {p[0]: p[1] for p in props if isinstance(p, list) and len(p) == 2}
-    return dict(props or {})
+    return dict(props) if isinstance(props, dict) else {}
 
 
 def parse_spark_time(value: str | None) -> float | None:
@@ -89,7 +121,13 @@ class _LogFile:
     offset: int = 0
 
 
-def _normalise(progress: dict[str, Any]) -> None:
+#: the totals of a batch the event log leaves out (sums over its sources), and a source's offsets (JSON text there)
+_TOTALS: tuple[Literal["numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"], ...] = (
+    "numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+_OFFSETS: tuple[Literal["startOffset", "endOffset", "latestOffset"], ...] = ("startOffset", "endOffset", "latestOffset")
+
+
+def _normalise(progress: BatchProgress) -> None:
     """Make an event-log progress dict look like ``StreamingQueryProgress.json``.
 
     The event log serialises the progress object field by field: the derived totals
@@ -97,11 +135,11 @@ def _normalise(progress: dict[str, Any]) -> None:
     are missing and source offsets are JSON *strings*. Add the totals and parse the offsets.
     """
     sources = progress.get("sources") or []
-    for key in ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"):
-        if key not in progress:
-            progress[key] = sum((src.get(key) or 0) for src in sources)
+    for total in _TOTALS:
+        if total not in progress:
+            progress[total] = sum((src.get(total) or 0) for src in sources)
     for src in sources:
-        for key in ("startOffset", "endOffset", "latestOffset"):
+        for key in _OFFSETS:
             value = src.get(key)
             if isinstance(value, str):
                 try:
@@ -172,10 +210,10 @@ class EventLogTailer:
                 self._files[key] = _LogFile(key, f)
                 self._order.append(key)
 
-    def poll(self) -> list[tuple[str, dict[str, Any]]]:
+    def poll(self) -> list[tuple[str, SparkEvent]]:
         """New events since the last call, as ``(app_key, event)`` pairs in file order."""
         self._discover()
-        out: list[tuple[str, dict[str, Any]]] = []
+        out: list[tuple[str, SparkEvent]] = []
         for key in self._order:
             lf = self._files[key]
             try:
@@ -203,13 +241,13 @@ class EventLogTailer:
         return out
 
 
-def _own_time(ev: dict[str, Any]) -> float | None:
+def _own_time(ev: SparkEvent) -> float | None:
     """An event's own time (its ``Timestamp``, epoch ms), in epoch seconds; None when it has none."""
     ts = ev.get("Timestamp")
     return ts / 1000.0 if isinstance(ts, (int, float)) else None
 
 
-def _known_by(events: list[tuple[str, dict[str, Any]]], read_at: float) -> list[float]:
+def _known_by(events: list[tuple[str, SparkEvent]], read_at: float) -> list[float]:
     """For each event, the own time of the next event of the same application that has one, else
     ``read_at``: the earliest instant by which it is known to have happened."""
     out = [read_at] * len(events)
@@ -246,7 +284,7 @@ class SparkProgress:
 
     def __init__(self, event_log_dir: str | os.PathLike) -> None:
         self.tailer = EventLogTailer(event_log_dir)
-        self.batches: list[dict[str, Any]] = []
+        self.batches: list[BatchProgress] = []
         self.timeline: list[TimelineEvent] = []
         self.app_ids: list[str] = []
         self.live_executors: dict[tuple[str, str], float] = {}
@@ -259,7 +297,7 @@ class SparkProgress:
         #: where each application's driver resolves relative paths: its JVM's working directory
         #: (``user.dir``) and its default filesystem (``fs.defaultFS``), as its environment event says
         self.drivers: dict[str, DriverDirs] = {}
-        self.writes: list[dict[str, Any]] = []
+        self.writes: list[BatchWrite] = []
 
     def poll(self) -> int:
         """Consume new events; return how many were read.
@@ -274,7 +312,7 @@ class SparkProgress:
             self._handle(app, ev, known_by)
         return len(events)
 
-    def _handle(self, app: str, ev: dict[str, Any], known_by: float) -> None:
+    def _handle(self, app: str, ev: SparkEvent, known_by: float) -> None:
         kind = ev.get("Event", "")
         own = _own_time(ev)
         t = own if own is not None else known_by
@@ -318,7 +356,7 @@ class SparkProgress:
         elif kind in CONNECT_EVENTS:
             self._connect(t, app, CONNECT_EVENTS[kind], ev)
         elif kind == EV_PROGRESS:
-            progress = dict(ev.get("progress") or {})
+            progress = (ev.get("progress") or BatchProgress()).copy()
             start = parse_spark_time(progress.get("timestamp"))
             if start is None:
                 return
@@ -331,7 +369,7 @@ class SparkProgress:
             progress["app_id"] = app
             self.batches.append(progress)
 
-    def _environment(self, app: str, ev: dict[str, Any]) -> None:
+    def _environment(self, app: str, ev: SparkEvent) -> None:
         """The driver's master as it ran (:attr:`masters`) and where it resolves paths (:attr:`drivers`)."""
         props = _props(ev.get("Spark Properties"))
         if "spark.master" in props:
@@ -341,13 +379,13 @@ class SparkProgress:
             default_fs = _props(ev.get("Hadoop Properties")).get("fs.defaultFS") or LOCAL_FS
             self.drivers[app] = DriverDirs(str(cwd), str(default_fs))
 
-    def _connect(self, t: float, app: str, kind: Kind, ev: dict[str, Any]) -> None:
+    def _connect(self, t: float, app: str, kind: Kind, ev: SparkEvent) -> None:
         """A Connect server's session event (its own ``eventTime``, epoch ms)."""
         at = ev.get("eventTime")
         self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind, "connect-session",
                   {"app_id": app, "session_id": ev.get("sessionId"), "user_id": ev.get("userId")})
 
-    def _sql_start(self, t: float, ev: dict[str, Any]) -> None:
+    def _sql_start(self, t: float, ev: SparkEvent) -> None:
         """A file or Delta write run by a streaming query's batch (``foreachBatch``): where it went (``format``:
         an :class:`~.output_names.OutputKind`, ``file`` or ``delta``)."""
         plan = str(ev.get("physicalPlanDescription") or "")
@@ -360,7 +398,7 @@ class SparkProgress:
                                 "t": (ev.get("time") or 0) / 1000.0 or t,
                                 "format": OutputKind.DELTA if delta else OutputKind.FILE})
 
-    def _task_end(self, t: float, app: str, ev: dict[str, Any]) -> None:
+    def _task_end(self, t: float, app: str, ev: SparkEvent) -> None:
         """A task that failed with an exception (a Kafka fetch that timed out, a poison record): the
         system noticed something. Successful tasks and tasks killed on purpose leave no event."""
         reason = ev.get("Task End Reason") or {}

@@ -160,7 +160,7 @@ class RowOutput:
                     self._first_shown[i] = min(self._first_shown.get(i, t), t)
         self.overwritten += 1
 
-    def _row_ids(self, row: Any) -> list[int]:
+    def _row_ids(self, row: object) -> list[int]:
         if not callable(self._ids):
             return row_ids(row, self._ids)
         try:
@@ -189,7 +189,7 @@ def row_ids(row: Any, spec: IdSpec) -> list[int]:
     return [_as_int(x) for x in values]
 
 
-def _as_int(v: Any) -> int:
+def _as_int(v: object) -> int:
     if isinstance(v, bool):
         raise ValueError(f"id is a boolean: {v!r}")
     if isinstance(v, int):

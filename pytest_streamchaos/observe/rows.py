@@ -59,7 +59,7 @@ def kafka_rows(bootstrap_servers: str, topic: str, name: str | None = None) -> O
     return OutputRows(name or topic, [m[2] for m in ordered], [m[1] for m in ordered])
 
 
-def _row(value: bytes | None) -> dict[str, Any]:
+def _row(value: bytes | None) -> dict[str, object]:
     if value is None:
         return {"value": None}
     try:

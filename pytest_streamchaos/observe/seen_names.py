@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_streamchaos.analysis.spelling import close_to, did_you_mean, listed
+from pytest_streamchaos.records import BatchProgress
 
 #: how many of an output's first records judge its names: none of them with an input id is a typo
 SAMPLE = 10
@@ -177,7 +178,7 @@ def _matches(pattern: str, topic: str) -> bool:
         return False
 
 
-def subscriptions(batches: Iterable[Mapping[str, Any]]) -> Subscriptions:
+def subscriptions(batches: Iterable[BatchProgress]) -> Subscriptions:
     """What the queries that reported progress (``batches``: Spark's progress dicts) read."""
     out = Subscriptions()
     for b in batches:

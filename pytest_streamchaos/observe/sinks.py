@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_streamchaos.events import StrEnum
 from pytest_streamchaos.observe.output_names import OutputKind, output_path
+from pytest_streamchaos.observe.progress import BatchWrite
+from pytest_streamchaos.records import BatchProgress
 
 
 class SinkKind(StrEnum):
@@ -121,12 +122,12 @@ class QuerySink:
             text += f" (writing Delta tables {', '.join(self.tables)})"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"query": self.name, "id": self.query_id, "kind": str(self.kind), "description": self.description,
                 "path": self.path, "writes": list(self.writes), "tables": list(self.tables)}
 
 
-def query_sinks(batches: list[dict[str, Any]], writes: list[dict[str, Any]]) -> list[QuerySink]:
+def query_sinks(batches: list[BatchProgress], writes: list[BatchWrite]) -> list[QuerySink]:
     """The sink of every query seen in ``batches`` (progress dicts), in order of first progress, with
     the files each query's batches wrote (``writes``: ``{"query_id", "batch", "path"}``)."""
     out: dict[str, QuerySink] = {}

@@ -77,7 +77,7 @@ def check_gates(gates: Sequence[Gate]) -> None:
             raise ValueError(f"{gate}: {why}")
 
 
-def sample_run_json() -> dict[str, Any]:
+def sample_run_json() -> dict[str, object]:
     """The JSON of a run of a made-up trace with one fault (what every run's JSON has the keys of)."""
     return ChaosRun.from_trace(_sample_trace(), guarantee="at-least-once").to_dict()
 

@@ -39,7 +39,7 @@ def java_version(java_home: str = "") -> str | None:
     return text[0] if text else None
 
 
-def git_commit(root: Path) -> dict[str, Any] | None:
+def git_commit(root: Path) -> dict[str, object] | None:
     """The commit checked out in ``root`` and whether the work tree has uncommitted changes."""
     git = ["git", "-C", str(root)]
     try:
@@ -53,7 +53,7 @@ def git_commit(root: Path) -> dict[str, Any] | None:
     return {"id": sha.stdout.strip(), "branch": branch.stdout.strip() or None, "dirty": bool(dirty.stdout.strip())}
 
 
-def environment(root: Path, java_home: str = "") -> dict[str, Any]:
+def environment(root: Path, java_home: str = "") -> dict[str, object]:
     """Everything session-wide that can explain a difference between two saved sessions."""
     return {
         "datetime": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_streamchaos.analysis.repeat import RepeatedRun
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.stack.driver.job import CRASHED, last_exception, with_worker_error
@@ -29,7 +30,7 @@ TITLE = "chaos run"
 LOG_TAIL_BYTES = 256_000
 
 
-def failure_section(results: Sequence[Any]) -> str:
+def failure_section(results: Sequence[ChaosRun | RepeatedRun]) -> str:
     """The section for a failed test's runs (``ChaosRun`` or ``RepeatedRun``, as the ``chaos`` fixture
     returned them); ``""`` when there are none."""
     parts = []
@@ -161,5 +162,5 @@ def _stranded(events: list[dict[str, Any]], d: dict[str, Any], t0: float, superv
             "from its checkpoint")
 
 
-def _s(v: Any) -> str:
+def _s(v: object) -> str:
     return f"{v:.1f}s" if isinstance(v, (int, float)) else "not measured"

@@ -12,9 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.events import Kind
+
+if TYPE_CHECKING:  # matplotlib is optional (the plots extra): imported where a picture is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 MISSING = "streamchaos: timeline pictures need matplotlib: pip install 'pytest-streamchaos[plots]'"
 
@@ -80,7 +84,7 @@ def _headline(run: Mapping[str, Any]) -> str:
             + ("n/a" if p99 is None else f"{p99:.2f}s"))
 
 
-def _figure(rows: int = 3) -> tuple[Any, list[Any]]:
+def _figure(rows: int = 3) -> tuple[Figure, list[Axes]]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -90,7 +94,7 @@ def _figure(rows: int = 3) -> tuple[Any, list[Any]]:
     return fig, list(axes)
 
 
-def _shade_run(axes: Sequence[Any], run: Mapping[str, Any], origin: float, colour: str = _FAULT,
+def _shade_run(axes: Sequence[Axes], run: Mapping[str, Any], origin: float, colour: str = _FAULT,
                tag: str = "") -> None:
     """Fault windows (shaded, labelled at the top), recovery (dashed line, labelled), on every axis."""
     m = run["metrics"]
@@ -120,7 +124,7 @@ def _shade_run(axes: Sequence[Any], run: Mapping[str, Any], origin: float, colou
                          bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1})
 
 
-def _phases(axes: Sequence[Any], run: Mapping[str, Any], origin: float) -> None:
+def _phases(axes: Sequence[Axes], run: Mapping[str, Any], origin: float) -> None:
     """Warm-up and drain in grey: not part of the measured load."""
     m = run["metrics"]
     t = _series(run, "t")
@@ -136,7 +140,7 @@ def _phases(axes: Sequence[Any], run: Mapping[str, Any], origin: float) -> None:
                      xytext=(3, 2), textcoords="offset points", ha="left", fontsize=8, color="#777")
 
 
-def _plot_series(axes: Sequence[Any], run: Mapping[str, Any], origin: float, colour: str | None = None,
+def _plot_series(axes: Sequence[Axes], run: Mapping[str, Any], origin: float, colour: str | None = None,
                  label: str = "", lw: float = 1.4) -> None:
     t = [x - origin for x in _series(run, "t")]
     pre = f"{label} " if label else ""
@@ -157,7 +161,7 @@ def _plot_series(axes: Sequence[Any], run: Mapping[str, Any], origin: float, col
                label=f"{pre}backlog")
 
 
-def _decorate(axes: Sequence[Any], xlabel: str) -> None:
+def _decorate(axes: Sequence[Axes], xlabel: str) -> None:
     ax_tp, ax_lat, ax_bl = axes
     ax_tp.set_ylabel("records / s")
     ax_lat.set_ylabel("latency (s)")

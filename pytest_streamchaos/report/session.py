@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,15 @@ import pytest
 from pytest_streamchaos import settings as _settings
 from pytest_streamchaos.analysis.metrics import NotMeasured, NotRecovered
 from pytest_streamchaos.analysis.repeat import RepeatedRun
+from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.analysis.versus import Runs, Versus
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.report import baseline as bl
 from pytest_streamchaos.report import envinfo, plots
 from pytest_streamchaos.report.terminal import format_table
 
-Entry = tuple[str, int, list[dict[str, Any]], Any]
+#: one result of the session: the test, its index among the test's runs, its fault marks (JSON), the result
+Entry = tuple[str, int, list[dict[str, Any]], ChaosRun | RepeatedRun]
 
 #: the name :class:`ChaosSession` is registered under (``config.pluginmanager.get_plugin``)
 PLUGIN_NAME = "streamchaos-session"
@@ -74,7 +77,7 @@ class ChaosSession:
         #: every result of the session, in the order the tests finished
         self.entries: list[Entry] = []
         #: (nodeid, Versus) of every A/B comparison of the session
-        self.comparisons: list[tuple[str, Any]] = []
+        self.comparisons: list[tuple[str, Versus]] = []
         #: nodeid -> what the schedule search of an explored test gave (``exploration.item.Explored``)
         self.explored: dict[str, Any] = {}
         self.outcome = Outcome()
@@ -111,7 +114,7 @@ class ChaosSession:
                                                      extra=self._explore_key)
             self.outcome.draw = draw
 
-    def _explore_key(self, nodeid: str) -> dict[str, Any]:
+    def _explore_key(self, nodeid: str) -> dict[str, object]:
         """The ``explore`` key of an explored test's results (docs/report-schema.md), else nothing."""
         explored = self.explored.get(nodeid)
         return {} if explored is None else {"explore": explored.to_dict()}
@@ -138,7 +141,7 @@ class ChaosSession:
             name = bl.default_name(env) if st.save == _settings.AUTO else st.save
             self.outcome.saved = storage.save(bl.session_doc(self.entries, env), name)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The table of the session's runs, its A/B comparisons, and what session end wrote."""
         tr = terminalreporter
         if self.explored:
@@ -169,7 +172,7 @@ class ChaosSession:
                 tr.write_line(line)
         self._summary_outcome(tr)
 
-    def _summary_outcome(self, tr: Any) -> None:
+    def _summary_outcome(self, tr: pytest.TerminalReporter) -> None:
         """Baseline comparison, gate failures, saved baseline and report files, as session end left them."""
         out = self.outcome
         if out.compare is not None or out.compare_error is not None:
@@ -198,7 +201,7 @@ class ChaosSession:
                 tr.write_line(f"streamchaos: comparison picture: {p}")
 
 
-def planned_labels(result: Any, specs: list[dict[str, Any]]) -> list[str]:
+def planned_labels(result: ChaosRun | RepeatedRun, specs: list[dict[str, Any]]) -> list[str]:
     """The labels of the faults a result's run planned (a repeated run: its worst run's), or, for a run
     without a setup (built from a bare trace), those of the test's fault marks."""
     run = result.worst_run
@@ -220,13 +223,13 @@ JUNIT: tuple[tuple[str, str], ...] = (
 )
 
 
-def junit_properties(result: Any, index: int = 0) -> list[tuple[str, Any]]:
+def junit_properties(result: ChaosRun | RepeatedRun, index: int = 0) -> list[tuple[str, object]]:
     """``chaos.<metric>`` properties of a result (``chaos[1].<metric>`` for a test's second run);
     a repeated run gives medians plus ``repeat`` and each metric's ``..._spread``."""
     prefix = "chaos" if index == 0 else f"chaos[{index}]"
     out = []
     for name, attr in JUNIT:
-        v: Any = result
+        v: object = result
         for part in attr.split("."):
             v = getattr(v, part)
         out.append((f"{prefix}.{name}", _prop(v)))
@@ -239,7 +242,7 @@ def junit_properties(result: Any, index: int = 0) -> list[tuple[str, Any]]:
     return out
 
 
-def _prop(v: Any) -> Any:
+def _prop(v: object) -> object:
     if isinstance(v, NotMeasured):
         return "not measurable"
     if isinstance(v, NotRecovered) or (isinstance(v, float) and math.isinf(v) and v > 0):
@@ -266,8 +269,9 @@ class Artifacts:
     pictures: list[Path] = field(default_factory=list)
 
 
-def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Sequence[tuple[str, Any]],
-                    draw: bool, extra: Any = None) -> tuple[list[Artifacts], list[Path]]:
+def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Sequence[tuple[str, Versus]],
+                    draw: bool, extra: Callable[[str], dict[str, Any]] | None = None,
+                    ) -> tuple[list[Artifacts], list[Path]]:
     """Per result ``<slug>[-<index>].json`` and a timeline PNG per run (``-r<k>`` for repeats); per A/B
     comparison one PNG with both runs. ``draw=False`` (no matplotlib): JSON only. ``extra(nodeid)``: keys
     to add to a test's JSON (an explored test's ``explore``)."""
@@ -294,7 +298,7 @@ def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Seq
     return out, pics
 
 
-def _single(result: Any) -> dict[str, Any]:
+def _single(result: Runs) -> dict[str, object]:
     """The run a comparison picture draws: the run itself, or a repeated run's worst."""
     return result.worst_run.to_dict()
 

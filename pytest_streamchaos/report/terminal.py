@@ -22,7 +22,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if v is None:  # a metric that could not be measured (the run's JSON says why)
         return "-"
     if isinstance(v, float):

@@ -106,10 +106,10 @@ def check_oracle_topics(oracle: Oracle | None, outputs: Mapping[str, Any] | None
                              f"outputs= names {listed(outputs)}")
 
 
-def _int(value: Any) -> bool:
+def _int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _num(value: Any) -> bool:
+def _num(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 

@@ -13,7 +13,7 @@ from pytest_streamchaos.analysis.reference import Reference
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.history import History
-from pytest_streamchaos.observe.storage import locate
+from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.runner.leftovers import clear_leftovers
 from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
@@ -136,7 +136,7 @@ class Chaos:
         if self._last is not None:
             clear_leftovers([self._last], self.workdir, self._place)
 
-    def _place(self, url: str) -> Any:
+    def _place(self, url: str) -> Place:
         """The place of a URL on a storage's service (started by its fixture)."""
         entry = storages.of_scheme(url.split("://", 1)[0])
         if entry is None or entry.fixture is None or self.fixture is None:

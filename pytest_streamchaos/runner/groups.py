@@ -148,7 +148,7 @@ class Default:
 
     __slots__ = ("value",)
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
 
     def __repr__(self) -> str:
@@ -163,7 +163,7 @@ def default(value: V) -> V:
     return cast(V, Default(value))
 
 
-def given(value: Any) -> bool:
+def given(value: object) -> bool:
     """Whether a flat argument was given: neither None nor its :class:`Default`."""
     return value is not None and not isinstance(value, Default)
 

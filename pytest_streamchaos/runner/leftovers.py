@@ -14,11 +14,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.output_names import output_path
+from pytest_streamchaos.observe.storage import Place
 
 
 def leftovers(checkpoint: str | None, storage: str, outputs: Iterable[str]) -> list[str]:
@@ -56,7 +56,7 @@ def run_leftovers(history: History) -> list[str]:
     return leftovers(ran.checkpoint, ran.checkpoint_storage, outputs)
 
 
-def clear_leftovers(runs: Iterable[History], own: Path, place: Callable[[str], Any] | None = None) -> None:
+def clear_leftovers(runs: Iterable[History], own: Path, place: Callable[[str], Place] | None = None) -> None:
     """Remove what the runs of these histories left on this host outside ``own`` (the harness's directory), and
     (``place``: the :class:`~pytest_streamchaos.observe.storage.Place` of a URL) on the session's object store."""
     own = own.resolve()
@@ -71,7 +71,7 @@ def clear_leftovers(runs: Iterable[History], own: Path, place: Callable[[str], A
                 shutil.rmtree(p, ignore_errors=True)
 
 
-def _remove(where: Any) -> None:
+def _remove(where: Place) -> None:
     """Every object under a place of the object store (nothing there: nothing to do)."""
     try:
         if where.fs.exists(where.path):

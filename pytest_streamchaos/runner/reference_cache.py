@@ -200,7 +200,7 @@ def _stored(head: Mapping[str, Any], rows: Mapping[str, Any]) -> Stored:
 
 # -- rows as JSON -----------------------------------------------------------------------------------------
 
-def _output(out: OutputRows) -> dict[str, Any]:
+def _output(out: OutputRows) -> dict[str, object]:
     return {"name": out.name, "rows": list(out.rows), "keys": None if out.keys is None else list(out.keys),
             "table": out.table}
 
@@ -210,7 +210,7 @@ def _rows(doc: Mapping[str, Any]) -> OutputRows:
     return OutputRows(str(doc["name"]), list(doc["rows"]), None if keys is None else list(keys), bool(doc["table"]))
 
 
-def _dumps(doc: Any) -> tuple[str, bool]:
+def _dumps(doc: object) -> tuple[str, bool]:
     """``doc`` as JSON, and whether values in it are tagged: a value JSON has no form for (a table's timestamp,
     decimal, bytes) is (:func:`_tag`), read back as itself by :func:`_untag`. Plain rows (the common case: JSON
     from Kafka or a file sink) take the fast path both ways, unless one holds a key spelled like the tag (it is
@@ -224,7 +224,7 @@ def _dumps(doc: Any) -> tuple[str, bool]:
     return json.dumps(_tag(doc)), True
 
 
-def _tag(v: Any) -> Any:
+def _tag(v: object) -> Any:
     if isinstance(v, bool | int | float | str) or v is None:
         return v
     if isinstance(v, dict):

@@ -70,7 +70,7 @@ class RefKey:
         return self.key[:12]
 
 
-def digest(value: Any) -> str:
+def digest(value: object) -> str:
     """A short digest of a JSON-able value."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_streamchaos.search.schedule import Outcome, Schedule
 
@@ -92,7 +91,7 @@ class Coverage:
         return (f"{sizes} with a verdict; {len(self.cells_covered)}/{len(self.cells)} fault x phase cells; "
                 f"{pruned} pruned{f' ({rules})' if rules else ''}; {rate}; runs: {runs or 'none'}{errors}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         done = self.by_size()
         return {"attempts": self.attempts, "schedules_run": self.schedules_run, "errors": self.errors,
                 "runs": dict(self.purposes),

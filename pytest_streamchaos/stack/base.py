@@ -317,7 +317,7 @@ class CheckpointView(Protocol):
     def commit_time(self, batch_id: int) -> float | None:
         ...
 
-    def offsets(self, batch_id: int) -> dict[str, Any] | None:
+    def offsets(self, batch_id: int) -> dict[str, object] | None:
         """The source offsets batch ``batch_id`` was planned with (``{"metadata", "sources"}``), or None."""
         ...
 
@@ -400,7 +400,7 @@ class LinkProxy(Protocol):
         """The proxy server (a dead one takes the toxics with it)."""
         ...
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         """The proxy as the server has it (``enabled``, ``toxics`` ...)."""
         ...
 

@@ -348,7 +348,7 @@ class ToxiProxy:
         """The proxy's API path."""
         return f"/proxies/{quote(self.name, safe='')}"
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         """The proxy as the server has it: ``name``, ``listen``, ``upstream``, ``enabled``, ``toxics``."""
         return self.server.api("GET", self.path)
 

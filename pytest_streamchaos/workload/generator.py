@@ -287,7 +287,7 @@ class Generator:
         is not proof of absence), so a validator may see them in the output."""
         return self._log.failed_ids()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         """Counters for reports and benchmarks."""
         fatal = self._sender.fatal
         return {"rate_target": self.rate, "rate_achieved": self.rate_achieved, "produced": self.produced,

@@ -57,7 +57,7 @@ class JoinedGenerators:
     def sent(self) -> SentRecords:
         return join_sent([g.sent() for g in self.parts])
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         if len(self.parts) == 1:
             return self.parts[0].stats()
         return {g.topic: g.stats() for g in self.parts}

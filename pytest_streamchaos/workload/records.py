@@ -193,7 +193,7 @@ def make_spec(seed: int, id_: int, key_index: int, ts_ms: int) -> RecordSpec:
     return RecordSpec(id_, f"k{key_index}", key_index, ts_ms, record_rng(seed, id_))
 
 
-def record_value(out: Any) -> Any:
+def record_value(out: object) -> Any:
     """The record a factory made, as the callables that look at input records get it (see
     :mod:`pytest_streamchaos.usercode`): its return value, or the value of a ``(key, value)`` pair."""
     return out[1] if isinstance(out, tuple) and len(out) == 2 else out

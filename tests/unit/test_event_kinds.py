@@ -12,6 +12,7 @@ import pytest
 
 from pytest_streamchaos.events import Injected, Kind, Launched, QueryStarted, TimelineEvent
 from pytest_streamchaos.records import FAULT_INJECTED
+from pytest_streamchaos.stack.yarn import YarnKind
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_streamchaos"
@@ -127,4 +128,5 @@ def test_typed_details_read_what_the_writers_wrote() -> None:
     q = QueryStarted.of(TimelineEvent(1.0, Kind.QUERY_STARTED, "query", {"id": "q-1", "app_id": "app-1"}))
     assert (q.id, q.app_id) == ("q-1", "app-1")
     assert Kind.of_process("connect_server", "launched") is Kind.CONNECT_SERVER_LAUNCHED
-    assert Kind.yarn_node("LOST") is Kind.YARN_NODE_LOST and Kind.yarn_app("FINISHED") is Kind.YARN_APP_FINISHED
+    assert YarnKind.node("LOST") is YarnKind.YARN_NODE_LOST and YarnKind.app("FINISHED") is YarnKind.YARN_APP_FINISHED
+    assert TimelineEvent(1.0, "yarn_node_lost").kind is YarnKind.YARN_NODE_LOST  # its entry's, added at start

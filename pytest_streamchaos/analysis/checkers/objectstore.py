@@ -46,7 +46,7 @@ def _refused_line(label: str, e: TimelineEvent) -> str:
             f"{'/'.join(d.get('ops') or [])} requests{share}; S3A sent {retried} of them again (retried{later})")
 
 
-def reaction(fault: FaultRecord, events: list[TimelineEvent], end: float) -> dict[str, Any]:
+def reaction(fault: FaultRecord, events: list[TimelineEvent], end: float) -> dict[str, object]:
     """What the job did between ``fault``'s injection and ``end``: its tasks that failed (and the first
     exception), whether the query failed (Spark's first line) or the driver exited."""
     start = fault.injected_at or 0.0

@@ -43,7 +43,7 @@ class RoundTrips:
         return cls(len(samples), round(p50[len(p50) // 2], 2) if p50 else None, round(max(mx), 2) if mx else None,
                    min((s.responses for s in samples), default=None), sum(1 for s in samples if s.responses == 0))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -79,7 +79,7 @@ class ObserverResult(CheckResult):
     clients: dict[str, ClientReport] = field(default_factory=dict)
     disturbed: dict[str, str] = field(default_factory=dict)
 
-    def as_report(self) -> dict[str, Any]:
+    def as_report(self) -> dict[str, object]:
         """The JSON the run's report has kept under ``meta.observer`` (docs/report-schema.md)."""
         out: dict[str, Any] = {"scope": self.scope, "network_fault_windows": self.windows}
         if self.scope_reason:

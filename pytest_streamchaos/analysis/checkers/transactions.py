@@ -7,7 +7,6 @@ transaction markers it saw (per output partition) say whether the job wrote tran
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_streamchaos.history import History
 
@@ -26,7 +25,7 @@ class TransactionsResult(CheckResult):
     verify_with: str | None = None
     transaction_markers: dict[str, int] = field(default_factory=dict)
 
-    def as_report(self) -> dict[str, Any]:
+    def as_report(self) -> dict[str, object]:
         """The JSON the run's report has kept under ``exactly_once_check`` (docs/report-schema.md)."""
         return {"method": self.method, "status": self.state, "reason": self.explanation,
                 "verify_with": self.verify_with, "transaction_markers": dict(self.transaction_markers)}

@@ -155,7 +155,7 @@ class KillBroker(_OnBrokers, Kill):
             self.ctx.brokers(BrokerKill).kill_broker(b, signal_of(planned), wait=False)
         return ids
 
-    def confirm(self, planned: PlannedFault, ids: list[int]) -> dict[str, Any] | None:
+    def confirm(self, planned: PlannedFault, ids: list[int]) -> dict[str, object] | None:
         """Every killed broker's JVM is gone. An aimed leader kill first asks who leads its partition
         right after the signal (milliseconds: a SIGKILLed broker is fenced only after the session
         timeout, seconds): the killed broker still, so it led across the kill, or another one -- the
@@ -222,7 +222,7 @@ class IsolateBroker(_OnBrokers):
         group.inject()
         return group
 
-    def confirm(self, planned: PlannedFault, group: net.FaultGroup) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, group: net.FaultGroup) -> dict[str, object]:
         """A connect to the broker's peer port goes unanswered (the cut is in effect)."""
         return group.measure()
 

@@ -125,7 +125,7 @@ class _Damage(FaultKind):
             raise RuntimeError(f"{self.name} needs the query's checkpoint, which the run has not found")
         return self.ctx.checkpoint
 
-    def inject(self, planned: PlannedFault) -> dict[str, Any]:
+    def inject(self, planned: PlannedFault) -> dict[str, object]:
         """Stop the driver (held by the gate at the moment: nothing in flight), wait until it is gone, then
         damage the checkpoint; returns what was done, with the directory before and after."""
         cp = self._view()
@@ -133,10 +133,10 @@ class _Damage(FaultKind):
         self.ctx.job.wait_gone(CONFIRM_DRIVER_KILL_S)
         return self.damage(cp, planned)
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, Any]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
         raise NotImplementedError
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
         """The checkpoint's files show the damage (checked by the kind's :meth:`landed_on`)."""
         why = self.landed_on(self._view(), done)
         if why:
@@ -163,7 +163,7 @@ class DropCommit(_Damage):
            "restart the driver: batch N runs again (a replay with nothing in flight killed)")
     moments = (BETWEEN_BATCHES,)
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, Any]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
         before = {"commits": _listing(cp, "commits"), "offsets": _listing(cp, "offsets")}
         committed = batch_files(cp.names("commits"))
         if not committed:
@@ -204,7 +204,7 @@ class TearOffsets(_Damage):
         if params.setdefault("how", TEAR_HOW[0]) not in TEAR_HOW:
             raise FaultSpecError(f"@{cls.name}: how={params['how']!r} must be one of {', '.join(map(repr, TEAR_HOW))}")
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, Any]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
         before = _listing(cp, "offsets")
         planned_batches = batch_files(cp.names("offsets"))
         if not planned_batches:
@@ -253,7 +253,7 @@ class DamageState(_Damage):
         for name in ("partition", "operator"):
             params[name] = int(number(cls.name, name, params.get(name, 0), integer=True))
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, Any]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
         op, part = str(planned.spec.params.get("operator", 0)), str(planned.spec.params.get("partition", 0))
         where = ("state", op, part)
         names = cp.names(*where)

@@ -237,7 +237,7 @@ class FillDisk(FaultKind):
             fs.fill()
         return filesystems
 
-    def confirm(self, planned: PlannedFault, filesystems: list[SmallFilesystem]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, filesystems: list[SmallFilesystem]) -> dict[str, object]:
         """No byte is free under the checkpoint."""
         fs = filesystems[0]
         free = fs.free_bytes()

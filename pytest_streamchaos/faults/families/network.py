@@ -175,7 +175,7 @@ class _OnALink(FaultKind):
         fault.inject()
         return fault
 
-    def confirm(self, planned: PlannedFault, fault: net.LinkFault) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, fault: net.LinkFault) -> dict[str, object]:
         """Probe the link under the fault: what it measured (``measured_delay_ms``,
         ``measured_loss``) goes into the ``fault_injected`` event; not in effect raises. The probe
         gets half the fault's duration, so that it never holds the fault past its heal. ``scope``

@@ -107,7 +107,7 @@ class KillS3(_OnStore, Kill):
         self._store().kill(signal_of(planned), wait=False)
         return since
 
-    def confirm(self, planned: PlannedFault, since: int) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, since: int) -> dict[str, object]:
         store = self._store()
         store.wait_gone(CONFIRM_KILL_S)
         return {"store": "killed", "answers": store.answers()}
@@ -173,7 +173,7 @@ class S3Delay(_OnLink):
     def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
         return link.slow(float(params["ms"]), float(params.get("jitter_ms", 0.0)))
 
-    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, object]:
         """The added round trip, measured: through the job's way in, against the store's own port."""
         store = self._store()
         ms = float(planned.spec.params["ms"])
@@ -205,7 +205,7 @@ class S3Partition(_OnLink):
     def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
         return link.partition(str(params.get("mode", "blackhole")))
 
-    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[ToxicFault, int]) -> dict[str, object]:
         """A request through the job's way in gets no answer (the store's own port still answers)."""
         store = self._store()
         outcome, _ = probe(store.job_endpoint, timeout=1.0)
@@ -248,7 +248,7 @@ class S3Errors(_OnStore):
         return self._store().refuse(int(p["status"]), list(p["ops"]), float(p["rate"]), str(p.get("code", "")),
                                     seed=planned.occurrence), since
 
-    def confirm(self, planned: PlannedFault, handle: tuple[RefusalRule, int]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, handle: tuple[RefusalRule, int]) -> dict[str, object]:
         p = planned.spec.params
         return {"store": "refusing", "status": p["status"], "ops": list(p["ops"]), "rate": p["rate"], "scope": "job"}
 

@@ -227,7 +227,7 @@ class ReassignPartitions(_OnTopic):
         except Exception:  # the confirmation reports what did not complete
             pass
 
-    def confirm(self, planned: PlannedFault, moved: Moved) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, moved: Moved) -> dict[str, object]:
         """The admin API shows the new assignment, in sync, with its preferred leaders leading; the time it
         first did is ``reassignment_completed`` on the timeline."""
         poll(lambda: self._complete(moved), SETTLE_S, interval=0.1, clock=time.time,
@@ -296,19 +296,19 @@ class AddPartitions(_OnTopic):
                 f"(chaos.run(partitions={partitions})); give count > {partitions}, the partition count it grows to")
 
     @classmethod
-    def generator_conf(cls, spec: FaultSpec) -> dict[str, Any]:
+    def generator_conf(cls, spec: FaultSpec) -> dict[str, object]:
         # librdkafka asks for the topic's metadata every 5 minutes by default: a producer that has not yet
         # looked would keep writing to the old partitions for the whole run
         return {"topic.metadata.refresh.interval.ms": 1000}
 
-    def inject(self, planned: PlannedFault) -> dict[str, Any]:
+    def inject(self, planned: PlannedFault) -> dict[str, object]:
         topic = topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         count = int(planned.spec.params.get("count", len(before) + 1))
         self.ctx.brokers(TopicAdmin).add_partitions(topic, count)
         return {"topic": topic, "partitions_before": len(before), "count": count, "before": before}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
         if len(after) != done["count"]:
             raise RuntimeError(f"{done['topic']} has {len(after)} partitions after growing to {done['count']}")
@@ -328,7 +328,7 @@ class RecreateTopic(_OnTopic):
     operations = ("CREATE",)  # the topic's creation (its deletion: DELETE on the topic)
     moments = TOPIC_MOMENTS
 
-    def inject(self, planned: PlannedFault) -> dict[str, Any]:
+    def inject(self, planned: PlannedFault) -> dict[str, object]:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         states = kafka.partition_states(topic) or {}
@@ -344,7 +344,7 @@ class RecreateTopic(_OnTopic):
         return {"topic": topic, "destroyed": {str(p): [lo, None] for p, (lo, _) in sorted(offsets.items())},
                 "destroyed_at": deleted, "before": before}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
         if len(after) != len(done["before"]):
             raise RuntimeError(f"{done['topic']} came back with {len(after)} partitions, not {len(done['before'])}")
@@ -363,7 +363,7 @@ class ExpireRecords(_OnTopic):
     args = {"topic": "the job's 'input' (default)"}
     moments = TOPIC_MOMENTS
 
-    def inject(self, planned: PlannedFault) -> dict[str, Any]:
+    def inject(self, planned: PlannedFault) -> dict[str, object]:
         admin, topic = self.ctx.brokers(TopicAdmin), topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         offsets = admin.topic_offsets(topic) or {}
@@ -371,7 +371,7 @@ class ExpireRecords(_OnTopic):
         return {"topic": topic, "destroyed": _ranges(offsets), "destroyed_at": time.time(), "before": before,
                 "log_start_after": {str(p): o for p, o in sorted(starts.items())}}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, Any]:
+    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
         short = [p for p, (_, hi) in done["destroyed"].items() if after.get(p, {}).get("offsets", [0])[0] < hi]
         if short:

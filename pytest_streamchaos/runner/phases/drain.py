@@ -11,6 +11,7 @@ from pytest_streamchaos.analysis.oracle import IdentityOracle
 from pytest_streamchaos.events import Kind, Phase
 from pytest_streamchaos.observe.checkpoints import CheckpointWatcher
 from pytest_streamchaos.observe.collector import Collector
+from pytest_streamchaos.records import BatchProgress
 from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.observers import ObservedPhase, Observers
 from pytest_streamchaos.runner.phases.topics import RunTopics
@@ -134,7 +135,7 @@ class Drain(ObservedPhase):
                           stateless=stateless)
 
 
-def one_stateless_query(batches: list[dict]) -> bool:
+def one_stateless_query(batches: list[BatchProgress]) -> bool:
     """The job ran one streaming query (one query id in its progress), and none of its micro-batches had a
     state operator: Spark plans a batch of it only for new input (a no-data batch is a stateful query's, to
     emit what its watermark finalised). With a second query (a console query beside the real one) a batch of

@@ -21,7 +21,7 @@ from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.machine.commands import CommandError
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
 from pytest_streamchaos.observe.output_names import output_path
-from pytest_streamchaos.protocols import GatedStore, StorageService
+from pytest_streamchaos.protocols import Gate, GatedStore, StorageService
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.phases.topics import RunTopics
@@ -124,7 +124,7 @@ class PrepareJob:
             self.ctx.warnings.append(note)
         return conf
 
-    def _gate(self) -> Any:
+    def _gate(self) -> Gate | None:
         """The checkpoint gate, when a fault of the plan is aimed at a moment it lands: the one the storage of the
         query's checkpoint holds renames with -- a library preloaded into the job's driver and executors (this
         host's files; not where the executors run on other hosts), or its service's (the object store's proxy

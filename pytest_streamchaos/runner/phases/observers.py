@@ -21,6 +21,7 @@ from pytest_streamchaos.observe.kafka_events import KafkaWatcher
 from pytest_streamchaos.observe.output_names import output_path
 from pytest_streamchaos.observe.outputs import Outputs, collector_for
 from pytest_streamchaos.observe.progress import SparkProgress
+from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.records import TimelineEvent, Trace
 from pytest_streamchaos.runner.context import Reader, RunContext, Sender, Status
 from pytest_streamchaos.runner.phases.job import PreparedJob
@@ -138,7 +139,7 @@ class WireObservers:
         opts = oracle.collector_options() if hasattr(oracle, "collector_options") else {}
         if ctx.spec.outputs is None:
             return Collector(t.bootstrap, t.outputs(), id_reader=ctx.inputs.id_reader, **opts)
-        def place(name: str) -> Any:
+        def place(name: str) -> Place | None:
             path = output_path(name)
             return None if path is None else ctx.storage.output(path, workdir)
 

@@ -17,8 +17,10 @@ from pytest_streamchaos.observe.file_sink import columns_of
 from pytest_streamchaos.observe.outputs import NoIds
 from pytest_streamchaos.observe.paths import DriverDirs, elsewhere, qualify, same_fs
 from pytest_streamchaos.observe.progress import SparkProgress
-from pytest_streamchaos.observe.sinks import UNREADABLE, judge, judge_named, query_sinks
-from pytest_streamchaos.runner.context import RunContext
+from pytest_streamchaos.observe.sinks import UNREADABLE, QuerySink, judge, judge_named, query_sinks
+from pytest_streamchaos.observe.storage import Place
+from pytest_streamchaos.records import BatchProgress
+from pytest_streamchaos.runner.context import Reader, RunContext
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.stack.base import JobHandle
 
@@ -107,7 +109,7 @@ class CheckpointTracker:
         self.roots.extend(new)
         return bool(new)
 
-    def check_fresh(self, progress: SparkProgress, place: Any = None) -> None:
+    def check_fresh(self, progress: SparkProgress, place: Place | None = None) -> None:
         """Before the faults (no restart yet): a query that resumed from an earlier run's checkpoint the
         run could not see beforehand (a path the job computes) fails the run, naming it
         (:func:`resumed_from_earlier`)."""
@@ -165,7 +167,7 @@ class SinkJudge:
         no_ids = bool(ids) and all(isinstance(v, NoIds) for v in ids.values())  # rows for a reference only
         return self.note is not None or (outputs is not None and not outputs) or no_ids
 
-    def check(self, collector: Any, progress: SparkProgress) -> None:
+    def check(self, collector: Reader, progress: SparkProgress) -> None:
         """Once the job's queries have all started (:func:`~pytest_streamchaos.observe.sinks.all_started`: Spark's
         ``query_started`` events, each query's first progress, a few seconds for one still to come), whether the
         collector can read what the job writes. With ``outputs=``: each named output is checked against what the
@@ -203,7 +205,8 @@ class SinkJudge:
             return planned
         return replace(seen, home=planned.home if same_fs(seen.default_fs, planned.default_fs) else None)
 
-    def _check_named(self, sinks: list, starts: dict[str, float], collector: Any, progress: SparkProgress) -> None:
+    def _check_named(self, sinks: list[QuerySink], starts: dict[str, float], collector: Reader,
+                     progress: SparkProgress) -> None:
         """The outputs the test names against what the job's queries write
         (:func:`~pytest_streamchaos.observe.sinks.judge_named`), and each relative path where the run reads it
         against where the driver put it."""
@@ -233,7 +236,7 @@ class SinkJudge:
                 notes.append(f"columns in {d}: {', '.join(cols)}")
         return f" ({'; '.join(notes)})" if notes else ""
 
-    def first_output(self, collector: Any, progress: SparkProgress) -> float | None:
+    def first_output(self, collector: Reader, progress: SparkProgress) -> float | None:
         """When output first showed: the first collected output, or (progress only) the end of the
         first micro-batch that processed input."""
         if self.progress_only:
@@ -241,7 +244,7 @@ class SinkJudge:
             return ends[0] if ends else None
         return (collector.last_arrival or time.time()) if collector.count > 0 else None
 
-    def last_output(self, collector: Any, progress: SparkProgress) -> float | None:
+    def last_output(self, collector: Reader, progress: SparkProgress) -> float | None:
         """When output last showed (progress only: the end of the last micro-batch with input)."""
         if self.progress_only:
             ends = [b["t_end"] for b in progress.batches if (b.get("numInputRows") or 0) > 0]
@@ -249,7 +252,7 @@ class SinkJudge:
         return collector.last_arrival
 
 
-def resumed_from_earlier(batches: Sequence[Mapping[str, Any]], checkpoint_made: float | None,
+def resumed_from_earlier(batches: Sequence[BatchProgress], checkpoint_made: float | None,
                          started: float) -> str | None:
     """How a query shows it resumed from a checkpoint that existed before the job started at ``started``
     (None: it did not): the checkpoint's ``metadata`` was written before (a second of slack), or the

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.observe.rows import output_rows
 from pytest_streamchaos.observe.sinks import query_sinks
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.records import BatchProgress
 from pytest_streamchaos.runner.context import PHASE_POLL_S, RunContext, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.errors import RunError, job_failed
 from pytest_streamchaos.runner.phases.names import NameCheck, written_since
@@ -186,7 +186,7 @@ class WarmUp:
         outputs = self.ctx.spec.outputs
         return ", ".join(outputs) if outputs else f"the output topic {self.obs.sinks.out_topic}"
 
-    def _stable(self, batches: list[dict[str, Any]]) -> bool:
+    def _stable(self, batches: list[BatchProgress]) -> bool:
         """:data:`STEADY_BATCHES` recent batches with input, similar durations, and no more input than
         the rate brings."""
         s = self.ctx.spec

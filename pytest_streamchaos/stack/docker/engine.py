@@ -97,7 +97,7 @@ def _used_networks(client: Any) -> list[ipaddress.IPv4Network]:
     return used
 
 
-def free_subnet(client: Any) -> ipaddress.IPv4Network:
+def free_subnet(client: object) -> ipaddress.IPv4Network:
     """A /24 of :data:`SUBNET_POOL` that no route of this host and no Docker network overlaps."""
     used = _used_networks(client)
     for net in SUBNET_POOL.subnets(new_prefix=24):

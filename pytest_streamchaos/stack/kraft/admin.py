@@ -34,7 +34,7 @@ class PartitionState:
     isr: tuple[int, ...]  #: the in-sync replicas
 
 
-def client_conf(bootstrap_servers: str, **extra: Any) -> dict[str, Any]:
+def client_conf(bootstrap_servers: str, **extra: object) -> dict[str, Any]:
     """librdkafka settings of a harness client: its log lines go to Python's logging (a broker a fault
     killed makes every client log its failed connects, which would otherwise flood stderr)."""
     return {"bootstrap.servers": bootstrap_servers, "logger": logging.getLogger("pytest_streamchaos.kafka"),
@@ -120,7 +120,7 @@ class KafkaAdmin:
         in-sync replicas; another partition count fails at once."""
         last = ["not listed yet"]
 
-        def ready_on(view: Any) -> bool:
+        def ready_on(view: object) -> bool:
             state = states_of(view, name)
             if state is None:
                 last[0] = "not listed by every broker yet"

@@ -79,7 +79,7 @@ class TopicOperations:
                      on_timeout=lambda _: StackError(f"{topic}: no offsets within {timeout:g}s"))
         return found or {}
 
-    def _list_offsets(self, topic: str, parts: Iterable[int], spec: Any) -> dict[int, int] | None:
+    def _list_offsets(self, topic: str, parts: Iterable[int], spec: object) -> dict[int, int] | None:
         """One ListOffsets of every partition; None when an answer is retriable (asked again)."""
         from confluent_kafka import KafkaException, TopicPartition
 

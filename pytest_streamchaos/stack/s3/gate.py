@@ -137,14 +137,14 @@ class ProxyGate:
         self.holds.clear()
 
     # -- the proxy's side -----------------------------------------------------------------------------
-    def before(self, request: Request, client: Any) -> bool:
+    def before(self, request: Request, client: object) -> bool:
         """Hold a COPY onto the armed log's file; whether to relay the request (False: its client died while
         it was held)."""
         if request.op != "COPY":
             return True
         return self._maybe_hold("before", request.key, request, client)
 
-    def after(self, request: Request, client: Any) -> None:
+    def after(self, request: Request, client: object) -> None:
         """Hold the answer to the DELETE of the armed log's temporary object (the rename is done)."""
         final = temporary_of(request.key) if request.op == "DELETE" else None
         if final is not None:

@@ -74,7 +74,7 @@ class ErrorRule:
             self._pending[key] = time.time()
             return True
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """What it did, as plain data (a fault's event detail)."""
         delays = sorted(self.retry_delays)
         return {"status": self.status, "code": self.code, "ops": sorted(self.ops), "rate": self.rate,

@@ -278,7 +278,7 @@ class StandaloneCluster(SparkCluster):
         return SubmitLauncher(self.driver_site(), workdir, options or LaunchOptions())
 
     @classmethod
-    def settings_kwargs(cls, settings: Settings, *, ha: bool | None = None) -> dict[str, Any]:
+    def settings_kwargs(cls, settings: Settings, *, ha: bool | None = None) -> dict[str, object]:
         """The constructor's arguments from the plugin's :class:`~pytest_streamchaos.settings.Settings`."""
         return {"workers": settings.workers, "worker_cores": settings.worker_cores,
                 "worker_memory": settings.worker_memory, "ha": settings.ha if ha is None else ha,

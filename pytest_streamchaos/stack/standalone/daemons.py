@@ -17,7 +17,7 @@ from pytest_streamchaos.stack.standalone.executors import ProcessExecutor, execu
 Starter = Callable[[], DaemonProcess]
 
 
-def _http_json(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
+def _http_json(url: str, timeout: float = 2.0) -> dict[str, object] | None:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - the cluster's own address
             return json.loads(resp.read().decode())

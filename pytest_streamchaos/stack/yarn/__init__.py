@@ -21,7 +21,50 @@ DESIGN.md: "Cluster managers and existing clusters").
 The Spark side (``spark-submit --master yarn``) is :mod:`pytest_streamchaos.spark.yarn`.
 """
 
-from pytest_streamchaos.events import Kind
+from __future__ import annotations
 
-#: the timeline kinds YARN records (:mod:`.watcher`, the YARN faults): its managers' ``events``
-KINDS = tuple(k for k in Kind if k.value.startswith("yarn_"))
+from pytest_streamchaos.events import StrEnum
+
+
+class YarnKind(StrEnum):
+    """The timeline kinds YARN's watcher records (:mod:`.watcher`): its managers' ``events``, added to the
+    timeline when the session starts (``pytest_streamchaos.events.add_kinds``). ``yarn_node_<state>`` /
+    ``yarn_app_<state>`` for every value of YARN's NodeState and YarnApplicationState (closed sets in its REST
+    API)."""
+
+    YARN_RM_STARTED = "yarn_rm_started"
+    YARN_ATTEMPT_STARTED = "yarn_attempt_started"
+    YARN_ATTEMPT_ENDED = "yarn_attempt_ended"
+    YARN_CONTAINER_STARTED = "yarn_container_started"
+    YARN_CONTAINER_COMPLETED = "yarn_container_completed"
+    YARN_NODE_RUNNING = "yarn_node_running"
+    YARN_NODE_UNHEALTHY = "yarn_node_unhealthy"
+    YARN_NODE_DECOMMISSIONING = "yarn_node_decommissioning"
+    YARN_NODE_DECOMMISSIONED = "yarn_node_decommissioned"
+    YARN_NODE_LOST = "yarn_node_lost"
+    YARN_NODE_REBOOTED = "yarn_node_rebooted"
+    YARN_NODE_SHUTDOWN = "yarn_node_shutdown"
+    YARN_NODE_NEW = "yarn_node_new"
+    YARN_APP_NEW = "yarn_app_new"
+    YARN_APP_NEW_SAVING = "yarn_app_new_saving"
+    YARN_APP_SUBMITTED = "yarn_app_submitted"
+    YARN_APP_ACCEPTED = "yarn_app_accepted"
+    YARN_APP_RUNNING = "yarn_app_running"
+    YARN_APP_FINISHED = "yarn_app_finished"
+    YARN_APP_FAILED = "yarn_app_failed"
+    YARN_APP_KILLED = "yarn_app_killed"
+
+    @classmethod
+    def node(cls, state: str) -> YarnKind:
+        """The kind of a YARN node reaching ``state`` (a ``NodeState``: ``LOST``, ``RUNNING``, ...)."""
+        return cls(f"yarn_node_{state.lower()}")
+
+    @classmethod
+    def app(cls, state: str) -> YarnKind:
+        """The kind of a YARN application reaching ``state`` (a ``YarnApplicationState``: ``FINISHED``, ...)."""
+        return cls(f"yarn_app_{state.lower()}")
+
+
+#: YARN's timeline kinds, as its managers' entries name them
+KINDS = tuple(YarnKind)
+

@@ -23,10 +23,10 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pytest_streamchaos.errors import LaunchError, StackError
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, StrEnum
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -156,7 +156,7 @@ class _Timeline:
     def __init__(self, events: list[TimelineEvent]) -> None:
         self.events = events
 
-    def record(self, kind: Kind, target: str = "", t: float | None = None, **detail: Any) -> TimelineEvent:
+    def record(self, kind: Kind | StrEnum, target: str = "", t: float | None = None, **detail: object) -> TimelineEvent:
         ev = TimelineEvent(time.time() if t is None else t, kind, target, detail)
         self.events.append(ev)
         return ev

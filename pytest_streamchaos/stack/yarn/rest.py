@@ -214,7 +214,7 @@ def parse_rm_containers(doc: Mapping[str, Any]) -> list[YarnContainer]:
             for c in _items(doc, "containers", "container")]
 
 
-def _exit_status(value: Any) -> int | None:
+def _exit_status(value: object) -> int | None:
     """YARN's exit status, None while the container runs (YARN writes its INVALID, -1000, for that)."""
     status = _int(value, -1000)
     return None if status == -1000 else status

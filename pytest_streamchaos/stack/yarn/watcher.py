@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.service import Service
+from pytest_streamchaos.stack.yarn import YarnKind
 from pytest_streamchaos.stack.yarn.rest import (
     AppAttempt,
     ResourceManagerApi,
@@ -103,7 +103,7 @@ class YarnWatcher(Service):
     def _rm(self, events: list) -> None:
         info = self.api.info()
         if info.id != self._seen.rm_id:
-            events.append((Kind.YARN_RM_STARTED, "resourcemanager",
+            events.append((YarnKind.YARN_RM_STARTED, "resourcemanager",
                            {"id": info.id, "yarn_time": info.started_on / 1000}))
             self._seen.nodes.clear()  # a new RM knows no node until it registers again
         self._seen.rm_id = info.id
@@ -112,7 +112,7 @@ class YarnWatcher(Service):
         for node in self.api.nodes():
             before = self._seen.nodes.get(node.id)
             if node.state != before and node.state != "NEW":
-                events.append((Kind.yarn_node(node.state), node.id,
+                events.append((YarnKind.node(node.state), node.id,
                                {"from": before, "health": node.health_report}))
             self._seen.nodes[node.id] = node.state
             self._seen.node_http[node.id] = node.http_address
@@ -126,17 +126,17 @@ class YarnWatcher(Service):
     def _app(self, app_id: str, events: list) -> None:
         app = self.api.app(app_id)
         if app.state != self._seen.apps.get(app_id):
-            events.append((Kind.yarn_app(app.state), app_id, {"final_status": app.final_status}))
+            events.append((YarnKind.app(app.state), app_id, {"final_status": app.final_status}))
         self._seen.apps[app_id] = app.state
         known = self._seen.attempts.setdefault(app_id, {})
         for att in self.api.attempts(app_id):
             old = known.get(att.number)
             if old is None:
-                events.append((Kind.YARN_ATTEMPT_STARTED, app_id, {
+                events.append((YarnKind.YARN_ATTEMPT_STARTED, app_id, {
                     "attempt": att.number, "am_container": att.am_container_id, "node": att.node_id,
                     "yarn_time": att.start_time / 1000}))
             if att.finished_time and not (old and old.finished_time):
-                events.append((Kind.YARN_ATTEMPT_ENDED, app_id, {"attempt": att.number, "state": att.state,
+                events.append((YarnKind.YARN_ATTEMPT_ENDED, app_id, {"attempt": att.number, "state": att.state,
                                                               "diagnostics": att.diagnostics[:500],
                                                               "yarn_time": att.finished_time / 1000}))
             known[att.number] = att
@@ -149,7 +149,7 @@ class YarnWatcher(Service):
         running = {c.id: c for c in self.api.containers(app_id, att.attempt_id)}
         for cid, c in running.items():
             if cid not in self._seen.running:
-                events.append((Kind.YARN_CONTAINER_STARTED, cid, {"app": app_id, "node": c.node_id,
+                events.append((YarnKind.YARN_CONTAINER_STARTED, cid, {"app": app_id, "node": c.node_id,
                                                                "am": cid == att.am_container_id}))
         self._seen.running.update(running)
         self._note_exits(app_id)
@@ -166,7 +166,7 @@ class YarnWatcher(Service):
             del self._seen.running[cid]
             exit_status, diag, seen_at = self._seen.exits.pop(cid, (None, "", time.time()))
             am = any(a.am_container_id == cid for a in self._seen.attempts.get(app_id, {}).values())
-            events.append((Kind.YARN_CONTAINER_COMPLETED, cid, {"app": app_id, "node": c.node_id, "am": am,
+            events.append((YarnKind.YARN_CONTAINER_COMPLETED, cid, {"app": app_id, "node": c.node_id, "am": am,
                                                              "exit_status": exit_status, "diagnostics": diag[:300],
                                                              "observed_at": seen_at}))
 
