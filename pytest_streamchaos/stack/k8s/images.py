@@ -50,9 +50,9 @@ def pause_archive() -> Path:
     folder().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder()) as tmp:
         binary = Path(tmp) / "pause"
-        commands.run([gcc, "-Os", "-static", "-DVERSION=3.10-streamchaos", "-o", binary, pause_source()],
+        commands.run([gcc, "-Os", "-static", "-DVERSION=3.10-streamchaos", "-o", str(binary), str(pause_source())],
                      timeout=120, fix="apt-get install gcc libc6-dev", error=StackError)
-        commands.run(["strip", binary], timeout=60, error=StackError)
+        commands.run(["strip", str(binary)], timeout=60, error=StackError)
         write_archive(archive, PAUSE_IMAGE, {"pause": binary.read_bytes()}, entrypoint=["/pause"])
     return archive
 
