@@ -16,12 +16,18 @@ fault on the job's link to the store never blinds the observer.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from fsspec.implementations.arrow import ArrowFSWrapper
 
 from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
@@ -283,12 +289,61 @@ class ObjectStore(Service):
         return True
 
     def filesystem(self) -> Any:
-        """An fsspec filesystem on the store (pyarrow's S3 client, path style, the store's own port)."""
-        from fsspec.implementations.arrow import ArrowFSWrapper
-
+        """An fsspec filesystem on the store (pyarrow's S3 client, path style, the store's own port) whose
+        recursive ``rm`` leaves nothing S3 lists (:meth:`remove`)."""
         if self._fs is None:  # one client: pyarrow's S3 client is made once, its connections kept
-            self._fs = ArrowFSWrapper(self.arrow_fs())
+            self._fs = _StoreFS(self.arrow_fs(), store=self)
         return self._fs
+
+    def remove(self, path: str) -> None:
+        """Everything under ``<bucket>/<key>`` gone, as on S3: the objects and the folders SeaweedFS keeps once
+        they are empty. (SeaweedFS's filer has real folders: an emptied one stays, and a listing of its prefix
+        answers it as an object ``<key>/`` -- S3A then sees the directory, and a Delta table removed that way is
+        found again with no commit: ``DELTA_TABLE_NOT_FOUND`` from the next run's ``createIfNotExists``.) The
+        bucket itself (``path`` a bucket's name) stays, emptied. Deleted through the filer, in one request
+        per entry; nothing there: nothing to do."""
+        bucket, _, key = path.strip("/").partition("/")
+        if not key:
+            for name in self._filer_names(bucket):
+                self._filer_delete(f"{bucket}/{name}")
+            return
+        self._filer_delete(f"{bucket}/{key}")
+
+    def clear(self, bucket: str) -> None:
+        """Bucket ``bucket`` there and empty (created if missing; :meth:`remove` of all it holds)."""
+        self.ensure_bucket(bucket)
+        self.remove(bucket)
+
+    def _filer(self, path: str, query: str = "") -> str:
+        return f"http://{HOST}:{self.ports['filer.port']}/buckets/{quote(path)}{query}"
+
+    def _filer_names(self, bucket: str) -> list[str]:
+        """The names at the top of ``bucket`` (objects and folders), from the filer's listing."""
+        names: list[str] = []
+        last = ""
+        while True:
+            req = urllib.request.Request(self._filer(f"{bucket}/", f"?limit=1000&lastFileName={quote(last)}"),
+                                         headers={"Accept": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    listing = json.loads(r.read() or b"{}")
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404:
+                    return names
+                raise
+            entries = listing.get("Entries") or []
+            names += [str(e["FullPath"]).rsplit("/", 1)[-1] for e in entries]
+            if not listing.get("ShouldDisplayLoadMore") or not entries:
+                return names
+            last = names[-1]
+
+    def _filer_delete(self, path: str) -> None:
+        req = urllib.request.Request(self._filer(path, "?recursive=true&ignoreRecursiveError=true"), method="DELETE")
+        try:
+            urllib.request.urlopen(req, timeout=30).close()
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise OSError(f"the object store did not delete {path}: HTTP {exc.code}") from None
 
     def arrow_fs(self, attempts: int = 3) -> Any:
         """pyarrow's S3 filesystem on the store's own port (paths ``<bucket>/<key>``), path style, plain HTTP."""
@@ -319,3 +374,18 @@ class ObjectStore(Service):
                 "fs.s3a.path.style.access": "true", "fs.s3a.connection.ssl.enabled": "false",
                 "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
                 "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY}
+
+
+class _StoreFS(ArrowFSWrapper):
+    """The store's fsspec filesystem: pyarrow's, but a recursive ``rm`` of a folder is :meth:`ObjectStore.remove`
+    (pyarrow's would leave the folders SeaweedFS keeps)."""
+
+    def __init__(self, fs: Any, store: ObjectStore, **kwargs: Any) -> None:
+        super().__init__(fs, **kwargs)
+        self.store = store
+
+    def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
+        if recursive and isinstance(path, str) and self.isdir(path):
+            self.store.remove(self._strip_protocol(path))
+            return
+        super().rm(path, recursive=recursive, maxdepth=maxdepth)
