@@ -16,16 +16,12 @@ fault on the job's link to the store never blinds the observer.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from fsspec.implementations.arrow import ArrowFSWrapper
 
@@ -35,6 +31,7 @@ from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, end_with
+from pytest_streamchaos.stack.s3 import filer
 from pytest_streamchaos.stack.s3.gate import ProxyGate
 from pytest_streamchaos.stack.s3.install import Progress, weed_binary
 from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
@@ -296,54 +293,14 @@ class ObjectStore(Service):
         return self._fs
 
     def remove(self, path: str) -> None:
-        """Everything under ``<bucket>/<key>`` gone, as on S3: the objects and the folders SeaweedFS keeps once
-        they are empty. (SeaweedFS's filer has real folders: an emptied one stays, and a listing of its prefix
-        answers it as an object ``<key>/`` -- S3A then sees the directory, and a Delta table removed that way is
-        found again with no commit: ``DELTA_TABLE_NOT_FOUND`` from the next run's ``createIfNotExists``.) The
-        bucket itself (``path`` a bucket's name) stays, emptied. Deleted through the filer, in one request
-        per entry; nothing there: nothing to do."""
-        bucket, _, key = path.strip("/").partition("/")
-        if not key:
-            for name in self._filer_names(bucket):
-                self._filer_delete(f"{bucket}/{name}")
-            return
-        self._filer_delete(f"{bucket}/{key}")
+        """Everything under ``<bucket>/<key>`` gone, as on S3, folders included (:func:`.filer.remove`); a
+        bucket's name: the bucket emptied."""
+        filer.remove(f"http://{HOST}:{self.ports['filer.port']}", path)
 
     def clear(self, bucket: str) -> None:
         """Bucket ``bucket`` there and empty (created if missing; :meth:`remove` of all it holds)."""
         self.ensure_bucket(bucket)
         self.remove(bucket)
-
-    def _filer(self, path: str, query: str = "") -> str:
-        return f"http://{HOST}:{self.ports['filer.port']}/buckets/{quote(path)}{query}"
-
-    def _filer_names(self, bucket: str) -> list[str]:
-        """The names at the top of ``bucket`` (objects and folders), from the filer's listing."""
-        names: list[str] = []
-        last = ""
-        while True:
-            req = urllib.request.Request(self._filer(f"{bucket}/", f"?limit=1000&lastFileName={quote(last)}"),
-                                         headers={"Accept": "application/json"})
-            try:
-                with urllib.request.urlopen(req, timeout=10) as r:
-                    listing = json.loads(r.read() or b"{}")
-            except urllib.error.HTTPError as exc:
-                if exc.code == 404:
-                    return names
-                raise
-            entries = listing.get("Entries") or []
-            names += [str(e["FullPath"]).rsplit("/", 1)[-1] for e in entries]
-            if not listing.get("ShouldDisplayLoadMore") or not entries:
-                return names
-            last = names[-1]
-
-    def _filer_delete(self, path: str) -> None:
-        req = urllib.request.Request(self._filer(path, "?recursive=true&ignoreRecursiveError=true"), method="DELETE")
-        try:
-            urllib.request.urlopen(req, timeout=30).close()
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                raise OSError(f"the object store did not delete {path}: HTTP {exc.code}") from None
 
     def arrow_fs(self, attempts: int = 3) -> Any:
         """pyarrow's S3 filesystem on the store's own port (paths ``<bucket>/<key>``), path style, plain HTTP."""
