@@ -85,7 +85,7 @@ class MetricParams:
 REACTION_KINDS: tuple[str, ...] = (
     Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *SYSTEM_DETECTION_KINDS, Kind.EXECUTOR_ADDED, Kind.WORKER_REGISTERED,
     Kind.DRIVER_STARTED, Kind.QUERY_STARTED, Kind.BROKER_REGISTERED, Kind.ISR_SHRUNK, Kind.ISR_EXPANDED,
-    Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED,
+    Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED, Kind.S3_STORE_READY,
 )
 #: what a fault's recovery phases are made of: the system's reactions and the steps of its healing
 PHASE_KINDS: tuple[str, ...] = tuple(k for k in REACTION_KINDS if k != Kind.FAULT_INJECTED)

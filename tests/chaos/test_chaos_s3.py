@@ -9,6 +9,7 @@ driver kill aimed at ``output_visible_uncommitted`` lands while the store's prox
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from pytest_streamchaos.observe import delta
 from pytest_streamchaos.observe.delta_sink import table_at
 from pytest_streamchaos.observe.storage import locate
 from pytest_streamchaos.spark.launcher import spark_home
+from pytest_streamchaos.stack.s3.proxy import refusals
 
 JOBS = Path(__file__).parent / "jobs" / "s3"
 BUCKET = "lake"
@@ -33,15 +35,9 @@ INVENTORY = "s3a://lake/silver/inventory"
 @pytest.fixture(autouse=True)
 def lake_bucket(object_store: Any) -> Iterator[Any]:
     """The bucket the jobs hard-code, empty before each test and after it."""
-    fs = object_store.arrow_fs()
-
-    def clear() -> None:
-        object_store.ensure_bucket(BUCKET)
-        fs.delete_dir_contents(BUCKET, missing_dir_ok=True)
-
-    clear()
+    object_store.clear(BUCKET)  # folders included: an emptied one would still be a directory to S3A
     yield object_store
-    clear()
+    object_store.clear(BUCKET)
 
 
 def table(store: Any, url: str) -> delta.TableAt:
@@ -94,31 +90,44 @@ def test_kafka_to_delta_on_s3_stays_exactly_once_when_the_driver_dies_mid_rename
 
 @pytest.mark.slow  # ./dev test's budget: docs/setup.md#slow-tests; docs/s3.md has three runs' numbers
 @pytest.mark.chaos(backend="local")
-@s3_errors(status=503, ops=["PUT"], rate=0.3, after=5, duration=20)
+@s3_errors(status=503, ops=["PUT"], rate=0.3, after=5, duration=30)
 def test_503_slowdown_on_30_percent_of_puts_is_retried_by_s3a_without_loss(chaos, lake_bucket):
-    run = bronze(chaos, duration=40)
+    run = bronze(chaos, duration=50)
     assert_ran_on_the_store(run, lake_bucket)
     (refused,) = [e.detail for e in run.timeline if e.kind == "s3_requests_refused"]
-    assert refused["refused"]["PUT"] > 10 and refused["matched"]["PUT"] > refused["refused"]["PUT"]
-    share = refused["refused"]["PUT"] / refused["matched"]["PUT"]
-    assert 0.1 < share < 0.5, refused
+    matched, n = refused["matched"].get("PUT", 0), refused["refused"].get("PUT", 0)
+    # a micro-batch writes about 7 PUTs (its parquet files, the Delta commit, its .crc, offsets/ and commits/ via
+    # a temporary object) every ~7 s on 2 cores: the 30 s window sees a few batches' worth, not hundreds
+    assert matched >= 14, refused
+    # one seeded draw per PUT that came while it acted: it refused what rate 0.3 of those gives, and that is about
+    # the configured share (within three standard deviations of 0.3 x matched), not none
+    assert n == refusals(refused["seed"], 0.3, matched) and n > 0, refused
+    assert abs(n - 0.3 * matched) <= 3 * math.sqrt(matched * 0.3 * 0.7), refused
     # every refused PUT was sent again by S3A (its SDK's retries): what the user gets is a slower batch
-    assert refused["retried"].get("PUT", 0) >= refused["refused"]["PUT"] - 2, refused
+    assert refused["retried"].get("PUT", 0) >= n - 2, refused
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
-    assert run.checks["s3"].ok, run.checks["s3"].describe()
-    print(run.checks["s3"].describe())
+    assert run.guarantee_delivered == "exactly-once"
+    s3 = run.checks["s3"]
+    (what,) = s3.numbers.values()
+    assert s3.ok and not what["query_failed"], s3.describe()
+    print(s3.describe())
 
 
 @pytest.mark.slow
 @pytest.mark.chaos(backend="local")
-@kill_s3(after=8, restart_after=10)
+@kill_s3(after=25, restart_after=10)
 def test_the_stores_outage_is_survived_by_a_supervised_job(chaos, lake_bucket):
-    run = bronze(chaos, duration=60, setup=JobSetup(supervise=True))
+    """The store is down 10 s once the job's baseline spans two of its micro-batches (~7-9 s apart here: a fault
+    sooner than two cycles after steady state leaves its recovery unmeasurable, and the run says so); the load
+    goes on long enough after the restart for the output to come back and hold in band."""
+    run = bronze(chaos, duration=80, setup=JobSetup(supervise=True))
     assert_ran_on_the_store(run, lake_bucket)
     (fault,) = run.faults
-    assert fault.recovered, fault
-    assert any(e.kind == "s3_store_ready" for e in run.timeline)
+    assert fault.recovered, run.describe()
+    ready = [e for e in run.timeline if e.kind == "s3_store_ready"]
+    assert ready and fault.recovered_at is not None and fault.recovered_at >= ready[0].t, run.describe()
     assert run.lost == 0 and run.duplicates == 0 and run.incorrect == 0
+    assert run.checks["s3"].ok, run.checks["s3"].describe()
     print(run.checks["s3"].describe())
 
 

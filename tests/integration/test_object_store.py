@@ -142,6 +142,34 @@ def test_a_held_rename_whose_client_died_never_reaches_the_store(store: ObjectSt
     gate.close()
 
 
+def test_what_the_harness_removes_is_gone_as_on_s3_folders_included(store: ObjectStore) -> None:
+    """SeaweedFS keeps a folder once its objects are deleted, and lists it as an object ``<key>/``: a Delta table
+    removed object by object is still a directory to S3A (the next run's ``createIfNotExists`` then failed with
+    ``DELTA_TABLE_NOT_FOUND``). The harness's removal (``rm`` of its filesystem, the store's ``clear``) leaves
+    nothing a listing finds."""
+    import pyarrow.fs as pafs
+
+    fs, raw = store.filesystem(), store.arrow_fs()
+    store.ensure_bucket("lake")
+
+    def table(at: str) -> None:
+        fs.pipe_file(f"lake/{at}/_delta_log/00000000000000000000.json", b"{}")
+        fs.pipe_file(f"lake/{at}/part-0.parquet", b"x")
+        raw.create_dir(f"lake/{at}/_delta_log/_staged_commits")  # S3A's mkdirs: an empty marker object
+
+    def found(path: str) -> bool:
+        return raw.get_file_info(path).type != pafs.FileType.NotFound
+
+    table("silver/inventory")
+    fs.rm("lake/silver/inventory", recursive=True)  # as the harness clears a run's leftovers
+    assert not found("lake/silver/inventory/_delta_log") and not found("lake/silver/inventory")
+    table("silver/other")
+    store.clear("lake")
+    assert not found("lake/silver/other/_delta_log")
+    assert found("lake") and raw.get_file_info(pafs.FileSelector("lake", recursive=True)) == []
+    store.remove("lake/nothing/here")  # nothing there: nothing to do
+
+
 def test_stopping_it_leaves_no_process_and_no_socket(tmp_path: Path) -> None:
     host = Host()
     with activate(host):

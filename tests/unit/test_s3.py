@@ -28,7 +28,7 @@ from pytest_streamchaos.spark import s3a
 from pytest_streamchaos.stack.s3.gate import ProxyGate, checkpoint_file, temporary_of
 from pytest_streamchaos.stack.s3.http import Reader, relay_body
 from pytest_streamchaos.stack.s3.ops import bucket_refusal, classify, error_response
-from pytest_streamchaos.stack.s3.proxy import ErrorRule
+from pytest_streamchaos.stack.s3.proxy import ErrorRule, refusals
 
 
 @pytest.mark.parametrize(("method", "path", "query", "source", "op"), [
@@ -229,6 +229,18 @@ def test_a_refusal_rule_counts_what_it_refused_and_what_came_again():
     assert parse("s3_errors", kwargs={"ops": "COPY"}).params == {"status": 503, "ops": ["COPY"], "rate": 0.3}
 
 
+def test_a_refusal_rule_draws_once_per_matched_request_so_what_it_refused_follows_from_what_it_saw():
+    rule = ErrorRule(503, frozenset({"PUT"}), 0.3, seed=0)
+    for i in range(21):  # another operation between them draws nothing
+        rule.decide(classify("PUT", f"/lake/k{i}", {}), f"/lake/k{i}")
+        rule.decide(classify("GET", f"/lake/k{i}", {}), f"/lake/k{i}")
+    done = rule.summary()
+    assert done["matched"] == {"PUT": 21} and done["seed"] == 0
+    # seed 0's first 21 draws at rate 0.3: 3 refused (14 %), not 6 -- a short window's share, not the rule's
+    assert done["refused"]["PUT"] == refusals(0, 0.3, 21) == 3
+    assert abs(refusals(0, 0.3, 5000) - 1500) < 100
+
+
 def test_the_framing_relays_a_chunked_body_and_a_length_body_byte_for_byte():
     a, b = socket.socketpair()
     out_a, out_b = socket.socketpair()
@@ -317,3 +329,11 @@ def test_the_s3_check_times_an_outage_until_the_store_answered_again():
     r = s3_check(history(*_fault(8, "kill_s3@8s", 18, store="killed"), back))
     assert r.ok is True and r.lines[0] == "kill_s3@8s: the store was down 13.5s (killed, started again, answering)"
     assert s3_check(history(*_fault(8, "kill_s3@8s", 18, store="killed"))).ok is False
+
+
+def test_the_store_answering_again_is_a_phase_of_an_outages_recovery():
+    from pytest_streamchaos.analysis.per_fault import recovery_phases
+
+    events = [TimelineEvent(T0 + 18, "fault_healed", "s3", {}), TimelineEvent(T0 + 21.5, "s3_store_ready", "s3", {})]
+    assert [(p["at"], p["kind"]) for p in recovery_phases(events, T0 + 8, T0 + 60)] == [
+        (10.0, "fault_healed"), (13.5, "s3_store_ready")]

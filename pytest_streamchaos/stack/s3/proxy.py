@@ -34,7 +34,9 @@ RETRY_WINDOW_S = 120.0
 @dataclass
 class ErrorRule:
     """Refuse a ``rate`` share of the requests of ``ops`` with ``status`` and S3's ``code`` (``seed``: the
-    draw, so a test's run is repeatable). What it did is in its counters, by operation."""
+    draw, so a test's run is repeatable: one number per matched request, in the order they come, so that
+    ``refused`` is :func:`refusals` of ``seed``, ``rate`` and ``matched``). What it did is in its counters, by
+    operation."""
 
     status: int
     ops: frozenset[str]
@@ -78,9 +80,18 @@ class ErrorRule:
         """What it did, as plain data (a fault's event detail)."""
         delays = sorted(self.retry_delays)
         return {"status": self.status, "code": self.code, "ops": sorted(self.ops), "rate": self.rate,
-                "matched": dict(self.matched), "refused": dict(self.refused), "retried": dict(self.retried),
+                "seed": self.seed, "matched": dict(self.matched), "refused": dict(self.refused),
+                "retried": dict(self.retried),
                 "refused_total": sum(self.refused.values()), "retried_total": sum(self.retried.values()),
                 "retry_delay_median_s": round(delays[len(delays) // 2], 3) if delays else None}
+
+
+def refusals(seed: int, rate: float, matched: int) -> int:
+    """How many of ``matched`` requests an :class:`ErrorRule` of ``seed`` and ``rate`` refuses: the draws below
+    ``rate`` among its first ``matched`` (about ``rate * matched``; in a short window a seed's draws can fall
+    well off it: seed 0 refuses 3 of the first 21 at rate 0.3)."""
+    rng = random.Random(seed)
+    return sum(rng.random() < rate for _ in range(matched))
 
 
 class FaultProxy(Service):

@@ -23,12 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsspec.implementations.arrow import ArrowFSWrapper
+
 from pytest_streamchaos.machine.ports import HOST
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, StackError
 from pytest_streamchaos.stack.host import Host, current
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.process import Daemon, DaemonProcess, end_with
+from pytest_streamchaos.stack.s3 import filer
 from pytest_streamchaos.stack.s3.gate import ProxyGate
 from pytest_streamchaos.stack.s3.install import Progress, weed_binary
 from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
@@ -283,12 +286,21 @@ class ObjectStore(Service):
         return True
 
     def filesystem(self) -> Any:
-        """An fsspec filesystem on the store (pyarrow's S3 client, path style, the store's own port)."""
-        from fsspec.implementations.arrow import ArrowFSWrapper
-
+        """An fsspec filesystem on the store (pyarrow's S3 client, path style, the store's own port) whose
+        recursive ``rm`` leaves nothing S3 lists (:meth:`remove`)."""
         if self._fs is None:  # one client: pyarrow's S3 client is made once, its connections kept
-            self._fs = ArrowFSWrapper(self.arrow_fs())
+            self._fs = _StoreFS(self.arrow_fs(), store=self)
         return self._fs
+
+    def remove(self, path: str) -> None:
+        """Everything under ``<bucket>/<key>`` gone, as on S3, folders included (:func:`.filer.remove`); a
+        bucket's name: the bucket emptied."""
+        filer.remove(f"http://{HOST}:{self.ports['filer.port']}", path)
+
+    def clear(self, bucket: str) -> None:
+        """Bucket ``bucket`` there and empty (created if missing; :meth:`remove` of all it holds)."""
+        self.ensure_bucket(bucket)
+        self.remove(bucket)
 
     def arrow_fs(self, attempts: int = 3) -> Any:
         """pyarrow's S3 filesystem on the store's own port (paths ``<bucket>/<key>``), path style, plain HTTP."""
@@ -319,3 +331,18 @@ class ObjectStore(Service):
                 "fs.s3a.path.style.access": "true", "fs.s3a.connection.ssl.enabled": "false",
                 "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
                 "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY}
+
+
+class _StoreFS(ArrowFSWrapper):
+    """The store's fsspec filesystem: pyarrow's, but a recursive ``rm`` of a folder is :meth:`ObjectStore.remove`
+    (pyarrow's would leave the folders SeaweedFS keeps)."""
+
+    def __init__(self, fs: Any, store: ObjectStore, **kwargs: Any) -> None:
+        super().__init__(fs, **kwargs)
+        self.store = store
+
+    def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
+        if recursive and isinstance(path, str) and self.isdir(path):
+            self.store.remove(self._strip_protocol(path))
+            return
+        super().rm(path, recursive=recursive, maxdepth=maxdepth)
