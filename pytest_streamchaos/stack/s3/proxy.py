@@ -183,8 +183,10 @@ class FaultProxy(Service):
                 upstream, more = self._one(client, reader, head, upstream)
                 if not more:
                     return
-        except OSError:
-            return  # a peer went away mid-message: the client sees its connection closed, as with a store
+        except (OSError, Closed):
+            # a peer went away mid-message (the store killed mid-response ends its reader with Closed): the client
+            # sees its connection closed, as with a store
+            return
         finally:
             for s in (client, upstream):
                 if s is not None:
