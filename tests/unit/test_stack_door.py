@@ -64,9 +64,10 @@ def test_the_network_machinery_uses_only_the_stacks_helpers():
     assert not extra, f"netem/ uses the stack beyond its helpers: {extra}"
 
 
-#: the modules that may start a subprocess themselves: the command runner, the managed process, and the
-#: reaper (its watchdog cannot be a managed process: a managed process registers with it)
-SPAWNERS = {"machine/commands.py", "stack/process.py", "stack/reaper.py"}
+#: the modules that may start a subprocess themselves: the command runner, the managed process, the
+#: reaper (its watchdog cannot be a managed process: a managed process registers with it), and the Kubernetes
+#: cluster's clean-up, which the reaper runs as a standard-library script (``python -I``) once pytest is dead
+SPAWNERS = {"machine/commands.py", "stack/process.py", "stack/reaper.py", "stack/k8s/cleanup.py"}
 
 
 def test_host_commands_go_through_the_command_runner():

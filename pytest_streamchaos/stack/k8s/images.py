@@ -24,6 +24,8 @@ from pytest_streamchaos.stack.k8s import build
 
 #: the sandbox image's name in containerd (never pulled: kubelet and the CRI plugin find it imported)
 PAUSE_IMAGE = "streamchaos.local/pause:3.10"
+#: the pause binary's name in its image (not the ``pause`` fault's: the image's own name says it)
+PAUSE_BINARY = PAUSE_IMAGE.rsplit("/", 1)[1].split(":")[0]
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
@@ -49,11 +51,11 @@ def pause_archive() -> Path:
     gcc = commands.need("gcc", "apt-get install gcc libc6-dev (the pause image is compiled static)", StackError)
     folder().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder()) as tmp:
-        binary = Path(tmp) / "pause"
+        binary = Path(tmp) / PAUSE_BINARY
         commands.run([gcc, "-Os", "-static", "-DVERSION=3.10-streamchaos", "-o", str(binary), str(pause_source())],
                      timeout=120, fix="apt-get install gcc libc6-dev", error=StackError)
         commands.run(["strip", str(binary)], timeout=60, error=StackError)
-        write_archive(archive, PAUSE_IMAGE, {"pause": binary.read_bytes()}, entrypoint=["/pause"])
+        write_archive(archive, PAUSE_IMAGE, {PAUSE_BINARY: binary.read_bytes()}, entrypoint=[f"/{PAUSE_BINARY}"])
     return archive
 
 

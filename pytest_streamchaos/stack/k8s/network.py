@@ -7,7 +7,6 @@ Removed by :mod:`.cleanup` (the bridge, the chain and its jump)."""
 from __future__ import annotations
 
 import ipaddress
-import subprocess
 
 from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.base import StackError
@@ -57,4 +56,4 @@ def add_forward_chain(chain: str, subnet: str) -> None:
 
 
 def bridge_exists(name: str) -> bool:
-    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+    return commands.completed(["ip", "link", "show", name], timeout=30, error=StackError).returncode == 0
