@@ -146,6 +146,9 @@ class Stacks:
             return
         if backend == "docker":
             self.docker()  # the session's, made once here (or the skip), not raced for by the two starts
+        # pytest's temp path factory makes (and with --basetemp first empties) its base directory on first use, not
+        # thread-safely: made here, before the two starts each make their folder in it
+        self.tmp.getbasetemp()
         with ThreadPoolExecutor(1, thread_name_prefix="streamchaos-spark-start") as pool:
             spark = pool.submit(self.spark, backend, ha=ha, manager=manager)
             try:

@@ -14,8 +14,18 @@ from pytest_streamchaos.stack.fixtures import Stacks
 WAIT_S = 5.0
 
 
+class Tmp:
+    """pytest's temp path factory as the two starts use it: the order its base directory was made in."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def getbasetemp(self) -> None:
+        self.events.append("base")
+
+
 def stacks(bootstrap: str = "") -> Stacks:
-    return Stacks(types.SimpleNamespace(kafka_bootstrap=bootstrap), None)  # type: ignore[arg-type]
+    return Stacks(types.SimpleNamespace(kafka_bootstrap=bootstrap), Tmp())  # type: ignore[arg-type]
 
 
 def starts(mp: pytest.MonkeyPatch, s: Stacks, spark: Callable[..., object], kafka: Callable[[str], object]) -> None:
@@ -82,3 +92,14 @@ def test_nothing_starts_side_by_side_otherwise(case: str, monkeypatch: pytest.Mo
     starts(monkeypatch, s, lambda *a, **k: started.append("spark"), lambda backend: started.append("kafka"))
     s.kafka_and_spark("local", manager="yarn" if case == "yarn" else "standalone")
     assert started == []
+
+
+def test_the_temp_base_is_made_before_the_two_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytest makes (with --basetemp: empties, then makes) its base directory on first use, not thread-safely: made
+    # first by both starts at once, one's folder was removed under it (the Spark 3.5 session's --basetemp, CI)
+    s = stacks()
+    tmp = s.tmp
+    assert isinstance(tmp, Tmp)
+    starts(monkeypatch, s, lambda backend, **_: tmp.events.append("spark"), lambda backend: tmp.events.append("kafka"))
+    s.kafka_and_spark("local", manager="standalone")
+    assert tmp.events[0] == "base" and sorted(tmp.events[1:]) == ["kafka", "spark"]
