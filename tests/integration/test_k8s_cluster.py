@@ -15,7 +15,7 @@ import pytest
 
 from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.stack.host import Host, activate
-from pytest_streamchaos.stack.k8s import cleanup
+from pytest_streamchaos.stack.k8s import cleanup, config
 from pytest_streamchaos.stack.k8s.api import ApiError
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster, missing
 from pytest_streamchaos.stack.k8s.images import PAUSE_IMAGE
@@ -80,6 +80,11 @@ def test_a_pod_runs_is_deleted_and_nothing_is_left(run: Path) -> None:
             tasks = {int(t) for c in pod_cgroups[0].iterdir() if c.is_dir()
                      for t in (c / "cgroup.procs").read_text().split()}
             assert tasks  # the sandbox's and the container's pause processes
+            # their OOM score adjustments: the kubelet's (sandbox -998, a Guaranteed pod's container -997), or,
+            # where this host may not lower one, containerd's own (else runc's init dies writing them)
+            scores = {int(Path(f"/proc/{t}/oom_score_adj").read_text()) for t in tasks}
+            own = int(Path(f"/proc/{cluster.procs['containerd'].pid}/oom_score_adj").read_text())
+            assert scores == ({-998, -997} if config.lowers_oom_scores() else {own}), scores
             pids |= tasks | set(cleanup.shims(str(cluster.layout.containerd_socket)))
 
             out = cluster.kubectl("delete", "pod", "sc-pod", "--wait=true", "--timeout=60s")

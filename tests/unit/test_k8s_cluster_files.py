@@ -69,7 +69,7 @@ def test_containerd_and_the_kubelet_keep_to_the_run_folder_and_cgroupfs(tmp_path
     cri = toml["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["sandbox_image"] == images.PAUSE_IMAGE and cri["netns_mounts_under_state_dir"] is True
     runc = cri["containerd"]["runtimes"]["runc"]["options"]
-    assert runc["SystemdCgroup"] is False
+    assert runc["SystemdCgroup"] is False and cri["restrict_oom_score_adj"] is False
     for path in (toml["root"], toml["state"], toml["grpc"]["address"], toml["ttrpc"]["address"], runc["Root"],
                  cri["cni"]["conf_dir"], toml["plugins"]["io.containerd.internal.v1.opt"]["path"]):
         assert Path(path).is_relative_to(tmp_path), path
@@ -78,6 +78,21 @@ def test_containerd_and_the_kubelet_keep_to_the_run_folder_and_cgroupfs(tmp_path
     assert kubelet["containerRuntimeEndpoint"] == f"unix://{lay.containerd_socket}"
     net = json.loads(config.cni_conflist(lay, "br0", "10.244.0.0/24", "10.244.0.1"))["plugins"][0]
     assert (net["bridge"], net["ipMasq"]) == ("br0", False)
+
+
+def test_a_host_that_may_not_lower_oom_scores_gets_them_restricted(tmp_path: Path) -> None:
+    """Without CAP_SYS_RESOURCE runc's init dies writing the kubelet's -998 for a sandbox: containerd must
+    raise them to its own, and the kubelet must not ask for -999 for itself."""
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t000001fffeffffff\nCapBnd:\t000001ffffffffff\n")  # all but bit 24
+    assert not config.lowers_oom_scores(str(status))
+    status.write_text("CapEff:\t000001ffffffffff\n")
+    assert config.lowers_oom_scores(str(status))
+    lay = config.Layout(tmp_path)
+    toml = tomllib.loads(config.containerd_toml(lay, restrict_oom_score_adj=True))
+    assert toml["plugins"]["io.containerd.grpc.v1.cri"]["restrict_oom_score_adj"] is True
+    kubelet = json.loads(config.kubelet_config(lay, address="10.244.0.1", port=1, healthz_port=2, oom_score_adj=0))
+    assert kubelet["oomScoreAdj"] == 0
 
 
 def test_a_cluster_before_the_build_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

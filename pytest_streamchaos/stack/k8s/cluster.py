@@ -129,10 +129,12 @@ class Cluster(Service):
         (lay.cni_conf / "10-streamchaos.conflist").write_text(
             config.cni_conflist(lay, self.bridge, self.subnet, self.gateway))
         lay.containerd.mkdir(parents=True, exist_ok=True)
-        (lay.containerd / "config.toml").write_text(config.containerd_toml(lay))
+        lowers = config.lowers_oom_scores()  # else every pod's sandbox dies in runc's init
+        (lay.containerd / "config.toml").write_text(config.containerd_toml(lay, restrict_oom_score_adj=not lowers))
         lay.kubelet.mkdir(parents=True, exist_ok=True)
         (lay.kubelet / "config.json").write_text(config.kubelet_config(
-            lay, address=self.gateway, port=self.ports["kubelet"], healthz_port=self.ports["kubelet-healthz"]))
+            lay, address=self.gateway, port=self.ports["kubelet"], healthz_port=self.ports["kubelet-healthz"],
+            oom_score_adj=-999 if lowers else 0))
         self.api = Api(server, lay.pki)
 
     def _launch(self, name: str, argv: list[str]) -> ManagedProcess:

@@ -15,6 +15,21 @@ from pytest_streamchaos.stack.k8s.images import PAUSE_IMAGE
 #: Debian's containernetworking-plugins
 CNI_BIN = "/usr/lib/cni"
 NETWORK = "streamchaos"
+#: the capability a process needs to lower an ``oom_score_adj`` (``CAP_SYS_RESOURCE``)
+CAP_SYS_RESOURCE = 24
+
+
+def lowers_oom_scores(status: str = "/proc/self/status") -> bool:
+    """Whether this process (and so the containerd and kubelet it starts) may lower an ``oom_score_adj``:
+    whether ``CAP_SYS_RESOURCE`` is among its effective capabilities. A sandboxed machine may drop it from
+    the bounding set even for root; the kubelet then asks for -998 for each pod's sandbox and -997 for a
+    Guaranteed pod's containers, and runc's init dies writing them (``can't get final child's PID from
+    pipe: EOF``)."""
+    with open(status) as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+    return False
 
 
 @dataclass(frozen=True)
@@ -55,10 +70,12 @@ class Layout:
         return self.run / f"{who}.kubeconfig"
 
 
-def containerd_toml(layout: Layout) -> str:
+def containerd_toml(layout: Layout, *, restrict_oom_score_adj: bool = False) -> str:
     """containerd 1.6's config (version 2): everything of its own under the run folder (root, state, sockets,
     runc's state, the network namespaces' mounts, the opt plugin), the CRI plugin's sandbox the imported
-    pause image, runc with cgroupfs (no systemd here)."""
+    pause image, runc with cgroupfs (no systemd here). ``restrict_oom_score_adj``: raise the kubelet's
+    negative OOM score adjustments to containerd's own (on a host that may not lower them, see
+    :func:`lowers_oom_scores`)."""
     c = layout.containerd
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
@@ -82,6 +99,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.devmapper", "io.containerd.sna
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  restrict_oom_score_adj = {str(restrict_oom_score_adj).lower()}
 
 [{cri}.containerd]
   snapshotter = "overlayfs"
@@ -121,17 +139,18 @@ def kubeconfig(server: str, ca: Path, cert: Path, key: Path, user: str) -> str:
     }, indent=1)
 
 
-def kubelet_config(layout: Layout, *, address: str, port: int, healthz_port: int) -> str:
+def kubelet_config(layout: Layout, *, address: str, port: int, healthz_port: int, oom_score_adj: int = -999) -> str:
     """The kubelet's configuration: cgroupfs, cgroup v1 allowed, swap allowed, no static pods, served on the
     node's bridge address; image garbage collection and disk-pressure eviction off in effect (a test machine's
-    disk is often fuller than a node's: the locally imported images must stay)."""
+    disk is often fuller than a node's: the locally imported images must stay). ``oom_score_adj``: the
+    kubelet's own (its default -999; 0 where it may not be lowered)."""
     return json.dumps({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "address": address, "port": port, "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1", "healthzPort": healthz_port,
         "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
                            "x509": {"clientCAFile": str(layout.pki / "ca.crt")}},
-        "authorization": {"mode": "Webhook"},
+        "authorization": {"mode": "Webhook"}, "oomScoreAdj": oom_score_adj,
         "cgroupDriver": "cgroupfs", "failCgroupV1": False, "failSwapOn": False,
         "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
         "podLogsDir": str(layout.run / "pod-logs"),
