@@ -187,7 +187,8 @@ class CheckpointGate:
         checkpoint: a job's other queries renames the same numbers in theirs (a console query's temporary
         checkpoint beside the tracked Kafka query's). A previous hold is forgotten, a thread it held released."""
         rule = GateRule(log, when, min_batch)
-        where = f" {local_scope(scope)}" if local_scope(scope) else ""
+        canonical = local_scope(scope)
+        where = f" {canonical}" if canonical else ""
         with self._lock:
             self._remove("held", f"release.{self._gen}")
             self._gen += 1  # a thread held by the previous arming sees another number: it goes on

@@ -265,13 +265,19 @@ def streamchaos_kafka_session(streamchaos_stacks: Stacks, streamchaos_settings: 
     return streamchaos_stacks.kafka(streamchaos_settings.backend)
 
 
+def session_ha(settings: Settings, manager: str) -> bool:
+    """Whether a test's cluster not marked ``ha=True`` is the highly available one: ``--chaos-ha``, where the
+    manager has HA."""
+    return settings.ha and MANAGERS[manager].ha
+
+
 @pytest.fixture
 def spark_cluster(streamchaos_stacks: Stacks, streamchaos_settings: Settings,
                   request: pytest.FixtureRequest) -> SparkCluster:
     """The test's Spark cluster, healed to its configured shape before the test."""
     manager = manager_of(request, streamchaos_settings)
     cluster = streamchaos_stacks.spark(backend_of(request, streamchaos_settings),
-                                       ha=streamchaos_settings.ha and MANAGERS[manager].ha, manager=manager)
+                                       ha=session_ha(streamchaos_settings, manager), manager=manager)
     cluster.heal(timeout=streamchaos_settings.start_timeout)
     return cluster
 
@@ -297,9 +303,10 @@ def kafka(streamchaos_stacks: Stacks, streamchaos_settings: Settings, request: p
     if "chaos" in request.fixturenames:  # the test's Spark cluster starts beside Kafka (Stacks.kafka_and_spark)
         mark = request.node.get_closest_marker("chaos")
         manager = manager_of(request, streamchaos_settings)
-        ha = bool(mark.kwargs.get("ha", False)) if mark is not None else False
+        # the cluster the chaos fixture asks for: spark_cluster_ha when marked so, else spark_cluster's
+        marked = bool(mark.kwargs.get("ha", False)) if mark is not None else False
         streamchaos_stacks.kafka_and_spark(backend, manager=manager,
-                                           ha=ha or (streamchaos_settings.ha and MANAGERS[manager].ha))
+                                           ha=marked or session_ha(streamchaos_settings, manager))
     cluster = streamchaos_stacks.kafka(backend)
     cluster.heal()
     return cluster
