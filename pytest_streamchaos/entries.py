@@ -1,8 +1,9 @@
 """What every backend entry brings, whatever its registry (:data:`pytest_streamchaos.storages.STORAGES`,
-:data:`pytest_streamchaos.managers.MANAGERS`): its preflight, its steps of ``python -m
-pytest_streamchaos.prepare`` and the timeline kinds it records. Each is named by a dotted path into the backend's
-own folder and imported only when asked for, so the registries stay importable before any stack exists (the
-settings read them) and a new backend is one entry and its folder: nothing else names it.
+:data:`pytest_streamchaos.managers.MANAGERS`): its preflight, its steps of ``python -m pytest_streamchaos.prepare``,
+the timeline kinds it records, its fault family and its checks. Each is named by a dotted path into the backend's
+own folder and imported only when asked for, so the registries stay importable before any stack exists (the settings
+read them) and a new backend is one entry and its folder: nothing else names it -- not the timeline's vocabulary
+(its kinds), not the fault registry (its fault family), not the checkers every run is judged with (its checks).
 
 This module imports nothing of the package.
 """
@@ -56,9 +57,16 @@ class BackendEntry:
     #: ``module:function`` each, the makers of its own steps of ``prepare`` (:data:`Steps`): what :attr:`prepare`
     #: names and the core does not define
     steps: tuple[str, ...] = ()
-    #: ``module:name``, the timeline kinds its service and faults record: an enum of its own (registered with the
-    #: timeline, :func:`pytest_streamchaos.events.add_kinds`), or a tuple of :class:`~pytest_streamchaos.events.Kind`
+    #: ``module:name``, the timeline kinds its service and faults record, of an enum of its own (registered with the
+    #: timeline when the session starts, :func:`pytest_streamchaos.events.add_kinds`): a tuple of them, or a mapping
+    #: of each to what it says of a fault for the recovery metrics (a ``pytest_streamchaos.events.Reaction``, None)
     events: str = ""
+    #: ``module:name`` each, its fault families: a tuple of ``FaultKind`` classes each (``pytest_streamchaos.faults.
+    #: kind``), the marks a test puts on a run on it (``pytest_streamchaos.faults.registry.KINDS`` holds every entry's)
+    faults: tuple[str, ...] = ()
+    #: ``module:name`` each, a checker every run is judged with (a class or factory called without arguments whose
+    #: result has a ``name`` and ``check(history)``: ``pytest_streamchaos.analysis.checker.Checker``)
+    checks: tuple[str, ...] = ()
 
     def preflight_check(self) -> Preflight | None:
         """Its preflight, imported now; None when it has none."""
@@ -68,11 +76,19 @@ class BackendEntry:
         """Its own steps of ``prepare`` by name ({} when it has none); ``line`` writes their progress lines."""
         return {name: step for path in self.steps for name, step in cast("Steps", named(path))(line).items()}
 
-    def timeline_kinds(self) -> tuple[Enum, ...]:
-        """The timeline kinds it records, imported now (() when it names none)."""
+    def timeline_kinds(self) -> dict[Enum, object]:
+        """The timeline kinds it records, each with what it says of a fault (None: nothing), imported now ({} when
+        it names none)."""
         if not self.events:
-            return ()
-        return tuple(cast("Iterable[Enum]", named(self.events)))
+            return {}
+        kinds = named(self.events)
+        if isinstance(kinds, Mapping):
+            return dict(cast("Mapping[Enum, object]", kinds))
+        return dict.fromkeys(cast("Iterable[Enum]", kinds))
+
+    def fault_kinds(self) -> tuple[type, ...]:
+        """Its fault families' kinds, imported now (() when it has none)."""
+        return tuple(k for path in self.faults for k in cast("Iterable[type]", named(path)))
 
 
 def preflights(entries: Iterable[BackendEntry]) -> list[Preflight]:

@@ -94,18 +94,8 @@ class Kind(StrEnum):
     BROKER_REGISTERED = "broker_registered"
     REASSIGNMENT_COMPLETED = "reassignment_completed"
     TOPIC_DELETED = "topic_deleted"
-    # HDFS (stack/hdfs's watcher, the HDFS faults)
-    NAMENODE_SAFEMODE_EXIT = "namenode_safemode_exit"
-    DATANODE_REGISTERED = "datanode_registered"
-    DATANODE_DEAD = "datanode_dead"
-    # the object store (stack/s3, the S3 faults): its S3 gateway answers again after a restart; what its proxy
-    # refused, by operation, and how many of those the job's S3A sent again
-    S3_STORE_READY = "s3_store_ready"
-    S3_REQUESTS_REFUSED = "s3_requests_refused"
-    #: what the job's driver log said of S3 while a fault of the store acted (its S3A / AWS SDK lines)
-    S3A_LOGGED = "s3a_logged"
-    # the YARN faults (a restarted ResourceManager answers again; YARN's own kinds: stack/yarn's YarnKind)
-    RESOURCEMANAGER_BACK = "resourcemanager_back"
+    # a storage's or a cluster manager's own kinds are not here: an enum in its folder, named by its registry
+    # entry (HDFS's: stack/hdfs's HdfsKind; the object store's: stack/s3's S3Kind; YARN's: stack/yarn's YarnKind)
     # what the analysis derives (analysis/metrics)
     FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
     RECOVERED = "recovered"
@@ -128,15 +118,29 @@ class Phase(StrEnum):
     DRAIN_END = "drain_end"
 
 
+class Reaction(Enum):
+    """What a backend's own kind says of a fault, for the recovery metrics (``analysis/params``): the system
+    noticed it (``DETECTED``: a DataNode declared dead), or took a step of its healing (``HEALING``: safe mode
+    left, a store answering again). A backend names it per kind: its entry's ``events`` is a mapping of its kinds
+    to their reaction (None: neither)."""
+
+    DETECTED = "detected"
+    HEALING = "healing"
+
+
 #: the kinds a backend brings of its own (an enum in its folder that its registry entry's ``events`` names), by
 #: value: the timeline holds them as it holds :class:`Kind`'s (:func:`add_kinds`)
 _BACKEND_KINDS: dict[str, StrEnum] = {}
+#: what each of them says of a fault (:class:`Reaction`), in the order added
+_REACTIONS: dict[StrEnum, Reaction] = {}
 
 
-def add_kinds(kinds: Iterable[Enum]) -> None:
+def add_kinds(kinds: Iterable[Enum] | Mapping[Enum, object]) -> None:
     """Let the timeline hold ``kinds``, a backend's own (its entry's ``events``: the plugin adds every entry's when
-    the session starts); :class:`Kind`'s own are already held. A kind that is no ``StrEnum``, or whose string
-    another kind has, is refused: saved traces carry kinds by their string."""
+    the session starts); :class:`Kind`'s own are already held. Given as a mapping, each kind's :class:`Reaction`
+    is noted for the metrics (:func:`backend_kinds`). A kind that is no ``StrEnum``, or whose string another kind
+    has, is refused: saved traces carry kinds by their string."""
+    reactions = kinds if isinstance(kinds, Mapping) else {}
     for kind in kinds:
         if isinstance(kind, Kind):
             continue
@@ -144,6 +148,19 @@ def add_kinds(kinds: Iterable[Enum]) -> None:
             raise TypeError(f"timeline kind {kind!r} is no StrEnum (pytest_streamchaos.events.StrEnum)")
         if kind.value in Kind._value2member_map_ or _BACKEND_KINDS.setdefault(kind.value, kind) is not kind:
             raise ValueError(f"timeline kind {kind.value!r} of {type(kind).__name__} is another kind's string")
+        reaction = reactions.get(kind)
+        if reaction is not None and not isinstance(reaction, Reaction):
+            raise TypeError(f"timeline kind {kind.value!r}: {reaction!r} is no pytest_streamchaos.events.Reaction")
+        if reaction is not None:
+            _REACTIONS.setdefault(kind, reaction)
+
+
+def backend_kinds(reaction: Reaction | None = None) -> tuple[StrEnum, ...]:
+    """The backends' own kinds the timeline holds (:func:`add_kinds`), in the order added; with ``reaction``, those
+    that say it of a fault (the metrics' detection and reaction kinds beyond :class:`Kind`'s)."""
+    if reaction is None:
+        return tuple(_BACKEND_KINDS.values())
+    return tuple(k for k, r in _REACTIONS.items() if r is reaction)
 
 
 def kind_named(value: str | StrEnum) -> Kind | StrEnum:
@@ -355,5 +372,6 @@ class WindowClosed:
 
 __all__ = [
     "ExecutorChange", "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase",
-    "Planned", "QueryStarted", "StrEnum", "TimelineEvent", "WindowClosed", "add_kinds", "kind_named",
+    "Planned", "QueryStarted", "Reaction", "StrEnum", "TimelineEvent", "WindowClosed", "add_kinds", "backend_kinds",
+    "kind_named",
 ]

@@ -51,6 +51,8 @@ _YARN_PREFLIGHT = "pytest_streamchaos.stack.yarn.preflight:preflight"
 _YARN_STEPS = ("pytest_streamchaos.stack.yarn.cluster:prepare_steps",)
 _CONNECT_STEPS = ("pytest_streamchaos.stack.connect.server:prepare_steps",)
 _CONNECT_KINDS = "pytest_streamchaos.stack.connect:KINDS"
+_CONNECT_FAULTS = "pytest_streamchaos.faults.families.connect:KINDS"
+_YARN_FAULTS = "pytest_streamchaos.faults.families.yarn:KINDS"
 
 #: every cluster manager by name; the first is the default
 MANAGERS: dict[str, ClusterManager] = {m.name: m for m in (
@@ -58,14 +60,15 @@ MANAGERS: dict[str, ClusterManager] = {m.name: m for m in (
                    ha=True),
     ClusterManager("yarn", "a YARN ResourceManager and two NodeManagers, or an existing YARN with --chaos-yarn-conf; "
                    "docs/yarn.md", "pytest_streamchaos.stack.yarn.spark:session_cluster", prepare=("yarn",),
-                   preflight=_YARN_PREFLIGHT, steps=_YARN_STEPS, events="pytest_streamchaos.stack.yarn:KINDS"),
+                   preflight=_YARN_PREFLIGHT, steps=_YARN_STEPS, events="pytest_streamchaos.stack.yarn:KINDS",
+                   faults=(_YARN_FAULTS,)),
     ClusterManager("connect", "a Spark Connect server on the standalone cluster, the job's script its client; "
                    "docs/connect.md", "pytest_streamchaos.stack.connect.cluster:session_cluster", ha=True,
-                   prepare=("connect",), steps=_CONNECT_STEPS, events=_CONNECT_KINDS),
+                   prepare=("connect",), steps=_CONNECT_STEPS, events=_CONNECT_KINDS, faults=(_CONNECT_FAULTS,)),
     ClusterManager("connect-yarn", "a Spark Connect server on YARN (client mode), the job's script its client; "
                    "docs/connect.md#on-yarn", "pytest_streamchaos.stack.connect.yarn:session_cluster",
                    prepare=("connect", "yarn"), preflight=_YARN_PREFLIGHT, steps=_CONNECT_STEPS,
-                   events=_CONNECT_KINDS),
+                   events=_CONNECT_KINDS, faults=(_CONNECT_FAULTS, _YARN_FAULTS)),
 )}
 #: the default cluster manager
 DEFAULT = next(iter(MANAGERS))

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_streamchaos import events, managers, storages
+from pytest_streamchaos import backends, events
 from pytest_streamchaos import settings as _settings
+from pytest_streamchaos.analysis import checkers
 from pytest_streamchaos.analysis.judge import Bounds, assert_planned
 from pytest_streamchaos.entries import preflights
 from pytest_streamchaos.exploration.mark import EXPLORE_KEY, MARKER_LINE
@@ -65,7 +66,6 @@ MARKERS = (
     "(max_downtime, max_recovery, max_failure_cost, min_reliability, max_lost, max_duplicates, guarantee); "
     "repeated runs are judged on the worst run, or over='median'",
     MARKER_LINE,
-    *marker_lines(),
 )
 
 
@@ -76,10 +76,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Markers; the settings, checked now (a bad option value fails before the first fixture); the
     session's :class:`~pytest_streamchaos.report.session.ChaosSession`, registered as a plugin."""
-    for line in MARKERS:
+    for line in (*MARKERS, *marker_lines()):  # the fault kinds' as the registry has them now
         config.addinivalue_line("markers", line)
-    for entry in (*storages.STORAGES.values(), *managers.MANAGERS.values()):  # the backends' own timeline kinds
-        events.add_kinds(entry.timeline_kinds())
+    events.add_kinds(backends.timeline_kinds())  # the backends' own timeline kinds, and their checks
+    checkers.add_checks(backends.check_makers())
     _settings.check_ini_keys(config)
     settings = _settings.Settings.from_config(config)
     # the stack fixtures (stack/fixtures.py) read the settings from here
@@ -149,7 +149,7 @@ def _check_docker(image: str) -> None:
 def _check_backends(settings: _settings.Settings) -> None:
     """Every backend's preflight (its registry entry's: ``--chaos-yarn-conf`` naming a ResourceManager that does
     not answer): one line naming the fix, before anything starts."""
-    for check in preflights([*storages.STORAGES.values(), *managers.MANAGERS.values()]):
+    for check in preflights(backends.entries()):
         line = check(settings)
         if line:
             raise pytest.UsageError(line)

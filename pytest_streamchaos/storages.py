@@ -100,7 +100,8 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
                       "filesystem", "HDFS", fixture="hdfs", schemes=("file", "hdfs"), gate="",
                       renames="a rename is an RPC", make="pytest_streamchaos.stack.hdfs.session:session_service",
                       protocol="pytest_streamchaos.stack.capabilities:HdfsCluster",
-                      events="pytest_streamchaos.stack.hdfs:KINDS", prepare=("hadoop",),
+                      events="pytest_streamchaos.stack.hdfs:KINDS",
+                      faults=("pytest_streamchaos.faults.families.hdfs:KINDS",), prepare=("hadoop",),
                       steps=("pytest_streamchaos.stack.hdfs.session:prepare_steps",)),
     CheckpointStorage("s3", "the stack's S3-compatible object store (SeaweedFS), started on first use; a job's "
                       "s3a:// paths land there; docs/s3.md", "S3", fixture="object_store", schemes=("file", "s3a"),
@@ -108,6 +109,8 @@ STORAGES: dict[str, CheckpointStorage] = {s.name: s for s in (
                       default_fs=False, buckets=True, make="pytest_streamchaos.stack.s3.session:session_service",
                       protocol="pytest_streamchaos.stack.capabilities:ObjectStoreService",
                       events="pytest_streamchaos.stack.s3:KINDS", prepare=("seaweedfs", "s3a"),
+                      faults=("pytest_streamchaos.faults.families.s3:KINDS",),
+                      checks=("pytest_streamchaos.stack.s3.check:ObjectStoreCheck",),
                       steps=("pytest_streamchaos.stack.s3.install:prepare_steps",
                              "pytest_streamchaos.spark.s3a:prepare_steps"), tables=True),
 )}

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_streamchaos.analysis.params import SYSTEM_DETECTION_KINDS
+from pytest_streamchaos.analysis.params import system_detection_kinds
 from pytest_streamchaos.events import Failure, TimelineEvent
 from pytest_streamchaos.facts import DelaySpec
 from pytest_streamchaos.history import History, faults_of
@@ -73,7 +73,8 @@ def judge_delays(history: History | Iterable[TimelineEvent], delays: Sequence[De
             continue
         injected = fault.injected_at
         end = (fault.healed_at if fault.healed_at is not None else events[-1].t) + GRACE_S
-        reaction = next((e for e in events if e.kind in SYSTEM_DETECTION_KINDS and injected <= e.t <= end), None)
+        detected = system_detection_kinds()
+        reaction = next((e for e in events if e.kind in detected and injected <= e.t <= end), None)
         out.append(DelayOutcome(
             fault=d.label, delay_ms=d.ms, timeout=d.timeout_setting, timeout_ms=d.timeout_s * 1000.0,
             timeout_where=d.timeout_where,

@@ -71,7 +71,7 @@ from ..history import History
 from ..records import Trace
 from .frame import RunFrame, baseline_measurable, unmeasurable_baseline
 from .oracle import IdentityOracle, Oracle
-from .params import BASELINE_CYCLES, PHASE_KINDS, REACTION_KINDS, SYSTEM_DETECTION_KINDS, MetricParams
+from .params import BASELINE_CYCLES, SYSTEM_DETECTION_KINDS, MetricParams, phase_kinds, reaction_kinds
 from .per_fault import (
     measure_fault,
     occurrence_window,
@@ -120,9 +120,9 @@ def compute_metrics(
 
 
 __all__ = [
-    "BASELINE_CYCLES", "NOT_RECOVERED", "PHASE_KINDS", "REACTION_KINDS", "SYSTEM_DETECTION_KINDS", "Baseline",
+    "BASELINE_CYCLES", "NOT_RECOVERED", "SYSTEM_DETECTION_KINDS", "Baseline",
     "FaultMetrics", "LatencySummary", "MetricParams", "MicroBatches", "NotMeasurable", "NotMeasured",
     "NotRecovered", "RecoveryTime", "RunMetrics", "Series", "Stability", "baseline_measurable", "compute_metrics",
-    "micro_batches", "normal_gap", "occurrence_window", "peak_latency", "recovery_phases", "recovery_settled",
-    "short_window", "stability", "unmeasurable_baseline", "unmeasured_fault",
+    "micro_batches", "normal_gap", "occurrence_window", "peak_latency", "phase_kinds", "reaction_kinds",
+    "recovery_phases", "recovery_settled", "short_window", "stability", "unmeasurable_baseline", "unmeasured_fault",
 ]

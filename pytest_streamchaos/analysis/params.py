@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
-from ..events import Kind
+from ..events import Kind, Reaction, backend_kinds
 from .spelling import did_you_mean, spelled
 
 #: how many of the job's cycles (its time between micro-batches) the baseline must span for recovery to be
 #: measurable: two, so that the baseline saw the job's output come back at least once
 BASELINE_CYCLES = 2.0
 
-#: Default :attr:`MetricParams.system_detection_kinds`: Spark's event log (executor lost, query
-#: terminated), the harness's watchers (master fail-over, worker registered again is *not* one:
-#: that is healing), the driver supervisor (driver exited / relaunched), and the Kafka cluster's
-#: own reactions (a broker fenced, a partition's leadership moved or lost, a new KRaft controller).
+#: :class:`~pytest_streamchaos.events.Kind`'s part of the default :attr:`MetricParams.system_detection_kinds`:
+#: Spark's event log (executor lost, query terminated), the harness's watchers (master fail-over, worker
+#: registered again is *not* one: that is healing), the driver supervisor (driver exited / relaunched), and the
+#: Kafka cluster's own reactions (a broker fenced, a partition's leadership moved or lost, a new KRaft controller).
 SYSTEM_DETECTION_KINDS: tuple[str, ...] = (
     Kind.EXECUTOR_REMOVED, Kind.WORKER_LOST, Kind.MASTER_FAILOVER, Kind.DRIVER_EXITED, Kind.DRIVER_LAUNCHED,
     Kind.QUERY_TERMINATED, Kind.SOURCE_TIMEOUT, Kind.BROKER_FENCED, Kind.LEADER_ELECTED, Kind.LEADER_LOST,
-    Kind.CONTROLLER_ELECTED, Kind.TASK_FAILED, Kind.DATANODE_DEAD,
+    Kind.CONTROLLER_ELECTED, Kind.TASK_FAILED,
 )
+
+
+def system_detection_kinds() -> tuple[str, ...]:
+    """The default :attr:`MetricParams.system_detection_kinds`: :data:`SYSTEM_DETECTION_KINDS`, and the backends'
+    own kinds that say the system noticed a fault (HDFS's DataNode declared dead: its entry's ``events``)."""
+    return (*SYSTEM_DETECTION_KINDS, *backend_kinds(Reaction.DETECTED))
 
 
 @spelled
@@ -56,7 +62,7 @@ class MetricParams:
     #: timeline kinds in which the system (Spark, Kafka, the driver supervisor) shows it noticed a
     #: fault; the first one after a fault is its ``system_detection``. ``driver_launched`` counts
     #: only as a relaunch (launch > 1): the first launch is the job's start.
-    system_detection_kinds: tuple[str, ...] = SYSTEM_DETECTION_KINDS
+    system_detection_kinds: tuple[str, ...] = field(default_factory=system_detection_kinds)
 
     def __post_init__(self) -> None:
         for name in ("bucket_seconds", "hold_seconds", "smooth_seconds", "gap_factor"):
@@ -68,7 +74,7 @@ class MetricParams:
             kinds = getattr(self, name)
             if isinstance(kinds, str):
                 raise ValueError(f"MetricParams.{name}={kinds!r}: give a tuple of timeline kinds, e.g. ({kinds!r},)")
-            known = [str(k) for k in Kind]
+            known = [str(k) for k in (*Kind, *backend_kinds())]
             for kind in kinds:
                 if kind not in known:
                     raise ValueError(f"MetricParams.{name}: {kind!r} is not a timeline kind"
@@ -79,13 +85,18 @@ class MetricParams:
 
 
 
-#: timeline kinds after which a fault with no sign yet must stay quiet before it counts as masked for
-#: good: the faults' injections and heals, and the system's reactions to them (a restarted worker's
-#: new executor shows in the output only once it runs tasks)
-REACTION_KINDS: tuple[str, ...] = (
-    Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *SYSTEM_DETECTION_KINDS, Kind.EXECUTOR_ADDED, Kind.WORKER_REGISTERED,
-    Kind.DRIVER_STARTED, Kind.QUERY_STARTED, Kind.BROKER_REGISTERED, Kind.ISR_SHRUNK, Kind.ISR_EXPANDED,
-    Kind.NAMENODE_SAFEMODE_EXIT, Kind.DATANODE_REGISTERED, Kind.S3_STORE_READY,
-)
-#: what a fault's recovery phases are made of: the system's reactions and the steps of its healing
-PHASE_KINDS: tuple[str, ...] = tuple(k for k in REACTION_KINDS if k != Kind.FAULT_INJECTED)
+def reaction_kinds() -> frozenset[str]:
+    """The timeline kinds after which a fault with no sign yet must stay quiet before it counts as masked for
+    good: the faults' injections and heals, and the system's reactions to them (a restarted worker's new executor
+    shows in the output only once it runs tasks) -- :class:`~pytest_streamchaos.events.Kind`'s, and the backends'
+    own that say the system noticed a fault or took a step of its healing (HDFS out of safe mode, a DataNode
+    registered, the object store answering again: their entries' ``events``)."""
+    return frozenset((
+        Kind.FAULT_INJECTED, Kind.FAULT_HEALED, *system_detection_kinds(), Kind.EXECUTOR_ADDED,
+        Kind.WORKER_REGISTERED, Kind.DRIVER_STARTED, Kind.QUERY_STARTED, Kind.BROKER_REGISTERED, Kind.ISR_SHRUNK,
+        Kind.ISR_EXPANDED, *backend_kinds(Reaction.HEALING)))
+
+
+def phase_kinds() -> frozenset[str]:
+    """What a fault's recovery phases are made of: the system's reactions and the steps of its healing."""
+    return reaction_kinds() - {Kind.FAULT_INJECTED}

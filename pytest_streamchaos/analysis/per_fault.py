@@ -13,7 +13,7 @@ import numpy as np
 from ..events import Kind, Launched, TimelineEvent
 from ..history import FaultRecord
 from .frame import RunFrame
-from .params import PHASE_KINDS, MetricParams
+from .params import MetricParams, phase_kinds
 from .run_metrics import FaultMetrics
 from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 
@@ -181,11 +181,12 @@ def _verdict(detection: float | None, downtime: float, recovered: bool, peak: fl
 
 
 def recovery_phases(timeline: list[TimelineEvent], f: float, until: float) -> list[dict[str, Any]]:
-    """The first event of each :data:`PHASE_KINDS` kind in ``[f, until]``, in time order: how the system
+    """The first event of each :func:`~.params.phase_kinds` kind in ``[f, until]``, in time order: how the system
     went from the fault to recovery (a leader elected, the broker back, the NameNode out of safe mode)."""
     seen: dict[str, TimelineEvent] = {}
+    phases = phase_kinds()
     for e in sorted(timeline, key=lambda e: e.t):
-        if e.kind in PHASE_KINDS and f <= e.t <= until and e.kind not in seen:
+        if e.kind in phases and f <= e.t <= until and e.kind not in seen:
             if e.kind == Kind.DRIVER_LAUNCHED and not Launched.of(e).relaunch:
                 continue
             seen[e.kind] = e

@@ -13,7 +13,7 @@ import numpy as np
 from .. import deprecation
 from ..events import Kind, TimelineEvent
 from ..history import Aim
-from .params import REACTION_KINDS, MetricParams
+from .params import MetricParams, reaction_kinds
 from .sentinels import NotRecovered, RecoveryTime
 
 
@@ -126,7 +126,7 @@ class FaultMetrics:
     #: the timeline kind of that reaction, e.g. ``executor_removed``
     system_detection_event: str | None = None
     #: what the system and the schedule did from the fault until it recovered (or its horizon): the first
-    #: event of each :data:`PHASE_KINDS` kind, as ``{"at": seconds after the fault, "kind", "target"}``
+    #: event of each :func:`~.params.phase_kinds` kind, as ``{"at": seconds after the fault, "kind", "target"}``
     phases: list[dict[str, Any]] = field(default_factory=list)
     #: an aimed fault (``when=``): where it landed (:class:`~pytest_streamchaos.history.Aim`: moment,
     #: batch, phase, hit, attempts; its JSON form is accepted too); None for a fault fired on the clock
@@ -301,7 +301,7 @@ def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
       load's current end. Every bucket that decides ``T`` is then complete, so the whole run reports
       the same ``T``.
     - A fault with no sign so far (masked): the system reacted to it (``system_detection``), and
-      ``need`` has passed with nothing in the output since the last event of :data:`REACTION_KINDS`
+      ``need`` has passed with nothing in the output since the last event of :func:`~.params.reaction_kinds`
       after the first fault (the schedule's last injection or heal, an executor removed or added, a
       worker registered, ...). A fault the system has not noticed yet never settles: Spark notices
       some faults only after a timeout, and ending the load early would then report "masked" for
@@ -316,7 +316,8 @@ def recovery_settled(m: RunMetrics, timeline: list[TimelineEvent]) -> bool:
         return False
     need = p.hold_seconds + p.smooth_seconds + reach_back + 2 * p.bucket_seconds
     first = min(f.t for f in m.faults)
-    quiet_since = max((e.t for e in timeline if e.kind in REACTION_KINDS and e.t >= first), default=first)
+    reacting = reaction_kinds()
+    quiet_since = max((e.t for e in timeline if e.kind in reacting and e.t >= first), default=first)
 
     def settled(f: FaultMetrics) -> bool:
         if f.output_symptom is None:  # masked so far (or no baseline: recovery_time None)
@@ -352,6 +353,7 @@ def faults_back(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) 
     mine = uncovered([f for f in m.faults if f.label in labels])
     if not mine:
         return True
+    reacting = reaction_kinds()
     quiet_for = m.params.hold_seconds + m.baseline.normal_gap
     if not math.isfinite(quiet_for):
         return False
@@ -361,7 +363,7 @@ def faults_back(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) 
             return False
         if f.output_symptom is not None:
             return f.recovered_at is not None
-        reacted = [e.t for e in timeline if e.kind in REACTION_KINDS and e.t >= f.t]
+        reacted = [e.t for e in timeline if e.kind in reacting and e.t >= f.t]
         return f.system_detection is not None and max([f.t, *reacted]) + quiet_for <= m.load_end
 
     return all(back(f) for f in mine)

@@ -43,6 +43,8 @@ def __getattr__(name: str) -> Callable[..., Any]:
     """``from pytest_streamchaos.faults.marks import kill_worker``: a kind's decorator."""
     if name in DECORATORS:
         return DECORATORS[name]
+    if name in KINDS:  # a backend's kind plugged in after this module was imported
+        return decorator(KINDS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -2,30 +2,19 @@
 
 The plugin, the runner, the scheduler and the reports never match a fault's name: they look its kind
 up here and ask its properties (:mod:`pytest_streamchaos.faults.kind`). A new family is one module in
-``faults/families/`` and one entry in :data:`FAMILIES`; its marks, decorators, checks and behaviour
-follow from its kinds.
+``faults/families/`` and one entry in :data:`FAMILIES` -- or, when it is a backend's (a storage's service, a cluster
+manager's), named by that backend's registry entry (``faults``): :data:`KINDS` holds the entries' families as they
+are when asked. Its marks, decorators, checks and behaviour follow from its kinds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from pytest_streamchaos import storages
+from pytest_streamchaos import backends, storages
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.families import (
-    broker,
-    checkpoint,
-    connect,
-    disk,
-    hdfs,
-    network,
-    process,
-    s3,
-    topic,
-    workload,
-    yarn,
-)
+from pytest_streamchaos.faults.families import broker, checkpoint, disk, network, process, topic, workload
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
 from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
@@ -34,11 +23,44 @@ from pytest_streamchaos.stack import capabilities
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
-#: every family of fault kinds, each a module of ``faults/families/`` with its ``KINDS``
-FAMILIES = (process, broker, topic, checkpoint, network, hdfs, s3, workload, disk, yarn, connect)
+#: the families of fault kinds every run may have, each a module of ``faults/families/`` with its ``KINDS``; a
+#: backend's own family (HDFS's, the object store's, YARN's, Spark Connect's) is named by its registry entry
+FAMILIES = (process, broker, topic, checkpoint, network, workload, disk)
 
-#: every fault kind by its mark's name
-KINDS: dict[str, type[FaultKind]] = {k.name: k for family in FAMILIES for k in family.KINDS}
+
+def families() -> tuple[tuple[type[FaultKind], ...], ...]:
+    """The kinds of every family: :data:`FAMILIES`', then the backend entries' (``faults``), as they are now."""
+    own = tuple(tuple(family.KINDS) for family in FAMILIES)
+    return (*own, cast("tuple[type[FaultKind], ...]", backends.fault_kinds()))
+
+
+class _Kinds(Mapping[str, "type[FaultKind]"]):
+    """Every fault kind by its mark's name, read from :func:`families` when asked (a backend plugged into a
+    registry brings its family with it); made again only when the entries' families change."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, ...] | None = None
+        self._kinds: dict[str, type[FaultKind]] = {}
+
+    def _now(self) -> dict[str, type[FaultKind]]:
+        key = tuple(path for entry in backends.entries() for path in entry.faults)
+        if key != self._key:
+            self._kinds = {k.name: k for family in families() for k in family}
+            self._key = key
+        return self._kinds
+
+    def __getitem__(self, name: str) -> type[FaultKind]:
+        return self._now()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
+#: every fault kind by its mark's name: :data:`FAMILIES`' and the backend entries'
+KINDS: Mapping[str, type[FaultKind]] = _Kinds()
 
 
 def kind(name: str) -> type[FaultKind]:
@@ -81,7 +103,7 @@ def refused_by_stack(spec: FaultSpec, cluster: SparkCluster, kafka: KafkaCluster
     when both can serve it."""
     fault = f"@{spec.kind}"
     for cap in kind_of(spec).capabilities(spec):
-        on_kafka = capabilities.NEEDS[cap].kafka
+        on_kafka = cap in capabilities.NEEDS and capabilities.NEEDS[cap].kafka  # a manager's own: its cluster's
         target = kafka if on_kafka else cluster
         if not isinstance(target, cap):
             where = f"the {target.manager} {'Kafka' if on_kafka else 'Spark cluster'} ({type(target).__name__})"

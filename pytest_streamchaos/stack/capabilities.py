@@ -372,8 +372,10 @@ NEEDS: dict[type, Need] = {
 
 
 def refusal(fault: str, cluster: str, cap: type) -> str:
-    """The one line a fault the cluster cannot serve is refused with (``cluster``: its manager, its class)."""
-    need = NEEDS[cap]
+    """The one line a fault the cluster cannot serve is refused with (``cluster``: its manager, its class); a
+    capability a cluster manager brings of its own (not in :data:`NEEDS`) says what it is by its docstring."""
+    need = NEEDS.get(cap) or Need((cap.__doc__ or cap.__name__).strip().split("\n")[0].rstrip("."),
+                                  "run the test on a cluster manager that has it")
     return f"{fault} cannot run on {cluster}: it needs {cap.__name__} ({need.what}), which that cluster lacks; " \
            f"fix: {need.fix}"
 

@@ -1,8 +1,9 @@
 """A backend that is not there, in a folder of its own: a checkpoint storage (``fakefs``, its service a
 :class:`FakeStore`) and a cluster manager (``fake``, its cluster a :class:`FakeCluster`), each with everything an
-entry names -- its factory, the protocol its service is held as, its preflight, its steps of ``prepare`` and its
-timeline kinds. :data:`STORAGE` and :data:`MANAGER` are the entries; test_registry_plugins.py plugs them into the
-registries and nothing else. Nothing here starts a process."""
+entry names -- its factory, the protocol its service is held as, its preflight, its steps of ``prepare``, its
+timeline kinds, its fault family (``wobble_store`` on the store, ``jolt_cluster`` on the cluster, through a
+capability of the manager's own) and a check. :data:`STORAGE` and :data:`MANAGER` are the entries;
+test_registry_plugins.py plugs them into the registries and nothing else. Nothing here starts a process."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import os
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from pytest_streamchaos.events import StrEnum
+from pytest_streamchaos.analysis.checker import CheckResult
+from pytest_streamchaos.events import Reaction, StrEnum
+from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.timeline import PlannedFault
+from pytest_streamchaos.history import History
 from pytest_streamchaos.machine.steps import Step
 from pytest_streamchaos.managers import ClusterManager
 from pytest_streamchaos.settings import Settings
@@ -24,15 +29,24 @@ REFUSE = "FAKE_BACKEND_REFUSE"
 PREFLIGHTS: list[tuple[str, str]] = []
 
 
-class FakeKind(StrEnum):
-    """The fake backend's own timeline kinds (no entry in ``events.Kind``)."""
+class FakeStoreKind(StrEnum):
+    """The fake storage's own timeline kinds (no entry in ``events.Kind``)."""
 
     STORE_READY = "fakefs_ready"
+    STORE_WOBBLED = "fakefs_wobbled"
+
+
+class FakeClusterKind(StrEnum):
+    """The fake manager's own timeline kinds."""
+
     CLUSTER_READY = "fake_cluster_ready"
+    CLUSTER_JOLTED = "fake_cluster_jolted"
 
 
-#: what both entries name as their timeline kinds
-KINDS = tuple(FakeKind)
+#: the storage entry's kinds, each with what it says of a fault (its store answering again heals it)
+STORE_KINDS = {FakeStoreKind.STORE_READY: Reaction.HEALING, FakeStoreKind.STORE_WOBBLED: None}
+#: the manager entry's kinds (the cluster jolted: the system noticed a fault)
+CLUSTER_KINDS = {FakeClusterKind.CLUSTER_READY: None, FakeClusterKind.CLUSTER_JOLTED: Reaction.DETECTED}
 
 
 @runtime_checkable
@@ -40,6 +54,13 @@ class Wobbly(Protocol):
     """What the fake storage's faults would reach its service as."""
 
     def wobble(self) -> None: ...
+
+
+@runtime_checkable
+class Jolts(Protocol):
+    """Jolt the cluster: a capability the fake manager brings of its own (not in the stack's capabilities)."""
+
+    def jolt(self) -> None: ...
 
 
 class FakeStore:
@@ -80,7 +101,58 @@ FakeCluster = type("FakeCluster", (SparkCluster,), {
     **{name: _stub(name) for name in SparkCluster.__abstractmethods__},
     "manager": property(lambda self: MANAGER.name),
     "start": lambda self: None, "stop": lambda self: None, "heal": lambda self, timeout=60.0: None,
+    "jolt": lambda self: setattr(self, "jolted", getattr(self, "jolted", 0) + 1),
 })
+
+
+class WobbleStore(FaultKind):
+    """The fake storage's fault: its service wobbles (its entry's fault family)."""
+
+    name = "wobble_store"
+    doc = "wobble the fake store"
+    store = Wobbly
+
+    def target(self, planned: PlannedFault) -> str:
+        return STORAGE.name
+
+    def inject(self, planned: PlannedFault) -> None:
+        self.ctx.store(Wobbly).wobble()
+
+    def heal(self, planned: PlannedFault, handle: None) -> None:
+        assert self.ctx.recorder is not None
+        self.ctx.recorder.record(FakeStoreKind.STORE_WOBBLED, planned.label)
+        self.ctx.recorder.record(FakeStoreKind.STORE_READY, STORAGE.name)
+
+
+class JoltCluster(FaultKind):
+    """The fake manager's fault, through its own capability (its entry's fault family)."""
+
+    name = "jolt_cluster"
+    doc = "jolt the fake cluster"
+    needs = (Jolts,)
+
+    def target(self, planned: PlannedFault) -> str:
+        return MANAGER.name
+
+    def inject(self, planned: PlannedFault) -> None:
+        self.ctx.spark(Jolts).jolt()
+        assert self.ctx.recorder is not None
+        self.ctx.recorder.record(FakeClusterKind.CLUSTER_JOLTED, MANAGER.name)
+
+
+STORE_FAULTS = (WobbleStore,)
+CLUSTER_FAULTS = (JoltCluster,)
+
+
+class Wobbles:
+    """The fake storage's check, which every run is judged with: how many times its store wobbled."""
+
+    name = "fake_wobbles"
+
+    def check(self, history: History) -> CheckResult:
+        wobbles = [e for e in history.trace.timeline if e.kind == FakeStoreKind.STORE_WOBBLED]
+        return CheckResult(self.name, True, [f"the fake store wobbled {len(wobbles)} time(s)"],
+                           {"wobbles": len(wobbles)})
 
 
 def store_factory(stacks: Stacks, backend: str) -> FakeStore:
@@ -110,7 +182,9 @@ HERE = __name__
 STORAGE = CheckpointStorage(
     "fakefs", "a fake store, for the registries' test", "FakeFS", fixture="fake_store", schemes=("file", "fakefs"),
     gate="", renames="a rename is a fake", make=f"{HERE}:store_factory", protocol=f"{HERE}:Wobbly",
-    preflight=f"{HERE}:preflight", prepare=("fake-jars",), steps=(f"{HERE}:prepare_steps",), events=f"{HERE}:KINDS")
+    preflight=f"{HERE}:preflight", prepare=("fake-jars",), steps=(f"{HERE}:prepare_steps",),
+    events=f"{HERE}:STORE_KINDS", faults=(f"{HERE}:STORE_FAULTS",), checks=(f"{HERE}:Wobbles",))
 MANAGER = ClusterManager(
     "fake", "a fake cluster manager, for the registries' test", f"{HERE}:cluster_factory", prepare=("fake-jars",),
-    preflight=f"{HERE}:preflight", steps=(f"{HERE}:prepare_steps",), events=f"{HERE}:KINDS")
+    preflight=f"{HERE}:preflight", steps=(f"{HERE}:prepare_steps",), events=f"{HERE}:CLUSTER_KINDS",
+    faults=(f"{HERE}:CLUSTER_FAULTS",))

@@ -63,7 +63,7 @@ def test_every_kind_lives_in_a_family_module_and_is_complete():
 
 
 def test_a_kind_name_is_unique_across_families():
-    names = [k.name for family in registry.FAMILIES for k in family.KINDS]
+    names = [k.name for family in registry.families() for k in family]
     assert len(names) == len(set(names))
 
 

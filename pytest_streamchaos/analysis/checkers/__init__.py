@@ -1,5 +1,7 @@
 """The checkers every run is judged with, one module per concern (a new one is one module here, plus a
-line in :func:`default_checkers` when every run should have it):
+line in :func:`default_checkers` when every run should have it; a backend's own -- what the job did about a
+fault of its service -- is in its folder, named by its registry entry's ``checks``, handed to :func:`add_checks`
+when the session starts, and judges every run too):
 
 - :mod:`.guarantee`: :class:`Validation` (the outputs against the oracle, once), :class:`Lost`,
   :class:`Duplicates`, :class:`Incorrect`, :class:`GuaranteeDelivered`, :class:`Reliability`;
@@ -13,8 +15,6 @@ line in :func:`default_checkers` when every run should have it):
   partitions it added (failed loudly, recovered, or went on losing records);
 - :mod:`.windows`: :class:`Windows`, each window of the run (a fault's, a schedule's of one history) judged on
   its own;
-- :mod:`.objectstore`: :class:`ObjectStoreCheck`, what the job's S3A did about a fault of the object store
-  (retried, failed tasks, failed the query), and that the fault had its effect;
 - :mod:`.reference`: :class:`ReferenceCheck`, the outputs against a fault-free run's (added by the run
   when the test asks for a reference, not a default).
 
@@ -24,7 +24,9 @@ A test's own checker needs none of this: anything with a ``name`` and ``check(hi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from ..checker import Checker
 from ..metrics import MetricParams
@@ -43,7 +45,6 @@ from .guarantee import (
     ValidationResult,
     no_verdict,
 )
-from .objectstore import ObjectStoreCheck
 from .observer import ObserverCheck, ObserverResult
 from .recovery import Downtime, FailureCost, Recovery, RecoveryResult, RecoveryTime
 from .reference import ReferenceCheck, ReferenceResult, comparison_of, reference_unavailable
@@ -66,7 +67,6 @@ __all__ = [
     "GuaranteeDelivered",
     "Incorrect",
     "Lost",
-    "ObjectStoreCheck",
     "ObserverCheck",
     "ObserverResult",
     "Recovery",
@@ -82,9 +82,23 @@ __all__ = [
     "ValidationResult",
     "Windows",
     "WindowsResult",
+    "add_checks",
     "default_checkers",
     "fault_errors",
 ]
+
+
+#: the backends' own checks by their entries' names of them (``module:name``), each made anew for every run: the
+#: plugin adds them when the session starts (:func:`add_checks`), as it adds their timeline kinds -- the analysis
+#: imports nothing of the backends
+_BACKEND_CHECKS: dict[str, Callable[[], Checker]] = {}
+
+
+def add_checks(makers: Mapping[str, Callable[[], object]]) -> None:
+    """Judge every run with the checkers ``makers`` make too (the backends' entries' ``checks``, by name: one
+    added twice is added once), after the default ones."""
+    for name, make in makers.items():
+        _BACKEND_CHECKS.setdefault(name, cast("Callable[[], Checker]", make))
 
 
 @dataclass(frozen=True)
@@ -99,11 +113,12 @@ class DefaultCheckers:
 def default_checkers(oracle: Oracle | None = None, guarantee: str = "exactly-once",
                      params: MetricParams | None = None) -> DefaultCheckers:
     """The checkers ``ChaosRun`` judges every run with: the outputs against ``oracle`` and the declared
-    ``guarantee``, the recovery metrics with ``params``, and the checks of the run's facts."""
+    ``guarantee``, the recovery metrics with ``params``, the checks of the run's facts, and the backends' own
+    checks (:func:`add_checks`: the object store's, what the job's S3A did about a fault of the store)."""
     validation = Validation(oracle, guarantee)
     recovery = Recovery(validation, params)
     return DefaultCheckers(validation, recovery, (
         validation, Lost(validation), Duplicates(validation), Incorrect(validation), GuaranteeDelivered(validation),
         Reliability(validation), recovery, Downtime(recovery), RecoveryTime(recovery), FailureCost(recovery),
         ExactlyOnceTransactions(), DelayClasses(), ObserverCheck(), FaultsAsPlanned(), Damage(validation),
-        Windows(validation, recovery), ObjectStoreCheck()))
+        Windows(validation, recovery), *(make() for make in _BACKEND_CHECKS.values())))

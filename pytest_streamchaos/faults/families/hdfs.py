@@ -8,13 +8,13 @@ import functools
 from typing import Any
 
 from pytest_streamchaos import storages
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.moments import OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.capabilities import HdfsCluster
+from pytest_streamchaos.stack.hdfs import HdfsKind
 
 
 class _OnHdfs(FaultKind):
@@ -39,7 +39,8 @@ class _OnHdfs(FaultKind):
         """Record when each of ``datanodes`` has registered with the NameNode (polled in the
         background by ``ctx.watch``, from the heal on)."""
         for i in datanodes:
-            self.ctx.watch(Kind.DATANODE_REGISTERED, f"datanode-{i}", functools.partial(hdfs.datanode_registered, i))
+            self.ctx.watch(HdfsKind.DATANODE_REGISTERED, f"datanode-{i}",
+                           functools.partial(hdfs.datanode_registered, i))
 
 
 class KillNamenode(_OnHdfs, Kill):
@@ -67,7 +68,7 @@ class KillNamenode(_OnHdfs, Kill):
         hdfs.restart_namenode(wait=False)
         # a new NameNode starts in safe mode and knows no DataNode: each registers again and reports
         # its blocks, then the NameNode leaves safe mode
-        self.ctx.watch(Kind.NAMENODE_SAFEMODE_EXIT, "namenode", hdfs.out_of_safemode)
+        self.ctx.watch(HdfsKind.NAMENODE_SAFEMODE_EXIT, "namenode", hdfs.out_of_safemode)
         self._watch_registered(hdfs, list(range(len(hdfs.datanodes))))
 
 
@@ -112,7 +113,7 @@ class KillDatanode(_OnHdfs, Kill):
     def inject(self, planned: PlannedFault) -> int:
         hdfs, i = self._hdfs(), self._index(planned)
         hdfs.kill_datanode(i, signal_of(planned), wait=False)
-        self.ctx.watch(Kind.DATANODE_DEAD, f"datanode-{i}", lambda: f"datanode-{i}" in hdfs.state().dead,
+        self.ctx.watch(HdfsKind.DATANODE_DEAD, f"datanode-{i}", lambda: f"datanode-{i}" in hdfs.state().dead,
                        timeout=hdfs.dead_after_s + 30)
         return i
 

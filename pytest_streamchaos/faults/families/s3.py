@@ -13,7 +13,7 @@ to a streaming job in production (a store's outage, a slow or broken network pat
   it refused and how many of those the job sent again (S3A's retries).
 
 What the job did about it -- retried, failed a batch's tasks, failed the query -- is the ``s3`` check's
-(:mod:`pytest_streamchaos.analysis.checkers.objectstore`), from these events and Spark's own.
+(:mod:`pytest_streamchaos.stack.s3.check`, the storage entry's), from these events and Spark's own.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict
 
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, signal_of
 from pytest_streamchaos.faults.kind import FaultKind, Kill
 from pytest_streamchaos.faults.spec import FaultSpecError, number
@@ -33,6 +32,7 @@ from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.netem.links import ToxiproxyLink
 from pytest_streamchaos.netem.toxics import ToxicFault, ToxicPartition
 from pytest_streamchaos.stack.capabilities import ObjectStoreService, RefusalRule
+from pytest_streamchaos.stack.s3 import S3Kind
 
 #: the operations ``s3_errors`` can refuse (``stack/s3/ops.py``'s; not imported: the faults reach the store
 #: through its protocol only)
@@ -91,7 +91,7 @@ class _OnStore(FaultKind):
         except (OSError, AttributeError):
             return
         if self.ctx.recorder is not None:
-            self.ctx.recorder.record(Kind.S3A_LOGGED, planned.label, **s3_lines(text))
+            self.ctx.recorder.record(S3Kind.S3A_LOGGED, planned.label, **s3_lines(text))
 
 
 class KillS3(_OnStore, Kill):
@@ -115,7 +115,7 @@ class KillS3(_OnStore, Kill):
     def heal(self, planned: PlannedFault, since: int) -> None:
         store = self._store()
         store.restart(wait=False)
-        self.ctx.watch(Kind.S3_STORE_READY, "s3", store.answers)
+        self.ctx.watch(S3Kind.S3_STORE_READY, "s3", store.answers)
         self._logged(planned, since)
 
 
@@ -256,7 +256,7 @@ class S3Errors(_OnStore):
         rule, since = handle
         self._store().allow(rule)
         if self.ctx.recorder is not None:
-            self.ctx.recorder.record(Kind.S3_REQUESTS_REFUSED, planned.label, **rule.summary())
+            self.ctx.recorder.record(S3Kind.S3_REQUESTS_REFUSED, planned.label, **rule.summary())
         self._logged(planned, since)
 
 

@@ -8,15 +8,15 @@ is planned, naming why."""
 
 from __future__ import annotations
 
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S
 from pytest_streamchaos.faults.kind import Kill
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.stack.capabilities import ResourceManagerRestart
+from pytest_streamchaos.stack.yarn import YarnKind
 
 #: where the RM came back, on the timeline (the cluster's alive workers again: its NodeManagers resynced)
-RM_BACK = Kind.RESOURCEMANAGER_BACK
+RM_BACK = YarnKind.RESOURCEMANAGER_BACK
 
 
 class RestartResourceManager(Kill):

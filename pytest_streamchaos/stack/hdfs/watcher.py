@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.poll import Every
+from pytest_streamchaos.stack.hdfs import HdfsKind
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
 from pytest_streamchaos.stack.service import Service
 
@@ -42,7 +42,7 @@ class HdfsWatcher(Service):
         """Stop polling (idempotent)."""
         self._polling.stop()
 
-    def poll_once(self) -> list[tuple[Kind, str]]:
+    def poll_once(self) -> list[tuple[HdfsKind, str]]:
         """One observation; records and returns the (kind, target) events it saw."""
         if self.hdfs.namenode.pid != self._nn_pid:  # a new NameNode starts in safe mode, knowing no DataNode
             self._nn_pid, self._safemode, self._live, self._dead = self.hdfs.namenode.pid, True, set(), set()
@@ -55,14 +55,14 @@ class HdfsWatcher(Service):
             return []
         events = []
         if self._safemode and st.safemode is False:
-            events.append((Kind.NAMENODE_SAFEMODE_EXIT, "namenode"))
+            events.append((HdfsKind.NAMENODE_SAFEMODE_EXIT, "namenode"))
         self._safemode = st.safemode
         for dn in self.hdfs.datanodes:
             if dn.name in st.live and dn.name not in self._live and self.hdfs.datanode_registered(dn.index):
-                events.append((Kind.DATANODE_REGISTERED, dn.name))
+                events.append((HdfsKind.DATANODE_REGISTERED, dn.name))
                 self._live.add(dn.name)
         self._live &= set(st.live)
-        events += [(Kind.DATANODE_DEAD, name) for name in sorted(set(st.dead) - self._dead)]
+        events += [(HdfsKind.DATANODE_DEAD, name) for name in sorted(set(st.dead) - self._dead)]
         self._dead = set(st.dead)
         for kind, target in events:
             self.recorder.record(kind, target)

@@ -53,6 +53,8 @@ class YarnKind(StrEnum):
     YARN_APP_FINISHED = "yarn_app_finished"
     YARN_APP_FAILED = "yarn_app_failed"
     YARN_APP_KILLED = "yarn_app_killed"
+    #: a restarted ResourceManager answers again (``restart_resourcemanager``'s heal)
+    RESOURCEMANAGER_BACK = "resourcemanager_back"
 
     @classmethod
     def node(cls, state: str) -> YarnKind:

@@ -1,5 +1,6 @@
-"""The object store check: what the job's S3A did about a fault of the store it keeps its checkpoint or tables on
--- retried, failed a batch's tasks, failed the query -- and that each such fault had the effect it claims.
+"""The object store check (the ``s3`` storage entry's ``checks``: every run is judged with it): what the job's S3A did
+about a fault of the store it keeps its checkpoint or tables on -- retried, failed a batch's tasks, failed the query
+-- and that each such fault had the effect it claims.
 
 A fault of the store says so in its ``fault_injected`` detail (``store``); the check reads, from the run's
 timeline only (pure):
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_streamchaos.analysis.checker import CheckResult
 from pytest_streamchaos.events import Exited, Failure, Kind
 from pytest_streamchaos.history import FaultRecord, History
 from pytest_streamchaos.records import TimelineEvent
-
-from ..checker import CheckResult
+from pytest_streamchaos.stack.s3 import S3Kind
 
 #: what Spark records after a fault that still counts as the job's reaction to it (a failed task's retries, the
 #: query's failure once S3A gave up)
@@ -70,7 +71,7 @@ def reaction_line(label: str, r: dict[str, Any]) -> str:
 
 def _logged_line(label: str, events: list[TimelineEvent]) -> list[str]:
     """What the driver's log said of S3 while the fault acted (none: the fault recorded nothing)."""
-    logged = [e.detail for e in events if e.kind == Kind.S3A_LOGGED and e.target == label]
+    logged = [e.detail for e in events if e.kind == S3Kind.S3A_LOGGED and e.target == label]
     if not logged:
         return []
     d = logged[-1]
@@ -109,13 +110,13 @@ class ObjectStoreCheck:
     def _own_effect(f: FaultRecord, events: list[TimelineEvent]) -> tuple[list[str], str | None]:
         """The fault's own account (what the proxy refused, when the store was back) and, when it had no
         effect, why."""
-        refused = [e for e in events if e.kind == Kind.S3_REQUESTS_REFUSED and e.target == f.label]
+        refused = [e for e in events if e.kind == S3Kind.S3_REQUESTS_REFUSED and e.target == f.label]
         if refused:
             total = sum((refused[-1].detail.get("refused") or {}).values())
             why = None if total else "no request was refused: no request of its operations came while it acted"
             return [_refused_line(f.label, refused[-1])], why
         if f.detail.get("store") == "killed":
-            back = [e for e in events if e.kind == Kind.S3_STORE_READY and e.t >= (f.healed_at or f.injected_at or 0)]
+            back = [e for e in events if e.kind == S3Kind.S3_STORE_READY and e.t >= (f.healed_at or f.injected_at or 0)]
             if not back:
                 return [], "the store never answered again after its restart"
             down = back[0].t - (f.injected_at or back[0].t)
