@@ -65,10 +65,6 @@ class Kind(StrEnum):
     DRIVER_KILLED = "driver_killed"
     DRIVER_STOPPED = "driver_stopped"
     DRIVER_EXITED = "driver_exited"
-    CONNECT_SERVER_LAUNCHED = "connect_server_launched"
-    CONNECT_SERVER_KILLED = "connect_server_killed"
-    CONNECT_SERVER_STOPPED = "connect_server_stopped"
-    CONNECT_SERVER_LISTENING = "connect_server_listening"
     # Spark's event log (observe/progress)
     DRIVER_STARTED = "driver_started"
     EXECUTOR_ADDED = "executor_added"
@@ -76,9 +72,6 @@ class Kind(StrEnum):
     TASK_FAILED = "task_failed"
     QUERY_STARTED = "query_started"
     QUERY_TERMINATED = "query_terminated"
-    CONNECT_SERVICE_STARTED = "connect_service_started"
-    CONNECT_SESSION_STARTED = "connect_session_started"
-    CONNECT_SESSION_CLOSED = "connect_session_closed"
     # Spark standalone, as the faults' watchers see it
     WORKER_REGISTERED = "worker_registered"
     WORKER_LOST = "worker_lost"
@@ -95,17 +88,19 @@ class Kind(StrEnum):
     REASSIGNMENT_COMPLETED = "reassignment_completed"
     TOPIC_DELETED = "topic_deleted"
     # a storage's or a cluster manager's own kinds are not here: an enum in its folder, named by its registry
-    # entry (HDFS's: stack/hdfs's HdfsKind; the object store's: stack/s3's S3Kind; YARN's: stack/yarn's YarnKind)
+    # entry (HDFS's: stack/hdfs's HdfsKind; the object store's: stack/s3's S3Kind; YARN's: stack/yarn's YarnKind;
+    # Spark Connect's, its server's process and its listener's events: stack/connect's ConnectKind)
     # what the analysis derives (analysis/metrics)
     FIRST_OUTPUT_AFTER_FAULT = "first_output_after_fault"
     RECOVERED = "recovered"
     NOT_RECOVERED = "not_recovered"
 
     @classmethod
-    def of_process(cls, role: str, what: str) -> Kind:
-        """``<role>_<what>`` of a job's process (``driver`` / ``connect_server``; ``launched`` / ``killed`` /
-        ``stopped``)."""
-        return cls(f"{role}_{what}")
+    def of_process(cls, role: str, what: str) -> Kind | StrEnum:
+        """``<role>_<what>`` of a job's process (``launched`` / ``killed`` / ``stopped``): the driver's are
+        :class:`Kind`'s, another role's its backend's own (``connect_server``'s: ``stack/connect``'s
+        ``ConnectKind``)."""
+        return kind_named(f"{role}_{what}")
 
 
 class Phase(StrEnum):
@@ -161,6 +156,20 @@ def backend_kinds(reaction: Reaction | None = None) -> tuple[StrEnum, ...]:
     if reaction is None:
         return tuple(_BACKEND_KINDS.values())
     return tuple(k for k, r in _REACTIONS.items() if r is reaction)
+
+
+def listened_kind(event: str) -> StrEnum | None:
+    """The backend's own kind a Spark listener event of the event log is recorded as (``observe/progress``, for
+    the events it does not know itself): the one held (:func:`add_kinds`) whose string is the event's class in
+    snake case, without its package and ``SparkListener`` (``org.apache.spark.sql.connect.service.
+    SparkListenerConnectSessionStarted`` is ``connect_session_started``); None when none is."""
+    name = event.rpartition(".")[2].removeprefix("SparkListener")
+    return _BACKEND_KINDS.get(snake(name)) if name else None
+
+
+def snake(name: str) -> str:
+    """``ConnectSessionStarted`` -> ``connect_session_started`` (``sessionId`` -> ``session_id``)."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def kind_named(value: str | StrEnum) -> Kind | StrEnum:
@@ -373,5 +382,5 @@ class WindowClosed:
 __all__ = [
     "ExecutorChange", "Exited", "Failure", "FaultFailed", "Healed", "Injected", "Kind", "Launched", "Phase",
     "Planned", "QueryStarted", "Reaction", "StrEnum", "TimelineEvent", "WindowClosed", "add_kinds", "backend_kinds",
-    "kind_named",
+    "kind_named", "listened_kind", "snake",
 ]

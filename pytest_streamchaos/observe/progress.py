@@ -31,7 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos import events
+from pytest_streamchaos.events import Kind, StrEnum, listened_kind
 from pytest_streamchaos.observe.output_names import OutputKind
 from pytest_streamchaos.observe.paths import LOCAL_FS, DriverDirs
 from pytest_streamchaos.poll import poll
@@ -43,11 +44,6 @@ EV_QUERY_TERMINATED = "org.apache.spark.sql.streaming.StreamingQueryListener$Que
 EV_QUERY_IDLE = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent"
 EV_SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 #: a Spark Connect server's session events (its listener bus writes them to the event log), as timeline kinds
-CONNECT_EVENTS = {
-    "org.apache.spark.sql.connect.service.SparkListenerConnectServiceStarted": Kind.CONNECT_SERVICE_STARTED,
-    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionStarted": Kind.CONNECT_SESSION_STARTED,
-    "org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed": Kind.CONNECT_SESSION_CLOSED,
-}
 #: a batch DataFrameWriter's file write in a SQL execution's plan: its output directory
 _FILE_WRITE = re.compile(r"Execute InsertIntoHadoopFsRelationCommand\n(?:Input[^\n]*\n)?Arguments: ([^,\s]+)")
 #: a batch DataFrameWriter's Delta write (``df.write.format("delta").save(path)``): the table's path
@@ -276,7 +272,8 @@ class SparkProgress:
     application), ``query_started`` / ``query_terminated``, ``executor_added`` / ``executor_removed``
     (target ``executor-<id>``; detail has ``app_id``, ``host``/``cores`` or ``reason``), and
     ``task_failed`` (a task ended by an exception: its class and the first line of its message), and on a
-    Spark Connect server its sessions: ``connect_session_started`` / ``_closed`` (:data:`CONNECT_EVENTS`).
+    Spark Connect server its sessions: ``connect_session_started`` / ``_closed`` -- a listener event a backend
+    names a kind of its own after (``events.listened_kind``: Spark Connect's ``ConnectKind``).
 
     ``writes``: the files a streaming query's batches wrote with a batch ``DataFrameWriter`` (in
     ``foreachBatch``), ``{"query_id", "batch", "path", "t"}`` per write (:mod:`.sinks`).
@@ -353,8 +350,6 @@ class SparkProgress:
                        "exception": ev.get("exception")})
         elif kind == EV_SQL_START:
             self._sql_start(t, ev)
-        elif kind in CONNECT_EVENTS:
-            self._connect(t, app, CONNECT_EVENTS[kind], ev)
         elif kind == EV_PROGRESS:
             progress = (ev.get("progress") or BatchProgress()).copy()
             start = parse_spark_time(progress.get("timestamp"))
@@ -368,6 +363,8 @@ class SparkProgress:
             progress["t_end"] = start + duration / 1000.0
             progress["app_id"] = app
             self.batches.append(progress)
+        elif (backend_kind := listened_kind(str(kind))) is not None:
+            self._listened(t, app, backend_kind, ev)
 
     def _environment(self, app: str, ev: SparkEvent) -> None:
         """The driver's master as it ran (:attr:`masters`) and where it resolves paths (:attr:`drivers`)."""
@@ -379,11 +376,14 @@ class SparkProgress:
             default_fs = _props(ev.get("Hadoop Properties")).get("fs.defaultFS") or LOCAL_FS
             self.drivers[app] = DriverDirs(str(cwd), str(default_fs))
 
-    def _connect(self, t: float, app: str, kind: Kind, ev: SparkEvent) -> None:
-        """A Connect server's session event (its own ``eventTime``, epoch ms)."""
+    def _listened(self, t: float, app: str, kind: StrEnum, ev: SparkEvent) -> None:
+        """A listener event a backend records as its own kind (a Connect server's session started): at its own
+        ``eventTime`` (epoch ms) when it has one, its target what the kind is of (``connect-session``), its detail
+        the event's own fields in snake case (``session_id``, ``user_id``)."""
         at = ev.get("eventTime")
-        self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind, "connect-session",
-                  {"app_id": app, "session_id": ev.get("sessionId"), "user_id": ev.get("userId")})
+        detail = {events.snake(k): v for k, v in ev.items() if k not in ("Event", "eventTime")}
+        self._add(at / 1000.0 if isinstance(at, (int, float)) else t, app, kind,
+                  "-".join(str(kind).split("_")[:-1]), {"app_id": app, **detail})
 
     def _sql_start(self, t: float, ev: SparkEvent) -> None:
         """A file or Delta write run by a streaming query's batch (``foreachBatch``): where it went (``format``:
@@ -411,7 +411,7 @@ class SparkProgress:
                   {"app_id": app, "exception": reason.get("Class Name"), "message": message,
                    "stage": ev.get("Stage ID"), "attempt": info.get("Attempt")})
 
-    def _add(self, t: float, app: str, kind: Kind, target: str, detail: dict[str, Any]) -> None:
+    def _add(self, t: float, app: str, kind: Kind | StrEnum, target: str, detail: dict[str, Any]) -> None:
         self.timeline.append(TimelineEvent(t=t, kind=kind, target=target, detail=detail))
 
     # -- convenience -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_streamchaos.events import Injected, Kind, Launched, QueryStarted, TimelineEvent
 from pytest_streamchaos.records import FAULT_INJECTED
+from pytest_streamchaos.stack.connect import ConnectKind
 from pytest_streamchaos.stack.yarn import YarnKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +128,7 @@ def test_typed_details_read_what_the_writers_wrote() -> None:
     assert Launched.of(TimelineEvent(1.0, Kind.DRIVER_LAUNCHED, "driver")).relaunch is True
     q = QueryStarted.of(TimelineEvent(1.0, Kind.QUERY_STARTED, "query", {"id": "q-1", "app_id": "app-1"}))
     assert (q.id, q.app_id) == ("q-1", "app-1")
-    assert Kind.of_process("connect_server", "launched") is Kind.CONNECT_SERVER_LAUNCHED
+    assert Kind.of_process("connect_server", "launched") is ConnectKind.CONNECT_SERVER_LAUNCHED  # its backend's own
+    assert Kind.of_process("driver", "launched") is Kind.DRIVER_LAUNCHED
     assert YarnKind.node("LOST") is YarnKind.YARN_NODE_LOST and YarnKind.app("FINISHED") is YarnKind.YARN_APP_FINISHED
     assert TimelineEvent(1.0, "yarn_node_lost").kind is YarnKind.YARN_NODE_LOST  # its entry's, added at start

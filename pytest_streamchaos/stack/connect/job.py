@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Protocol
 
 from pytest_streamchaos.errors import LaunchError
-from pytest_streamchaos.events import Kind
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Executor, JobHandle, Launch
+from pytest_streamchaos.stack.connect import ConnectKind
 from pytest_streamchaos.stack.driver.job import SparkJob
 from pytest_streamchaos.stack.process import descendants, process_cmdline
 
@@ -40,7 +40,7 @@ SERVER_START_S = 120.0
 #: what names a ``foreachBatch`` function's Python worker (``pyspark.sql.connect.streaming.worker``)
 FOREACH_BATCH_WORKER = "foreach_batch_worker"
 #: the timeline's kind of the moment a restarted server answers again
-SERVER_BACK = Kind.CONNECT_SERVER_LISTENING
+SERVER_BACK = ConnectKind.CONNECT_SERVER_LISTENING
 
 
 class ServerJob(JobHandle, Protocol):

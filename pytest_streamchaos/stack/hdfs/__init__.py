@@ -3,9 +3,10 @@ readiness (:mod:`.state`) and node control (:mod:`.control`); :mod:`.watcher` pu
 run's timeline. The nodes bind 127.0.0.1: the local backend's only.
 
 This package's face holds only HDFS's timeline kinds (what its storage entry's ``events`` names, and what the
-HDFS faults record): the faults may import it, as they import the stack's interface."""
+HDFS faults record), held by the timeline as soon as it is imported: the faults may import it, as they import the
+stack's interface."""
 
-from pytest_streamchaos.events import Reaction, StrEnum
+from pytest_streamchaos.events import Reaction, StrEnum, add_kinds
 
 
 class HdfsKind(StrEnum):
@@ -19,3 +20,4 @@ class HdfsKind(StrEnum):
 #: HDFS's timeline kinds and what each says of a fault: its storage entry's ``events``
 KINDS = {HdfsKind.NAMENODE_SAFEMODE_EXIT: Reaction.HEALING, HdfsKind.DATANODE_REGISTERED: Reaction.HEALING,
          HdfsKind.DATANODE_DEAD: Reaction.DETECTED}
+add_kinds(KINDS)  # held whenever HDFS is in use, a session of the plugin or not

@@ -3,9 +3,10 @@ gate on S3A's renames (:mod:`.gate`): the ``s3`` checkpoint storage's service (d
 about a fault of the store is :mod:`.check`'s.
 
 This package's face holds only the object store's timeline kinds (what its storage entry's ``events`` names, what
-the S3 faults record and the check reads): the faults may import it, as they import the stack's interface."""
+the S3 faults record and the check reads), held by the timeline as soon as it is imported: the faults may import
+it, as they import the stack's interface."""
 
-from pytest_streamchaos.events import Reaction, StrEnum
+from pytest_streamchaos.events import Reaction, StrEnum, add_kinds
 
 
 class S3Kind(StrEnum):
@@ -21,3 +22,4 @@ class S3Kind(StrEnum):
 
 #: the object store's timeline kinds and what each says of a fault: its storage entry's ``events``
 KINDS = {S3Kind.S3_STORE_READY: Reaction.HEALING, S3Kind.S3_REQUESTS_REFUSED: None, S3Kind.S3A_LOGGED: None}
+add_kinds(KINDS)  # held whenever the store is in use, a session of the plugin or not

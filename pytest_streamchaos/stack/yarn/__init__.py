@@ -23,7 +23,7 @@ The Spark side (``spark-submit --master yarn``) is :mod:`pytest_streamchaos.spar
 
 from __future__ import annotations
 
-from pytest_streamchaos.events import StrEnum
+from pytest_streamchaos.events import StrEnum, add_kinds
 
 
 class YarnKind(StrEnum):
@@ -69,4 +69,5 @@ class YarnKind(StrEnum):
 
 #: YARN's timeline kinds, as its managers' entries name them
 KINDS = tuple(YarnKind)
+add_kinds(KINDS)  # held whenever YARN is in use, a session of the plugin or not
 
