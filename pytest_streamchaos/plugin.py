@@ -54,6 +54,7 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
 
 if TYPE_CHECKING:  # the fixture's type; the harness itself is imported when a test asks for it
     from pytest_streamchaos.harness import ChaosFixture
+    from pytest_streamchaos.stack.base import KafkaCluster
 
 MARKERS = (
     "chaos(ha=False, repeat=1, backend=None, spark=None, sequence=False): a chaos test of a streaming job (select "
@@ -230,7 +231,7 @@ def checkpoint_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def chaos(request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,  # noqa: F811
+def chaos(request: pytest.FixtureRequest, kafka: KafkaCluster, tmp_path: Path,  # noqa: F811
           streamchaos_settings: _settings.Settings) -> Iterator[ChaosFixture]:  # noqa: F811
     """Runs your streaming job on the stack under load with this test's fault marks:
     ``run = chaos.run("pipelines/enrich.py", rate=500, duration=60, guarantee="exactly-once")``; its type,

@@ -5,7 +5,7 @@ how it starts and stops, and how it is awaited (:mod:`pytest_streamchaos.poll`).
 from __future__ import annotations
 
 import abc
-from typing import Any, TypeVar
+from typing import TypeVar
 
 S = TypeVar("S", bound="Service")
 
@@ -14,7 +14,7 @@ class Service(abc.ABC):
     """Something the stack starts and stops; ``with service:`` starts it and stops it on every exit path."""
 
     @abc.abstractmethod
-    def start(self) -> Any:
+    def start(self) -> object:
         """Start it (and wait until it serves); nothing when it runs already."""
 
     @abc.abstractmethod

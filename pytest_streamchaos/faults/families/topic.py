@@ -27,7 +27,7 @@ from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, O
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.base import KafkaCluster
+from pytest_streamchaos.stack.base import KafkaCluster, PartitionView
 from pytest_streamchaos.stack.capabilities import TopicAdmin
 
 #: how long a topic operation's effect may take to show in the admin API's view (a replica to catch up)
@@ -36,7 +36,7 @@ SETTLE_S = 60.0
 TOPIC_MOMENTS = (BETWEEN_BATCHES, OFFSETS_LOGGED, TASKS_RUNNING)
 
 
-def topic_name(ctx: Any, planned: PlannedFault) -> str:
+def topic_name(ctx: FaultContext, planned: PlannedFault) -> str:
     """The job's topic a fault acts on: its input, or (``topic='output'``) its output topic."""
     if planned.spec.params.get("topic", "input") == "output":
         if ctx.output_topic is None:
@@ -194,7 +194,7 @@ class ReassignPartitions(_OnTopic):
                              daemon=True).start()
         return moved
 
-    def _target(self, planned: PlannedFault, before: dict[int, list[int]], states: Mapping[int, Any]
+    def _target(self, planned: PlannedFault, before: dict[int, list[int]], states: Mapping[int, PartitionView]
                 ) -> dict[int, list[int]]:
         if planned.spec.params.get("move") != "replicas":
             return {p: rotated(r) for p, r in before.items()}
@@ -257,7 +257,7 @@ class ReassignPartitions(_OnTopic):
         return _in_sync(self.ctx.kafka.partition_states(moved.topic) or {}, moved.target)
 
 
-def _in_sync(states: Mapping[int, Any], target: Mapping[int, Sequence[int]]) -> bool:
+def _in_sync(states: Mapping[int, PartitionView], target: Mapping[int, Sequence[int]]) -> bool:
     """Whether every partition of ``target`` has its replicas, in order, all in sync, in ``states``."""
     return all(p in states and list(states[p].replicas) == list(r) and set(states[p].isr) >= set(r)
                for p, r in target.items())

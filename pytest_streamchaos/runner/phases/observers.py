@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from pytest_streamchaos.facts import RunFacts
 from pytest_streamchaos.faults.context import FaultContext, PoisonSchedule
@@ -33,6 +33,12 @@ from pytest_streamchaos.workload.generator import Generator
 from pytest_streamchaos.workload.joined import JoinedGenerators
 
 
+class Startable(Protocol):
+    """One of the observers: started once the job runs."""
+
+    def start(self) -> object: ...
+
+
 @dataclass
 class Observers:
     """What :class:`WireObservers` built around the job, and (``started``) which of it is running."""
@@ -48,7 +54,7 @@ class Observers:
     supervisor: DriverSupervisor
     started: list = field(default_factory=list)
 
-    def start(self, what: Any) -> None:
+    def start(self, what: Startable) -> None:
         """Start ``what`` (one of the observers) and note it for :meth:`cleanup`."""
         what.start()
         self.started.append(what)

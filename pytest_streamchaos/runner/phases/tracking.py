@@ -139,7 +139,7 @@ def tracked_query(started: Sequence[str], found: Mapping[str, Any], unreadable: 
     return best[0] if best else None
 
 
-def temporary(checkpoint: Any) -> bool:
+def temporary(checkpoint: object) -> bool:
     """Whether a checkpoint is one Spark made for a query not given one (``temporary-<uuid>``: only the console,
     memory and ``noop`` sinks may go without)."""
     return posixpath.basename(str(checkpoint).rstrip("/")).startswith("temporary-")

@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ class Cluster(Service):
         self.timings["total"] = round(time.monotonic() - t0, 2)
         return self
 
-    def _step(self, name: str, fn: Any) -> None:
+    def _step(self, name: str, fn: Callable[[], object]) -> None:
         t = time.monotonic()
         fn()
         self.timings[name] = round(time.monotonic() - t, 2)
@@ -146,7 +147,7 @@ class Cluster(Service):
         self.procs[name] = proc
         return proc
 
-    def _await(self, what: str, cond: Any, names: tuple[str, ...]) -> None:
+    def _await(self, what: str, cond: Callable[[], object], names: tuple[str, ...]) -> None:
         def check() -> bool:
             for n in names:
                 p = self.procs[n]

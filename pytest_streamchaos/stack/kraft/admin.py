@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,7 +180,7 @@ def states_of(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
     return {p: PartitionState(int(pm.leader), tuple(pm.replicas), tuple(pm.isrs)) for p, pm in t.partitions.items()}
 
 
-def future_error(fut: Any) -> str | None:
+def future_error(fut: Future[object]) -> str | None:
     """The error of an admin future as text, None when it succeeded."""
     try:
         fut.result()

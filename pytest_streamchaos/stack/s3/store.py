@@ -261,7 +261,7 @@ class ObjectStore(Service):
         ``status`` and S3's ``code`` (:class:`~.proxy.ErrorRule`)."""
         return self._door().add(ErrorRule(status, frozenset(ops), rate, code, seed))
 
-    def allow(self, rule: Any) -> None:
+    def allow(self, rule: ErrorRule) -> None:
         """Stop refusing by ``rule``."""
         self._door().remove(rule)
 
