@@ -12,7 +12,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.kind import FaultAction
@@ -49,7 +48,7 @@ class FaultScheduler:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._active: dict[int, tuple[PlannedFault, Any]] = {}
+        self._active: dict[int, tuple[PlannedFault, object]] = {}  # handles: opaque here, the kind's own
         self._fired: dict[int, float] = {}  # occurrence -> when it was injected (healed or not)
         self._lock = threading.Lock()
         self.steady_t: float | None = None
@@ -85,7 +84,7 @@ class FaultScheduler:
         finally:
             self._over[i].set()  # the fault's next occurrence may fire now
 
-    def _fire(self, i: int, p: PlannedFault, at: float) -> tuple[Any, float] | None:
+    def _fire(self, i: int, p: PlannedFault, at: float) -> tuple[object, float] | None:
         """Wait for the occurrence's time (a step of an explored schedule: also for the step before it to
         have fired), or its moment; inject, confirm and record it. (handle, injection time), or None when
         it did not fire."""
@@ -122,7 +121,7 @@ class FaultScheduler:
             self._fired[i] = t_injected
         unconfirmed = None
         confirmed: float | None = 0.0
-        measured: dict[str, Any] = {}
+        measured: dict[str, object] = {}
         try:
             measured = action.confirm(p, handle) or {}
             confirmed = self.clock() - t_injected
@@ -146,7 +145,7 @@ class FaultScheduler:
             self._error(p, unconfirmed)
         return handle, t_injected
 
-    def _landed(self, p: PlannedFault, handle: Any, found: Aim | bool | None) -> dict[str, object]:
+    def _landed(self, p: PlannedFault, handle: object, found: Aim | bool | None) -> dict[str, object]:
         """The ``aim`` detail of an aimed fault's ``fault_injected``: its moment's :class:`Aim` as the fault's
         kind judges it once the fault took effect (a broker kill whose leader moved meanwhile missed)."""
         if not isinstance(found, Aim):
@@ -195,7 +194,7 @@ class FaultScheduler:
             return None
         return found
 
-    def _watch(self, i: int, p: PlannedFault, handle: Any, heal_at: float | None) -> None:
+    def _watch(self, i: int, p: PlannedFault, handle: object, heal_at: float | None) -> None:
         """Wait until ``heal_at`` (None: until stop), asking the action's ``check`` meanwhile
         whether the fault still acts; the first time it does not is a fault error. (A wait on the
         stop event: a scheduled delay, which stop() cuts short to heal early.)"""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.faults.context import CONFIRM_DRIVER_KILL_S
@@ -49,6 +49,21 @@ def newest(names: Sequence[str], n: int = LISTED) -> list[str]:
     """The ``n`` newest entries of a log directory, its batch files in batch order (then the others)."""
     batches = [str(b) for b in batch_files(names)][-n:]
     return batches + sorted(x for x in names if not x.isdigit() and not x.endswith(".crc"))
+
+
+class Damaged(TypedDict, total=False):
+    """What a checkpoint fault did (its handle, and its ``fault_injected`` detail): how the file was damaged, which
+    file, the batch it concerns, the bytes left in it (None: deleted), and the directory before and after."""
+
+    damage: str
+    file: str
+    batch: int | None
+    replays: int
+    bytes: int | None
+    how: str
+    version: int | None
+    before: object
+    after: object
 
 
 def state_version(name: str) -> int | None:
@@ -125,7 +140,7 @@ class _Damage(FaultKind):
             raise RuntimeError(f"{self.name} needs the query's checkpoint, which the run has not found")
         return self.ctx.checkpoint
 
-    def inject(self, planned: PlannedFault) -> dict[str, object]:
+    def inject(self, planned: PlannedFault) -> Damaged:
         """Stop the driver (held by the gate at the moment: nothing in flight), wait until it is gone, then
         damage the checkpoint; returns what was done, with the directory before and after."""
         cp = self._view()
@@ -133,21 +148,21 @@ class _Damage(FaultKind):
         self.ctx.job.wait_gone(CONFIRM_DRIVER_KILL_S)
         return self.damage(cp, planned)
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> Damaged:
         raise NotImplementedError
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
+    def confirm(self, planned: PlannedFault, done: Damaged) -> dict[str, object]:
         """The checkpoint's files show the damage (checked by the kind's :meth:`landed_on`)."""
         why = self.landed_on(self._view(), done)
         if why:
             raise RuntimeError(why)
-        return done
+        return dict(done)
 
-    def landed_on(self, cp: CheckpointView, done: dict[str, Any]) -> str | None:
+    def landed_on(self, cp: CheckpointView, done: Damaged) -> str | None:
         """Why the files do not show the damage, or None."""
         return None
 
-    def heal(self, planned: PlannedFault, done: dict[str, Any]) -> None:
+    def heal(self, planned: PlannedFault, done: Damaged) -> None:
         self.ctx.job.restart()
 
 
@@ -163,7 +178,7 @@ class DropCommit(_Damage):
            "restart the driver: batch N runs again (a replay with nothing in flight killed)")
     moments = (BETWEEN_BATCHES,)
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> Damaged:
         before = {"commits": _listing(cp, "commits"), "offsets": _listing(cp, "offsets")}
         committed = batch_files(cp.names("commits"))
         if not committed:
@@ -174,7 +189,7 @@ class DropCommit(_Damage):
         return {"damage": "deleted", "file": f"commits/{n}", "batch": n, "replays": n, "before": before,
                 "after": {"commits": _listing(cp, "commits"), "offsets": _listing(cp, "offsets")}}
 
-    def landed_on(self, cp: CheckpointView, done: dict[str, Any]) -> str | None:
+    def landed_on(self, cp: CheckpointView, done: Damaged) -> str | None:
         n = done["batch"]
         if cp.size("commits", str(n)) is not None:
             return f"commits/{n} is still there"
@@ -204,7 +219,7 @@ class TearOffsets(_Damage):
         if params.setdefault("how", TEAR_HOW[0]) not in TEAR_HOW:
             raise FaultSpecError(f"@{cls.name}: how={params['how']!r} must be one of {', '.join(map(repr, TEAR_HOW))}")
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> Damaged:
         before = _listing(cp, "offsets")
         planned_batches = batch_files(cp.names("offsets"))
         if not planned_batches:
@@ -212,6 +227,7 @@ class TearOffsets(_Damage):
         n = planned_batches[-1]
         data = cp.read("offsets", str(n)) or b""
         how = planned.spec.params.get("how", TEAR_HOW[0])
+        done: Damaged
         if how == "tmp":
             name = f".{n + 1}.{uuid.uuid4()}.tmp"  # the temporary name Spark writes offsets/N+1 under
             cp.write("offsets", name, data=data[: len(data) // 2])
@@ -224,7 +240,7 @@ class TearOffsets(_Damage):
                     "bytes": keep}
         return {**done, "how": how, "before": before, "after": _listing(cp, "offsets")}
 
-    def landed_on(self, cp: CheckpointView, done: dict[str, Any]) -> str | None:
+    def landed_on(self, cp: CheckpointView, done: Damaged) -> str | None:
         parts = done["file"].split("/")
         size = cp.size(*parts)
         return None if size == done["bytes"] else f"{done['file']} has {size} bytes, not {done['bytes']}"
@@ -253,7 +269,7 @@ class DamageState(_Damage):
         for name in ("partition", "operator"):
             params[name] = int(number(cls.name, name, params.get(name, 0), integer=True))
 
-    def damage(self, cp: CheckpointView, planned: PlannedFault) -> dict[str, object]:
+    def damage(self, cp: CheckpointView, planned: PlannedFault) -> Damaged:
         op, part = str(planned.spec.params.get("operator", 0)), str(planned.spec.params.get("partition", 0))
         where = ("state", op, part)
         names = cp.names(*where)
@@ -264,7 +280,7 @@ class DamageState(_Damage):
                                f"{self.name} needs a stateful query (operator= and partition= name one)")
         before = state_files(names)
         how = planned.spec.params.get("how", STATE_HOW[0])
-        done: dict[str, Any]
+        done: Damaged
         if how == "delete":
             cp.remove(*where, found)
             done = {"damage": "deleted", "bytes": None}
@@ -278,7 +294,7 @@ class DamageState(_Damage):
         return {**done, "how": how, "file": "/".join((*where, found)), "version": state_version(found),
                 "batch": committed[-1] if committed else None, "before": before[-LISTED:], "after": after[-LISTED:]}
 
-    def landed_on(self, cp: CheckpointView, done: dict[str, Any]) -> str | None:
+    def landed_on(self, cp: CheckpointView, done: Damaged) -> str | None:
         size = cp.size(*done["file"].split("/"))
         return None if size == done["bytes"] else f"{done['file']} has {size} bytes, not {done['bytes']}"
 
