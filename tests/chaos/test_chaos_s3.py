@@ -50,7 +50,7 @@ def table(store: Any, url: str) -> delta.TableAt:
 
 
 def bronze(chaos: Any, **kwargs: Any) -> Any:
-    run = chaos.run(str(JOBS / "orders_to_delta_s3.py"), rate=100, duration=kwargs.pop("duration", 20),
+    run = chaos.run(str(JOBS / "orders_to_delta_s3.py"), rate=kwargs.pop("rate", 100), duration=kwargs.pop("duration", 20),
                     guarantee="exactly-once", kafka_port=9092, inputs={"orders": order},
                     outputs={f"delta:{BRONZE}": "order_id"}, **{"timing": PATIENT, **kwargs})
     print(run.describe())
@@ -123,8 +123,11 @@ def test_503_slowdown_on_30_percent_of_puts_is_retried_by_s3a_without_loss(chaos
 def test_the_stores_outage_is_survived_by_a_supervised_job(chaos, lake_bucket):
     """The store is down 10 s once the job's baseline spans two of its micro-batches (~7-9 s apart here: a fault
     sooner than two cycles after steady state leaves its recovery unmeasurable, and the run says so); the load
-    goes on long enough after the restart for the output to come back and hold in band."""
-    run = bronze(chaos, duration=80, setup=JobSetup(supervise=True))
+    goes on long enough after the restart for the output to come back and hold in band. At half the other tests'
+    rate: recovering means working off the outage's backlog, and on 2 busy cores the job's headroom over 100/s was
+    too small to do it before the load ended (a run saw its output back 12 s after the restart, still behind 37 s
+    later)."""
+    run = bronze(chaos, rate=50, duration=120, setup=JobSetup(supervise=True))
     assert_ran_on_the_store(run, lake_bucket)
     (fault,) = run.faults
     assert fault.recovered, run.describe()
