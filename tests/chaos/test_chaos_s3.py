@@ -50,9 +50,9 @@ def table(store: Any, url: str) -> delta.TableAt:
 
 
 def bronze(chaos: Any, **kwargs: Any) -> Any:
-    run = chaos.run(str(JOBS / "orders_to_delta_s3.py"), rate=kwargs.pop("rate", 100), duration=kwargs.pop("duration", 20),
-                    guarantee="exactly-once", kafka_port=9092, inputs={"orders": order},
-                    outputs={f"delta:{BRONZE}": "order_id"}, **{"timing": PATIENT, **kwargs})
+    run = chaos.run(str(JOBS / "orders_to_delta_s3.py"), rate=kwargs.pop("rate", 100),
+                    duration=kwargs.pop("duration", 20), guarantee="exactly-once", kafka_port=9092,
+                    inputs={"orders": order}, outputs={f"delta:{BRONZE}": "order_id"}, **{"timing": PATIENT, **kwargs})
     print(run.describe())
     return run
 
