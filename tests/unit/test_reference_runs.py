@@ -128,3 +128,26 @@ def test_the_report_says_why_there_is_no_per_record_verdict_as_the_test_asked():
     console = described(sink_note="query 'q' writes to the console, which the run cannot read")
     assert "no per-record verdict: query 'q' writes to the console, which the run cannot read;" in console
     assert "outputs={}: console, noop, an external system" in described()
+
+
+@pytest.mark.parametrize("caught_up", [True, False])
+def test_a_divergence_of_a_run_that_never_caught_up_says_so(caught_up: bool):
+    # an S3 run on a busy machine: the drain ended before the job committed the input's end offsets, and all 20 keys
+    # were lower than the reference's -- unfinished work, reported as the run's but named, not read as a replay
+    from pytest_streamchaos.analysis.checkers.reference import ReferenceCheck
+    from pytest_streamchaos.events import Kind, Phase, TimelineEvent
+
+    trace = stateless_trace(rate=50, duration=20)
+    if caught_up:
+        trace.timeline.append(TimelineEvent(trace.phases[Phase.LOAD_END] + 1, Kind.CAUGHT_UP))
+    behind = [dict(r, clicks=r["clicks"] - 1) for r in TOTALS]
+    history = History(trace, facts=RunFacts(output_rows=[OutputRows("totals", behind)]), per_record=False)
+    result = ReferenceCheck([OutputRows("totals", TOTALS)], [OutputRows("totals", TOTALS)],
+                            Reference(key=["user"])).check(history)
+    assert result.ok is False and result.numbers["diverged"] == 40
+    notes = [line for line in result.lines if "had not committed the input's end offsets" in line]
+    assert len(notes) == (0 if caught_up else 1) and ("caught_up" in result.numbers) is not caught_up
+    same = ReferenceCheck([OutputRows("totals", TOTALS)], [OutputRows("totals", TOTALS)],
+                          Reference(key=["user"])).check(History(trace, facts=RunFacts(
+                              output_rows=[OutputRows("totals", TOTALS)]), per_record=False))
+    assert same.ok is True and not any("end offsets" in line for line in same.lines)
