@@ -5,3 +5,23 @@ Its binaries (:mod:`.build`: ``python -m pytest_streamchaos.prepare --for k8s``)
 local bridge, and a teardown that leaves nothing, :mod:`.cleanup`). Spark does not run on it yet, so no cluster
 manager names it. docs/kubernetes.md says what was measured.
 """
+
+from __future__ import annotations
+
+from pytest_streamchaos.events import StrEnum
+
+
+class K8sKind(StrEnum):
+    """The timeline kinds of the job's pods (:mod:`.watcher`, the ``k8s`` manager's ``events``): here, in the
+    package's face, so a fault family may record them without reaching the cluster's machinery."""
+
+    K8S_POD_CREATED = "k8s_pod_created"
+    K8S_POD_RUNNING = "k8s_pod_running"
+    K8S_POD_TERMINATING = "k8s_pod_terminating"
+    K8S_POD_ENDED = "k8s_pod_ended"
+    K8S_POD_GONE = "k8s_pod_gone"
+    K8S_EVENT = "k8s_event"
+
+
+#: the kinds, as the manager's entry names them
+KINDS = tuple(K8sKind)
