@@ -74,7 +74,8 @@ MANAGERS: dict[str, ClusterManager] = {m.name: m for m in (
                    prepare=("k8s", "k8s-image"),
                    preflight="pytest_streamchaos.stack.k8s.preflight:preflight",
                    steps=("pytest_streamchaos.stack.k8s.preflight:prepare_steps",),
-                   events="pytest_streamchaos.stack.k8s:KINDS"),
+                   events="pytest_streamchaos.stack.k8s:KINDS",
+                   faults=("pytest_streamchaos.faults.families.kubernetes:KINDS",)),
 )}
 #: the default cluster manager
 DEFAULT = next(iter(MANAGERS))

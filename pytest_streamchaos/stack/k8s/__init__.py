@@ -21,6 +21,8 @@ class K8sKind(StrEnum):
     K8S_POD_ENDED = "k8s_pod_ended"
     K8S_POD_GONE = "k8s_pod_gone"
     K8S_EVENT = "k8s_event"
+    #: ``@delete_pod``: a deleted executor pod's replacement Running (faults/families/kubernetes.py)
+    EXECUTOR_POD_REPLACED = "executor_pod_replaced"
 
 
 #: the kinds, as the manager's entry names them
