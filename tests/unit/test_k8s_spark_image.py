@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 import tarfile
 from pathlib import Path
 
@@ -81,7 +82,11 @@ def test_the_image_is_keyed_by_the_versions(monkeypatch: pytest.MonkeyPatch, tmp
         spark_image.archive(src)
 
 
-def _entrypoint():
+def _entrypoint(monkeypatch: pytest.MonkeyPatch):
+    """The entrypoint as the image runs it: ``relay.py`` beside it (here the package's own, as the image copies)."""
+    from pytest_streamchaos.stack.k8s import relay
+
+    monkeypatch.setitem(sys.modules, "relay", relay)
     spec = importlib.util.spec_from_file_location("spark_entrypoint", fixture_path("k8s", "spark-entrypoint.py"))
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -96,7 +101,7 @@ def test_the_entrypoint_builds_the_executors_command_as_spark_does(monkeypatch: 
            "SPARK_RESOURCE_PROFILE_ID": "0", "SPARK_EXECUTOR_POD_NAME": "orders-exec-3",
            "SPARK_JAVA_OPT_10": "-Dlast", "SPARK_JAVA_OPT_2": "-Dsecond", "SPARK_JAVA_OPT_0": "-Dfirst"}
     monkeypatch.setattr(os, "environ", env)
-    cmd = _entrypoint().executor_command()
+    cmd = _entrypoint(monkeypatch).executor_command()
     assert cmd[:4] == ["/jdk/bin/java", "-Dfirst", "-Dsecond", "-Dlast"], "SPARK_JAVA_OPT_<n> in numeric order"
     assert cmd[cmd.index("-cp") + 1] == "/spark/jars/*"
     assert cmd[cmd.index("--hostname") + 1] == "10.244.0.7" and cmd[cmd.index("--executor-id") + 1] == "3"

@@ -1,16 +1,18 @@
-"""The host's half of the pods' way to the job's Kafka (issue 51): a TCP relay from the cluster bridge's address
-on this host (``<gateway>:<port>``) to ``127.0.0.1:<port>``, one listener per port, in threads of this process
-(they end with it). The pod's half is in the Spark image's entrypoint: ``127.0.0.1:<port>`` in the pod forwarded
-to ``<gateway>:<port>``. So a job that hard-codes ``localhost:9092``, and the ``127.0.0.1:<port>`` addresses
-Kafka advertises, work unchanged from an executor pod; the packets stay on the bridge and the loopback, and the
-Toxiproxy between the job and the brokers stays in the path (network faults on the job's links still act)."""
+"""The pods' way to the job's Kafka (issue 51): a TCP relay of ports from one address to the same ports of another, one
+listener per port, in threads of its process (they end with it). Both halves are this module: on the host, the
+cluster bridge's address (``<gateway>:<port>``) to ``127.0.0.1:<port>``; in an executor pod (the Spark image carries
+this file beside its entrypoint, which imports it), ``127.0.0.1:<port>`` to ``<gateway>:<port>``. So a job that
+hard-codes ``localhost:9092``, and the ``127.0.0.1:<port>`` addresses Kafka advertises, work unchanged from an
+executor pod; the packets stay on the bridge and the loopback, and the Toxiproxy between the job and the brokers
+stays in the path (network faults on the job's links still act). Standard library only: it runs in the image's
+Python, where this package is not."""
 
 from __future__ import annotations
 
 import socket
 import threading
 
-from pytest_streamchaos.machine.ports import HOST
+LOOPBACK = "127.0.0.1"
 
 
 def _pipe(src: socket.socket, dst: socket.socket) -> None:
@@ -29,10 +31,10 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
 
 
 class Relay:
-    """Listeners on ``address`` (the bridge's gateway) relaying each port to the same port of the loopback."""
+    """Listeners on ``address`` relaying each port to the same port of ``upstream`` (default: the loopback)."""
 
-    def __init__(self, address: str) -> None:
-        self.address = address
+    def __init__(self, address: str, upstream: str = LOOPBACK) -> None:
+        self.address, self.upstream = address, upstream
         self.listeners: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
 
@@ -56,7 +58,7 @@ class Relay:
             except OSError:
                 return  # closed by stop()
             try:
-                upstream = socket.create_connection((HOST, port), timeout=10)
+                upstream = socket.create_connection((self.upstream, port), timeout=10)
                 upstream.settimeout(None)
             except OSError:
                 client.close()

@@ -31,7 +31,7 @@ from pathlib import Path
 from pytest_streamchaos.assets import fixture_path
 from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.base import StackError
-from pytest_streamchaos.stack.k8s import images
+from pytest_streamchaos.stack.k8s import images, relay
 
 REPOSITORY = "streamchaos.local/spark"
 #: where the entrypoint is in the image
@@ -280,6 +280,7 @@ def build(line: Callable[[str], None] = print, src: Sources | None = None) -> Pa
             lay.directory("/tmp", 0o1777)
             lay.directory("/opt/spark/work-dir", 0o777)
             lay.data(ENTRYPOINT, fixture_path("k8s", "spark-entrypoint.py").read_bytes(), 0o755)
+            lay.data(str(Path(ENTRYPOINT).parent / "relay.py"), Path(relay.__file__).read_bytes())
 
         layer("base", base)
         config = {"architecture": images.ARCH.get(platform.machine(), platform.machine()), "os": "linux",
