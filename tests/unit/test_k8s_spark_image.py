@@ -76,6 +76,7 @@ def test_the_archive_names_its_layers_by_their_digests(tmp_path: Path) -> None:
 def test_the_image_is_keyed_by_the_versions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     src = spark_image.Sources(tmp_path, "17.0.15", tmp_path, tmp_path / "python3.11", tmp_path, "4.2.0")
     assert src.image.startswith("streamchaos.local/spark:4.2.0-java17.0.15-py3.")
+    assert src.tag.endswith(f"-{spark_image.recipe()}") and len(spark_image.recipe()) == 8
     assert src.archive.name == f"spark-{src.tag}.tar"
     monkeypatch.setattr(images, "folder", lambda: tmp_path / "images")
     with pytest.raises(Exception, match=r"python -m pytest_streamchaos\.prepare --k8s"):

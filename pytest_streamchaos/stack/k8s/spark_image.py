@@ -55,8 +55,10 @@ class Sources:
 
     @property
     def tag(self) -> str:
+        """The versions, and the recipe's own files (the entrypoint and the relay: a change of either is a new
+        image)."""
         py = ".".join(map(str, sys.version_info[:3]))
-        return f"{self.spark_version}-java{self.java_version}-py{py}"
+        return f"{self.spark_version}-java{self.java_version}-py{py}-{recipe()}"
 
     @property
     def image(self) -> str:
@@ -65,6 +67,13 @@ class Sources:
     @property
     def archive(self) -> Path:
         return images.folder() / f"spark-{self.tag}.tar"
+
+
+def recipe() -> str:
+    """A short digest of the files the image takes from the plugin (its entrypoint and the relay)."""
+    h = hashlib.sha256(fixture_path("k8s", "spark-entrypoint.py").read_bytes())
+    h.update(Path(relay.__file__).read_bytes())
+    return h.hexdigest()[:8]
 
 
 def sources(java_home: str | None = None) -> Sources:
