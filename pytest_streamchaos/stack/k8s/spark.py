@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 #: the label every pod of a job carries (its value the job's tag): the watcher's and the clean-up's selector
 JOB_LABEL = "streamchaos-job"
+#: the service account the driver acts as (its token in the run folder)
+DRIVER_ACCOUNT = "streamchaos-spark"
 EXECUTORS = "spark-role=executor"
 #: what a job on Kubernetes gets over the driver defaults: two executor pods, no dynamic allocation (a lost one
 #: is replaced), a small CPU request (two pods fit the 2-core node beside the control plane)
@@ -181,7 +183,34 @@ class K8sSparkCluster(SparkCluster):
     def start(self) -> None:
         self.kube.archives = (spark_image.archive(self.image),)  # StackError naming prepare --k8s when missing
         self.kube.start()
+        try:
+            self._driver_identity()
+        except BaseException:
+            self.kube.stop()
+            raise
         self.relay = Relay(self.kube.gateway)
+
+    @property
+    def token_file(self) -> Path:
+        return self.kube.layout.pki / "spark-driver.token"
+
+    def _driver_identity(self) -> None:
+        """The driver's identity for its calls to the API server: a service account bound to the ``edit`` role (pods,
+        config maps, services of the namespace) and a token of it in a file. Not the admin's client certificate:
+        Spark's Kubernetes client (fabric8) reads no EC private key ("Invalid DER: object is not integer")."""
+        api = self.api
+        api.call("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+                 {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DRIVER_ACCOUNT}})
+        api.call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": DRIVER_ACCOUNT},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": DRIVER_ACCOUNT, "namespace": NAMESPACE}]})
+        answer = api.call("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{DRIVER_ACCOUNT}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 86400}})
+        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(answer["status"]["token"])
 
     def stop(self) -> None:
         for launcher in self.launchers:
@@ -276,7 +305,7 @@ class K8sSparkCluster(SparkCluster):
         return launcher
 
     def submit_conf(self, workdir: Path, tag: str) -> dict[str, str]:
-        """The conf of a submission: the image, the API server's credentials (the admin's client certificate),
+        """The conf of a submission: the image, the API server's credentials (a service account's token),
         the job's label, the relay of its Kafka ports, and the launcher's folder mounted at its own path in every
         executor pod (a checkpoint's state store and a file sink, written by executors, land where the driver
         reads them)."""
@@ -288,8 +317,7 @@ class K8sSparkCluster(SparkCluster):
         out = {**K8S_CONF,
                "spark.kubernetes.container.image": self.image.image,
                "spark.kubernetes.authenticate.caCertFile": str(pki / "ca.crt"),
-               "spark.kubernetes.authenticate.clientCertFile": str(pki / "admin.crt"),
-               "spark.kubernetes.authenticate.clientKeyFile": str(pki / "admin.key"),
+               "spark.kubernetes.authenticate.oauthTokenFile": str(self.token_file),
                f"spark.kubernetes.executor.label.{JOB_LABEL}": tag,
                "spark.pyspark.python": str(self.image.python),
                "spark.kubernetes.executor.volumes.hostPath.streamchaos-work.mount.path": str(workdir),
