@@ -37,7 +37,7 @@ def test_a_users_job_on_kubernetes_gets_a_verdict(chaos):
 @pytest.mark.chaos(spark="k8s")
 @delete_pod(after=8)
 def test_an_executor_pod_deleted_through_the_api_is_replaced(chaos):
-    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(45), watch=WATCH)
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
     print(run.describe())
     injected = next(e for e in run.timeline if e.kind == "fault_injected")
     pod = injected.detail["pod"]
