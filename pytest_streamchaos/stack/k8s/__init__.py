@@ -1,9 +1,11 @@
 """A one-node Kubernetes for Spark on Kubernetes, built from the Go module proxy (issue 51).
 
-Its binaries (:mod:`.build`: ``python -m pytest_streamchaos.prepare --for k8s``) and a cluster of them
-(:class:`.cluster.Cluster`: etcd, the control plane, containerd and the kubelet on this host, a pod network on a
-local bridge, and a teardown that leaves nothing, :mod:`.cleanup`). Spark does not run on it yet, so no cluster
-manager names it. docs/kubernetes.md says what was measured.
+Its binaries (:mod:`.build`) and the Spark image of the pods (:mod:`.spark_image`), both made by
+``python -m pytest_streamchaos.prepare --k8s``; a cluster of them (:class:`.cluster.Cluster`: etcd, the control
+plane, containerd and the kubelet on this host, a pod network on a local bridge, and a teardown that leaves
+nothing, :mod:`.cleanup`); and Spark on it, the ``k8s`` cluster manager (:mod:`.spark`: ``spark-submit --master
+k8s://`` in client mode, the executors as pods reaching the driver over the bridge and Kafka through
+:mod:`.relay`, their events on the timeline by :mod:`.watcher`). docs/kubernetes.md says what was measured.
 """
 
 from __future__ import annotations
