@@ -107,3 +107,20 @@ def test_the_entrypoint_builds_the_executors_command_as_spark_does(monkeypatch: 
     assert cmd[cmd.index("-cp") + 1] == "/spark/jars/*"
     assert cmd[cmd.index("--hostname") + 1] == "10.244.0.7" and cmd[cmd.index("--executor-id") + 1] == "3"
     assert "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend" in cmd
+
+
+def test_k8s_before_prepare_is_refused_in_one_line_naming_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from pytest_streamchaos.stack.k8s import build, cluster, preflight
+
+    settings = SimpleNamespace(spark="k8s", java_home="")
+    monkeypatch.setattr(build, "is_built", lambda: False)
+    line = preflight.preflight(settings)  # type: ignore[arg-type]
+    assert line == ("--chaos-spark=k8s: Kubernetes is not built; fix: run `python -m pytest_streamchaos.prepare "
+                    "--k8s` once")
+    monkeypatch.setattr(cluster, "missing", lambda: None)
+    monkeypatch.setattr(spark_image, "is_built", lambda src=None: False)
+    assert preflight.preflight(settings) == ("--chaos-spark=k8s: the Spark image for Kubernetes is not built; fix: "  # type: ignore[arg-type]
+                                             "run `python -m pytest_streamchaos.prepare --k8s` once")
+    assert preflight.preflight(SimpleNamespace(spark="standalone", java_home="")) is None  # type: ignore[arg-type]
