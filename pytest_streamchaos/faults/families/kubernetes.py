@@ -66,13 +66,13 @@ class DeletePod(FaultKind):
         t0 = time.monotonic()
         poll(lambda: k8s.pod_gone(pod), timeout, interval=0.1, on_timeout=lambda _: TimeoutError(
             f"executor pod {pod} still in the API server {timeout:g}s after its deletion"))
+        # watched from now, not from the heal (the load's end): the timeline says when the replacement ran
+        before = handle[1]
+        self.ctx.watch(K8sKind.EXECUTOR_POD_REPLACED, f"executor pod {pod}", lambda: k8s.replacement_pod(before))
         return {"pod": pod, "grace": grace, "gone_after": round(time.monotonic() - t0, 2)}
 
     def heal(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> None:
-        """Nothing to undo: Spark replaces the pod; its replacement Running goes on the timeline."""
-        pod, before = handle
-        k8s = self.ctx.spark(PodDelete)
-        self.ctx.watch(K8sKind.EXECUTOR_POD_REPLACED, f"executor pod {pod}", lambda: k8s.replacement_pod(before))
+        """Nothing to undo: Spark replaces the pod (its replacement Running is on the timeline from confirm)."""
 
 
 KINDS = (DeletePod,)
