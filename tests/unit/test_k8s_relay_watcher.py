@@ -6,8 +6,8 @@ from __future__ import annotations
 import socket
 import threading
 
-from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s import K8sKind
+from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s.watcher import PodWatcher
 
 
