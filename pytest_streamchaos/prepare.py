@@ -10,9 +10,10 @@
   (:mod:`pytest_streamchaos.stack.toxiproxy`);
 - the class-data sharing archives of the driver and executor JVMs (:mod:`pytest_streamchaos.machine.cds`),
   by a training run of ``fixtures/cds/train.py``; without them the JVMs start, only slower.
-- only with ``--for k8s``: Kubernetes' binaries (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-  kubectl, etcd), built from the Go module proxy (:mod:`pytest_streamchaos.stack.k8s.build`; tens of minutes
-  cold, docs/kubernetes.md). No cluster runs on them yet.
+- only with ``--k8s`` (``--for k8s``, the ``k8s`` cluster manager's steps): Kubernetes' binaries (kube-apiserver,
+  kube-controller-manager, kube-scheduler, kubelet, kubectl, etcd), built from the Go module proxy
+  (:mod:`pytest_streamchaos.stack.k8s.build`; tens of minutes cold, docs/kubernetes.md), and the Spark image of
+  the pods (:mod:`pytest_streamchaos.stack.k8s.spark_image`, from this host's JDK, Python and pyspark).
 
 ``python -m pytest_streamchaos.prepare`` prepares everything (``./dev test``, CI, tox);
 ``--for demo`` only what the demo needs before it runs (``./dev demo``: Kafka's and the connector's jars;
@@ -56,8 +57,8 @@ DEMO = ("kafka", "connector")
 #: the demo's steps that need no pyspark: ``./dev demo`` fetches them while pip installs pyspark (the connector's
 #: jars are the installed pyspark's, so they come after it)
 DEMO_EARLY = ("kafka",)
-#: steps that only their own ``--for`` runs, no cluster manager's yet: Kubernetes' binaries (a cold build of
-#: tens of minutes, :mod:`pytest_streamchaos.stack.k8s.build`), for those who will run Spark on Kubernetes
+#: steps that only their own ``--for`` runs: Kubernetes' binaries (a cold build of tens of minutes,
+#: :mod:`pytest_streamchaos.stack.k8s.build`), also the ``k8s`` cluster manager's (its entry names them with its image)
 OPT_IN = ("k8s",)
 
 
@@ -221,8 +222,11 @@ def main(argv: list[str] | None = None) -> int:
                              f"({', '.join(m.name for m in MANAGERS.values() if m.prepare)}) or with its checkpoint "
                              f"on a storage ({', '.join(s.name for s in STORAGES.values() if s.prepare)}); repeat it "
                              "for several, or Kubernetes' binaries (k8s: a long build, docs/kubernetes.md)")
+    parser.add_argument("--k8s", action="store_true", help="what Spark on Kubernetes needs (the same as --for k8s: "
+                        "Kubernetes' binaries, a long build, and the Spark image of the pods; docs/kubernetes.md)")
     args = parser.parse_args(argv)
-    return prepare(profile_steps(args.profiles or ["all"]))
+    chosen = [*(args.profiles or []), *(["k8s"] if args.k8s else [])]
+    return prepare(profile_steps(chosen or ["all"]))
 
 
 def profile_steps(chosen: list[str]) -> tuple[str, ...]:

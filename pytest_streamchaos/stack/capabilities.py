@@ -6,7 +6,8 @@ can, and nothing else: no method raises "not supported here" at run time.
 
 The Spark cluster's (:class:`~.base.SparkCluster`): :class:`WorkerKill`, :class:`WorkerPause`,
 :class:`MasterKill`, :class:`MasterPause`, :class:`ActiveMaster`, :class:`ExecutorKill`,
-:class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`.
+:class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`,
+:class:`PodDelete`.
 The Kafka cluster's (:class:`~.base.KafkaCluster`): :class:`BrokerKill`, :class:`BrokerPause`,
 :class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`. The run's
 HDFS's, what the HDFS faults act through: :class:`HdfsCluster`. ``docs/architecture.md`` lists who implements
@@ -151,6 +152,28 @@ class ResourceManagerRestart(Protocol):
 
     def restart_resourcemanager(self) -> Node:
         """Started again (not waited for: the NodeManagers' resync shows it back)."""
+        ...
+
+
+@runtime_checkable
+class PodDelete(Protocol):
+    """A pod deleted through the Kubernetes API server, as ``kubectl delete pod`` does; its controller (Spark's
+    executor allocator) replaces it."""
+
+    def executor_pods(self) -> Sequence[str]:
+        """The executor pods of the running jobs, oldest first."""
+        ...
+
+    def delete_pod(self, name: str, grace: float | None = None) -> float:
+        """``DELETE`` the pod (``grace``: its ``gracePeriodSeconds``, None: the pod's own); when it was asked."""
+        ...
+
+    def pod_gone(self, name: str) -> bool:
+        """The pod no longer exists in the API server."""
+        ...
+
+    def replacement_pod(self, than: Sequence[str]) -> str | None:
+        """An executor pod Running now that is none of ``than``."""
         ...
 
 
@@ -360,6 +383,9 @@ NEEDS: dict[type, Need] = {
     ResourceManagerRestart: Need("kill and restart YARN's ResourceManager process",
                                  "run the test on YARN's mini cluster (@pytest.mark.chaos(spark='yarn'), no "
                                  "--chaos-yarn-conf); on Spark standalone kill_master is the master's loss"),
+    PodDelete: Need("delete a pod through the Kubernetes API server",
+                    "run the test on Kubernetes (@pytest.mark.chaos(spark='k8s') or --chaos-spark=k8s; "
+                    "docs/kubernetes.md); elsewhere kill_executor is an executor's loss"),
     BrokerKill: Need("kill and restart a broker's process", _PLUGIN_KAFKA, kafka=True),
     BrokerPause: Need("freeze and resume a broker's process", _PLUGIN_KAFKA, kafka=True),
     PartitionLeaders: Need("name a partition's leader and followers", _PLUGIN_KAFKA, kafka=True),

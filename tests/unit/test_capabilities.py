@@ -14,6 +14,7 @@ from pytest_streamchaos.harness import ChaosFixture
 from pytest_streamchaos.stack import capabilities
 from pytest_streamchaos.stack.connect.cluster import ConnectSparkCluster
 from pytest_streamchaos.stack.connect.yarn import ConnectMiniYarnSparkCluster, ConnectYarnSparkCluster
+from pytest_streamchaos.stack.k8s.spark import K8sSparkCluster
 from pytest_streamchaos.stack.kraft.attached import AttachedKafka
 from pytest_streamchaos.stack.local import LocalKafkaCluster, LocalSparkCluster
 from pytest_streamchaos.stack.yarn.attach import AttachedYarn
@@ -38,6 +39,7 @@ def _clusters(tmp_path: Path) -> dict[str, object]:
         "yarn-mini": mini,
         "connect-yarn-attached": ConnectYarnSparkCluster(attached, port=15002),
         "connect-yarn-mini": ConnectMiniYarnSparkCluster(mini, port=15002),
+        "k8s": K8sSparkCluster(tmp_path / "k8s"),
         "kraft": LocalKafkaCluster(tmp_path / "kafka"),
         "kafka-attached": AttachedKafka("127.0.0.1:1"),
     }
@@ -76,6 +78,8 @@ REFUSED = [
      "ResourceManagerRestart", "YARN's mini cluster"),
     ("restart_resourcemanager", {}, "yarn-attached", "kraft", "the yarn Spark cluster (YarnSparkCluster)",
      "ResourceManagerRestart", "no --chaos-yarn-conf"),
+    ("delete_pod", {}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)", "PodDelete",
+     "spark='k8s'"),
     ("network_delay", {"target": "master", "ms": 50}, "yarn-attached", "kraft",
      "the yarn Spark cluster (YarnSparkCluster)", "ActiveMaster", "a cluster the plugin starts"),
     ("kill_broker", {}, "standalone", "kafka-attached", "the attached Kafka (AttachedKafka)", "BrokerKill",
@@ -112,6 +116,8 @@ def test_every_fault_has_what_it_needs_on_the_stacks_own_clusters(clusters, kind
         spark = clusters["connect"]
     elif spec.kind == "restart_resourcemanager":
         spark = clusters["yarn-mini"]
+    elif spec.kind == "delete_pod":
+        spark = clusters["k8s"]
     else:
         spark = clusters["standalone"]
     kafka = clusters["kraft"]  # (what Kafka as it is refuses -- ACLs, too few brokers: test_topic_checkpoint_kinds)

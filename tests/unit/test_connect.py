@@ -25,12 +25,13 @@ JOB = Path(__file__).resolve().parents[1] / "chaos" / "jobs" / "connect" / "orde
 
 def test_one_registry_names_the_cluster_managers_everywhere():
     spark = next(o for o in settings.options() if o.name == "spark")
-    assert spark.choices == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn")
+    assert spark.choices == tuple(managers.MANAGERS) == ("standalone", "yarn", "connect", "connect-yarn", "k8s")
     assert all(f"'{m}'" in spark.help for m in managers.MANAGERS)
     assert {m: managers.MANAGERS[m].factory().__module__.rpartition(".")[2] for m in managers.MANAGERS} == {
-        "standalone": "fixtures", "yarn": "spark", "connect": "cluster", "connect-yarn": "yarn"}
+        "standalone": "fixtures", "yarn": "spark", "connect": "cluster", "connect-yarn": "yarn",
+        "k8s": "spark"}
     # a manager's own preparation is a profile of its own, and not in the default one
-    assert set(optional()) == {"yarn", "connect", "k8s"} and profiles()["connect"][-1] == "connect"
+    assert set(optional()) == {"yarn", "connect", "k8s", "k8s-image"} and profiles()["connect"][-1] == "connect"
     assert "connect" not in profile_steps(["all"]) and "connect" in profile_steps(["connect"])
     assert {"connect", "yarn"} <= set(profile_steps(["connect-yarn"]))
 

@@ -78,10 +78,13 @@ def test_the_demos_early_step_needs_neither_pyspark_nor_any_dependency() -> None
 
 
 def test_kubernetes_only_when_asked(fake_steps) -> None:
-    """Kubernetes' binaries (a build of tens of minutes) are in neither the default nor the demo's set."""
+    """Kubernetes' binaries (a build of tens of minutes) and the Spark image are in neither the default nor the
+    demo's set; ``--k8s`` (``--for k8s``, the k8s manager's profile) asks for them with what a run needs."""
     prepare.main([])
     prepare.main(["--for", "demo"])
     assert "k8s" not in fake_steps["ran"]
-    fake_steps["ran"].clear()
-    prepare.main(["--for", "k8s"])
-    assert fake_steps["ran"] == ["k8s"]
+    assert "k8s-image" not in prepare.profile_steps(["all"]) and "k8s-image" in prepare.profiles()["k8s"]
+    for argv in (["--for", "k8s"], ["--k8s"]):
+        fake_steps["ran"].clear()
+        prepare.main(argv)
+        assert sorted(fake_steps["ran"]) == ["connector", "k8s", "kafka", "toxiproxy"]

@@ -43,7 +43,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_options_offer_them_with_their_help(fakes: None, pytester: pytest.Pytester) -> None:
     by_name = {o.name: o for o in settings.options()}
     assert by_name["checkpoint"].choices == ("local", "hdfs", "s3", "fakefs")
-    assert by_name["spark"].choices == ("standalone", "yarn", "connect", "connect-yarn", "fake")
+    assert by_name["spark"].choices == ("standalone", "yarn", "connect", "connect-yarn", "k8s", "fake")
     assert "'fakefs' (a fake store, for the registries' test)" in by_name["checkpoint"].help
     assert "'fake' (a fake cluster manager, for the registries' test)" in by_name["spark"].help
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--help")

@@ -54,8 +54,9 @@ class SubmitLauncher:
         options = options or LaunchOptions()
         if options.jit not in conf.JIT_MODES:
             raise LaunchError(f"jit={options.jit!r}: use one of {conf.JIT_MODES}")
-        if not (site.master_url.startswith(("spark://", "local")) or site.master_url == "yarn"):
-            raise LaunchError(f"master URL {site.master_url!r} is not spark://host:port, yarn (or local[...])")
+        if not (site.master_url.startswith(("spark://", "local", "k8s://")) or site.master_url == "yarn"):
+            raise LaunchError(f"master URL {site.master_url!r} is not spark://host:port, yarn, k8s://... "
+                              "(or local[...])")
         self.site, self.workdir, self.options = site, Path(workdir), options
         self.python = options.python or sys.executable
         self.jobs: list[SparkJob] = []

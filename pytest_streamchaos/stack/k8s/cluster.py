@@ -55,7 +55,10 @@ def missing() -> str | None:
 class Cluster(Service):
     """The one-node cluster of run folder ``run`` (a short path: unix sockets live in it)."""
 
-    def __init__(self, run: str | os.PathLike, *, host: Host | None = None, start_timeout: float = 240.0) -> None:
+    def __init__(self, run: str | os.PathLike, *, host: Host | None = None, start_timeout: float = 240.0,
+                 archives: tuple[Path, ...] = ()) -> None:
+        """``archives``: OCI image archives imported besides the pause image (the Spark image)."""
+        self.archives = archives
         self.layout = config.Layout(Path(run).absolute())
         self.host = host or current()
         self.start_timeout = start_timeout
@@ -180,6 +183,8 @@ class Cluster(Service):
             f"--advertise-address={self.gateway}", f"--service-cluster-ip-range={SERVICE_RANGE}",
             f"--tls-cert-file={pk / 'apiserver.crt'}", f"--tls-private-key-file={pk / 'apiserver.key'}",
             f"--client-ca-file={pk / 'ca.crt'}", "--authorization-mode=Node,RBAC",
+            # the node's name resolves nowhere (no cluster DNS, and no lookup leaves the machine): its address
+            "--kubelet-preferred-address-types=InternalIP",
             f"--kubelet-client-certificate={pk / 'admin.crt'}", f"--kubelet-client-key={pk / 'admin.key'}",
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pk / 'sa.pub'}", f"--service-account-signing-key-file={pk / 'sa.key'}",
@@ -206,9 +211,10 @@ class Cluster(Service):
         lay = self.layout
         self._launch("containerd", ["containerd", "--config", str(lay.containerd / "config.toml")])
         self._await("containerd's socket", lambda: self._ctr("version").returncode == 0, ("containerd",))
-        p = self._ctr("images", "import", str(archive))
-        commands.check(p, error=StackError, fix=f"the pause image {archive} is an OCI archive made here: remove it "
-                                                f"to have it made again")
+        for image in (archive, *self.archives):
+            p = self._ctr("images", "import", str(image))
+            commands.check(p, error=StackError, fix=f"the image {image} is an OCI archive made here: remove it to "
+                                                    f"have it made again")
 
     def _ctr(self, *args: str) -> Any:
         return commands.completed(["ctr", "--address", str(self.layout.containerd_socket), "--namespace", "k8s.io",

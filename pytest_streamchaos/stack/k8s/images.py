@@ -26,7 +26,7 @@ from pytest_streamchaos.stack.k8s import build
 PAUSE_IMAGE = "streamchaos.local/pause:3.10"
 #: the pause binary's name in its image (not the ``pause`` fault's: the image's own name says it)
 PAUSE_BINARY = PAUSE_IMAGE.rsplit("/", 1)[1].split(":")[0]
-_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def folder() -> Path:
@@ -64,7 +64,7 @@ def write_archive(path: Path, name: str, files: Mapping[str, bytes], *, entrypoi
     content, each executable), run as ``entrypoint``. Written whole or not at all."""
     layer = _tar({p: (0o755, data) for p, data in sorted(files.items())})
     layer_digest = _digest(layer)
-    config = _json({"architecture": _ARCH.get(platform.machine(), platform.machine()), "os": "linux",
+    config = _json({"architecture": ARCH.get(platform.machine(), platform.machine()), "os": "linux",
                     "config": {"Entrypoint": list(entrypoint), "WorkingDir": "/"},
                     "rootfs": {"type": "layers", "diff_ids": [layer_digest]}})
     manifest = _json({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -79,6 +79,37 @@ def write_archive(path: Path, name: str, files: Mapping[str, bytes], *, entrypoi
     partial = path.with_suffix(".partial")
     partial.write_bytes(_tar({p: (0o644, data) for p, data in entries.items()}))
     os.replace(partial, path)
+
+
+def write_layered_archive(path: Path, name: str, layers: Sequence[tuple[Path, str, int]], config: dict) -> None:
+    """An OCI image archive at ``path`` named ``name`` of ``layers`` (each an uncompressed layer tar on disk, its
+    digest and size, base first) and the image ``config`` (its ``rootfs`` naming those digests). The layers are
+    copied in from disk, never held in memory. Written whole or not at all."""
+    config_bytes = _json(config)
+    manifest = _json({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                      "config": _descriptor("application/vnd.oci.image.config.v1+json", config_bytes),
+                      "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": digest,
+                                  "size": size} for _, digest, size in layers]})
+    annotations = {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": name.rsplit(":", 1)[1]}
+    index = _json({"schemaVersion": 2, "manifests": [{
+        **_descriptor("application/vnd.oci.image.manifest.v1+json", manifest), "annotations": annotations}]})
+    partial = path.with_suffix(".partial")
+    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
+        for arcname, data in (("oci-layout", _json({"imageLayoutVersion": "1.0.0"})), ("index.json", index),
+                              (_blob(config_bytes), config_bytes), (_blob(manifest), manifest)):
+            info = tarfile.TarInfo(arcname)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+        for layer, digest, size in layers:
+            info = tarfile.TarInfo(f"blobs/sha256/{digest.split(':')[1]}")
+            info.size, info.mode, info.mtime = size, 0o644, 0
+            with open(layer, "rb") as f:
+                tar.addfile(info, f)
+    os.replace(partial, path)
+
+
+def _blob(data: bytes) -> str:
+    return f"blobs/sha256/{_digest(data).split(':')[1]}"
 
 
 def _tar(files: Mapping[str, tuple[int, bytes]]) -> bytes:
