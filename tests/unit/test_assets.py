@@ -33,10 +33,11 @@ def test_launcher_and_zookeeper_read_their_templates():
 
 
 def test_no_python_package_code_in_fixtures():
-    """Assets only: no package (a job script run by spark-submit, like fixtures/cds/train.py, is an asset)."""
+    """Assets only: no package (a job script run by spark-submit, like fixtures/cds/train.py, or the Spark image's
+    entrypoint run inside its pods, fixtures/k8s/spark-entrypoint.py, is an asset)."""
     assert not sorted(FIXTURES.rglob("__init__.py")), "fixtures/ holds assets, not package code"
     scripts = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.py"))
-    assert scripts == ["cds/train.py"], scripts
+    assert scripts == ["cds/train.py", "k8s/spark-entrypoint.py"], scripts
 
 
 def test_every_fixture_is_installed_as_a_data_file():
