@@ -78,6 +78,13 @@ class FaultContext:
     stores: Mapping[str, StorageService] = field(default_factory=dict)
     #: what the kinds of the plan made ready before the job started (their ``before_job``), by kind name
     prepared: Mapping[str, object] = field(default_factory=dict)
+    #: the run's workload seed (stable per test id unless the test gives one): a fault that draws at random draws
+    #: from it with its occurrence (:meth:`draws`), so a run repeats its faults' draws and two tests' differ
+    seed: int = 0
+
+    def draws(self, occurrence: int) -> int:
+        """The seed of one fault occurrence's random draws: the run's seed and the occurrence, mixed."""
+        return self.seed * 1_000_003 + occurrence
 
     def spark(self, capability: type[C]) -> C:
         """The run's Spark cluster as one of its capabilities (:mod:`pytest_streamchaos.stack.capabilities`)."""

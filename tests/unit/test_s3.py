@@ -337,3 +337,29 @@ def test_the_store_answering_again_is_a_phase_of_an_outages_recovery():
     events = [TimelineEvent(T0 + 18, "fault_healed", "s3", {}), TimelineEvent(T0 + 21.5, "s3_store_ready", "s3", {})]
     assert [(p["at"], p["kind"]) for p in recovery_phases(events, T0 + 8, T0 + 60)] == [
         (10.0, "fault_healed"), (13.5, "s3_store_ready")]
+
+
+def test_the_503_rule_draws_from_the_runs_seed_and_the_faults_occurrence():
+    # the rule's draws were seeded by the occurrence alone, so every test drew seed 0's opening (12-16 % refused at
+    # rate 0.3 in a short window); now the run's seed (stable per test id) and the occurrence: a run repeats, two
+    # tests differ
+    from pytest_streamchaos.faults.context import FaultContext
+    from pytest_streamchaos.faults.families.s3 import S3Errors
+    from pytest_streamchaos.faults.timeline import PlannedFault
+
+    def seeded(seed: int, occurrence: int) -> int:
+        got: dict[str, int] = {}
+
+        class Store:
+            def refuse(self, status: int, ops: list[str], rate: float, code: str = "", seed: int = 0) -> str:
+                got["seed"] = seed
+                return "rule"
+
+        kind = S3Errors(FaultContext(cluster=None, kafka=None, job=None, input_topic="in", seed=seed))  # type: ignore[arg-type]
+        kind._store = Store  # type: ignore[method-assign,assignment]
+        kind.inject(PlannedFault(parse("s3_errors", (), {"rate": 0.3}), occurrence, 5.0, 10.0))
+        return got["seed"]
+
+    assert seeded(42, 0) == seeded(42, 0)
+    assert len({seeded(42, 0), seeded(42, 1), seeded(43, 0), seeded(0, 0)}) == 4
+    assert refusals(seeded(42, 0), 0.3, 5000) != refusals(seeded(43, 0), 0.3, 5000)

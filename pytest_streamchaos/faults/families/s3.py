@@ -246,7 +246,7 @@ class S3Errors(_OnStore):
         p = planned.spec.params
         since = self._log_size()
         return self._store().refuse(int(p["status"]), list(p["ops"]), float(p["rate"]), str(p.get("code", "")),
-                                    seed=planned.occurrence), since
+                                    seed=self.ctx.draws(planned.occurrence)), since
 
     def confirm(self, planned: PlannedFault, handle: tuple[RefusalRule, int]) -> dict[str, object]:
         p = planned.spec.params

@@ -126,7 +126,7 @@ class WireObservers:
         faults = FaultContext(cluster=ctx.chaos.cluster, kafka=ctx.chaos.kafka, job=job,
                               input_topic=t.inputs[0], output_topic=t.out_topic, checkpoint=watcher,
                               collector=collector, poison=poison, stores=ctx.storage.services(),
-                              recorder=ctx.recorder, prepared=self.prepared.prepared)
+                              recorder=ctx.recorder, prepared=self.prepared.prepared, seed=ctx.chaos.seed)
         obs: Observers
         # the faults acting now are the current scheduler's (one history plays a scheduler per schedule)
         supervisor = DriverSupervisor(job, ctx.recorder.record, enabled=ctx.spec.supervise,
