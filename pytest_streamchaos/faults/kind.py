@@ -246,7 +246,7 @@ class FaultKind(FaultAction[H]):
         return False
 
     @classmethod
-    def generator_conf(cls, spec: FaultSpec) -> Mapping[str, Any]:
+    def generator_conf(cls, spec: FaultSpec) -> Mapping[str, object]:
         """librdkafka settings the generator's producer needs in a run with this fault (e.g. to see a topic's
         new partitions at once); {} by default."""
         return {}

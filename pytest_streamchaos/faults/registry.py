@@ -154,7 +154,7 @@ def check_storages(specs: Iterable[FaultSpec], reached: Iterable[str]) -> None:
 
 def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, object]:
     """The librdkafka settings the plan's faults need of the generator's producer (their ``generator_conf``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for s in specs:
         out.update(kind_of(s).generator_conf(s))
     return out
