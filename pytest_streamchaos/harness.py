@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.reference import Reference
@@ -43,6 +43,9 @@ from pytest_streamchaos.runner.groups import (
 from pytest_streamchaos.runner.spec import RunGroups
 from pytest_streamchaos.stack.base import KafkaCluster, SparkCluster
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 #: the fields of a group that two runs' groups merge key by key
 _MERGED = ("conf", "env")
 
@@ -59,8 +62,12 @@ def merged_args(common: Mapping[str, Any], own: Mapping[str, Any] | None) -> dic
     return out
 
 
-def _merged_group(common: Any, own: Any) -> Any:
-    changes: dict[str, Any] = {}
+#: a group of a run's arguments (``JobSetup``...): a dataclass
+_Group = TypeVar("_Group", bound="DataclassInstance")
+
+
+def _merged_group(common: _Group, own: _Group) -> _Group:
+    changes: dict[str, object] = {}
     for f in fields(own):
         value = getattr(own, f.name)
         if f.name in _MERGED and isinstance(value, Mapping):

@@ -10,7 +10,7 @@ carry an ``index``, params and the topic they serve), else the one target its ma
 
 from __future__ import annotations
 
-from pytest_streamchaos.faults.kind import FaultKind, SearchTarget
+from pytest_streamchaos.faults.kind import SearchTarget, SomeKind
 from pytest_streamchaos.faults.registry import KINDS
 from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER, FaultSpec
 from pytest_streamchaos.search.kinds import KindInfo
@@ -26,12 +26,12 @@ STEP_TIMEOUT_S = 30.0
 AFTER_RESTART_S = 60.0
 
 
-def default_target(kind: type[FaultKind]) -> str:
+def default_target(kind: type[SomeKind]) -> str:
     """The one target of a kind without search roles: its mark's name without ``kill_`` (``driver``)."""
     return kind.name.removeprefix("kill_")
 
 
-def info(kind: type[FaultKind]) -> KindInfo | None:
+def info(kind: type[SomeKind]) -> KindInfo | None:
     """``kind`` as the search sees it, or None when it cannot be aimed at any micro-batch phase."""
     phases = tuple(m for m in kind.moments if m in PHASES)
     if not phases:
@@ -43,7 +43,7 @@ def info(kind: type[FaultKind]) -> KindInfo | None:
                     serves=tuple((t.name, t.serves) for t in targets if t.serves is not None))
 
 
-def search_target(kind: type[FaultKind], name: str) -> SearchTarget | None:
+def search_target(kind: type[SomeKind], name: str) -> SearchTarget | None:
     """The declared search target ``name`` of ``kind`` (None: its one default target)."""
     return next((t for t in map(SearchTarget.of, kind.search_targets) if t.name == name), None)
 

@@ -20,7 +20,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.spec import (
@@ -54,36 +54,41 @@ def check_signal(kind: str, params: Mapping[str, Any]) -> None:
         raise FaultSpecError(f"@{kind}: signal={sig!r} must be 'SIGKILL' or 'SIGTERM'")
 
 
-class FaultAction(abc.ABC):
-    """What a fault does to the stack, as the scheduler calls it. ``inject`` returns a handle that
-    ``confirm``, ``check`` and ``heal`` get back, as soon as the fault has taken effect (signal sent,
-    rule installed, broker down) and without waiting for more: the scheduler stamps the injection
-    when it returns. ``target`` names what was hit (for the timeline; called after ``inject``, so a
+#: the handle a kind's ``inject`` returns and its ``confirm``, ``check``, ``heal`` and ``landed`` get back
+#: (a pid, a broker list, a network rule group...): each kind's own type
+H = TypeVar("H")
+
+
+class FaultAction(abc.ABC, Generic[H]):
+    """What a fault does to the stack, as the scheduler calls it. ``inject`` returns a handle (of the
+    kind's own type ``H``) that ``confirm``, ``check`` and ``heal`` get back, as soon as the fault has
+    taken effect (signal sent, rule installed, broker down) and without waiting for more: the scheduler
+    stamps the injection when it returns. ``target`` names what was hit (for the timeline; called after ``inject``, so a
     role such as ``busiest`` has resolved)."""
 
     @abc.abstractmethod
     def target(self, planned: PlannedFault) -> str: ...
 
     @abc.abstractmethod
-    def inject(self, planned: PlannedFault) -> Any: ...
+    def inject(self, planned: PlannedFault) -> H: ...
 
-    def confirm(self, planned: PlannedFault, handle: Any) -> dict[str, object] | None:
+    def confirm(self, planned: PlannedFault, handle: H) -> dict[str, object] | None:
         """Block until the effect is confirmed (a killed group reaped, a paused group all stopped, a
         probe across the faulted link); raise if it is not within the kind's own timeout. A dict
         returned (what a probe measured) goes into the ``fault_injected`` event, the wait into its
         ``confirmed`` seconds. Default: nothing to confirm."""
         return None
 
-    def check(self, planned: PlannedFault, handle: Any) -> str | None:
+    def check(self, planned: PlannedFault, handle: H) -> str | None:
         """Called every second while the fault is active: why it stopped acting (a delayer that died,
         a rule removed), recorded as a ``fault_error``; None while it acts. Default: None."""
         return None
 
-    def heal(self, planned: PlannedFault, handle: Any) -> None:
+    def heal(self, planned: PlannedFault, handle: H) -> None:
         """Undo the fault (restart, resume, rule removed). Default: nothing to undo."""
         return None
 
-    def landed(self, planned: PlannedFault, handle: Any, aim: Aim) -> Aim:
+    def landed(self, planned: PlannedFault, handle: H, aim: Aim) -> Aim:
         """Where an aimed fault landed, once it was injected and confirmed: ``aim`` as its moment's
         detector found it, or a miss when the fault hit something else than the moment's target (a
         partition leader that moved meanwhile). Default: ``aim``."""
@@ -142,7 +147,7 @@ class Preparation(Protocol):
     def release(self) -> None: ...
 
 
-class FaultKind(FaultAction):
+class FaultKind(FaultAction[H]):
     """One fault kind: declaration, properties and behaviour (see the module docstring)."""
 
     name: ClassVar[str]
@@ -241,7 +246,7 @@ class FaultKind(FaultAction):
         return False
 
     @classmethod
-    def generator_conf(cls, spec: FaultSpec) -> Mapping[str, Any]:
+    def generator_conf(cls, spec: FaultSpec) -> Mapping[str, object]:
         """librdkafka settings the generator's producer needs in a run with this fault (e.g. to see a topic's
         new partitions at once); {} by default."""
         return {}
@@ -283,7 +288,14 @@ class FaultKind(FaultAction):
         return None
 
 
-class Kill(FaultKind):
+#: a fault action or kind of whichever handle type, as the registry and the scheduler hold them: a kind's handle
+#: is its own business, which they only pass back to it (``FaultAction[object]`` would not do: a kind takes its
+#: handle back as its own type, so its ``H`` is invariant, and typing has no "some H" but ``Any``)
+SomeAction: TypeAlias = "FaultAction[Any]"
+SomeKind: TypeAlias = "FaultKind[Any]"
+
+
+class Kill(FaultKind[H]):
     """A kind that kills a process: its ``signal`` (SIGKILL by default, or SIGTERM) and ``restart_after``."""
 
     args: ClassVar[Mapping[str, str]] = KILL_ARGS

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.kind import SomeKind
 from pytest_streamchaos.faults.registry import KINDS
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 
 
-def decorator(kind: type[FaultKind]) -> Callable[..., Any]:
+def decorator(kind: type[SomeKind]) -> Callable[..., Any]:
     """The importable decorator of fault ``kind``: checks its arguments, then applies its mark."""
     name = kind.name
 

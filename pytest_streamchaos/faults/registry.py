@@ -16,7 +16,7 @@ from pytest_streamchaos import backends, storages
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families import broker, checkpoint, disk, network, process, topic, workload
 from pytest_streamchaos.faults.gate_moments import GATE_ONLY
-from pytest_streamchaos.faults.kind import FaultAction, FaultKind, JobSite, Preparation
+from pytest_streamchaos.faults.kind import JobSite, Preparation, SomeAction, SomeKind
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.stack import capabilities
 
@@ -28,28 +28,28 @@ if TYPE_CHECKING:
 FAMILIES = (process, broker, topic, checkpoint, network, workload, disk)
 
 
-def families() -> tuple[tuple[type[FaultKind], ...], ...]:
+def families() -> tuple[tuple[type[SomeKind], ...], ...]:
     """The kinds of every family: :data:`FAMILIES`', then the backend entries' (``faults``), as they are now."""
     own = tuple(tuple(family.KINDS) for family in FAMILIES)
-    return (*own, cast("tuple[type[FaultKind], ...]", backends.fault_kinds()))
+    return (*own, cast("tuple[type[SomeKind], ...]", backends.fault_kinds()))
 
 
-class _Kinds(Mapping[str, "type[FaultKind]"]):
+class _Kinds(Mapping[str, "type[SomeKind]"]):
     """Every fault kind by its mark's name, read from :func:`families` when asked (a backend plugged into a
     registry brings its family with it); made again only when the entries' families change."""
 
     def __init__(self) -> None:
         self._key: tuple[str, ...] | None = None
-        self._kinds: dict[str, type[FaultKind]] = {}
+        self._kinds: dict[str, type[SomeKind]] = {}
 
-    def _now(self) -> dict[str, type[FaultKind]]:
+    def _now(self) -> dict[str, type[SomeKind]]:
         key = tuple(path for entry in backends.entries() for path in entry.faults)
         if key != self._key:
             self._kinds = {k.name: k for family in families() for k in family}
             self._key = key
         return self._kinds
 
-    def __getitem__(self, name: str) -> type[FaultKind]:
+    def __getitem__(self, name: str) -> type[SomeKind]:
         return self._now()[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -60,10 +60,10 @@ class _Kinds(Mapping[str, "type[FaultKind]"]):
 
 
 #: every fault kind by its mark's name: :data:`FAMILIES`' and the backend entries'
-KINDS: Mapping[str, type[FaultKind]] = _Kinds()
+KINDS: Mapping[str, type[SomeKind]] = _Kinds()
 
 
-def kind(name: str) -> type[FaultKind]:
+def kind(name: str) -> type[SomeKind]:
     """The kind of the mark called ``name``; :class:`~.spec.FaultSpecError` naming the known ones."""
     found = KINDS.get(name)
     if found is None:
@@ -71,7 +71,7 @@ def kind(name: str) -> type[FaultKind]:
     return found
 
 
-def kind_of(spec: FaultSpec) -> type[FaultKind]:
+def kind_of(spec: FaultSpec) -> type[SomeKind]:
     """The kind of a validated spec."""
     return KINDS[spec.kind]
 
@@ -84,14 +84,14 @@ def parse(name: str, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None 
     return kind(name).parse(args, kwargs)
 
 
-def actions_for(ctx: FaultContext) -> dict[str, FaultAction]:
+def actions_for(ctx: FaultContext) -> dict[str, SomeAction]:
     """One action per fault kind, bound to this run's stack."""
     return {name: k(ctx) for name, k in KINDS.items()}
 
 
-def by_kind(specs: Iterable[FaultSpec]) -> dict[type[FaultKind], list[FaultSpec]]:
+def by_kind(specs: Iterable[FaultSpec]) -> dict[type[SomeKind], list[FaultSpec]]:
     """``specs`` grouped by kind, in order of first appearance."""
-    out: dict[type[FaultKind], list[FaultSpec]] = {}
+    out: dict[type[SomeKind], list[FaultSpec]] = {}
     for s in specs:
         out.setdefault(kind_of(s), []).append(s)
     return out
@@ -154,7 +154,7 @@ def check_storages(specs: Iterable[FaultSpec], reached: Iterable[str]) -> None:
 
 def generator_conf(specs: Iterable[FaultSpec]) -> dict[str, object]:
     """The librdkafka settings the plan's faults need of the generator's producer (their ``generator_conf``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for s in specs:
         out.update(kind_of(s).generator_conf(s))
     return out

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from pytest_streamchaos.events import Kind
-from pytest_streamchaos.faults.kind import FaultAction
+from pytest_streamchaos.faults.kind import SomeAction
 from pytest_streamchaos.faults.moments import Aim, MomentDetector
 from pytest_streamchaos.faults.registry import kind_of
 from pytest_streamchaos.faults.timeline import PlannedFault, Recorder
@@ -31,7 +31,7 @@ class FaultScheduler:
     def __init__(
         self,
         planned: list[PlannedFault],
-        actions: dict[str, FaultAction],
+        actions: dict[str, SomeAction],
         recorder: Recorder,
         moments: dict[str, MomentDetector] | None = None,
         clock: Callable[[], float] = time.time,

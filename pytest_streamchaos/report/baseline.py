@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -138,7 +138,13 @@ class Storage:
         return json.loads(Path(path).read_text())
 
 
-def session_doc(results: Iterable[tuple[str, int, list[dict[str, Any]], Any]],
+class Saved(Protocol):
+    """A run or repeated runs as a baseline saves them: their JSON."""
+
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+def session_doc(results: Iterable[tuple[str, int, list[dict[str, Any]], Saved]],
                 environment: Mapping[str, Any]) -> dict[str, Any]:
     """The document ``--chaos-save`` writes: the environment and every (test, index, faults, result)."""
     return {

@@ -9,7 +9,7 @@ callables, the job script and the fault plan), both built by keyword and never c
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from pytest_streamchaos.observe.output_names import (
     output_kind,
     output_path,
 )
-from pytest_streamchaos.observe.outputs import NoIds
+from pytest_streamchaos.observe.outputs import IdSpec, NoIds
 from pytest_streamchaos.runner.arguments import check_arguments
 from pytest_streamchaos.runner.errors import RunError
 from pytest_streamchaos.runner.groups import JobSetup, Load, Timing, Watch
@@ -116,11 +116,11 @@ class RunInputs:
     load_why: str  #: why the load lasts what it does (``faults.timeline.load_seconds``)
     settle_pinned: bool  #: the test gave ``settle_seconds``: the drain waits for it, not for an idle query
     oracle: Oracle
-    id_reader: Any
+    id_reader: str | Callable[[bytes, bytes | None], list[int]] | None
     params: MetricParams | None
     factories: dict[str, Any]  #: input topic -> record factory (None: the built-in records)
-    output_ids: dict[str, Any]  #: output name -> how input ids are read there
-    annotate: dict[str, Any]  #: the test's annotations and the oracle's per-record callables
+    output_ids: dict[str, IdSpec]  #: output name -> how input ids are read there
+    annotate: dict[str, Callable[[Any], float]]  #: the test's annotations and the oracle's per-record callables
     real_time: RealTime | None = None  #: the job's real-time trigger, as its script shows it
     #: how the run is compared with its reference run (its columns are checked before the load: warm-up)
     reference: Reference | None = None

@@ -10,7 +10,7 @@ import time
 from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, FaultContext, signal_of
-from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, Kill, SearchTarget
+from pytest_streamchaos.faults.kind import KILL_ARGS, FaultKind, H, Kill, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -101,7 +101,7 @@ def broker_names(ids: list[int]) -> str:
     return ",".join(f"broker-{b}" for b in ids)
 
 
-class _OnBrokers(FaultKind):
+class _OnBrokers(FaultKind[H]):
     """Remembers which brokers each occurrence hit (a role resolves when it is injected)."""
 
     roles: ClassVar[tuple[str, ...]] = BROKER_ROLES
@@ -120,7 +120,7 @@ class _OnBrokers(FaultKind):
         return ids
 
 
-class KillBroker(_OnBrokers, Kill):
+class KillBroker(_OnBrokers[list[int]], Kill[list[int]]):
     """SIGKILL (or SIGTERM) of broker JVMs; started again on heal (same ports and log directory)."""
 
     name = "kill_broker"
@@ -185,7 +185,7 @@ class KillBroker(_OnBrokers, Kill):
             self.ctx.brokers(BrokerKill).restart_broker(b, wait=False)
 
 
-class IsolateBroker(_OnBrokers):
+class IsolateBroker(_OnBrokers[net.FaultGroup]):
     """A broker cut from the other brokers (replication, the KRaft quorum) while the job's clients and
     the harness still reach it: iptables rules on its peer ports and on the connections it opens to
     its peers (:class:`pytest_streamchaos.netem.rules.BrokerCut`)."""

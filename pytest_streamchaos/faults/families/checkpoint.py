@@ -89,7 +89,7 @@ def newest_state_file(names: Sequence[str]) -> str | None:
     return (per_batch or top)[0]
 
 
-class _Damage(FaultKind):
+class _Damage(FaultKind[Damaged]):
     """A checkpoint damage: the driver stopped at the kind's moment (its first ``moments``, the default
     ``when``), the files damaged (:meth:`damage`), the driver started again on heal."""
 

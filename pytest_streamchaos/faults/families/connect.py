@@ -49,7 +49,7 @@ def session_of(ctx: FaultContext) -> ConnectSession:
     return job
 
 
-class KillConnectServer(Kill):
+class KillConnectServer(Kill[None]):
     name = "kill_connect_server"
     doc = ("kill the Spark Connect server (the query's driver, its foreachBatch workers with it); start it again "
            "on the same address after restart_after (default 0)")
@@ -78,7 +78,7 @@ class KillConnectServer(Kill):
         session_of(self.ctx).restart_server(wait=True)
 
 
-class KillClient(Kill):
+class KillClient(Kill[int | None]):
     name = "kill_client"
     doc = ("kill the Spark Connect client (the job's own Python process): its query goes on in the server; "
            "start it again after restart_after (None, the default: it stays dead)")
@@ -110,7 +110,7 @@ class KillClient(Kill):
             session_of(self.ctx).restart()
 
 
-class KillForeachBatchWorker(FaultKind):
+class KillForeachBatchWorker(FaultKind[int]):
     name = "kill_foreachbatch_worker"
     doc = ("kill the Python worker that runs the query's foreachBatch function on the Spark Connect server: the "
            "micro-batch fails, the query with it; the job's own code (or supervise=True) restarts it")

@@ -147,7 +147,7 @@ def mount_points(site: JobSite) -> list[Path]:
     return out
 
 
-class FillDisk(FaultKind):
+class FillDisk(FaultKind[list[SmallFilesystem]]):
     """``fill_disk``: the filesystem under the query's checkpoint runs full for ``duration``."""
 
     name = "fill_disk"

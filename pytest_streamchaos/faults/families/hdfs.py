@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, CONFIRM_PAUSE_S, signal_of
-from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.kind import FaultKind, H, Kill
 from pytest_streamchaos.faults.moments import OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -17,7 +17,7 @@ from pytest_streamchaos.stack.capabilities import HdfsCluster
 from pytest_streamchaos.stack.hdfs import HdfsKind
 
 
-class _OnHdfs(FaultKind):
+class _OnHdfs(FaultKind[H]):
     """Base of the HDFS faults: the run's HDFS, or a failure saying how to get one."""
 
     store = HdfsCluster
@@ -43,7 +43,7 @@ class _OnHdfs(FaultKind):
                            functools.partial(hdfs.datanode_registered, i))
 
 
-class KillNamenode(_OnHdfs, Kill):
+class KillNamenode(_OnHdfs[None], Kill[None]):
     """Signal the NameNode; heal restarts it on the same ports and name dir."""
 
     name = "kill_namenode"
@@ -72,7 +72,7 @@ class KillNamenode(_OnHdfs, Kill):
         self._watch_registered(hdfs, list(range(len(hdfs.datanodes))))
 
 
-class PauseNamenode(_OnHdfs):
+class PauseNamenode(_OnHdfs[None]):
     """SIGSTOP the NameNode (clients hang, DataNodes miss heartbeat replies)."""
 
     name = "pause_namenode"
@@ -92,7 +92,7 @@ class PauseNamenode(_OnHdfs):
         self._hdfs().resume_namenode()
 
 
-class KillDatanode(_OnHdfs, Kill):
+class KillDatanode(_OnHdfs[int], Kill[int]):
     """Signal DataNode ``index`` (default 0); record when the NameNode declares it dead; heal (with
     restart_after) starts it again on its ports and data dir."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.kind import FaultKind
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -21,7 +22,7 @@ POD_GRACE_S = 30.0
 _GONE_MARGIN_S = 15.0
 
 
-class DeletePod(FaultKind):
+class DeletePod(FaultKind[tuple[str, list[str]]]):
     name = "delete_pod"
     doc = ("delete an executor pod through the Kubernetes API (grace: its gracePeriodSeconds, default the pod's "
            "own); Spark's allocator asks for a replacement")
@@ -40,7 +41,7 @@ class DeletePod(FaultKind):
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
         return True
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
         self.pods: dict[int, str] = {}
 

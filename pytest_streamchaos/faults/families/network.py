@@ -75,7 +75,7 @@ def _on_kafka_link(spec: FaultSpec) -> bool:
     return str(spec.target or "kafka").split("-")[0] in ("kafka", "broker")
 
 
-class _OnALink(FaultKind):
+class _OnALink(FaultKind[net.LinkFault]):
     """A fault on a link's ports: what the four network kinds share. A kind says which operation of a link
     it is (:attr:`operation`, :meth:`act`) and what the host's rules need; the job's Kafka proxies carry it
     when they have the operation (Toxiproxy has no loss toxic: a loss is iptables on their ports)."""

@@ -19,7 +19,7 @@ from pytest_streamchaos.faults.context import (
 )
 from pytest_streamchaos.faults.families.broker import BROKER_ARGS, BROKER_ROLES, brokers_of, check_broker_args
 from pytest_streamchaos.faults.gate_moments import gate_of, held_worker
-from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.kind import FaultKind, H, Kill
 from pytest_streamchaos.faults.moments import (
     BETWEEN_BATCHES,
     OFFSETS_LOGGED,
@@ -62,7 +62,7 @@ def target_worker(ctx: FaultContext, planned: PlannedFault) -> int:
     return worker_index(ctx, planned)
 
 
-class _OnExecutors(Kill):
+class _OnExecutors(Kill[H]):
     """A kill of executors (one, or a worker's): the busiest worker's unless ``index`` says, aimed at
     the micro-batch phases; remembers which worker each occurrence hit ('busiest' -> 1)."""
 
@@ -80,7 +80,7 @@ class _OnExecutors(Kill):
         return True
 
 
-class KillWorker(_OnExecutors):
+class KillWorker(_OnExecutors[int]):
     name = "kill_worker"
     doc = "kill a Spark worker and its executors (process group)"
     needs = (WorkerKill,)
@@ -105,7 +105,7 @@ class KillWorker(_OnExecutors):
                        lambda: any(a.get("port") == port for a in self.ctx.cluster.alive_workers()))
 
 
-class KillExecutor(_OnExecutors):
+class KillExecutor(_OnExecutors[ExecutorRef]):
     name = "kill_executor"
     doc = "kill one executor JVM (its worker stays)"
     needs = (ExecutorKill,)
@@ -133,7 +133,7 @@ class KillExecutor(_OnExecutors):
         """Nothing: the master relaunches a lost executor by itself."""
 
 
-class KillDriver(Kill):
+class KillDriver(Kill[int | None]):
     name = "kill_driver"
     doc = ("kill the driver (JVM and Python children); restart it from the checkpoint "
            "after restart_after (default 0)")
@@ -163,7 +163,7 @@ class KillDriver(Kill):
         self.ctx.job.restart()
 
 
-class KillMaster(Kill):
+class KillMaster(Kill[int]):
     name = "kill_master"
     doc = "kill a Spark master (the active one by default)"
     roles = ("active", "standby")

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict
 
 from pytest_streamchaos.faults.context import CONFIRM_KILL_S, signal_of
-from pytest_streamchaos.faults.kind import FaultKind, Kill
+from pytest_streamchaos.faults.kind import FaultKind, H, Kill
 from pytest_streamchaos.faults.spec import FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.netem.links import ToxiproxyLink
@@ -63,7 +63,7 @@ def s3_lines(text: str) -> S3Lines:
     return {"lines": len(found), "retries": retries, "first": first}
 
 
-class _OnStore(FaultKind):
+class _OnStore(FaultKind[H]):
     """Base of the S3 faults: the run's object store (a run without one refuses them before it starts). Each
     notes where the driver's log was when it was injected and, on heal, records what the log said of S3 since
     (``s3a_logged``)."""
@@ -94,7 +94,7 @@ class _OnStore(FaultKind):
             self.ctx.recorder.record(S3Kind.S3A_LOGGED, planned.label, **s3_lines(text))
 
 
-class KillS3(_OnStore, Kill):
+class KillS3(_OnStore[int], Kill[int]):
     """Signal the store; heal starts it again on the same ports and data."""
 
     name = "kill_s3"
@@ -134,7 +134,7 @@ def probe(endpoint: str, timeout: float = PROBE_S) -> tuple[str, float]:
     return outcome, time.monotonic() - t0
 
 
-class _OnLink(_OnStore):
+class _OnLink(_OnStore[tuple[ToxicFault, int]]):
     """A fault on the job's link to the store, as Toxiproxy toxics on its proxy."""
 
     def _toxic(self, params: Mapping[str, Any], link: ToxiproxyLink) -> ToxicFault:
@@ -215,7 +215,7 @@ class S3Partition(_OnLink):
                 "scope": "job", "mechanism": "toxiproxy"}
 
 
-class S3Errors(_OnStore):
+class S3Errors(_OnStore[tuple[RefusalRule, int]]):
     """A share of the job's requests of some operations refused with an HTTP error by the store's proxy."""
 
     name = "s3_errors"

@@ -18,11 +18,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pytest_streamchaos.events import Kind
 from pytest_streamchaos.faults.context import FaultContext, having
-from pytest_streamchaos.faults.kind import FaultKind, SearchTarget
+from pytest_streamchaos.faults.kind import FaultKind, H, SearchTarget
 from pytest_streamchaos.faults.moments import BETWEEN_BATCHES, OFFSETS_LOGGED, OUTPUT_VISIBLE_UNCOMMITTED, TASKS_RUNNING
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError, number
 from pytest_streamchaos.faults.timeline import PlannedFault
@@ -45,7 +45,20 @@ def topic_name(ctx: FaultContext, planned: PlannedFault) -> str:
     return str(ctx.input_topic)
 
 
-def view(ctx: FaultContext, topic: str) -> dict[str, Any]:
+class PartitionSeen(TypedDict):
+    """One partition as the admin API shows it: leader, replicas, in-sync replicas, [log start, end offset]."""
+
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    offsets: list[int]
+
+
+#: a topic as the admin API shows it, by partition (JSON keys)
+TopicSeen = dict[str, PartitionSeen]
+
+
+def view(ctx: FaultContext, topic: str) -> TopicSeen:
     """The admin API's view of ``topic`` now: each partition's leader and replicas, log start and end offset."""
     states = ctx.kafka.partition_states(topic) or {}
     offsets = ctx.brokers(TopicAdmin).topic_offsets(topic) or {}
@@ -53,12 +66,12 @@ def view(ctx: FaultContext, topic: str) -> dict[str, Any]:
                      "offsets": list(offsets.get(p, (-1, -1)))} for p, s in sorted(states.items())}
 
 
-def _ranges(offsets: Mapping[int, tuple[int, int]]) -> dict[str, list[int | None]]:
+def _ranges(offsets: Mapping[int, tuple[int, int]]) -> dict[str, list[int]]:
     """The non-empty offset ranges ``[start, end)`` per partition (JSON keys)."""
     return {str(p): [lo, hi] for p, (lo, hi) in sorted(offsets.items()) if hi > lo}
 
 
-class _OnTopic(FaultKind):
+class _OnTopic(FaultKind[H]):
     """A Kafka operation on one of the job's topics (``topics``: which it may be), through the admin API:
     refused before the run where the cluster's ACLs deny it the ``operations`` it needs on the cluster (what
     it needs on the topic, made by the run, Kafka's answer to the operation names)."""
@@ -114,7 +127,7 @@ class Moved:
     topic: str
     before: dict[int, list[int]]
     target: dict[int, list[int]]
-    view_before: dict[str, Any] = field(default_factory=dict)
+    view_before: TopicSeen = field(default_factory=dict)
 
 
 def rotated(replicas: Sequence[int]) -> list[int]:
@@ -129,7 +142,7 @@ def moved_to(replicas: Sequence[int], brokers: Sequence[int], load: Mapping[int,
     return None if not spare else [spare[0], *replicas[1:]]
 
 
-class ReassignPartitions(_OnTopic):
+class ReassignPartitions(_OnTopic[Moved]):
     """``reassign_partitions``: the partitions of the job's topic reassigned with Kafka's own
     ``kafka-reassign-partitions`` (the admin API's AlterPartitionReassignments), then their preferred leaders
     elected, so that each partition's leadership moves. ``move='leaders'`` (default): each partition's replica
@@ -267,7 +280,37 @@ def _json(assignment: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
     return {str(p): list(r) for p, r in sorted(assignment.items())}
 
 
-class AddPartitions(_OnTopic):
+class Grown(TypedDict):
+    """What ``add_partitions`` did: the topic, its partition count before, the count asked for, its view before."""
+
+    topic: str
+    partitions_before: int
+    count: int
+    before: TopicSeen
+
+
+class Recreated(TypedDict):
+    """What ``recreate_topic`` destroyed: per partition, ``[log start, None]`` (open-ended: bounded by the
+    deletion's time ``destroyed_at``), and the topic's view before."""
+
+    topic: str
+    destroyed: dict[str, list[int | None]]
+    destroyed_at: float
+    before: TopicSeen
+
+
+class Expired(TypedDict):
+    """What ``expire_records`` destroyed: per partition, the offset range ``[start, end)`` deleted, when, the
+    topic's view before, and each partition's log start after."""
+
+    topic: str
+    destroyed: dict[str, list[int]]
+    destroyed_at: float
+    before: TopicSeen
+    log_start_after: dict[str, int]
+
+
+class AddPartitions(_OnTopic[Grown]):
     """``add_partitions(count=N)``: the job's input grows to ``count`` partitions (default: one more) while it
     runs (permanent:
     Kafka never removes a partition). The generator's producer refreshes its metadata every second in such a
@@ -301,21 +344,21 @@ class AddPartitions(_OnTopic):
         # looked would keep writing to the old partitions for the whole run
         return {"topic.metadata.refresh.interval.ms": 1000}
 
-    def inject(self, planned: PlannedFault) -> dict[str, object]:
+    def inject(self, planned: PlannedFault) -> Grown:
         topic = topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         count = int(planned.spec.params.get("count", len(before) + 1))
         self.ctx.brokers(TopicAdmin).add_partitions(topic, count)
         return {"topic": topic, "partitions_before": len(before), "count": count, "before": before}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
+    def confirm(self, planned: PlannedFault, done: Grown) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
         if len(after) != done["count"]:
             raise RuntimeError(f"{done['topic']} has {len(after)} partitions after growing to {done['count']}")
         return {**done, "added": sorted(set(map(int, after)) - set(map(int, done["before"]))), "after": after}
 
 
-class RecreateTopic(_OnTopic):
+class RecreateTopic(_OnTopic[Recreated]):
     """``recreate_topic``: the job's input deleted and created again at once with as many partitions (permanent:
     its records are gone, its offsets start at 0 again). What the job had not read of it is the gap: the job
     fails loudly on the offsets that went back (``failOnDataLoss=true``, Spark's default) or goes on without
@@ -328,7 +371,7 @@ class RecreateTopic(_OnTopic):
     operations = ("CREATE",)  # the topic's creation (its deletion: DELETE on the topic)
     moments = TOPIC_MOMENTS
 
-    def inject(self, planned: PlannedFault) -> dict[str, object]:
+    def inject(self, planned: PlannedFault) -> Recreated:
         kafka, topic = self.ctx.kafka, topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         states = kafka.partition_states(topic) or {}
@@ -344,14 +387,14 @@ class RecreateTopic(_OnTopic):
         return {"topic": topic, "destroyed": {str(p): [lo, None] for p, (lo, _) in sorted(offsets.items())},
                 "destroyed_at": deleted, "before": before}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
+    def confirm(self, planned: PlannedFault, done: Recreated) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
         if len(after) != len(done["before"]):
             raise RuntimeError(f"{done['topic']} came back with {len(after)} partitions, not {len(done['before'])}")
         return {**done, "after": after}
 
 
-class ExpireRecords(_OnTopic):
+class ExpireRecords(_OnTopic[Expired]):
     """``expire_records``: what retention does to records the job has not read yet, at once and exactly:
     every record of the job's input up to each partition's end offset now is deleted (the admin API's
     DeleteRecords; permanent). The job fails loudly on offsets that are gone (``failOnDataLoss=true``) or goes
@@ -363,7 +406,7 @@ class ExpireRecords(_OnTopic):
     args = {"topic": "the job's 'input' (default)"}
     moments = TOPIC_MOMENTS
 
-    def inject(self, planned: PlannedFault) -> dict[str, object]:
+    def inject(self, planned: PlannedFault) -> Expired:
         admin, topic = self.ctx.brokers(TopicAdmin), topic_name(self.ctx, planned)
         before = view(self.ctx, topic)
         offsets = admin.topic_offsets(topic) or {}
@@ -371,9 +414,9 @@ class ExpireRecords(_OnTopic):
         return {"topic": topic, "destroyed": _ranges(offsets), "destroyed_at": time.time(), "before": before,
                 "log_start_after": {str(p): o for p, o in sorted(starts.items())}}
 
-    def confirm(self, planned: PlannedFault, done: dict[str, Any]) -> dict[str, object]:
+    def confirm(self, planned: PlannedFault, done: Expired) -> dict[str, object]:
         after = view(self.ctx, done["topic"])
-        short = [p for p, (_, hi) in done["destroyed"].items() if after.get(p, {}).get("offsets", [0])[0] < hi]
+        short = [p for p, (_, hi) in done["destroyed"].items() if (after[p]["offsets"][0] if p in after else 0) < hi]
         if short:
             raise RuntimeError(f"{done['topic']}: partitions {short} still hold records below the deleted offsets")
         return {**done, "after": after}

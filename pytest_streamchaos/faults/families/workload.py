@@ -10,7 +10,7 @@ from pytest_streamchaos.faults.spec import number
 from pytest_streamchaos.faults.timeline import PlannedFault
 
 
-class PoisonRecords(FaultKind):
+class PoisonRecords(FaultKind[None]):
     name = "poison_records"
     doc = "send malformed records through the generator"
     args = {"count": "how many poison records (default 1)"}

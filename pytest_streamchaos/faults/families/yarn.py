@@ -19,7 +19,7 @@ from pytest_streamchaos.stack.yarn import YarnKind
 RM_BACK = YarnKind.RESOURCEMANAGER_BACK
 
 
-class RestartResourceManager(Kill):
+class RestartResourceManager(Kill[None]):
     name = "restart_resourcemanager"
     doc = "kill YARN's ResourceManager and start it again on its state store (RM recovery) after restart_after"
     default_restart_after = 0.0
