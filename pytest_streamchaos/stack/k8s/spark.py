@@ -35,6 +35,7 @@ from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.host import current as current_host
 from pytest_streamchaos.stack.k8s import spark_image
 from pytest_streamchaos.stack.k8s.api import Api, ApiError
+from pytest_streamchaos.stack.k8s.build import KUBERNETES_VERSION
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster
 from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s.watcher import NAMESPACE, PodWatcher, Timeline, pods
@@ -155,7 +156,8 @@ class K8sSparkCluster(SparkCluster):
 
     @property
     def effective_conf(self) -> Mapping[str, str]:
-        return {"kubernetes": "v1.34.4", "image": self.image.image, "node": NODE, "pod_subnet": self.kube.subnet}
+        return {"kubernetes": f"v{KUBERNETES_VERSION}", "image": self.image.image, "node": NODE,
+                "pod_subnet": self.kube.subnet}
 
     @property
     def link_scope(self) -> LinkScope:
