@@ -109,10 +109,12 @@ def run_stamped(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> t
     return rc, time.monotonic() - started, stamped
 
 
-def fresh(keep: bool, apt: bool, commit: str | None = None) -> dict:
+def fresh(keep: bool, apt: bool, commit: str | None = None, where: Path | None = None,
+          offline_run: bool = True) -> dict:
     """The fresh-machine measurement (see the module docstring); ``commit``: of that commit of this checkout's
-    history instead of its HEAD (the "before" of a change)."""
-    base = Path(tempfile.mkdtemp(prefix="sc-fresh-"))
+    history instead of its HEAD (the "before" of a change); ``where``: the folder the temporary one is made in;
+    ``offline_run``: False leaves out the second, offline ``./dev demo``."""
+    base = Path(tempfile.mkdtemp(prefix="sc-fresh-", dir=where))
     try:
         repo, venv, home, cache = base / "repo", base / "venv", base / "home", base / "cache"
         home.mkdir()
@@ -138,13 +140,14 @@ def fresh(keep: bool, apt: bool, commit: str | None = None) -> dict:
                    "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
                    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "GOPROXY": "off",
                    "PIP_NO_INDEX": "1", "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"}
-        rc2, total2, stamped2 = run_stamped(["./dev", "demo"], repo, offline, results / "second.log")
-        second = {"exit": rc2, **phases(stamped2, total2)}
-        out = {"first_run": first, "second_run_offline": second, "logs": str(results) if keep else None}
+        out = {"first_run": first, "logs": str(results) if keep else None}
+        if offline_run:
+            rc2, total2, stamped2 = run_stamped(["./dev", "demo"], repo, offline, results / "second.log")
+            out["second_run_offline"] = {"exit": rc2, **phases(stamped2, total2)}
         if apt:
             out["apt_share"] = apt_share(base / "apt-archives")
         Path(RESULTS.parent).mkdir(parents=True, exist_ok=True)
-        for name in ("first.log", "second.log"):
+        for name in ("first.log", "second.log") if offline_run else ("first.log",):
             shutil.copy(results / name, RESULTS.parent / f"first_verdict-{name}")
         return out
     finally:
@@ -233,6 +236,8 @@ def main() -> int:
     ap.add_argument("--apt", action="store_true", help="with --fresh: the demo's Debian packages, apart")
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone, venv and caches")
     ap.add_argument("--commit", help="with --fresh: measure this commit (of this checkout's history), not HEAD")
+    ap.add_argument("--base", type=Path, help="with --fresh: make the temporary folder in BASE (default: TMPDIR)")
+    ap.add_argument("--no-offline", action="store_true", help="with --fresh: no second, offline ./dev demo")
     ap.add_argument("--log", type=Path, help="an unstamped ./dev demo log (the before)")
     ap.add_argument("--total", type=float, help="with --log: its wall time in seconds")
     ap.add_argument("--junit", type=Path, help="a JUnit XML of a suite run")
@@ -250,7 +255,7 @@ def main() -> int:
             ap.error("--log needs --total")
         result["before"] = from_log(args.log, args.total)
     if args.fresh:
-        result.update(fresh(args.keep, args.apt, args.commit))
+        result.update(fresh(args.keep, args.apt, args.commit, args.base, not args.no_offline))
     if args.junit:
         result["suite"] = suite(args.junit, args.top)
         if args.project:
