@@ -112,9 +112,10 @@ RUN_STEPS = [("driver launched -> started", "driver_started"), ("-> executors ad
 
 
 def run_split(stamped: list[tuple[float, str]]) -> dict[str, float]:
-    """Where a ``./dev demo`` went: its installs, pytest's start and the stack's start (the test's set-up, from pytest's
-    durations), then the run's steps from its report's timeline, placed on the log's clock by the load's end (the
-    drain's first status line, less the seconds it says the drain has run: +-1 s), and the verdict's line after the drain."""
+    """Where a ``./dev demo`` went: its installs, pytest's start and the stack's start (the test's set-up, from
+    pytest's durations), then the run's steps from its report's timeline, placed on the log's clock by the load's
+    end (the drain's first status line, less the seconds it says the drain has run: +-1 s), and the verdict's line
+    after the drain."""
     session = next((t for t, line in stamped if "test session starts" in line), None)
     drain = next((t - float(m["s"]) for t, line in stamped if (m := DRAIN_STARTS.search(line))), None)
     verdict = next((t for t, line in stamped if re.match(r"^sent \d+ records", line)), None)
