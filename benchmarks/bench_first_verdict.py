@@ -16,6 +16,11 @@ downloading into an empty archive folder. Run it under the heavy lock::
 
 ``--commit C`` measures commit ``C`` of this checkout's history instead of its HEAD (a change's "before");
 pip's cache is off in the first run (``PIP_NO_CACHE_DIR=1``: pyspark's sdist is built into a wheel again).
+``--base DIR`` makes the temporary folder (clone, venv, caches) in ``DIR``; ``--no-offline`` leaves out the second
+run. Each first run's result has ``run_steps``: the installs, pytest's start, the stack's start and the run's
+timeline step by step (driver launched -> started -> executors -> query -> first output -> steady state -> the
+fault -> the load's end -> drained -> the verdict printed), on the log's clock; ``--split LOG...`` prints them for
+kept logs (``--keep``: ``<folder>/logs/first.log``).
 
 **An old log** (``--log FILE --total S``): the phases a ``./dev demo`` log without stamps shows (the
 durations it prints), the rest of ``S`` seconds as "apt + pip + other" (the "before" of issue 32).
@@ -93,6 +98,53 @@ def timed_steps(lines: list[str]) -> dict[str, float]:
     return out
 
 
+#: the run's timeline in the report (``  +12.3s  kind ...``), and the drain's status line (``drain 1/60s``: a
+#: phase's first one comes within a second of its start)
+EVENT = re.compile(r"^\s+(?P<t>[+-][\d.]+)s\s+(?P<kind>[a-z_]+)\b")
+DRAIN_STARTS = re.compile(r"^\[chaos\] .* drain (?P<s>\d+)/")
+#: the demo's run, step by step: (name, the timeline event that ends the step)
+RUN_STEPS = [("driver launched -> started", "driver_started"), ("-> executors added", "executor_added"),
+             ("-> query started", "query_started"), ("-> starting offsets fixed (the load starts)",
+                                                     "starting_offsets_fixed"),
+             ("-> first output", "first_output"), ("-> steady state", "steady_state"),
+             ("-> fault injected", "fault_injected"), ("-> load ended on recovery", "load_end"),
+             ("-> drained", "drain_end")]
+
+
+def run_split(stamped: list[tuple[float, str]]) -> dict[str, float]:
+    """Where a ``./dev demo`` went: its installs, pytest's start and the stack's start (the test's set-up, from
+    pytest's durations), then the run's steps from its report's timeline, placed on the log's clock by the load's
+    end (the drain's first status line, less the seconds it says the drain has run: +-1 s), and the verdict's line
+    after the drain."""
+    session = next((t for t, line in stamped if "test session starts" in line), None)
+    drain = next((t - float(m["s"]) for t, line in stamped if (m := DRAIN_STARTS.search(line))), None)
+    verdict = next((t for t, line in stamped if re.match(r"^sent \d+ records", line)), None)
+    events: dict[str, float] = {}
+    setup = None
+    for _, line in stamped:
+        if (m := EVENT.match(line)) and m["kind"] not in events:
+            events[m["kind"]] = float(m["t"])
+        if (d := re.match(r"^([\d.]+)s setup ", line)):
+            setup = float(d[1])
+    if session is None or drain is None or verdict is None or not {"load_end", "driver_launched"} <= events.keys():
+        return {}
+    zero = drain - events["load_end"]
+    launched = zero + events["driver_launched"]
+    installed = max((t for t, line in stamped if line.startswith("prepare: ready")), default=0.0)
+    out = {"the installs (packages, the jars)": round(installed, 1),
+           "-> pytest's session started (the plugin imported)": round(session - installed, 1),
+           "-> the test's set-up began (collection)": round(launched - session - (setup or 0.0), 1)}
+    if setup is not None:
+        out["the stack's start (the test's set-up)"] = setup
+    prev = events["driver_launched"]
+    for name, kind in RUN_STEPS:
+        if kind in events:
+            out[name] = round(events[kind] - prev, 1)
+            prev = events[kind]
+    out["-> the verdict printed"] = round(verdict - (zero + prev), 1)
+    return out
+
+
 def run_stamped(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float, list]:
     """Run ``argv`` with stdout and stderr merged, each line stamped (seconds from the start) into ``log``."""
     started = time.monotonic()
@@ -109,10 +161,12 @@ def run_stamped(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> t
     return rc, time.monotonic() - started, stamped
 
 
-def fresh(keep: bool, apt: bool, commit: str | None = None) -> dict:
+def fresh(keep: bool, apt: bool, commit: str | None = None, where: Path | None = None,
+          offline_run: bool = True) -> dict:
     """The fresh-machine measurement (see the module docstring); ``commit``: of that commit of this checkout's
-    history instead of its HEAD (the "before" of a change)."""
-    base = Path(tempfile.mkdtemp(prefix="sc-fresh-"))
+    history instead of its HEAD (the "before" of a change); ``where``: the folder the temporary one is made in;
+    ``offline_run``: False leaves out the second, offline ``./dev demo``."""
+    base = Path(tempfile.mkdtemp(prefix="sc-fresh-", dir=where))
     try:
         repo, venv, home, cache = base / "repo", base / "venv", base / "home", base / "cache"
         home.mkdir()
@@ -133,18 +187,20 @@ def fresh(keep: bool, apt: bool, commit: str | None = None) -> dict:
         results.mkdir()
         rc, total, stamped = run_stamped(["./dev", "demo"], repo, env, results / "first.log")
         first = {"commit": head, "exit": rc, "venv_s": round(venv_s, 1), **phases(stamped, total),
-                 "prepare_steps": timed_steps([line for _, line in stamped])}
+                 "prepare_steps": timed_steps([line for _, line in stamped]), "run_steps": run_split(stamped),
+                 "load_average": [round(x, 1) for x in os.getloadavg()]}
         offline = {**{k: v for k, v in env.items() if k != "PIP_NO_CACHE_DIR"},
                    "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
                    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "GOPROXY": "off",
                    "PIP_NO_INDEX": "1", "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"}
-        rc2, total2, stamped2 = run_stamped(["./dev", "demo"], repo, offline, results / "second.log")
-        second = {"exit": rc2, **phases(stamped2, total2)}
-        out = {"first_run": first, "second_run_offline": second, "logs": str(results) if keep else None}
+        out = {"first_run": first, "logs": str(results) if keep else None}
+        if offline_run:
+            rc2, total2, stamped2 = run_stamped(["./dev", "demo"], repo, offline, results / "second.log")
+            out["second_run_offline"] = {"exit": rc2, **phases(stamped2, total2)}
         if apt:
             out["apt_share"] = apt_share(base / "apt-archives")
         Path(RESULTS.parent).mkdir(parents=True, exist_ok=True)
-        for name in ("first.log", "second.log"):
+        for name in ("first.log", "second.log") if offline_run else ("first.log",):
             shutil.copy(results / name, RESULTS.parent / f"first_verdict-{name}")
         return out
     finally:
@@ -233,24 +289,33 @@ def main() -> int:
     ap.add_argument("--apt", action="store_true", help="with --fresh: the demo's Debian packages, apart")
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone, venv and caches")
     ap.add_argument("--commit", help="with --fresh: measure this commit (of this checkout's history), not HEAD")
+    ap.add_argument("--base", type=Path, help="with --fresh: make the temporary folder in BASE (default: TMPDIR)")
+    ap.add_argument("--no-offline", action="store_true", help="with --fresh: no second, offline ./dev demo")
     ap.add_argument("--log", type=Path, help="an unstamped ./dev demo log (the before)")
     ap.add_argument("--total", type=float, help="with --log: its wall time in seconds")
     ap.add_argument("--junit", type=Path, help="a JUnit XML of a suite run")
     ap.add_argument("--project", action="store_true",
                     help="with --junit: also the XML's run without the tests this checkout marks slow")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--split", type=Path, nargs="+", help="the run's steps of stamped ./dev demo logs (first.log)")
     ap.add_argument("--label", default="after", help="the key the results go under (before, after)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    if args.split:
+        for log in args.split:
+            stamped = [(float(line[:8]), line[9:].rstrip("\n")) for line in log.read_text().splitlines(True)
+                       if line[:8].strip()]
+            print(f"== {log}: {json.dumps(run_split(stamped))}")
+        return 0
     if not (args.fresh or args.log or args.junit):
-        ap.error("give --fresh, --log FILE --total S, and/or --junit FILE")
+        ap.error("give --fresh, --log FILE --total S, --split LOG..., and/or --junit FILE")
     result: dict = {}
     if args.log:
         if args.total is None:
             ap.error("--log needs --total")
         result["before"] = from_log(args.log, args.total)
     if args.fresh:
-        result.update(fresh(args.keep, args.apt, args.commit))
+        result.update(fresh(args.keep, args.apt, args.commit, args.base, not args.no_offline))
     if args.junit:
         result["suite"] = suite(args.junit, args.top)
         if args.project:

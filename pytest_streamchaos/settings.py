@@ -66,7 +66,8 @@ _OPTIONS: tuple[Option, ...] = (
     Option("java_home", "JAVA_HOME for Spark's JVMs (default: $JAVA_HOME, else java on PATH)", "", str),
     Option("jit", "JIT compiler of the job's driver and executor JVMs: 'quick' (C1 only, -XX:TieredStopAtLevel=1: "
            "about 5 s less start-up per run on a 2-core machine, where C2's compiler threads compete with the "
-           "job) or 'full' (the JVM's default tiered compilation); a job's own -XX:*Tiered* options win",
+           "job; and the class path's classes loaded unverified, as Spark's daemons load them) or 'full' (the "
+           "JVM's default tiered compilation and verification); a job's own -XX:*Tiered* options win",
            "quick", str, choices=("quick", "full")),
     Option("checkpoint", "where every chaos run keeps its checkpoint unless its JobSetup(checkpoint=...) says: "
            "{choices}", storages.DEFAULT, str),

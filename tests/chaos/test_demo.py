@@ -7,7 +7,8 @@ reschedules its tasks on the executors left -- at the cost of a latency bump and
 What a first verdict must show is the fault's effect and the job's recovery: the worker is not started
 again during the load, so the load ends as soon as the recovery is settled and does not wait the ~25 s a
 restarted worker's new executor takes to come up (the cluster's heal, not the job's recovery; it is
-started again when the load ends). The suite's worker-kill tests cover the restart.
+started again when the load ends). The suite's worker-kill tests cover the restart. ``./dev demo`` runs it on
+one Kafka node (``pytest_streamchaos.demo.DEMO_STACK``: no broker is faulted); the suite, on three.
 """
 
 import pytest

@@ -42,6 +42,10 @@ DEFAULT_CONF: dict[str, str] = {
 
 #: C1 only: the JIT mode ``quick`` (docs/architecture.md, "Start-up")
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+#: with ``quick``, too: the class path's classes loaded unverified, as Spark's daemons load them (stack/jvm.py). A JVM
+#: with no CDS archive (a fresh machine's first run: ``./dev demo``) verifies each of the ~14,000 classes it loads
+#: from Spark's and the job's jars, ~12 % of its start-up CPU; an archive's classes were verified when it was made
+UNVERIFIED = "-XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
 JIT_MODES = ("quick", "full")
 
 
@@ -104,7 +108,7 @@ def add_java_options(effective: dict[str, str], *, log4j: Path, local_dir: Path,
     configuration (by -D), the JVMs' scratch files in the job's directory (:func:`~..jvm.jvm_tmp_opts`),
     Spark's classes mapped from the machine's CDS archives when they match
     (:mod:`pytest_streamchaos.machine.cds`), and C1 only when ``jit`` is ``quick`` and the job chose no tiering of
-    its own."""
+    its own (and, ``quick``, the class path's classes unverified: :data:`UNVERIFIED`)."""
     cds_opts = {"spark.driver.extraJavaOptions": cds.java_opts(
                     "driver", java, home, effective.get("spark.driver.extraClassPath", "")) if java else "",
                 "spark.executor.extraJavaOptions": cds.java_opts(
@@ -114,7 +118,8 @@ def add_java_options(effective: dict[str, str], *, log4j: Path, local_dir: Path,
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         own = effective.get(key, "")
         quick = QUICK_JIT if jit == "quick" and "Tiered" not in own else ""
-        effective[key] = " ".join(p for p in (own, jvm_tmp_opts(local_dir), cds_opts[key], quick) if p)
+        unverified = UNVERIFIED if jit == "quick" else ""
+        effective[key] = " ".join(p for p in (own, jvm_tmp_opts(local_dir), cds_opts[key], unverified, quick) if p)
 
 
 def with_jars(effective: dict[str, str], jars: Sequence[Path]) -> None:
