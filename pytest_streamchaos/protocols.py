@@ -75,7 +75,15 @@ class TableStore(StorageService, Protocol):
 
 
 class Held(Protocol):
-    """A hold a checkpoint gate reports (``stack.checkpoint_gate.Hold``, the object store proxy's ``ProxyHold``)."""
+    """A hold a checkpoint gate reports (``stack.checkpoint_gate.Hold``, the object store proxy's ``ProxyHold``): where
+    (``log`` entry ``batch``, ``when``: before or after the rename), who (``pid``, the ``thread``'s name), since when
+    (``t``) and the file (``path``)."""
+
+    @property
+    def log(self) -> str: ...
+
+    @property
+    def when(self) -> str: ...
 
     @property
     def batch(self) -> int: ...
@@ -89,12 +97,18 @@ class Held(Protocol):
     @property
     def in_task(self) -> bool | None: ...
 
+    @property
+    def thread(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
 
 class Gate(Protocol):
     """The harness's side of a checkpoint gate (``stack.checkpoint_gate.CheckpointGate``, a :class:`GatedStore`'s
     own): the aimed moments of ``faults/gate_moments`` arm it and wait for its holds."""
 
-    holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
+    holds: list[Held]  #: every hold of the run, in order (the fault's target may be the held process)
 
     def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
         """``scope``: the query's checkpoint (``CheckpointView.checkpoint_dir``): only its renames hold."""
