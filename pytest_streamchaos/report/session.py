@@ -40,7 +40,7 @@ FAULTS_KEY = pytest.StashKey[list]()
 #: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun: an outcome over its runs,
 #: ``runs`` and ``worst_run``, either way). Test seam: a
 #: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from tests/unit/synthetic.py
-RUNS_KEY = pytest.StashKey[list]()
+RUNS_KEY = pytest.StashKey[list[ChaosRun | RepeatedRun]]()
 #: the test's A/B comparisons (``chaos.compare``)
 COMPARISONS_KEY = pytest.StashKey[list]()
 #: where an explored test keeps what its search gave (``exploration.item.Explored``)
