@@ -10,7 +10,11 @@ imports nothing of the package: the registries, ``observe/`` and ``stack/`` all 
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # third-party and untyped (mypy reads them as Any): named for the reader
+    import pyarrow.fs as pafs
+    from fsspec import AbstractFileSystem
 
 
 @runtime_checkable
@@ -24,8 +28,7 @@ class StorageService(Protocol):
         """The URL of its root, ``scheme://authority`` (``hdfs://127.0.0.1:9820``, ``s3a://streamchaos``)."""
         ...
 
-    # the fsspec filesystem is a third-party object without types of its own: Any is its honest type
-    def filesystem(self) -> Any:
+    def filesystem(self) -> AbstractFileSystem:
         """An fsspec filesystem on it (paths without the scheme)."""
         ...
 
@@ -68,8 +71,7 @@ class TableStore(StorageService, Protocol):
         """The service for delta-rs (``deltalake``'s ``storage_options``)."""
         ...
 
-    # a pyarrow filesystem: third-party, untyped
-    def arrow_fs(self) -> Any:
+    def arrow_fs(self) -> pafs.FileSystem:
         """pyarrow's filesystem on it."""
         ...
 
