@@ -62,7 +62,11 @@ class BackendEntry:
     #: of each to what it says of a fault for the recovery metrics (a ``pytest_streamchaos.events.Reaction``, None)
     events: str = ""
     #: ``module:name`` each, its fault families: a tuple of ``FaultKind`` classes each (``pytest_streamchaos.faults.
-    #: kind``), the marks a test puts on a run on it (``pytest_streamchaos.faults.registry.KINDS`` holds every entry's)
+    #: kind``), the marks a test puts on a run on it (``pytest_streamchaos.faults.registry.KINDS`` holds every entry's).
+    #: The one part of a backend outside its folder: a family lives in ``faults/families/`` (``faults/families/s3.py``
+    #: for ``stack/s3``), because a kind subclasses ``faults/kind.py`` and ``stack/`` must not import ``faults/``
+    #: (the stack runs, ``python -m pytest_streamchaos.stack``, without the fault semantics); the family reaches
+    #: its backend through the package's face and the protocol its entry names (``FaultContext.store``)
     faults: tuple[str, ...] = ()
     #: ``module:name`` each, a checker every run is judged with (a class or factory called without arguments whose
     #: result has a ``name`` and ``check(history)``: ``pytest_streamchaos.analysis.checker.Checker``)

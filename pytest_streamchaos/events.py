@@ -206,6 +206,14 @@ class TimelineEvent:
         return {"t": self.t, "kind": str(self.kind), "target": self.target, **extra}
 
 
+class Records(Protocol):
+    """What a watcher writes its timeline events through (``faults.timeline.Recorder``, a YARN job's own timeline):
+    the observers and the stack's watchers hold this, as they may not import ``faults/``."""
+
+    def record(self, kind: Kind | StrEnum, target: str = "", t: float | None = None,
+               **detail: object) -> TimelineEvent: ...
+
+
 class _Event(Protocol):
     """What the typed details read: an event's kind and detail (a :class:`TimelineEvent`)."""
 

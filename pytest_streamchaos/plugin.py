@@ -9,9 +9,9 @@ configure time: :class:`~pytest_streamchaos.report.session.ChaosSession`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -53,7 +53,10 @@ from pytest_streamchaos.stack.fixtures import (  # noqa: F401  (fixtures are fou
 )
 
 if TYPE_CHECKING:  # the fixture's type; the harness itself is imported when a test asks for it
+    from pytest_streamchaos.analysis.repeat import RepeatedRun
+    from pytest_streamchaos.analysis.result import ChaosRun
     from pytest_streamchaos.harness import ChaosFixture
+    from pytest_streamchaos.runner.reference import References
     from pytest_streamchaos.stack.base import KafkaCluster
 
 MARKERS = (
@@ -277,7 +280,7 @@ def chaos(request: pytest.FixtureRequest, kafka: KafkaCluster, tmp_path: Path,  
         harness.close_history()
 
 
-def session_references(config: pytest.Config, settings: _settings.Settings) -> Any:
+def session_references(config: pytest.Config, settings: _settings.Settings) -> References:
     """The session's reference runs (one per job and input), kept in pytest's cache across sessions
     (``--chaos-fresh-reference`` refuses what is kept there)."""
     from pytest_streamchaos.runner.reference import REFERENCES_KEY, References
@@ -307,7 +310,7 @@ def sla_bounds(item: pytest.Item) -> Bounds:
     return Bounds.of([m.kwargs for m in reversed(list(item.iter_markers("sla")))], sequence=in_sequence(item))
 
 
-def check_sla(item: pytest.Item, runs: list[Any]) -> None:
+def check_sla(item: pytest.Item, runs: Sequence[ChaosRun | RepeatedRun]) -> None:
     """The test's ``@pytest.mark.sla`` bounds and each run's declared guarantee (AssertionError); an explored
     body's, whose faults are the search's to judge."""
     assert_planned(runs, sla_bounds(item), faults=False)
@@ -342,6 +345,6 @@ def pytest_runtest_makereport(item: pytest.Item,
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Headline metrics as JUnit XML properties (``--junitxml``), before the teardown report copies
     ``user_properties``, so that CI dashboards show them per test."""
-    results: list[Any] = item.stash.get(RUNS_KEY, [])
+    results = item.stash.get(RUNS_KEY, [])
     for index, result in enumerate(results):
         item.user_properties.extend(junit_properties(result, index))

@@ -10,7 +10,11 @@ imports nothing of the package: the registries, ``observe/`` and ``stack/`` all 
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # third-party and untyped (mypy reads them as Any): named for the reader
+    import pyarrow.fs as pafs
+    from fsspec import AbstractFileSystem
 
 
 @runtime_checkable
@@ -24,8 +28,7 @@ class StorageService(Protocol):
         """The URL of its root, ``scheme://authority`` (``hdfs://127.0.0.1:9820``, ``s3a://streamchaos``)."""
         ...
 
-    # the fsspec filesystem is a third-party object without types of its own: Any is its honest type
-    def filesystem(self) -> Any:
+    def filesystem(self) -> AbstractFileSystem:
         """An fsspec filesystem on it (paths without the scheme)."""
         ...
 
@@ -68,14 +71,21 @@ class TableStore(StorageService, Protocol):
         """The service for delta-rs (``deltalake``'s ``storage_options``)."""
         ...
 
-    # a pyarrow filesystem: third-party, untyped
-    def arrow_fs(self) -> Any:
+    def arrow_fs(self) -> pafs.FileSystem:
         """pyarrow's filesystem on it."""
         ...
 
 
 class Held(Protocol):
-    """A hold a checkpoint gate reports (``stack.checkpoint_gate.Hold``, the object store proxy's ``ProxyHold``)."""
+    """A hold a checkpoint gate reports (``stack.checkpoint_gate.Hold``, the object store proxy's ``ProxyHold``): where
+    (``log`` entry ``batch``, ``when``: before or after the rename), who (``pid``, the ``thread``'s name), since when
+    (``t``) and the file (``path``)."""
+
+    @property
+    def log(self) -> str: ...
+
+    @property
+    def when(self) -> str: ...
 
     @property
     def batch(self) -> int: ...
@@ -89,12 +99,18 @@ class Held(Protocol):
     @property
     def in_task(self) -> bool | None: ...
 
+    @property
+    def thread(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
 
 class Gate(Protocol):
     """The harness's side of a checkpoint gate (``stack.checkpoint_gate.CheckpointGate``, a :class:`GatedStore`'s
     own): the aimed moments of ``faults/gate_moments`` arm it and wait for its holds."""
 
-    holds: list[Any]  #: every hold of the run, in order (the fault's target may be the held process)
+    holds: list[Held]  #: every hold of the run, in order (the fault's target may be the held process)
 
     def arm(self, log: str, when: str, min_batch: int, scope: str | None = None) -> None:
         """``scope``: the query's checkpoint (``CheckpointView.checkpoint_dir``): only its renames hold."""

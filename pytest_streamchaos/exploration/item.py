@@ -11,7 +11,7 @@ property that fails with no fault, or an inconclusive search with its first erro
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ class Explored:
     nodeid: str
     spec: ExploreSpec
     report: Report
-    keep: list[Any] = field(default_factory=list)
+    keep: list[ChaosRun] = field(default_factory=list)
     token: str | None = None
     #: the replay ran under another setting than its token's (the job's trigger): why it says nothing
     replay_differs: str | None = None
@@ -321,7 +321,7 @@ def _search(spec: ExploreSpec, space: Space, run_schedule: Callable[..., Outcome
     """The search of ``spec`` over ``space``, after a control run, remembering ``entry``."""
     recall = entry.recall(spec.faults) if entry is not None else Recall()
 
-    def order() -> Any:
+    def order() -> Iterator[Schedule]:
         shuffle = random.Random(seed) if spec.order == "random" else None
         return space.schedules(spec.max_faults, shuffle=shuffle)
 

@@ -7,10 +7,20 @@ a backport (or a removal) is followed without a change here. Job side: imports n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:  # the job side imports them where it runs, not at import
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
 
 
-def to_arrow(df: Any) -> Any:
+class _ArrowBatches(Protocol):
+    """Spark 3.5's DataFrame as ``toPandas`` reads it: a private method Spark 4's types do not have."""
+
+    def _collect_as_arrow(self) -> list[pa.RecordBatch]: ...
+
+
+def to_arrow(df: DataFrame) -> pa.Table:
     """The rows of ``df`` as one ``pyarrow.Table`` on the driver.
 
     ``DataFrame.toArrow`` is new in Spark 4.0; on 3.5 the same table is built from the Arrow record
@@ -23,4 +33,4 @@ def to_arrow(df: Any) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return pa.Table.from_batches(df._collect_as_arrow(), schema=to_arrow_schema(df.schema))
+    return pa.Table.from_batches(cast(_ArrowBatches, df)._collect_as_arrow(), schema=to_arrow_schema(df.schema))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -22,6 +22,8 @@ _consumers: dict[tuple, Consumer] = {}
 _producers: dict[tuple, Producer] = {}
 _admins: dict[tuple, AdminClient] = {}
 _pid = os.getpid()
+#: a client kind: ``Consumer``, ``Producer`` or ``AdminClient``
+C = TypeVar("C")
 
 
 def _key(conf: Mapping[str, object]) -> tuple:
@@ -68,7 +70,7 @@ def admin(conf: Mapping[str, object]) -> AdminClient:
     return _cached(_admins, dict(conf), AdminClient)
 
 
-def _cached(cache: dict, conf: dict, factory: Any) -> Any:
+def _cached(cache: dict[tuple, C], conf: dict, factory: Callable[[dict], C]) -> C:
     """The client for ``conf`` from ``cache``, built with ``factory(conf)`` on first use."""
     with _lock:
         _forget_after_fork()

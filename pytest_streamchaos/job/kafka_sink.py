@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypedDict
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from pytest_streamchaos.job import kafka_clients
@@ -27,6 +27,10 @@ from pytest_streamchaos.job.eos import (
     open_marker,
 )
 
+if TYPE_CHECKING:  # the job side imports pyspark and pyarrow where it runs, not at import
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
 log = logging.getLogger(__name__)
 
 
@@ -38,7 +42,7 @@ class SinkFencedError(KafkaSinkError):
     """A newer instance of the same exactly-once sink has started: this one is a zombie and must stop."""
 
 
-def _columns(df: Any):
+def _columns(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     names = set(df.columns)
@@ -53,9 +57,25 @@ def _columns(df: Any):
     return df.select(*cols)
 
 
+#: what a delivery report is handed: the error (None when delivered) and the message
+OnDelivery = Callable[[KafkaError | None, Message], None]
+#: a record's headers, as ``Producer.produce`` takes them
+Headers = list[tuple[str, str | bytes | None]]
+
+
+class _Record(TypedDict, total=False):
+    """``Producer.produce``'s keyword arguments (a partition and headers only when given)."""
+
+    value: bytes | None
+    key: bytes | None
+    on_delivery: OnDelivery
+    partition: int
+    headers: Headers
+
+
 def _produce(p: Producer, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
-             on_delivery: Callable, headers: list | None = None) -> None:
-    kwargs: dict[str, Any] = {"value": value, "key": key, "on_delivery": on_delivery}
+             on_delivery: OnDelivery, headers: Headers | None = None) -> None:
+    kwargs: _Record = {"value": value, "key": key, "on_delivery": on_delivery}
     if partition is not None:
         kwargs["partition"] = partition
     if headers:
@@ -71,8 +91,9 @@ def _produce(p: Producer, topic: str, value: bytes | None, key: bytes | None, pa
 # -- at-least-once --------------------------------------------------------------------------------
 
 
-def _produce_partition_fn(conf: dict[str, Any], topic: str, flush_timeout_s: float):
-    def produce_partition(batches: Iterator[Any]) -> Iterator[Any]:
+def _produce_partition_fn(conf: Mapping[str, object], topic: str, flush_timeout_s: float,
+                          ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def produce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         p = kafka_clients.producer(conf)
@@ -100,8 +121,8 @@ def _produce_partition_fn(conf: dict[str, Any], topic: str, flush_timeout_s: flo
     return produce_partition
 
 
-def write_kafka_batch(df: Any, bootstrap_servers: str, topic: str, *, flush_timeout_s: float = 60.0,
-                      producer_conf: dict[str, Any] | None = None) -> int:
+def write_kafka_batch(df: DataFrame, bootstrap_servers: str, topic: str, *, flush_timeout_s: float = 60.0,
+                      producer_conf: Mapping[str, object] | None = None) -> int:
     """Write a (micro-batch) DataFrame to ``topic`` from the executors; return the number of records.
 
     At-least-once: an idempotent producer (one per Python worker, reused) writes each partition,
@@ -166,7 +187,7 @@ class ExactlyOnceKafkaSink:
 
     def __init__(self, bootstrap_servers: str, topic: str, transactional_id: str | None = None, *,
                  control_topic: str | None = None, timeout_s: float = 60.0,
-                 producer_conf: dict[str, Any] | None = None) -> None:
+                 producer_conf: Mapping[str, object] | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.transactional_id = transactional_id or f"streamchaos-eos-{topic}"
@@ -204,7 +225,7 @@ class ExactlyOnceKafkaSink:
             self._catch_up()
             self.gen = max(self.log.gen.get(self.transactional_id, 0) + 1, time.time_ns() // 1000)
             producer.begin_transaction()
-            delivered: list[Any] = []
+            delivered: list[tuple[KafkaError | None, Message]] = []
             producer.produce(self.control_topic, open_marker(self.transactional_id, self.gen),
                              key=self.transactional_id.encode(), partition=0,
                              on_delivery=lambda err, msg: delivered.append((err, msg)))
@@ -213,7 +234,9 @@ class ExactlyOnceKafkaSink:
             if err is not None:
                 raise KafkaException(err)
             # Everything before our open marker is now final for older generations.
-            self._catch_up(until=msg.offset() + 1)
+            offset = msg.offset()
+            assert offset is not None  # a delivered message has its offset
+            self._catch_up(until=offset + 1)
         except BaseException:
             self._producer = producer
             self.close()
@@ -257,7 +280,7 @@ class ExactlyOnceKafkaSink:
                                        f"wanted {until} within {self.timeout_s}s")
         self._control_pos = pos
 
-    def __call__(self, df: Any, batch_id: int) -> None:
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.start()
         assert self._producer is not None and self.gen is not None
         self._catch_up()
@@ -275,7 +298,7 @@ class ExactlyOnceKafkaSink:
         self._write_transaction(table, batch_id, attempt)
         self.committed_batches += 1
 
-    def _write_transaction(self, table: Any, batch_id: int, attempt: str) -> None:
+    def _write_transaction(self, table: pa.Table, batch_id: int, attempt: str) -> None:
         p = self._producer
         assert p is not None and self.gen is not None
         errors: list[KafkaError] = []
@@ -284,7 +307,7 @@ class ExactlyOnceKafkaSink:
             if err is not None:
                 errors.append(err)
 
-        headers = [(ATTEMPT_HEADER, attempt.encode())]
+        headers: Headers = [(ATTEMPT_HEADER, attempt.encode())]
         try:
             p.begin_transaction()
             values, keys, parts = (table.column(i).to_pylist() for i in range(3))

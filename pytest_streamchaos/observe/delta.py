@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.dataset as pds
+    import pyarrow.fs as pafs
+    from deltalake import DeltaTable
 
 #: reader features whose effect is not in the data files themselves: a per-file read would be wrong
 _UNSUPPORTED = {"deletionVectors": "deletion vectors", "columnMapping": "column mapping"}
@@ -46,7 +49,7 @@ class TableAt:
 
     uri: str
     options: dict[str, str]
-    fs: Any
+    fs: pafs.FileSystem
     root: str
     name: str = ""  #: how the job names it (``s3a://lake/orders``), for messages
 
@@ -58,7 +61,7 @@ class TableAt:
 Where = str | os.PathLike | TableAt
 
 
-def _open(where: Where, version: int | None = None) -> Any:
+def _open(where: Where, version: int | None = None) -> DeltaTable:
     from deltalake import DeltaTable
 
     if isinstance(where, TableAt):
@@ -105,9 +108,9 @@ def minus(rows_of: pa.Table, gone: pa.Table) -> pa.Table:
     return rows_of.take(keep)
 
 
-def _key(row: dict[str, Any]) -> Any:
+def _key(row: Mapping[str, object]) -> Hashable:
     """A hashable form of a row (nested lists and dicts included)."""
-    def freeze(v: object) -> Any:
+    def freeze(v: object) -> Hashable:
         if isinstance(v, dict):
             return tuple(sorted((k, freeze(x)) for k, x in v.items()))
         if isinstance(v, list):
@@ -175,7 +178,7 @@ def iter_changes(path: Where, start: int = 0, end: int | None = None, *,
         prev = snap
 
 
-def rows(table: pa.Table) -> list[dict[str, Any]]:
+def rows(table: pa.Table) -> list[dict[str, object]]:
     """A pyarrow table's rows as plain dicts (column -> Python value)."""
     return list(table.to_pylist())
 
@@ -186,9 +189,9 @@ class Snapshot:
     it, URL-decoded as Delta's protocol says) and its partition values -- and how to read a few of them."""
 
     root: str  #: the table's directory (on an object store: ``<bucket>/<key>``)
-    files: dict[str, dict[str, Any]]  #: data file -> its partition values (column -> value)
-    schema: Any  #: the table's pyarrow.Schema (None for the empty snapshot before version 0)
-    fs: Any = None  #: pyarrow's filesystem of an object store's table (None: the local disk)
+    files: dict[str, dict[str, object]]  #: data file -> its partition values (column -> value)
+    schema: pa.Schema | None  #: the table's schema (None for the empty snapshot before version 0)
+    fs: pafs.FileSystem | None = None  #: pyarrow's filesystem of an object store's table (None: the local disk)
 
     @classmethod
     def empty(cls, root: Where = "") -> Snapshot:
@@ -196,7 +199,7 @@ class Snapshot:
         return cls(at.root if at else str(root), {}, None, at.fs if at else None)
 
     @classmethod
-    def of(cls, table: Any, where: Where) -> Snapshot:
+    def of(cls, table: DeltaTable, where: Where) -> Snapshot:
         """The snapshot of ``table`` (a ``deltalake.DeltaTable`` at some version) of the table at ``where``."""
         import pyarrow as pa
 
@@ -216,16 +219,17 @@ class Snapshot:
         import pyarrow.dataset as pds
         import pyarrow.fs as pafs
 
-        if self.schema is None:
+        schema = self.schema
+        if schema is None:
             return pa.table({})
         fmt = pds.ParquetFileFormat()
         fs = self.fs if self.fs is not None else pafs.LocalFileSystem()
         root = self.root if self.fs is not None else os.path.abspath(self.root)
-        fragments = [fmt.make_fragment(f"{root}/{p}", filesystem=fs, partition_expression=self._partition(p))
+        fragments = [fmt.make_fragment(f"{root}/{p}", filesystem=fs, partition_expression=self._partition(p, schema))
                      for p in paths]
-        return pds.FileSystemDataset(fragments, self.schema, fmt, fs).to_table()
+        return pds.FileSystemDataset(fragments, schema, fmt, fs).to_table()
 
-    def _partition(self, path: str) -> Any:
+    def _partition(self, path: str, schema: pa.Schema) -> pds.Expression:
         """The expression binding a file's partition columns to its values (how pyarrow fills them in)."""
         import pyarrow as pa
         import pyarrow.dataset as pds
@@ -234,11 +238,11 @@ class Snapshot:
         for column, value in self.files[path].items():
             field = pds.field(column)
             expr = expr & (field.is_null() if value is None
-                           else field == pa.scalar(value).cast(self.schema.field(column).type))
+                           else field == pa.scalar(value).cast(schema.field(column).type))
         return expr
 
 
-def open_table(path: Where, version: int | None = None) -> Any:
+def open_table(path: Where, version: int | None = None) -> DeltaTable:
     """The ``deltalake.DeltaTable`` at ``path`` (at ``version``; None: the newest); :class:`DeltaReadError`
     naming the fix when it is not a table or the version cannot be read."""
     from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -252,7 +256,7 @@ def open_table(path: Where, version: int | None = None) -> Any:
         raise DeltaReadError(f"{path}: version {version} cannot be read: {exc}") from None
 
 
-def check_protocol(table: Any, where: str) -> None:
+def check_protocol(table: DeltaTable, where: str) -> None:
     """:class:`DeltaReadError` when the table needs a reader feature that a per-file read cannot apply."""
     features = set(table.protocol().reader_features or [])
     unsupported = [name for key, name in _UNSUPPORTED.items() if key in features]
@@ -262,7 +266,7 @@ def check_protocol(table: Any, where: str) -> None:
                              "(and without column mapping) for a chaos run")
 
 
-def commits(table: Any, start: int, end: int) -> dict[int, dict[str, Any]]:
+def commits(table: DeltaTable, start: int, end: int) -> dict[int, dict[str, Any]]:
     """The commit info (``timestamp`` in ms, ``operation``, ``operationParameters``) of versions ``start`` ..
     ``end`` of ``table`` (a ``DeltaTable`` at ``end`` or later), from its history."""
     if end < start:

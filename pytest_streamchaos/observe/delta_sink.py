@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.observe import delta
@@ -31,6 +31,10 @@ from pytest_streamchaos.observe.delta import DeltaReadError, Snapshot, check_pro
 from pytest_streamchaos.observe.row_output import IdSpec, RowOutput
 from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.protocols import TableStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from deltalake import DeltaTable
 
 
 def table_at(place: Place, name: str) -> delta.Where:
@@ -66,7 +70,7 @@ class DeltaSinkCollector(RowOutput):
         self._prev = Snapshot.empty(self.at)
         self._done = -1  #: the newest version read
         self._checked = False  #: the id column was checked against the table's schema
-        self._latest: Any = None  #: the table at its newest version, updated on each look
+        self._latest: DeltaTable | None = None  #: the table at its newest version, updated on each look
         self._reading = threading.Lock()  # the polling thread and a last read at stop() take turns
 
     #: a table: a reference run compares its final value per key (:mod:`~pytest_streamchaos.observe.rows`)
@@ -133,7 +137,7 @@ class DeltaSinkCollector(RowOutput):
         self._prev = snap
         self.last_written = max(self.last_written or 0.0, t)
 
-    def _rows(self, table: Any) -> list[dict[str, Any]]:
+    def _rows(self, table: pa.Table) -> list[dict[str, Any]]:
         """A data file's rows as the id reader takes them: only the id column when ids are a column's (a
         callable or a nested field path gets whole rows)."""
         if isinstance(self._ids, str) and "." not in self._ids and self._ids in table.column_names:
@@ -153,7 +157,7 @@ class DeltaSinkCollector(RowOutput):
                 f"columns: {', '.join(names)}): name the column that holds the input id, or pass a callable "
                 "(row, None) -> ids")
 
-    def _table(self) -> Any:
+    def _table(self) -> DeltaTable | None:
         """The table now (a ``deltalake.DeltaTable`` at its newest version, brought up to date from the last
         look), None when the path holds no table (yet) or the table cannot be read (:attr:`failure` says why)."""
         try:

@@ -11,22 +11,42 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-from pytest_streamchaos.events import Kind
+from pytest_streamchaos.events import Kind, Records
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.25
 
 
+class Partition(Protocol):
+    """A partition as the watcher compares it (``stack.base.PartitionView``)."""
+
+    @property
+    def leader(self) -> int: ...
+
+    @property
+    def isr(self) -> Sequence[int]: ...
+
+
+class KafkaState(Protocol):
+    """What the watcher asks the cluster each poll (``stack.base.KafkaCluster``, which ``observe/`` may not import)."""
+
+    def partition_states(self, topic: str) -> Mapping[int, Partition] | None: ...
+
+    def registered_brokers(self) -> list[int]: ...
+
+    def controller_id(self) -> int | None: ...
+
+
 class KafkaWatcher:
     """Watches ``topics`` of ``kafka`` and records changes with ``recorder`` (see the module docstring)."""
 
-    def __init__(self, kafka: Any, topics: Sequence[str], recorder: Any) -> None:
+    def __init__(self, kafka: KafkaState, topics: Sequence[str], recorder: Records) -> None:
         self.kafka, self.topics, self.recorder = kafka, [t for t in topics if t], recorder
-        self._parts: dict[tuple[str, int], Any] = {}
+        self._parts: dict[tuple[str, int], Partition] = {}
         self._brokers: set[int] | None = None
         self._controller: int | None = None
         self._stop = threading.Event()
@@ -62,7 +82,7 @@ class KafkaWatcher:
                 self.recorder.record(Kind.CONTROLLER_ELECTED, f"broker-{controller}", previous=self._controller)
             self._controller = controller
 
-    def _partition(self, topic: str, p: int, state: Any) -> None:
+    def _partition(self, topic: str, p: int, state: Partition) -> None:
         old = self._parts.get((topic, p))
         self._parts[(topic, p)] = state
         if old is None:

@@ -17,7 +17,7 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pytest_streamchaos import storages
@@ -25,12 +25,15 @@ from pytest_streamchaos.observe.paths import DriverDirs, qualify
 from pytest_streamchaos.protocols import StorageService
 from pytest_streamchaos.storages import CheckpointStorage
 
+if TYPE_CHECKING:  # untyped (mypy reads it as Any): named for the reader
+    from fsspec import AbstractFileSystem
+
 
 @dataclass(frozen=True)
 class Place:
     """A path on a filesystem (local, or a storage's service: HDFS)."""
 
-    fs: Any  #: an fsspec filesystem
+    fs: AbstractFileSystem
     path: str  #: absolute, without scheme (on an object store: ``<bucket>/<key>``)
     scheme: str = "file"  #: ``file``, or the service's (``hdfs``, ``s3a``)
     authority: str = ""  #: ``host:port`` of the service (an HDFS NameNode; "" on an object store: in the path)
@@ -100,7 +103,7 @@ def _mtime(info: dict[str, Any]) -> float | None:
     return None if t is None else float(t) / 1000.0
 
 
-def local_fs() -> Any:
+def local_fs() -> AbstractFileSystem:
     import fsspec
 
     return fsspec.filesystem("file")

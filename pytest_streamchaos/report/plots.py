@@ -10,9 +10,10 @@ backend, safe inside a test session.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_streamchaos.events import Kind
 
@@ -28,6 +29,73 @@ _PHASE = "#e8e8e8"
 _COLOURS = ("#1f77b4", "#ff7f0e")
 
 
+# The part of a run's JSON (docs/report-schema.md) the pictures read; a run's own JSON holds more.
+
+
+class LineDetail(TypedDict, total=False):
+    """A timeline line's ``detail``, as far as a fault window's label reads it."""
+
+    label: str
+    fault: str
+
+
+class TimelineLine(TypedDict, total=False):
+    """One line of ``timeline``."""
+
+    t: float
+    kind: str
+    target: str | None
+    detail: LineDetail | None
+
+
+class FaultMetrics(TypedDict, total=False):
+    """One of ``metrics.faults``, as a recovery mark reads it."""
+
+    recovered_at: float | None
+    recovery_time: float | None
+
+
+class Params(TypedDict):
+    """``metrics.params``: the bucket width of the series."""
+
+    bucket_seconds: float
+
+
+class Metrics(TypedDict, total=False):
+    """``metrics``: the run's phases (absolute times), its series per bucket, its faults, its latency."""
+
+    t0: float
+    load_start: float
+    load_end: float
+    params: Params
+    series: dict[str, list[float | None]]
+    faults: list[FaultMetrics]
+    latency: dict[str, float | None]
+
+
+class Validation(TypedDict):
+    """``validation``'s counts (a schema 1 run has them only here)."""
+
+    lost: int
+    duplicates: int
+
+
+class RunJson(TypedDict, total=False):
+    """A run's JSON (``ChaosRun.to_dict()``, a saved baseline's run), as the pictures read it."""
+
+    metrics: Metrics
+    timeline: list[TimelineLine]
+    unavailable: dict[str, str]
+    downtime: float | None
+    failure_cost: float | None
+    recovery_time: float | None
+    recovered: bool | None
+    latency: dict[str, float | None] | None
+    validation: Validation
+    lost: int
+    duplicates: int
+
+
 def available() -> bool:
     """True when matplotlib can be imported."""
     try:
@@ -37,49 +105,59 @@ def available() -> bool:
     return True
 
 
-def _series(run: Mapping[str, Any], key: str) -> list[float]:
+def _series(run: RunJson, key: str) -> list[float]:
     return [math.nan if v is None else float(v) for v in run["metrics"]["series"][key]]
 
 
-def fault_windows(run: Mapping[str, Any]) -> list[tuple[float, float | None, str]]:
+@dataclass
+class _Window:
+    """A fault's window while it is paired: open until a heal sets ``healed``."""
+
+    injected: float
+    healed: float | None
+    label: str
+    target: str | None
+
+
+def fault_windows(run: RunJson) -> list[tuple[float, float | None, str]]:
     """(injected, healed or None, label) per fault, absolute times; a heal is paired with the
     earliest open injection of the same fault label (else the same target)."""
-    open_: list[list[Any]] = []
-    out: list[list[Any]] = []
+    open_: list[_Window] = []
+    out: list[_Window] = []
     for e in sorted(run.get("timeline", []), key=lambda e: e["t"]):
         d = e.get("detail") or {}
         if e["kind"] == Kind.FAULT_INJECTED:
             label = d.get("label") or f"{d.get('fault', 'fault')} {e.get('target', '')}".strip()
-            w = [e["t"], None, label, e.get("target")]
+            w = _Window(e["t"], None, label, e.get("target"))
             open_.append(w)
             out.append(w)
         elif e["kind"] == Kind.FAULT_HEALED:
             for w in open_:
-                if (d.get("label") and w[2] == d["label"]) or w[3] == e.get("target"):
-                    w[1] = e["t"]
+                if (d.get("label") and w.label == d["label"]) or w.target == e.get("target"):
+                    w.healed = e["t"]
                     open_.remove(w)
                     break
-    return [(w[0], w[1], w[2]) for w in out]
+    return [(w.injected, w.healed, w.label) for w in out]
 
 
-def _marks(run: Mapping[str, Any]) -> list[tuple[float, str]]:
+def _marks(run: RunJson) -> list[tuple[float, str]]:
     """(time, kind) of recovered / not_recovered events."""
     return [(e["t"], e["kind"]) for e in run.get("timeline", []) if e["kind"] in (Kind.RECOVERED, Kind.NOT_RECOVERED)]
 
 
-def _seconds(run: Mapping[str, Any], name: str) -> str:
+def _seconds(run: RunJson, name: str, value: float | None) -> str:
     """A headline duration: ``1.2s``, or ``not measurable`` (null, with the reason in ``unavailable``)."""
-    v = run.get(name)
-    return "not measurable" if v is None and name in (run.get("unavailable") or {}) else f"{v or 0:.1f}s"
+    return "not measurable" if value is None and name in (run.get("unavailable") or {}) else f"{value or 0:.1f}s"
 
 
-def _headline(run: Mapping[str, Any]) -> str:
+def _headline(run: RunJson) -> str:
     rec = "not recovered" if run.get("recovery_time") is None and run.get("recovered") is False else _seconds(
-        run, "recovery_time")
+        run, "recovery_time", run.get("recovery_time"))
     lat = run.get("latency") or run["metrics"]["latency"]
     p99 = lat.get("p99")
-    return (f"downtime {_seconds(run, 'downtime')}   recovery {rec}   failure cost "
-            f"{_seconds(run, 'failure_cost')}   lost {run.get('lost', run['validation']['lost'])}   "
+    return (f"downtime {_seconds(run, 'downtime', run.get('downtime'))}   recovery {rec}   failure cost "
+            f"{_seconds(run, 'failure_cost', run.get('failure_cost'))}   lost "
+            f"{run.get('lost', run['validation']['lost'])}   "
             f"duplicates {run.get('duplicates', run['validation']['duplicates'])}   p99 "
             + ("n/a" if p99 is None else f"{p99:.2f}s"))
 
@@ -94,7 +172,7 @@ def _figure(rows: int = 3) -> tuple[Figure, list[Axes]]:
     return fig, list(axes)
 
 
-def _shade_run(axes: Sequence[Axes], run: Mapping[str, Any], origin: float, colour: str = _FAULT,
+def _shade_run(axes: Sequence[Axes], run: RunJson, origin: float, colour: str = _FAULT,
                tag: str = "") -> None:
     """Fault windows (shaded, labelled at the top), recovery (dashed line, labelled), on every axis."""
     m = run["metrics"]
@@ -124,7 +202,7 @@ def _shade_run(axes: Sequence[Axes], run: Mapping[str, Any], origin: float, colo
                          bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1})
 
 
-def _phases(axes: Sequence[Axes], run: Mapping[str, Any], origin: float) -> None:
+def _phases(axes: Sequence[Axes], run: RunJson, origin: float) -> None:
     """Warm-up and drain in grey: not part of the measured load."""
     m = run["metrics"]
     t = _series(run, "t")
@@ -140,7 +218,7 @@ def _phases(axes: Sequence[Axes], run: Mapping[str, Any], origin: float) -> None
                      xytext=(3, 2), textcoords="offset points", ha="left", fontsize=8, color="#777")
 
 
-def _plot_series(axes: Sequence[Axes], run: Mapping[str, Any], origin: float, colour: str | None = None,
+def _plot_series(axes: Sequence[Axes], run: RunJson, origin: float, colour: str | None = None,
                  label: str = "", lw: float = 1.4) -> None:
     t = [x - origin for x in _series(run, "t")]
     pre = f"{label} " if label else ""
@@ -174,7 +252,7 @@ def _decorate(axes: Sequence[Axes], xlabel: str) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
 
 
-def timeline_png(run: Mapping[str, Any], path: str | Path, title: str = "") -> Path:
+def timeline_png(run: RunJson, path: str | Path, title: str = "") -> Path:
     """Draw one run (its JSON) to ``path``; x = seconds from the run's start, as its timeline lines."""
     fig, axes = _figure()
     origin = run["metrics"]["t0"]
@@ -189,7 +267,7 @@ def timeline_png(run: Mapping[str, Any], path: str | Path, title: str = "") -> P
     return path
 
 
-def comparison_png(a: Mapping[str, Any], b: Mapping[str, Any], path: str | Path,
+def comparison_png(a: RunJson, b: RunJson, path: str | Path,
                    labels: tuple[str, str] = ("A", "B"), title: str = "") -> Path:
     """Both runs in one picture, aligned on their steady state (t = 0: the load phase starts)."""
     fig, axes = _figure()

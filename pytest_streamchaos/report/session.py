@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -40,7 +40,7 @@ FAULTS_KEY = pytest.StashKey[list]()
 #: the test's results: what each ``chaos.run`` returned (ChaosRun or RepeatedRun: an outcome over its runs,
 #: ``runs`` and ``worst_run``, either way). Test seam: a
 #: test (or a fake ``chaos`` fixture) may put there runs it built itself, e.g. from tests/unit/synthetic.py
-RUNS_KEY = pytest.StashKey[list]()
+RUNS_KEY = pytest.StashKey[list[ChaosRun | RepeatedRun]]()
 #: the test's A/B comparisons (``chaos.compare``)
 COMPARISONS_KEY = pytest.StashKey[list]()
 #: where an explored test keeps what its search gave (``exploration.item.Explored``)
@@ -298,9 +298,9 @@ def write_artifacts(report_dir: Path, entries: Sequence[Entry], comparisons: Seq
     return out, pics
 
 
-def _single(result: Runs) -> dict[str, object]:
+def _single(result: Runs) -> plots.RunJson:
     """The run a comparison picture draws: the run itself, or a repeated run's worst."""
-    return result.worst_run.to_dict()
+    return cast("plots.RunJson", result.worst_run.to_dict())  # its JSON: what docs/report-schema.md says
 
 
 @dataclass

@@ -41,6 +41,7 @@ from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.jsonfile import write_json
 from pytest_streamchaos.machine import commands
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.protocols import Held
 from pytest_streamchaos.stack.base import StackError
 
 SOURCE = Path(__file__).with_name("checkpoint_gate.c")
@@ -161,7 +162,7 @@ class CheckpointGate:
         self._lock = threading.Lock()
         self._gen = 0  #: the current arming's number (0: never armed)
         #: every hold a moment detector reported (``faults.gate_moments.gated_moment``), in order
-        self.holds: list[Hold] = []
+        self.holds: list[Held] = []  #: every hold the moment detectors reported, in order
 
     def env(self, base: str | None = None) -> dict[str, str]:
         """The driver's environment additions (``base``: an ``LD_PRELOAD`` the job already has, kept)."""

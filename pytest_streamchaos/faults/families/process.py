@@ -6,7 +6,8 @@ declares it needs (:mod:`pytest_streamchaos.stack.capabilities`)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from pytest_streamchaos.events import Kind, StrEnum
 from pytest_streamchaos.faults.context import (
@@ -238,7 +239,44 @@ PAUSE_NEEDS: dict[PauseTarget, tuple[type, ...]] = {
     PauseTarget.BROKER: (BrokerPause, PartitionLeaders)}
 
 
-class Pause(FaultKind):
+@dataclass(frozen=True)
+class PausedWorker:
+    """A ``pause`` handle: worker ``index`` frozen."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class PausedMaster:
+    """A ``pause`` handle: master ``index`` frozen."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class PausedExecutor:
+    """A ``pause`` handle: this executor frozen (its worker runs on)."""
+
+    executor: ExecutorRef
+
+
+@dataclass(frozen=True)
+class PausedDriver:
+    """A ``pause`` handle: the job's driver frozen (through the job's own handle)."""
+
+
+@dataclass(frozen=True)
+class PausedBrokers:
+    """A ``pause`` handle: these brokers frozen (their connections stay open, nothing answers)."""
+
+    ids: tuple[int, ...]
+
+
+#: what a ``pause`` froze, as its ``confirm`` and ``heal`` get it back
+Paused: TypeAlias = PausedWorker | PausedMaster | PausedExecutor | PausedDriver | PausedBrokers
+
+
+class Pause(FaultKind[Paused]):
     """SIGSTOP of a target's process group; SIGCONT on heal."""
 
     name = "pause"
@@ -273,61 +311,60 @@ class Pause(FaultKind):
     def target(self, planned: PlannedFault) -> str:
         return str(planned.spec.target)
 
-    def inject(self, planned: PlannedFault) -> tuple[PauseTarget, Any]:
+    def inject(self, planned: PlannedFault) -> Paused:
         t = PauseTarget(planned.spec.target)
         if t == PauseTarget.WORKER:
             i = worker_index(self.ctx, planned)
             self.ctx.spark(WorkerPause).pause_worker(i, wait=False)
-            return (t, i)
+            return PausedWorker(i)
         if t == PauseTarget.EXECUTOR:
             found = self.ctx.cluster.executors(worker_index(self.ctx, planned))
             if not found:
                 raise RuntimeError("no executor to pause")
             self.ctx.spark(ExecutorPause).pause_executor(found[0])
-            return (t, found[0])
+            return PausedExecutor(found[0])
         if t == PauseTarget.DRIVER:
             self.ctx.job.pause(wait=False)
-            return (t, None)
+            return PausedDriver()
         if t == PauseTarget.MASTER:
             i = planned.spec.index if isinstance(planned.spec.index, int) else \
                 self.ctx.cluster.masters.index(self.ctx.spark(ActiveMaster).active_master())
             self.ctx.spark(MasterPause).pause_master(i, wait=False)
-            return (t, i)
+            return PausedMaster(i)
         ids = brokers_of(self.ctx, planned)  # a broker: connections stay open, nothing answers
         for b in ids:
             self.ctx.brokers(BrokerPause).pause_broker(b, wait=False)
-        return (t, ids)
+        return PausedBrokers(tuple(ids))
 
-    def confirm(self, planned: PlannedFault, handle: tuple[PauseTarget, Any]) -> None:
+    def confirm(self, planned: PlannedFault, handle: Paused) -> None:
         """Every process of the paused group is stopped (SIGSTOP delivery is asynchronous)."""
-        kind, h = handle
         c = self.ctx.cluster
-        if kind == PauseTarget.WORKER:
-            self.ctx.spark(WorkerPause).wait_paused(c.workers[h], CONFIRM_PAUSE_S)
-        elif kind == PauseTarget.MASTER:
-            self.ctx.spark(MasterPause).wait_paused(c.masters[h], CONFIRM_PAUSE_S)
-        elif kind == PauseTarget.DRIVER:
+        if isinstance(handle, PausedWorker):
+            self.ctx.spark(WorkerPause).wait_paused(c.workers[handle.index], CONFIRM_PAUSE_S)
+        elif isinstance(handle, PausedMaster):
+            self.ctx.spark(MasterPause).wait_paused(c.masters[handle.index], CONFIRM_PAUSE_S)
+        elif isinstance(handle, PausedDriver):
             self.ctx.job.wait_paused(CONFIRM_PAUSE_S)
-        elif kind == PauseTarget.BROKER:
-            for b in h:
+        elif isinstance(handle, PausedBrokers):
+            for b in handle.ids:
                 self.ctx.brokers(BrokerPause).wait_paused(b, CONFIRM_PAUSE_S)
-        else:  # an executor
+        else:
+            h = handle.executor
             poll(lambda: c.executor_state(h) in ("stopped", None), CONFIRM_PAUSE_S, interval=0.02, clock=time.time,
                  on_timeout=lambda _: TimeoutError(f"executor {h} not stopped {CONFIRM_PAUSE_S:g}s after SIGSTOP"))
 
-    def heal(self, planned: PlannedFault, handle: tuple[PauseTarget, Any]) -> None:
-        kind, h = handle
-        if kind == PauseTarget.WORKER:
-            self.ctx.spark(WorkerPause).resume_worker(h)
-        elif kind == PauseTarget.EXECUTOR:
-            self.ctx.spark(ExecutorPause).resume_executor(h)
-        elif kind == PauseTarget.BROKER:
-            for b in h:
+    def heal(self, planned: PlannedFault, handle: Paused) -> None:
+        if isinstance(handle, PausedWorker):
+            self.ctx.spark(WorkerPause).resume_worker(handle.index)
+        elif isinstance(handle, PausedExecutor):
+            self.ctx.spark(ExecutorPause).resume_executor(handle.executor)
+        elif isinstance(handle, PausedBrokers):
+            for b in handle.ids:
                 self.ctx.brokers(BrokerPause).resume_broker(b)
-        elif kind == PauseTarget.DRIVER:
+        elif isinstance(handle, PausedDriver):
             self.ctx.job.resume()
-        elif kind == PauseTarget.MASTER:
-            self.ctx.spark(MasterPause).resume_master(h)
+        else:
+            self.ctx.spark(MasterPause).resume_master(handle.index)
 
 
 KINDS = (KillWorker, KillExecutor, KillDriver, KillMaster, Pause)

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_streamchaos import storages
 from pytest_streamchaos.analysis.delay_class import DelaySpec
@@ -21,6 +20,7 @@ from pytest_streamchaos.job.config import JobConfig
 from pytest_streamchaos.machine.commands import CommandError
 from pytest_streamchaos.observe.checkpoints import checkpoint_literals, is_checkpoint, paths_in
 from pytest_streamchaos.observe.output_names import output_path
+from pytest_streamchaos.observe.storage import Place
 from pytest_streamchaos.protocols import Gate, GatedStore, StorageService
 from pytest_streamchaos.runner.context import RunContext
 from pytest_streamchaos.runner.errors import RunError
@@ -181,7 +181,7 @@ class PrepareJob:
         except (ValueError, CommandError) as exc:
             raise RunError(str(exc)) from None
 
-    def _named_checkpoints(self, argv: Sequence[str]) -> list[tuple[Any, str]]:
+    def _named_checkpoints(self, argv: Sequence[str]) -> list[tuple[Place, str]]:
         """The checkpoint locations the job names where the run can see them before it starts: absolute
         literals in its code (``checkpoint_literals``) and absolute paths in its args, each as (place, where).
         A relative one lands in the driver's fresh working directory (or fresh HDFS home): never stale."""
@@ -193,7 +193,7 @@ class PrepareJob:
         named = [(loc, where) for loc, where in checkpoint_literals(source, script.name)
                  if loc.startswith(("/", "file:", *storages.remote_prefixes()))]
         named += [(a, "args") for a in paths_in(argv, self.ctx.dir)]
-        out: list[tuple[Any, str]] = []
+        out: list[tuple[Place, str]] = []
         for loc, where in named:
             # on a storage's service (HDFS) the default filesystem is the service's: a bare absolute path is there
             bare = "://" not in loc and not loc.startswith("file:")
@@ -203,7 +203,7 @@ class PrepareJob:
                 out.append((place, where))
         return out
 
-    def _no_stale_checkpoint(self, named: list[tuple[Any, str]]) -> None:
+    def _no_stale_checkpoint(self, named: list[tuple[Place, str]]) -> None:
         """A checkpoint the job names that exists before it starts is an earlier run's: the query would
         resume from it (offsets of topics made anew, state of records this run never sent). Fail naming
         it, or (``stale_checkpoint="clear"``) delete it and say so."""

@@ -39,6 +39,7 @@ class StackContainer(DockerContainer):
                  command: Sequence[str], env: Mapping[str, str], volumes: Mapping[str, Mapping[str, str]]) -> None:
         import docker
 
+        assert session.network is not None  # made when the session opened
         net = session.network.name
         super().__init__(image, name=name, env=dict(env))
         # keyword arguments of docker's create call (one with_kwargs: it replaces, not adds). The network

@@ -18,10 +18,14 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.host import Host, current
+
+if TYPE_CHECKING:  # docker-py: imported when the backend is used; untyped (mypy reads it as Any)
+    from docker import DockerClient
+    from docker.models.networks import Network
 
 LABEL = "org.pytest-streamchaos.session"  #: the session id
 OWNER = "org.pytest-streamchaos.owner"  #: "<hostname>:<pid>" of the pytest process that created it
@@ -31,7 +35,7 @@ DOCKER_FIX = ("start the Docker daemon (`dockerd > /var/log/dockerd.log 2>&1 &` 
               "`./dev setup` does it), or point DOCKER_HOST at one")
 
 
-def connect(timeout: float = 10.0) -> Any:
+def connect(timeout: float = 10.0) -> DockerClient:
     """A docker-py client of the daemon at ``DOCKER_HOST`` (default the local socket), pinged;
     :class:`StackError` naming the fix when there is none."""
     try:
@@ -65,7 +69,7 @@ def _owner_gone(owner: str) -> bool:
     return False
 
 
-def sweep_orphans(client: Any) -> list[str]:
+def sweep_orphans(client: DockerClient) -> list[str]:
     """Remove the containers and networks of sessions whose pytest process is gone; their names."""
     removed = []
     for c in client.containers.list(all=True, ignore_removed=True, filters={"label": LABEL}):
@@ -79,7 +83,7 @@ def sweep_orphans(client: Any) -> list[str]:
     return removed
 
 
-def _used_networks(client: Any) -> list[ipaddress.IPv4Network]:
+def _used_networks(client: DockerClient) -> list[ipaddress.IPv4Network]:
     used = []
     try:
         with open("/proc/net/route") as f:
@@ -112,10 +116,10 @@ class DockerSession:
     """One pytest session's share of the daemon: its labels, its network and its clean-up (``host``: the
     session's, whose reaper removes them if pytest dies; default: the current one)."""
 
-    client: Any
+    client: DockerClient
     host: Host | None = None
     id: str = field(default_factory=lambda: f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
-    network: Any = None
+    network: Network | None = None
     subnet: ipaddress.IPv4Network | None = None
     _next_ip: int = 10
 

@@ -21,10 +21,13 @@ import os
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_streamchaos.assets import cache_dir, fixture_path
 from pytest_streamchaos.stack.base import StackError
+
+if TYPE_CHECKING:  # docker-py: imported when the backend is used; untyped (mypy reads it as Any)
+    from docker import DockerClient
 
 REPO = "pytest-streamchaos/host-runtime"
 #: /etc files the JVM and Python read (users for user.home, name service order); copied, not mounted,
@@ -71,7 +74,7 @@ def _root_tar(files: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def host_runtime_image(client: Any) -> str:
+def host_runtime_image(client: DockerClient) -> str:
     """The local runtime image's tag, built (``docker import``) if this recipe was never built."""
     files = _recipe()
     key = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(files.items()))).hexdigest()[:12]
@@ -120,7 +123,7 @@ def _outermost(paths: set[str]) -> set[str]:
     return {p for p in norm if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in norm)}
 
 
-def image_present(client: Any, ref: str) -> bool:
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether ``ref`` is here, or can be pulled now (a registry that does not answer: False)."""
     if client.images.list(name=ref):
         return True
@@ -131,7 +134,7 @@ def image_present(client: Any, ref: str) -> bool:
     return True
 
 
-def resolve(client: Any, ref: str = "") -> str:
+def resolve(client: DockerClient, ref: str = "") -> str:
     """The image to run: ``ref`` (``--chaos-docker-image``) when it is here or can be pulled, else a
     :class:`StackError` naming the fix; without ``ref`` the local runtime image (built if needed)."""
     if not ref:

@@ -25,7 +25,7 @@ import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_streamchaos.machine import artifacts
 from pytest_streamchaos.machine.ports import HOST
@@ -37,6 +37,9 @@ from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.process import DaemonProcess, terminate_all
 from pytest_streamchaos.stack.service import Service
+
+if TYPE_CHECKING:  # untyped (mypy reads it as Any): named for the reader
+    from fsspec import AbstractFileSystem
 
 
 class LocalHdfsCluster(Service):
@@ -206,7 +209,7 @@ class LocalHdfsCluster(Service):
         self.control.process(node).wait_paused(timeout)
 
     # -- clients -------------------------------------------------------------------------------
-    def filesystem(self, user: str | None = None) -> Any:
+    def filesystem(self, user: str | None = None) -> AbstractFileSystem:
         """An fsspec WebHDFS filesystem on this cluster (as ``user``, default: this OS user).
         Reads redirect to a DataNode's HTTP port, which is on 127.0.0.1 too."""
         import fsspec

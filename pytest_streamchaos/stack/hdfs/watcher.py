@@ -3,8 +3,7 @@ the NameNode reports them (polled in a background thread)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from pytest_streamchaos.events import Records
 from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.hdfs import HdfsKind
 from pytest_streamchaos.stack.hdfs.cluster import LocalHdfsCluster
@@ -18,7 +17,7 @@ class HdfsWatcher(Service):
     :meth:`LocalHdfsCluster.state` in a background thread. The state at :meth:`start` is the
     baseline: only changes after it are recorded."""
 
-    def __init__(self, hdfs: LocalHdfsCluster, recorder: Any, interval: float = 0.25) -> None:
+    def __init__(self, hdfs: LocalHdfsCluster, recorder: Records, interval: float = 0.25) -> None:
         self.hdfs, self.recorder, self.interval = hdfs, recorder, interval
         self._polling = Every(self.poll_once, interval, "hdfs-watcher")
         self._nn_pid: int | None = None

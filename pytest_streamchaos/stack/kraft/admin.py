@@ -15,10 +15,13 @@ import logging
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
+
+if TYPE_CHECKING:  # the harness's clients import confluent-kafka when they first talk to the cluster
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 #: how long a metadata or admin request may take before it counts as failed
 REQUEST_TIMEOUT_S = 10.0
@@ -47,10 +50,10 @@ class KafkaAdmin:
 
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self._admin: Any = None
-        self._one_broker: dict[str, Any] = {}  #: address -> a client that asks only that broker
+        self._admin: AdminClient | None = None
+        self._one_broker: dict[str, AdminClient] = {}  #: address -> a client that asks only that broker
 
-    def client(self) -> Any:
+    def client(self) -> AdminClient:
         """The admin client (confluent-kafka's ``AdminClient``) of the harness's listeners, made on first use."""
         from confluent_kafka.admin import AdminClient
 
@@ -58,11 +61,11 @@ class KafkaAdmin:
             self._admin = AdminClient(client_conf(self.bootstrap_servers, **{"allow.auto.create.topics": "false"}))
         return self._admin
 
-    def metadata(self, topic: str | None = None, timeout: float = REQUEST_TIMEOUT_S) -> Any:
+    def metadata(self, topic: str | None = None, timeout: float = REQUEST_TIMEOUT_S) -> ClusterMetadata:
         """The cluster's metadata now (all topics, or one)."""
         return self.client().list_topics(topic=topic, timeout=timeout)
 
-    def broker_views(self, topic: str) -> list[Any]:
+    def broker_views(self, topic: str) -> list[ClusterMetadata]:
         """The cluster's metadata of ``topic``, then each registered broker's own. A client bootstrapped to
         one address keeps asking that broker (librdkafka connects to others only when it needs them); a
         broker that does not answer in time is left out."""
@@ -121,7 +124,7 @@ class KafkaAdmin:
         in-sync replicas; another partition count fails at once."""
         last = ["not listed yet"]
 
-        def ready_on(view: object) -> bool:
+        def ready_on(view: ClusterMetadata) -> bool:
             state = states_of(view, name)
             if state is None:
                 last[0] = "not listed by every broker yet"
@@ -172,7 +175,7 @@ class KafkaAdmin:
         self._one_broker.clear()
 
 
-def states_of(metadata: Any, topic: str) -> dict[int, PartitionState] | None:
+def states_of(metadata: ClusterMetadata, topic: str) -> dict[int, PartitionState] | None:
     """``topic``'s partitions in one metadata answer, None when that answer does not know it."""
     t = metadata.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:

@@ -17,12 +17,15 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_streamchaos.machine import artifacts, commands
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.kraft.admin import REQUEST_TIMEOUT_S, KafkaAdmin, PartitionState, future_error, states_of
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import OffsetSpec
 
 #: Kafka's reassignment tool (``bin/kafka-reassign-partitions.sh``)
 REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -71,7 +74,7 @@ class TopicOperations:
                                                                                  OffsetSpec.latest()))
         return {p: (low[p], high[p]) for p in sorted(parts)}
 
-    def _offsets_of(self, topic: str, parts: Iterable[int], spec: Any, timeout: float) -> dict[int, int]:
+    def _offsets_of(self, topic: str, parts: Iterable[int], spec: OffsetSpec, timeout: float) -> dict[int, int]:
         def asked() -> dict[int, int] | None:
             return self._list_offsets(topic, parts, spec)
 
@@ -79,7 +82,7 @@ class TopicOperations:
                      on_timeout=lambda _: StackError(f"{topic}: no offsets within {timeout:g}s"))
         return found or {}
 
-    def _list_offsets(self, topic: str, parts: Iterable[int], spec: object) -> dict[int, int] | None:
+    def _list_offsets(self, topic: str, parts: Iterable[int], spec: OffsetSpec) -> dict[int, int] | None:
         """One ListOffsets of every partition; None when an answer is retriable (asked again)."""
         from confluent_kafka import KafkaException, TopicPartition
 

@@ -18,12 +18,13 @@ not the store's: it is never held here.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_streamchaos.poll import poll
+from pytest_streamchaos.protocols import Held
 from pytest_streamchaos.stack.s3.http import alive
 from pytest_streamchaos.stack.s3.ops import Request
 
@@ -83,7 +84,7 @@ class ProxyGate:
     proxy calls :meth:`before` and :meth:`after` on each request."""
 
     def __init__(self) -> None:
-        self.holds: list[ProxyHold] = []  #: every hold the moment detectors reported, in order
+        self.holds: list[Held] = []  #: every hold the moment detectors reported, in order
         self.dropped = 0  #: held requests whose client died meanwhile: never relayed to the store
         self._cond = threading.Condition()
         self._rule: tuple[str, str, int] | None = None
@@ -137,20 +138,20 @@ class ProxyGate:
         self.holds.clear()
 
     # -- the proxy's side -----------------------------------------------------------------------------
-    def before(self, request: Request, client: object) -> bool:
+    def before(self, request: Request, client: socket.socket) -> bool:
         """Hold a COPY onto the armed log's file; whether to relay the request (False: its client died while
         it was held)."""
         if request.op != "COPY":
             return True
         return self._maybe_hold("before", request.key, request, client)
 
-    def after(self, request: Request, client: object) -> None:
+    def after(self, request: Request, client: socket.socket) -> None:
         """Hold the answer to the DELETE of the armed log's temporary object (the rename is done)."""
         final = temporary_of(request.key) if request.op == "DELETE" else None
         if final is not None:
             self._maybe_hold("after", final, request, client)
 
-    def _maybe_hold(self, when: str, key: str, request: Request, client: Any) -> bool:
+    def _maybe_hold(self, when: str, key: str, request: Request, client: socket.socket) -> bool:
         found = checkpoint_file(key)
         with self._cond:
             rule = self._rule
@@ -169,7 +170,7 @@ class ProxyGate:
         return False
 
 
-def _peer_pid(client: Any) -> int:
+def _peer_pid(client: socket.socket) -> int:
     """The process on the other end of a loopback connection (0 when it cannot be told)."""
     try:
         import psutil

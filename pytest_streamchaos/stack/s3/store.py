@@ -38,6 +38,9 @@ from pytest_streamchaos.stack.s3.proxy import ErrorRule, FaultProxy
 from pytest_streamchaos.stack.service import Service
 
 if TYPE_CHECKING:  # built on first use: the module is imported when the door opens
+    import pyarrow.fs as pafs
+    from fsspec import AbstractFileSystem
+
     from pytest_streamchaos.stack.toxiproxy import ToxiProxy, ToxiproxyServer
 
 #: the ports ``weed mini`` opens, by its flag (``-<name>=<port>``)
@@ -84,7 +87,7 @@ class ObjectStore(Service):
         self.link_reason: str | None = None  #: why there is no Toxiproxy proxy
         self._toxiproxy: ToxiproxyServer | None = None
         self._binary: Path | None = None
-        self._fs: Any = None
+        self._fs: _StoreFS | None = None
         self.killed = False  #: down by a fault (not a start-up failure)
 
     # -- where ------------------------------------------------------------------------------------------
@@ -285,7 +288,7 @@ class ObjectStore(Service):
         fs.create_dir(name)
         return True
 
-    def filesystem(self) -> Any:
+    def filesystem(self) -> AbstractFileSystem:
         """An fsspec filesystem on the store (pyarrow's S3 client, path style, the store's own port) whose
         recursive ``rm`` leaves nothing S3 lists (:meth:`remove`)."""
         if self._fs is None:  # one client: pyarrow's S3 client is made once, its connections kept
@@ -302,7 +305,7 @@ class ObjectStore(Service):
         self.ensure_bucket(bucket)
         self.remove(bucket)
 
-    def arrow_fs(self, attempts: int = 3) -> Any:
+    def arrow_fs(self, attempts: int = 3) -> pafs.S3FileSystem:
         """pyarrow's S3 filesystem on the store's own port (paths ``<bucket>/<key>``), path style, plain HTTP."""
         import pyarrow.fs as pafs
 
@@ -337,7 +340,7 @@ class _StoreFS(ArrowFSWrapper):
     """The store's fsspec filesystem: pyarrow's, but a recursive ``rm`` of a folder is :meth:`ObjectStore.remove`
     (pyarrow's would leave the folders SeaweedFS keeps)."""
 
-    def __init__(self, fs: Any, store: ObjectStore, **kwargs: Any) -> None:
+    def __init__(self, fs: pafs.FileSystem, store: ObjectStore, **kwargs: Any) -> None:
         super().__init__(fs, **kwargs)
         self.store = store
 

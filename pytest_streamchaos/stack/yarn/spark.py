@@ -29,7 +29,7 @@ from pytest_streamchaos.stack.host import current as current_host
 from pytest_streamchaos.stack.local.placement import LocalPlacement
 from pytest_streamchaos.stack.yarn.attach import AttachedYarn, read_conf_dir
 from pytest_streamchaos.stack.yarn.cluster import LocalYarnCluster
-from pytest_streamchaos.stack.yarn.launcher import YarnLaunches, YarnSubmitLauncher
+from pytest_streamchaos.stack.yarn.launcher import YarnJob, YarnLaunches, YarnSubmitLauncher
 from pytest_streamchaos.stack.yarn.rest import ResourceManagerApi, YarnApiError, YarnContainer, YarnNode
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class YarnSparkCluster(SparkCluster):
         return [e for job in self._jobs() if job.app_id for e in self.app_executors(job.app_id)
                 if isinstance(e, ContainerExecutor) and e.container.node_id == node]
 
-    def _jobs(self) -> list[Any]:
+    def _jobs(self) -> list[YarnJob]:
         return [j for launcher in self.launchers for j in launcher.yarn_jobs if j.alive]
 
     def app_executors(self, app_id: str) -> Sequence[Executor]:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_streamchaos.events import Records
 from pytest_streamchaos.poll import Every
 from pytest_streamchaos.stack.service import Service
 from pytest_streamchaos.stack.yarn import YarnKind
@@ -58,11 +59,14 @@ class _Seen:
     exits: dict[str, tuple[int | None, str, float]] = field(default_factory=dict)  #: id -> (exit, diag, seen at)
 
 
+#: one event a poll saw: its kind, target and detail (``observed_at``: when, on ``time.time``)
+Seen = tuple[YarnKind, str, dict[str, Any]]
+
 class YarnWatcher(Service):
     """Records YARN's events for the applications with ``app_ids`` or carrying ``tag`` (see the module
     docstring), polling every ``interval`` seconds."""
 
-    def __init__(self, api: ResourceManagerApi, recorder: Any, *, app_ids: tuple[str, ...] = (), tag: str = "",
+    def __init__(self, api: ResourceManagerApi, recorder: Records, *, app_ids: tuple[str, ...] = (), tag: str = "",
                  interval: float = 0.5) -> None:
         self.api, self.recorder, self.interval = api, recorder, interval
         self.app_ids, self.tag = tuple(app_ids), tag
@@ -81,9 +85,9 @@ class YarnWatcher(Service):
         if self._polling.stop():
             self.poll_once()
 
-    def poll_once(self) -> list[tuple[str, str, dict[str, Any]]]:
+    def poll_once(self) -> list[Seen]:
         """One observation; records and returns the (kind, target, detail) events it saw."""
-        events: list[tuple[str, str, dict[str, Any]]] = []
+        events: list[Seen] = []
         try:
             self._rm(events)
             self._nodes(events)
@@ -100,7 +104,7 @@ class YarnWatcher(Service):
         return events
 
     # -- the parts ---------------------------------------------------------------------------------
-    def _rm(self, events: list) -> None:
+    def _rm(self, events: list[Seen]) -> None:
         info = self.api.info()
         if info.id != self._seen.rm_id:
             events.append((YarnKind.YARN_RM_STARTED, "resourcemanager",
@@ -108,7 +112,7 @@ class YarnWatcher(Service):
             self._seen.nodes.clear()  # a new RM knows no node until it registers again
         self._seen.rm_id = info.id
 
-    def _nodes(self, events: list) -> None:
+    def _nodes(self, events: list[Seen]) -> None:
         for node in self.api.nodes():
             before = self._seen.nodes.get(node.id)
             if node.state != before and node.state != "NEW":
@@ -123,7 +127,7 @@ class YarnWatcher(Service):
             ids += [a.id for a in self.api.apps(tag=self.tag) if a.id not in ids]
         return ids
 
-    def _app(self, app_id: str, events: list) -> None:
+    def _app(self, app_id: str, events: list[Seen]) -> None:
         app = self.api.app(app_id)
         if app.state != self._seen.apps.get(app_id):
             events.append((YarnKind.app(app.state), app_id, {"final_status": app.final_status}))
@@ -145,7 +149,7 @@ class YarnWatcher(Service):
         if not app.live:  # a finished application's containers are all gone
             self._containers_gone(app_id, set(), events)
 
-    def _containers(self, app_id: str, att: AppAttempt, events: list) -> None:
+    def _containers(self, app_id: str, att: AppAttempt, events: list[Seen]) -> None:
         running = {c.id: c for c in self.api.containers(app_id, att.attempt_id)}
         for cid, c in running.items():
             if cid not in self._seen.running:
