@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     from pytest_streamchaos.stack.base import Endpoint, Executor, LinkProxy, Node, PartitionView
     from pytest_streamchaos.stack.driver.launcher import DriverSite
-    from pytest_streamchaos.stack.k8s.disruption import Squeeze
 
 
 # -- the Spark cluster's --------------------------------------------------------------------------
@@ -208,21 +207,37 @@ class NodeDrain(PodEvict, Protocol):
         ...
 
 
+class SqueezedContainer(Protocol):
+    """A container :class:`ExecutorOom` squeezed: its pod, the limit it now has, what it measured there."""
+
+    @property
+    def pod(self) -> str:
+        ...
+
+    @property
+    def limit(self) -> int:
+        """The memory limit it was squeezed to, in bytes."""
+        ...
+
+    def detail(self) -> dict[str, object]:
+        ...
+
+
 @runtime_checkable
 class ExecutorOom(PodDelete, Protocol):
     """An executor's container pushed over its memory limit, so that the kernel OOM-kills the executor inside
     it and Kubernetes reports the container ``OOMKilled``."""
 
-    def squeeze_executor(self, name: str) -> Squeeze:
+    def squeeze_executor(self, name: str) -> SqueezedContainer:
         """Squeeze the pod's container to just above its usage and start an allocation in it."""
         ...
 
-    def oom_state(self, squeeze: Squeeze) -> tuple[int | None, dict[str, Any] | None]:
+    def oom_state(self, sq: SqueezedContainer) -> tuple[int | None, dict[str, Any] | None]:
         """(OOM kills in the container's cgroup since the squeeze, None once it is gone; the container's end as
         the API server has it: ``reason``, ``exit_code``, None while it runs or once the pod is gone)."""
         ...
 
-    def release(self, squeeze: Squeeze) -> None:
+    def release(self, sq: SqueezedContainer) -> None:
         """End the allocation; a container that survived gets its limit back."""
         ...
 

@@ -17,18 +17,15 @@ refuses the fault when the run is planned, naming why."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.kind import FaultKind
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.capabilities import ExecutorOom, NodeDrain, PodDelete, PodEvict
+from pytest_streamchaos.stack.capabilities import ExecutorOom, NodeDrain, PodDelete, PodEvict, SqueezedContainer
 from pytest_streamchaos.stack.k8s import K8sKind
-
-if TYPE_CHECKING:
-    from pytest_streamchaos.stack.k8s.disruption import Squeeze
 
 #: the pod's own grace period as Spark's executor pods have it (Kubernetes' default), and a margin for the API
 POD_GRACE_S = 30.0
@@ -187,7 +184,7 @@ class DrainNode(FaultKind[list[str]]):
 OOM_S = 60.0
 
 
-class OomKillExecutor(FaultKind[tuple["Squeeze", list[str]]]):
+class OomKillExecutor(FaultKind[tuple[SqueezedContainer, list[str]]]):
     name = "oom_kill_executor"
     doc = ("an executor OOM-killed by its pod's memory limit: its container's memory cgroup squeezed to just above "
            "its usage and a small allocation run in the container (kubectl exec) pushes it over; the kernel kills "
@@ -206,7 +203,7 @@ class OomKillExecutor(FaultKind[tuple["Squeeze", list[str]]]):
     def target(self, planned: PlannedFault) -> str:
         return f"executor pod {self.pods.get(id(planned), '?')}"
 
-    def inject(self, planned: PlannedFault) -> tuple[Squeeze, list[str]]:
+    def inject(self, planned: PlannedFault) -> tuple[SqueezedContainer, list[str]]:
         k8s = self.ctx.spark(ExecutorOom)
         before = list(k8s.executor_pods())
         if not before:
@@ -214,7 +211,7 @@ class OomKillExecutor(FaultKind[tuple["Squeeze", list[str]]]):
         self.pods[id(planned)] = before[0]
         return k8s.squeeze_executor(before[0]), before
 
-    def confirm(self, planned: PlannedFault, handle: tuple[Squeeze, list[str]]) -> dict[str, object]:
+    def confirm(self, planned: PlannedFault, handle: tuple[SqueezedContainer, list[str]]) -> dict[str, object]:
         """The kernel OOM-killed in the container's cgroup and the container ended ``OOMKilled``, as the API
         server says (or, when Spark deleted the pod before it was read, its cgroup counted the kill)."""
         sq, before = handle
@@ -239,7 +236,7 @@ class OomKillExecutor(FaultKind[tuple["Squeeze", list[str]]]):
         return {**sq.detail(), "oom_kills": seen["kills"], "reason": end.get("reason"),
                 "exit_code": end.get("exit_code"), "killed_after": round(time.monotonic() - t0, 2)}
 
-    def heal(self, planned: PlannedFault, handle: tuple[Squeeze, list[str]]) -> None:
+    def heal(self, planned: PlannedFault, handle: tuple[SqueezedContainer, list[str]]) -> None:
         """The allocation ended (already, once confirmed); the replacement is on the timeline from confirm."""
         self.ctx.spark(ExecutorOom).release(handle[0])
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamchaos.errors import StackError
+from pytest_streamchaos.stack.capabilities import SqueezedContainer
 from pytest_streamchaos.stack.k8s import build, spark_image
 from pytest_streamchaos.stack.k8s.api import Api, ApiError
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster
@@ -209,15 +210,17 @@ class PodDisruptions:
                                 log_path=lay.logs / f"oom-{name}.log", name="oom-hog", pipe=True, host=self.kube.host)
         return sq
 
-    def oom_state(self, sq: Squeeze) -> tuple[int | None, dict[str, Any] | None]:
+    def oom_state(self, sq: SqueezedContainer) -> tuple[int | None, dict[str, Any] | None]:
         """(the cgroup's OOM kills since the squeeze, None once the cgroup is gone; the container's ``terminated``
         state as the API server has it, None while it runs or once the pod is gone)."""
+        assert isinstance(sq, Squeeze)
         kills = oom_kills(sq.cgroup)
         return (None if kills is None else kills - sq.oom_kills_before), _ended_or_none(pod(self.api, sq.pod))
 
-    def release(self, sq: Squeeze) -> None:
+    def release(self, sq: SqueezedContainer) -> None:
         """End the allocation (its stdin closed, then its process group) and give a container that survived its
         limit back."""
+        assert isinstance(sq, Squeeze)
         if sq.released:
             return
         sq.released = True
