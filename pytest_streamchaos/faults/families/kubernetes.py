@@ -20,7 +20,7 @@ import time
 from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.kind import FaultKind
+from pytest_streamchaos.faults.kind import FaultKind, H
 from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
@@ -39,18 +39,10 @@ def check_grace(kind: str, params: dict[str, Any]) -> None:
         raise FaultSpecError(f"@{kind}: grace={grace!r} must be a number of seconds >= 0 (or None)")
 
 
-class DeletePod(FaultKind[tuple[str, list[str]]]):
-    name = "delete_pod"
-    doc = ("delete an executor pod through the Kubernetes API (grace: its gracePeriodSeconds, default the pod's "
-           "own); Spark's allocator asks for a replacement")
-    args: ClassVar[dict[str, str]] = {"grace": "gracePeriodSeconds of the deletion (None: the pod's own, 30 s; 0: "
-                                               "at once, SIGKILL)"}
-    takes_down = "executor"
-    needs = (PodDelete,)
+class ExecutorPodFault(FaultKind[H]):
+    """A fault of one executor pod of the job, the oldest: what the kinds of this family share."""
 
-    @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        check_grace(cls.name, params)
+    takes_down = "executor"
 
     @classmethod
     def reaches_cluster(cls, spec: FaultSpec) -> bool:
@@ -63,14 +55,31 @@ class DeletePod(FaultKind[tuple[str, list[str]]]):
     def target(self, planned: PlannedFault) -> str:
         return f"executor pod {self.pods.get(id(planned), '?')}"
 
-    def inject(self, planned: PlannedFault) -> tuple[str, list[str]]:
-        k8s = self.ctx.spark(PodDelete)
-        before = list(k8s.executor_pods())
+    def oldest(self, planned: PlannedFault, capability: type[PodDelete], verb: str) -> list[str]:
+        """The job's executor pods now, oldest first, the first one this fault's target."""
+        before = list(self.ctx.spark(capability).executor_pods())
         if not before:
-            raise RuntimeError("the job has no executor pod to delete")
+            raise RuntimeError(f"the job has no executor pod to {verb}")
         self.pods[id(planned)] = before[0]
+        return before
+
+
+class DeletePod(ExecutorPodFault[tuple[str, list[str]]]):
+    name = "delete_pod"
+    doc = ("delete an executor pod through the Kubernetes API (grace: its gracePeriodSeconds, default the pod's "
+           "own); Spark's allocator asks for a replacement")
+    args: ClassVar[dict[str, str]] = {"grace": "gracePeriodSeconds of the deletion (None: the pod's own, 30 s; 0: "
+                                               "at once, SIGKILL)"}
+    needs = (PodDelete,)
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        check_grace(cls.name, params)
+
+    def inject(self, planned: PlannedFault) -> tuple[str, list[str]]:
+        before = self.oldest(planned, PodDelete, "delete")
         grace = planned.spec.params.get("grace")
-        k8s.delete_pod(before[0], grace=grace)
+        self.ctx.spark(PodDelete).delete_pod(before[0], grace=grace)
         return before[0], before
 
     def confirm(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> dict[str, object]:
@@ -106,10 +115,7 @@ class EvictPod(DeletePod):
 
     def inject(self, planned: PlannedFault) -> tuple[str, list[str]]:
         k8s = self.ctx.spark(PodEvict)
-        before = list(k8s.executor_pods())
-        if not before:
-            raise RuntimeError("the job has no executor pod to evict")
-        self.pods[id(planned)] = before[0]
+        before = self.oldest(planned, PodEvict, "evict")
         k8s.evict_pod(before[0], grace=planned.spec.params.get("grace"))
         # the API server marks the pod before it deletes it (the eviction's own mark, not a plain DELETE's)
         self.disruption[id(planned)] = k8s.pod_disruption(before[0])
@@ -184,32 +190,16 @@ class DrainNode(FaultKind[list[str]]):
 OOM_S = 60.0
 
 
-class OomKillExecutor(FaultKind[tuple[SqueezedContainer, list[str]]]):
+class OomKillExecutor(ExecutorPodFault[tuple[SqueezedContainer, list[str]]]):
     name = "oom_kill_executor"
     doc = ("an executor OOM-killed by its pod's memory limit: its container's memory cgroup squeezed to just above "
            "its usage and a small allocation run in the container (kubectl exec) pushes it over; the kernel kills "
            "the executor's JVM, Kubernetes reports OOMKilled, Spark asks for a replacement")
-    takes_down = "executor"
     needs = (ExecutorOom,)
 
-    @classmethod
-    def reaches_cluster(cls, spec: FaultSpec) -> bool:
-        return True
-
-    def __init__(self, ctx: FaultContext) -> None:
-        super().__init__(ctx)
-        self.pods: dict[int, str] = {}
-
-    def target(self, planned: PlannedFault) -> str:
-        return f"executor pod {self.pods.get(id(planned), '?')}"
-
     def inject(self, planned: PlannedFault) -> tuple[SqueezedContainer, list[str]]:
-        k8s = self.ctx.spark(ExecutorOom)
-        before = list(k8s.executor_pods())
-        if not before:
-            raise RuntimeError("the job has no executor pod to OOM-kill")
-        self.pods[id(planned)] = before[0]
-        return k8s.squeeze_executor(before[0]), before
+        before = self.oldest(planned, ExecutorOom, "OOM-kill")
+        return self.ctx.spark(ExecutorOom).squeeze_executor(before[0]), before
 
     def confirm(self, planned: PlannedFault, handle: tuple[SqueezedContainer, list[str]]) -> dict[str, object]:
         """The kernel OOM-killed in the container's cgroup and the container ended ``OOMKilled``, as the API
