@@ -120,4 +120,5 @@ def test_an_executor_oom_killed_by_its_memory_limit_is_replaced(chaos):
     ended = [e for e in run.timeline if e.kind == "k8s_pod_ended" and e.target == pod]
     assert ended and ended[0].detail["reason"] == "OOMKilled", f"Kubernetes reports pod {pod} OOMKilled: {ended}"
     assert ended[0].detail["exit_code"] == 137
+    print("Spark:", [e.detail.get("reason") for e in _after(run, "executor_removed", injected.t - 1)])
     _replaced_and_recovered(run, injected, pod)

@@ -203,7 +203,7 @@ class OomKillExecutor(ExecutorPodFault[tuple[SqueezedContainer, list[str]]]):
 
     def confirm(self, planned: PlannedFault, handle: tuple[SqueezedContainer, list[str]]) -> dict[str, object]:
         """The kernel OOM-killed in the container's cgroup and the container ended ``OOMKilled``, as the API
-        server says (or, when Spark deleted the pod before it was read, its cgroup counted the kill)."""
+        server says (or, when Spark deleted the pod before its end was read, its cgroup counted the kill)."""
         sq, before = handle
         k8s = self.ctx.spark(ExecutorOom)
         seen: dict[str, Any] = {"kills": 0, "end": None}
@@ -213,7 +213,8 @@ class OomKillExecutor(ExecutorPodFault[tuple[SqueezedContainer, list[str]]]):
             kills, end = k8s.oom_state(sq)
             seen["kills"] = max(seen["kills"], kills or 0)
             seen["end"] = end or seen["end"]
-            return seen["end"] is not None or (kills is None and seen["kills"] > 0) or k8s.pod_gone(sq.pod)
+            # the cgroup goes with the container a moment before the API server has its end: wait for that
+            return seen["end"] is not None or k8s.pod_gone(sq.pod)
 
         poll(ended, OOM_S, interval=0.1, on_timeout=lambda _: TimeoutError(
             f"executor pod {sq.pod} still running {OOM_S:g}s after its container was squeezed to "
