@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_streamchaos.errors import StackError
 from pytest_streamchaos.stack.capabilities import SqueezedContainer
@@ -153,46 +153,46 @@ def squeeze(cgroup: Path, margin: int = SQUEEZE_MARGIN) -> tuple[int, int, int]:
     raise StackError(f"the kernel would not lower {cgroup}'s memory limit to {limit} bytes (EBUSY)")
 
 
+class _K8sCluster(Protocol):
+    """What :class:`PodDisruptions` uses of the cluster it is mixed into (:class:`~.spark.K8sSparkCluster`)."""
+
+    kube: Cluster
+
+    @property
+    def api(self) -> Api: ...
+
+    @property
+    def image(self) -> spark_image.Sources: ...
+
+    def executor_pods(self) -> Sequence[str]: ...
+
+
 class PodDisruptions:
     """The eviction, the drain and the memory squeeze (:mod:`.disruption`), mixed into the ``k8s`` Spark cluster:
     :class:`~..capabilities.PodEvict`, :class:`~..capabilities.NodeDrain`, :class:`~..capabilities.ExecutorOom`."""
 
-    kube: Cluster
-
-    # the cluster's own, which this mixin uses
-    @property
-    def api(self) -> Api:
-        raise NotImplementedError
-
-    @property
-    def image(self) -> spark_image.Sources:
-        raise NotImplementedError
-
-    def executor_pods(self) -> Sequence[str]:
-        raise NotImplementedError
-
-    def evict_pod(self, name: str, grace: float | None = None) -> float:
+    def evict_pod(self: _K8sCluster, name: str, grace: float | None = None) -> float:
         """An Eviction of the pod (through the Eviction API); when it was asked."""
         return evict(self.api, name, grace)
 
-    def pod_disruption(self, name: str) -> str | None:
+    def pod_disruption(self: _K8sCluster, name: str) -> str | None:
         """The reason the API server marked the pod for disruption (``EvictionByEvictionAPI``), or None."""
         return disruption(pod(self.api, name))
 
-    def cordon(self, on: bool = True) -> None:
+    def cordon(self: _K8sCluster, on: bool = True) -> None:
         """The node cordoned (``on``) or uncordoned."""
         set_unschedulable(self.api, on)
 
-    def cordoned(self) -> bool:
+    def cordoned(self: _K8sCluster) -> bool:
         return unschedulable(self.api)
 
-    def pending_executor_pods(self) -> list[str]:
+    def pending_executor_pods(self: _K8sCluster) -> list[str]:
         """The executor pods that exist, not deleted, not scheduled (phase Pending, no node)."""
         return [n for n in self.executor_pods()
                 if (p := pod(self.api, n)) is not None and p.get("status", {}).get("phase") == "Pending"
                 and not p.get("spec", {}).get("nodeName")]
 
-    def squeeze_executor(self, name: str) -> Squeeze:
+    def squeeze_executor(self: _K8sCluster, name: str) -> Squeeze:
         """Squeeze the executor pod's container to just above its usage and start an allocation in it
         (:data:`HOG`, ``kubectl exec -i`` in the image's Python): the container crosses its limit within a
         second or two."""
@@ -210,7 +210,7 @@ class PodDisruptions:
                                 log_path=lay.logs / f"oom-{name}.log", name="oom-hog", pipe=True, host=self.kube.host)
         return sq
 
-    def oom_state(self, sq: SqueezedContainer) -> tuple[int | None, dict[str, Any] | None]:
+    def oom_state(self: _K8sCluster, sq: SqueezedContainer) -> tuple[int | None, dict[str, Any] | None]:
         """(the cgroup's OOM kills since the squeeze, None once the cgroup is gone; the container's ``terminated``
         state as the API server has it, None while it runs or once the pod is gone)."""
         assert isinstance(sq, Squeeze)
