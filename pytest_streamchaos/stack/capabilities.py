@@ -7,7 +7,7 @@ can, and nothing else: no method raises "not supported here" at run time.
 The Spark cluster's (:class:`~.base.SparkCluster`): :class:`WorkerKill`, :class:`WorkerPause`,
 :class:`MasterKill`, :class:`MasterPause`, :class:`ActiveMaster`, :class:`ExecutorKill`,
 :class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`,
-:class:`PodDelete`.
+:class:`PodDelete`, :class:`PodEvict`, :class:`NodeDrain`, :class:`ExecutorOom`.
 The Kafka cluster's (:class:`~.base.KafkaCluster`): :class:`BrokerKill`, :class:`BrokerPause`,
 :class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`. The run's
 HDFS's, what the HDFS faults act through: :class:`HdfsCluster`. ``docs/architecture.md`` lists who implements
@@ -174,6 +174,71 @@ class PodDelete(Protocol):
 
     def replacement_pod(self, than: Sequence[str]) -> str | None:
         """An executor pod Running now that is none of ``than``."""
+        ...
+
+
+@runtime_checkable
+class PodEvict(PodDelete, Protocol):
+    """A pod evicted through the Eviction API (``policy/v1``), as a node-pressure eviction or ``kubectl drain``
+    asks for one: its disruption budgets checked, the pod marked ``DisruptionTarget`` and deleted."""
+
+    def evict_pod(self, name: str, grace: float | None = None) -> float:
+        """``POST`` an Eviction of the pod (``grace``: its deletion's ``gracePeriodSeconds``); when it was asked."""
+        ...
+
+    def pod_disruption(self, name: str) -> str | None:
+        """Why the API server marked the pod for disruption (``EvictionByEvictionAPI``), None if not (or gone)."""
+        ...
+
+
+@runtime_checkable
+class NodeDrain(PodEvict, Protocol):
+    """The node cordoned (``spec.unschedulable``) and its pods evicted, as ``kubectl drain``; uncordoned again."""
+
+    def cordon(self, on: bool = True) -> None:
+        """Cordon the node (``on``) or uncordon it."""
+        ...
+
+    def cordoned(self) -> bool:
+        ...
+
+    def pending_executor_pods(self) -> list[str]:
+        """The executor pods waiting for a node (Pending, unscheduled)."""
+        ...
+
+
+class SqueezedContainer(Protocol):
+    """A container :class:`ExecutorOom` squeezed: its pod, the limit it now has, what it measured there."""
+
+    @property
+    def pod(self) -> str:
+        ...
+
+    @property
+    def limit(self) -> int:
+        """The memory limit it was squeezed to, in bytes."""
+        ...
+
+    def detail(self) -> dict[str, object]:
+        ...
+
+
+@runtime_checkable
+class ExecutorOom(PodDelete, Protocol):
+    """An executor's container pushed over its memory limit, so that the kernel OOM-kills the executor inside
+    it and Kubernetes reports the container ``OOMKilled``."""
+
+    def squeeze_executor(self, name: str) -> SqueezedContainer:
+        """Squeeze the pod's container to just above its usage and start an allocation in it."""
+        ...
+
+    def oom_state(self, sq: SqueezedContainer) -> tuple[int | None, dict[str, Any] | None]:
+        """(OOM kills in the container's cgroup since the squeeze, None once it is gone; the container's end as
+        the API server has it: ``reason``, ``exit_code``, None while it runs or once the pod is gone)."""
+        ...
+
+    def release(self, sq: SqueezedContainer) -> None:
+        """End the allocation; a container that survived gets its limit back."""
         ...
 
 
@@ -364,6 +429,7 @@ class Need:
 _PLUGIN_SPARK = ("run the test on a cluster the plugin starts (Spark standalone, or YARN's mini cluster: no "
                  "--chaos-yarn-conf)")
 _PLUGIN_KAFKA = "run the test on the Kafka the plugin starts (without --chaos-kafka-bootstrap)"
+_ON_K8S = "run the test on Kubernetes (@pytest.mark.chaos(spark='k8s') or --chaos-spark=k8s; docs/kubernetes.md)"
 
 #: every capability, what it is and the fix when the cluster lacks it
 NEEDS: dict[type, Need] = {
@@ -386,6 +452,10 @@ NEEDS: dict[type, Need] = {
     PodDelete: Need("delete a pod through the Kubernetes API server",
                     "run the test on Kubernetes (@pytest.mark.chaos(spark='k8s') or --chaos-spark=k8s; "
                     "docs/kubernetes.md); elsewhere kill_executor is an executor's loss"),
+    PodEvict: Need("evict a pod through the Kubernetes Eviction API", _ON_K8S),
+    NodeDrain: Need("cordon the Kubernetes node and evict its pods", _ON_K8S),
+    ExecutorOom: Need("push an executor pod's container over its memory limit (cgroup v1 on the node's host)",
+                      _ON_K8S),
     BrokerKill: Need("kill and restart a broker's process", _PLUGIN_KAFKA, kafka=True),
     BrokerPause: Need("freeze and resume a broker's process", _PLUGIN_KAFKA, kafka=True),
     PartitionLeaders: Need("name a partition's leader and followers", _PLUGIN_KAFKA, kafka=True),

@@ -9,7 +9,16 @@ Needs root and ``python -m pytest_streamchaos.prepare --k8s`` (skipped otherwise
 
 import pytest
 
-from pytest_streamchaos import NOT_RECOVERED, JobSetup, Load, Watch, delete_pod
+from pytest_streamchaos import (
+    NOT_RECOVERED,
+    JobSetup,
+    Load,
+    Watch,
+    delete_pod,
+    drain_node,
+    evict_pod,
+    oom_kill_executor,
+)
 from pytest_streamchaos.stack.k8s.preflight import why_not
 
 JOB = "jobs/orders_to_shipments.py"
@@ -25,6 +34,28 @@ def load(duration: float | None = 15) -> Load:
     return Load(rate=100, duration=duration, inputs={"orders": None})
 
 
+def _after(run, kind: str, since: float, **detail) -> list:
+    return [e for e in run.timeline if e.kind == kind and e.t >= since
+            and all(e.detail.get(k) == v for k, v in detail.items())]
+
+
+def _faulted(chaos, seconds: float):
+    """The job run at-least-once under ``seconds`` of load with the test's fault; the run and its injection."""
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(seconds), watch=WATCH)
+    print(run.describe())
+    return run, next(e for e in run.timeline if e.kind == "fault_injected")
+
+
+def _replaced_and_recovered(run, injected, pod: str) -> None:
+    """Spark lost the pod's executor, a new executor pod ran, nothing was lost and the run recovered."""
+    assert _after(run, "executor_removed", injected.t - 1), f"Spark removed the executor of pod {pod}"
+    new = [e for e in _after(run, "k8s_pod_running", injected.t) if e.target != pod]
+    assert new, f"a new executor pod came Running after pod {pod}'s loss"
+    assert _after(run, "executor_pod_replaced", injected.t)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED
+
+
 @pytest.mark.chaos(spark="k8s")
 def test_a_users_job_on_kubernetes_gets_a_verdict(chaos):
     run = chaos.run(JOB, guarantee="exactly-once", setup=setup(), load=load(), watch=WATCH)
@@ -37,16 +68,57 @@ def test_a_users_job_on_kubernetes_gets_a_verdict(chaos):
 @pytest.mark.chaos(spark="k8s")
 @delete_pod(after=8)
 def test_an_executor_pod_deleted_through_the_api_is_replaced(chaos):
-    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(60), watch=WATCH)
-    print(run.describe())
-    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    run, injected = _faulted(chaos, 60)
     pod = injected.detail["pod"]
     gone = [e for e in run.timeline if e.kind in ("k8s_pod_terminating", "k8s_pod_gone") and e.target == pod]
     assert gone, f"the API server shows pod {pod} deleted"
-    removed = [e for e in run.timeline if e.kind == "executor_removed" and e.t >= injected.t - 1]
-    assert removed, "Spark removed the executor of the deleted pod"
-    new = [e for e in run.timeline if e.kind == "k8s_pod_running" and e.t > injected.t and e.target != pod]
-    assert new, "a new executor pod came Running after the deletion"
-    assert any(e.kind == "executor_pod_replaced" for e in run.timeline)
+    _replaced_and_recovered(run, injected, pod)
+
+
+@pytest.mark.chaos(spark="k8s")
+@evict_pod(after=8)
+def test_an_executor_pod_evicted_through_the_eviction_api_is_replaced(chaos):
+    run, injected = _faulted(chaos, 60)
+    pod = injected.detail["pod"]
+    evicted = [e for e in run.timeline if e.kind == "k8s_pod_terminating" and e.target == pod]
+    marks = {injected.detail.get("disruption")} | {e.detail.get("disruption") for e in evicted}
+    assert "EvictionByEvictionAPI" in marks, f"the API server marked pod {pod} evicted: {marks}"
+    assert [e for e in run.timeline if e.kind == "k8s_pod_gone" and e.target == pod], f"pod {pod} gone"
+    _replaced_and_recovered(run, injected, pod)
+
+
+@pytest.mark.chaos(spark="k8s")
+@drain_node(after=8, duration=20)
+def test_a_drained_node_holds_the_replacements_pending_until_uncordoned(chaos):
+    run, injected = _faulted(chaos, 75)
+    healed = next(e for e in run.timeline if e.kind == "fault_healed")
+    evicted = injected.detail["evicted"]
+    assert injected.detail["cordoned"] is True and len(evicted) == 2, injected.detail
+    for pod in evicted:
+        marks = {e.detail.get("disruption") for e in run.timeline
+                 if e.kind == "k8s_pod_terminating" and e.target == pod}
+        assert "EvictionByEvictionAPI" in marks, f"pod {pod} evicted through the Eviction API: {marks}"
+    pending = [e for e in run.timeline if e.kind == "executor_pod_pending"]
+    assert pending and injected.t <= pending[0].t < healed.t, "a replacement waited Pending while cordoned"
+    unschedulable = [e for e in _after(run, "k8s_event", injected.t, reason="FailedScheduling") if e.t < healed.t]
+    assert unschedulable, "the scheduler said why: the node is unschedulable"
+    assert not [e for e in run.timeline if e.kind == "k8s_pod_running" and injected.t < e.t < healed.t], \
+        "no executor pod ran while the node was cordoned"
+    running = [e for e in _after(run, "k8s_pod_running", healed.t) if e.target not in evicted]
+    assert len({e.target for e in running}) >= 2, "both replacements Running after the uncordon"
+    assert _after(run, "executor_pod_replaced", healed.t)
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
+
+
+@pytest.mark.chaos(spark="k8s")
+@oom_kill_executor(after=8)
+def test_an_executor_oom_killed_by_its_memory_limit_is_replaced(chaos):
+    run, injected = _faulted(chaos, 60)
+    pod = injected.detail["pod"]
+    assert injected.detail["oom_kills"] >= 1 or injected.detail["reason"] == "OOMKilled", injected.detail
+    ended = [e for e in run.timeline if e.kind == "k8s_pod_ended" and e.target == pod]
+    assert ended and ended[0].detail["reason"] == "OOMKilled", f"Kubernetes reports pod {pod} OOMKilled: {ended}"
+    assert ended[0].detail["exit_code"] == 137
+    print("Spark:", [e.detail.get("reason") for e in _after(run, "executor_removed", injected.t - 1)])
+    _replaced_and_recovered(run, injected, pod)

@@ -80,6 +80,12 @@ REFUSED = [
      "ResourceManagerRestart", "no --chaos-yarn-conf"),
     ("delete_pod", {}, "yarn-mini", "kraft", "the yarn Spark cluster (MiniYarnSparkCluster)", "PodDelete",
      "spark='k8s'"),
+    ("evict_pod", {}, "standalone", "kraft", "the standalone Spark cluster (LocalSparkCluster)", "PodEvict",
+     "spark='k8s'"),
+    ("drain_node", {}, "yarn-attached", "kraft", "the yarn Spark cluster (YarnSparkCluster)", "NodeDrain",
+     "spark='k8s'"),
+    ("oom_kill_executor", {}, "connect", "kraft", "the connect Spark cluster (ConnectSparkCluster)", "ExecutorOom",
+     "spark='k8s'"),
     ("network_delay", {"target": "master", "ms": 50}, "yarn-attached", "kraft",
      "the yarn Spark cluster (YarnSparkCluster)", "ActiveMaster", "a cluster the plugin starts"),
     ("kill_broker", {}, "standalone", "kafka-attached", "the attached Kafka (AttachedKafka)", "BrokerKill",
@@ -116,7 +122,7 @@ def test_every_fault_has_what_it_needs_on_the_stacks_own_clusters(clusters, kind
         spark = clusters["connect"]
     elif spec.kind == "restart_resourcemanager":
         spark = clusters["yarn-mini"]
-    elif spec.kind == "delete_pod":
+    elif spec.kind in ("delete_pod", "evict_pod", "drain_node", "oom_kill_executor"):
         spark = clusters["k8s"]
     else:
         spark = clusters["standalone"]

@@ -25,6 +25,8 @@ class K8sKind(StrEnum):
     K8S_EVENT = "k8s_event"
     #: ``@delete_pod``: a deleted executor pod's replacement Running (faults/families/kubernetes.py)
     EXECUTOR_POD_REPLACED = "executor_pod_replaced"
+    #: ``@drain_node``: an evicted executor's replacement waiting for a node while the node is cordoned
+    EXECUTOR_POD_PENDING = "executor_pod_pending"
 
 
 #: the kinds, as the manager's entry names them

@@ -27,11 +27,12 @@ class Api:
         self._ssl = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         self._ssl.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        """The JSON answer to ``method path`` (a text answer as text); :class:`ApiError` otherwise."""
+    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        """The JSON answer to ``method path`` (a text answer as text); :class:`ApiError` otherwise.
+        ``content_type``: the body's (a ``PATCH`` names its kind: ``application/merge-patch+json``...)."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+                                     headers={"Content-Type": content_type, "Accept": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as resp:
                 text = resp.read().decode()

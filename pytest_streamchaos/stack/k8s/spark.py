@@ -37,6 +37,7 @@ from pytest_streamchaos.stack.k8s import spark_image
 from pytest_streamchaos.stack.k8s.api import Api, ApiError
 from pytest_streamchaos.stack.k8s.build import KUBERNETES_VERSION
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster
+from pytest_streamchaos.stack.k8s.disruption import PodDisruptions
 from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s.watcher import NAMESPACE, PodWatcher, Timeline, pods
 from pytest_streamchaos.stack.local.placement import LocalPlacement
@@ -116,7 +117,7 @@ class KubeNode:
         return Endpoint(self.name, "worker", self.cluster.kube.gateway, {"kubelet": self.cluster.kube.ports["kubelet"]})
 
 
-class K8sSparkCluster(SparkCluster):
+class K8sSparkCluster(PodDisruptions, SparkCluster):
     """The one-node Kubernetes behind the stack's interface (see the module docstring). ``kafka_ports``: the
     ports of the job's Kafka links now (asked at each submission, relayed to the pods)."""
 

@@ -24,16 +24,35 @@ def pods(api: Api, selector: str) -> list[dict[str, Any]]:
     return list(api.get(f"/api/v1/namespaces/{NAMESPACE}/pods?{query}").get("items", []))
 
 
+def pod_ended(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's end (its phase, its container's exit code and reason: ``OOMKilled``, ``Error``), None before."""
+    status = pod.get("status", {})
+    phase = status.get("phase", "Pending")
+    container: dict[str, Any] = next(iter(status.get("containerStatuses") or []), {})
+    ended = container.get("state", {}).get("terminated")
+    if phase in ("Succeeded", "Failed") or ended:
+        return {"phase": phase, "exit_code": (ended or {}).get("exitCode"),
+                "reason": (ended or {}).get("reason", status.get("reason", ""))}
+    return None
+
+
+def disruption(pod: dict[str, Any] | None) -> str | None:
+    """The reason of the pod's ``DisruptionTarget`` condition (an eviction: ``EvictionByEvictionAPI``), or None."""
+    for cond in (pod or {}).get("status", {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return str(cond.get("reason", ""))
+    return None
+
+
 def _state(pod: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     status = pod.get("status", {})
     phase = status.get("phase", "Pending")
     if pod["metadata"].get("deletionTimestamp"):
-        return "terminating", {}
-    container: dict[str, Any] = next(iter(status.get("containerStatuses") or []), {})
-    ended = container.get("state", {}).get("terminated")
-    if phase in ("Succeeded", "Failed") or ended:
-        return "ended", {"phase": phase, "exit_code": (ended or {}).get("exitCode"),
-                         "reason": (ended or {}).get("reason", status.get("reason", ""))}
+        why = disruption(pod)
+        return "terminating", {} if why is None else {"disruption": why}
+    ended = pod_ended(pod)
+    if ended is not None:
+        return "ended", ended
     if phase == "Running":
         return "running", {"ip": status.get("podIP", "")}
     return "created", {}
@@ -73,6 +92,11 @@ class PodWatcher:
             state, detail = _state(pod)
             seen[name] = state
             if self.states.get(name) != state:
+                # a pod whose container ended and that was deleted at once (Spark deletes a failed executor's
+                # pod) is first seen terminating: its end (an OOMKilled) is on the timeline all the same
+                end = pod_ended(pod) if state == "terminating" and self.states.get(name) != "ended" else None
+                if end is not None:
+                    self.record(K8sKind.K8S_POD_ENDED, name, pod=name, **end)
                 self.record(_KIND[state], name, pod=name, **detail)
         for name in set(self.states) - set(seen):
             if self.states[name] != "gone":
