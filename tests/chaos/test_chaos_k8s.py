@@ -9,7 +9,7 @@ Needs root and ``python -m pytest_streamchaos.prepare --k8s`` (skipped otherwise
 
 import pytest
 
-from pytest_streamchaos import NOT_RECOVERED, JobSetup, Load, Watch, delete_pod
+from pytest_streamchaos import NOT_RECOVERED, JobSetup, Load, Watch, delete_driver_pod, delete_pod
 from pytest_streamchaos.stack.k8s.preflight import why_not
 
 JOB = "jobs/orders_to_shipments.py"
@@ -48,5 +48,46 @@ def test_an_executor_pod_deleted_through_the_api_is_replaced(chaos):
     new = [e for e in run.timeline if e.kind == "k8s_pod_running" and e.t > injected.t and e.target != pod]
     assert new, "a new executor pod came Running after the deletion"
     assert any(e.kind == "executor_pod_replaced" for e in run.timeline)
+    assert run.lost == 0 and run.incorrect == 0
+    assert run.recovery_time is not NOT_RECOVERED
+
+
+def cluster_setup() -> JobSetup:
+    return JobSetup(args=["{checkpoint_dir}"], kafka_port=9092, deploy_mode="cluster")
+
+
+def driver_pods_running(run) -> set[str]:
+    """The driver pods the timeline shows Running (the job's driver_launched events name them)."""
+    drivers = {e.detail.get("pod") for e in run.timeline if e.kind == "driver_launched"}
+    return {e.target for e in run.timeline if e.kind == "k8s_pod_running" and e.target in drivers}
+
+
+@pytest.mark.chaos(spark="k8s")
+def test_a_cluster_mode_job_on_kubernetes_gets_a_verdict(chaos):
+    """Cluster mode: the driver a pod (a Job's), the executors pods it asked for; the verdict from the driver's
+    event log and the output, as in client mode."""
+    run = chaos.run(JOB, guarantee="at-least-once", setup=cluster_setup(), load=load(), watch=WATCH)
+    print(run.describe())
+    assert run.expected > 1000 and run.lost == 0 and run.incorrect == 0
+    assert len(driver_pods_running(run)) == 1, "one driver pod Running, on the timeline from the API server"
+    executors = {e.target for e in run.timeline if e.kind == "k8s_pod_running"} - driver_pods_running(run)
+    assert len(executors) >= 2, "two executor pods Running beside the driver pod"
+
+
+@pytest.mark.chaos(spark="k8s")
+@delete_driver_pod(after=8)
+def test_a_driver_pod_deleted_is_restarted_by_its_job_from_the_checkpoint(chaos):
+    run = chaos.run(JOB, guarantee="at-least-once", setup=cluster_setup(), load=load(60), watch=WATCH)
+    print(run.describe())
+    injected = next(e for e in run.timeline if e.kind == "fault_injected")
+    pod = injected.detail["pod"]
+    assert any(e.kind in ("k8s_pod_terminating", "k8s_pod_gone") and e.target == pod for e in run.timeline), \
+        f"the API server shows driver pod {pod} deleted"
+    relaunched = [e for e in run.timeline if e.kind == "driver_launched" and e.t > injected.t]
+    assert relaunched and relaunched[0].detail["pod"] != pod, "the Job made a new driver pod"
+    assert relaunched[0].detail["pod"] in driver_pods_running(run), "the new driver pod came Running"
+    assert any(e.kind == "driver_pod_replaced" for e in run.timeline)
+    restarted = [e for e in run.timeline if e.kind == "query_started" and e.t > injected.t]
+    assert restarted, "the query started again in the new driver (from its checkpoint)"
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED

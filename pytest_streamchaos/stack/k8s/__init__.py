@@ -25,6 +25,8 @@ class K8sKind(StrEnum):
     K8S_EVENT = "k8s_event"
     #: ``@delete_pod``: a deleted executor pod's replacement Running (faults/families/kubernetes.py)
     EXECUTOR_POD_REPLACED = "executor_pod_replaced"
+    #: cluster mode: a new driver pod made by the driver's Job after the last one ended (stack/k8s/driver_job.py)
+    DRIVER_POD_REPLACED = "driver_pod_replaced"
 
 
 #: the kinds, as the manager's entry names them
