@@ -78,13 +78,14 @@ def absolute_paths(argv: Sequence[str], conf: Mapping[str, str]) -> list[Path]:
     return out
 
 
-def pod_submit_args(argv: Sequence[str], master: str, tail: int) -> list[str]:
+def pod_submit_args(argv: Sequence[str], master: str, tail: int, python: str) -> list[str]:
     """spark-submit's arguments (``argv`` without the program) for the driver in the pod: ``master``, client mode
     in the pod, the driver bound to the pod's address and naming its pod (``$(POD_IP)``, ``$(POD_NAME)``: the
     kubelet puts the pod's values in), and this host's class-data archives out of its JVM options. ``tail``: how
-    many of ``argv``'s last items are the script and its arguments (kept as they are)."""
+    many of ``argv``'s last items are the script and its arguments (kept as they are); ``python``: the image's."""
     pinned = {"spark.driver.host": "$(POD_IP)", "spark.driver.bindAddress": "$(POD_IP)",
-              "spark.kubernetes.driver.pod.name": "$(POD_NAME)"}
+              "spark.kubernetes.driver.pod.name": "$(POD_NAME)", "spark.pyspark.driver.python": python,
+              "spark.pyspark.python": python}
     out, i, end = [], 1, len(argv) - tail
     while i < end:
         arg = argv[i]
@@ -261,11 +262,12 @@ class K8sDriverJob:
         if cluster.relay is not None:  # the API server's port on the bridge, for the driver pod
             cluster.relay.add(api_port)
         conf = cluster.submit_conf(Path(self.inner.workdir).parent, self.tag)
-        env = {**self.env}
+        python = str(cluster.image.python)  # the image's (this host's resolved): no link to it is in the image
+        env = {**self.env, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
         if "spark.executorEnv.STREAMCHAOS_RELAY" in conf:
             env["STREAMCHAOS_RELAY"] = conf["spark.executorEnv.STREAMCHAOS_RELAY"]
         args = pod_submit_args(self.inner.argv, f"k8s://https://{cluster.kube.gateway}:{api_port}",
-                               tail=len(self.inner.args) + 1)
+                               tail=len(self.inner.args) + 1, python=python)
         command = jvm_command(args, self.inner.env)
         token, ca = cluster.token_file, cluster.kube.layout.pki / "ca.crt"
         folders = mounts([Path(self.inner.workdir).parent, self.script.parent,
