@@ -3,12 +3,14 @@
 pod`` does it (SIGTERM, the pod's grace period, then SIGKILL). The driver's Job recreates it (``backoffLimit``),
 and the new driver resumes the query from its checkpoint: the restart is Kubernetes', not the plugin's. Its own
 module beside ``kubernetes.py``'s executor faults; the deletion is the cluster's
-:class:`~pytest_streamchaos.stack.capabilities.PodDelete`, the driver pods the job's (``stack/k8s/driver_job.py``)."""
+:class:`~pytest_streamchaos.stack.capabilities.PodDelete`, the driver pods the job's (:class:`DriverPods`,
+``stack/k8s/driver_job.py``)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.kind import FaultKind
@@ -17,7 +19,20 @@ from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.capabilities import PodDelete
 from pytest_streamchaos.stack.k8s import K8sKind
-from pytest_streamchaos.stack.k8s.driver_job import K8sDriverJob
+
+
+@runtime_checkable
+class DriverPods(Protocol):
+    """A job whose driver is a pod a controller recreates (the ``k8s`` manager's cluster mode)."""
+
+    job_name: str
+
+    def driver_pods(self) -> list[str]: ...
+
+    def delete_driver_pod(self, grace: float | None = None) -> tuple[str, float]: ...
+
+    def running_driver(self, than: Sequence[str] = ()) -> str | None: ...
+
 
 #: the driver pod's own grace period (Kubernetes' default), and a margin for the API
 POD_GRACE_S = 30.0
@@ -47,9 +62,9 @@ class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):
         super().__init__(ctx)
         self.pods: dict[int, str] = {}
 
-    def _job(self) -> K8sDriverJob:
+    def _job(self) -> DriverPods:
         job = self.ctx.job
-        if not isinstance(job, K8sDriverJob):
+        if not isinstance(job, DriverPods):
             raise RuntimeError(f"@{self.name}: the job's driver is no pod (client mode runs it on this host); fix: "
                                "JobSetup(deploy_mode='cluster'), or @kill_driver for a driver here")
         return job

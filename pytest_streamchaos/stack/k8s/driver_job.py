@@ -21,7 +21,6 @@ the image's. The pods' output is followed through the API server into the job's 
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_streamchaos.errors import LaunchError, StackError
 from pytest_streamchaos.events import Kind
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
@@ -120,15 +120,11 @@ def jvm_command(submit_args: Sequence[str], env: Mapping[str, str]) -> list[str]
     ``bin/spark-class`` reads it. This host's class-data archives are left out (not in the image)."""
     home = spark_home()
     java = str(Path(env["JAVA_HOME"]) / "bin" / "java") if env.get("JAVA_HOME") else "java"
-    done = subprocess.run([java, "-Xmx128m", "-cp", f"{home}/jars/*", "org.apache.spark.launcher.Main",
-                           "org.apache.spark.deploy.SparkSubmit", *submit_args],
-                          env={**env, "SPARK_HOME": str(home), "SPARK_SCALA_VERSION": _scala(home)},
-                          capture_output=True, timeout=60, check=False)
-    parts = done.stdout.split(b"\0")
-    if done.returncode != 0 or len(parts) < 2:
-        raise LaunchError(f"Spark's launcher could not build the driver pod's command: "
-                          f"{done.stderr.decode(errors='replace')[-300:]}")
-    words = [p.decode().lstrip("\n") for p in parts[:-1]]  # the launcher starts its answer with a new line
+    out = commands.run([java, "-Xmx128m", "-cp", f"{home}/jars/*", "org.apache.spark.launcher.Main",
+                        "org.apache.spark.deploy.SparkSubmit", *submit_args], timeout=60, error=LaunchError,
+                       env={**env, "SPARK_HOME": str(home), "SPARK_SCALA_VERSION": _scala(home)},
+                       fix="the driver pod's command is Spark's launcher's: check the job's conf")
+    words = [p.lstrip("\n") for p in out.split("\0")[:-1]]  # the launcher starts its answer with a new line
     return [w for w in words if w and not w.startswith(_HOST_ONLY_OPTS)]
 
 
