@@ -77,7 +77,9 @@ def test_a_cluster_mode_job_on_kubernetes_gets_a_verdict(chaos):
 @pytest.mark.chaos(spark="k8s")
 @delete_driver_pod(after=8)
 def test_a_driver_pod_deleted_is_restarted_by_its_job_from_the_checkpoint(chaos):
-    run = chaos.run(JOB, guarantee="at-least-once", setup=cluster_setup(), load=load(60), watch=WATCH)
+    # 120 s of load: the new driver's query runs again ~60 s after the deletion here (the Job's first back-off of
+    # 10 s, then the driver's and the executors' JVMs started cold on 2 cores), and recovery is measured after it
+    run = chaos.run(JOB, guarantee="at-least-once", setup=cluster_setup(), load=load(120), watch=WATCH)
     print(run.describe())
     injected = next(e for e in run.timeline if e.kind == "fault_injected")
     pod = injected.detail["pod"]
