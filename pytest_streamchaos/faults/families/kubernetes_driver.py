@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pytest_streamchaos.faults.context import FaultContext
+from pytest_streamchaos.faults.families.kubernetes import _GONE_MARGIN_S, POD_GRACE_S, DeletePod
 from pytest_streamchaos.faults.kind import FaultKind
-from pytest_streamchaos.faults.spec import FaultSpec, FaultSpecError
+from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.capabilities import PodDelete
@@ -34,25 +35,19 @@ class DriverPods(Protocol):
     def running_driver(self, than: Sequence[str] = ()) -> str | None: ...
 
 
-#: the driver pod's own grace period (Kubernetes' default), and a margin for the API
-POD_GRACE_S = 30.0
-_GONE_MARGIN_S = 15.0
 
 
 class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):
     name = "delete_driver_pod"
     doc = ("delete the driver pod of a cluster-mode job through the Kubernetes API (grace: its gracePeriodSeconds, "
            "default the pod's own); the driver's Job recreates it and the query resumes from its checkpoint")
-    args: ClassVar[dict[str, str]] = {"grace": "gracePeriodSeconds of the deletion (None: the pod's own, 30 s; 0: "
-                                               "at once, SIGKILL)"}
+    args: ClassVar[dict[str, str]] = DeletePod.args
     takes_down = "driver"
     needs = (PodDelete,)
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        grace = params.get("grace")
-        if grace is not None and (not isinstance(grace, (int, float)) or grace < 0):
-            raise FaultSpecError(f"@{cls.name}: grace={grace!r} must be a number of seconds >= 0 (or None)")
+        DeletePod.check_params.__func__(cls, params)  # type: ignore[attr-defined]  # the same grace, named as ours
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:

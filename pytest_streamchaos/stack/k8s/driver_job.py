@@ -36,7 +36,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Launch
 from pytest_streamchaos.stack.driver.conf import spark_home
-from pytest_streamchaos.stack.driver.job import SparkJob, last_exception
+from pytest_streamchaos.stack.driver.job import SparkJob, WrapsSparkJob, last_exception
 from pytest_streamchaos.stack.k8s.api import ApiError
 from pytest_streamchaos.stack.k8s.watcher import NAMESPACE, PodWatcher, Timeline, pods
 
@@ -153,7 +153,7 @@ def manifest(*, name: str, tag: str, label: str, image: str, account: str, comma
                          "volumes": volumes}}}}
 
 
-class K8sDriverJob:
+class K8sDriverJob(WrapsSparkJob):
     """The user's job in cluster mode (:class:`~..base.JobHandle`): a Kubernetes Job whose pod is the driver.
     ``inner``: the shared launcher's job of the same app (its folder, conf and command line; never started here).
     A *launch* is a driver pod; ``alive`` while the Job is active (between a driver pod's end and its
@@ -179,15 +179,6 @@ class K8sDriverJob:
 
     def __repr__(self) -> str:
         return f"<K8sDriverJob {self.name} cluster launches={len(self.launches)}>"
-
-    name = property(lambda self: self.inner.name)
-    script = property(lambda self: self.inner.script)
-    args = property(lambda self: self.inner.args)
-    workdir = property(lambda self: self.inner.workdir)
-    log_path = property(lambda self: self.inner.log_path)
-    event_log_dir = property(lambda self: self.inner.event_log_dir)
-    effective_conf = property(lambda self: self.inner.effective_conf)
-    notes = property(lambda self: self.inner.notes)
 
     @property
     def timeline(self) -> Sequence[TimelineEvent]:
