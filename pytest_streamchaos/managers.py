@@ -69,13 +69,15 @@ MANAGERS: dict[str, ClusterManager] = {m.name: m for m in (
                    "docs/connect.md#on-yarn", "pytest_streamchaos.stack.connect.yarn:session_cluster",
                    prepare=("connect", "yarn"), preflight=_YARN_PREFLIGHT, steps=_CONNECT_STEPS,
                    events=_CONNECT_KINDS, faults=(_CONNECT_FAULTS, _YARN_FAULTS)),
-    ClusterManager("k8s", "a one-node Kubernetes, spark-submit --master k8s:// in client mode, executors as pods; "
+    ClusterManager("k8s", "a one-node Kubernetes, spark-submit --master k8s://, executors as pods "
+                   "(deploy_mode='cluster': the driver a pod too, restarted by a Job); "
                    "docs/kubernetes.md", "pytest_streamchaos.stack.k8s.spark:session_cluster",
                    prepare=("k8s", "k8s-image"),
                    preflight="pytest_streamchaos.stack.k8s.preflight:preflight",
                    steps=("pytest_streamchaos.stack.k8s.preflight:prepare_steps",),
                    events="pytest_streamchaos.stack.k8s:KINDS",
-                   faults=("pytest_streamchaos.faults.families.kubernetes:KINDS",)),
+                   faults=("pytest_streamchaos.faults.families.kubernetes:KINDS",
+                           "pytest_streamchaos.faults.families.kubernetes_driver:KINDS")),
 )}
 #: the default cluster manager
 DEFAULT = next(iter(MANAGERS))

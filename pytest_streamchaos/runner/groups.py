@@ -99,8 +99,8 @@ class JobSetup:
     ``supervise``: a driver that exits on its own is started again from its checkpoint, as
     ``spark-submit --supervise`` would. ``stale_checkpoint``: what happens to a checkpoint of an earlier
     run the job names (docs/job-contract.md#the-jobs-own-files): ``"fail"`` or ``"clear"``. ``deploy_mode``:
-    spark-submit's, ``"client"`` (the driver here) or, on YARN, ``"cluster"`` (the driver is the
-    ApplicationMaster; docs/yarn.md)."""
+    spark-submit's, ``"client"`` (the driver here) or, on YARN and Kubernetes, ``"cluster"`` (the driver is the
+    ApplicationMaster, docs/yarn.md; a Kubernetes Job's pod, docs/kubernetes.md)."""
 
     args: Sequence[Any] | None = None
     conf: Mapping[str, Any] | None = None

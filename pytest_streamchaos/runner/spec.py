@@ -177,7 +177,7 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     if setup.deploy_mode not in ("client", "cluster"):
         meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
         raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
-                         "or 'cluster' (on YARN: the driver is the ApplicationMaster)")
+                         "or 'cluster' (on YARN the driver is the ApplicationMaster, on Kubernetes a Job's pod)")
     for name in watch.outputs or ():
         check_relative_output(name, deploy_mode=setup.deploy_mode, on_host=storages.get(checkpoint).on_host)
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]

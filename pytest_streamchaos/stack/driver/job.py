@@ -300,6 +300,21 @@ class SparkJob:
                 _ = self.app_id
 
 
+class WrapsSparkJob:
+    """What a job handle wrapping spark-submit's job (``inner``: YARN's, Kubernetes' cluster mode) shares with it:
+    its name, script, arguments, folders, conf and notes."""
+
+    inner: SparkJob
+    name = property(lambda self: self.inner.name)
+    script = property(lambda self: self.inner.script)
+    args = property(lambda self: self.inner.args)
+    workdir = property(lambda self: self.inner.workdir)
+    log_path = property(lambda self: self.inner.log_path)
+    event_log_dir = property(lambda self: self.inner.event_log_dir)
+    effective_conf = property(lambda self: self.inner.effective_conf)
+    notes = property(lambda self: self.inner.notes)
+
+
 #: an exception line as Python's traceback ends: ``Name: message`` or a bare ``Name`` (dotted allowed)
 _EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::.*)?$")
 

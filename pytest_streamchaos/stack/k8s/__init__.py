@@ -27,6 +27,8 @@ class K8sKind(StrEnum):
     EXECUTOR_POD_REPLACED = "executor_pod_replaced"
     #: ``@drain_node``: an evicted executor's replacement waiting for a node while the node is cordoned
     EXECUTOR_POD_PENDING = "executor_pod_pending"
+    #: cluster mode: a new driver pod made by the driver's Job after the last one ended (stack/k8s/driver_job.py)
+    DRIVER_POD_REPLACED = "driver_pod_replaced"
 
 
 #: the kinds, as the manager's entry names them

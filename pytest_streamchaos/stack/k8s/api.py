@@ -56,3 +56,14 @@ class Api:
         except ApiError:
             return False
         return True
+
+    def stream(self, path: str) -> Any:
+        """``GET path`` as an open response to read as it comes (a pod's log with ``follow=true``); the caller
+        closes it. No timeout: the API server ends it (the pod's container ended)."""
+        req = urllib.request.Request(self.server + path, method="GET")
+        try:
+            return urllib.request.urlopen(req, context=self._ssl)  # noqa: S310  # https to our API server
+        except urllib.error.HTTPError as exc:
+            raise ApiError(f"GET {path}: {exc.code}", exc.code) from exc
+        except OSError as exc:
+            raise ApiError(f"GET {path}: {exc}") from exc

@@ -30,7 +30,7 @@ from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import Endpoint, Executor, LaunchOptions, LinkScope, Node, SparkApp, SparkCluster
 from pytest_streamchaos.stack.driver import command
 from pytest_streamchaos.stack.driver.job import SparkJob
-from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher
+from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher, stop_jobs
 from pytest_streamchaos.stack.host import Host
 from pytest_streamchaos.stack.host import current as current_host
 from pytest_streamchaos.stack.k8s import spark_image
@@ -38,6 +38,7 @@ from pytest_streamchaos.stack.k8s.api import Api, ApiError
 from pytest_streamchaos.stack.k8s.build import KUBERNETES_VERSION
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster
 from pytest_streamchaos.stack.k8s.disruption import PodDisruptions
+from pytest_streamchaos.stack.k8s.driver_job import K8sDriverJob
 from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s.watcher import NAMESPACE, PodWatcher, Timeline, pods
 from pytest_streamchaos.stack.local.placement import LocalPlacement
@@ -278,8 +279,9 @@ class K8sSparkCluster(PodDisruptions, SparkCluster):
         return next((n for job in self._jobs() for n in self.running_pods(f"{EXECUTORS},{JOB_LABEL}={job.tag}")
                      if n not in than), None)
 
-    def _jobs(self) -> list[K8sJob]:
-        return [j for launcher in self.launchers for j in launcher.jobs if isinstance(j, K8sJob) and j.alive]
+    def _jobs(self) -> list[K8sJob | K8sDriverJob]:
+        return [j for launcher in self.launchers for j in [*launcher.jobs, *launcher.driver_jobs]
+                if isinstance(j, (K8sJob, K8sDriverJob)) and j.alive]
 
     # -- executors -----------------------------------------------------------------------------
     def executors(self, i: int) -> Sequence[Executor]:
@@ -300,7 +302,7 @@ class K8sSparkCluster(PodDisruptions, SparkCluster):
     # -- the job -------------------------------------------------------------------------------
     def driver_site(self) -> DriverSite:
         return DriverSite(master_url=self.master_url, driver_host=self.driver_host, host=self.host,
-                          executors=self.app_executors, deploy_modes=("client",))
+                          executors=self.app_executors, deploy_modes=("client", "cluster"))
 
     def launcher(self, workdir: str | os.PathLike, options: LaunchOptions | None = None) -> K8sSubmitLauncher:
         launcher = K8sSubmitLauncher(self, self.driver_site(), workdir, options)
@@ -368,15 +370,16 @@ class K8sSubmitLauncher(SubmitLauncher):
         super().__init__(site, workdir, options)
         self.cluster = cluster
         self._tag = ""
+        self.driver_jobs: list[K8sDriverJob] = []  #: cluster mode's (stack/k8s/driver_job.py)
 
     @property
     def defaults(self) -> Mapping[str, str]:
         return {**super().defaults, **K8S_CONF}
 
-    def prepare(self, app: SparkApp) -> K8sJob:
-        if app.deploy_mode != "client":
-            raise LaunchError(f"deploy_mode={app.deploy_mode!r} on Kubernetes: only 'client' (the driver here, "
-                              "executors as pods) runs yet; cluster mode (the driver a pod) is issue 51's next step")
+    def prepare(self, app: SparkApp) -> K8sJob | K8sDriverJob:  # type: ignore[override]  # cluster mode's too
+        if app.deploy_mode not in ("client", "cluster"):
+            raise LaunchError(f"deploy_mode={app.deploy_mode!r} on Kubernetes: use 'client' (the driver here, "
+                              "executors as pods) or 'cluster' (the driver a pod too, restarted by a Job)")
         own = {k for k in app.conf if k.startswith("spark.kubernetes.")}
         for key, have in (("spark.kubernetes.namespace", NAMESPACE),
                           ("spark.kubernetes.container.image", self.cluster.image.image)):
@@ -385,10 +388,21 @@ class K8sSubmitLauncher(SubmitLauncher):
                                   f"{have!r}); fix: leave {key} out of the job's conf in the test")
         self._tag = f"streamchaos-{os.urandom(6).hex()}"
         job = super().prepare(app)
+        if app.deploy_mode == "cluster":
+            return self._driver_job(job, app)
         job.__class__ = K8sJob  # the shared launcher makes a SparkJob; this one's jobs watch their pods
         assert isinstance(job, K8sJob)
         job.cluster, job.tag = self.cluster, self._tag
         return job
+
+    def _driver_job(self, inner: SparkJob, app: SparkApp) -> K8sDriverJob:
+        """Cluster mode: the shared launcher's job (never started) as a Kubernetes Job's driver pod."""
+        job = K8sDriverJob(inner, self.cluster, self._tag, JOB_LABEL, DRIVER_ACCOUNT, app.env)
+        self.driver_jobs.append(job)
+        return job
+
+    def stop_all(self, timeout: float = 30.0) -> None:
+        stop_jobs([*self.driver_jobs, *self.jobs], timeout)
 
     def _effective_conf(self, app: SparkApp, dirs: command.JobDirs, pythonpath: str, home: Path,
                         java: str | None) -> dict[str, str]:

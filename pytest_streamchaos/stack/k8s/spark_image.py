@@ -38,6 +38,9 @@ REPOSITORY = "streamchaos.local/spark"
 ENTRYPOINT = "/opt/streamchaos/spark-entrypoint.py"
 #: what of Python's standard library an executor never needs (tests, GUIs, installers)
 _STDLIB_SKIP = ("site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3")
+#: the programs Spark's JVMs run (Hadoop's local file system: ``chmod`` of every file it creates, the event log's
+#: and the checkpoint's; Spark's clean-up: ``rm``), which a driver pod needs (issue 51, cluster mode)
+TOOLS = ("/usr/bin/chmod", "/usr/bin/rm", "/usr/bin/ls")
 #: what of the JDK a JVM never reads
 _JDK_SKIP = ("jmods", "include", "man", "docs", "legal", "demo", "lib/src.zip", "lib/ct.sym")
 
@@ -70,9 +73,10 @@ class Sources:
 
 
 def recipe() -> str:
-    """A short digest of the files the image takes from the plugin (its entrypoint and the relay)."""
+    """A short digest of the files the image takes from the plugin (its entrypoint and the relay) and of its tools."""
     h = hashlib.sha256(fixture_path("k8s", "spark-entrypoint.py").read_bytes())
     h.update(Path(relay.__file__).read_bytes())
+    h.update(" ".join(TOOLS).encode())
     return h.hexdigest()[:8]
 
 
@@ -281,8 +285,10 @@ def build(line: Callable[[str], None] = print, src: Sources | None = None) -> Pa
         layer("spark", lambda lay: elves.extend(lay.tree(src.spark_home, ("examples", "data", "licenses"))))
 
         def base(lay: _Layer) -> None:
-            for path in shared_libraries(elves):
+            for path in shared_libraries([*elves, *TOOLS]):
                 lay.host(path)
+            for tool in TOOLS:
+                lay.host(tool)
             lay.data("/etc/passwd", b"root:x:0:0:root:/root:/sbin/nologin\nspark:x:185:185:spark:/opt/spark:"
                      b"/sbin/nologin\n")
             lay.data("/etc/group", b"root:x:0:\nspark:x:185:\n")

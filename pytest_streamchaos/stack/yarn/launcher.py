@@ -33,7 +33,7 @@ from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Executor, Launch, LaunchOptions, SparkApp
 from pytest_streamchaos.stack.driver import command
 from pytest_streamchaos.stack.driver.conf import spark_home
-from pytest_streamchaos.stack.driver.job import SparkJob
+from pytest_streamchaos.stack.driver.job import SparkJob, WrapsSparkJob
 from pytest_streamchaos.stack.driver.launcher import DriverSite, SubmitLauncher, stop_jobs
 from pytest_streamchaos.stack.yarn.faults import YarnAppFaults
 from pytest_streamchaos.stack.yarn.rest import AppAttempt, ResourceManagerApi, YarnApiError
@@ -162,7 +162,7 @@ class _Timeline:
         return ev
 
 
-class YarnJob:
+class YarnJob(WrapsSparkJob):
     """The user's job on YARN (:class:`~..base.JobHandle`): spark-submit here (``inner``, the driver too in
     client mode) and the application YARN runs, found by its ``tag``."""
 
@@ -179,15 +179,7 @@ class YarnJob:
     def __repr__(self) -> str:
         return f"<YarnJob {self.name} {self.deploy_mode} app={self._app_id}>"
 
-    # -- what the handle shares with spark-submit's job -------------------------------------------
-    name = property(lambda self: self.inner.name)
-    script = property(lambda self: self.inner.script)
-    args = property(lambda self: self.inner.args)
-    workdir = property(lambda self: self.inner.workdir)
-    log_path = property(lambda self: self.inner.log_path)
-    event_log_dir = property(lambda self: self.inner.event_log_dir)
-    effective_conf = property(lambda self: self.inner.effective_conf)
-    notes = property(lambda self: self.inner.notes)
+    # -- what the handle shares with spark-submit's job (the rest: WrapsSparkJob's) ------------------
     alive = property(lambda self: self.inner.alive)
     returncode = property(lambda self: self.inner.returncode)
 
