@@ -234,6 +234,12 @@ class FaultKind(FaultAction[H]):
         return None
 
     @classmethod
+    def refused_by_deploy_mode(cls, spec: FaultSpec, deploy_mode: str) -> str | None:
+        """Why a run whose driver is deployed so (``client``: on this host; ``cluster``: on the cluster) cannot
+        have the fault (one line naming the fix: the run fails before anything starts), or None."""
+        return None
+
+    @classmethod
     def refused_by_topic(cls, spec: FaultSpec, partitions: int) -> str | None:
         """Why the run's input topic, of ``partitions`` partitions, cannot take this fault (one line naming the
         fix: the run fails before anything starts), or None."""

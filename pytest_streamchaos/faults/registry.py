@@ -121,11 +121,13 @@ def check_stack(specs: Iterable[FaultSpec], cluster: SparkCluster, kafka: KafkaC
             raise ValueError(why)
 
 
-def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | None = None) -> None:
+def check_run(specs: Iterable[FaultSpec], *, checkpoint: str, partitions: int | None = None,
+              deploy_mode: str = "client") -> None:
     """Fail (``ValueError``, one line naming the fix) when a fault of the plan cannot be had in a run
-    with these arguments (``partitions``: of its input topic): before anything starts."""
+    with these arguments (``partitions``: of its input topic; ``deploy_mode``: where its driver runs): before
+    anything starts."""
     for s in specs:
-        why = kind_of(s).refused_by_run(s, checkpoint=checkpoint)
+        why = kind_of(s).refused_by_run(s, checkpoint=checkpoint) or kind_of(s).refused_by_deploy_mode(s, deploy_mode)
         if not why and partitions is not None:
             why = kind_of(s).refused_by_topic(s, partitions)
         if why:

@@ -165,7 +165,12 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     check_arguments(load, watch, setup, t)  # the names and numbers that need no running job
     check_run_args(guarantee, load.rate, load.duration, setup.args, load.inputs, checkpoint, annotate=watch.annotate,
                    outputs=watch.outputs, id_reader=watch.id_reader, oracle=watch.oracle)
-    check_run(faults, checkpoint=checkpoint, partitions=load.partitions)  # a fault this run cannot have
+    if setup.deploy_mode not in ("client", "cluster"):
+        meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
+        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
+                         "or 'cluster' (on YARN the driver is the ApplicationMaster, on Kubernetes a Job's pod)")
+    check_run(faults, checkpoint=checkpoint, partitions=load.partitions,  # a fault this run cannot have
+              deploy_mode=setup.deploy_mode)
     if stack is not None:
         check_stack(faults, *stack)  # ... or these clusters cannot serve
     script = resolve_job(job, place.test_dir, place.rootdir)
@@ -174,10 +179,6 @@ def build_run(job: str | Path, *, place: JobPlace, faults: Sequence[FaultSpec], 
     least = max((kind_of(p.spec).least_recovery_window for p in planned), default=0.0)
     load_s, load_why = load_seconds(planned, load.duration, t.trigger_seconds, least)
     check_stale_checkpoint(setup.stale_checkpoint)
-    if setup.deploy_mode not in ("client", "cluster"):
-        meant = did_you_mean(str(setup.deploy_mode), ("client", "cluster"))
-        raise ValueError(f"JobSetup(deploy_mode={setup.deploy_mode!r}){meant}: use 'client' (the driver on this host) "
-                         "or 'cluster' (on YARN the driver is the ApplicationMaster, on Kubernetes a Job's pod)")
     for name in watch.outputs or ():
         check_relative_output(name, deploy_mode=setup.deploy_mode, on_host=storages.get(checkpoint).on_host)
     bases = [d for d in (script.parent, place.test_dir, place.rootdir) if d is not None]

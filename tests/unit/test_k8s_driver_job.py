@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_streamchaos.faults.families.kubernetes_driver import DeleteDriverPod, DriverPods
+from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpecError
 from pytest_streamchaos.stack.k8s.driver_job import absolute_paths, manifest, mounts, pod_submit_args
 
@@ -69,3 +70,11 @@ def test_delete_driver_pod_checks_its_grace_and_needs_a_driver_pod() -> None:
     with pytest.raises(RuntimeError, match="deploy_mode='cluster'"):
         fault._job()
     assert not isinstance(object(), DriverPods)
+
+
+def test_a_client_mode_run_is_refused_the_driver_pods_delete_before_it_starts() -> None:
+    spec = DeleteDriverPod.parse(kwargs={"after": 5})
+    with pytest.raises(ValueError, match=r"^@delete_driver_pod: the driver of a client-mode job runs on this host.*"
+                                         r"fix: JobSetup\(deploy_mode='cluster'\)"):
+        check_run([spec], checkpoint="local")
+    check_run([spec], checkpoint="local", deploy_mode="cluster")

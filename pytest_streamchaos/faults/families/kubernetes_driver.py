@@ -53,6 +53,13 @@ class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):
     def stops_driver(cls, spec: FaultSpec) -> bool:
         return True  # its Job restarts it: no supervisor may
 
+    @classmethod
+    def refused_by_deploy_mode(cls, spec: FaultSpec, deploy_mode: str) -> str | None:
+        if deploy_mode == "cluster":
+            return None
+        return (f"the driver of a {deploy_mode}-mode job runs on this host, not in a pod; fix: "
+                "JobSetup(deploy_mode='cluster'), or @kill_driver for a driver here")
+
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
         self.pods: dict[int, str] = {}
