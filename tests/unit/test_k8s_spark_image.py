@@ -83,6 +83,17 @@ def test_the_image_is_keyed_by_the_versions(monkeypatch: pytest.MonkeyPatch, tmp
         spark_image.archive(src)
 
 
+def test_an_older_recipes_image_of_the_same_versions_is_superseded(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    monkeypatch.setattr(images, "folder", lambda: tmp_path)
+    src = spark_image.Sources(tmp_path, "17.0.15", tmp_path, tmp_path / "python3.11", tmp_path, "4.2.0")
+    stem = src.archive.name[: -len(f"{spark_image.recipe()}.tar")]
+    older, other_java = tmp_path / f"{stem}00000000.tar", tmp_path / "spark-4.2.0-java21.0.1-py3.11.7-00000000.tar"
+    for p in (src.archive, older, other_java, tmp_path / "pause.tar"):
+        p.write_bytes(b"")
+    assert spark_image.superseded(src) == [older]
+
+
 def _entrypoint(monkeypatch: pytest.MonkeyPatch):
     """The entrypoint as the image runs it: ``relay.py`` beside it (here the package's own, as the image copies)."""
     from pytest_streamchaos.stack.k8s import relay

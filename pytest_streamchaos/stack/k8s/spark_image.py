@@ -306,4 +306,14 @@ def build(line: Callable[[str], None] = print, src: Sources | None = None) -> Pa
                   "rootfs": {"type": "layers", "diff_ids": [d for _, d, _ in layers]}}
         images.write_layered_archive(src.archive, src.image, [(p, d, s) for p, d, s in layers], config)
     line(f"prepare: Spark image {src.image}: {src.archive} ({src.archive.stat().st_size / 1e6:.0f} MB)")
+    for old in superseded(src):
+        old.unlink()
+        line(f"prepare: removed the superseded Spark image {old.name}")
     return src.archive
+
+
+def superseded(src: Sources) -> list[Path]:
+    """The cached images of this host's versions but an older recipe: ~880 MB each, never loaded again (a cluster
+    imports the current recipe's only)."""
+    stem = f"spark-{src.spark_version}-java{src.java_version}-py{'.'.join(map(str, sys.version_info[:3]))}-"
+    return [p for p in src.archive.parent.glob(f"{stem}*.tar") if p != src.archive]
