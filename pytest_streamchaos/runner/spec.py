@@ -78,7 +78,7 @@ class RunSpec:
     files: list[str] = field(default_factory=list)  #: the job's data files (absolute), as ``--files``
     py_files: list[str] = field(default_factory=list)  #: the job's Python files (absolute), as ``--py-files``
     stale_checkpoint: str = "fail"  #: a checkpoint of an earlier run the job names: ``fail`` or ``clear``
-    deploy_mode: str = "client"  #: spark-submit's deploy mode: ``client`` or (YARN) ``cluster``
+    deploy_mode: str = "client"  #: spark-submit's deploy mode: ``client`` or (YARN, Kubernetes) ``cluster``
     #: no ``duration`` given and faults planned: the load keeps on at least this long after the last
     #: fault actually healed (an aimed fault can fire later than planned); None: the duration given
     recovery_window: float | None = None

@@ -362,6 +362,27 @@ class _NodeStates(Protocol):
 
 
 #: a backend's own node class (what its HDFS hands out and takes back)
+# -- the job's (what a fault asks of ``ctx.job`` beyond stack/base.py's JobHandle) -----------------------------
+
+@runtime_checkable
+class DriverPods(Protocol):
+    """A job whose driver is a pod a controller recreates (the ``k8s`` manager's cluster mode)."""
+
+    @property
+    def job_name(self) -> str:
+        """The Kubernetes Job's name (its pods are the driver's launches)."""
+
+    def driver_pods(self) -> list[str]: ...
+
+    def delete_driver_pod(self, grace: float | None = None) -> tuple[str, float]: ...
+
+    def running_driver(self, than: Sequence[str] = ()) -> str | None: ...
+
+
+#: the job's capabilities: a job handle implements those its deployment has
+JOB_CAPS: tuple[type, ...] = (DriverPods,)
+
+
 N = TypeVar("N", bound="Node")
 
 

@@ -122,7 +122,7 @@ def test_every_fault_has_what_it_needs_on_the_stacks_own_clusters(clusters, kind
         spark = clusters["connect"]
     elif spec.kind == "restart_resourcemanager":
         spark = clusters["yarn-mini"]
-    elif spec.kind in ("delete_pod", "evict_pod", "drain_node", "oom_kill_executor"):
+    elif spec.kind in ("delete_pod", "evict_pod", "drain_node", "oom_kill_executor", "delete_driver_pod"):
         spark = clusters["k8s"]
     else:
         spark = clusters["standalone"]

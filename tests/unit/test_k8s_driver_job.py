@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_streamchaos.faults.families.kubernetes_driver import DeleteDriverPod, DriverPods
+from pytest_streamchaos.faults.families.kubernetes_driver import DeleteDriverPod
 from pytest_streamchaos.faults.registry import check_run
 from pytest_streamchaos.faults.spec import FaultSpecError
+from pytest_streamchaos.stack.capabilities import DriverPods
 from pytest_streamchaos.stack.k8s.driver_job import absolute_paths, manifest, mounts, pod_submit_args
 
 

@@ -92,9 +92,11 @@ def test_a_backend_adds_a_placement_not_cluster_logic(backend, shared):
 
 
 def test_every_operation_on_the_job_is_in_its_handle():
-    """... or in its Connect session's (``ConnectSession``, a ``JobHandle``: what the Connect faults use)."""
+    """... or in its Connect session's (``ConnectSession``, a ``JobHandle``: what the Connect faults use), or in a
+    job capability of stack/capabilities.py (``JOB_CAPS``: what only some deployments' jobs serve)."""
     used = _uses(r"\bjob\.(\w+)\b(?!\.py)") - {"PreparedJob", "config", "eos", "kafka_sink"}  # module paths
-    declared = {n for n in dir(ConnectSession) if not n.startswith("_")}
+    declared = {n for n in dir(ConnectSession) if not n.startswith("_")} | {n for c in caps.JOB_CAPS
+                                                                           for n in _members(c)}
     assert not sorted(used - declared), f"declare these in stack/base.py JobHandle: {sorted(used - declared)}"
 
 

@@ -3,14 +3,13 @@
 pod`` does it (SIGTERM, the pod's grace period, then SIGKILL). The driver's Job recreates it (``backoffLimit``),
 and the new driver resumes the query from its checkpoint: the restart is Kubernetes', not the plugin's. Its own
 module beside ``kubernetes.py``'s executor faults; the deletion is the cluster's
-:class:`~pytest_streamchaos.stack.capabilities.PodDelete`, the driver pods the job's (:class:`DriverPods`,
-``stack/k8s/driver_job.py``)."""
+:class:`~pytest_streamchaos.stack.capabilities.PodDelete`, the driver pods the job's
+(:class:`~pytest_streamchaos.stack.capabilities.DriverPods`, ``stack/k8s/driver_job.py``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import FaultContext
 from pytest_streamchaos.faults.families.kubernetes import _GONE_MARGIN_S, POD_GRACE_S, DeletePod
@@ -18,23 +17,8 @@ from pytest_streamchaos.faults.kind import FaultKind
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
 from pytest_streamchaos.poll import poll
-from pytest_streamchaos.stack.capabilities import PodDelete
+from pytest_streamchaos.stack.capabilities import DriverPods, PodDelete
 from pytest_streamchaos.stack.k8s import K8sKind
-
-
-@runtime_checkable
-class DriverPods(Protocol):
-    """A job whose driver is a pod a controller recreates (the ``k8s`` manager's cluster mode)."""
-
-    job_name: str
-
-    def driver_pods(self) -> list[str]: ...
-
-    def delete_driver_pod(self, grace: float | None = None) -> tuple[str, float]: ...
-
-    def running_driver(self, than: Sequence[str] = ()) -> str | None: ...
-
-
 
 
 class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):

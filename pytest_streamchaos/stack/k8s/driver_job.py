@@ -26,7 +26,7 @@ import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pytest_streamchaos.errors import LaunchError, StackError
 from pytest_streamchaos.events import Kind
@@ -37,11 +37,38 @@ from pytest_streamchaos.records import TimelineEvent
 from pytest_streamchaos.stack.base import Launch
 from pytest_streamchaos.stack.driver.conf import spark_home
 from pytest_streamchaos.stack.driver.job import SparkJob, WrapsSparkJob, last_exception
-from pytest_streamchaos.stack.k8s.api import ApiError
+from pytest_streamchaos.stack.k8s import spark_image
+from pytest_streamchaos.stack.k8s.api import Api, ApiError
+from pytest_streamchaos.stack.k8s.cluster import Cluster
+from pytest_streamchaos.stack.k8s.relay import Relay
 from pytest_streamchaos.stack.k8s.watcher import NAMESPACE, PodWatcher, Timeline, pods
 
-if TYPE_CHECKING:
-    from pytest_streamchaos.stack.k8s.spark import K8sSparkCluster
+
+class DriverHost(Protocol):
+    """What a driver's Job needs of the cluster it runs on (``spark.K8sSparkCluster``; a protocol here, not that
+    class, which makes these jobs: no import back)."""
+
+    kube: Cluster
+    relay: Relay | None
+
+    @property
+    def api(self) -> Api: ...
+
+    @property
+    def image(self) -> spark_image.Sources: ...
+
+    @property
+    def token_file(self) -> Path: ...
+
+    def submit_conf(self, workdir: Path, tag: str) -> dict[str, str]: ...
+
+    def live_pods(self, selector: str) -> list[str]: ...
+
+    def running_pods(self, selector: str) -> list[str]: ...
+
+    def delete_pod(self, name: str, grace: float | None = None) -> float: ...
+
+    def pod_gone(self, name: str) -> bool: ...
 
 DRIVERS = "spark-role=driver"
 #: restarts the Job allows (its ``backoffLimit``): enough for a test's faults, not a crash loop's
@@ -159,7 +186,7 @@ class K8sDriverJob(WrapsSparkJob):
     A *launch* is a driver pod; ``alive`` while the Job is active (between a driver pod's end and its
     replacement too: the controller restarts it, as YARN's next attempt does in its cluster mode)."""
 
-    def __init__(self, inner: SparkJob, cluster: K8sSparkCluster, tag: str, label: str, account: str,
+    def __init__(self, inner: SparkJob, cluster: DriverHost, tag: str, label: str, account: str,
                  env: Mapping[str, str]) -> None:
         self.inner, self.cluster, self.tag, self.label, self.account = inner, cluster, tag, label, account
         self.env = {**{k: inner.env[k] for k in _ENV_KEYS if k in inner.env}, **env}

@@ -298,18 +298,22 @@ def build(line: Callable[[str], None] = print, src: Sources | None = None) -> Pa
             lay.data(str(Path(ENTRYPOINT).parent / "relay.py"), Path(relay.__file__).read_bytes())
 
         layer("base", base)
-        config = {"architecture": images.ARCH.get(platform.machine(), platform.machine()), "os": "linux",
-                  "config": {"Entrypoint": [str(src.python), ENTRYPOINT], "WorkingDir": "/opt/spark/work-dir",
-                             "Env": [f"PATH={src.java_home}/bin:{src.python.parent}:/usr/bin:/bin",
-                                     f"JAVA_HOME={src.java_home}", f"SPARK_HOME={src.spark_home}",
-                                     "LANG=C.UTF-8"]},
-                  "rootfs": {"type": "layers", "diff_ids": [d for _, d, _ in layers]}}
-        images.write_layered_archive(src.archive, src.image, [(p, d, s) for p, d, s in layers], config)
+        images.write_layered_archive(src.archive, src.image, [(p, d, s) for p, d, s in layers],
+                                     _config(src, [d for _, d, _ in layers]))
     line(f"prepare: Spark image {src.image}: {src.archive} ({src.archive.stat().st_size / 1e6:.0f} MB)")
     for old in superseded(src):
         old.unlink()
         line(f"prepare: removed the superseded Spark image {old.name}")
     return src.archive
+
+
+def _config(src: Sources, diff_ids: list[str]) -> dict[str, object]:
+    """The image's OCI config: the entrypoint in the image's Python, the JDK, Python and Spark at their host paths."""
+    return {"architecture": images.ARCH.get(platform.machine(), platform.machine()), "os": "linux",
+            "config": {"Entrypoint": [str(src.python), ENTRYPOINT], "WorkingDir": "/opt/spark/work-dir",
+                       "Env": [f"PATH={src.java_home}/bin:{src.python.parent}:/usr/bin:/bin",
+                               f"JAVA_HOME={src.java_home}", f"SPARK_HOME={src.spark_home}", "LANG=C.UTF-8"]},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids}}
 
 
 def superseded(src: Sources) -> list[Path]:
