@@ -11,13 +11,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from stack_helpers import inner_pytest
 
 from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.stack.host import Host, activate
@@ -215,19 +215,7 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
     (pytester.path / "jobs").mkdir()
     shutil.copy(USER_JOB, pytester.path / "jobs" / USER_JOB.name)
     pytester.makepyfile(test_inner=INNER)
-    record = tmp_path / "record.json"
-    monkeypatch.setenv("SC_RECORD", str(record))  # pytester.popen builds the child env from os.environ
-    out_path = tmp_path / "inner.out"
-    with open(out_path, "wb") as out:
-        inner = pytester.popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
-                                f"--basetemp={tmp_path / 'inner'}", "test_inner.py"], start_new_session=True,
-                               stdout=out, stderr=subprocess.STDOUT)
-
-    def recorded() -> str | None:
-        if inner.poll() is not None:
-            raise AssertionError(f"inner pytest exited early:\n{out_path.read_text()[-3000:]}")
-        return record.exists() and record.read_text() or None
-
+    inner, recorded = inner_pytest(pytester, tmp_path, monkeypatch, f"--basetemp={tmp_path / 'inner'}")
     info: dict = {}
     try:
         info = json.loads(wait_for(recorded, 600, "the inner pytest's executor pods Running"))
