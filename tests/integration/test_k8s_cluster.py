@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from stack_helpers import inner_pytest
 
+from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.stack.host import Host, activate
 from pytest_streamchaos.stack.k8s import cleanup, config
@@ -122,6 +123,8 @@ def _alive(pid: int) -> bool:
 
 #: the user's job of tests/chaos/test_chaos_k8s.py, run by the inner pytest below
 USER_JOB = Path(__file__).parents[1] / "chaos" / "jobs" / "orders_to_shipments.py"
+#: where the built Kubernetes and Spark image are: read before pytester points HOME at its own folder
+CACHE_HOME = str(cache_dir().parent)
 
 INNER = textwrap.dedent('''
     import json, os, subprocess, threading
@@ -215,6 +218,7 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
     (pytester.path / "jobs").mkdir()
     shutil.copy(USER_JOB, pytester.path / "jobs" / USER_JOB.name)
     pytester.makepyfile(test_inner=INNER)
+    monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
     inner, recorded = inner_pytest(pytester, tmp_path, monkeypatch, f"--basetemp={tmp_path / 'inner'}")
     info: dict = {}
     try:
