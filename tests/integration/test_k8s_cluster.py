@@ -1,24 +1,32 @@
 """The one-node Kubernetes (issue 51): brought up from what ``prepare --for k8s`` built, a pod of a locally
 built image runs and is deleted with kubectl, and after the stop nothing of it is left on the host: no
-process, mount, cgroup, bridge, iptables chain or folder."""
+process, mount, cgroup, bridge, iptables chain or folder. Nor after a SIGKILL of pytest while a user's Spark job
+runs on it: the reaper's clean-up (``python -I cleanup.py <run>``) leaves the host as it was."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 import os
+import shutil
+import signal
 import subprocess
+import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from stack_helpers import inner_pytest
 
+from pytest_streamchaos.assets import cache_dir
 from pytest_streamchaos.poll import wait_for
 from pytest_streamchaos.stack.host import Host, activate
 from pytest_streamchaos.stack.k8s import cleanup, config
 from pytest_streamchaos.stack.k8s.api import ApiError
 from pytest_streamchaos.stack.k8s.cluster import NODE, Cluster, missing
 from pytest_streamchaos.stack.k8s.images import PAUSE_IMAGE
+from pytest_streamchaos.stack.k8s.preflight import why_not
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -111,3 +119,132 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+#: the user's job of tests/chaos/test_chaos_k8s.py, run by the inner pytest below
+USER_JOB = Path(__file__).parents[1] / "chaos" / "jobs" / "orders_to_shipments.py"
+#: where the built Kubernetes and Spark image are: read before pytester points HOME at its own folder
+CACHE_HOME = str(cache_dir().parent)
+
+INNER = textwrap.dedent('''
+    import json, os, subprocess, threading
+    from pathlib import Path
+
+    import pytest
+
+    from pytest_streamchaos import JobSetup, Load, Watch
+    from pytest_streamchaos.poll import wait_for
+    from pytest_streamchaos.stack.k8s import cleanup
+    from pytest_streamchaos.stack.k8s.spark import EXECUTORS
+
+
+    def pod_tasks():
+        """Every process of the pods: the tasks of the kubelet's cgroups, by pid, with their names."""
+        tasks = {}
+        for procs in Path(cleanup.CGROUP_FS).glob(f"*/{cleanup.KUBEPODS}/**/cgroup.procs"):
+            for pid in procs.read_text().split():
+                try:
+                    tasks[int(pid)] = Path(f"/proc/{pid}/comm").read_text().strip()
+                except OSError:
+                    pass
+        return tasks
+
+
+    def record(cluster):
+        wait_for(lambda: len(cluster.running_pods(EXECUTORS)) >= 2, 400, "two executor pods Running")
+        kube = cluster.kube
+        drivers = [j.pgid for launcher in cluster.launchers for j in launcher.jobs if j.pgid]
+        links = subprocess.run(["ip", "-o", "link", "show", "master", kube.bridge], capture_output=True,
+                               text=True).stdout
+        target = Path(os.environ["SC_RECORD"])
+        target.with_suffix(".part").write_text(json.dumps({
+            "pytest": os.getpid(), "reaper": cluster.host.reaper.pid, "run": str(kube.layout.run),
+            "bridge": kube.bridge, "socket": str(kube.layout.containerd_socket),
+            "veths": [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()],
+            "pgids": sorted({p.pgid for p in kube.procs.values()} | set(drivers)), "drivers": drivers,
+            "pods": pod_tasks(), "shims": cleanup.shims(str(kube.layout.containerd_socket)),
+            "executors": cluster.running_pods(EXECUTORS)}))
+        target.with_suffix(".part").rename(target)  # whole, for the outer test's reading
+
+
+    @pytest.mark.chaos(spark="k8s")
+    def test_hold_a_spark_run(chaos):
+        threading.Thread(target=record, args=(chaos.cluster,), daemon=True).start()
+        # the run outlasts the outer test's SIGKILL of this pytest, which comes once the record is written
+        chaos.run("jobs/orders_to_shipments.py", guarantee="at-least-once",
+                  setup=JobSetup(args=["{checkpoint_dir}"], kafka_port=9092),
+                  load=Load(rate=50, duration=900, inputs={"orders": None}), watch=Watch(outputs={"shipments": None}))
+''')
+
+
+def links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
+
+
+def in_groups(pgids: set[int]) -> list[int]:
+    """The live processes of process groups ``pgids``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) in pgids and _alive(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def leftovers(info: dict, before_links: set[str], before_chains: set[str], before_cgroups: set[str]) -> list[str]:
+    """What the killed pytest's cluster still has on the host (empty: nothing)."""
+    left = [f"process {p} of a recorded group" for p in in_groups(set(info["pgids"]))]
+    left += [f"pod process {p} ({name})" for p, name in info["pods"].items() if _alive(int(p))]
+    left += [f"containerd shim {p}" for p in cleanup.shims(info["socket"])]
+    left += [f"reaper {info['reaper']}"] if _alive(info["reaper"]) else []
+    left += [f"link {name}" for name in links() - before_links if name.startswith("sck8s") or name in info["veths"]]
+    left += [f"mount {p}" for p in cleanup.mounts_under(info["run"])]
+    left += [f"chain {c}" for c in chains() - before_chains]
+    left += [f"cgroup {c}" for c in kubepods() - before_cgroups]
+    left += [f"run folder {info['run']}"] if os.path.exists(info["run"]) else []
+    return left
+
+
+@pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pytester, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inner pytest runs a user's job on ``@pytest.mark.chaos(spark="k8s")`` (client mode: the driver here, two
+    executor pods); once both pods are Running it is SIGKILLed, and its reaper must leave the host as it was."""
+    before = links(), chains(), kubepods()
+    (pytester.path / "jobs").mkdir()
+    shutil.copy(USER_JOB, pytester.path / "jobs" / USER_JOB.name)
+    pytester.makepyfile(test_inner=INNER)
+    monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
+    inner, recorded = inner_pytest(pytester, tmp_path, monkeypatch, f"--basetemp={tmp_path / 'inner'}")
+    info: dict = {}
+    try:
+        info = json.loads(wait_for(recorded, 600, "the inner pytest's executor pods Running"))
+        # what the kill must take away is there: the control plane's and the driver's groups, the executors' JVMs
+        # in the pods' cgroups, their shims, the bridge with the pods' veths, the pods' mounts
+        assert info["drivers"] and len(info["executors"]) == 2, info
+        assert all(in_groups({g}) for g in info["pgids"]), info["pgids"]
+        assert list(info["pods"].values()).count("java") >= 2 and info["shims"], info["pods"]
+        assert info["bridge"] in links() and len(info["veths"]) >= 2, info
+        assert cleanup.mounts_under(info["run"])
+        os.kill(info["pytest"], signal.SIGKILL)
+        t0 = time.monotonic()
+        inner.wait(10)
+        wait_for(lambda: not leftovers(info, *before), 120, "the reaper to leave the host as it was",
+                 last=lambda: leftovers(info, *before))
+        print(f"the host as it was {time.monotonic() - t0:.1f}s after the SIGKILL of pytest")
+    finally:
+        if inner.poll() is None:
+            os.killpg(inner.pid, signal.SIGKILL)
+            inner.wait()
+        for pgid in info.get("pgids", []):
+            try:
+                os.killpg(pgid, signal.SIGKILL)  # only the recorded groups; normally already gone
+            except ProcessLookupError:
+                pass
+        if info and os.path.exists(info["run"]) and not _alive(info["reaper"]):
+            # what a failed reaper left (this test's cluster's only), so that a failure leaves the host clean too
+            print("clean-up after the reaper:", cleanup.clean(info["run"]))

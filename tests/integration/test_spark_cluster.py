@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from stack_helpers import inner_pytest
 
 from pytest_streamchaos.stack.local import LocalSparkCluster
 from pytest_streamchaos.stack.process import ManagedProcess
@@ -134,18 +133,7 @@ def test_sigkilled_pytest_leaves_no_jvm(pytester: pytest.Pytester, tmp_path: Pat
                                        monkeypatch: pytest.MonkeyPatch):
     pytester.makepyfile(test_inner=INNER)
     record = tmp_path / "record.json"
-    monkeypatch.setenv("SC_RECORD", str(record))  # pytester.popen builds the child env from os.environ
-    out_path = tmp_path / "inner.out"
-    with open(out_path, "wb") as out:
-        inner = pytester.popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s",
-                                "--chaos-workers", "1"], start_new_session=True,
-                               stdout=out, stderr=subprocess.STDOUT)
-
-    def recorded():
-        if inner.poll() is not None:
-            raise AssertionError(f"inner pytest exited early:\n{out_path.read_text()[-3000:]}")
-        return record.exists() and record.read_text()
-
+    inner, recorded = inner_pytest(pytester, tmp_path, monkeypatch, "--chaos-workers", "1")
     try:
         info = json.loads(wait_for(recorded, 150, "the inner pytest to start its cluster"))
         assert len(info["pids"]) == 2 and all(pid_alive(p) for p in info["pids"])
