@@ -39,6 +39,16 @@ def check_grace(kind: str, params: dict[str, Any]) -> None:
         raise FaultSpecError(f"@{kind}: grace={grace!r} must be a number of seconds >= 0 (or None)")
 
 
+def await_gone(k8s: PodDelete, pod: str, grace: float | None, role: str) -> float:
+    """Poll until the deleted ``pod`` is gone from the API server (its grace period and a margin at most); the
+    seconds it took."""
+    timeout = (POD_GRACE_S if grace is None else float(grace)) + _GONE_MARGIN_S
+    t0 = time.monotonic()
+    poll(lambda: k8s.pod_gone(pod), timeout, interval=0.1, on_timeout=lambda _: TimeoutError(
+        f"{role} pod {pod} still in the API server {timeout:g}s after its deletion"))
+    return round(time.monotonic() - t0, 2)
+
+
 class ExecutorPodFault(FaultKind[H]):
     """A fault of one executor pod of the job, the oldest: what the kinds of this family share."""
 
@@ -84,17 +94,13 @@ class DeletePod(ExecutorPodFault[tuple[str, list[str]]]):
 
     def confirm(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> dict[str, object]:
         """The pod is gone from the API server (its container ended, within its grace period)."""
-        pod, _ = handle
+        pod, before = handle
         k8s = self.ctx.spark(PodDelete)
         grace = planned.spec.params.get("grace")
-        timeout = (POD_GRACE_S if grace is None else float(grace)) + _GONE_MARGIN_S
-        t0 = time.monotonic()
-        poll(lambda: k8s.pod_gone(pod), timeout, interval=0.1, on_timeout=lambda _: TimeoutError(
-            f"executor pod {pod} still in the API server {timeout:g}s after its deletion"))
+        gone_after = await_gone(k8s, pod, grace, "executor")
         # watched from now, not from the heal (the load's end): the timeline says when the replacement ran
-        before = handle[1]
         self.ctx.watch(K8sKind.EXECUTOR_POD_REPLACED, f"executor pod {pod}", lambda: k8s.replacement_pod(before))
-        return {"pod": pod, "grace": grace, "gone_after": round(time.monotonic() - t0, 2)}
+        return {"pod": pod, "grace": grace, "gone_after": gone_after}
 
     def heal(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> None:
         """Nothing to undo: Spark replaces the pod (its replacement Running is on the timeline from confirm)."""

@@ -8,15 +8,13 @@ module beside ``kubernetes.py``'s executor faults; the deletion is the cluster's
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 from pytest_streamchaos.faults.context import FaultContext
-from pytest_streamchaos.faults.families.kubernetes import _GONE_MARGIN_S, POD_GRACE_S, DeletePod
+from pytest_streamchaos.faults.families.kubernetes import DeletePod, await_gone, check_grace
 from pytest_streamchaos.faults.kind import FaultKind
 from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.capabilities import DriverPods, PodDelete
 from pytest_streamchaos.stack.k8s import K8sKind
 
@@ -31,7 +29,7 @@ class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        DeletePod.check_params.__func__(cls, params)  # type: ignore[attr-defined]  # the same grace, named as ours
+        check_grace(cls.name, params)
 
     @classmethod
     def stops_driver(cls, spec: FaultSpec) -> bool:
@@ -68,15 +66,12 @@ class DeleteDriverPod(FaultKind[tuple[str, list[str]]]):
     def confirm(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> dict[str, object]:
         """The pod is gone from the API server (its driver ended, within its grace period)."""
         pod, before = handle
-        job, k8s = self._job(), self.ctx.spark(PodDelete)
+        job = self._job()
         grace = planned.spec.params.get("grace")
-        timeout = (POD_GRACE_S if grace is None else float(grace)) + _GONE_MARGIN_S
-        t0 = time.monotonic()
-        poll(lambda: k8s.pod_gone(pod), timeout, interval=0.1, on_timeout=lambda _: TimeoutError(
-            f"driver pod {pod} still in the API server {timeout:g}s after its deletion"))
+        gone_after = await_gone(self.ctx.spark(PodDelete), pod, grace, "driver")
         # watched from now: the timeline says when the Job's new driver pod ran
         self.ctx.watch(K8sKind.DRIVER_POD_REPLACED, f"driver pod {pod}", lambda: job.running_driver(before))
-        return {"pod": pod, "grace": grace, "gone_after": round(time.monotonic() - t0, 2), "job": job.job_name}
+        return {"pod": pod, "grace": grace, "gone_after": gone_after, "job": job.job_name}
 
     def heal(self, planned: PlannedFault, handle: tuple[str, list[str]]) -> None:
         """Nothing to undo: the Job recreates the pod (its Running replacement is on the timeline from confirm)."""
