@@ -319,5 +319,5 @@ def _config(src: Sources, diff_ids: list[str]) -> dict[str, object]:
 def superseded(src: Sources) -> list[Path]:
     """The cached images of this host's versions but an older recipe: ~880 MB each, never loaded again (a cluster
     imports the current recipe's only)."""
-    stem = f"spark-{src.spark_version}-java{src.java_version}-py{'.'.join(map(str, sys.version_info[:3]))}-"
+    stem = f"spark-{src.tag.rsplit('-', 1)[0]}-"  # the tag without its recipe
     return [p for p in src.archive.parent.glob(f"{stem}*.tar") if p != src.archive]
