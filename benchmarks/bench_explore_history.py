@@ -111,15 +111,16 @@ def run_part(part: str, job: str, engine: str, budget: int, trigger: float, seed
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Every part's headline numbers, the engines side by side."""
+    """Every part's headline numbers, the engines side by side (``meas``: of the ``sched`` schedules, those whose
+    faults' recovery was measured; ``recov`` and ``harness`` are their medians, ``wall`` all schedules')."""
     head = (f"{'part':8} {'job':8} {'engine':7} {'verdict':12} {'1st viol':>8} {'runs':>5} {'sched':>5} "
-            f"{'wall':>6} {'recov':>6} {'harness':>8} {'hist':>5} {'session':>8}")
+            f"{'meas':>5} {'wall':>6} {'recov':>6} {'harness':>8} {'hist':>5} {'session':>8}")
     lines = [head, "-" * len(head)]
     for r in sorted(rows, key=lambda r: (r["part"], r["job"], r["engine"])):
         c = r.get("cost") or {}
         lines.append(f"{r['part']:8} {r['job']:8} {r['engine']:7} {str(r.get('verdict')):12} "
                      f"{str(r.get('first_violation_at')):>8} {str(r.get('runs')):>5} {str(c.get('schedules')):>5} "
-                     f"{str(c.get('median_wall')):>6} {str(c.get('median_recovery')):>6} "
+                     f"{str(c.get('measured')):>5} {str(c.get('median_wall')):>6} {str(c.get('median_recovery')):>6} "
                      f"{str(c.get('median_harness')):>8} {str(c.get('histories')):>5} {r['session_seconds']:>8}")
     return "\n".join(lines)
 

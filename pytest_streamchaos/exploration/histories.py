@@ -114,7 +114,9 @@ def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, floa
 
 
 def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
-    """The median cost of the schedules ``outcomes`` ran (wall, own recovery, the harness's share), one line."""
+    """The median cost of the schedules ``outcomes`` ran (wall, own recovery, the harness's share), one line.
+    The recovery and the share are medians of the runs whose faults' recovery was measured only (a fault
+    followed by the next before it recovered has none): the line says of how many when not of all."""
     costs = [schedule_cost(o) for o in outcomes]
     walls = [c["wall"] for c in costs if c]
     shares = [c for c in costs if c and c.get("harness") is not None]
@@ -125,5 +127,7 @@ def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
         rec = statistics.median(c["recovery"] for c in shares)
         harness = statistics.median(c["harness"] for c in shares)
         line += f", of which its faults' own recovery {rec:.0f}s and the harness's share {harness:.0f}s"
-    return line + f" ({len(walls)} runs)"
+    if len(shares) == len(walls):
+        return line + f" ({len(walls)} runs)"
+    return line + f" ({len(walls)} runs; recovery and share of the {len(shares)} whose recovery was measured)"
 

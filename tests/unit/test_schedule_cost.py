@@ -1,0 +1,34 @@
+"""What an explored schedule cost (``exploration/histories.py``): its wall time, its faults' own recovery and the
+harness's share, and the summary line of their medians, on fake outcomes with known answers."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pytest_streamchaos.exploration.histories import cost_line, schedule_cost
+
+
+def outcome(seconds: float, *faults: tuple[float, float | None]) -> SimpleNamespace:
+    """A run of ``seconds`` whose faults were injected at ``t`` and back at ``recovered_at`` (None: not measured)."""
+    fs = [SimpleNamespace(t=t, recovered_at=back, phases=[], recovery_time=None if back is None else back - t)
+          for t, back in faults]
+    history = SimpleNamespace(focus=None, timeline=[])
+    return SimpleNamespace(seconds=seconds, run=SimpleNamespace(faults=fs, fault_records=[], history=history))
+
+
+def test_a_fault_back_in_band_splits_the_wall_into_its_recovery_and_the_harness_share() -> None:
+    assert schedule_cost(outcome(30.0, (100.0, 120.0))) == {"wall": 30.0, "recovery": 20.0, "harness": 10.0,
+                                                             "recovered_in": 20.0}
+
+
+def test_a_fault_whose_recovery_was_not_measured_leaves_the_share_unmeasured() -> None:
+    assert schedule_cost(outcome(60.0, (100.0, None), (110.0, 140.0)))["harness"] is None
+
+
+def test_the_line_says_of_how_many_runs_the_recovery_and_the_share_are() -> None:
+    measured = [outcome(30.0, (100.0, 120.0)), outcome(40.0, (100.0, 130.0))]
+    assert cost_line(measured) == ("per schedule: median 35s, of which its faults' own recovery 25s and the "
+                                   "harness's share 10s (2 runs)")
+    line = cost_line([*measured, outcome(70.0, (100.0, None), (110.0, 150.0))])
+    assert line == ("per schedule: median 40s, of which its faults' own recovery 25s and the harness's share 10s "
+                    "(3 runs; recovery and share of the 2 whose recovery was measured)")
