@@ -129,5 +129,7 @@ def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
         line += f", of which its faults' own recovery {rec:.0f}s and the harness's share {harness:.0f}s"
     if len(shares) == len(walls):
         return line + f" ({len(walls)} runs)"
+    if not shares:
+        return line + f" ({len(walls)} runs; no run's recovery measured)"
     return line + f" ({len(walls)} runs; recovery and share of the {len(shares)} whose recovery was measured)"
 

@@ -32,3 +32,7 @@ def test_the_line_says_of_how_many_runs_the_recovery_and_the_share_are() -> None
     line = cost_line([*measured, outcome(70.0, (100.0, None), (110.0, 150.0))])
     assert line == ("per schedule: median 40s, of which its faults' own recovery 25s and the harness's share 10s "
                     "(3 runs; recovery and share of the 2 whose recovery was measured)")
+
+
+def test_the_line_says_when_no_run_s_recovery_was_measured() -> None:
+    assert cost_line([outcome(53.0, (100.0, None))]) == "per schedule: median 53s (1 runs; no run's recovery measured)"
