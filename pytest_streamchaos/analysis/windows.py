@@ -240,5 +240,5 @@ def judge_windows(history: History, report: GuaranteeReport | None, faults: list
     return [judge_window(history, w, report, faults, declared) for w in windows]
 
 
-__all__ = ["WindowVerdict", "batch_boundary", "cut_off_by", "fault_windows", "judge_window", "judge_windows", "restrict",
-           "sent_in", "window_totals"]
+__all__ = ["WindowVerdict", "batch_boundary", "cut_off_by", "fault_windows", "judge_window", "judge_windows",
+           "restrict", "sent_in", "window_totals"]
