@@ -146,9 +146,9 @@ class RunFrame:
         spread = np.diff(cum) / B
         # the outputs of the last normal gap's input come after the load ends: judge only up to here
         self.judge_end = max(self.load_start, self.load_end - self.gap0)
-        judge_end_bucket = min(nb, int(math.ceil((self.judge_end - t0) / B)))
         w_b = max(1, int(round(p.smooth_seconds / B)))
-        self.smooth = _forward_mean(spread, w_b, judge_end_bucket)
+        self.spread, self.w_b = spread, w_b
+        self.smooth = _forward_mean(spread, w_b, self.stop_bucket(self.judge_end))
         # trailing mean, for detection only (a forward window would see a gap before it starts)
         c_sp = np.concatenate(([0.0], np.cumsum(spread)))
         lo = np.maximum(np.arange(nb) + 1 - w_b, 0)
@@ -179,7 +179,7 @@ class RunFrame:
         abnormal gap, and the send times of expected inputs never processed."""
         p, B, nb, t0, ft = self.p, self.B, self.nb, self.t0, self.ft
         ab_start, ab_end, base_tp = self.ab_start, self.ab_end, self.base_tp
-        tp_ok = np.abs(self.smooth - base_tp) <= p.throughput_band * base_tp if base_tp > 0 else np.ones(nb, bool)
+        tp_ok = self.throughput_ok(self.smooth)
         self.tp_trailing_ok = (np.abs(self.trailing - base_tp) <= p.throughput_band * base_tp if base_tp > 0
                                else np.ones(nb, bool))
         self.lat_ok = ~(self.lat_q > self.bound)  # NaN (no output) passes
@@ -189,7 +189,7 @@ class RunFrame:
         gb1 = np.clip(np.floor((ab_end - t0) / B).astype(np.int64), 0, nb - 1)
         np.add.at(in_gap, gb0, 1)
         np.add.at(in_gap, gb1 + 1, -1)
-        gap_ok = np.cumsum(in_gap[:nb]) == 0
+        self.gap_ok = gap_ok = np.cumsum(in_gap[:nb]) == 0
         self.ok = tp_ok & self.lat_ok & gap_ok
         self.run = _in_band_runs(self.ok)  # run length of in-band buckets starting at each bucket
         self.hold_b = max(1, int(math.ceil(p.hold_seconds / B - 1e-9)))
@@ -204,6 +204,23 @@ class RunFrame:
         self.owner = owner
         rows = self.report.pair_rows
         self.pend_send = np.sort(self.send_ts[rows[~np.isfinite(self.first_ts)]]) if rows.size else np.empty(0)
+
+    def stop_bucket(self, end: float) -> int:
+        """The first bucket a judgement that ends at ``end`` does not look into."""
+        return min(self.nb, int(math.ceil((end - self.t0) / self.B)))
+
+    def throughput_ok(self, smooth: np.ndarray) -> np.ndarray:
+        """Which buckets of a smoothed reliable throughput are within the band around the baseline's."""
+        base_tp, band = self.base_tp, self.p.throughput_band
+        return np.abs(smooth - base_tp) <= band * base_tp if base_tp > 0 else np.ones(self.nb, bool)
+
+    def runs_until(self, end: float) -> np.ndarray:
+        """:attr:`run` as a judgement that ends at ``end`` sees it: the forward-smoothed throughput looks no
+        further than ``end``. A fault the next one cuts is judged on what came before that one, as the history
+        so far showed it then -- else the next fault's dip, smoothed back, would undo a recovery that was
+        over before it (docs/metrics.md#recovery)."""
+        smooth = _forward_mean(self.spread, self.w_b, self.stop_bucket(end))
+        return _in_band_runs(self.throughput_ok(smooth) & self.lat_ok & self.gap_ok)
 
 
 def baseline_measurable(history: History, start: float, end: float, throughput: float, arrivals: np.ndarray, t0: float,

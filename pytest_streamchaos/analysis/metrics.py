@@ -41,7 +41,8 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   is the first time ``>= D`` from which every bucket stays in band for ``hold_seconds``;
   ``recovery_time = T - f``, split into ``output_symptom = D - f`` (``detection`` is an alias kept
   for old tests), ``output_gap`` (downtime gap after ``f``) and ``catch_up`` (the rest). No such
-  ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`.
+  ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`. A fault whose horizon is the next fault is
+  judged as the run showed it then: the smoothing and its hold end a normal gap before that fault.
 - **no baseline**: when the first fault comes less than ``max(bucket, hold_seconds)`` after the
   load started there is no baseline to compare against. Lost / duplicates / incorrect and the
   guarantee are still reported (they do not need one), so are downtime and the output gaps; the
@@ -55,10 +56,11 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   recovery time and failure cost are ``None``, the verdicts ``unknown``. So is a fault with no sign
   whose window (to its horizon) is shorter than a downtime gap and a bucket: no gap could show in it yet.
 - **failure cost**: the peak latency of outputs arriving in ``[f, T]`` (``[f, f + hold]`` for a
-  masked fault, to the end of the run when not recovered) minus the baseline p99 latency, at least
-  0 (PGVal §3.4.4: the largest latency increase a failure causes; measured against the baseline's
-  p99 rather than its median so that the normal micro-batch sawtooth is not counted as cost).
-  When not recovered, inputs never processed count with their age at the end of the run.
+  masked fault, to the end of the run when not recovered, to the next fault when it cut it off) minus the
+  baseline p99 latency, at least 0 (PGVal §3.4.4: the largest latency increase a failure causes; measured
+  against the baseline's p99 rather than its median so that the normal micro-batch sawtooth is not counted as
+  cost). When not recovered, inputs never processed count with their age at the end of the run (at the next
+  fault, for one it cut off).
 - **masking verdict** (docs/metrics.md#masking-verdict): *masked* (no sign), *degraded* (a sign, no
   downtime above ``outage_seconds``, recovered, peak latency within ``slo_latency_seconds`` if
   given) or *outage*.

@@ -52,9 +52,11 @@ def measure_fault(m: RunFrame, i: int, fault: FaultRecord) -> FaultMetrics:
                             verdict="outage" if downtime > p.outage_seconds else "unknown")
     detection, rec, rec_at = _recovery(m, f, horizon, signs)
     recovered = not isinstance(rec, NotRecovered)
-    w_end = f + p.hold_seconds if detection is None else rec_at if recovered and rec_at is not None else m.t_end
+    # not recovered when the next fault cut it: its cost is what it did until then, not the rest of the run
+    last = horizon if cut_off(m, horizon) else m.t_end
+    w_end = f + p.hold_seconds if detection is None else rec_at if recovered and rec_at is not None else last
     peak = peak_latency(m.lat_sorted[j0:int(np.searchsorted(arr_sorted, w_end, side="right"))],
-                        m.pend_send if not recovered else None, f, horizon, m.t_end)
+                        m.pend_send if not recovered else None, f, horizon, last)
     if math.isnan(peak):
         cost = 0.0
     else:
@@ -103,12 +105,23 @@ def _recovery(m: RunFrame, f: float, horizon: float,
     t0, B, nb, hold_b, edges = m.t0, m.B, m.nb, m.hold_b, m.edges
     d_t = min(signs)
     kb = int(math.floor((d_t - t0) / B))
-    cand = np.flatnonzero(m.run[kb:nb] >= hold_b) + kb
-    cand = cand[edges[cand] + hold_b * B <= horizon + 1e-9]
+    run, end = m.run, horizon
+    if cut_off(m, horizon):  # judged as the history showed it when the next fault struck (RunFrame.runs_until)
+        end = max(f, horizon - m.gap0)
+        run = m.runs_until(end)
+    cand = np.flatnonzero(run[kb:nb] >= hold_b) + kb
+    cand = cand[edges[cand] + hold_b * B <= end + 1e-9]
     if cand.size:
         rec_at = max(float(edges[cand[0]]), d_t)
         return d_t - f, rec_at - f, rec_at
     return d_t - f, NOT_RECOVERED, None
+
+
+def cut_off(m: RunFrame, horizon: float) -> bool:
+    """Whether a fault's ``horizon`` is the next fault's injection, before the end of the judged load: what
+    came after belongs to that one. Its last normal gap is then judged as a load's last is (``judge_end``): the
+    output of the input sent in it was due after the next fault struck."""
+    return horizon < m.judge_end
 
 
 def occurrence_window(ft: np.ndarray, i: int, bucket: float, judge_end: float,

@@ -23,6 +23,7 @@ the windows' counts add up to the whole run's. Pure: a history and a report in, 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -111,14 +112,28 @@ def restrict(report: GuaranteeReport, history: History, window: Window) -> Guara
         appearance_counted=report.appearance_counted & app_in, appearance_side=report.appearance_side & app_in)
 
 
-def window_totals(faults: list[FaultMetrics]) -> tuple[float | None, RecoveryTime | None, float | None]:
+def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics | None:
+    """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
+    when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,
+    which is not "not recovered". None when ``fault`` recovered, was not measured, or really did not recover
+    (nothing after it came back)."""
+    if fault.recovered is not False:
+        return None
+    later = sorted((g for g in faults if g.t > fault.t), key=lambda g: g.t)
+    cutter = next((g for g in later if abs(g.t - fault.horizon) <= 1e-6), None)
+    return cutter if cutter is not None and any(g.recovered for g in later) else None
+
+
+def window_totals(faults: list[FaultMetrics],
+                  cut: Collection[str] = ()) -> tuple[float | None, RecoveryTime | None, float | None]:
     """A window's downtime, recovery time and failure cost: the worst of its faults' (None: one is not
-    measurable; a fault that did not recover makes it :data:`NOT_RECOVERED`); 0.0 each without a fault."""
+    measurable -- ``cut``: the labels of faults cut off by the next one, :func:`cut_off_by`; a fault that did not
+    recover makes it :data:`NOT_RECOVERED`); 0.0 each without a fault."""
     if not faults:
         return 0.0, 0.0, 0.0
     downs = [f.downtime for f in faults]
     costs = [f.failure_cost for f in faults]
-    rts = [f.recovery_time for f in faults]
+    rts = [None if f.label in cut else f.recovery_time for f in faults]
     rec: RecoveryTime | None
     if any(isinstance(r, NotRecovered) for r in rts):
         rec = NOT_RECOVERED
@@ -141,6 +156,8 @@ class WindowVerdict:
     report: GuaranteeReport | None
     declared: str
     faults: list[FaultMetrics] = field(default_factory=list)
+    #: the label of each of its faults that the next fault cut off before it recovered -> that fault's label
+    cut: dict[str, str] = field(default_factory=dict)
 
     @property
     def lost(self) -> int | None:
@@ -165,15 +182,15 @@ class WindowVerdict:
 
     @property
     def downtime(self) -> float | None:
-        return window_totals(self.faults)[0]
+        return window_totals(self.faults, self.cut)[0]
 
     @property
     def recovery_time(self) -> RecoveryTime | None:
-        return window_totals(self.faults)[1]
+        return window_totals(self.faults, self.cut)[1]
 
     @property
     def failure_cost(self) -> float | None:
-        return window_totals(self.faults)[2]
+        return window_totals(self.faults, self.cut)[2]
 
     def describe(self) -> str:
         """One line: ``window 2 (kill_driver ...): 1210 sent, lost 5, duplicates 0 -> at-most-once; downtime
@@ -182,33 +199,37 @@ class WindowVerdict:
         counts = ("no per-record verdict" if self.report is None else
                   f"lost {self.lost}, duplicates {self.duplicates}, incorrect {self.incorrect} -> "
                   f"{self.guarantee_delivered}")
-        down, rec, _ = window_totals(self.faults)
+        down, rec, _ = window_totals(self.faults, self.cut)
         if not self.faults:
             recovery = "no fault"
         else:
             said = ("recovery not measurable" if rec is None else "NOT RECOVERED" if rec is NOT_RECOVERED
                     else f"recovered in {float(rec):.1f}s")
+            said += "".join(f" ({label} cut off by {by} before it recovered; the job came back)"
+                            for label, by in self.cut.items())
             recovery = f"downtime {'not measurable' if down is None else f'{down:.1f}s'}, {said}"
         return f"window {w.index} ({w.name or 'no fault'}): {self.sent} sent, {counts}; {recovery}"
 
     def to_dict(self) -> dict[str, object]:
-        down, rec, cost = window_totals(self.faults)
+        down, rec, cost = window_totals(self.faults, self.cut)
         return {**self.window.detail(), "sent": self.sent, "lost": self.lost, "duplicates": self.duplicates,
                 "incorrect": self.incorrect, "guarantee_delivered": self.guarantee_delivered, "ok": self.ok,
                 "lost_ids": [] if self.report is None else self.report.lost_ids[:20].tolist(),
                 "duplicate_ids": [] if self.report is None else self.report.duplicate_ids[:20].tolist(),
                 "downtime": _num(down), "recovery_time": _num(rec), "recovered": None if rec is None else
                 not isinstance(rec, NotRecovered), "failure_cost": _num(cost),
-                "faults": [f.label or f.kind for f in self.faults]}
+                "faults": [f.label or f.kind for f in self.faults], "cut_off": dict(self.cut)}
 
 
 def judge_window(history: History, window: Window, report: GuaranteeReport | None, faults: list[FaultMetrics],
                  declared: str) -> WindowVerdict:
     """The verdict of ``window``: ``report`` the whole run's validation (None: no per-record verdict), ``faults``
-    every measured fault of the run (the window's are picked by label)."""
+    every measured fault of the run (the window's are picked by label; a fault the next one cut off before it
+    recovered is measured as far as it went: :func:`cut_off_by`)."""
     mine = [f for f in faults if f.label in set(window.faults)]
     part = None if report is None else restrict(report, history, window)
-    return WindowVerdict(window, int(np.count_nonzero(sent_in(history, window))), part, declared, mine)
+    cut = {f.label: by.label or by.kind for f in mine if (by := cut_off_by(f, faults)) is not None}
+    return WindowVerdict(window, int(np.count_nonzero(sent_in(history, window))), part, declared, mine, cut)
 
 
 def judge_windows(history: History, report: GuaranteeReport | None, faults: list[FaultMetrics],
@@ -219,5 +240,5 @@ def judge_windows(history: History, report: GuaranteeReport | None, faults: list
     return [judge_window(history, w, report, faults, declared) for w in windows]
 
 
-__all__ = ["WindowVerdict", "batch_boundary", "fault_windows", "judge_window", "judge_windows", "restrict",
-           "sent_in", "window_totals"]
+__all__ = ["WindowVerdict", "batch_boundary", "cut_off_by", "fault_windows", "judge_window", "judge_windows",
+           "restrict", "sent_in", "window_totals"]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_streamchaos.events import Phase
+from pytest_streamchaos.events import Kind, Phase
+from pytest_streamchaos.history import Window
 from pytest_streamchaos.records import FAULT_INJECTED, OutputRecords, SentRecords, TimelineEvent, Trace
 
 T0 = 1_700_000_000.0
@@ -291,3 +292,43 @@ def seen_at(trace: Trace, t: float) -> Trace:
     phases = {k: v for k, v in trace.phases.items() if k == Phase.WARMUP_END and v <= t}
     return Trace(sent, outputs, timeline=[e for e in trace.timeline if e.t <= t], phases=phases,
                  trigger_seconds=trace.trigger_seconds)
+
+
+@dataclass
+class Schedule:
+    """One schedule of a synthetic one history: its fault ``kind`` injected at ``at`` (run-relative seconds),
+    the output held back for ``outage`` seconds from then (caught up at 150 records/s), the window closed at
+    ``closed`` (as the runner closes it once the fault is back: :func:`one_history`)."""
+
+    kind: str
+    at: float
+    outage: float
+    closed: float
+
+
+def one_history(schedules: Sequence[Schedule], duration: float = 120.0, stop_at: float | None = None,
+                pairs: Sequence[tuple[int, float, float]] = ()) -> Trace:
+    """A job planning a micro-batch a second, 50 records/s, that played ``schedules`` one after another in one
+    history: each fault labelled as the runner labels a window's (``<kind> step=1 window=<i>``), each window
+    closed at its ``closed`` time, from one second before it (the plan of the last committed batch), and the
+    tail window after the last one (``history_window`` events). ``pairs``: ``(window, at, outage)``, a second
+    step of that window's schedule (``step=2``) struck during the first's outage, extending it. ``stop_at``:
+    no output from then on (the job died)."""
+    outs = [Outage(s.at, s.outage, catch_up_rate=150.0) for s in schedules]
+    outs += [Outage(at, length, catch_up_rate=150.0) for _, at, length in pairs]
+    steps = sorted([(s.at, i, 1, s.kind) for i, s in enumerate(schedules)]
+                   + [(at, i, 2, schedules[i].kind) for i, at, _ in pairs])
+    trace = stateless_trace(rate=50.0, duration=duration, latency=0.2, batch_interval=1.0, progress=True,
+                            faults=[at for at, *_ in steps], outages=sorted(outs, key=lambda o: o.start),
+                            stop_at=stop_at)
+    for e, (_, i, step, kind) in zip(trace.timeline, steps, strict=True):
+        e.detail.update(fault=kind, label=f"{kind} step={step} window={i}")
+    start = -np.inf
+    for i, s in enumerate(schedules):
+        labels = tuple(f"{kind} step={step} window={w}" for _, w, step, kind in steps if w == i)
+        window = Window(i, " + ".join(labels), start, T0 + s.closed - 1.0, labels)
+        trace.timeline.append(TimelineEvent(T0 + s.closed, Kind.HISTORY_WINDOW, "", window.detail()))
+        start = window.end
+    tail = Window(len(schedules), "after the last schedule", start)
+    trace.timeline.append(TimelineEvent(T0 + duration, Kind.HISTORY_WINDOW, "", tail.detail()))
+    return trace

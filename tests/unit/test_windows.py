@@ -11,9 +11,11 @@ import math
 
 import numpy as np
 import pytest
-from synthetic import T0, Outage, stateless_trace
+from synthetic import T0, Outage, Schedule, one_history, seen_at, stateless_trace
 
+from pytest_streamchaos.analysis.metrics import NOT_RECOVERED, compute_metrics
 from pytest_streamchaos.analysis.result import ChaosRun
+from pytest_streamchaos.analysis.run_metrics import faults_back
 from pytest_streamchaos.analysis.windows import batch_boundary, restrict
 from pytest_streamchaos.events import Kind, TimelineEvent
 from pytest_streamchaos.history import History, Window
@@ -169,3 +171,71 @@ def test_a_fault_the_schedules_next_fault_struck_before_it_recovered_counts_thro
     assert first.recovered is False and second.recovered is True
     assert uncovered(m.faults) == [second]
     assert faults_back(m, {"kill_driver#1", "kill_driver#2"}, trace.timeline)
+
+
+#: four schedules of one history, two fault kinds each played twice, outages of 3, 6, 4 and 5 s; each window
+#: closed when the runner's own judgement (``faults_back`` on the history so far) first said its fault was back,
+#: the next fault 2 s later (the window's outputs read, the next schedule armed)
+ONE_HISTORY = (Schedule("kill_executor", 20.0, 3.0, 30.0), Schedule("kill_driver", 32.0, 6.0, 47.0),
+               Schedule("kill_executor", 49.0, 4.0, 61.0), Schedule("kill_driver", 63.0, 5.0, 76.0))
+
+
+def views(trace: Trace, schedules: tuple[Schedule, ...]) -> list[ChaosRun]:
+    """Each schedule's own view, as the runner judged it when it closed the window: the history so far."""
+    out = []
+    for window, s in zip(History(trace).windows, schedules, strict=False):
+        seen = seen_at(trace, T0 + s.closed)
+        labels = set(window.faults)
+        assert faults_back(compute_metrics(History(seen)), labels, seen.timeline), window  # the runner moved on
+        out.append(ChaosRun.from_trace(History(seen).focused(window), guarantee="at-least-once"))
+    return out
+
+
+def test_each_window_of_one_history_recovered_with_its_own_cost() -> None:
+    """The runner judged every fault back before the next schedule fired; the whole history says so too, each
+    window with its own fault's recovery and cost -- the next fault's dip, 2 s after, is not smoothed back into
+    the recovery before it, and a window's cost is not the worst latency of the rest of the history."""
+    trace = one_history(ONE_HISTORY)
+    run = ChaosRun.from_trace(trace, guarantee="at-least-once")
+    *mine, tail = run.windows
+    assert [w.window.faults for w in mine] == [(f"{s.kind} step=1 window={i}",) for i, s in enumerate(ONE_HISTORY)]
+    assert all(w.to_dict()["recovered"] is True for w in run.windows) and run.metrics.recovered is True
+    own = [(float(v.faults[0].recovery_time), v.faults[0].failure_cost) for v in views(trace, ONE_HISTORY)]
+    assert [(float(w.recovery_time), w.failure_cost) for w in mine] == own
+    # the output held back for the outage: the first record held waited its length (the baseline p99 is 1 s,
+    # the micro-batch's own wait); the recovery is the outage, the catch-up and the 5 s hold
+    assert [w.failure_cost for w in mine] == pytest.approx([s.outage for s in ONE_HISTORY], abs=0.5)
+    assert [float(w.recovery_time) for w in mine] == pytest.approx([4.0, 9.0, 6.0, 7.0])
+    assert not tail.faults and tail.recovery_time == 0.0
+    assert "window 1 (kill_driver step=1 window=1): " in run.describe() and "NOT RECOVERED" not in run.describe()
+
+
+def test_a_fault_cut_off_by_its_pair_is_not_measurable_not_unrecovered() -> None:
+    """Window 1 plays a pair: the driver killed again 3 s into the first kill's outage. The first kill's own
+    recovery is cut off by the second (the job came back after both): not measurable, not "not recovered"; the
+    window's cost is the pair's own, the other windows keep theirs."""
+    schedules = (ONE_HISTORY[0], Schedule("kill_driver", 32.0, 6.0, 50.0), Schedule("kill_executor", 52.0, 4.0, 64.0),
+                 Schedule("kill_driver", 66.0, 5.0, 79.0))
+    run = ChaosRun.from_trace(one_history(schedules, pairs=[(1, 35.0, 5.0)]), guarantee="at-least-once")
+    zero, pair, two, three, _ = run.windows
+    first, second = (f.label for f in pair.faults)
+    assert pair.cut == {first: second} and pair.faults[0].recovered is False and pair.faults[1].recovered is True
+    assert pair.to_dict()["recovered"] is None and pair.recovery_time is None
+    assert pair.failure_cost == pytest.approx(8.0, abs=0.5)  # held from +32 s until the second outage ended
+    assert [w.to_dict()["recovered"] for w in (zero, two, three)] == [True, True, True]
+    assert [w.failure_cost for w in (zero, two, three)] == pytest.approx([3.0, 4.0, 5.0], abs=0.5)
+    assert f"({first} cut off by {second} before it recovered; the job came back)" in pair.describe()
+
+
+def test_only_the_window_whose_fault_never_recovered_says_so() -> None:
+    """The last schedule's driver kill leaves the job dead (no output from +63.5 s): that window is not
+    recovered, and its cost is the rest of the history's wait; the windows before it recovered, with their
+    own costs."""
+    dies = Schedule("kill_driver", 63.0, 5.0, 100.0)
+    run = ChaosRun.from_trace(one_history((*ONE_HISTORY[:3], dies), stop_at=63.5), guarantee="at-least-once")
+    *before, dead, tail = run.windows
+    assert [w.to_dict()["recovered"] for w in before] == [True, True, True]
+    assert [float(w.recovery_time) for w in before] == pytest.approx([4.0, 9.0, 6.0])
+    assert dead.to_dict()["recovered"] is False and dead.recovery_time is NOT_RECOVERED and not dead.cut
+    assert dead.failure_cost > 50.0 and [w.failure_cost for w in before] == pytest.approx([3.0, 6.0, 4.0], abs=0.5)
+    assert not tail.faults and run.metrics.recovered is False
