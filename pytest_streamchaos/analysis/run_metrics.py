@@ -367,3 +367,15 @@ def faults_back(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) 
         return f.system_detection is not None and max([f.t, *reacted]) + quiet_for <= m.load_end
 
     return all(back(f) for f in mine)
+
+
+def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics | None:
+    """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
+    when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,
+    which is not "not recovered". None when ``fault`` recovered, was not measured, or really did not recover
+    (nothing after it came back)."""
+    if fault.recovered is not False:
+        return None
+    later = sorted((g for g in faults if g.t > fault.t), key=lambda g: g.t)
+    cutter = next((g for g in later if abs(g.t - fault.horizon) <= 1e-6), None)
+    return cutter if cutter is not None and any(g.recovered for g in later) else None

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .frame import RunFrame
-from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series
+from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series, cut_off_by
 from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 from .series import micro_batches, stability
 
@@ -67,14 +67,17 @@ def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.nda
                 load_start: float) -> tuple[float | None, RecoveryTime | None, float | None]:
     """The run's downtime, recovery time and failure cost: the worst over its faults (without a
     fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
-    fault's is not measurable (a worse one may hide there)."""
+    fault's is not measurable (a worse one may hide there), also one cut off by the next fault before it
+    recovered while the job came back after both (:func:`cut_off_by`)."""
     recovery_run: RecoveryTime | None
     cost_run: float | None
     downtime_run: float | None
     if faults:
         downs = [f.downtime for f in faults]
         downtime_run = None if any(d is None for d in downs) else max(downs)  # type: ignore[type-var]
-        rts = [f.recovery_time for f in faults]
+        # a fault cut off by the next one before it recovered, when the job came back after both, is not
+        # measurable: "not recovered" would say the job never came back (analysis/windows.py says the same)
+        rts = [None if cut_off_by(f, faults) is not None else f.recovery_time for f in faults]
         costs = [f.failure_cost for f in faults]
         if any(isinstance(r, NotRecovered) for r in rts):
             recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable

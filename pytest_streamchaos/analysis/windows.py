@@ -30,7 +30,7 @@ import numpy as np
 
 from ..history import History, Window
 from .guarantee import SATISFIES, GuaranteeReport
-from .run_metrics import FaultMetrics, _num
+from .run_metrics import FaultMetrics, _num, cut_off_by
 from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 from .validate import against_need
 
@@ -110,18 +110,6 @@ def restrict(report: GuaranteeReport, history: History, window: Window) -> Guara
         pair_late=report.pair_late[pm] if report.pair_late.size else report.pair_late,
         appearance_pair=np.where(app_in, report.appearance_pair, -1),
         appearance_counted=report.appearance_counted & app_in, appearance_side=report.appearance_side & app_in)
-
-
-def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics | None:
-    """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
-    when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,
-    which is not "not recovered". None when ``fault`` recovered, was not measured, or really did not recover
-    (nothing after it came back)."""
-    if fault.recovered is not False:
-        return None
-    later = sorted((g for g in faults if g.t > fault.t), key=lambda g: g.t)
-    cutter = next((g for g in later if abs(g.t - fault.horizon) <= 1e-6), None)
-    return cutter if cutter is not None and any(g.recovered for g in later) else None
 
 
 def window_totals(faults: list[FaultMetrics],

@@ -225,6 +225,9 @@ def test_a_fault_cut_off_by_its_pair_is_not_measurable_not_unrecovered() -> None
     assert [w.to_dict()["recovered"] for w in (zero, two, three)] == [True, True, True]
     assert [w.failure_cost for w in (zero, two, three)] == pytest.approx([3.0, 4.0, 5.0], abs=0.5)
     assert f"({first} cut off by {second} before it recovered; the job came back)" in pair.describe()
+    # the run as a whole: the job came back after every fault, so its recovery time is not measurable (an SLA
+    # bound on it fails as unmeasured), never "not recovered"
+    assert run.metrics.recovery_time is None and run.metrics.recovered is None
 
 
 def test_only_the_window_whose_fault_never_recovered_says_so() -> None:
