@@ -221,7 +221,8 @@ def batch_start(progress: Mapping[str, Any]) -> float:
     return _iso(progress.get("timestamp")) if start is None else float(start)
 
 
-def _iso(ts: Any) -> float:
+def _iso(ts: str | float | None) -> float:
+    """A progress timestamp (ISO 8601, or epoch seconds) in epoch seconds; NaN when there is none."""
     if isinstance(ts, str):
         try:
             return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()

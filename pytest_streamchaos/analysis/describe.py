@@ -1,22 +1,19 @@
 """The text of a run's report: :meth:`ChaosRun.describe` and the lines it is made of, the terminal
-table's row and the timeline's JSON. Reads the run's typed results and facts only."""
+table's row and the timeline's JSON. Reads the run's typed results and facts only: what
+:class:`~pytest_streamchaos.analysis.run_view.RunView` says a run has (a ``ChaosRun`` is one; it imports this
+module, so it is not imported here)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..facts import RunFacts
 from ..records import TimelineEvent
 from .checkers import DamageResult, DelayResult, ObserverResult, TransactionsResult, no_verdict
 from .metrics import NOT_RECOVERED, FaultMetrics
+from .run_view import RunView
 from .sla import render_timeline
 
-#: what these functions read: a :class:`~pytest_streamchaos.analysis.result.ChaosRun` (not imported:
-#: it imports this module)
-ChaosRun = Any
 
-
-def describe(run: ChaosRun) -> str:
+def describe(run: RunView) -> str:
     """The human report of the run: headline numbers, per-fault recovery, the run's setup and checks,
     the timeline, the warnings."""
     lat, m = run.latency, run.metrics
@@ -45,7 +42,7 @@ def describe(run: ChaosRun) -> str:
     return "\n".join(lines)
 
 
-def window_lines(run: ChaosRun) -> list[str]:
+def window_lines(run: RunView) -> list[str]:
     """A view of one window of one history: which window, and what its numbers are of; a whole run with
     several windows: one line per window."""
     focus = run.history.focus
@@ -65,7 +62,7 @@ def unavailable_lines(unavailable: dict[str, str]) -> list[str]:
     return [f"{', '.join(names)} not measured: {why}" for why, names in by_reason.items()]
 
 
-def _resolution_lines(run: ChaosRun) -> list[str]:
+def _resolution_lines(run: RunView) -> list[str]:
     if run.resolution == "none":
         return [f"no per-record verdict: {no_verdict(run.facts)}"]
     if run.resolution == "record":
@@ -74,7 +71,7 @@ def _resolution_lines(run: ChaosRun) -> list[str]:
             "inferred from aggregate values; no ids known)", *(f"  {line}" for line in run.report.wrong_group_lines())]
 
 
-def context(run: ChaosRun) -> str:
+def context(run: RunView) -> str:
     """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
     lines = [f"guarantee: declared {run.guarantee}; {run.report.describe()}"]
     for i, f in enumerate(run.faults):
@@ -83,7 +80,7 @@ def context(run: ChaosRun) -> str:
     return "\n".join(lines + ([] if damage is None else damage.lines))
 
 
-def setup_lines(run: ChaosRun) -> list[str]:
+def setup_lines(run: RunView) -> list[str]:
     """How long the load ran and why, the sinks, the timeouts the run set for a delay class, and the
     lines of the run's delay-class, observer and exactly-once checks (empty for a bare trace)."""
     facts = run.facts
@@ -98,7 +95,7 @@ def setup_lines(run: ChaosRun) -> list[str]:
     return lines
 
 
-def check_lines(run: ChaosRun) -> list[str]:
+def check_lines(run: RunView) -> list[str]:
     """The default checks that were violated, in one line, then each check of the test's own."""
     violated = [name for name, r in run.checks.items() if r.ok is False]
     lines = [f"checks violated: {', '.join(violated)}"] if violated else []
@@ -117,7 +114,7 @@ def sink_lines(facts: RunFacts) -> list[str]:
     return lines
 
 
-def timeline_lines(run: ChaosRun) -> list[str]:
+def timeline_lines(run: RunView) -> list[str]:
     return render_timeline(run.timeline, run.metrics.t0)
 
 
@@ -147,7 +144,7 @@ def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
     return lines
 
 
-def summary_row(run: ChaosRun) -> dict[str, object]:
+def summary_row(run: RunView) -> dict[str, object]:
     """One row of the terminal summary table (short, human values)."""
     rt, down, cost = run.metrics.recovery_time, run.metrics.downtime, run.metrics.failure_cost
     return {
@@ -167,7 +164,7 @@ def summary_row(run: ChaosRun) -> dict[str, object]:
     }
 
 
-def meta(run: ChaosRun) -> dict[str, object]:
+def meta(run: RunView) -> dict[str, object]:
     """The run JSON's ``meta``: the history's facts and, for a run of the harness, the verdicts the
     report has kept there (the delay outcomes, the observer, the exactly-once check) and every warning."""
     out = run.history.meta()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 from .metrics import NotMeasured
 from .spelling import did_you_mean
@@ -45,7 +45,7 @@ def worse(metric: str, before: float, after: float) -> float:
     return before - after if higher_is_better(metric) else after - before
 
 
-def number(value: Any) -> float:
+def number(value: SupportsFloat | str | None) -> float:
     """A JSON metric value as a float: None (not measured) -> NaN, "inf" -> inf, NOT_RECOVERED -> inf."""
     if value is None:
         return math.nan
@@ -75,7 +75,7 @@ def from_dict(d: Mapping[str, Any], metric: str) -> float:
     return number(cur)
 
 
-def from_run(run: Any, metric: str) -> float:
+def from_run(run: object, metric: str) -> float:
     """The value of dotted ``metric`` read as attributes of a run object (``latency.p99``)."""
     cur = run
     for i, part in enumerate(metric.split(".")):
@@ -89,7 +89,7 @@ def from_run(run: Any, metric: str) -> float:
                            f"{', '.join(HEADLINE)}") from None
     if cur is None or isinstance(cur, NotMeasured):
         return math.nan  # not measured
-    return float(cur)  # NOT_RECOVERED -> inf
+    return float(cast(SupportsFloat, cur))  # NOT_RECOVERED -> inf
 
 
 def fmt(x: float, infinite: str = "not recovered") -> str:
@@ -113,7 +113,7 @@ def fmt_signed(x: float) -> str:
     return f"{x:+.4g}"
 
 
-def json_number(x: float) -> Any:
+def json_number(x: float) -> float | str | None:
     """A float for JSON: NaN -> None, +-inf -> "inf" / "-inf" (JSON has neither)."""
     if math.isnan(x):
         return None

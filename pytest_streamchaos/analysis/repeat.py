@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,7 +69,7 @@ class _Aggregated:
     def _outcome(self) -> RepeatedRun:
         raise NotImplementedError
 
-    def _metric(self, name: str) -> Any:
+    def _metric(self, name: str) -> float:
         return self._outcome()._agg(name, self._over)
 
     @property
@@ -94,7 +94,9 @@ class _Aggregated:
 
     @property
     def recovery_time(self) -> RecoveryTime:
-        return self._metric("recovery_time")
+        """:data:`NOT_RECOVERED` when the runs aggregated to one that did not recover."""
+        value = self._metric("recovery_time")
+        return NOT_RECOVERED if math.isinf(value) else value
 
     @property
     def failure_cost(self) -> float:
@@ -240,20 +242,20 @@ class RepeatedRun(_Aggregated, HarnessFacts):
         return max(self.runs, key=_badness)
 
     # -- aggregation ---------------------------------------------------------------------------------
-    def _agg(self, metric: str, over: str) -> Any:
+    def _agg(self, metric: str, over: str) -> float:
+        """``metric``'s median or worst over the runs (a count's worst: an int; not recovered: inf)."""
         value = self.median(metric) if over == "median" else self.worst(metric)
-        if metric == "recovery_time" and math.isinf(value):
-            return NOT_RECOVERED
         if metric in ("lost", "duplicates", "incorrect", "sent", "outputs") and over == "worst":
             return int(value)
         return value
 
     def _latency(self, over: str) -> LatencySummary:
-        vals: dict[str, Any] = {}
-        for f in fields(LatencySummary):
-            agg = self.median(f"latency.{f.name}") if over == "median" else self.worst(f"latency.{f.name}")
-            vals[f.name] = int(agg) if f.name == "count" else agg
-        return LatencySummary(**vals)
+        def agg(name: str) -> float:
+            return self._agg(f"latency.{name}", over)
+
+        return LatencySummary(p50=agg("p50"), p95=agg("p95"), p99=agg("p99"), peak=agg("peak"),
+                              baseline=agg("baseline"), baseline_p95=agg("baseline_p95"),
+                              baseline_p99=agg("baseline_p99"), bound=agg("bound"), count=int(agg("count")))
 
     def view(self, over: str = "worst") -> _View:
         """An object with the run attributes SLAs read, each the worst (or median) over the runs."""
@@ -262,7 +264,7 @@ class RepeatedRun(_Aggregated, HarnessFacts):
 
     # -- SLA -----------------------------------------------------------------------------------
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
-                  **bounds: Any) -> list[Violation]:
+                  **bounds: object) -> list[Violation]:
         """Violated bounds, judged on the worst value of each metric over the runs (``over="median"``:
         on the medians). The guarantee: what every run delivered."""
         if check_guarantee and "guarantee" not in bounds and (sla is None or sla.guarantee is None):
@@ -270,7 +272,7 @@ class RepeatedRun(_Aggregated, HarnessFacts):
         return check_sla(self.view(over), sla, **bounds)
 
     def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
-                   **bounds: Any) -> None:
+                   **bounds: object) -> None:
         """Raise :class:`SLAViolation` listing every violated bound; the timeline is the worst run's."""
         violations = self.check_sla(sla, check_guarantee, over, **bounds)
         if violations:
@@ -310,7 +312,7 @@ class RepeatedRun(_Aggregated, HarnessFacts):
         return (f"{len(self.runs)} runs of the same scenario; median (spread):\n{self.spread_text()}\n"
                 f"worst run:\n{self.worst_run.describe()}")
 
-    def summary_row(self) -> dict[str, Any]:
+    def summary_row(self) -> dict[str, object]:
         """The terminal table's row: each number as ``median (min-max)``."""
         row = self.worst_run.summary_row()
         cols = {"lost": "lost", "dup": "duplicates", "incorrect": "incorrect", "reliability": "reliability",

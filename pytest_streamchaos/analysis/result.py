@@ -84,6 +84,7 @@ __all__ = ["NO_VERDICT", "NOT_RECOVERED", "SCHEMA_VERSION", "ChaosRun"]
 SCHEMA_VERSION = 2
 
 C = TypeVar("C", bound=CheckResult)
+T = TypeVar("T")
 
 
 class RecoveryNumbers:
@@ -98,7 +99,7 @@ class RecoveryNumbers:
         assert self.recovery.metrics is not None
         return self.recovery.metrics
 
-    def _measured(self, name: str, value: object) -> Any:
+    def _measured(self, name: str, value: T | None) -> T | NotMeasured:
         return NotMeasured(name, self.metrics.unavailable.get(name, "not measured")) if value is None else value
 
     @property
@@ -393,7 +394,7 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
 
     # -- SLA -----------------------------------------------------------------------------------
     def check_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
-                  **bounds: Any) -> list[Violation]:
+                  **bounds: object) -> list[Violation]:
         """Violated bounds; the declared guarantee is checked unless ``check_guarantee=False`` or
         a ``guarantee=`` bound is given. ``over`` (``"worst"`` or ``"median"``) is a repeated run's: one run's
         worst and median are the run itself."""
@@ -407,7 +408,7 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         return check_sla(self, sla, **bounds)
 
     def assert_sla(self, sla: SLA | None = None, check_guarantee: bool = True, over: str = "worst",
-                   **bounds: Any) -> None:
+                   **bounds: object) -> None:
         """Raise :class:`SLAViolation` listing every violated bound, with the timeline."""
         violations = self.check_sla(sla, check_guarantee, over, **bounds)
         if violations:
@@ -431,7 +432,7 @@ class ChaosRun(RecoveryNumbers, HarnessFacts, ABMethods, OldForms):
         return _text.timeline_lines(self)
 
     # -- export --------------------------------------------------------------------------------
-    def summary_row(self) -> dict[str, Any]:
+    def summary_row(self) -> dict[str, object]:
         """One row of the terminal summary table (short, human values)."""
         return _text.summary_row(self)
 

@@ -2,21 +2,22 @@
 
 ``check_sla(run, max_downtime=15, guarantee="exactly-once")`` returns the violated bounds;
 ``SLAViolation`` (an ``AssertionError``) renders them with the measured values and the fault
-timeline. ``run`` is anything with the :class:`~pytest_streamchaos.analysis.result.ChaosRun`
-attributes (``downtime``, ``recovery_time``, ``failure_cost``, ``reliability``, ``lost``,
-``duplicates``, ``incorrect``, ``guarantee_delivered``, ``timeline``).
+timeline. ``run`` is anything with the attributes of
+:class:`~pytest_streamchaos.analysis.run_view.Bounded` (``downtime``, ``recovery_time``, ``failure_cost``,
+``reliability``, ``lost``, ``duplicates``, ``incorrect``, ``guarantee_delivered``; ``unavailable`` when it has
+one): a ``ChaosRun``, a ``RepeatedRun`` or its view over the worst (or median) of its runs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
 from ..records import TimelineEvent
 from .guarantee import GUARANTEES, SATISFIES
-from .metrics import NotMeasured
+from .run_view import Bounded
+from .sentinels import NotMeasured, RecoveryTime
 from .spelling import did_you_mean
 
 #: what a repeated run's SLA is judged on: its worst run's values, or the medians over its runs
@@ -72,8 +73,10 @@ class Violation:
     """One violated bound: the metric, what was measured, the bound and how they compare."""
 
     metric: str
-    measured: Any
-    bound: Any
+    #: a count, a time (``NOT_RECOVERED`` too), a reliability, the guarantee delivered; None: not measured
+    measured: float | RecoveryTime | str | None
+    #: the bound's number, or the declared guarantee
+    bound: float | str
     op: str
     #: why the metric could not be measured (``measured`` is then None)
     reason: str = ""
@@ -96,34 +99,30 @@ def _fmt(x: object) -> str:
     return str(x)
 
 
-def _le(measured: Any, bound: float) -> bool:
-    if isinstance(measured, NotMeasured):
+def _le(measured: RecoveryTime | NotMeasured | None, bound: float) -> bool:
+    """Whether ``measured`` is within ``bound`` (not measured, unknown or NaN: not within it)."""
+    if measured is None or isinstance(measured, NotMeasured):
         return False
-    try:
-        return bool(measured <= bound) and not (isinstance(measured, float) and math.isnan(measured))
-    except TypeError:
-        return False
+    return bool(measured <= bound) and not (isinstance(measured, float) and math.isnan(measured))
 
 
-def check_sla(result: Any, sla: SLA | None = None, **bounds: object) -> list[Violation]:
+def check_sla(result: Bounded, sla: SLA | None = None, **bounds: object) -> list[Violation]:
     """Every bound of ``sla`` (plus keyword ``bounds``) that ``result`` violates, in a fixed order."""
     s = (sla or SLA()).merged(**bounds)
     out: list[Violation] = []
-    uppers = [
-        ("downtime", s.max_downtime),
-        ("recovery_time", s.max_recovery),
-        ("failure_cost", s.max_failure_cost),
-        ("lost", s.max_lost),
-        ("duplicates", s.max_duplicates),
-        ("incorrect", s.max_incorrect),
+    uppers: list[tuple[str, float | None, RecoveryTime | NotMeasured | None]] = [
+        ("downtime", s.max_downtime, result.downtime),
+        ("recovery_time", s.max_recovery, result.recovery_time),
+        ("failure_cost", s.max_failure_cost, result.failure_cost),
+        ("lost", s.max_lost, result.lost),
+        ("duplicates", s.max_duplicates, result.duplicates),
+        ("incorrect", s.max_incorrect, result.incorrect),
     ]
     # a metric that could not be measured fails its bound, naming why (an unknown is not a pass)
-    reasons = getattr(result, "unavailable", None) or {}
-    for name, bound in uppers:
-        if bound is not None and not _le(getattr(result, name), bound):
-            measured = getattr(result, name)
-            if isinstance(measured, NotMeasured):
-                measured = None
+    reasons: Mapping[str, str] = getattr(result, "unavailable", None) or {}  # a run of the test's own may have none
+    for name, bound, value in uppers:
+        if bound is not None and not _le(value, bound):
+            measured = None if isinstance(value, NotMeasured) else value
             why = reasons.get(name, "") if measured is None else ""
             out.append(Violation(name, measured, bound, "<=", why))
     if s.min_reliability is not None:

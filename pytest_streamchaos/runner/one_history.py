@@ -21,17 +21,17 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pytest_streamchaos.analysis.checkers import Validation
 from pytest_streamchaos.analysis.judge import judge
 from pytest_streamchaos.analysis.oracle import Oracle
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.run_metrics import uncovered
-from pytest_streamchaos.events import Kind, Phase
+from pytest_streamchaos.events import Kind, Phase, TimelineEvent
 from pytest_streamchaos.facts import LoadFacts
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER
@@ -296,7 +296,7 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def query_terminated(timeline: list[Any]) -> bool:
+def query_terminated(timeline: Iterable[TimelineEvent]) -> bool:
     """Whether the job's streaming query terminated after it last started."""
     marks = [e for e in sorted(timeline, key=lambda e: e.t) if e.kind in (Kind.QUERY_STARTED, Kind.QUERY_TERMINATED)]
     return bool(marks) and marks[-1].kind == Kind.QUERY_TERMINATED

@@ -12,12 +12,16 @@ Analysis of Fault Recovery in Stream Processing Frameworks"; see docs/metrics.md
   job never gets new ones ("the application fails"); with a ZooKeeper standby the failover is
   invisible to the job.
 - Recurrent worker kills ([Bench] §7): every occurrence recovers; stability across them is reported.
+- A worker frozen (SIGSTOP) for less than the failure-detection timeouts: nothing is declared dead, the
+  micro-batch waiting on its executor's tasks stalls the output until SIGCONT, and the job catches up.
 """
 
 import pytest
-from chaos_helpers import assert_load_outlasted_the_recovery
+from chaos_helpers import assert_load_outlasted_the_recovery, fault_metrics
+from test_chaos_network_faults import fault_window, window_sum
 
-from pytest_streamchaos import NOT_RECOVERED, Timing, kill_driver, kill_executor, kill_master, kill_worker
+from pytest_streamchaos import NOT_RECOVERED, Timing, kill_driver, kill_executor, kill_master, kill_worker, pause
+from pytest_streamchaos.stack.standalone.plan import WORKER_TIMEOUT_S
 
 ALO = "pipelines/enrich_at_least_once.py"
 EOS = "pipelines/enrich_exactly_once.py"
@@ -117,3 +121,37 @@ def test_recurrent_worker_kills_each_recover(chaos):
     kills = [e.t for e in run.timeline if e.kind == "fault_injected"]
     assert all(any(e.kind == "executor_removed" and e.t >= t for e in run.timeline) for t in kills)
     print("stability:", run.metrics.stability.to_dict())
+
+
+PAUSE_S = 6
+
+
+# the default run's proof of a pause (docs/setup.md#slow-tests): a worker and its executor frozen mid-load
+@pytest.mark.chaos
+@pause(target="worker", after=8, duration=PAUSE_S)
+def test_a_paused_worker_stalls_the_output_until_resumed_and_loses_nothing(chaos):
+    """SIGSTOP of a worker's process group freezes its executor with it. 6 s is below the master's worker
+    timeout and the driver's heartbeat timeout, so nothing is declared dead: the micro-batch whose tasks
+    wait on the frozen executor holds the output until SIGCONT, then the job catches up on the same
+    executors."""
+    # with the heartbeat sent just before the SIGSTOP (every timeout / 4), the master still hears one in time
+    assert PAUSE_S + WORKER_TIMEOUT_S / 4 < WORKER_TIMEOUT_S
+    # no duration: the load ends once the recovery after the heal is settled
+    run = chaos.run(ALO, rate=100, guarantee="at-least-once")
+    print(run.describe())
+    injected, healed = fault_window(run, "pause")
+    # stopped (confirm waited for every process of the group to be in state T) and continued when planned
+    assert injected.detail["confirmed"] is not None, injected.detail
+    assert PAUSE_S - 0.5 <= healed.t - injected.t <= PAUSE_S + 2, (injected, healed)
+    f = fault_metrics(run, "pause")
+    # the output stalled while the executor was frozen (after the batch already done), and the records
+    # that arrived meanwhile came out only after the heal, their latency raised by most of the pause
+    assert window_sum(run, "outputs", injected.t + 2, healed.t) == 0, "output went on with an executor frozen"
+    assert window_sum(run, "outputs", healed.t, healed.t + 6) > 0, "no output in the 6 s after the SIGCONT"
+    assert f.peak_latency - run.metrics.baseline.latency >= PAUSE_S / 2, (f.peak_latency, run.metrics.baseline)
+    # a pause is not a loss: no executor removed, one driver, and the job recovered within the run
+    assert not any(e.kind == "executor_removed" for e in run.timeline)
+    assert run.driver_launches == 1
+    assert_load_outlasted_the_recovery(run)
+    assert run.lost == 0 and run.incorrect == 0
+    run.assert_sla()  # the declared at-least-once delivered, or a stronger guarantee (no task ran twice)

@@ -1,7 +1,8 @@
 """The whole package type-checks: mypy (pinned in the ``test`` extra, configured in pyproject.toml's
 ``[tool.mypy]``) finds nothing in the paths below. The faults and the runner reach a backend only through
 stack/base.py's types, so a backend that breaks them, or a fault that needs more, shows here; and
-tests/unit/stack_conformance.py holds the local backend's classes to the protocols."""
+tests/unit/stack_conformance.py holds the local backend's classes to the protocols (result_conformance.py: the run
+classes to analysis/run_view.py's)."""
 
 import importlib.util
 import subprocess
@@ -9,10 +10,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: what is type-checked: every module of the package, and the backend's fit to the stack's protocols
+#: what is type-checked: every module of the package, the backend's fit to the stack's protocols, and the run
+#: classes' fit to analysis/run_view.py's
 TYPECHECKED_PATHS = [
     "pytest_streamchaos/",
     "tests/unit/stack_conformance.py",
+    "tests/unit/result_conformance.py",
 ]
 
 

@@ -386,7 +386,7 @@ class K8sDriverJob(WrapsSparkJob):
         poll(lambda: all(self.cluster.pod_gone(n) for n in gone), timeout, lambda _: TimeoutError(
             f"job {self.name}: a deleted driver pod is still in the API server after {timeout:.0f}s"), interval=0.1)
 
-    def _record_at(self, t: float, kind: Any, **detail: object) -> None:
+    def _record_at(self, t: float, kind: Kind, **detail: object) -> None:
         self._events.append(TimelineEvent(t, kind, "driver", detail))
 
     def restart(self, timeout: float = 30.0) -> K8sDriverJob:
