@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_streamchaos.machine import commands
 from pytest_streamchaos.stack.k8s import cleanup, config
 
 #: the programs the node runs (containerd execs the shim, the shim execs runc), and where each comes from
@@ -24,8 +24,6 @@ CNI_PLUGINS = ("bridge", "host-local", "loopback")
 #: the cgroup v1 controllers a pod's cgroups are made in: the kubelet's required four, ``pids`` (its pods' and
 #: its own pid limits) and ``devices`` (runc's device rules)
 CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices")
-#: what the CRI needs of the kernel for each sandbox: a network namespace of its own
-CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 
 
 @dataclass(frozen=True)
@@ -101,17 +99,17 @@ def no_cgroup_v1(files: HostFiles) -> str | None:
 def no_netns(files: HostFiles) -> str | None:
     """Each pod's sandbox is a network namespace: the capabilities to make one, then one made (``unshare``)."""
     with open(files.status) as f:
-        eff = next((int(line.split()[1], 16) for line in f if line.startswith("CapEff:")), 0)
-    lacking = [name for name, bit in (("CAP_SYS_ADMIN", CAP_SYS_ADMIN), ("CAP_NET_ADMIN", CAP_NET_ADMIN))
-               if not eff >> bit & 1]
+        status = f.read()
+    caps = (("CAP_SYS_ADMIN", commands.CAP_SYS_ADMIN), ("CAP_NET_ADMIN", commands.CAP_NET_ADMIN))
+    lacking = [name for name, bit in caps if not commands.has_capability(bit, status)]
     fix = "fix: run on a host, or in a privileged container, that lets root make network namespaces"
     if lacking:
         return f"the pods' network namespaces need {' and '.join(lacking)}, which this process lacks; {fix}"
-    probe = " ".join(files.netns_probe)
+    probe = commands.shown(files.netns_probe)
     try:
-        done = subprocess.run(list(files.netns_probe), capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"a network namespace could not be made here (`{probe}`: {exc}); {fix}"
+        done = commands.completed(files.netns_probe, timeout=10)
+    except commands.CommandError as exc:
+        return f"a network namespace could not be made here ({exc}); {fix}"
     if done.returncode != 0:
         err = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"a network namespace could not be made here (`{probe}`: {err}); {fix}"
