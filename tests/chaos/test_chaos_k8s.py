@@ -172,7 +172,7 @@ def test_a_driver_pod_deleted_is_restarted_by_its_job_from_the_checkpoint(chaos)
 
 def _delayed_and_back(run, ms: float) -> None:
     """The delay acted on the job's Kafka links from the pods: Toxiproxy's probe measured it, the median p50 latency
-    rose by at least it while on and fell back after the heal; the generator and the collector were spared."""
+    rose by at least it while on and fell back after the heal; the generator was spared."""
     assert run.lost == 0 and run.incorrect == 0
     injected, healed = fault_window(run)
     assert injected.detail["mechanism"] == "toxiproxy", injected.detail
