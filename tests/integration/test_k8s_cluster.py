@@ -158,6 +158,8 @@ INNER = textwrap.dedent('''
         wanted = 1 if MODE == "cluster" else 0
         wait_for(lambda: len(cluster.running_pods(EXECUTORS)) >= 2 and len(cluster.running_pods(DRIVERS)) >= wanted,
                  400, f"two executor pods{' and the driver pod' if wanted else ''} Running")
+        # a pod is Running once its entrypoint (Python: the relay) runs; its JVM comes a moment later
+        wait_for(lambda: list(pod_tasks().values()).count("java") >= 2 + wanted, 120, "the pods' JVMs started")
         kube = cluster.kube
         groups = [j.pgid for launcher in cluster.launchers for j in launcher.jobs if j.pgid]
         links = subprocess.run(["ip", "-o", "link", "show", "master", kube.bridge], capture_output=True,
@@ -257,6 +259,9 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
                 os.killpg(pgid, signal.SIGKILL)  # only the recorded groups; normally already gone
             except ProcessLookupError:
                 pass
-        if info and os.path.exists(info["run"]) and not _alive(info["reaper"]):
-            # what a failed reaper left (this test's cluster's only), so that a failure leaves the host clean too
-            print("clean-up after the reaper:", cleanup.clean(info["run"]))
+        if info:
+            # the reaper's clean-up done before anything else starts (a next cluster's pods are not this one's);
+            # then what a failed reaper left (this test's cluster's only), so that a failure leaves the host clean
+            wait_for(lambda: not _alive(info["reaper"]), cleanup.WORST_CASE_S + 30, "the inner pytest's reaper done")
+            if os.path.exists(info["run"]):
+                print("clean-up after the reaper:", cleanup.clean(info["run"]))

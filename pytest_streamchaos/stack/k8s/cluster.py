@@ -87,8 +87,10 @@ class Cluster(Service):
         net = network.free_subnet()
         self.subnet, self.gateway = str(net), str(net.network_address + 1)
         cleanup.record(str(lay.run), bridge=self.bridge, chain=self.chain, socket=str(lay.containerd_socket))
-        # the reaper: a pytest killed from now on still gets the host back
-        self.host.reaper.register_command(self._cleanup_key, [sys.executable, "-I", cleanup.__file__, str(lay.run)])
+        # the reaper: a pytest killed from now on still gets the host back (given the clean-up's own worst case:
+        # the reaper's default 15 s killed it half-way on a loaded host, after the chains, before the run folder)
+        self.host.reaper.register_command(self._cleanup_key, [sys.executable, "-I", cleanup.__file__, str(lay.run)],
+                                          timeout=cleanup.WORST_CASE_S)
         try:
             self._step("network", self._network)
             self._step("certificates", lambda: pki.make(lay.pki, node=NODE, addresses=["127.0.0.1", self.gateway],
