@@ -228,6 +228,23 @@ def summary(per_run: list[dict]) -> dict:
     return out
 
 
+def show(per_run: list[dict], stats: dict, cpu: list[dict], cold: dict[str, float]) -> None:
+    """Print the CPU by step (with ``--cpu``), each step run by run with its min / median / max, and the cold start."""
+    if any(cpu):
+        print("CPU seconds by step and process (half-second samples; run by run):")
+        for name, _ in [*STEPS, ("rest", None)]:
+            for i, c in enumerate(cpu):
+                if c.get(name):
+                    print(f"  {name:20s} run{i + 1} " + ", ".join(f"{k} {v:.1f}" for k, v in
+                                                                sorted(c[name].items(), key=lambda kv: -kv[1])))
+    print(f"{'step':24s} " + " ".join(f"run{i + 1:>5d}" for i in range(len(per_run))) + "      min  median     max")
+    for k, s in stats.items():
+        vals = " ".join(f"{r[k]:8.2f}" if r.get(k) is not None else "       -" for r in per_run)
+        print(f"{k:24s} {vals}  {s['min']:7.2f} {s['median']:7.2f} {s['max']:7.2f}")
+    for k, v in cold.items():
+        print(f"{k:24s} {v:8.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -264,19 +281,7 @@ def main() -> int:
     cold = {"cold_stack_setup": round(rows[0]["setup_s"], 2)} if not rows[0]["warm"] else {}
     cold |= {f"k8s_start_{k}": round(v, 2) for k, v in rows[0].get("stack_start", {}).items()}
     cpu = [cpu_breakdown(r) for r in warm]
-    if any(cpu):
-        print("CPU seconds by step and process (half-second samples; run by run):")
-        for name, _ in [*STEPS, ("rest", None)]:
-            for i, c in enumerate(cpu):
-                if c.get(name):
-                    print(f"  {name:20s} run{i + 1} " + ", ".join(f"{k} {v:.1f}" for k, v in
-                                                                sorted(c[name].items(), key=lambda kv: -kv[1])))
-    print(f"{'step':24s} " + " ".join(f"run{i + 1:>5d}" for i in range(len(per_run))) + "      min  median     max")
-    for k, s in stats.items():
-        vals = " ".join(f"{r[k]:8.2f}" if r.get(k) is not None else "       -" for r in per_run)
-        print(f"{k:24s} {vals}  {s['min']:7.2f} {s['median']:7.2f} {s['max']:7.2f}")
-    for k, v in cold.items():
-        print(f"{k:24s} {v:8.2f}")
+    show(per_run, stats, cpu, cold)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
