@@ -13,6 +13,11 @@ under the heavy lock::
 
     flock /tmp/sc/heavy.lock python benchmarks/bench_overhead.py --runs 3 [--label after]
 
+``--spark k8s`` runs the same job on the one-node Kubernetes (``@pytest.mark.chaos(spark="k8s")``, after
+``python -m pytest_streamchaos.prepare --k8s``; ``--deploy-mode cluster``: the driver a pod too); the cluster's
+start (each of its steps, from its own clock) is printed as ``k8s_start_*``, the warm-up run's set-up (the stack's
+cold start) as ``cold_stack_setup``.
+
 Prints each step's min / median / max over the measured runs and writes
 ``benchmarks/results/overhead.json`` (under ``--label``; the other labels kept).
 """
@@ -117,7 +122,7 @@ TEST = textwrap.dedent('''
     def before_stack():
         SET_UP["t"] = time.time()
 
-    @pytest.mark.chaos
+    @pytest.mark.chaos{mark}
     @pytest.mark.parametrize("i", range(int(os.environ["OVH_RUNS"]) + 1))
     def test_overhead(before_stack, chaos, i):
         t_body = time.time()
@@ -125,7 +130,7 @@ TEST = textwrap.dedent('''
         CPU.clear()
         t0 = time.time()
         run = chaos.run({job!r}, guarantee="at-least-once",
-                        setup=JobSetup(args=["{{checkpoint_dir}}"], kafka_port=9092),
+                        setup=JobSetup(args=["{{checkpoint_dir}}"], kafka_port=9092, deploy_mode={mode!r}),
                         load=Load(rate={rate}, duration={duration}, inputs={{"orders": None}}),
                         watch=Watch(outputs={{"shipments": None}}))
         t1 = time.time()
@@ -133,7 +138,8 @@ TEST = textwrap.dedent('''
         row = {{"i": i, "warm": i > 0, "setup_s": t_body - SET_UP["t"], "t0": t0, "t1": t1,
                "load_average": os.getloadavg()[0], "expected": run.expected, "lost": run.lost,
                "duplicates": run.duplicates, "spans": SPANS[:], "cpu": CPU[:],
-               "events": [(e.t, str(e.kind), e.target) for e in run.timeline]}}
+               "events": [(e.t, str(e.kind), e.target) for e in run.timeline],
+               "stack_start": dict(getattr(getattr(chaos.cluster, "kube", None), "timings", {{}}))}}
         with open(os.environ["OVH_OUT"], "a") as f:
             f.write(json.dumps(row) + "\\n")
 ''')
@@ -222,6 +228,23 @@ def summary(per_run: list[dict]) -> dict:
     return out
 
 
+def show(per_run: list[dict], stats: dict, cpu: list[dict], cold: dict[str, float]) -> None:
+    """Print the CPU by step (with ``--cpu``), each step run by run with its min / median / max, and the cold start."""
+    if any(cpu):
+        print("CPU seconds by step and process (half-second samples; run by run):")
+        for name, _ in [*STEPS, ("rest", None)]:
+            for i, c in enumerate(cpu):
+                if c.get(name):
+                    print(f"  {name:20s} run{i + 1} " + ", ".join(f"{k} {v:.1f}" for k, v in
+                                                                sorted(c[name].items(), key=lambda kv: -kv[1])))
+    print(f"{'step':24s} " + " ".join(f"run{i + 1:>5d}" for i in range(len(per_run))) + "      min  median     max")
+    for k, s in stats.items():
+        vals = " ".join(f"{r[k]:8.2f}" if r.get(k) is not None else "       -" for r in per_run)
+        print(f"{k:24s} {vals}  {s['min']:7.2f} {s['median']:7.2f} {s['max']:7.2f}")
+    for k, v in cold.items():
+        print(f"{k:24s} {v:8.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -231,11 +254,15 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--cpu", action="store_true", help="also the CPU seconds of each step by process")
     ap.add_argument("--keep", type=Path, help="pytest's --basetemp: keep the runs' directories (driver logs) there")
+    ap.add_argument("--spark", choices=("standalone", "k8s"), default="standalone", help="the cluster manager")
+    ap.add_argument("--deploy-mode", choices=("client", "cluster"), default="client")
     args = ap.parse_args()
     job = str(ROOT / "tests" / "chaos" / "jobs" / "orders_to_shipments.py")
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         test = Path(tmp) / "test_overhead.py"
-        test.write_text(TEST.format(job=job, rate=args.rate, duration=args.duration))
+        mark = f"(spark={args.spark!r})" if args.spark != "standalone" else ""
+        test.write_text(TEST.format(job=job, rate=args.rate, duration=args.duration, mark=mark,
+                                    mode=args.deploy_mode))
         out = Path(tmp) / "rows.jsonl"
         env = {**os.environ, "OVH_RUNS": str(args.runs), "OVH_OUT": str(out), "PYTHONPATH": str(ROOT),
                "OVH_CPU": "1" if args.cpu else "0"}
@@ -251,24 +278,17 @@ def main() -> int:
         return 1
     per_run = [breakdown(r) for r in warm]
     stats = summary(per_run)
+    cold = {"cold_stack_setup": round(rows[0]["setup_s"], 2)} if not rows[0]["warm"] else {}
+    cold |= {f"k8s_start_{k}": round(v, 2) for k, v in rows[0].get("stack_start", {}).items()}
     cpu = [cpu_breakdown(r) for r in warm]
-    if any(cpu):
-        print("CPU seconds by step and process (half-second samples; run by run):")
-        for name, _ in [*STEPS, ("rest", None)]:
-            for i, c in enumerate(cpu):
-                if c.get(name):
-                    print(f"  {name:20s} run{i + 1} " + ", ".join(f"{k} {v:.1f}" for k, v in
-                                                                sorted(c[name].items(), key=lambda kv: -kv[1])))
-    print(f"{'step':24s} " + " ".join(f"run{i + 1:>5d}" for i in range(len(per_run))) + "      min  median     max")
-    for k, s in stats.items():
-        vals = " ".join(f"{r[k]:8.2f}" if r.get(k) is not None else "       -" for r in per_run)
-        print(f"{k:24s} {vals}  {s['min']:7.2f} {s['median']:7.2f} {s['max']:7.2f}")
+    show(per_run, stats, cpu, cold)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     saved[args.label] = {
         "scenario": f"tests/chaos/jobs/orders_to_shipments.py, no fault, rate {args.rate}, {args.duration:g} s load, "
-                    "warm stack (one unmeasured run first)",
+                    f"warm stack (one unmeasured run first), spark {args.spark}, {args.deploy_mode} mode",
+        "stack_start": cold,
         "commit": commit, "date": time.strftime("%Y-%m-%d"), "session_s": round(session_s, 1),
         "load_average": [round(r["load_average"], 1) for r in warm], "runs": per_run, "summary": stats, "cpu": cpu,
         "pytest_exit": p.returncode}

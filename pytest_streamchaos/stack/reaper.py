@@ -61,10 +61,10 @@ def reap():
                 os.killpg(pgid, sig)
             except OSError:
                 pass
-    for argv in commands.values():
+    for argv, timeout in commands.values():
         try:
             subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=15)
+                           stderr=subprocess.DEVNULL, timeout=timeout)
         except Exception:
             pass
     for p in paths:
@@ -92,7 +92,7 @@ for line in sys.stdin:
     elif op == "pgid-":
         pgids.pop(int(m["pgid"]), None)
     elif op == "cmd+":
-        commands[m["key"]] = list(m["argv"])
+        commands[m["key"]] = (list(m["argv"]), float(m.get("timeout", 15)))
     elif op == "cmd-":
         commands.pop(m["key"], None)
     elif op == "path+":
@@ -156,9 +156,10 @@ class Reaper:
         """Forget ``pgid`` (it was stopped normally)."""
         self._send({"op": "pgid-", "pgid": int(pgid)})
 
-    def register_command(self, key: str, argv: list[str]) -> None:
-        """Run ``argv`` if this process dies before :meth:`unregister_command` (``key`` replaces)."""
-        self._send({"op": "cmd+", "key": str(key), "argv": [str(a) for a in argv]})
+    def register_command(self, key: str, argv: list[str], timeout: float = 15.0) -> None:
+        """Run ``argv`` if this process dies before :meth:`unregister_command` (``key`` replaces); it is killed
+        after ``timeout`` seconds (a cluster's whole clean-up needs more than a rule's removal)."""
+        self._send({"op": "cmd+", "key": str(key), "argv": [str(a) for a in argv], "timeout": float(timeout)})
 
     def unregister_command(self, key: str) -> None:
         """Forget the cleanup command registered under ``key``."""

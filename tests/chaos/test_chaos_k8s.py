@@ -7,7 +7,11 @@ claims, where Kubernetes' own events (the pods') and Spark's (executors removed 
 
 Needs root and ``python -m pytest_streamchaos.prepare --k8s`` (skipped otherwise, with that line)."""
 
+from pathlib import Path
+from statistics import median
+
 import pytest
+from test_chaos_network_faults import assert_observer_spared, fault_window, window_median
 
 from pytest_streamchaos import (
     NOT_RECOVERED,
@@ -18,8 +22,10 @@ from pytest_streamchaos import (
     delete_pod,
     drain_node,
     evict_pod,
+    network_delay,
     oom_kill_executor,
 )
+from pytest_streamchaos.observe.progress import SparkProgress
 from pytest_streamchaos.stack.k8s.preflight import why_not
 
 JOB = "jobs/orders_to_shipments.py"
@@ -166,3 +172,59 @@ def test_a_driver_pod_deleted_is_restarted_by_its_job_from_the_checkpoint(chaos)
     assert restarted, "the query started again in the new driver (from its checkpoint)"
     assert run.lost == 0 and run.incorrect == 0
     assert run.recovery_time is not NOT_RECOVERED
+
+
+def _delayed_and_back(run, ms: float) -> None:
+    """The delay acted on the job's Kafka links from the pods: Toxiproxy's probe measured it, the median p50 latency
+    rose by at least it while on and fell back after the heal; the generator was spared."""
+    assert run.lost == 0 and run.incorrect == 0
+    injected, healed = fault_window(run)
+    assert injected.detail["mechanism"] == "toxiproxy", injected.detail
+    assert 0.9 * ms <= injected.detail["measured_delay_ms"] <= 1.6 * ms, injected.detail
+    baseline = run.metrics.baseline.latency
+    # whole buckets from 3 s into the delay (the first outputs after it carry its full cost) to its heal; after:
+    # from 8 s past the heal (the backlog of the delayed batches drained) to 4 s before the load's end
+    during = window_median(run, "latency_p50", injected.t + 3, healed.t)
+    after = window_median(run, "latency_p50", healed.t + 8, float(run.throughput.t[-1]) - 4)
+    print(f"median p50 latency: baseline {baseline:.3f}s, during the delay {during:.3f}s, after {after:.3f}s")
+    assert during - baseline >= ms / 1000, f"the {ms:g} ms delay added only {during - baseline:.3f}s to the p50"
+    assert after - baseline < (during - baseline) / 2, f"the p50 latency did not fall back after the heal: {after:.3f}s"
+    assert_observer_spared(run, clients=("generator",))  # the output topic is watched (Watch): no collector
+    _driver_offsets_delayed(run, injected, healed, ms)
+
+
+def _driver_offsets_delayed(run, injected, healed, ms: float) -> None:
+    """The driver's own Kafka requests were held too: the source's ``latestOffset`` (the driver's admin client asking
+    the brokers for the topic's end offsets, Spark's ``durationMs.latestOffset``) took at least one delayed round
+    trip (2 x ``ms``) in a batch that started during the delay, and tens of ms before and after it."""
+    progress = SparkProgress(Path(run.job_workdir) / "eventlog")
+    progress.poll()
+    offsets = [(b["t_start"], b["t_end"], b["durationMs"]["latestOffset"]) for b in progress.batches
+               if b["batchId"] >= 2 and "latestOffset" in b.get("durationMs", {})]  # past the query's start
+    before = [ms_ for start, end, ms_ in offsets if end < injected.t]
+    during = [ms_ for start, end, ms_ in offsets if injected.t <= start < healed.t]
+    after = [ms_ for start, end, ms_ in offsets if start > healed.t + 8]
+    print(f"the driver's latestOffset: median before {median(before)} ms, during {during} ms, "
+          f"median after {median(after)} ms")
+    assert during and max(during) >= 2 * ms, f"no driver request held {2 * ms:g} ms during the delay: {during}"
+    assert median(before) < ms / 2 and median(after) < ms / 2, (before, after)
+
+
+@pytest.mark.chaos(spark="k8s")
+@network_delay(ms=500, target="kafka", after=10, duration=14)
+def test_a_kafka_delay_slows_the_executor_pods_links_and_heals(chaos):
+    """Client mode: the executors' Kafka reads and writes go from their pods through the two-sided relay into
+    Toxiproxy, so a 500 ms latency toxic on the job's Kafka links holds them."""
+    run = chaos.run(JOB, guarantee="at-least-once", setup=setup(), load=load(45), watch=WATCH)
+    print(run.describe())
+    _delayed_and_back(run, 500)
+
+
+@pytest.mark.chaos(spark="k8s")
+@network_delay(ms=500, target="kafka", after=10, duration=14)
+def test_a_kafka_delay_slows_the_driver_pods_links_too_and_heals(chaos):
+    """Cluster mode: the driver pod's Kafka links (its end offsets' and metadata requests: ``latestOffset``) and the
+    executor pods' go through the relay into Toxiproxy alike."""
+    run = chaos.run(JOB, guarantee="at-least-once", setup=cluster_setup(), load=load(45), watch=WATCH)
+    print(run.describe())
+    _delayed_and_back(run, 500)

@@ -135,7 +135,10 @@ INNER = textwrap.dedent('''
     from pytest_streamchaos import JobSetup, Load, Watch
     from pytest_streamchaos.poll import wait_for
     from pytest_streamchaos.stack.k8s import cleanup
+    from pytest_streamchaos.stack.k8s.driver_job import DRIVERS
     from pytest_streamchaos.stack.k8s.spark import EXECUTORS
+
+    MODE = os.environ["SC_DEPLOY_MODE"]
 
 
     def pod_tasks():
@@ -151,9 +154,14 @@ INNER = textwrap.dedent('''
 
 
     def record(cluster):
-        wait_for(lambda: len(cluster.running_pods(EXECUTORS)) >= 2, 400, "two executor pods Running")
+        # cluster mode: the driver a pod too (a Job's), Running with its two executor pods before the kill
+        wanted = 1 if MODE == "cluster" else 0
+        wait_for(lambda: len(cluster.running_pods(EXECUTORS)) >= 2 and len(cluster.running_pods(DRIVERS)) >= wanted,
+                 400, f"two executor pods{' and the driver pod' if wanted else ''} Running")
+        # a pod is Running once its entrypoint (Python: the relay) runs; its JVM comes a moment later
+        wait_for(lambda: list(pod_tasks().values()).count("java") >= 2 + wanted, 120, "the pods' JVMs started")
         kube = cluster.kube
-        drivers = [j.pgid for launcher in cluster.launchers for j in launcher.jobs if j.pgid]
+        groups = [j.pgid for launcher in cluster.launchers for j in launcher.jobs if j.pgid]
         links = subprocess.run(["ip", "-o", "link", "show", "master", kube.bridge], capture_output=True,
                                text=True).stdout
         target = Path(os.environ["SC_RECORD"])
@@ -161,9 +169,9 @@ INNER = textwrap.dedent('''
             "pytest": os.getpid(), "reaper": cluster.host.reaper.pid, "run": str(kube.layout.run),
             "bridge": kube.bridge, "socket": str(kube.layout.containerd_socket),
             "veths": [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()],
-            "pgids": sorted({p.pgid for p in kube.procs.values()} | set(drivers)), "drivers": drivers,
-            "pods": pod_tasks(), "shims": cleanup.shims(str(kube.layout.containerd_socket)),
-            "executors": cluster.running_pods(EXECUTORS)}))
+            "pgids": sorted({p.pgid for p in kube.procs.values()} | set(groups)), "driver_groups": groups,
+            "driver_pods": cluster.running_pods(DRIVERS), "pods": pod_tasks(),
+            "shims": cleanup.shims(str(kube.layout.containerd_socket)), "executors": cluster.running_pods(EXECUTORS)}))
         target.with_suffix(".part").rename(target)  # whole, for the outer test's reading
 
 
@@ -172,7 +180,7 @@ INNER = textwrap.dedent('''
         threading.Thread(target=record, args=(chaos.cluster,), daemon=True).start()
         # the run outlasts the outer test's SIGKILL of this pytest, which comes once the record is written
         chaos.run("jobs/orders_to_shipments.py", guarantee="at-least-once",
-                  setup=JobSetup(args=["{checkpoint_dir}"], kafka_port=9092),
+                  setup=JobSetup(args=["{checkpoint_dir}"], kafka_port=9092, deploy_mode=MODE),
                   load=Load(rate=50, duration=900, inputs={"orders": None}), watch=Watch(outputs={"shipments": None}))
 ''')
 
@@ -210,11 +218,14 @@ def leftovers(info: dict, before_links: set[str], before_chains: set[str], befor
 
 
 @pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+@pytest.mark.parametrize("mode", ["client", "cluster"])
 def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pytester, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                                              monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """An inner pytest runs a user's job on ``@pytest.mark.chaos(spark="k8s")`` (client mode: the driver here, two
-    executor pods); once both pods are Running it is SIGKILLed, and its reaper must leave the host as it was."""
+    executor pods; cluster mode: the driver a pod of a Kubernetes Job, and its two executor pods); once the pods are
+    Running it is SIGKILLed, and its reaper must leave the host as it was."""
     before = links(), chains(), kubepods()
+    monkeypatch.setenv("SC_DEPLOY_MODE", mode)
     (pytester.path / "jobs").mkdir()
     shutil.copy(USER_JOB, pytester.path / "jobs" / USER_JOB.name)
     pytester.makepyfile(test_inner=INNER)
@@ -222,12 +233,15 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
     inner, recorded = inner_pytest(pytester, tmp_path, monkeypatch, f"--basetemp={tmp_path / 'inner'}")
     info: dict = {}
     try:
-        info = json.loads(wait_for(recorded, 600, "the inner pytest's executor pods Running"))
+        info = json.loads(wait_for(recorded, 600, f"the inner pytest's pods Running ({mode} mode)"))
         # what the kill must take away is there: the control plane's and the driver's groups, the executors' JVMs
         # in the pods' cgroups, their shims, the bridge with the pods' veths, the pods' mounts
-        assert info["drivers"] and len(info["executors"]) == 2, info
+        # client mode: the driver's process group here; cluster mode: the driver's pod, its JVM a pod's task
+        drivers = info["driver_pods"] if mode == "cluster" else info["driver_groups"]
+        assert len(drivers) == 1 and len(info["executors"]) == 2, info
         assert all(in_groups({g}) for g in info["pgids"]), info["pgids"]
-        assert list(info["pods"].values()).count("java") >= 2 and info["shims"], info["pods"]
+        jvms = 3 if mode == "cluster" else 2
+        assert list(info["pods"].values()).count("java") >= jvms and info["shims"], info["pods"]
         assert info["bridge"] in links() and len(info["veths"]) >= 2, info
         assert cleanup.mounts_under(info["run"])
         os.kill(info["pytest"], signal.SIGKILL)
@@ -235,7 +249,7 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
         inner.wait(10)
         wait_for(lambda: not leftovers(info, *before), 120, "the reaper to leave the host as it was",
                  last=lambda: leftovers(info, *before))
-        print(f"the host as it was {time.monotonic() - t0:.1f}s after the SIGKILL of pytest")
+        print(f"{mode} mode: the host as it was {time.monotonic() - t0:.1f}s after the SIGKILL of pytest")
     finally:
         if inner.poll() is None:
             os.killpg(inner.pid, signal.SIGKILL)
@@ -245,6 +259,9 @@ def test_sigkilled_pytest_during_a_spark_run_leaves_nothing(pytester: pytest.Pyt
                 os.killpg(pgid, signal.SIGKILL)  # only the recorded groups; normally already gone
             except ProcessLookupError:
                 pass
-        if info and os.path.exists(info["run"]) and not _alive(info["reaper"]):
-            # what a failed reaper left (this test's cluster's only), so that a failure leaves the host clean too
-            print("clean-up after the reaper:", cleanup.clean(info["run"]))
+        if info:
+            # the reaper's clean-up done before anything else starts (a next cluster's pods are not this one's);
+            # then what a failed reaper left (this test's cluster's only), so that a failure leaves the host clean
+            wait_for(lambda: not _alive(info["reaper"]), cleanup.WORST_CASE_S + 30, "the inner pytest's reaper done")
+            if os.path.exists(info["run"]):
+                print("clean-up after the reaper:", cleanup.clean(info["run"]))

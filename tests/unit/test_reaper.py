@@ -104,3 +104,19 @@ def test_one_per_host_and_pid_reuse_guard(tmp_path):
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_a_cleanup_command_gets_its_own_time_limit(tmp_path):
+    """A command registered with ``timeout`` is killed after it (not the default 15 s), and the next still runs:
+    a cluster's clean-up registers a longer one (stack/k8s/cleanup.py's WORST_CASE_S)."""
+    host = Host()
+    r = host.reaper
+    late, nxt = tmp_path / "late", tmp_path / "next"
+    r.register_command("slow", [sys.executable, "-c", f"import time; time.sleep(5); open({str(late)!r}, 'w')"],
+                       timeout=0.5)
+    r.register_command("next", [sys.executable, "-c", f"open({str(nxt)!r}, 'w')"])
+    watchdog = r._proc
+    r._proc.stdin.close()  # EOF without "close" => the watchdog reaps
+    watchdog.wait(60)
+    assert nxt.exists(), "the command after the one killed at its limit ran"
+    assert not late.exists(), "the slow command was killed at its 0.5 s limit"

@@ -33,6 +33,9 @@ HOST_PATHS = ("/run/containerd/s", "/run/containerd/fifo", "/run/containerd/runc
 FORWARD = "/proc/sys/net/ipv4/ip_forward"
 _CHAINS = re.compile(r"^(KUBE-|CNI-)")
 TABLES = ("filter", "nat", "mangle", "raw")
+#: how long :func:`clean` may take at worst (the reaper's limit for it): 3 x 10 s for the pods' processes, 5 s
+#: per cgroup folder that resists, iptables' 5 s waits for its lock, with room
+WORST_CASE_S = 180.0
 FAMILIES = ("iptables", "ip6tables")
 
 

@@ -23,7 +23,7 @@ from pytest_streamchaos.machine import commands
 from pytest_streamchaos.poll import poll
 from pytest_streamchaos.stack.base import StackError
 from pytest_streamchaos.stack.host import Host, current
-from pytest_streamchaos.stack.k8s import build, cleanup, config, images, network, pki
+from pytest_streamchaos.stack.k8s import build, cleanup, config, hostcheck, images, network, pki
 from pytest_streamchaos.stack.k8s.api import Api, ApiError
 from pytest_streamchaos.stack.process import ManagedProcess, terminate_all
 from pytest_streamchaos.stack.service import Service
@@ -31,10 +31,8 @@ from pytest_streamchaos.stack.service import Service
 NODE = "streamchaos-node"
 SERVICE_RANGE = "10.96.0.0/24"
 SERVICE_IP = "10.96.0.1"
-#: the host commands the cluster needs, and where each comes from
-NEEDS = {"containerd": "apt-get install containerd", "runc": "apt-get install runc",
-         "containerd-shim-runc-v2": "apt-get install containerd", "ctr": "apt-get install containerd",
-         "ip": "apt-get install iproute2", "iptables": "apt-get install iptables",
+#: the host commands the cluster needs besides the container runtime's (:data:`.hostcheck.RUNTIME`)
+NEEDS = {"ip": "apt-get install iproute2", "iptables": "apt-get install iptables",
          "gcc": "apt-get install gcc libc6-dev", "umount": "apt-get install mount"}
 
 
@@ -42,13 +40,12 @@ def missing() -> str | None:
     """Why a cluster cannot start on this machine (one line naming the fix), or None."""
     if not build.is_built():
         return "Kubernetes is not built; fix: run `python -m pytest_streamchaos.prepare --for k8s` once"
-    if os.geteuid() != 0:
-        return "a Kubernetes node runs containers: run as root"
+    why = hostcheck.why_not()  # root, the runtime, cgroups, overlay, network namespaces
+    if why:
+        return why
     for program, fix in NEEDS.items():
         if shutil.which(program) is None:
             return f"no `{program}` on PATH; fix: {fix}"
-    if not os.path.isfile(os.path.join(config.CNI_BIN, "bridge")):
-        return f"no CNI bridge plugin in {config.CNI_BIN}; fix: apt-get install containernetworking-plugins"
     return None
 
 
@@ -90,8 +87,10 @@ class Cluster(Service):
         net = network.free_subnet()
         self.subnet, self.gateway = str(net), str(net.network_address + 1)
         cleanup.record(str(lay.run), bridge=self.bridge, chain=self.chain, socket=str(lay.containerd_socket))
-        # the reaper: a pytest killed from now on still gets the host back
-        self.host.reaper.register_command(self._cleanup_key, [sys.executable, "-I", cleanup.__file__, str(lay.run)])
+        # the reaper: a pytest killed from now on still gets the host back (given the clean-up's own worst case:
+        # the reaper's default 15 s killed it half-way on a loaded host, after the chains, before the run folder)
+        self.host.reaper.register_command(self._cleanup_key, [sys.executable, "-I", cleanup.__file__, str(lay.run)],
+                                          timeout=cleanup.WORST_CASE_S)
         try:
             self._step("network", self._network)
             self._step("certificates", lambda: pki.make(lay.pki, node=NODE, addresses=["127.0.0.1", self.gateway],
