@@ -7,7 +7,7 @@ can, and nothing else: no method raises "not supported here" at run time.
 The Spark cluster's (:class:`~.base.SparkCluster`): :class:`WorkerKill`, :class:`WorkerPause`,
 :class:`MasterKill`, :class:`MasterPause`, :class:`ActiveMaster`, :class:`ExecutorKill`,
 :class:`ExecutorPause`, :class:`SubmittedDrivers`, :class:`ConnectServer`, :class:`ResourceManagerRestart`,
-:class:`PodDelete`, :class:`PodEvict`, :class:`NodeDrain`, :class:`ExecutorOom`.
+:class:`PodDelete`, :class:`PodEvict`, :class:`NodeDrain`, :class:`ExecutorOom`, :class:`HostLinks`.
 The Kafka cluster's (:class:`~.base.KafkaCluster`): :class:`BrokerKill`, :class:`BrokerPause`,
 :class:`PartitionLeaders`, :class:`BrokerIsolation`, :class:`KafkaLinks`, :class:`TopicAdmin`. The run's
 HDFS's, what the HDFS faults act through: :class:`HdfsCluster`. ``docs/architecture.md`` lists who implements
@@ -239,6 +239,20 @@ class ExecutorOom(PodDelete, Protocol):
 
     def release(self, sq: SqueezedContainer) -> None:
         """End the allocation; a container that survived gets its limit back."""
+        ...
+
+
+@runtime_checkable
+class HostLinks(Protocol):
+    """The job's links where this host's network rules see them: iptables jumped to from ``INPUT`` on ``lo`` and tc
+    on ``lo`` (the job's processes on this host, their connections marked by the job's group), or the same rules in
+    the job's containers' namespaces (the docker backend). What a network fault acts through wherever it is no
+    Toxiproxy toxic on the job's Kafka links. Kubernetes' cluster lacks it: its pods reach the driver over the
+    cluster's bridge (never ``lo``), and the job's Kafka through the host's relay, whose connections are the
+    harness's, not the job group's (docs/kubernetes.md)."""
+
+    def host_links(self) -> str:
+        """Where those rules see the job's links: ``loopback`` (with the job group's mark) or ``namespaces``."""
         ...
 
 
@@ -477,6 +491,13 @@ NEEDS: dict[type, Need] = {
     NodeDrain: Need("cordon the Kubernetes node and evict its pods", _ON_K8S),
     ExecutorOom: Need("push an executor pod's container over its memory limit (cgroup v1 on the node's host)",
                       _ON_K8S),
+    HostLinks: Need("this host's network rules on the job's links (iptables and tc on the loopback, or in the job's "
+                    "containers' namespaces); Kubernetes' pods reach the driver over the cluster's bridge, which those "
+                    "rules never see, and the job's Kafka through the host's relay, whose connections are not the "
+                    "job's; its worker is the node's kubelet and it has no master",
+                    "on Kubernetes fault the job's Kafka links through Toxiproxy: network_delay, network_partition or "
+                    "bandwidth_limit with target='kafka' or 'broker-<i>' (packet_loss is iptables there too); or run "
+                    "the test on Spark standalone (spark='standalone')"),
     BrokerKill: Need("kill and restart a broker's process", _PLUGIN_KAFKA, kafka=True),
     BrokerPause: Need("freeze and resume a broker's process", _PLUGIN_KAFKA, kafka=True),
     PartitionLeaders: Need("name a partition's leader and followers", _PLUGIN_KAFKA, kafka=True),

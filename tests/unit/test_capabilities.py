@@ -149,3 +149,90 @@ def test_a_cluster_under_connect_serves_what_its_own_does_but_submitted_drivers(
 
     expected = (serves(clusters[inner]) - {capabilities.SubmittedDrivers}) | {capabilities.ConnectServer}
     assert serves(clusters[connect]) == expected
+
+
+# -- Kubernetes' network faults: only the Toxiproxy toxics on the job's Kafka links reach the pods' traffic ------------
+
+#: each network kind's smallest arguments
+NET = {"network_delay": {"ms": 50}, "packet_loss": {"percent": 5}, "network_partition": {},
+       "bandwidth_limit": {"kbit": 100}}
+#: what the host's rules are on Kubernetes: the driver over the bridge, no master, the kubelet as the worker, no
+#: ZooKeeper; a loss on the Kafka links is iptables on the proxies' ports, which the relay's connections cross unmarked
+K8S_REFUSED = [(k, t) for k in NET for t in ("driver", "master", "worker-0", "zookeeper")] + [
+    ("packet_loss", "kafka"), ("packet_loss", "broker-0")]
+K8S_LINE = (
+    "@{kind} cannot run on the k8s Spark cluster (K8sSparkCluster): it needs HostLinks (this host's network rules on "
+    "the job's links (iptables and tc on the loopback, or in the job's containers' namespaces); Kubernetes' pods reach "
+    "the driver over the cluster's bridge, which those rules never see, and the job's Kafka through the host's relay, "
+    "whose connections are not the job's; its worker is the node's kubelet and it has no master), which that cluster "
+    "lacks; fix: on Kubernetes fault the job's Kafka links through Toxiproxy: network_delay, network_partition or "
+    "bandwidth_limit with target='kafka' or 'broker-<i>' (packet_loss is iptables there too); or run the test on "
+    "Spark standalone (spark='standalone')")
+
+
+@pytest.mark.parametrize("mode", ["client", "cluster"])
+@pytest.mark.parametrize(("kind", "target"), K8S_REFUSED, ids=[f"{k}-{t}" for k, t in K8S_REFUSED])
+def test_a_network_fault_whose_rule_never_sees_the_pods_traffic_is_refused_on_k8s_when_planned(
+        tmp_path, clusters, kind, target, mode):
+    from pytest_streamchaos import JobSetup
+
+    spec = parse(kind, kwargs={"after": 5, "target": target, **NET[kind]})
+    chaos = ChaosFixture(cluster=clusters["k8s"], kafka=clusters["kraft"], workdir=tmp_path / "runs",
+                         test_dir=tmp_path, faults=[spec])
+    with pytest.raises(ValueError) as refused:  # in either deploy mode: the pods' links are the bridge's
+        chaos.run("no_such_job.py", rate=10, duration=10, setup=JobSetup(deploy_mode=mode))
+    assert str(refused.value) == K8S_LINE.format(kind=kind)
+    assert not (tmp_path / "runs").exists() and chaos.started == 0
+
+
+K8S_ALLOWED = [(k, t) for k in ("network_delay", "network_partition", "bandwidth_limit") for t in ("kafka", "broker-0")]
+
+
+@pytest.mark.parametrize("mode", ["client", "cluster"])
+@pytest.mark.parametrize(("kind", "target"), K8S_ALLOWED, ids=[f"{k}-{t}" for k, t in K8S_ALLOWED])
+def test_a_toxic_on_the_jobs_kafka_links_is_planned_on_k8s(tmp_path, clusters, kind, target, mode):
+    """Toxiproxy's proxies carry the relay's connections too: the planning lets these through (the job is then
+    looked for: the error is the missing script's, not the fault's)."""
+    from pytest_streamchaos import JobSetup
+    from pytest_streamchaos.runner.errors import RunError
+
+    spec = parse(kind, kwargs={"after": 5, "target": target, **NET[kind]})
+    assert refused_by_stack(spec, clusters["k8s"], clusters["kraft"]) is None  # type: ignore[arg-type]
+    chaos = ChaosFixture(cluster=clusters["k8s"], kafka=clusters["kraft"], workdir=tmp_path / "runs",
+                         test_dir=tmp_path, faults=[spec])
+    with pytest.raises(RunError, match="job script 'no_such_job.py' not found"):
+        chaos.run("no_such_job.py", rate=10, duration=10, setup=JobSetup(deploy_mode=mode))
+
+
+@pytest.mark.parametrize("spark", ["standalone", "yarn-mini", "connect"])
+@pytest.mark.parametrize("target", ["driver", "worker-0", "kafka"])
+@pytest.mark.parametrize("kind", sorted(NET))
+def test_the_host_rules_network_faults_stay_planned_where_the_host_sees_the_links(clusters, kind, target, spark):
+    spec = parse(kind, kwargs={"after": 5, "target": target, **NET[kind]})
+    assert refused_by_stack(spec, clusters[spark], clusters["kraft"]) is None  # type: ignore[arg-type]
+
+
+def test_a_kafka_link_without_toxiproxy_on_k8s_fails_at_injection_not_silently(tmp_path):
+    """Toxiproxy could not be had (no proxies): the fault would be iptables on the brokers' ports, which the relay's
+    connections cross unmarked; it fails naming why instead of reporting a fault the pods never met."""
+    from pytest_streamchaos.faults.context import FaultContext
+    from pytest_streamchaos.faults.families.network import NetworkPartition
+    from pytest_streamchaos.faults.timeline import plan
+    from pytest_streamchaos.netem.rules import NetFaultError
+    from pytest_streamchaos.stack.base import Endpoint
+
+    class NoProxies:  # the KafkaLinks of a stack without Toxiproxy
+        broker_ids = [0]
+
+        def job_links(self, broker_ids: list[int] | None = None) -> list[object]:
+            return []
+
+        def endpoints(self) -> list[Endpoint]:
+            return [Endpoint("broker-0", "broker", "127.0.0.1", {"kafka": 9092})]
+
+    ctx = FaultContext(cluster=K8sSparkCluster(tmp_path / "k8s"), kafka=NoProxies(), job=None,  # type: ignore[arg-type]
+                       input_topic="in")
+    planned = plan([parse("network_partition", kwargs={"after": 5, "target": "kafka"})])[0]
+    with pytest.raises(NetFaultError, match=r"^@network_partition\(target='kafka'\) without Toxiproxy cannot run on "
+                                            r"the k8s Spark cluster \(K8sSparkCluster\): it needs HostLinks"):
+        NetworkPartition(ctx).build(planned)

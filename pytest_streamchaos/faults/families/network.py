@@ -7,6 +7,11 @@ Toxiproxy proxies, where the faults are toxics; elsewhere they are iptables / NF
 link's ports, and on the docker backend they act in the namespaces of the job's nodes. Each kind is one
 operation of a link (:mod:`pytest_streamchaos.netem.links`: ``slow``, ``drop``, ``partition``,
 ``throttle``), asked of the link's proxies where they have it and of the host's rules otherwise.
+
+The host's rules need a cluster whose job's links they see (:class:`~pytest_streamchaos.stack.capabilities.HostLinks`):
+Kubernetes' pods talk over the cluster's bridge and reach Kafka through a relay that is not the job's, so there only
+the Toxiproxy toxics on the job's Kafka links (``kafka``, ``broker-<i>``: delay, partition, bandwidth) are had; the
+rest is refused when the run is planned, in client and cluster mode alike.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pytest_streamchaos.netem.features import NetworkFeatures, network_features
 from pytest_streamchaos.netem.links import Drops, HostLink, Partitions, Slows, Throttles, ToxiproxyLink, able
 from pytest_streamchaos.netem.toxics import ToxicFault
 from pytest_streamchaos.stack.base import Endpoint, LinkProxy
-from pytest_streamchaos.stack.capabilities import ActiveMaster, KafkaLinks
+from pytest_streamchaos.stack.capabilities import ActiveMaster, HostLinks, KafkaLinks, refusal
 
 NET_TARGETS = "a component or a link: 'kafka', 'broker-<i>', 'master', 'worker-<i>', 'driver'"
 #: docker backend: faults act in the job's nodes' namespaces; ``on`` picks one of them
@@ -100,10 +105,13 @@ class _OnALink(FaultKind[net.LinkFault]):
 
     @classmethod
     def capabilities(cls, spec: FaultSpec) -> tuple[type, ...]:
-        """The job's Kafka links (their proxies or the brokers' ports), or the leading master's."""
+        """The job's Kafka links (their proxies or the brokers' ports), or the leading master's; and, for a fault
+        that is the host's rules (:meth:`needs_host_network`), a cluster whose job's links those rules see."""
         if _on_kafka_link(spec):
-            return (KafkaLinks,)
-        return (ActiveMaster,) if str(spec.target).startswith("master") else ()
+            caps: tuple[type, ...] = (KafkaLinks,)
+        else:
+            caps = (ActiveMaster,) if str(spec.target).startswith("master") else ()
+        return (HostLinks, *caps) if cls.needs_host_network(spec) else caps
 
     @classmethod
     def host_missing(cls, caps: NetworkFeatures) -> str | None:
@@ -141,7 +149,14 @@ class _OnALink(FaultKind[net.LinkFault]):
         sides = self.ctx.cluster.link_sides() if self.ctx.cluster is not None else []
         if sides:
             return self._in_namespaces(planned, sides, eps, ports)
-        fault = self.act(self.link(job_proxies(self.ctx, str(s.target)), ports), s.params)
+        link = self.link(job_proxies(self.ctx, str(s.target)), ports)
+        cluster = self.ctx.cluster
+        if isinstance(link, HostLink) and cluster is not None and not isinstance(cluster, HostLinks):
+            # a Kafka link without Toxiproxy's proxies (none could be had): planning could not tell
+            raise net.NetFaultError(refusal(f"@{self.name}(target={s.target!r}) without Toxiproxy",
+                                            f"the {cluster.manager} Spark cluster ({type(cluster).__name__})",
+                                            HostLinks))
+        fault = self.act(link, s.params)
         # the job's connections only: the generator and the collector use the same broker ports and
         # must keep seeing the broker while the job cannot (docs/architecture.md, the observer)
         mark = self.ctx.link_scope.job_mark()

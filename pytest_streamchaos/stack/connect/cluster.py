@@ -24,6 +24,7 @@ from pytest_streamchaos.stack.capabilities import (
     ActiveMaster,
     ExecutorKill,
     ExecutorPause,
+    HostLinks,
     MasterKill,
     MasterPause,
     ResourceManagerRestart,
@@ -204,6 +205,11 @@ class MasterPauseVia(WorkerPauseVia):  # its wait_paused is the worker pause's
         self._via(MasterPause).resume_master(i)
 
 
+class HostLinksVia(ConnectOn):
+    def host_links(self) -> str:
+        return self._via(HostLinks).host_links()
+
+
 class ExecutorKillVia(ConnectOn):
     def kill_executor(self, executor: Executor, sig: int = signal.SIGKILL) -> None:
         self._via(ExecutorKill).kill_executor(executor, sig)
@@ -228,7 +234,7 @@ class ResourceManagerRestartVia(ConnectOn):
         return self._via(ResourceManagerRestart).restart_resourcemanager()
 
 
-class ConnectSparkCluster(MasterKillVia, MasterPauseVia, ExecutorKillVia, ExecutorPauseVia):
+class ConnectSparkCluster(MasterKillVia, MasterPauseVia, ExecutorKillVia, ExecutorPauseVia, HostLinksVia):
     """The session's standalone cluster under Spark Connect: every capability of it but
     :class:`~..capabilities.SubmittedDrivers`, and :class:`~..capabilities.ConnectServer`."""
 

@@ -22,6 +22,7 @@ from pytest_streamchaos.stack.base import LaunchOptions, SparkApp, SparkCluster
 from pytest_streamchaos.stack.connect.cluster import (
     ConnectOn,
     ExecutorKillVia,
+    HostLinksVia,
     MasterKillVia,
     ResourceManagerRestartVia,
     session_port,
@@ -66,7 +67,7 @@ class ConnectYarnLauncher(ConnectLauncher):
         return self.submission.job(submit, self.site.executors)
 
 
-class ConnectYarnSparkCluster(ExecutorKillVia, ConnectOn):
+class ConnectYarnSparkCluster(ExecutorKillVia, HostLinksVia, ConnectOn):
     """A YARN under Spark Connect through its ResourceManager's API (an attached one): an executor container's
     kill, and :class:`~..capabilities.ConnectServer`."""
 

@@ -267,6 +267,10 @@ class StandaloneCluster(SparkCluster):
         their own; [] when they share this host's."""
         return self.placement.link_sides(self.plan.workers)
 
+    def host_links(self) -> str:
+        """Where the host's network rules see the job's links (:class:`~..capabilities.HostLinks`)."""
+        return "loopback" if self.placement.shares_host_network else "namespaces"
+
     def driver_site(self) -> DriverSite:
         """Drivers on this host submitted to this cluster; a job's executors are found in its workers."""
         return DriverSite(master_url=self.master_url, driver_host=self.driver_host, host=self.placement.host,

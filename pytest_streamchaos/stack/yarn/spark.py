@@ -145,6 +145,10 @@ class YarnSparkCluster(SparkCluster):
     def link_sides(self) -> list[tuple[str, str]]:
         return []  # the containers share this host's namespace; the job group's mark scopes network faults
 
+    def host_links(self) -> str:
+        """The loopback (:class:`~..capabilities.HostLinks`): the NodeManagers' containers are this host's processes."""
+        return "loopback"
+
     @property
     def workers(self) -> Sequence[Node]:
         return [ApiNode(n) for n in sorted(self.api.nodes(), key=lambda n: n.id)]
