@@ -30,17 +30,17 @@ USERS = [*FAULTS, *sorted((PKG / "runner").rglob("*.py"))]
 SPARK_CAPS = [c for c, need in caps.NEEDS.items() if not need.kafka]
 KAFKA_CAPS = [c for c, need in caps.NEEDS.items() if need.kafka]
 STANDALONE = {caps.WorkerKill, caps.WorkerPause, caps.MasterKill, caps.MasterPause, caps.ActiveMaster,
-              caps.ExecutorKill, caps.ExecutorPause, caps.SubmittedDrivers}
-#: who serves what: the table docs/architecture.md shows
+              caps.ExecutorKill, caps.ExecutorPause, caps.SubmittedDrivers, caps.HostLinks}
+#: who serves what: the table docs/architecture.md shows (Kubernetes' K8sSparkCluster: test_capabilities.py)
 SERVES: dict[type, set[type]] = {
     StandaloneCluster: STANDALONE,
     ConnectSparkCluster: STANDALONE - {caps.SubmittedDrivers} | {caps.ConnectServer},
-    YarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers},  # an attached YARN: its RM's API only
+    YarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers, caps.HostLinks},  # an attached YARN: its RM's API
     MiniYarnSparkCluster: {caps.ExecutorKill, caps.SubmittedDrivers, caps.WorkerKill, caps.MasterKill,
-                           caps.ActiveMaster, caps.ResourceManagerRestart},
-    ConnectYarnSparkCluster: {caps.ExecutorKill, caps.ConnectServer},  # Connect on an attached YARN
+                           caps.ActiveMaster, caps.ResourceManagerRestart, caps.HostLinks},
+    ConnectYarnSparkCluster: {caps.ExecutorKill, caps.ConnectServer, caps.HostLinks},  # Connect on an attached YARN
     ConnectMiniYarnSparkCluster: {caps.ExecutorKill, caps.ConnectServer, caps.WorkerKill, caps.MasterKill,
-                                  caps.ActiveMaster, caps.ResourceManagerRestart},
+                                  caps.ActiveMaster, caps.ResourceManagerRestart, caps.HostLinks},
     KRaftCluster: set(KAFKA_CAPS),
     AttachedKafka: {caps.TopicAdmin},  # a client's view: no broker's process, no link of the job's
 }
