@@ -12,7 +12,6 @@ runs when pytest dies first. Root only (containers, mounts, the bridge, iptables
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -40,13 +39,8 @@ def missing() -> str | None:
     """Why a cluster cannot start on this machine (one line naming the fix), or None."""
     if not build.is_built():
         return "Kubernetes is not built; fix: run `python -m pytest_streamchaos.prepare --for k8s` once"
-    why = hostcheck.why_not()  # root, the runtime, cgroups, overlay, network namespaces
-    if why:
-        return why
-    for program, fix in NEEDS.items():
-        if shutil.which(program) is None:
-            return f"no `{program}` on PATH; fix: {fix}"
-    return None
+    # root, the runtime, cgroups, overlay, network namespaces; then the cluster's own commands
+    return hostcheck.why_not() or hostcheck.missing_program(programs=NEEDS, role="")
 
 
 class Cluster(Service):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_streamchaos.machine import commands
@@ -43,11 +43,12 @@ def not_root(euid: int) -> str | None:
     return None if euid == 0 else "a Kubernetes node runs containers, which needs root; fix: run pytest as root"
 
 
-def missing_program(which: Callable[[str], str | None] = shutil.which) -> str | None:
-    """The first runtime program not on PATH, as a line naming its package."""
-    for program, fix in RUNTIME.items():
+def missing_program(which: Callable[[str], str | None] = shutil.which, programs: Mapping[str, str] = RUNTIME,
+                    role: str = " (the node's container runtime)") -> str | None:
+    """The first of ``programs`` (name -> how to install it) not on PATH, as a line naming ``role`` and the fix."""
+    for program, fix in programs.items():
         if which(program) is None:
-            return f"no `{program}` on PATH (the node's container runtime); fix: {fix}"
+            return f"no `{program}` on PATH{role}; fix: {fix}"
     return None
 
 
