@@ -14,7 +14,7 @@ from .. import deprecation
 from ..events import Kind, TimelineEvent
 from ..history import Aim
 from .params import MetricParams, reaction_kinds
-from .sentinels import NotRecovered, RecoveryTime
+from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 
 
 def _num(x: object) -> Any:
@@ -379,3 +379,23 @@ def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics 
     later = sorted((g for g in faults if g.t > fault.t), key=lambda g: g.t)
     cutter = next((g for g in later if abs(g.t - fault.horizon) <= 1e-6), None)
     return cutter if cutter is not None and any(g.recovered for g in later) else None
+
+
+def worst_of(faults: list[FaultMetrics], recovery_times: list[RecoveryTime | None]
+             ) -> tuple[float | None, RecoveryTime | None, float | None]:
+    """The worst downtime, recovery time and failure cost of ``faults`` (at least one), their recovery times
+    given as the caller counts them (``recovery_times``: None where not measurable, e.g. cut off by the next
+    fault): None when one is not measurable (a worse one may hide there); :data:`NOT_RECOVERED` when one did not
+    recover, even if another is not measurable."""
+    downs = [f.downtime for f in faults]
+    costs = [f.failure_cost for f in faults]
+    rec: RecoveryTime | None
+    if any(isinstance(r, NotRecovered) for r in recovery_times):
+        rec = NOT_RECOVERED
+    elif any(r is None for r in recovery_times):
+        rec = None
+    else:
+        rec = max(float(r) for r in recovery_times if r is not None)
+    down = None if any(d is None for d in downs) else max(float(d) for d in downs if d is not None)
+    cost = None if any(c is None for c in costs) else max(float(c) for c in costs if c is not None)
+    return down, rec, cost

@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from .frame import RunFrame
-from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series, cut_off_by
-from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
+from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series, cut_off_by, worst_of
+from .sentinels import RecoveryTime
 from .series import micro_batches, stability
 
 
@@ -69,26 +69,10 @@ def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.nda
     fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
     fault's is not measurable (a worse one may hide there), also one cut off by the next fault before it
     recovered while the job came back after both (:func:`cut_off_by`)."""
-    recovery_run: RecoveryTime | None
-    cost_run: float | None
-    downtime_run: float | None
     if faults:
-        downs = [f.downtime for f in faults]
-        downtime_run = None if any(d is None for d in downs) else max(downs)  # type: ignore[type-var]
         # a fault cut off by the next one before it recovered, when the job came back after both, is not
         # measurable: "not recovered" would say the job never came back (analysis/windows.py says the same)
-        rts = [None if cut_off_by(f, faults) is not None else f.recovery_time for f in faults]
-        costs = [f.failure_cost for f in faults]
-        if any(isinstance(r, NotRecovered) for r in rts):
-            recovery_run = NOT_RECOVERED  # known not to recover, even if another fault is unmeasurable
-        elif any(r is None for r in rts):
-            recovery_run = None
-        else:
-            recovery_run = max(rts)  # type: ignore[type-var]
-        cost_run = None if any(c is None for c in costs) else max(costs)  # type: ignore[type-var]
-    else:
-        # no fault: the longest abnormal gap during the load phase still counts as downtime
-        sel = ab_start >= load_start
-        downtime_run = float(ab_len[sel].max()) if sel.any() else 0.0
-        recovery_run, cost_run = 0.0, 0.0
-    return downtime_run, recovery_run, cost_run
+        return worst_of(faults, [None if cut_off_by(f, faults) is not None else f.recovery_time for f in faults])
+    # no fault: the longest abnormal gap during the load phase still counts as downtime
+    sel = ab_start >= load_start
+    return (float(ab_len[sel].max()) if sel.any() else 0.0), 0.0, 0.0

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..history import History, Window
 from .guarantee import SATISFIES, GuaranteeReport
-from .run_metrics import FaultMetrics, _num, cut_off_by
+from .run_metrics import FaultMetrics, _num, cut_off_by, worst_of
 from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
 from .validate import against_need
 
@@ -119,19 +119,7 @@ def window_totals(faults: list[FaultMetrics],
     recover makes it :data:`NOT_RECOVERED`); 0.0 each without a fault."""
     if not faults:
         return 0.0, 0.0, 0.0
-    downs = [f.downtime for f in faults]
-    costs = [f.failure_cost for f in faults]
-    rts = [None if f.label in cut else f.recovery_time for f in faults]
-    rec: RecoveryTime | None
-    if any(isinstance(r, NotRecovered) for r in rts):
-        rec = NOT_RECOVERED
-    elif any(r is None for r in rts):
-        rec = None
-    else:
-        rec = max(float(r) for r in rts if r is not None)
-    down = None if any(d is None for d in downs) else max(float(d) for d in downs if d is not None)
-    cost = None if any(c is None for c in costs) else max(float(c) for c in costs if c is not None)
-    return down, rec, cost
+    return worst_of(faults, [None if f.label in cut else f.recovery_time for f in faults])
 
 
 @dataclass
