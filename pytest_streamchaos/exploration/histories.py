@@ -125,8 +125,9 @@ def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, floa
 
 def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
     """The median cost of the schedules ``outcomes`` ran (wall, own recovery, the harness's share), one line.
-    The recovery and the share are medians of the runs whose faults' recovery was measured only (a fault
-    followed by the next before it recovered has none): the line says of how many when not of all."""
+    The recovery and the share are medians of the runs whose faults' recovery was measured only (a fault not
+    measured, or not recovered, or struck by the next before it recovered when that one did not recover): the
+    line says of how many when not of all."""
     costs = [schedule_cost(o) for o in outcomes]
     walls = [c["wall"] for c in costs if c]
     shares = [c for c in costs if c and c.get("harness") is not None]
