@@ -43,6 +43,10 @@ Definitions (all times in seconds on the run clock; ``B`` = ``MetricParams.bucke
   for old tests), ``output_gap`` (downtime gap after ``f``) and ``catch_up`` (the rest). No such
   ``T`` whose hold ends by the horizon: :data:`NOT_RECOVERED`. A fault whose horizon is the next fault is
   judged as the run showed it then: the smoothing and its hold end a normal gap before that fault.
+- **group recovery** (:mod:`.groups`): faults whose recoveries overlap -- each struck by the next before it
+  recovered, a chain of cut-offs, or injected less than a bucket apart -- recover as one: from the first one's
+  injection to the last one's recovery point ``T``; :data:`NOT_RECOVERED` when the last did not recover, None
+  when it was not measured. The run's and a window's ``recovery_time`` are the worst over these groups.
 - **no baseline**: when the first fault comes less than ``max(bucket, hold_seconds)`` after the
   load started there is no baseline to compare against. Lost / duplicates / incorrect and the
   guarantee are still reported (they do not need one), so are downtime and the output gaps; the

@@ -18,7 +18,9 @@ Run-level choices (documented here because tests assert on them):
 - ``downtime``: the largest per-fault downtime; with no fault, the longest abnormal output gap during
   the load phase (so control runs also catch stalls); 0.0 if none.
 - ``recovery_time``: the largest per-fault recovery time, :data:`NOT_RECOVERED` if any fault did not
-  recover (it compares greater than every number); 0.0 with no fault.
+  recover (it compares greater than every number); 0.0 with no fault. Faults whose recoveries overlap (one
+  struck by the next before it recovered) count as one, from the first one's injection to the last one's
+  recovery (:mod:`~pytest_streamchaos.analysis.groups`).
 - ``failure_cost``: the largest per-fault failure cost; 0.0 with no fault.
 - Degraded verdicts: a metric that cannot be computed (the first fault came before there was a
   baseline; a trigger slower than the run's phases, so the baseline never saw the job's normal output)

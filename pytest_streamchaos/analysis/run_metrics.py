@@ -384,9 +384,9 @@ def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics 
 def worst_of(faults: list[FaultMetrics], recovery_times: list[RecoveryTime | None]
              ) -> tuple[float | None, RecoveryTime | None, float | None]:
     """The worst downtime, recovery time and failure cost of ``faults`` (at least one), their recovery times
-    given as the caller counts them (``recovery_times``: None where not measurable, e.g. cut off by the next
-    fault): None when one is not measurable (a worse one may hide there); :data:`NOT_RECOVERED` when one did not
-    recover, even if another is not measurable."""
+    given as the caller counts them (``recovery_times``: one per group of faults whose recoveries overlap,
+    :func:`~.groups.recovery_groups`; None where not measurable): None when one is not measurable (a worse one
+    may hide there); :data:`NOT_RECOVERED` when one did not recover, even if another is not measurable."""
     downs = [f.downtime for f in faults]
     costs = [f.failure_cost for f in faults]
     rec: RecoveryTime | None

@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from .frame import RunFrame
-from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series, cut_off_by, worst_of
+from .groups import group_recoveries
+from .run_metrics import Baseline, FaultMetrics, LatencySummary, RunMetrics, Series, worst_of
 from .sentinels import RecoveryTime
 from .series import micro_batches, stability
 
@@ -67,12 +68,13 @@ def _run_totals(faults: list[FaultMetrics], ab_start: np.ndarray, ab_len: np.nda
                 load_start: float) -> tuple[float | None, RecoveryTime | None, float | None]:
     """The run's downtime, recovery time and failure cost: the worst over its faults (without a
     fault, the longest abnormal gap, ``ab_start`` / ``ab_len``, during the load phase); None when a
-    fault's is not measurable (a worse one may hide there), also one cut off by the next fault before it
-    recovered while the job came back after both (:func:`cut_off_by`)."""
+    fault's is not measurable (a worse one may hide there). Its recovery time is the worst over its groups of
+    faults whose recoveries overlap (:func:`~.groups.recovery_groups`): a fault the next one struck before it
+    recovered has none of its own, the chain of them has one, to its last fault's recovery."""
     if faults:
-        # a fault cut off by the next one before it recovered, when the job came back after both, is not
-        # measurable: "not recovered" would say the job never came back (analysis/windows.py says the same)
-        return worst_of(faults, [None if cut_off_by(f, faults) is not None else f.recovery_time for f in faults])
+        # a cut-off fault's own "not recovered" would say the job never came back when it did after the last of
+        # its chain, and its own None would hide the chain's recovery: the chain is measured as one
+        return worst_of(faults, group_recoveries(faults))
     # no fault: the longest abnormal gap during the load phase still counts as downtime
     sel = ab_start >= load_start
     return (float(ab_len[sel].max()) if sel.any() else 0.0), 0.0, 0.0

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..history import History, Window
+from .groups import group_recoveries
 from .guarantee import SATISFIES, GuaranteeReport
 from .run_metrics import FaultMetrics, _num, cut_off_by, worst_of
 from .sentinels import NOT_RECOVERED, NotRecovered, RecoveryTime
@@ -115,11 +116,13 @@ def restrict(report: GuaranteeReport, history: History, window: Window) -> Guara
 def window_totals(faults: list[FaultMetrics],
                   cut: Collection[str] = ()) -> tuple[float | None, RecoveryTime | None, float | None]:
     """A window's downtime, recovery time and failure cost: the worst of its faults' (None: one is not
-    measurable -- ``cut``: the labels of faults cut off by the next one, :func:`cut_off_by`; a fault that did not
-    recover makes it :data:`NOT_RECOVERED`); 0.0 each without a fault."""
+    measurable; a fault that did not recover makes it :data:`NOT_RECOVERED`), its recovery time over its groups
+    of faults whose recoveries overlap (:func:`~.groups.recovery_groups`: a fault cut off by the next one
+    recovers with it) -- ``cut``: the labels of faults cut off by the next one (:func:`cut_off_by`), whose
+    group is not measurable here when the next one is not the window's; 0.0 each without a fault."""
     if not faults:
         return 0.0, 0.0, 0.0
-    return worst_of(faults, [None if f.label in cut else f.recovery_time for f in faults])
+    return worst_of(faults, group_recoveries(faults, set(cut)))
 
 
 @dataclass
@@ -181,7 +184,9 @@ class WindowVerdict:
         else:
             said = ("recovery not measurable" if rec is None else "NOT RECOVERED" if rec is NOT_RECOVERED
                     else f"recovered in {float(rec):.1f}s")
-            said += "".join(f" ({label} cut off by {by} before it recovered; the job came back)"
+            # the recovery said is then the chain's, from the first one's injection (analysis/groups.py)
+            one = ", measured with it as one" if isinstance(rec, float) else ""
+            said += "".join(f" ({label} cut off by {by} before it recovered; the job came back{one})"
                             for label, by in self.cut.items())
             recovery = f"downtime {'not measurable' if down is None else f'{down:.1f}s'}, {said}"
         return f"window {w.index} ({w.name or 'no fault'}): {self.sent} sent, {counts}; {recovery}"

@@ -9,14 +9,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from pytest_streamchaos.analysis.groups import group_recovery, recovery_groups
 from pytest_streamchaos.events import Kind, WindowClosed
 from pytest_streamchaos.exploration.body import FALSIFIED, Body
 from pytest_streamchaos.search.schedule import Outcome
 
 if TYPE_CHECKING:
     from pytest_streamchaos.analysis.result import ChaosRun
+    from pytest_streamchaos.analysis.run_metrics import FaultMetrics
 
 
 @dataclass
@@ -75,26 +77,34 @@ def said(exc: BaseException) -> str:
 
 def schedule_cost(outcome: Outcome[ChaosRun] | None) -> dict[str, Any]:
     """What one run of a schedule cost (seconds): its wall time; ``recovered_in`` the longest recovery time of
-    its faults (docs/metrics.md); ``recovery`` its faults' own recovery -- from the first injection until the
-    last of them was back in band and the system's own reactions to them were over (a new executor added, the
-    restarted query started); ``harness`` the rest (None: a fault whose recovery was not measured)."""
+    its groups of faults whose recoveries overlap (docs/metrics.md#overlapping-faults-one-recovery: a step struck
+    by the next before it recovered recovers with it); ``recovery`` its faults' own recovery -- per group, from
+    its first injection until the last of its faults was back in band and the system's own reactions to them
+    were over (a new executor added, the restarted query started), summed over the groups: the job running
+    healthily between two groups, waiting for the next step's moment, is the harness's; ``harness`` the rest
+    (None: a group whose recovery was not measured, or not recovered)."""
     if outcome is None or outcome.run is None:
         return {}
-    seconds = outcome.seconds
+    wall = round(outcome.seconds, 1)
     faults = outcome.run.faults
     if not faults:
-        return {"wall": round(seconds, 1), "recovery": 0.0, "harness": round(seconds, 1), "recovered_in": 0.0}
-    start = min(f.t for f in faults)
-    ends = []
-    for f in faults:
-        if f.recovered_at is None:
-            return {"wall": round(seconds, 1), "recovery": None, "harness": None, "recovered_in": None}
-        reactions = [f.t + float(p["at"]) for p in f.phases if p.get("at") is not None]
-        ends.append(max([f.recovered_at, *reactions]))
-    recovery = max(ends) - start
-    recovered_in = max(float(f.recovery_time) for f in faults if f.recovery_time is not None)
-    return {"wall": round(seconds, 1), "recovery": round(recovery, 1), "harness": round(seconds - recovery, 1),
-            "recovered_in": round(recovered_in, 1), **harness_parts(outcome.run, start, start + recovery)}
+        return {"wall": wall, "recovery": 0.0, "harness": wall, "recovered_in": 0.0}
+    groups = recovery_groups(faults)
+    recs = [group_recovery(g) for g in groups]
+    measured = [r for r in recs if isinstance(r, float)]  # neither None nor NOT_RECOVERED
+    if len(measured) < len(groups):
+        return {"wall": wall, "recovery": None, "harness": None, "recovered_in": None}
+    spans = [recovery_span(g) for g in groups]
+    recovery = sum(end - start for start, end in spans)
+    return {"wall": wall, "recovery": round(recovery, 1), "harness": round(outcome.seconds - recovery, 1),
+            "recovered_in": round(max(measured), 1), **harness_parts(outcome.run, spans[0][0], spans[-1][1])}
+
+
+def recovery_span(group: list[FaultMetrics]) -> tuple[float, float]:
+    """When a recovered group of faults whose recoveries overlap was injected and when it was over: its last
+    fault's recovery point, or the system's last reaction to one of them when later."""
+    reactions = [f.t + float(p["at"]) for f in group for p in f.phases if p.get("at") is not None]
+    return group[0].t, max([cast(float, group[-1].recovered_at), *reactions])
 
 
 def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, float]:
@@ -115,8 +125,9 @@ def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, floa
 
 def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:
     """The median cost of the schedules ``outcomes`` ran (wall, own recovery, the harness's share), one line.
-    The recovery and the share are medians of the runs whose faults' recovery was measured only (a fault
-    followed by the next before it recovered has none): the line says of how many when not of all."""
+    The recovery and the share are medians of the runs whose faults' recovery was measured only (a fault not
+    measured, or not recovered, or struck by the next before it recovered when that one did not recover): the
+    line says of how many when not of all."""
     costs = [schedule_cost(o) for o in outcomes]
     walls = [c["wall"] for c in costs if c]
     shares = [c for c in costs if c and c.get("harness") is not None]

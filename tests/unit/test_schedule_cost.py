@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from pytest_streamchaos.analysis.sentinels import NOT_RECOVERED
 from pytest_streamchaos.exploration.histories import cost_line, schedule_cost
 
 
-def outcome(seconds: float, *faults: tuple[float, float | None]) -> SimpleNamespace:
-    """A run of ``seconds`` whose faults were injected at ``t`` and back at ``recovered_at`` (None: not measured)."""
-    fs = [SimpleNamespace(t=t, recovered_at=back, phases=[], recovery_time=None if back is None else back - t)
-          for t, back in faults]
+def outcome(seconds: float, *faults: tuple[float, float | None] | tuple[float, float | None, float]) -> SimpleNamespace:
+    """A run of ``seconds`` whose faults were injected at ``t`` and back at ``recovered_at`` (None: not measured),
+    each measured up to the next one; ``(t, None, cut)``: not recovered by ``cut`` (the next fault's injection)."""
+    fs = []
+    for t, back, *cut in faults:
+        rec = NOT_RECOVERED if cut else None if back is None else back - t
+        fs.append(SimpleNamespace(t=t, recovered_at=back, phases=[], recovery_time=rec, label="",
+                                  recovered=None if rec is None else rec is not NOT_RECOVERED,
+                                  horizon=cut[0] if cut else 1e9))
     history = SimpleNamespace(focus=None, timeline=[])
     return SimpleNamespace(seconds=seconds, run=SimpleNamespace(faults=fs, fault_records=[], history=history))
 
@@ -23,6 +29,24 @@ def test_a_fault_back_in_band_splits_the_wall_into_its_recovery_and_the_harness_
 
 def test_a_fault_whose_recovery_was_not_measured_leaves_the_share_unmeasured() -> None:
     assert schedule_cost(outcome(60.0, (100.0, None), (110.0, 140.0)))["harness"] is None
+
+
+def test_a_step_struck_by_the_next_before_it_recovered_recovers_with_it() -> None:
+    """A pair: the first step cut off at the second's injection (+10 s), the second back 30 s after it: the
+    schedule's own recovery is the pair's, 40 s from the first injection, and the share the rest."""
+    assert schedule_cost(outcome(60.0, (100.0, None, 110.0), (110.0, 140.0))) == {
+        "wall": 60.0, "recovery": 40.0, "harness": 20.0, "recovered_in": 40.0}
+
+
+def test_a_cut_off_step_whose_next_never_recovered_leaves_the_share_unmeasured() -> None:
+    assert schedule_cost(outcome(90.0, (100.0, None, 110.0), (110.0, None, 1e9)))["harness"] is None
+
+
+def test_steps_that_do_not_overlap_count_each_its_own_recovery() -> None:
+    """Two steps, the second struck after the first recovered: the recoveries add up (20 s + 10 s); the 10 s the
+    job ran in band between them, waiting for the second step's moment, is the harness's."""
+    assert schedule_cost(outcome(50.0, (100.0, 120.0), (130.0, 140.0))) == {
+        "wall": 50.0, "recovery": 30.0, "harness": 20.0, "recovered_in": 20.0}
 
 
 def test_the_line_says_of_how_many_runs_the_recovery_and_the_share_are() -> None:

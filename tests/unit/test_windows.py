@@ -210,24 +210,26 @@ def test_each_window_of_one_history_recovered_with_its_own_cost() -> None:
     assert "window 1 (kill_driver step=1 window=1): " in run.describe() and "NOT RECOVERED" not in run.describe()
 
 
-def test_a_fault_cut_off_by_its_pair_is_not_measurable_not_unrecovered() -> None:
+def test_a_fault_cut_off_by_its_pair_recovers_with_it_never_unrecovered() -> None:
     """Window 1 plays a pair: the driver killed again 3 s into the first kill's outage. The first kill's own
-    recovery is cut off by the second (the job came back after both): not measurable, not "not recovered"; the
-    window's cost is the pair's own, the other windows keep theirs."""
+    recovery is cut off by the second (the job came back after both): not measurable on its own, never "not
+    recovered"; the pair recovered as one (analysis/groups.py); the window's cost is the pair's own, the other
+    windows keep theirs."""
     schedules = (ONE_HISTORY[0], Schedule("kill_driver", 32.0, 6.0, 50.0), Schedule("kill_executor", 52.0, 4.0, 64.0),
                  Schedule("kill_driver", 66.0, 5.0, 79.0))
     run = ChaosRun.from_trace(one_history(schedules, pairs=[(1, 35.0, 5.0)]), guarantee="at-least-once")
     zero, pair, two, three, _ = run.windows
     first, second = (f.label for f in pair.faults)
     assert pair.cut == {first: second} and pair.faults[0].recovered is False and pair.faults[1].recovered is True
-    assert pair.to_dict()["recovered"] is None and pair.recovery_time is None
+    # no output from +32 s to +40 s: the pair's recovery is that of one 8 s outage from the first kill
+    assert pair.to_dict()["recovered"] is True and pair.recovery_time == pytest.approx(12.0)
     assert pair.failure_cost == pytest.approx(8.0, abs=0.5)  # held from +32 s until the second outage ended
     assert [w.to_dict()["recovered"] for w in (zero, two, three)] == [True, True, True]
     assert [w.failure_cost for w in (zero, two, three)] == pytest.approx([3.0, 4.0, 5.0], abs=0.5)
-    assert f"({first} cut off by {second} before it recovered; the job came back)" in pair.describe()
-    # the run as a whole: the job came back after every fault, so its recovery time is not measurable (an SLA
-    # bound on it fails as unmeasured), never "not recovered"
-    assert run.metrics.recovery_time is None and run.metrics.recovered is None
+    assert (f"({first} cut off by {second} before it recovered; the job came back, measured with it as one)"
+            in pair.describe())
+    # the run as a whole: the job came back after every fault; its recovery time is the worst group's, the pair's
+    assert run.metrics.recovery_time == pytest.approx(12.0) and run.metrics.recovered is True
 
 
 def test_only_the_window_whose_fault_never_recovered_says_so() -> None:

@@ -27,8 +27,8 @@ class RecoveryResult(CheckResult):
 
 
 class Recovery:
-    """The run's recovery metrics with ``params``, once per history; ``ok``: every fault recovered
-    (None when recovery could not be measured)."""
+    """The run's recovery metrics with ``params``, once per history; ``ok``: every fault recovered, a fault the
+    next one struck before it recovered through that one (None when recovery could not be measured)."""
 
     name = "recovery"
 
@@ -95,7 +95,8 @@ class Downtime(_Number):
 
 
 class RecoveryTime(_Number):
-    """The largest recovery time over the faults; violated when a fault did not recover."""
+    """The largest recovery time over the faults (faults whose recoveries overlap as one); violated when a
+    fault did not recover."""
 
     name = "recovery_time"
 
