@@ -110,9 +110,11 @@ def session(project: Path, tests: list[str], *args: str, timeout: float = 3600) 
     report = project / f"report-{time.time_ns()}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(PLANTED), os.environ.get("PYTHONPATH", "")])}
     t0 = time.time()
+    # its temporary directories in the project, removed with it: pytest's own (/tmp/pytest-of-<user>) keeps only
+    # its three newest sessions, and a benchmark's sessions would rotate out those of other work on the machine
     out = subprocess.run([sys.executable, "-m", "pytest", *tests, "-p", "no:cacheprovider", "-q",
-                          f"--chaos-report={report}", *args], cwd=project, env=env, capture_output=True,
-                         text=True, timeout=timeout)
+                          f"--basetemp={project / 'basetemp'}", f"--chaos-report={report}", *args], cwd=project,
+                         env=env, capture_output=True, text=True, timeout=timeout)
     runs = json.loads(report.read_text()) if report.exists() else []
     return {"rc": out.returncode, "stdout": out.stdout, "seconds": time.time() - t0, "report": runs}
 

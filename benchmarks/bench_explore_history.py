@@ -75,8 +75,10 @@ def costs(entry: dict[str, Any]) -> dict[str, Any]:
     return {"schedules": len(each), "measured": len(measured), "median_wall": median("wall", each),
             "median_recovery": median("recovery", measured), "median_harness": median("harness", measured),
             "median_recovered_in": median("recovered_in", measured),
-            # of the harness's share: the wait for the aimed moment, the recovery's confirmation and the window read
+            # of the harness's share: the wait for the aimed moment, the recovery's confirmation and the window read,
+            # and of the confirmation what came after the history could show the recovery (the ask, the close)
             "median_moment": median("moment", measured), "median_confirm": median("confirm", measured),
+            "median_close": median("close", measured),
             "control_seconds": control["seconds"] if control else None,
             "histories": len(entry["explore"].get("histories") or []), "each": each}
 

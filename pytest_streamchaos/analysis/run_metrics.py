@@ -369,6 +369,27 @@ def faults_back(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) 
     return all(back(f) for f in mine)
 
 
+def back_due(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) -> float:
+    """The earliest load end at which :func:`faults_back` may say otherwise than it says on ``m`` (the history
+    so far), if no output came that changes it: when to ask again. The metrics judge up to a normal gap
+    before the load's end, and a recovery's hold ends on a bucket edge, so a recovery can show only once that
+    judged end reaches the next edge; a fault with no sign is over once it has been quiet for the hold and a
+    normal gap since its last reaction. Asking at these instants rather than on a clock of its own costs as
+    many judgements and answers as soon as the history can (inf: no baseline to judge against)."""
+    gap, bucket = m.baseline.normal_gap, m.params.bucket_seconds
+    if not math.isfinite(gap):
+        return math.inf
+    judged = max(m.load_start, m.load_end - gap)
+    due = [m.t0 + bucket * (math.floor((judged - m.t0) / bucket + 1e-9) + 1) + gap]
+    reacting = reaction_kinds()
+    quiet_for = m.params.hold_seconds + gap
+    for f in uncovered([f for f in m.faults if f.label in labels]):
+        if f.output_symptom is None and f.system_detection is not None:
+            quiet = max([f.t, *(e.t for e in timeline if e.kind in reacting and e.t >= f.t)]) + quiet_for
+            due += [quiet] if quiet > m.load_end else []
+    return min(due)
+
+
 def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics | None:
     """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
     when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,

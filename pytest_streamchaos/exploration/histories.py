@@ -110,7 +110,9 @@ def recovery_span(group: list[FaultMetrics]) -> tuple[float, float]:
 def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, float]:
     """Where a window's harness share went: ``moment`` from its first step's arming to its injection (the wait
     for the aimed moment), ``confirm`` from its faults' recovery to the window's close (the hold and the output
-    of the records sent meanwhile, which tell the recovery, and the window's outputs read)."""
+    of the records sent meanwhile, which tell the recovery, and the window's outputs read), and of it ``close``:
+    what came after the history could first show the recovery (:func:`shown_at`) -- the ask, the window's
+    outputs read and judged."""
     planned = [f.planned_at for f in run.fault_records if f.planned_at is not None]
     focus = run.history.focus
     closed = [e.t for e in run.history.timeline if e.kind == Kind.HISTORY_WINDOW
@@ -120,7 +122,22 @@ def harness_parts(run: ChaosRun, injected: float, back: float) -> dict[str, floa
         parts["moment"] = round(injected - min(planned), 1)
     if closed:
         parts["confirm"] = round(closed[0] - back, 1)
+        shown = shown_at(run)
+        if shown is not None:
+            parts["close"] = round(closed[0] - shown, 1)
     return parts
+
+
+def shown_at(run: ChaosRun) -> float | None:
+    """The first instant the history could show that every fault of ``run`` (a window's view) recovered: the hold
+    after the last recovery point, and a normal gap for the output of the hold's records (the metrics spread an
+    output's records over the normal gap before it); None when a fault showed no sign in the output (it is over
+    once quiet, not recovered) or no recovery point was measured."""
+    faults = run.faults
+    if not faults or any(f.output_symptom is None or f.recovered_at is None for f in faults):
+        return None
+    last = max(f.recovered_at for f in faults if f.recovered_at is not None)
+    return last + run.metrics.params.hold_seconds + run.metrics.baseline.normal_gap
 
 
 def cost_line(outcomes: list[Outcome[ChaosRun]]) -> str | None:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from synthetic import Schedule, one_history
+
+from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.analysis.sentinels import NOT_RECOVERED
-from pytest_streamchaos.exploration.histories import cost_line, schedule_cost
+from pytest_streamchaos.exploration.histories import cost_line, harness_parts, schedule_cost, shown_at
+from pytest_streamchaos.history import History
 
 
 def outcome(seconds: float, *faults: tuple[float, float | None] | tuple[float, float | None, float]) -> SimpleNamespace:
@@ -60,3 +64,20 @@ def test_the_line_says_of_how_many_runs_the_recovery_and_the_share_are() -> None
 
 def test_the_line_says_when_no_run_s_recovery_was_measured() -> None:
     assert cost_line([outcome(53.0, (100.0, None))]) == "per schedule: median 53s (1 runs; no run's recovery measured)"
+
+
+def test_a_windows_close_is_what_came_after_the_history_could_show_its_recovery() -> None:
+    """Four schedules of a synthetic one history (``tests/unit/synthetic.py``), each window closed when the
+    history first showed its fault back -- its recovery point, the 5 s hold, the 1 s normal gap -- but the first,
+    closed 1.5 s later: the close is 1.5 s there and nothing elsewhere; of the confirmation, the rest is the hold
+    and the normal gap. A window whose fault showed no sign has no close (it is over once quiet)."""
+    schedules = (Schedule("kill_executor", 20.0, 3.0, 31.5), Schedule("kill_driver", 32.0, 6.0, 47.0),
+                 Schedule("kill_executor", 49.0, 4.0, 61.0), Schedule("kill_driver", 63.0, 5.0, 76.0))
+    trace = one_history(schedules)
+    views = [ChaosRun.from_trace(History(trace).focused(w), guarantee="at-least-once")
+             for w in History(trace).windows[:4]]
+    parts = [harness_parts(v, v.faults[0].t, v.faults[0].recovered_at) for v in views]
+    assert [p["close"] for p in parts] == [1.5, 0.0, 0.0, 0.0]
+    assert [p["confirm"] for p in parts] == [7.5, 6.0, 6.0, 6.0]
+    masked = SimpleNamespace(faults=[SimpleNamespace(output_symptom=None, recovered_at=100.0)])
+    assert shown_at(masked) is None  # type: ignore[arg-type]

@@ -11,15 +11,20 @@ import math
 import time
 
 from pytest_streamchaos.analysis.result import ChaosRun
-from pytest_streamchaos.analysis.run_metrics import faults_back
+from pytest_streamchaos.analysis.run_metrics import back_due, faults_back
 from pytest_streamchaos.faults.timeline import load_end, recovery_window
 from pytest_streamchaos.history import executors_back
-from pytest_streamchaos.runner.context import check_user_code, poll_until
+from pytest_streamchaos.runner.context import PHASE_POLL_S, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.load import AFTER_HEAL_BATCHES, LoadPhase, LoadResult, aim_slack
 
-#: how often a schedule asks whether its faults are over (each ask judges the history so far: 0.15 s of a
-#: core for 90,000 records, which the job's recovery must not pay for more often)
+#: at the longest, how long a schedule waits before it asks again whether its faults are over (each ask judges
+#: the history so far: 0.15 s of a core for 90,000 records, which the job's recovery must not pay for more
+#: often); it asks at the instants the answer may change (:func:`~pytest_streamchaos.analysis.run_metrics.back_due`:
+#: one a metrics bucket, 1 s), which come no less often
 BACK_CHECK_S = 1.0
+#: how long after :func:`back_due`'s instant an ask comes: the history's sends are the acknowledged ones, a
+#: few milliseconds behind the clock
+BACK_DUE_SLACK_S = 0.05
 
 
 class SegmentLoad(LoadPhase):
@@ -33,7 +38,8 @@ class SegmentLoad(LoadPhase):
         planned_until = steady + self.ctx.spec.duration
         self._armed = steady
         self._graced_until: float | None = None
-        poll_until(lambda: self._over(planned_until), math.inf)
+        # a look every 0.1 s: an ask due at an instant (BACK_DUE_SLACK_S) waits half a look for it on average
+        poll_until(lambda: self._over(planned_until), math.inf, PHASE_POLL_S)
         self.obs.scheduler.stop()
         return self.result
 
@@ -46,9 +52,10 @@ class SegmentLoad(LoadPhase):
         obs.progress.poll()
         check_user_code(obs.generator, obs.collector)
         obs.supervisor.check()
-        if time.time() >= self._next_check and obs.scheduler.done():
-            self._next_check = time.time() + BACK_CHECK_S
-            if self._committed_after_heal() and self._back():
+        # asked once a batch planned after the last heal committed, then when the answer may change
+        if time.time() >= self._next_check and obs.scheduler.done() and self._committed_after_heal():
+            self._next_check = time.time() + BACK_CHECK_S  # _back() moves it to when the answer may change
+            if self._back():
                 self.result.ended = "the schedule's faults were over: each recovered, or noticed and quiet since"
                 return True
         self.status("schedule", self.ctx.spec.duration)
@@ -91,6 +98,7 @@ class SegmentLoad(LoadPhase):
         ctx = self.ctx
         if not ctx.inputs.planned:
             return True
+        asked = time.time()
         try:
             history = self.obs.history(ctx, self.job, self.topics)
             metrics = ChaosRun.judge(history, ctx.inputs.oracle, ctx.spec.guarantee, ctx.inputs.params).metrics
@@ -100,4 +108,13 @@ class SegmentLoad(LoadPhase):
             self._next_check = math.inf
             return False
         labels = {p.label for p in ctx.inputs.planned}
+        self._next_check = next_ask(back_due(metrics, labels, history.timeline), asked - metrics.load_end, asked)
         return faults_back(metrics, labels, history.timeline) and executors_back(history.timeline)
+
+
+def next_ask(due: float, behind: float, asked: float) -> float:
+    """When to ask again whether a schedule's faults are over: once the history's sends reach ``due`` (the load
+    end at which the answer may change), which they do ``behind`` seconds after the clock at the ask made at
+    ``asked`` (the acknowledged sends lag the clock), and :data:`BACK_DUE_SLACK_S` more; at the latest
+    :data:`BACK_CHECK_S` after ``asked``."""
+    return min(due + max(0.0, behind) + BACK_DUE_SLACK_S, asked + BACK_CHECK_S)
