@@ -9,6 +9,7 @@ from ..facts import RunFacts
 from ..records import TimelineEvent
 from .checkers import DamageResult, DelayResult, ObserverResult, TransactionsResult, no_verdict
 from .metrics import NOT_RECOVERED, FaultMetrics
+from .run_metrics import cut_off_by
 from .run_view import RunView
 from .sla import render_timeline
 
@@ -75,7 +76,7 @@ def context(run: RunView) -> str:
     """Short multi-line account of guarantee counts and per-fault recovery, for messages."""
     lines = [f"guarantee: declared {run.guarantee}; {run.report.describe()}"]
     for i, f in enumerate(run.faults):
-        lines += fault_lines(i, f, run.metrics.t0)
+        lines += fault_lines(i, f, run.metrics.t0, cut_off_by(f, run.faults))
     damage = run.result_of(DamageResult)  # what the job did about destroyed input or a damaged checkpoint
     return "\n".join(lines + ([] if damage is None else damage.lines))
 
@@ -118,8 +119,9 @@ def timeline_lines(run: RunView) -> list[str]:
     return render_timeline(run.timeline, run.metrics.t0)
 
 
-def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
-    """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``)."""
+def fault_lines(i: int, f: FaultMetrics, t0: float, cut_by: FaultMetrics | None = None) -> list[str]:
+    """The account of fault ``i`` in :meth:`ChaosRun.context` (times relative to ``t0``); ``cut_by``: the fault
+    that struck before this one recovered (:func:`~.run_metrics.cut_off_by`)."""
     down = "not measurable" if f.downtime is None else f"{f.downtime:.1f}s"
     head = f"fault {i} ({f.kind} {f.target} at +{f.t - t0:.1f}s): {f.verdict}, downtime {down}"
     sysd = ("system detection -" if f.system_detection is None
@@ -136,6 +138,10 @@ def fault_lines(i: int, f: FaultMetrics, t0: float) -> list[str]:
                  f"{f.output_gap:.1f}s), failure cost {f.failure_cost:.1f}s"]
     else:
         lines = [f"{head}, not recovered by +{f.horizon - t0:.1f}s ({sysd})"]
+        if cut_by is not None:  # its "not recovered" alone would read as a job that never came back
+            lines[0] += (f": cut off by {cut_by.kind} {cut_by.target} at +{cut_by.t - t0:.1f}s, after which the job "
+                         "came back; the run's recovery counts them as one (docs/metrics.md#overlapping-faults-one-"
+                         "recovery)")
     if f.aim is not None:
         lines.append(f"  {f.aim.describe()}")
     if f.phases:

@@ -7,6 +7,8 @@ Analysis of Fault Recovery in Stream Processing Frameworks"; see docs/metrics.md
   while a batch's output is visible and not yet committed makes an at-least-once sink duplicate
   that batch -- the moment random kills rarely hit, so the fault is aimed at it. The exactly-once
   sink skips the replayed batch: no duplicates.
+- A driver killed again while it restarts from a kill: the first kill has no recovery of its own (cut off),
+  the pair recovers as one, from the first kill to the output back after the second.
 - Master loss ([Perf] §V-A/B): without high availability the application does not survive -- the
   restarted master knows nothing of it, kills its executors when the workers re-register, and the
   job never gets new ones ("the application fails"); with a ZooKeeper standby the failover is
@@ -121,6 +123,28 @@ def test_recurrent_worker_kills_each_recover(chaos):
     kills = [e.t for e in run.timeline if e.kind == "fault_injected"]
     assert all(any(e.kind == "executor_removed" and e.t >= t for e in run.timeline) for t in kills)
     print("stability:", run.metrics.stability.to_dict())
+
+
+# the default run's proof of overlapping faults (issue 48, docs/metrics.md#overlapping-faults-one-recovery): a
+# driver killed again while it restarts from the first kill -- the first cut off, the pair recovering as one
+@pytest.mark.chaos
+@kill_driver(after=8, every=7, times=2, restart_after=1)
+def test_a_driver_killed_again_while_it_restarts_recovers_as_one_with_it(chaos):
+    run = chaos.run(ALO, rate=100, guarantee="at-least-once")
+    print(run.describe())
+    assert_load_outlasted_the_recovery(run)
+    first, second = sorted(run.faults, key=lambda f: f.t)
+    # the effect claimed: the second kill struck before the job was back from the first (a restarted driver's
+    # first output takes well over 7 s here), and the job came back after both
+    assert first.recovered is False and first.recovered_at is None, first.verdict
+    assert second.recovered and second.recovered_at is not None, second.verdict
+    assert run.driver_launches == 3
+    # the pair's recovery: from the first kill to the output back in band after the second, a number, not
+    # "not measurable" (its first kill's own) nor "not recovered"
+    assert run.metrics.recovered is True
+    assert run.recovery_time == pytest.approx(second.recovered_at - first.t, abs=1e-6)
+    assert run.recovery_time > second.t - first.t
+    assert run.lost == 0 and run.incorrect == 0
 
 
 PAUSE_S = 6

@@ -49,6 +49,17 @@ def test_two_overlapping_faults_recover_as_one_from_the_first_injection() -> Non
     assert run.recovery_time == pytest.approx(12.0)  # the run's: its worst group's
 
 
+def test_the_run_s_account_says_the_cut_off_fault_came_back_with_the_next() -> None:
+    """``describe()`` names what struck the cut-off kill and that the job came back after it (its "not recovered"
+    alone would read as a job that never came back); a pair whose second kill never recovers says no such thing."""
+    run = ChaosRun.from_trace(one_history(PAIR, pairs=[(1, 35.0, 5.0)]), guarantee="at-least-once")
+    cut = [line for line in run.describe().splitlines() if line.startswith("fault ") and "cut off by" in line]
+    assert len(cut) == 1 and "not recovered by +35.0s" in cut[0] and "cut off by kill_driver" in cut[0], cut
+    assert "at +35.0s, after which the job came back" in cut[0]
+    dead = ChaosRun.from_trace(one_history(PAIR, pairs=[(3, 69.0, 5.0)], stop_at=69.5), guarantee="at-least-once")
+    assert not [line for line in dead.describe().splitlines() if line.startswith("fault ") and "cut off" in line]
+
+
 def test_the_schedule_s_own_view_reports_the_pair_s_recovery() -> None:
     """The body's view of window 1, as the runner judged it when it closed the window, says the pair recovered
     in 12 s -- no longer "not measurable"."""
