@@ -5,6 +5,7 @@ the run (:class:`RunMetrics`), with their JSON forms; and whether more load woul
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -390,7 +391,7 @@ def back_due(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) -> 
     return min(due)
 
 
-def cut_off_by(fault: FaultMetrics, faults: list[FaultMetrics]) -> FaultMetrics | None:
+def cut_off_by(fault: FaultMetrics, faults: Sequence[FaultMetrics]) -> FaultMetrics | None:
     """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
     when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,
     which is not "not recovered". None when ``fault`` recovered, was not measured, or really did not recover
