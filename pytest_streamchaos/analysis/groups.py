@@ -5,12 +5,8 @@ band after the last of them. Pure: measured faults in, groups and numbers out.""
 
 from __future__ import annotations
 
-from .run_metrics import FaultMetrics
+from .run_metrics import FaultMetrics, struck_at_horizon
 from .sentinels import NotRecovered, RecoveryTime
-
-#: how far apart a fault's horizon and the next fault's injection may be and still be the same instant (both
-#: come from the same timeline stamp; the slack is float noise only)
-SAME_INSTANT = 1e-6
 
 
 def overlaps(fault: FaultMetrics, later: FaultMetrics) -> bool:
@@ -21,7 +17,7 @@ def overlaps(fault: FaultMetrics, later: FaultMetrics) -> bool:
     nothing says where its effect ended, so its group stays not measurable."""
     if fault.recovered_at is not None:
         return later.t < fault.recovered_at
-    return fault.recovered is False and later.t <= fault.horizon + SAME_INSTANT
+    return struck_at_horizon(fault, later)
 
 
 def recovery_groups(faults: list[FaultMetrics]) -> list[list[FaultMetrics]]:

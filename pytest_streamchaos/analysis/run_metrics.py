@@ -391,6 +391,17 @@ def back_due(m: RunMetrics, labels: set[str], timeline: list[TimelineEvent]) -> 
     return min(due)
 
 
+#: how far apart a fault's horizon and the next fault's injection may be and still be the same instant (both
+#: come from the same timeline stamp; the slack is float noise only)
+SAME_INSTANT = 1e-6
+
+
+def struck_at_horizon(fault: FaultMetrics, later: FaultMetrics) -> bool:
+    """Whether ``later`` struck ``fault`` before it recovered: ``fault`` did not recover by its horizon, and
+    that horizon is ``later``'s injection (a fault is judged up to the next one)."""
+    return fault.recovered is False and abs(later.t - fault.horizon) <= SAME_INSTANT
+
+
 def cut_off_by(fault: FaultMetrics, faults: Sequence[FaultMetrics]) -> FaultMetrics | None:
     """The fault of ``faults`` (the run's) that struck before ``fault`` recovered -- injected at its horizon --,
     when the job came back after both (a later fault recovered): ``fault``'s own recovery is then not measurable,
@@ -399,7 +410,7 @@ def cut_off_by(fault: FaultMetrics, faults: Sequence[FaultMetrics]) -> FaultMetr
     if fault.recovered is not False:
         return None
     later = sorted((g for g in faults if g.t > fault.t), key=lambda g: g.t)
-    cutter = next((g for g in later if abs(g.t - fault.horizon) <= 1e-6), None)
+    cutter = next((g for g in later if struck_at_horizon(fault, g)), None)
     return cutter if cutter is not None and any(g.recovered for g in later) else None
 
 
