@@ -215,6 +215,7 @@ class ChaosFixture:
             runner.unshared = runner.unshared or f"the body repeats its run (repeat={n})"
             runner.share_history = False
         runs: list[ChaosRun] = []
+        runner.repeats = n
         try:
             for _ in range(n):
                 if runs:  # each repetition starts as the first did: not from the checkpoint the last one left
@@ -226,7 +227,7 @@ class ChaosFixture:
                     if finish is not None:
                         finish()
         finally:
-            runner.faults = planned
+            runner.faults, runner.repeats = planned, 1
         result: ChaosRun | RepeatedRun = runs[0] if n == 1 else RepeatedRun(runs)
         self.results.append(result)
         return result

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the fixture's type; the harness itself is imported when a t
     from pytest_streamchaos.analysis.result import ChaosRun
     from pytest_streamchaos.harness import ChaosFixture
     from pytest_streamchaos.runner.reference import References
+    from pytest_streamchaos.runner.shared import SharedHistories
     from pytest_streamchaos.stack.base import KafkaCluster
 
 MARKERS = (
@@ -271,13 +272,54 @@ def chaos(request: pytest.FixtureRequest, kafka: KafkaCluster, tmp_path: Path,  
                            progress=progress_writer(request.config),
                            checkpoint=streamchaos_settings.checkpoint,
                            fixture=request.getfixturevalue,
-                           references=session_references(request.config, streamchaos_settings))
+                           references=session_references(request.config, streamchaos_settings),
+                           shared=(request.getfixturevalue("streamchaos_shared_history")
+                                   if streamchaos_settings.history == "shared" else None))
     item.stash[RUNS_KEY] = harness.results
     item.stash[COMPARISONS_KEY] = harness.comparisons
     try:
         yield harness
     finally:  # an @explore history still running when the test ends: its job stopped before the next test
         harness.close_history()
+
+
+@pytest.fixture(scope="module")
+def streamchaos_shared_history(request: pytest.FixtureRequest,
+                               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedHistories]:
+    """The module's shared history (``--chaos-history=shared``, docs/shared-history.md): its tests' plain runs of
+    one job on one running job. When the module ends it is judged on the whole, and a failure there is an error
+    of its last test's teardown; the module's own fixtures are torn down after it (a fixture that clears the
+    job's paths at the module's end does so once the job has stopped)."""
+    from pytest_streamchaos.runner.shared import SHARED_KEY, SharedHistories
+
+    shared = SharedHistories(tmp_path_factory.mktemp("shared-history"))
+    request.config.stash.setdefault(SHARED_KEY, []).append(shared)
+    yield shared
+    shared.finish()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that uses the stack without the ``chaos`` fixture ends a shared history first: its own faults or
+    load would strike the shared job between two windows."""
+    from pytest_streamchaos.runner.shared import SHARED_KEY
+
+    names = getattr(item, "fixturenames", ())
+    if "streamchaos_stacks" in names and "chaos" not in names:
+        for shared in item.config.stash.get(SHARED_KEY, []):
+            shared.end(f"{item.nodeid} uses the stack without chaos")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How the session's shared histories went (``--chaos-history=shared``): one line each."""
+    from pytest_streamchaos.runner.shared import SHARED_KEY
+
+    lines = [line for shared in terminalreporter.config.stash.get(SHARED_KEY, [])
+             for line in shared.accounts + shared.alone]
+    if not lines:
+        return
+    terminalreporter.section("streamchaos: shared histories (--chaos-history=shared)")
+    for line in lines:
+        terminalreporter.write_line(line, red=line.startswith("FAILED"))
 
 
 def session_references(config: pytest.Config, settings: _settings.Settings) -> References:

@@ -102,6 +102,10 @@ _OPTIONS: tuple[Option, ...] = (
     Option("fresh_reference", "make every reference run (chaos.run(..., reference=True)) again instead of reusing "
            "the one kept in pytest's cache from an earlier session; the new one is kept for the next (--cache-clear "
            "drops them all; docs/reference.md)", False, bool),
+    Option("history", "'fresh' (a job of its own for every chaos.run) or 'shared': a test module's plain chaos.runs "
+           "of one job, with the same arguments, play their faults one after another on one running job, each "
+           "judged in its own window and the whole history checked at the module's end (docs/shared-history.md)",
+           "fresh", str, choices=("fresh", "shared")),
     Option("explore_db", "where explored tests remember their found and flaky schedules and how far the search got: "
            "'' (pytest's cache: --cache-clear forgets), a directory, or 'off'", "", str),
 )
@@ -207,6 +211,8 @@ class Settings:
     explore_db: str = ""  #: ``--chaos-explore-db``: the search's memory ("": pytest's cache; "off")
     #: ``--chaos-fresh-reference``: make every reference again rather than reuse the cached one
     fresh_reference: bool = False
+    #: ``--chaos-history``: ``shared``, a module's plain runs of one job on one running job; ``fresh``
+    history: str = "fresh"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:

@@ -19,6 +19,7 @@ from pytest_streamchaos.runner.one_history import OneHistory, history_key, share
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
 from pytest_streamchaos.runner.reference_key import reference_key, stack_part
 from pytest_streamchaos.runner.run import Run
+from pytest_streamchaos.runner.shared import SharedHistories, why_alone
 from pytest_streamchaos.runner.spec import (
     JobPlace,
     RunGroups,
@@ -45,7 +46,8 @@ class Chaos:
                  java_home: str | None = None, jit: str = "quick", seed: int | None = None,
                  status: Callable[[dict[str, Any]], None] | None = None,
                  progress: Callable[[str], None] | None = None, checkpoint: str = storages.DEFAULT,
-                 fixture: Callable[[str], Any] | None = None, references: References | None = None) -> None:
+                 fixture: Callable[[str], Any] | None = None, references: References | None = None,
+                 shared: SharedHistories | None = None) -> None:
         check_checkpoint(checkpoint)
         self.cluster = cluster
         self.kafka = kafka  # the per-test view (unique topic names)
@@ -84,6 +86,9 @@ class Chaos:
         #: why the body's runs cannot share one history (the first that could not), or None
         self.unshared: str | None = None
         self.body_calls = 0  #: ``run`` calls since the body began (the explored body resets it)
+        #: the session's shared history (``--chaos-history=shared``; None: every plain run a job of its own)
+        self.shared = shared
+        self.repeats = 1  #: how many times the run being made is repeated (a repeated run is never a window)
 
     def run(self, job: str | Path, groups: RunGroups, guarantee: str = "at-least-once") -> ChaosRun:
         """One run of ``job`` with the test's faults, and its verdict: the ``chaos`` fixture's call, its flat
@@ -95,6 +100,10 @@ class Chaos:
                                      stack=(self.cluster, self.kafka))
         ref = Reference.of(groups.watch.reference)
         self.body_calls += 1
+        if self.shared is not None:
+            view = self._in_shared(spec, run_inputs, ref is not None)
+            if view is not None:
+                return view
         if self.share_history:
             why = ("the body calls chaos.run more than once" if self.body_calls > 1
                    else shareable(spec, run_inputs, ref is not None))
@@ -114,6 +123,20 @@ class Chaos:
         result = judge(self._execute(spec, run_inputs), judged_by(spec, run_inputs, compared))
         self.runs.append(result)
         return result
+
+    def _in_shared(self, spec: RunSpec, inputs: RunInputs, reference: bool) -> ChaosRun | None:
+        """The run as a window of the session's shared history (None: it needs a job of its own, and the shared
+        one is ended first: two jobs on the stack would each take the other's faults)."""
+        assert self.shared is not None
+        why = ("the test is explored: its schedules run on jobs of its own" if self.explored
+               else why_alone(spec, inputs, reference=reference, repeats=self.repeats))
+        if why is not None:
+            self.shared.end(f"{self.nodeid} runs a job of its own")
+            self.shared.alone.append(f"{self.nodeid}: a job of its own: {why}")
+            return None
+        view = self.shared.run(self, spec, inputs)
+        self.runs.append(view)
+        return view
 
     def _reference(self, spec: RunSpec, inputs: RunInputs) -> ReferenceRuns:
         """The reference of ``spec``'s job and input: this session's, pytest's cache's, or made now."""

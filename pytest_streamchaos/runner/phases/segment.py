@@ -1,5 +1,6 @@
 """One schedule of one history (docs/explore.md#one-history): its faults played on the job that is already
-running, from the moment the schedule arms, until they are over -- every fault fired and healed (or gave up
+running, from the moment the schedule arms -- a plain run that gave its ``duration`` (a window of a shared
+history, docs/shared-history.md) at least that long --, until they are over -- every fault fired and healed (or gave up
 on its moment), a micro-batch planned after the last heal committed (the batch a killed driver replays is
 in), and each fault back: recovered, or noticed by the system and quiet since
 (:func:`~pytest_streamchaos.analysis.run_metrics.faults_back`) -- or until its longest, after which the job
@@ -52,6 +53,10 @@ class SegmentLoad(LoadPhase):
         obs.progress.poll()
         check_user_code(obs.generator, obs.collector)
         obs.supervisor.check()
+        # a plain run that gave its duration (not @explore's, not one that ends on recovery) has its load as long
+        if not self.ctx.spec.end_on_recovery and time.time() < planned_until:
+            self.status("load", self.ctx.spec.duration)
+            return False
         # asked once a batch planned after the last heal committed, then when the answer may change
         if time.time() >= self._next_check and obs.scheduler.done() and self._committed_after_heal():
             self._next_check = time.time() + BACK_CHECK_S  # _back() moves it to when the answer may change
