@@ -18,6 +18,11 @@ under the heavy lock::
 start (each of its steps, from its own clock) is printed as ``k8s_start_*``, the warm-up run's set-up (the stack's
 cold start) as ``cold_stack_setup``.
 
+``--history shared`` runs the session with ``--chaos-history=shared`` (docs/shared-history.md): the warm-up run
+starts the job, each measured run is a window of its history -- its load, the wait for the window's outputs,
+its judgement (``window_load``, ``window_outputs``, ``window_judged``); the job's start is the warm-up run's
+(``history_start``).
+
 Prints each step's min / median / max over the measured runs and writes
 ``benchmarks/results/overhead.json`` (under ``--label``; the other labels kept).
 """
@@ -43,7 +48,8 @@ TEST = textwrap.dedent('''
     import psutil
     import pytest
     from pytest_streamchaos import JobSetup, Load, Watch
-    from pytest_streamchaos.runner.phases import drain, job, load, observers, topics, verdict
+    from pytest_streamchaos.runner.phases import drain, job, load, observers, segment, topics, verdict
+    from pytest_streamchaos.runner.one_history import OneHistory
     from pytest_streamchaos.stack.driver.job import SparkJob
 
     SPANS = []
@@ -72,6 +78,11 @@ TEST = textwrap.dedent('''
     timed(SparkJob, "stop", "driver_stop")
     timed(drain.Drain, "run", "drain")
     timed(verdict.Verdict, "run", "verdict")
+    # a window of a shared history (--history shared): the job started once, then each run's load and close
+    timed(OneHistory, "start", "history_start")
+    timed(segment.SegmentLoad, "run", "window_load")
+    timed(OneHistory, "_await_window", "window_outputs")
+    timed(OneHistory, "_view", "window_judged")
 
     SET_UP = {{}}
 
@@ -217,6 +228,22 @@ def cpu_breakdown(row: dict) -> dict[str, dict[str, float]]:
     return out
 
 
+def window_breakdown(row: dict, duration: float) -> dict:
+    """Seconds per step of one window of a shared history; ``overhead`` = wall - load (the ``duration`` asked:
+    a window's load lasts that long from its arming)."""
+    spans: dict[str, float] = {}
+    for what, start, end in row["spans"]:
+        spans[what] = spans.get(what, 0.0) + end - start
+    wall = row["t1"] - row["t0"]
+    out = {"stack_heal": round(row["setup_s"], 3), "history_start": round(spans.get("history_start", 0.0), 3),
+           "window_load": round(spans.get("window_load", 0.0), 3),
+           "window_outputs": round(spans.get("window_outputs", 0.0), 3),
+           "window_judged": round(spans.get("window_judged", 0.0), 3), "wall": round(wall, 3), "load": duration}
+    out["rest"] = round(wall - sum(v for k, v in out.items() if k.startswith(("history", "window"))), 3)
+    out["overhead"] = round(wall - duration, 3)
+    return out
+
+
 def summary(per_run: list[dict]) -> dict:
     keys = list(per_run[0])
     out = {}
@@ -256,6 +283,8 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="pytest's --basetemp: keep the runs' directories (driver logs) there")
     ap.add_argument("--spark", choices=("standalone", "k8s"), default="standalone", help="the cluster manager")
     ap.add_argument("--deploy-mode", choices=("client", "cluster"), default="client")
+    ap.add_argument("--history", choices=("fresh", "shared"), default="fresh",
+                    help="shared: the runs are windows of one running job (--chaos-history=shared)")
     args = ap.parse_args()
     job = str(ROOT / "tests" / "chaos" / "jobs" / "orders_to_shipments.py")
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
@@ -269,14 +298,15 @@ def main() -> int:
         started = time.monotonic()
         keep = [f"--basetemp={args.keep}"] if args.keep else []
         p = subprocess.run([sys.executable, "-m", "pytest", str(test), "-q", "-p", "no:cacheprovider",
-                            "--rootdir", tmp, *keep], cwd=ROOT, env=env)
+                            "--rootdir", tmp, f"--chaos-history={args.history}", *keep], cwd=ROOT, env=env)
         session_s = time.monotonic() - started
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     warm = [r for r in rows if r["warm"]]
     if not warm:
         print("no measured run completed", file=sys.stderr)
         return 1
-    per_run = [breakdown(r) for r in warm]
+    shared = args.history == "shared"
+    per_run = [window_breakdown(r, args.duration) if shared else breakdown(r) for r in warm]
     stats = summary(per_run)
     cold = {"cold_stack_setup": round(rows[0]["setup_s"], 2)} if not rows[0]["warm"] else {}
     cold |= {f"k8s_start_{k}": round(v, 2) for k, v in rows[0].get("stack_start", {}).items()}
@@ -287,7 +317,9 @@ def main() -> int:
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     saved[args.label] = {
         "scenario": f"tests/chaos/jobs/orders_to_shipments.py, no fault, rate {args.rate}, {args.duration:g} s load, "
-                    f"warm stack (one unmeasured run first), spark {args.spark}, {args.deploy_mode} mode",
+                    f"warm stack (one unmeasured run first), spark {args.spark}, {args.deploy_mode} mode, "
+                    f"history {args.history}",
+        "first_run": window_breakdown(rows[0], args.duration) if shared else breakdown(rows[0]),
         "stack_start": cold,
         "commit": commit, "date": time.strftime("%Y-%m-%d"), "session_s": round(session_s, 1),
         "load_average": [round(r["load_average"], 1) for r in warm], "runs": per_run, "summary": stats, "cpu": cpu,

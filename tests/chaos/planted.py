@@ -52,7 +52,7 @@ GUARDED_LAKE = "/tmp/streamchaos-test-clicks-guarded-lake"
 #: what the jobs hard-code under /tmp (absent before each test and removed after it)
 PATHS = (LAKE, "/tmp/streamchaos-test-clicks-chk", GUARDED_LAKE, "/tmp/streamchaos-test-clicks-guarded-chk",
          "/tmp/streamchaos-test-clicks-by-batch-lake", "/tmp/streamchaos-test-clicks-by-batch-chk",
-         "/tmp/streamchaos-test-payments-chk")
+         "/tmp/streamchaos-test-payments-chk", "/tmp/streamchaos-test-payments-drops-chk")
 
 
 def click(rec: Any) -> dict:
