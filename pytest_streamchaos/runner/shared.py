@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 @dataclass
 class HistoryOwner:
     """What a shared history's runs take from a ``chaos`` fixture (the
-    :class:`~pytest_streamchaos.runner.context.RunOwner` protocol), kept for the session: the stack, the seed and
-    JVM settings of the test that started the job, a directory of the session's; ``nodeid`` is the test whose
-    window plays now (its run's JSON names it), and ``status`` its progress line."""
+    :class:`~pytest_streamchaos.runner.context.RunOwner` protocol), kept while the history runs: the stack, the seed and
+    JVM settings of the test that started the job, a directory of the module's; ``nodeid`` is the test whose
+    window plays now (its run's JSON names it), ``status`` its progress line, ``fixture`` its fixtures."""
 
     cluster: SparkCluster
     kafka: KafkaCluster
@@ -72,6 +72,15 @@ def inputs_key(inputs: RunInputs) -> tuple[Any, ...]:
             sorted(inputs.annotate.items(), key=lambda kv: kv[0]), inputs.real_time, inputs.urls)
 
 
+def same(a: Any, b: Any) -> bool:
+    """Whether two keys are equal; a value whose equality is not a bool (a numpy array an oracle holds) makes
+    them different: a job of its own, never a wrong window."""
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
+
+
 def why_alone(spec: RunSpec, inputs: RunInputs, *, reference: bool, repeats: int) -> str | None:
     """Why a plain run cannot be a window of a shared history (None: it can)."""
     if repeats > 1:
@@ -90,7 +99,7 @@ class SharedHistories:
     owner: HistoryOwner | None = None
     key: tuple[Any, ...] = ()
     tests: list[str] = field(default_factory=list)  #: the tests whose windows the live history played
-    #: what went wrong in every ended history, one line each (the session fails on them at its end)
+    #: what went wrong in every ended history, one line each (the module fails on them at its end)
     failures: list[str] = field(default_factory=list)
     #: one line per ended history: how many windows, which tests, how it ended (the session's summary)
     accounts: list[str] = field(default_factory=list)
@@ -102,14 +111,14 @@ class SharedHistories:
         """``chaos``'s run as the next window of the history running now, or of a fresh one."""
         key = (id(chaos.cluster), id(chaos.kafka), history_key(spec), inputs_key(inputs))
         live = self.live
-        if live is not None and (live.broken or key != self.key):
+        if live is not None and (live.broken or not same(key, self.key)):
             self.end(str(live.broken) if live.broken else f"{chaos.nodeid} runs another job or other arguments")
             live = None
         if live is None:
             live = self._start(chaos, spec, inputs, key)
         owner = self.owner
         assert owner is not None
-        owner.nodeid, owner.status = chaos.nodeid, chaos.status
+        owner.nodeid, owner.status, owner.fixture = chaos.nodeid, chaos.status, chaos.fixture
         live.status.callback = chaos.status  # the progress line of the test playing now
         self.tests.append(chaos.nodeid)
         try:
@@ -133,8 +142,9 @@ class SharedHistories:
         return live
 
     def end(self, why: str) -> None:
-        """End the history running now, if any: drain, judge the whole against the guarantee its runs declared,
-        stop the job, clear what it left outside its directory; a failure is kept for the session's end."""
+        """End the history running now, if any: drain, judge the records after its last window against the
+        guarantee its runs declared, stop the job, clear what it left outside its directory; a failure is kept
+        for the module's end."""
         live, self.live = self.live, None
         if live is None:
             return

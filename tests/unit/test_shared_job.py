@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
-from pytest_streamchaos.runner.shared import inputs_key, why_alone
+from pytest_streamchaos.runner.shared import inputs_key, same, why_alone
 from pytest_streamchaos.runner.spec import RunInputs
 
 CONFTEST = """
@@ -243,6 +244,11 @@ def test_runs_share_only_inputs_that_are_the_same() -> None:
     # a lambda written in each test, another id reader or oracle: a job of its own
     assert inputs_key(inputs(factories={"t": lambda r: {}})) != inputs_key(inputs(factories={"t": lambda r: {}}))
     assert inputs_key(inputs(id_reader="key")) != inputs_key(inputs())
+    # an oracle holding an array: no bool equality, so a job of its own rather than a wrong window
+    oracle, twin = inputs().oracle, inputs().oracle
+    oracle.weights, twin.weights = np.arange(3), np.arange(3)  # type: ignore[attr-defined]
+    assert not same(inputs_key(inputs(oracle=oracle)), inputs_key(inputs(oracle=twin)))
+    assert same(inputs_key(inputs()), inputs_key(inputs()))
 
 
 def test_why_a_run_cannot_be_a_window() -> None:
