@@ -170,14 +170,21 @@ class ProxyGate:
         return False
 
 
+def same_end(addr: tuple[str, int], end: tuple[str, int]) -> bool:
+    """Whether a socket's address (``ip``, ``port``; IPv6's v4-mapped form too) is ``end``."""
+    return addr[1] == end[1] and addr[0].removeprefix("::ffff:") == end[0]
+
+
 def _peer_pid(client: socket.socket) -> int:
-    """The process on the other end of a loopback connection (0 when it cannot be told)."""
+    """The process on the other end of a loopback connection (0 when it cannot be told): the one whose socket
+    goes from the peer's address to ours -- the peer's address alone is not enough, Linux gives one local port
+    to several connections to different remote ends (a JVM's to another server was taken for the client's)."""
     try:
         import psutil
 
-        host, port = client.getpeername()[:2]
+        peer, ours = client.getpeername()[:2], client.getsockname()[:2]
         for c in psutil.net_connections("tcp"):  # a JVM's socket is IPv6, its address v4-mapped (::ffff:127.0.0.1)
-            if c.laddr and c.laddr.port == port and c.laddr.ip.removeprefix("::ffff:") == host and c.pid:
+            if c.pid and c.laddr and c.raddr and same_end(c.laddr, peer) and same_end(c.raddr, ours):
                 return int(c.pid)
     except Exception:  # psutil without the rights, a socket gone: the hold is still a hold
         return 0
