@@ -200,11 +200,13 @@ class OneHistory:
 
     def _await_window(self, ctx: RunContext, window: Window) -> None:
         """Give the window's outputs time to be read: until none of its records is missing (from
-        :data:`OUTPUT_GRACE_S` after the last commit), or no output came for ``settle_seconds``, or
+        :data:`OUTPUT_GRACE_S` after the last commit), or the missing ones stopped coming for ``settle_seconds``
+        -- not the job's outputs: a job that drops records keeps writing the next window's --, or
         ``drain_timeout``."""
         obs, spec = self.obs, ctx.spec
         validation = Validation(ctx.inputs.oracle, spec.guarantee)
         grace = self._committed_at() + OUTPUT_GRACE_S
+        missing: list[float] = [math.inf, time.time()]  # the fewest missing so far, and since when
 
         def in_() -> bool:
             obs.progress.poll()
@@ -215,8 +217,9 @@ class OneHistory:
             report = validation.check(obs.history(ctx, self.prepared.job, self.topics).focused(window)).report
             if report is None or report.resolution != "record" or report.lost == 0:
                 return True
-            last = max(obs.sinks.last_output(obs.collector, obs.progress) or 0.0, window.end)
-            return time.time() - last > spec.settle_seconds
+            if report.lost < missing[0]:
+                missing[:] = [report.lost, time.time()]
+            return time.time() - missing[1] > spec.settle_seconds
 
         poll_until(in_, spec.drain_timeout)
 

@@ -4,10 +4,11 @@ job play their faults one after another on one running job, each judged in its o
 The module below runs in a pytest session of its own with the option, as a user's CI would: three tests of the
 payments ledger (Spark's Kafka sink, hard-coded broker, topics and checkpoint, nothing of the plugin) share one
 job -- a clean window, a worker killed, a clean window again --, then two tests of the same ledger with two bugs
-planted (ids divisible by 97 dropped, by 89 booked twice) share a second: another job ends the first history.
-Each detector is proven in a shared window both ways -- silent on the correct job, clean and under the kill;
-exactly the planted ids caught, clean and under the kill -- and the records sent after the last window, which
-no test judged, are judged when the module ends: the planted job's tail fails the module's last teardown.
+planted (ids divisible by 97 dropped, by 89 booked twice): another job ends the first history, and a window
+that lost records ends its own (the next test gets a fresh job). Each detector is proven in a window both ways
+-- silent on the correct job, clean and under the kill; exactly the planted ids caught, clean and under the
+kill -- and the records sent after a history's last window, which no test judged, are judged when it ends: the
+planted job's tails fail the module's last teardown.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def test_1_clean(chaos):
 
 
 @pytest.mark.chaos(backend="local")
-@kill_worker(after=3, restart_after=3)
+@kill_worker(after=6, restart_after=3)
 def test_2_worker_killed(chaos):
     run = ledger(chaos, "at-least-once", duration=15)
     assert run.history.focus.index == 1
@@ -92,10 +93,11 @@ def test_4_planted_clean(chaos):
 
 @pytest.mark.chaos(backend="local")
 @pytest.mark.sla(guarantee=None)
-@kill_worker(after=3, restart_after=3)
+@kill_worker(after=6, restart_after=3)
 def test_5_planted_worker_killed(chaos):
     run = ledger(chaos, "at-least-once", duration=15, job=DROPS)
-    assert run.history.focus.index == 1
+    # the window before lost records: the job, in a state nobody knows, was not given another test
+    assert run.history.focus.index == 0
     killed_and_back(run)
     planted_caught(run)
 '''
@@ -123,8 +125,11 @@ def test_a_modules_tests_share_one_job_and_each_window_is_judged_both_ways(pytes
         "shared history #0: 3 window(s) of test_shared.py::test_1_clean, test_shared.py::test_2_worker_killed, "
         "test_shared.py::test_3_clean_again; ended: test_shared.py::test_4_planted_clean runs another job or other "
         "arguments; whole: * sent, lost 0, duplicates 0*",
-        "shared history #1: 2 window(s) of test_shared.py::test_4_planted_clean, "
-        "test_shared.py::test_5_planted_worker_killed; ended: the module's tests ended; whole: * sent, lost *",
+        "shared history #1: 1 window(s) of test_shared.py::test_4_planted_clean; ended: the schedule lost * "
+        "record(s); whole: * sent, lost *",
+        "FAILED on the whole: the records sent after the last test's window*",
+        "shared history #2: 1 window(s) of test_shared.py::test_5_planted_worker_killed; ended: the module's tests "
+        "ended; whole: * sent, lost *",
         "FAILED on the whole: the records sent after the last test's window*",
     ])
     assert out.count("WINDOW ") == 2
