@@ -86,7 +86,7 @@ class Chaos:
         #: why the body's runs cannot share one history (the first that could not), or None
         self.unshared: str | None = None
         self.body_calls = 0  #: ``run`` calls since the body began (the explored body resets it)
-        #: the session's shared history (``--chaos-history=shared``; None: every plain run a job of its own)
+        #: the module's shared history (``--chaos-history=shared``; None: every plain run a job of its own)
         self.shared = shared
         self.repeats = 1  #: how many times the run being made is repeated (a repeated run is never a window)
 
@@ -125,14 +125,16 @@ class Chaos:
         return result
 
     def _in_shared(self, spec: RunSpec, inputs: RunInputs, reference: bool) -> ChaosRun | None:
-        """The run as a window of the session's shared history (None: it needs a job of its own, and the shared
+        """The run as a window of the module's shared history (None: it needs a job of its own, and the shared
         one is ended first: two jobs on the stack would each take the other's faults)."""
         assert self.shared is not None
         why = ("the test is explored: its schedules run on jobs of its own" if self.explored
                else why_alone(spec, inputs, reference=reference, repeats=self.repeats))
         if why is not None:
             self.shared.end(f"{self.nodeid} runs a job of its own")
-            self.shared.alone.append(f"{self.nodeid}: a job of its own: {why}")
+            said = f"{self.nodeid}: a job of its own: {why}"
+            if said not in self.shared.alone:  # an explored test's every schedule: said once
+                self.shared.alone.append(said)
             return None
         view = self.shared.run(self, spec, inputs)
         self.runs.append(view)

@@ -205,6 +205,7 @@ def test_what_ends_a_history_and_what_runs_alone_is_said(pytester: pytest.Pytest
         "test_jobs.py::test_repeated: a job of its own: the test repeats its run (repeat=2): each repetition is a "
         "whole run of its own",
     ])
+    assert result.stdout.str().count("test_repeated: a job of its own") == 1  # not once a repetition
 
 
 def test_a_test_using_the_stack_without_chaos_ends_the_history(pytester: pytest.Pytester) -> None:
