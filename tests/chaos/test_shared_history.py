@@ -124,7 +124,7 @@ def test_a_modules_tests_share_one_job_and_each_window_is_judged_both_ways(pytes
         "*shared histories (--chaos-history=shared)*",
         "shared history #0: 3 window(s) of test_shared.py::test_1_clean, test_shared.py::test_2_worker_killed, "
         "test_shared.py::test_3_clean_again; ended: test_shared.py::test_4_planted_clean runs another job or other "
-        "arguments; whole: * sent, lost 0, duplicates 0*",
+        "arguments; whole: * sent, lost 0, duplicates *",  # a worker kill may replay a batch: at-least-once
         "shared history #1: 1 window(s) of test_shared.py::test_4_planted_clean; ended: the schedule lost * "
         "record(s); whole: * sent, lost *",
         "FAILED on the whole: the records sent after the last test's window*",
