@@ -42,10 +42,10 @@ def window_ids(run):
     return run.history.sent.ids[sent_in(run.history, run.history.focus)]
 
 
-def killed_and_back(run):
+def killed(run):
     [fault] = run.faults
-    assert fault.recovered, run.describe()
     assert any(e.kind == "executor_removed" and e.t >= fault.t for e in run.timeline), "the kill took no executor"
+    return fault
 
 
 def planted_caught(run):
@@ -71,7 +71,7 @@ def test_1_clean(chaos):
 def test_2_worker_killed(chaos):
     run = ledger(chaos, "at-least-once", duration=15)
     assert run.history.focus.index == 1
-    killed_and_back(run)
+    assert killed(run).recovered, run.describe()
     assert run.lost == 0
 
 
@@ -98,7 +98,9 @@ def test_5_planted_worker_killed(chaos):
     run = ledger(chaos, "at-least-once", duration=15, job=DROPS)
     # the window before lost records: the job, in a state nobody knows, was not given another test
     assert run.history.focus.index == 0
-    killed_and_back(run)
+    # not its recovery: a window's is measured up to its end, and on a busy CI machine the replacement executor
+    # came 11 s after the kill, after the window of this first, 15 s schedule had ended (seen once)
+    killed(run)
     planted_caught(run)
 '''
 
