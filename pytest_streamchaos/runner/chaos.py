@@ -15,7 +15,7 @@ from pytest_streamchaos.faults.spec import FaultSpec
 from pytest_streamchaos.history import History
 from pytest_streamchaos.observe.storage import Place, locate
 from pytest_streamchaos.runner.leftovers import clear_leftovers
-from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
+from pytest_streamchaos.runner.one_history import OneHistory, history_key, last_seen, shareable
 from pytest_streamchaos.runner.reference import ReferenceRuns, References, compared_spec, make_reference
 from pytest_streamchaos.runner.reference_key import reference_key, stack_part
 from pytest_streamchaos.runner.run import Run
@@ -190,9 +190,9 @@ class Chaos:
         if live is None:
             return None
         whole = live.close()
-        last = whole or live.last_view
-        if last is not None:
-            self._last = last.history
+        seen = last_seen(live)
+        if seen is not None:
+            self._last = seen
             self._clear_leftovers()
         return whole
 

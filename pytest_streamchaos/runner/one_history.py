@@ -36,7 +36,7 @@ from pytest_streamchaos.facts import LoadFacts
 from pytest_streamchaos.faults.registry import release
 from pytest_streamchaos.faults.spec import AIMED_ARM_AFTER
 from pytest_streamchaos.faults.timeline import PlannedFault
-from pytest_streamchaos.history import Window
+from pytest_streamchaos.history import History, Window
 from pytest_streamchaos.runner.context import RunContext, RunOwner, Status, check_user_code, poll_until
 from pytest_streamchaos.runner.phases.drain import Drain
 from pytest_streamchaos.runner.phases.job import PreparedJob, PrepareJob
@@ -292,6 +292,13 @@ class OneHistory:
         history = Verdict(ctx, Phases(topics=self.topics, prepared=self.prepared, obs=obs, warm=self.warm,
                                    load=load)).run()
         return judge(history, judged_by(ctx.spec, ctx.inputs))
+
+
+def last_seen(live: OneHistory) -> History | None:
+    """What an ended history's job was last seen doing, for what it left outside its directory: the whole
+    history once judged, else the last window's (None: neither)."""
+    last = live.whole or live.last_view
+    return None if last is None else last.history
 
 
 def first_line(exc: BaseException) -> str:

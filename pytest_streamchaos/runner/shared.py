@@ -25,7 +25,7 @@ import pytest
 
 from pytest_streamchaos.analysis.result import ChaosRun
 from pytest_streamchaos.runner.leftovers import clear_leftovers
-from pytest_streamchaos.runner.one_history import OneHistory, history_key, shareable
+from pytest_streamchaos.runner.one_history import OneHistory, history_key, last_seen, shareable
 from pytest_streamchaos.runner.spec import RunInputs, RunSpec
 
 if TYPE_CHECKING:
@@ -159,9 +159,9 @@ class SharedHistories:
         if problem is not None:
             self.failures.append(f"shared history #{live.number} of {tests}: {problem}")
             self.accounts.append(f"FAILED on the whole: {problem}")
-        last = whole or live.last_view
-        if last is not None and self.owner is not None:
-            clear_leftovers([last.history], self.owner.workdir)
+        seen = last_seen(live)
+        if seen is not None and self.owner is not None:
+            clear_leftovers([seen], self.owner.workdir)
 
     def finish(self) -> None:
         """The module's end: the history ended, and a failure (no traceback: the harness's code is not the
