@@ -160,10 +160,9 @@ class OneHistory:
         obs.scheduler = fault_scheduler(ctx, obs.faults, planned)
         try:
             WarmUp(ctx, job, obs, self.status)._check_reach()  # a job in local mode: no cluster fault reaches it
-            load = SegmentLoad(ctx, job, self.topics, obs, self.status).run(armed)
-            window = Window(self.windows, " + ".join(p.label for p in planned) or "no fault", self.since,
-                            self._cut(), tuple(p.label for p in planned))
-            self._await_window(ctx, window)
+            phase = SegmentLoad(ctx, job, self.topics, obs, self.status)
+            load = phase.run(armed)
+            window = self._closed_window(ctx, phase, planned)
             ctx.recorder.record(Kind.HISTORY_WINDOW, "", **window.detail())
             self.since, self.windows = window.end, self.windows + 1
             view = self._view(ctx, window, load, armed)
@@ -177,6 +176,18 @@ class OneHistory:
         self.last_view = view
         self.broken = self._why_broken(view)
         return view
+
+    def _closed_window(self, ctx: RunContext, phase: SegmentLoad, planned: list[PlannedFault]) -> Window:
+        """The schedule's window, cut where its end stands: at the last committed micro-batch, its outputs read
+        (:meth:`_await_window`), and its faults still over on what was read (:meth:`SegmentLoad.confirmed`);
+        else the schedule goes on and the window is cut again later."""
+        while True:
+            window = Window(self.windows, " + ".join(p.label for p in planned) or "no fault", self.since,
+                            self._cut(), tuple(p.label for p in planned))
+            self._await_window(ctx, window)
+            if phase.confirmed():
+                return window
+            phase.resume()
 
     def _cut(self) -> float:
         """Where the window being closed ends: the plan of the last committed micro-batch (less

@@ -98,9 +98,9 @@ def test_5_planted_worker_killed(chaos):
     run = ledger(chaos, "at-least-once", duration=15, job=DROPS)
     # the window before lost records: the job, in a state nobody knows, was not given another test
     assert run.history.focus.index == 0
-    # not its recovery: a window's is measured up to its end, and on a busy CI machine the replacement executor
-    # came 11 s after the kill, after the window of this first, 15 s schedule had ended (seen once)
-    killed(run)
+    # its recovery too: once read as "not recovered" in CI, when the window ended on the kill looking over (no sign
+    # in the output, the replacement executor added and quiet) and a sign came after -- the window now goes on
+    assert killed(run).recovered, run.describe()
     planted_caught(run)
 '''
 

@@ -36,17 +36,43 @@ class SegmentLoad(LoadPhase):
         """Play the schedule armed at ``steady`` (its faults' ``after`` count from there) until it is over or
         has run its longest; heal whatever is still injected."""
         self.obs.scheduler.start(steady)
-        planned_until = steady + self.ctx.spec.duration
+        self._planned_until = steady + self.ctx.spec.duration
         self._armed = steady
         self._graced_until: float | None = None
-        # a look every 0.1 s: an ask due at an instant (BACK_DUE_SLACK_S) waits half a look for it on average
-        poll_until(lambda: self._over(planned_until), math.inf, PHASE_POLL_S)
+        self._at_longest = False
+        self._play()
         self.obs.scheduler.stop()
+        return self.result
+
+    def _play(self) -> None:
+        # a look every 0.1 s: an ask due at an instant (BACK_DUE_SLACK_S) waits half a look for it on average
+        poll_until(lambda: self._over(self._planned_until), math.inf, PHASE_POLL_S)
+
+    def confirmed(self) -> bool:
+        """Whether the schedule's end still stands on the history as it is now, its window's outputs read: it ran
+        its longest, or its faults, judged again, are still over. A sign can come after the ask that ended the
+        schedule -- a fault that showed none was over once noticed and quiet for a while, and a replacement
+        executor's first tasks, slow on a busy machine, then put the latency out of band --; the window's verdict,
+        judged on more of the history than that ask, would then call the fault not recovered while its job was
+        still recovering. Not confirmed, the schedule goes on (:meth:`resume`)."""
+        # a failure to judge (_back warned, and asks no more) keeps the end: waiting would only run out the longest
+        if self._at_longest or self._back() or math.isinf(self._next_check):
+            return True
+        if not any(w.startswith("the schedule's faults showed a sign") for w in self.ctx.warnings):
+            self.ctx.warnings.append("the schedule's faults showed a sign after they looked over: it went on "
+                                     "until they were over again")
+        return False
+
+    def resume(self) -> LoadResult:
+        """Go on with a schedule whose end :meth:`confirmed` did not confirm, until it is over again or has run
+        its longest (its faults have healed: only the waiting is left)."""
+        self._play()
         return self.result
 
     def _over(self, planned_until: float) -> bool:
         obs = self.obs
         if time.time() >= self._longest(planned_until) and not self._grace():
+            self._at_longest = True
             self.result.ended = ("the schedule ran its longest without its faults over (a step still waiting for "
                                  "its moment, or the job not back)")
             return True
