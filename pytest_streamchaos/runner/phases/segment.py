@@ -63,11 +63,10 @@ class SegmentLoad(LoadPhase):
                                      "until they were over again")
         return False
 
-    def resume(self) -> LoadResult:
+    def resume(self) -> None:
         """Go on with a schedule whose end :meth:`confirmed` did not confirm, until it is over again or has run
-        its longest (its faults have healed: only the waiting is left)."""
+        its longest (its faults have healed: only the waiting is left); :attr:`result` says how it ended."""
         self._play()
-        return self.result
 
     def _over(self, planned_until: float) -> bool:
         obs = self.obs
