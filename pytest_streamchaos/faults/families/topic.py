@@ -199,9 +199,7 @@ class ReassignPartitions(_OnTopic[Moved]):
         if not before:
             raise ValueError(f"{topic} has no partition {wanted}")
         moved = Moved(topic, before, self._target(planned, before, states), view(self.ctx, topic))
-        admin = self.ctx.brokers(TopicAdmin)
-        admin.reassign_partitions(topic, moved.target)
-        admin.elect_preferred_leaders(topic, sorted(moved.target))  # a rotation completes at once: lead now
+        self.ctx.brokers(TopicAdmin).reassign_partitions(topic, moved.target)
         if planned.spec.params.get("move") == "replicas":  # the new replica catches up first: elect then
             threading.Thread(target=self._lead_when_complete, args=(moved,), name=f"{self.name}-complete",
                              daemon=True).start()
@@ -241,8 +239,13 @@ class ReassignPartitions(_OnTopic[Moved]):
             pass
 
     def confirm(self, planned: PlannedFault, moved: Moved) -> dict[str, object]:
-        """The admin API shows the new assignment, in sync, with its preferred leaders leading; the time it
-        first did is ``reassignment_completed`` on the timeline."""
+        """The preferred leaders elected (a rotation completes at once; a moved replica's partition is elected
+        again once it is in sync), then: the admin API shows the new assignment, in sync, with its preferred
+        leaders leading; the time it first did is ``reassignment_completed`` on the timeline. The election is
+        here, not in :meth:`inject`: the fault's time is stamped when ``inject`` returns, and the leaders it
+        moves must be seen moving after it (a CI run saw both elections stamped before the fault's time when
+        they were made in ``inject``)."""
+        self.ctx.brokers(TopicAdmin).elect_preferred_leaders(moved.topic, sorted(moved.target))
         poll(lambda: self._complete(moved), SETTLE_S, interval=0.1, clock=time.time,
              on_timeout=lambda _: TimeoutError(f"the reassignment of {moved.topic} to {moved.target} did not "
                                                f"complete within {SETTLE_S:g}s: "
