@@ -181,9 +181,9 @@ class OneHistory:
         """The schedule's window, cut where its end stands: at the last committed micro-batch, its outputs read
         (:meth:`_await_window`), and its faults still over on what was read (:meth:`SegmentLoad.confirmed`);
         else the schedule goes on and the window is cut again later."""
+        labels = tuple(p.label for p in planned)
         while True:
-            window = Window(self.windows, " + ".join(p.label for p in planned) or "no fault", self.since,
-                            self._cut(), tuple(p.label for p in planned))
+            window = Window(self.windows, " + ".join(labels) or "no fault", self.since, self._cut(), labels)
             self._await_window(ctx, window)
             if phase.confirmed():
                 return window

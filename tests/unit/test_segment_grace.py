@@ -83,7 +83,7 @@ def test_a_fault_that_looked_over_can_show_a_sign_later():
 def confirming(backs: list[bool], at_longest: bool = False) -> SegmentLoad:
     seg = SegmentLoad.__new__(SegmentLoad)  # confirmed() reads only these
     seg.ctx = SimpleNamespace(warnings=[])
-    seg._at_longest, seg._next_check = at_longest, 0.0
+    seg._at_longest, seg._went_on, seg._next_check = at_longest, False, 0.0
     answers = iter(backs)
     seg._back = lambda: next(answers)  # type: ignore[method-assign]
     return seg

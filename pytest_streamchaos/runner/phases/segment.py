@@ -39,7 +39,7 @@ class SegmentLoad(LoadPhase):
         self._planned_until = steady + self.ctx.spec.duration
         self._armed = steady
         self._graced_until: float | None = None
-        self._at_longest = False
+        self._at_longest = self._went_on = False
         self._play()
         self.obs.scheduler.stop()
         return self.result
@@ -58,7 +58,8 @@ class SegmentLoad(LoadPhase):
         # a failure to judge (_back warned, and asks no more) keeps the end: waiting would only run out the longest
         if self._at_longest or self._back() or math.isinf(self._next_check):
             return True
-        if not any(w.startswith("the schedule's faults showed a sign") for w in self.ctx.warnings):
+        if not self._went_on:  # once a schedule (the warnings are the whole history's: its windows share them)
+            self._went_on = True
             self.ctx.warnings.append("the schedule's faults showed a sign after they looked over: it went on "
                                      "until they were over again")
         return False
